@@ -1,0 +1,28 @@
+//! Subcommand front ends: each file parses its arguments (clap derive), calls the library,
+//! and turns the outcome into output and an exit code.
+
+pub mod audit;
+pub mod check;
+pub mod policy;
+pub mod run;
+pub mod sandbox;
+pub mod wrap;
+
+use tracing_subscriber::EnvFilter;
+
+/// Sends diagnostics to stderr, never stdout: stdout is the protocol.
+pub fn init_diagnostics(level: &str) {
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(level))
+        .unwrap_or_else(|_| EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+/// The error for a subcommand whose issue has not landed yet.
+pub fn not_yet(what: &str) -> anyhow::Error {
+    anyhow::anyhow!("`rootfence {what}` is not implemented in this build yet")
+}

@@ -1,0 +1,34 @@
+//! rootfence: a security proxy for the Model Context Protocol (MCP).
+//!
+//! rootfence runs an untrusted MCP server as its child, relays newline-delimited JSON-RPC
+//! between the host (on rootfence's stdin/stdout) and the server (on the child's pipes), and
+//! enforces root boundaries on every URI that crosses it.
+//!
+//! # Layout
+//!
+//! - [`jsonrpc`]: bounded line framing, the strict envelope scan (duplicate keys rejected,
+//!   ids kept byte-exact), error codes and locally built responses.
+//! - [`mcp`]: method names, protocol revisions, and typed views of the messages rootfence
+//!   intercepts.
+//! - [`relay`]: session state, one pump per direction, the interception point, the child's
+//!   lifecycle and shutdown.
+//! - [`uri`]: strict `file:` URI parsing and the canonical form.
+//! - [`roots`]: the effective root set, one capability (`cap_std::fs::Dir`) per root.
+//! - [`fsaccess`]: the only place that opens files.
+//! - [`policy`]: raw TOML, validated and compiled policy, decisions with provenance.
+//! - [`sandbox`]: Landlock confinement of the child and its enforcement report.
+//! - [`audit`]: the hash-chained JSON Lines audit log and its readers.
+//! - [`wrap`]: rewriting host configuration files so their servers run behind rootfence.
+//!
+//! The binary (`src/main.rs`, `src/cli/`) is a thin clap front end over these modules.
+
+pub mod audit;
+pub mod fsaccess;
+pub mod jsonrpc;
+pub mod mcp;
+pub mod policy;
+pub mod relay;
+pub mod roots;
+pub mod sandbox;
+pub mod uri;
+pub mod wrap;

@@ -1,0 +1,1 @@
+//! The relay: session state, one pump per direction, interception, child lifecycle.
