@@ -52,6 +52,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The sandbox launcher: rootfence re-executes itself under this hidden name to confine
+    // itself and then exec the server, so confinement never happens in rootfence proper.
+    // It is checked before clap so the launcher does no more work than it must.
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(cli::sandbox::LAUNCHER_ARG))
+    {
+        return cli::sandbox::launcher_main();
+    }
     let cli = Cli::parse();
     cli::init_diagnostics(&cli.log_level);
     let result = match cli.command {

@@ -14,3 +14,12 @@ pub enum SandboxCommand {
 pub fn run(_cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
     Err(super::not_yet("sandbox"))
 }
+
+/// The hidden first argument under which rootfence runs as the sandbox launcher.
+pub const LAUNCHER_ARG: &str = "__sandbox-exec";
+
+/// Entry point of the sandbox launcher (issue 7).
+pub fn launcher_main() -> ExitCode {
+    eprintln!("rootfence: error: the sandbox launcher is not implemented in this build yet");
+    ExitCode::from(127)
+}
