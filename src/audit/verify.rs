@@ -291,9 +291,6 @@ pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<V
                 }
                 Some(p) => {
                     let want = p.seq.wrapping_add(1);
-                    let at = |p: &Prev| {
-                        format!("{}: line {} (seq {})", file_disp(&p.file), p.line, p.seq)
-                    };
                     if env.prev == p.hash {
                         if seq != want {
                             r.broken = Some(brk(
@@ -306,66 +303,22 @@ pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<V
                             ));
                             break 'files;
                         }
-                    } else if Some(env.prev) == p.hash2 {
-                        r.broken = Some(ChainBreak {
-                            file: p.file.clone(),
-                            line: p.line,
-                            seq: Some(p.seq),
-                            reason: format!(
-                                "this record was inserted: the next record ({}: line {no}) \
-                                 chains from the record before it",
-                                file_disp(path)
-                            ),
-                        });
-                        break 'files;
-                    } else if env.prev == GENESIS && seq == 1 {
-                        r.broken = Some(brk(
-                            Some(seq),
-                            format!(
-                                "a new chain starts here after {}: the records before it \
-                                 belong to another log, or this log was replaced",
-                                at(p)
-                            ),
-                        ));
-                        break 'files;
-                    } else if seq == want {
-                        r.broken = Some(ChainBreak {
-                            file: p.file.clone(),
-                            line: p.line,
-                            seq: Some(p.seq),
-                            reason: format!(
-                                "this record was altered after it was written: its hash does \
-                                 not match the prev of the next record ({}: line {no}, seq \
-                                 {seq})",
-                                file_disp(path)
-                            ),
-                        });
-                        break 'files;
-                    } else if seq > want {
-                        let missing = if seq - want == 1 {
-                            format!("record seq {want} is missing")
-                        } else {
-                            format!("records seq {want} to {} are missing", seq - 1)
-                        };
-                        r.broken = Some(brk(
-                            Some(seq),
-                            format!(
-                                "{missing} before this record (deleted, or a rotated file was \
-                                 not given); the previous record is {}",
-                                at(p)
-                            ),
-                        ));
-                        break 'files;
                     } else {
-                        r.broken = Some(brk(
-                            Some(seq),
-                            format!(
-                                "seq {seq} comes after seq {} ({}): records were reordered or \
-                                 duplicated",
-                                p.seq,
-                                at(p)
-                            ),
-                        ));
+                        let cur = Cur {
+                            no,
+                            seq,
+                            prev: env.prev,
+                            hash: chain::sha256(bytes),
+                        };
+                        let b = diagnose(&mut lines, p, path, &cur)?;
+                        if b.line == p.line && b.file == p.file {
+                            // The bad record is the previous one: it is not intact.
+                            r.records -= 1;
+                            r.seq_range = r
+                                .seq_range
+                                .and_then(|(a, z)| (z > a).then(|| (a, z - 1)));
+                        }
+                        r.broken = Some(b);
                         break 'files;
                     }
                 }
@@ -420,6 +373,113 @@ pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<V
         }
     }
     Ok(r)
+}
+
+fn at(p: &Prev) -> String {
+    format!("{}: line {} (seq {})", file_disp(&p.file), p.line, p.seq)
+}
+
+/// The record that does not chain from the previous one.
+struct Cur {
+    no: u64,
+    seq: u64,
+    prev: Hash,
+    hash: Hash,
+}
+
+/// Names the bad record when `cur` does not chain from `p`. It may read ahead in the same file: an inserted record is recognised by the next
+/// record chaining from `p`, and a reordering by the missing seq turning up later.
+fn diagnose(lines: &mut Lines, p: &Prev, path: &Path, cur: &Cur) -> std::io::Result<ChainBreak> {
+    let (no, seq, prev_hash) = (cur.no, cur.seq, cur.prev);
+    let want = p.seq.wrapping_add(1);
+    let here = |reason: String| ChainBreak {
+        file: path.to_path_buf(),
+        line: no,
+        seq: Some(seq),
+        reason,
+    };
+    if Some(prev_hash) == p.hash2 {
+        return Ok(ChainBreak {
+            file: p.file.clone(),
+            line: p.line,
+            seq: Some(p.seq),
+            reason: format!(
+                "this record was inserted: the next record ({}: line {no}) chains from the \
+                 record before it",
+                file_disp(path)
+            ),
+        });
+    }
+    // The rest of this file's envelopes, (line, seq, prev), read only on this failure path.
+    let mut rest: Vec<(u64, u64, Hash)> = Vec::new();
+    while let Some(item) = lines.next_item().map_err(|e| with_path(path, e))? {
+        if let Item::Line { no, bytes } = item
+            && let Ok(env) = chain::parse_envelope(bytes)
+        {
+            rest.push((no, env.seq, env.prev));
+        }
+    }
+    if let Some(&(twin, _, _)) = rest.iter().find(|n| n.1 == seq) {
+        return Ok(here(format!(
+            "this record was inserted: seq {seq} appears again at line {twin}, and this one \
+             does not chain from {}",
+            at(p)
+        )));
+    }
+    // Moved, not forged: the missing seq turns up later and this record's successor is
+    // still there, chained from it.
+    if seq != want
+        && rest.iter().any(|n| n.2 == cur.hash)
+        && let Some(&(later, _, _)) = rest.iter().find(|n| n.1 == want)
+    {
+        return Ok(here(format!(
+            "records were reordered: seq {seq} is here, after {}, and seq {want} is at line \
+             {later}",
+            at(p)
+        )));
+    }
+    if rest.first().is_some_and(|n| n.2 == p.hash) {
+        return Ok(here(format!(
+            "this record was inserted: it does not chain from {}, and the record after it \
+             does",
+            at(p)
+        )));
+    }
+    if prev_hash == GENESIS && seq == 1 {
+        return Ok(here(format!(
+            "a new chain starts here after {}: the records before it belong to another log, \
+             or this log was replaced",
+            at(p)
+        )));
+    }
+    if seq == want {
+        return Ok(ChainBreak {
+            file: p.file.clone(),
+            line: p.line,
+            seq: Some(p.seq),
+            reason: format!(
+                "this record was altered after it was written: its hash does not match the \
+                 prev of the next record ({}: line {no}, seq {seq})",
+                file_disp(path)
+            ),
+        });
+    }
+    if seq > want {
+        let missing = if seq - want == 1 {
+            format!("record seq {want} is missing")
+        } else {
+            format!("records seq {want} to {} are missing", seq - 1)
+        };
+        return Ok(here(format!(
+            "{missing} before this record (deleted, or a rotated file was not given); the \
+             previous record is {}",
+            at(p)
+        )));
+    }
+    Ok(here(format!(
+        "seq {seq} comes after {}: records were reordered or duplicated",
+        at(p)
+    )))
 }
 
 fn file_disp(p: &Path) -> String {
