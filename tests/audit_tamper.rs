@@ -33,7 +33,10 @@ fn intact_log_verifies() {
     let p = fresh(d.path());
     let (code, out) = verify(&[&p]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("ok: chain intact: 22 records in 1 file, seq 1 to 22, 1 session"), "{out}");
+    assert!(
+        out.contains("ok: chain intact: 22 records in 1 file, seq 1 to 22, 1 session"),
+        "{out}"
+    );
     assert!(out.contains("head: "), "{out}");
 }
 
@@ -45,7 +48,10 @@ fn edited_field_is_named() {
     edit_line(&p, 6, "\"decision\":\"deny\"", "\"decision\":\"allow\"");
     let (code, out) = verify(&[&p]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("audit.jsonl: line 6 (seq 6): this record was altered"), "{out}");
+    assert!(
+        out.contains("audit.jsonl: line 6 (seq 6): this record was altered"),
+        "{out}"
+    );
     assert!(out.contains("5 records before it are intact"), "{out}");
 }
 
@@ -56,7 +62,10 @@ fn edited_uri_with_same_length_is_named() {
     edit_line(&p, 12, "file:///data/f10.txt", "file:///data/f10.txu");
     let (code, out) = verify(&[&p]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("line 12 (seq 12): this record was altered"), "{out}");
+    assert!(
+        out.contains("line 12 (seq 12): this record was altered"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -84,7 +93,10 @@ fn deleted_first_record_is_named() {
     write_lines(&p, &ls);
     let (code, out) = verify(&[&p]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("line 1 (seq 2): the first record is seq 2, not the start"), "{out}");
+    assert!(
+        out.contains("line 1 (seq 2): the first record is seq 2, not the start"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -153,7 +165,10 @@ fn inserted_forged_record_is_named() {
     write_lines(&p, &ls);
     let (code, out) = verify(&[&p]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("line 8 (seq 8): this record was inserted"), "{out}");
+    assert!(
+        out.contains("line 8 (seq 8): this record was inserted"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -167,7 +182,10 @@ fn inserted_naive_record_is_named() {
     write_lines(&p, &ls);
     let (code, out) = verify(&[&p]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("line 11 (seq 16): this record was inserted"), "{out}");
+    assert!(
+        out.contains("line 11 (seq 16): this record was inserted"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -230,7 +248,10 @@ fn rotated_files_verify_together_in_any_argument_order() {
     let active = files.iter().find(|f| f.ends_with("audit.jsonl")).unwrap();
     let (code, out) = verify(&[active]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("earlier rotated files were not given"), "{out}");
+    assert!(
+        out.contains("earlier rotated files were not given"),
+        "{out}"
+    );
     let o = audit(&["verify", "--partial"], &[active]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     assert!(String::from_utf8_lossy(&o.stdout).contains("the chain starts at seq"));
@@ -267,7 +288,12 @@ fn a_deleted_active_file_shows_only_as_an_unended_session() {
     let files: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
     let (code, out) = verify(&files);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains(&format!("1 session without session_end (still running or killed): {first}")), "{out}");
+    assert!(
+        out.contains(&format!(
+            "1 session without session_end (still running or killed): {first}"
+        )),
+        "{out}"
+    );
 }
 
 #[test]
@@ -280,7 +306,10 @@ fn a_replaced_log_is_a_new_chain_and_says_so() {
     write_session(config(&b.join("audit.jsonl")), 5);
     let (code, out) = verify(&[&a.join("audit.jsonl"), &b.join("audit.jsonl")]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("b/audit.jsonl: line 1 (seq 1): a new chain starts here"), "{out}");
+    assert!(
+        out.contains("b/audit.jsonl: line 1 (seq 1): a new chain starts here"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -314,9 +314,8 @@ pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<V
                         if b.line == p.line && b.file == p.file {
                             // The bad record is the previous one: it is not intact.
                             r.records -= 1;
-                            r.seq_range = r
-                                .seq_range
-                                .and_then(|(a, z)| (z > a).then(|| (a, z - 1)));
+                            r.seq_range =
+                                r.seq_range.and_then(|(a, z)| (z > a).then(|| (a, z - 1)));
                         }
                         r.broken = Some(b);
                         break 'files;

@@ -27,8 +27,7 @@ pub fn verify(files: &[&Path]) -> (i32, String) {
     let o = audit(&["verify"], files);
     (
         o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned()
-            + &String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr),
     )
 }
 
