@@ -821,4 +821,24 @@ mod tests {
         assert!(Event::from_body("future_thing", b"{}").unwrap().is_none());
         assert!(Event::from_body("decision", b"{}").is_err());
     }
+
+    proptest::proptest! {
+        /// Whatever a URI contains, its record is one line with no raw control, separator
+        /// or bidi character, and the logged value decodes to exactly the URI.
+        #[test]
+        fn any_uri_stays_on_one_safe_line(uri in "\\PC*|[\\x00-\\x{a0}\\x{2000}-\\x{2070}\\x{feff}]{0,40}") {
+            let b = body(&Event::Decision(decision(&uri)));
+            proptest::prop_assert!(!b.contains('\n'));
+            let raw_unsafe = b.chars().any(|c| c.is_control()
+                || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}'
+                    | '\u{2066}'..='\u{2069}'));
+            proptest::prop_assert!(!raw_unsafe, "{}", b);
+            let obj = format!("{{{b}");
+            let Some(Event::Decision(d)) = Event::from_body("decision", obj.as_bytes()).unwrap()
+            else {
+                panic!()
+            };
+            proptest::prop_assert_eq!(d.uri, AuditUri::new(&uri));
+        }
+    }
 }

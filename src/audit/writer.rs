@@ -176,7 +176,18 @@ impl AuditLog {
         let thread_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("rootfence-audit".into())
-            .spawn(move || sink.run(&rx, &thread_shared))
+            .spawn(move || {
+                let path = sink.path.clone();
+                let run = std::panic::AssertUnwindSafe(|| sink.run(&rx, &thread_shared));
+                if std::panic::catch_unwind(run).is_err() {
+                    // A writer that died must stop the session like a failed write would,
+                    // not leave the relay logging into a closed queue unnoticed.
+                    thread_shared.set_failed(&AuditError::write(
+                        &path,
+                        io::Error::other("the audit writer thread panicked"),
+                    ));
+                }
+            })
             .map_err(|e| AuditError::open(&cfg.path, e))?;
         Ok(AuditLog {
             auditor: Auditor { tx, shared },
