@@ -20,7 +20,7 @@ fn verify_lib(files: &[PathBuf]) -> rootfence::audit::VerifyReport {
 fn every_prefix_of_a_log_verifies_as_intact_or_incomplete() {
     let d = tempfile::tempdir().unwrap();
     let full = d.path().join("full.jsonl");
-    write_session(config(&full), 12);
+    write_session(config(&full), 6);
     let data = std::fs::read(&full).unwrap();
     let ends: Vec<usize> = data
         .iter()
