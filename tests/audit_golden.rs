@@ -434,6 +434,17 @@ fn records_match_the_published_json_schema() {
         text.push_str(&std::fs::read_to_string(f).unwrap_or_default());
         text.push('\n');
     }
+    // And a log_rewound record: truncate behind a live writer's back.
+    let p3 = d.path().join("rewound.jsonl");
+    let log = AuditLog::open(config(&p3), start()).unwrap();
+    let a = log.handle();
+    a.record_blocking(decision(1, "file:///x", Verdict::Deny))
+        .unwrap();
+    std::fs::write(&p3, "").unwrap();
+    a.record_blocking(decision(2, "file:///y", Verdict::Deny))
+        .unwrap();
+    log.close(SessionEnd::default()).unwrap();
+    text.push_str(&std::fs::read_to_string(&p3).unwrap());
     let p2 = d.path().join("golden.jsonl");
     scripted_session(&p2, true);
     text.push_str(&std::fs::read_to_string(&p2).unwrap());
@@ -453,6 +464,7 @@ fn records_match_the_published_json_schema() {
         "protocol_error",
         "session_end",
         "log_recovered",
+        "log_rewound",
     ]
     .iter()
     .map(|s| s.to_string())

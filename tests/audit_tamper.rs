@@ -9,7 +9,7 @@ mod audit_support;
 use std::path::Path;
 
 use audit_support::*;
-use rootfence::audit::AuditConfig;
+use rootfence::audit::{AuditConfig, AuditLog, SessionEnd, Verdict};
 
 fn fresh(dir: &Path) -> std::path::PathBuf {
     let p = dir.join("audit.jsonl");
@@ -337,4 +337,36 @@ fn sha256_hex(b: &[u8]) -> String {
 fn replace_prev(line: &str, prev: &str) -> String {
     let i = line.find("\"prev\":\"").unwrap() + 8;
     format!("{}{}{}", &line[..i], prev, &line[i + 64..])
+}
+
+#[test]
+fn records_removed_while_rootfence_writes_are_recorded_and_reported() {
+    // Truncating the log at a line boundary behind a running rootfence's back: the writer
+    // notices the chain head went backwards, says so in a log_rewound record, and verify
+    // names it, even though the remaining chain is intact.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("audit.jsonl");
+    let log = AuditLog::open(config(&p), start()).unwrap();
+    let a = log.handle();
+    for i in 0..10 {
+        a.record_blocking(decision(i, "file:///etc/shadow", Verdict::Deny))
+            .unwrap();
+    }
+    let mut ls = lines(&p);
+    ls.truncate(5);
+    write_lines(&p, &ls);
+    a.record_blocking(decision(10, "file:///data/x", Verdict::Allow))
+        .unwrap();
+    log.close(SessionEnd::default()).unwrap();
+    let (code, out) = verify(&[&p]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("line 6 (seq 6): records seq 6 to 11 were removed from the end of the log"),
+        "{out}"
+    );
+    let o = audit(&["show"], &[&p]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("log_rewound the log lost records"),
+        "{o:?}"
+    );
 }

@@ -42,6 +42,9 @@ pub enum Event {
     SessionEnd(SessionEnd),
     /// `log_recovered`: written by the writer itself after it found a torn final line.
     LogRecovered(LogRecovered),
+    /// `log_rewound`: written by the writer itself when the log it is writing lost records
+    /// from its end (truncated, or replaced) while it was open.
+    LogRewound(LogRewound),
 }
 
 impl Event {
@@ -55,6 +58,7 @@ impl Event {
             Event::ProtocolError(_) => "protocol_error",
             Event::SessionEnd(_) => "session_end",
             Event::LogRecovered(_) => "log_recovered",
+            Event::LogRewound(_) => "log_rewound",
         }
     }
 
@@ -76,6 +80,7 @@ impl Event {
             Event::ProtocolError(e) => serde_json::to_writer(&mut *out, e),
             Event::SessionEnd(e) => serde_json::to_writer(&mut *out, e),
             Event::LogRecovered(e) => serde_json::to_writer(&mut *out, e),
+            Event::LogRewound(e) => serde_json::to_writer(&mut *out, e),
         };
         debug_assert!(r.is_ok());
         // The struct came out as `{...}`: turn its `{` into the `,` after the event name,
@@ -100,6 +105,7 @@ impl Event {
             "protocol_error" => Event::ProtocolError(serde_json::from_slice(body)?),
             "session_end" => Event::SessionEnd(serde_json::from_slice(body)?),
             "log_recovered" => Event::LogRecovered(serde_json::from_slice(body)?),
+            "log_rewound" => Event::LogRewound(serde_json::from_slice(body)?),
             _ => return Ok(None),
         }))
     }
@@ -108,7 +114,10 @@ impl Event {
     pub(crate) fn is_critical(&self) -> bool {
         match self {
             Event::Decision(d) => d.decision == Verdict::Deny,
-            Event::SessionStart(_) | Event::SessionEnd(_) | Event::LogRecovered(_) => true,
+            Event::SessionStart(_)
+            | Event::SessionEnd(_)
+            | Event::LogRecovered(_)
+            | Event::LogRewound(_) => true,
             _ => false,
         }
     }
@@ -435,6 +444,21 @@ pub struct LogRecovered {
     pub len: u64,
     /// SHA-256 of its bytes, lowercase hex.
     pub sha256: String,
+}
+
+/// `log_rewound` fields: a running writer had written (or seen) the chain up to
+/// `expected_seq`, and then found the log ending at `found_seq`: records were removed from
+/// its end, or the file was replaced, while rootfence had it open. The chain continues from
+/// what is there; this record keeps the evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LogRewound {
+    /// The seq of the last record the writer knew of.
+    pub expected_seq: u64,
+    /// That record's SHA-256, lowercase hex.
+    pub expected_hash: String,
+    /// The seq of the last record now in the log (0: none).
+    pub found_seq: u64,
 }
 
 /// A URI (or path) as it is logged: the text as received, cut at [`MAX_URI_BYTES`].

@@ -49,7 +49,7 @@ use std::time::Duration;
 
 pub use event::{
     Action, AuditUri, Counts, Decision, Direction, DroppedRoot, EndCause, Event, Initialized,
-    LogRecovered, NarrowedRoot, PeerInfo, PolicyFile, ProtocolError, ProtocolErrorKind,
+    LogRecovered, LogRewound, NarrowedRoot, PeerInfo, PolicyFile, ProtocolError, ProtocolErrorKind,
     RootsUpdate, RpcId, SandboxPath, SandboxReport, SessionEnd, SessionStart, Verdict,
 };
 pub use show::{ShowFilter, show};

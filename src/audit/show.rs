@@ -254,6 +254,14 @@ fn format_record(r: &Record, o: &mut String) {
                 c.from_host, c.from_server, c.allowed, c.denied, c.protocol_errors, c.records
             )
         }
+        Event::LogRewound(l) => write!(
+            o,
+            "log_rewound the log lost records from its end while rootfence was writing it: \
+             it had reached seq {} ({}…), and ended at seq {}",
+            l.expected_seq,
+            disp(l.expected_hash.get(..12).unwrap_or("")),
+            l.found_seq
+        ),
         Event::LogRecovered(l) => write!(
             o,
             "log_recovered {} had an incomplete line of {} bytes at offset {} (sha256 {})",

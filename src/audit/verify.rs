@@ -322,6 +322,24 @@ pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<V
                     }
                 }
             }
+            if env.event == "log_rewound" {
+                let what = match Event::from_body(env.event, &env.body(bytes)) {
+                    Ok(Some(Event::LogRewound(l))) => format!(
+                        "records seq {} to {} were removed from the end of the log while \
+                         rootfence was writing it (a writer had reached seq {} and then found \
+                         the log ending at seq {})",
+                        l.found_seq + 1,
+                        l.expected_seq,
+                        l.expected_seq,
+                        l.found_seq
+                    ),
+                    _ => "records were removed from the end of the log while rootfence was \
+                          writing it"
+                        .to_owned(),
+                };
+                r.broken = Some(brk(Some(seq), what));
+                break 'files;
+            }
             match env.event {
                 "session_start" if started.insert(env.session.to_owned()) => {
                     order.push(env.session.to_owned());

@@ -44,7 +44,7 @@ use nix::fcntl::{Flock, FlockArg};
 use sha2::{Digest, Sha256};
 
 use super::chain::{self, GENESIS, Hash};
-use super::event::{Event, LogRecovered, SessionEnd, SessionStart, Verdict};
+use super::event::{Event, LogRecovered, LogRewound, SessionEnd, SessionStart, Verdict};
 use super::time::now_micros;
 use super::{AuditConfig, AuditError, FsyncPolicy, OnFailure};
 
@@ -310,6 +310,7 @@ impl Auditor {
             Event::SessionStart(_) => return Err(AuditError::Reserved("session_start")),
             Event::SessionEnd(_) => return Err(AuditError::Reserved("session_end")),
             Event::LogRecovered(_) => return Err(AuditError::Reserved("log_recovered")),
+            Event::LogRewound(_) => return Err(AuditError::Reserved("log_rewound")),
             _ => {}
         }
         if self.shared.on_failure == OnFailure::Stop
@@ -410,6 +411,7 @@ struct Sink {
     file: Option<File>,
     head: Option<Head>,
     recovered: Option<LogRecovered>,
+    rewound: Option<LogRewound>,
     line: Vec<u8>,
     /// When a write not yet synced happened (interval policy).
     dirty_since: Option<Instant>,
@@ -464,6 +466,7 @@ impl Sink {
             file: None,
             head: None,
             recovered: None,
+            rewound: None,
             line: Vec::with_capacity(1024),
             dirty_since: None,
             session_records: 0,
@@ -624,6 +627,13 @@ impl Sink {
             self.recovered = None;
             critical = true;
         }
+        if let Some(rew) = self.rewound.clone() {
+            let mut body = Vec::with_capacity(256);
+            Event::LogRewound(rew).write_body(&mut body);
+            self.append(now_micros(), &body)?;
+            self.rewound = None;
+            critical = true;
+        }
         for &(ts, body, crit) in items {
             self.append(ts, body)?;
             critical |= crit;
@@ -700,7 +710,8 @@ impl Sink {
     /// Reads the chain head from disk (under the lock), setting aside a torn active file.
     fn reload(&mut self) -> Result<(), AuditError> {
         self.file = None;
-        self.head = None;
+        // What this writer last knew; None after a failed write, when it knows nothing.
+        let before = self.head.take();
         let mut file = self.open_active()?;
         let size = file.metadata().map_err(|e| self.open_err(e))?.len();
         let mut head: Option<(u64, Hash)> = None;
@@ -754,6 +765,17 @@ impl Sink {
             }
         }
         let (seq, hash) = head.unwrap_or((0, GENESIS));
+        // The chain only grows (other writers append, rotation and recovery keep the head).
+        // A head behind ours means records were removed while we had the log open.
+        if let Some(b) = before
+            && (seq < b.seq || (seq == b.seq && hash != b.hash))
+        {
+            self.rewound = Some(LogRewound {
+                expected_seq: b.seq,
+                expected_hash: chain::hex(&b.hash),
+                found_seq: seq,
+            });
+        }
         let m = file.metadata().map_err(|e| self.open_err(e))?;
         self.head = Some(Head {
             seq,
