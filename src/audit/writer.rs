@@ -972,6 +972,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn handles_can_go_to_any_task() {
+        fn assert_send_sync_clone<T: Send + Sync + Clone + 'static>() {}
+        assert_send_sync_clone::<Auditor>();
+        fn assert_send<T: Send>() {}
+        assert_send::<AuditLog>();
+    }
+
+    #[test]
     fn rotation_numbers() {
         let cases = [
             ("audit.jsonl.000001", Some(1)),
