@@ -211,6 +211,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         .find(|s| !s.allow)
         .unwrap_or_else(|| steps.last().expect("at least one step"));
     let allow = decisive.allow;
+    let roots_checked = !args.roots.is_empty() || args.as_root || args.tool;
     let blocked = !allow && policy.mode() == rootfence::policy::Mode::Enforce;
     if args.json {
         let out = json!({
@@ -226,6 +227,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                 "rule": decisive.rule,
             },
             "steps": steps.iter().map(Step::json).collect::<Vec<_>>(),
+            "roots_checked": roots_checked,
             "layers": policy.layers().iter().map(|l| json!({"name": l.name, "sha256": l.sha256})).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -241,6 +243,9 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
             (false, false) => "logged, not blocked",
         };
         println!("mode:     {mode} ({effect})");
+        if !roots_checked {
+            println!("note:     roots not checked (pass --root DIR to check containment too)");
+        }
         if steps.len() > 1 {
             println!("steps:");
             for s in &steps {

@@ -240,6 +240,7 @@ impl Cx<'_, '_> {
 
 fn related(p: &Provenance) -> Related {
     Related {
+        label: "earlier",
         file: p
             .file
             .clone()
@@ -1196,7 +1197,10 @@ fn build(
                     ErrorKind::BadPath,
                     format!("static root \"{}\" is refused by the root rules", r.path),
                 )
-                .related(related(d.provenance))
+                .related(Related {
+                    label: "refused by",
+                    ..related(d.provenance)
+                })
                 .hint("remove the static root, or change the rule that refuses it");
             errs.push(err);
         }

@@ -63,6 +63,8 @@ impl ErrorKind {
 /// Where an earlier rule lives, for errors that involve two layers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Related {
+    /// How the rule relates: `earlier` (widening, conflict) or `refused by`.
+    pub label: &'static str,
     /// Display name of the earlier layer's file.
     pub file: Arc<str>,
     /// 1-based line, when the earlier value came from a file (not the built-in default).
@@ -145,7 +147,7 @@ impl fmt::Display for PolicyError {
             write!(f, "\n  = value: {value}")?;
         }
         if let Some(rel) = &self.related {
-            write!(f, "\n  = earlier: {}", rel.file)?;
+            write!(f, "\n  = {}: {}", rel.label, rel.file)?;
             if let Some(line) = rel.line {
                 write!(f, ":{line}")?;
                 if let Some(col) = rel.column {

@@ -68,6 +68,9 @@ pub(crate) fn expand(raw: &str, home: Option<&str>, glob: bool) -> Result<String
             let message = match var {
                 Some("HOME") => format!("`${{HOME}}` is only expanded at the start of \"{raw}\""),
                 Some(v) => format!("unsupported variable `${{{v}}}` in \"{raw}\""),
+                None if s[i..].starts_with("$HOME") => {
+                    format!("`$HOME` is not expanded in \"{raw}\"; write `${{HOME}}` or `~`")
+                }
                 None => format!("unexpected `$` in \"{raw}\""),
             };
             let mut hint = String::from(
