@@ -31,7 +31,7 @@ use globset::{Candidate, Glob, GlobSetBuilder};
 
 use super::decision::{ArgKind, Provenance, ToolPath};
 use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
-use super::glob::{self, GlobTable, PathGlob, Problem};
+use super::glob::{self, GlobTable, PathGlob, Problem, Side};
 use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
 use super::settings::{
     Access, AuditSettings, Fsync, HardlinkStance, Mode, Network, OnFailure, Ranked, ReadStance,
@@ -433,11 +433,12 @@ fn fixed<T: PartialEq + Clone + std::fmt::Debug>(
 fn path_globs(
     cx: &mut Cx<'_, '_>,
     e: &Entry<Vec<Sp<String>>>,
+    side: Side,
 ) -> Option<Vec<(PathGlob, Provenance)>> {
     let mut out = Vec::with_capacity(e.v.len());
     let mut ok = true;
     for item in &e.v {
-        match glob::expand(&item.v, cx.home, true).and_then(|t| glob::path_glob(&t)) {
+        match glob::expand(&item.v, cx.home, true).and_then(|t| glob::path_glob(&t, side)) {
             Ok(g) => out.push((g, cx.prov_item(e.key, &item.span))),
             Err(p) => {
                 ok = false;
@@ -456,7 +457,7 @@ fn name_globs(
     let mut out = Vec::with_capacity(e.v.len());
     let mut ok = true;
     for item in &e.v {
-        match glob::name_glob(&item.v) {
+        match glob::name_glob(&item.v, Side::Deny) {
             Ok(g) => out.push((item.v.clone(), g, cx.prov_item(e.key, &item.span))),
             Err(p) => {
                 ok = false;
@@ -486,7 +487,7 @@ fn paths(cx: &mut Cx<'_, '_>, e: &Entry<Vec<Sp<String>>>) -> Option<Vec<(String,
 /// Applies one layer's allow-list (roots or resources).
 fn allow_list(cx: &mut Cx<'_, '_>, lists: &mut Vec<AllowList>, e: &Option<Entry<Vec<Sp<String>>>>) {
     let Some(e) = e else { return };
-    let Some(globs) = path_globs(cx, e) else {
+    let Some(globs) = path_globs(cx, e, Side::Allow) else {
         return;
     };
     if cx.check {
@@ -565,7 +566,7 @@ fn apply_layer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
 fn apply_roots(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     allow_list(cx, &mut acc.roots_allow, &raw.roots_allow);
     if let Some(e) = &raw.roots_deny {
-        if let Some(g) = path_globs(cx, e) {
+        if let Some(g) = path_globs(cx, e, Side::Deny) {
             acc.roots_deny.extend(g);
         }
     }
@@ -723,7 +724,7 @@ fn apply_resources(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     }
     allow_list(cx, &mut acc.res_allow, &raw.res_allow);
     if let Some(e) = &raw.res_deny {
-        if let Some(g) = path_globs(cx, e) {
+        if let Some(g) = path_globs(cx, e, Side::Deny) {
             acc.res_deny.extend(g);
         }
     }
@@ -816,7 +817,8 @@ fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         let (Some(tool), Some(pointers)) = (&entry.tool, &entry.pointers) else {
             continue;
         };
-        let glob = match glob::name_glob(&tool.v) {
+        // Deny side: checking the arguments of more tools is the safe error.
+        let glob = match glob::name_glob(&tool.v, Side::Deny) {
             Ok(g) => g,
             Err(p) => {
                 cx.problem(&tool.span, p);
@@ -1060,7 +1062,7 @@ fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     }
     ranked(cx, &mut acc.root_access, &raw.sb_root_access, Access::WORDS);
     if let Some(e) = &raw.sb_read_only_roots {
-        if let Some(g) = path_globs(cx, e) {
+        if let Some(g) = path_globs(cx, e, Side::Deny) {
             acc.read_only_roots.extend(g);
         }
     }

@@ -181,9 +181,21 @@ pub(crate) struct PathGlob {
     match_all: bool,
 }
 
-fn build(pattern: &str) -> Result<Glob, Problem> {
+/// Which way a glob errs when case is ambiguous (case-insensitive filesystems: vfat,
+/// ext4 casefold directories, macOS, where `.ENV` opens `.env`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// Deny-side rules (deny lists, writing marks, read-only roots, checked tool names)
+    /// match case-insensitively: they can only deny more.
+    Deny,
+    /// Allow-lists match case-sensitively: they can only allow less.
+    Allow,
+}
+
+fn build(pattern: &str, side: Side) -> Result<Glob, Problem> {
     GlobBuilder::new(pattern)
         .literal_separator(true)
+        .case_insensitive(side == Side::Deny)
         .build()
         .map_err(|e| {
             problem(
@@ -209,7 +221,7 @@ fn glob_hint(e: &globset::Error) -> String {
 
 /// Compiles a path glob (already expanded). Rejects globs that can never match a
 /// canonical path, rather than letting a rule silently do nothing.
-pub(crate) fn path_glob(text: &str) -> Result<PathGlob, Problem> {
+pub(crate) fn path_glob(text: &str, side: Side) -> Result<PathGlob, Problem> {
     if text.is_empty() {
         return Err(problem(
             ErrorKind::BadGlob,
@@ -243,14 +255,14 @@ pub(crate) fn path_glob(text: &str) -> Result<PathGlob, Problem> {
             ));
         }
     }
-    let mut globs = vec![build(text)?];
+    let mut globs = vec![build(text, side)?];
     let mut dir = None;
     let match_all = text == "**" || text == "/**";
     if let Some(parent) = text.strip_suffix("/**") {
         // `X/**` also matches `X` itself. For `/**`, X is `/`.
         let parent = if parent.is_empty() { "/" } else { parent };
         if parent != "**" {
-            let pg = build(parent)?;
+            let pg = build(parent, side)?;
             dir = Some((pg.compile_matcher(), globs[0].compile_matcher()));
             globs.push(pg);
         }
@@ -263,8 +275,8 @@ pub(crate) fn path_glob(text: &str) -> Result<PathGlob, Problem> {
     })
 }
 
-/// Compiles a name glob (tool names, `read_only_roots` is a path glob instead).
-pub(crate) fn name_glob(text: &str) -> Result<Glob, Problem> {
+/// Compiles a tool-name glob.
+pub(crate) fn name_glob(text: &str, side: Side) -> Result<Glob, Problem> {
     if text.is_empty() {
         return Err(problem(
             ErrorKind::BadGlob,
@@ -272,7 +284,7 @@ pub(crate) fn name_glob(text: &str) -> Result<Glob, Problem> {
             "write a tool name, or a glob such as \"write_*\"",
         ));
     }
-    build(text)
+    build(text, side)
 }
 
 /// The directory every match of `text` lies strictly below, when the glob has a literal
@@ -396,7 +408,7 @@ mod tests {
     use super::*;
 
     fn m(pattern: &str, path: &str) -> bool {
-        let g = path_glob(pattern).unwrap();
+        let g = path_glob(pattern, Side::Allow).unwrap();
         let t = GlobTable::build(vec![(
             g.text.clone(),
             g.globs.clone(),
@@ -438,15 +450,32 @@ mod tests {
     }
 
     #[test]
+    fn deny_side_ignores_case_allow_side_does_not() {
+        let c = Candidate::from_bytes(b"/p/.ENV");
+        let t = |side| {
+            let g = path_glob("**/.env", side).unwrap();
+            GlobTable::build(vec![(g.text, g.globs, Provenance::default_rule("t"))]).unwrap()
+        };
+        assert!(t(Side::Deny).is_match(&c));
+        assert!(!t(Side::Allow).is_match(&c));
+    }
+
+    #[test]
     fn rejects_globs_that_never_match() {
         for bad in [
             "", "*.pem", ".env", "/home/u/", "/home//u", "/a/./b", "/a/../b", "a/**",
         ] {
-            let e = path_glob(bad).unwrap_err();
+            let e = path_glob(bad, Side::Deny).unwrap_err();
             assert_eq!(e.kind, ErrorKind::BadGlob, "{bad}");
         }
-        assert_eq!(path_glob("/a/[b").unwrap_err().kind, ErrorKind::BadGlob);
-        assert_eq!(path_glob("/a/{b").unwrap_err().kind, ErrorKind::BadGlob);
+        assert_eq!(
+            path_glob("/a/[b", Side::Deny).unwrap_err().kind,
+            ErrorKind::BadGlob
+        );
+        assert_eq!(
+            path_glob("/a/{b", Side::Deny).unwrap_err().kind,
+            ErrorKind::BadGlob
+        );
     }
 
     #[test]
@@ -502,9 +531,9 @@ mod tests {
     #[test]
     fn glob_containment_is_sound_on_examples() {
         let c = |earlier: &str, later: &str| {
-            path_glob(earlier)
+            path_glob(earlier, Side::Allow)
                 .unwrap()
-                .covers(&path_glob(later).unwrap())
+                .covers(&path_glob(later, Side::Allow).unwrap())
         };
         assert!(c("/home/u/code/**", "/home/u/code/app/**"));
         assert!(c("/home/u/code/**", "/home/u/code/**"));
