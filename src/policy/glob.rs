@@ -9,6 +9,7 @@
 //! denying a directory's contents never leaves the directory listable.
 
 use std::cell::RefCell;
+use std::sync::OnceLock;
 
 use globset::{Candidate, Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
@@ -174,9 +175,12 @@ pub(crate) struct PathGlob {
     pub(crate) text: String,
     /// What is compiled into a set: the pattern, plus `X` for a pattern `X/**`.
     pub(crate) globs: Vec<Glob>,
-    /// For `X/**`: a matcher of "X or anything below X", used to prove that every path
-    /// under some directory is covered. `None` for other patterns.
-    dir: Option<(GlobMatcher, GlobMatcher)>,
+    /// For an allow-side `X/**`: the glob `X`, used to prove that every path under some
+    /// directory is covered. `None` for other patterns and for deny-side globs.
+    parent: Option<Glob>,
+    /// Matchers for containment checks, compiled on first use: only a later layer's
+    /// allow-list ever needs them, and most policies have none.
+    matchers: OnceLock<Matchers>,
     /// `**` or `/**`: matches every absolute path.
     match_all: bool,
 }
@@ -256,21 +260,25 @@ pub(crate) fn path_glob(text: &str, side: Side) -> Result<PathGlob, Problem> {
         }
     }
     let mut globs = vec![build(text, side)?];
-    let mut dir = None;
+    let mut parent_glob = None;
     let match_all = text == "**" || text == "/**";
     if let Some(parent) = text.strip_suffix("/**") {
         // `X/**` also matches `X` itself. For `/**`, X is `/`.
         let parent = if parent.is_empty() { "/" } else { parent };
         if parent != "**" {
             let pg = build(parent, side)?;
-            dir = Some((pg.compile_matcher(), globs[0].compile_matcher()));
+            // Only allow-lists are ever compared for containment.
+            if side == Side::Allow {
+                parent_glob = Some(pg.clone());
+            }
             globs.push(pg);
         }
     }
     Ok(PathGlob {
         text: text.to_string(),
         globs,
-        dir,
+        parent: parent_glob,
+        matchers: OnceLock::new(),
         match_all,
     })
 }
@@ -302,7 +310,26 @@ fn literal_dir(text: &str) -> Option<&str> {
     None
 }
 
+/// Lazily compiled matchers of one allow glob.
+#[derive(Debug, Clone)]
+struct Matchers {
+    /// Each compiled glob (for testing a literal path).
+    globs: Vec<GlobMatcher>,
+    /// For `X/**`: matchers of `X` and of `X/**`.
+    dir: Option<(GlobMatcher, GlobMatcher)>,
+}
+
 impl PathGlob {
+    fn matchers(&self) -> &Matchers {
+        self.matchers.get_or_init(|| Matchers {
+            globs: self.globs.iter().map(Glob::compile_matcher).collect(),
+            dir: self
+                .parent
+                .as_ref()
+                .map(|p| (p.compile_matcher(), self.globs[0].compile_matcher())),
+        })
+    }
+
     /// Whether every path this glob matches is provably matched by `self`. Conservative:
     /// `false` means "not proven", which the caller reports as widening.
     pub(crate) fn covers(&self, later: &PathGlob) -> bool {
@@ -312,13 +339,14 @@ impl PathGlob {
         if !later.text.contains(META) {
             // A literal path: test it.
             return self
+                .matchers()
                 .globs
                 .iter()
-                .any(|g| g.compile_matcher().is_match(&later.text));
+                .any(|m| m.is_match(&later.text));
         }
         // Every match of `later` is below its literal directory D. If D is `X` or below
         // `X` and `self` is `X/**`, everything below D is covered.
-        match (&self.dir, literal_dir(&later.text)) {
+        match (&self.matchers().dir, literal_dir(&later.text)) {
             (Some((parent, below)), Some(d)) => parent.is_match(d) || below.is_match(d),
             _ => false,
         }
