@@ -5,9 +5,9 @@
 //!
 //! # Flow
 //!
-//! 1. [`raw`]: each file is parsed into toml's spanned tree and walked by hand: unknown keys
+//! 1. `raw`: each file is parsed into toml's spanned tree and walked by hand: unknown keys
 //!    and wrong types are collected (all of them, not just the first).
-//! 2. [`compile`]: values are expanded (`~`, `${HOME}`), validated (globs, paths, JSON
+//! 2. `compile`: values are expanded (`~`, `${HOME}`), validated (globs, paths, JSON
 //!    pointers, MIME types, schemes), and merged layer by layer. A later layer may only
 //!    narrow; widening is an error naming both files and lines.
 //! 3. [`Policy`]: immutable, `Send + Sync`; globs compiled once into `globset::GlobSet`s
