@@ -564,3 +564,19 @@ fn schemes_are_case_insensitive_and_file_is_never_listed() {
         [ErrorKind::BadValue]
     );
 }
+
+/// Tool names are not paths: `*` in a tool glob also spans `/`, so a hostile server cannot
+/// dodge `*shell*` with a tool named `x/run_shell` (path globs keep `*` within a component).
+#[test]
+fn regression_tool_glob_star_spans_slash_in_names() {
+    let p = ok(&[
+        "[tools]\ndeny = [\"*shell*\"]\nwriting = [\"write_*\"]\nread_only = true\n\
+         [[tools.paths]]\ntool = \"read_*\"\npointers = [\"/path\"]",
+    ]);
+    assert_eq!(p.decide_tool("x/run_shell").reason, Reason::ToolDenied);
+    assert_eq!(p.decide_tool("write_/etc").reason, Reason::ReadOnly);
+    assert_eq!(p.tool_path_pointers("read_a/b").len(), 1);
+    // Path globs are unchanged.
+    let p = ok(&["[resources]\ndeny = [\"/srv/*.pem\"]"]);
+    assert!(p.decide_resource("file", Some("/srv/a/b.pem")).allow);
+}

@@ -197,8 +197,12 @@ pub(crate) enum Side {
 }
 
 fn build(pattern: &str, side: Side) -> Result<Glob, Problem> {
+    build_with(pattern, side, true)
+}
+
+fn build_with(pattern: &str, side: Side, literal_separator: bool) -> Result<Glob, Problem> {
     GlobBuilder::new(pattern)
-        .literal_separator(true)
+        .literal_separator(literal_separator)
         .case_insensitive(side == Side::Deny)
         .build()
         .map_err(|e| {
@@ -284,6 +288,11 @@ pub(crate) fn path_glob(text: &str, side: Side) -> Result<PathGlob, Problem> {
 }
 
 /// Compiles a tool-name glob.
+///
+/// The one place `literal_separator` is off: a tool name is not a path, and every
+/// tool-name glob is deny-side (denied tools, writing marks, which tools get their
+/// arguments checked), so letting `*` cross `/` only ever denies or checks more. With it
+/// on, a hostile server could evade `*shell*` by naming its tool `x/run_shell`.
 pub(crate) fn name_glob(text: &str, side: Side) -> Result<Glob, Problem> {
     if text.is_empty() {
         return Err(problem(
@@ -292,7 +301,7 @@ pub(crate) fn name_glob(text: &str, side: Side) -> Result<Glob, Problem> {
             "write a tool name, or a glob such as \"write_*\"",
         ));
     }
-    build(text, side)
+    build_with(text, side, false)
 }
 
 /// The directory every match of `text` lies strictly below, when the glob has a literal
