@@ -1,8 +1,9 @@
 //! Globs and paths in policies: `~`/`${HOME}` expansion (once, at load), validation that a
-//! glob can match a canonical path at all, compilation (always
-//! `GlobBuilder::literal_separator(true)`: a bare globset `*` crosses `/`), glob tables that
-//! remember which rule each glob came from, and the conservative containment test behind
-//! the "a later layer may only narrow" rule.
+//! glob can match a canonical path at all, compilation (path globs always with
+//! `GlobBuilder::literal_separator(true)`, because a bare globset `*` crosses `/`; tool-name
+//! globs deliberately not, see [`name_glob`]), glob tables that remember which rule each
+//! glob came from, and the conservative containment test behind the "a later layer may
+//! only narrow" rule.
 //!
 //! Path globs follow one convenience rule: a glob ending in `/**` also matches the
 //! directory it names (`**/.ssh/**` denies `.ssh` itself and everything in it), so

@@ -11,8 +11,8 @@
 //!    pointers, MIME types, schemes), and merged layer by layer. A later layer may only
 //!    narrow; widening is an error naming both files and lines.
 //! 3. [`Policy`]: immutable, `Send + Sync`; globs compiled once into `globset::GlobSet`s
-//!    (path globs always with `literal_separator(true)`; see `glob.rs` for tool names). `decide_*` prepare a path once
-//!    (`globset::Candidate`) and do not allocate.
+//!    (path globs always with `literal_separator(true)`; tool names are not paths, see
+//!    `glob.rs`). `decide_*` prepare a path once (`globset::Candidate`) and do not allocate.
 //!
 //! # Example
 //!
