@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
+use rootfence::audit::FsyncPolicy as Fsync;
 use rootfence::policy::{
-    Access, ErrorKind, Fsync, Mode, Network, Policy, PolicyErrors, Reason, SchemeStance,
+    Access, ErrorKind, Mode, Network, Policy, PolicyErrors, Reason, SchemeStance,
 };
 
 const HOME: &str = "/home/u";

@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use rootfence::audit::{FsyncPolicy as Fsync, OnFailure};
 use rootfence::policy::{
-    Access, ArgKind, Fsync, HardlinkStance, Mode, Network, OnFailure, Policy, ReadStance,
-    RootsFallback, SandboxMode, SchemeStance, SymlinkStance,
+    Access, ArgKind, HardlinkStance, Mode, Network, Policy, ReadStance, RootsFallback, SandboxMode,
+    SchemeStance, SymlinkStance,
 };
 
 const HOME: &str = "/home/u";

@@ -34,11 +34,12 @@ use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
 use super::glob::{self, GlobTable, PathGlob, Problem, Side};
 use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
 use super::settings::{
-    Access, AuditSettings, Fsync, HardlinkStance, Mode, Network, OnFailure, Ranked, ReadStance,
-    ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
-    SchemeStance, StaticRoot, SymlinkStance, Word, env_pattern_covers, fsync_rank,
+    Access, AuditSettings, HardlinkStance, Mode, Network, Ranked, ReadStance, ResourceSettings,
+    Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings, SchemeStance, StaticRoot,
+    SymlinkStance, Word, env_pattern_covers, fsync_rank,
 };
 use super::{AllowTable, LayerInfo, Matchers, Policy};
+use crate::audit::{FsyncPolicy as Fsync, OnFailure};
 
 /// Default wait for the host's `roots/list` answer.
 const DEFAULT_LIST_TIMEOUT_MS: u64 = 3_000;
@@ -1106,7 +1107,7 @@ fn allow_tables(lists: &[AllowList]) -> Result<Vec<AllowTable>, globset::Error> 
 
 fn fmt_size(n: u64) -> String {
     for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
             return format!("\"{} {unit}\"", n >> shift);
         }
     }

@@ -16,8 +16,9 @@ use toml::de::{DeTable, DeValue};
 use super::decision::ArgKind;
 use super::error::{ErrorKind, PolicyError, Source};
 use super::settings::{
-    Access, HardlinkStance, Mode, OnFailure, ReadStance, RootsFallback, SandboxMode, SymlinkStance,
+    Access, HardlinkStance, Mode, ReadStance, RootsFallback, SandboxMode, SymlinkStance,
 };
+use crate::audit::OnFailure;
 
 /// The only schema version this build understands.
 pub(crate) const SCHEMA_VERSION: i64 = 1;

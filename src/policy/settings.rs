@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::decision::Provenance;
+// The audit log's own types: the policy only chooses among them.
+use crate::audit::{FsyncPolicy, OnFailure};
 
 /// Whether decisions block (enforce) or are only recorded (audit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,28 +67,6 @@ pub enum ReadStance {
     Verify,
     /// Answer from rootfence's own capability-safe read; the server never sees the read.
     Serve,
-}
-
-/// When the audit log is fsynced (issue 5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Fsync {
-    /// After every record.
-    Always,
-    /// After every denial record; other records are flushed only.
-    Denials,
-    /// At most this long after a record is written.
-    Interval(Duration),
-    /// Never (records are still written whole and flushed).
-    Never,
-}
-
-/// What happens when an audit record cannot be written (issue 5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum OnFailure {
-    /// Stop the session with a clear error rather than continue unaudited.
-    Stop,
-    /// Report the failure on stderr and continue.
-    Continue,
 }
 
 /// How hard the OS sandbox is applied (issue 7).
@@ -171,7 +151,7 @@ pub struct AuditSettings {
     /// Log file; `None` means the audit module's default location.
     pub path: Option<PathBuf>,
     /// fsync stance.
-    pub fsync: Fsync,
+    pub fsync: FsyncPolicy,
     /// Rotate when the file reaches this size; `None` means the audit module's default.
     pub rotate_bytes: Option<u64>,
     /// Stance on write failure.
@@ -332,12 +312,12 @@ impl Ranked for bool {
 
 /// fsync kinds are ranked always < denials < interval < never; two intervals compare by
 /// length (a shorter interval is narrower).
-pub(crate) fn fsync_rank(f: &Fsync) -> (u8, u128) {
+pub(crate) fn fsync_rank(f: &FsyncPolicy) -> (u8, u128) {
     match f {
-        Fsync::Always => (0, 0),
-        Fsync::Denials => (1, 0),
-        Fsync::Interval(d) => (2, d.as_millis()),
-        Fsync::Never => (3, 0),
+        FsyncPolicy::Always => (0, 0),
+        FsyncPolicy::Denials => (1, 0),
+        FsyncPolicy::Interval(d) => (2, d.as_millis()),
+        FsyncPolicy::Never => (3, 0),
     }
 }
 
