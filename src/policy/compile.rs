@@ -1,0 +1,1470 @@
+//! From raw layers to one immutable [`Policy`]: expansion and validation of every value,
+//! the layering rules, and compilation of the matchers.
+//!
+//! # Layering
+//!
+//! Layers are applied in order onto an effective policy that starts at the built-in
+//! defaults. The first layer may set anything. Every later layer may only narrow the
+//! effective policy built so far (defaults included):
+//!
+//! - deny lists (`roots.deny`, `resources.deny`, `tools.deny`, `tools.writing`,
+//!   `sandbox.read_only_roots`, `[[tools.paths]]`) accumulate: adding is always narrower;
+//! - allow-lists (`roots.allow`, `resources.allow`) intersect: a path must match every
+//!   layer's list. A later entry must also be provably inside an earlier list (a literal
+//!   path an earlier entry matches, or a glob under an earlier `dir/**`), else it is
+//!   rejected as widening, because it would not do what its author expects;
+//! - ordered settings (stances, modes, limits, sets) may only move toward their narrow
+//!   end (see `settings::Ranked` and docs/policy.md for each order);
+//! - `roots.static` is replaced by a later layer that sets it; every static root must
+//!   pass the root rules of all layers, which are the actual bound;
+//! - fixed operational settings (`roots.list_timeout_ms`, `audit.path`,
+//!   `audit.rotate_bytes`) are not permissions: the first layer that sets one fixes it,
+//!   and a later layer may only repeat the same value.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use globset::{Candidate, Glob, GlobSetBuilder};
+
+use super::decision::{ArgKind, Provenance, ToolPath};
+use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
+use super::glob::{self, GlobTable, PathGlob, Problem, Side};
+use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
+use super::settings::{
+    Access, AuditSettings, HardlinkStance, Mode, Network, Ranked, ReadStance, ResourceSettings,
+    Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings, SchemeStance, StaticRoot,
+    SymlinkStance, Word, env_pattern_covers, fsync_rank,
+};
+use super::{AllowTable, LayerInfo, Matchers, Policy};
+use crate::audit::{FsyncPolicy as Fsync, OnFailure};
+
+/// Default wait for the host's `roots/list` answer.
+const DEFAULT_LIST_TIMEOUT_MS: u64 = 3_000;
+/// Default fsync interval when `fsync = "interval"` gives none.
+const DEFAULT_FSYNC_INTERVAL_MS: u64 = 1_000;
+
+/// One layer's source, as read.
+pub(crate) struct LayerInput {
+    pub(crate) name: Arc<str>,
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) text: String,
+    pub(crate) sha256: String,
+}
+
+/// An effective setting and where it came from (`layer: None` is the built-in default).
+#[derive(Debug, Clone)]
+struct Setting<T> {
+    v: T,
+    prov: Provenance,
+}
+
+impl<T> Setting<T> {
+    fn default(v: T, rule: impl Into<String>) -> Self {
+        Setting {
+            v,
+            prov: Provenance::default_rule(rule),
+        }
+    }
+
+    fn is_set(&self) -> bool {
+        self.prov.layer.is_some()
+    }
+}
+
+/// One layer's allow-list for roots or resources.
+struct AllowList {
+    key_prov: Provenance,
+    globs: Vec<(PathGlob, Provenance)>,
+}
+
+/// The effective policy while layers are applied.
+struct Acc {
+    mode: Setting<Mode>,
+
+    roots_allow: Vec<AllowList>,
+    roots_deny: Vec<(PathGlob, Provenance)>,
+    /// Static roots with the span of each entry in its layer.
+    roots_static: Setting<Vec<(StaticRoot, Range<usize>)>>,
+    list_timeout_ms: Setting<u64>,
+    on_timeout: Setting<RootsFallback>,
+    symlinks: Setting<SymlinkStance>,
+    hardlinks: Setting<HardlinkStance>,
+
+    schemes: Setting<Option<Vec<String>>>,
+    res_allow: Vec<AllowList>,
+    res_deny: Vec<(PathGlob, Provenance)>,
+    max_bytes: Setting<Option<u64>>,
+    mime: Setting<Option<Vec<String>>>,
+    read: Setting<ReadStance>,
+
+    tools_deny: Vec<(String, Glob, Provenance)>,
+    tools_writing: Vec<(String, Glob, Provenance)>,
+    read_only: Setting<bool>,
+    tool_paths: Vec<(String, Glob, Vec<ToolPath>)>,
+
+    audit_path: Setting<Option<String>>,
+    fsync: Setting<Fsync>,
+    rotate_bytes: Setting<Option<u64>>,
+    on_failure: Setting<OnFailure>,
+    log_allowed: Setting<bool>,
+
+    sb_mode: Setting<SandboxMode>,
+    sb_read: Setting<Vec<String>>,
+    sb_write: Setting<Vec<String>>,
+    network: Setting<Network>,
+    env: Setting<Vec<String>>,
+    root_access: Setting<Access>,
+    read_only_roots: Vec<(PathGlob, Provenance)>,
+    rl_nofile: Setting<Option<u64>>,
+    rl_as: Setting<Option<u64>>,
+    rl_cpu: Setting<Option<u64>>,
+    rl_nproc: Setting<Option<u64>>,
+}
+
+impl Acc {
+    fn defaults() -> Self {
+        Acc {
+            mode: Setting::default(Mode::Enforce, "mode = \"enforce\""),
+            roots_allow: Vec::new(),
+            roots_deny: Vec::new(),
+            roots_static: Setting::default(Vec::new(), "roots.static = []"),
+            list_timeout_ms: Setting::default(
+                DEFAULT_LIST_TIMEOUT_MS,
+                format!("roots.list_timeout_ms = {DEFAULT_LIST_TIMEOUT_MS}"),
+            ),
+            on_timeout: Setting::default(RootsFallback::Static, "roots.on_timeout = \"static\""),
+            symlinks: Setting::default(
+                SymlinkStance::FollowWithinRoot,
+                "roots.symlinks = \"follow-within-root\"",
+            ),
+            hardlinks: Setting::default(HardlinkStance::Deny, "roots.hardlinks = \"deny\""),
+            schemes: Setting::default(None, "resources.other_schemes = \"allow\""),
+            res_allow: Vec::new(),
+            res_deny: Vec::new(),
+            max_bytes: Setting::default(None, "resources.max_bytes unlimited"),
+            mime: Setting::default(None, "resources.mime: any type"),
+            read: Setting::default(ReadStance::Forward, "resources.read = \"forward\""),
+            tools_deny: Vec::new(),
+            tools_writing: Vec::new(),
+            read_only: Setting::default(false, "tools.read_only = false"),
+            tool_paths: Vec::new(),
+            audit_path: Setting::default(None, "audit.path: the audit module's default"),
+            fsync: Setting::default(Fsync::Denials, "audit.fsync = \"denials\""),
+            rotate_bytes: Setting::default(None, "audit.rotate_bytes: the audit module's default"),
+            on_failure: Setting::default(OnFailure::Stop, "audit.on_failure = \"stop\""),
+            log_allowed: Setting::default(true, "audit.log_allowed = true"),
+            sb_mode: Setting::default(SandboxMode::BestEffort, "sandbox.mode = \"best-effort\""),
+            sb_read: Setting::default(Vec::new(), "sandbox.read = []"),
+            sb_write: Setting::default(Vec::new(), "sandbox.write = []"),
+            network: Setting::default(Network::Allow, "sandbox.network = \"allow\""),
+            env: Setting::default(Vec::new(), "sandbox.env = []"),
+            root_access: Setting::default(
+                Access::ReadWrite,
+                "sandbox.root_access = \"read-write\"",
+            ),
+            read_only_roots: Vec::new(),
+            rl_nofile: Setting::default(None, "sandbox.rlimits.nofile: inherited"),
+            rl_as: Setting::default(None, "sandbox.rlimits.address_space: inherited"),
+            rl_cpu: Setting::default(None, "sandbox.rlimits.cpu_seconds: inherited"),
+            rl_nproc: Setting::default(None, "sandbox.rlimits.processes: inherited"),
+        }
+    }
+}
+
+/// Per-layer context: where errors and provenance point.
+struct Cx<'a, 's> {
+    layer: usize,
+    src: &'a Source<'s>,
+    /// Whether widening checks run: not for the first layer, and not after an earlier
+    /// layer failed to parse (its missing rules would make the checks meaningless).
+    check: bool,
+    home: Option<&'a str>,
+    errs: &'a mut Vec<PolicyError>,
+}
+
+impl Cx<'_, '_> {
+    fn at(&self, span: &Range<usize>, rule: String) -> Provenance {
+        let (line, column) = self.src.line_col(span.start);
+        Provenance {
+            layer: Some(self.layer),
+            file: Some(self.src.name.clone()),
+            line: Some(line),
+            column: Some(column),
+            rule,
+        }
+    }
+
+    /// Provenance of a whole key: its position, `key = value` as written.
+    fn prov<T>(&self, e: &Entry<T>) -> Provenance {
+        self.at(
+            &e.key_span,
+            format!("{} = {}", e.key, self.src.snippet(&e.span)),
+        )
+    }
+
+    /// Provenance of one list element: its position, `key = element`.
+    fn prov_item(&self, key: &str, span: &Range<usize>) -> Provenance {
+        self.at(span, format!("{key} = {}", self.src.snippet(span)))
+    }
+
+    fn problem(&mut self, span: &Range<usize>, p: Problem) {
+        let err = self.src.error(span, p.kind, p.message).hint(p.hint);
+        self.errs.push(err);
+    }
+
+    fn error(&mut self, span: &Range<usize>, kind: ErrorKind, msg: String, hint: &str) {
+        let err = self.src.error(span, kind, msg).hint(hint);
+        self.errs.push(err);
+    }
+
+    /// A widening error at `span`, naming the earlier rule.
+    fn widening(&mut self, span: &Range<usize>, what: String, earlier: &Provenance, hint: String) {
+        let hint = if earlier.is_default() {
+            format!(
+                "{hint}; the earlier layers leave this at its built-in default, so to let \
+                 later layers choose, set the widest value you accept in the first layer"
+            )
+        } else {
+            format!("{hint}; change the earlier layer, or remove this setting")
+        };
+        let err = self
+            .src
+            .error(span, ErrorKind::Widening, what)
+            .related(related(earlier))
+            .hint(hint);
+        self.errs.push(err);
+    }
+}
+
+fn related(p: &Provenance) -> Related {
+    Related {
+        label: "earlier",
+        file: p
+            .file
+            .clone()
+            .unwrap_or_else(|| Arc::from("built-in default")),
+        line: p.line,
+        column: p.column,
+        rule: p.rule.clone(),
+    }
+}
+
+/// Compiles layers into a policy, or returns every error found.
+pub(crate) fn compile(inputs: Vec<LayerInput>, home: Option<&str>) -> Result<Policy, PolicyErrors> {
+    let mut errs = Vec::new();
+    let mut acc = Acc::defaults();
+    let mut all_parsed = true;
+    let sources: Vec<Source<'_>> = inputs
+        .iter()
+        .map(|l| Source::new(l.name.clone(), &l.text))
+        .collect();
+    for (i, src) in sources.iter().enumerate() {
+        let raw = raw::parse_layer(src, &mut errs);
+        let Some(raw) = raw else {
+            all_parsed = false;
+            continue;
+        };
+        let mut cx = Cx {
+            layer: i,
+            src,
+            check: i > 0 && all_parsed,
+            home,
+            errs: &mut errs,
+        };
+        apply_layer(&mut acc, &raw, &mut cx);
+    }
+    if inputs.is_empty() {
+        errs.push(PolicyError::unlocated(
+            &Arc::from("policy"),
+            ErrorKind::Io,
+            "no policy layers given".into(),
+        ));
+    }
+    if !errs.is_empty() {
+        return Err(sorted(errs, &inputs));
+    }
+    let layers: Vec<LayerInfo> = inputs
+        .iter()
+        .map(|l| LayerInfo {
+            name: l.name.to_string(),
+            path: l.path.clone(),
+            sha256: l.sha256.clone(),
+        })
+        .collect();
+    let last_name: Arc<str> = inputs
+        .last()
+        .map_or_else(|| "policy".into(), |l| l.name.clone());
+    build(acc, layers, &sources).map_err(|mut e| {
+        for err in &mut e {
+            if err.file.is_empty() {
+                err.file = last_name.clone();
+            }
+        }
+        sorted(e, &inputs)
+    })
+}
+
+/// Orders errors by layer, then position, so the output reads top to bottom.
+fn sorted(mut errs: Vec<PolicyError>, inputs: &[LayerInput]) -> PolicyErrors {
+    let order = |f: &Arc<str>| {
+        inputs
+            .iter()
+            .position(|l| &l.name == f)
+            .unwrap_or(usize::MAX)
+    };
+    errs.sort_by(|a, b| {
+        (order(&a.file), a.line, a.column).cmp(&(order(&b.file), b.line, b.column))
+    });
+    PolicyErrors(errs)
+}
+
+/// An order description for hints, narrowest first.
+fn order_of<T: Ranked + Word + Copy>(words: &[(&str, T)]) -> String {
+    let mut v: Vec<_> = words.iter().map(|(w, t)| (t.rank(), *w)).collect();
+    v.sort();
+    let list: Vec<String> = v.iter().map(|(_, w)| format!("\"{w}\"")).collect();
+    format!(
+        "a later layer may only narrow: the order is {} (narrowest first)",
+        list.join(" < ")
+    )
+}
+
+/// Applies an ordered (ranked) setting.
+fn ranked<T: Ranked + Word + Copy>(
+    cx: &mut Cx<'_, '_>,
+    set: &mut Setting<T>,
+    e: &Option<Entry<T>>,
+    words: &[(&str, T)],
+) {
+    let Some(e) = e else { return };
+    if cx.check && e.v.rank() > set.v.rank() {
+        let what = format!(
+            "`{} = \"{}\"` is wider than the earlier `\"{}\"`",
+            e.key,
+            e.v.word(),
+            set.v.word()
+        );
+        cx.widening(&e.span, what, &set.prov.clone(), order_of(words));
+        return;
+    }
+    *set = Setting {
+        v: e.v,
+        prov: cx.prov(e),
+    };
+}
+
+/// Applies a boolean whose `true` is narrower.
+fn ranked_bool(cx: &mut Cx<'_, '_>, set: &mut Setting<bool>, e: &Option<Entry<bool>>) {
+    let Some(e) = e else { return };
+    if cx.check && e.v.rank() > set.v.rank() {
+        let what = format!(
+            "`{} = {}` is wider than the earlier `{}`",
+            e.key, e.v, set.v
+        );
+        let hint = format!(
+            "a later layer may only narrow: `{} = true` is the narrow value",
+            e.key
+        );
+        cx.widening(&e.span, what, &set.prov.clone(), hint);
+        return;
+    }
+    *set = Setting {
+        v: e.v,
+        prov: cx.prov(e),
+    };
+}
+
+/// Applies a limit where a smaller number is narrower (`None` is unlimited).
+fn limit(cx: &mut Cx<'_, '_>, set: &mut Setting<Option<u64>>, e: &Option<Entry<u64>>) {
+    let Some(e) = e else { return };
+    if cx.check {
+        if let Some(old) = set.v {
+            if e.v > old {
+                let what = format!(
+                    "`{} = {}` is larger than the earlier limit",
+                    e.key,
+                    cx.src.snippet(&e.span)
+                );
+                let hint = "a later layer may only lower a limit".to_string();
+                cx.widening(&e.span, what, &set.prov.clone(), hint);
+                return;
+            }
+        }
+    }
+    *set = Setting {
+        v: Some(e.v),
+        prov: cx.prov(e),
+    };
+}
+
+/// Applies a fixed operational setting: a later layer may only repeat it.
+fn fixed<T: PartialEq + Clone + std::fmt::Debug>(
+    cx: &mut Cx<'_, '_>,
+    set: &mut Setting<T>,
+    span: &Range<usize>,
+    new: T,
+    prov: Provenance,
+) {
+    if cx.check && set.is_set() && set.v != new {
+        let err = cx
+            .src
+            .error(
+                span,
+                ErrorKind::Conflict,
+                format!(
+                    "`{}` conflicts with the value set by an earlier layer",
+                    prov.rule
+                ),
+            )
+            .related(related(&set.prov))
+            .hint(
+                "this setting is fixed by the first layer that sets it; remove it here or \
+                 repeat the same value",
+            );
+        cx.errs.push(err);
+        return;
+    }
+    *set = Setting { v: new, prov };
+}
+
+/// Expands and compiles a list of path globs; `None` if any entry is bad.
+fn path_globs(
+    cx: &mut Cx<'_, '_>,
+    e: &Entry<Vec<Sp<String>>>,
+    side: Side,
+) -> Option<Vec<(PathGlob, Provenance)>> {
+    let mut out = Vec::with_capacity(e.v.len());
+    let mut ok = true;
+    for item in &e.v {
+        match glob::expand(&item.v, cx.home, true).and_then(|t| glob::path_glob(&t, side)) {
+            Ok(g) => out.push((g, cx.prov_item(e.key, &item.span))),
+            Err(p) => {
+                ok = false;
+                cx.problem(&item.span, p);
+            }
+        }
+    }
+    ok.then_some(out)
+}
+
+/// Compiles a list of name globs; `None` if any entry is bad.
+fn name_globs(
+    cx: &mut Cx<'_, '_>,
+    e: &Entry<Vec<Sp<String>>>,
+) -> Option<Vec<(String, Glob, Provenance)>> {
+    let mut out = Vec::with_capacity(e.v.len());
+    let mut ok = true;
+    for item in &e.v {
+        match glob::name_glob(&item.v, Side::Deny) {
+            Ok(g) => out.push((item.v.clone(), g, cx.prov_item(e.key, &item.span))),
+            Err(p) => {
+                ok = false;
+                cx.problem(&item.span, p);
+            }
+        }
+    }
+    ok.then_some(out)
+}
+
+/// Expands and checks a list of plain paths; `None` if any entry is bad.
+fn paths(cx: &mut Cx<'_, '_>, e: &Entry<Vec<Sp<String>>>) -> Option<Vec<(String, Range<usize>)>> {
+    let mut out = Vec::with_capacity(e.v.len());
+    let mut ok = true;
+    for item in &e.v {
+        match glob::expand(&item.v, cx.home, false).and_then(|p| glob::check_path(&p).map(|()| p)) {
+            Ok(p) => out.push((p, item.span.clone())),
+            Err(p) => {
+                ok = false;
+                cx.problem(&item.span, p);
+            }
+        }
+    }
+    ok.then_some(out)
+}
+
+/// Applies one layer's allow-list (roots or resources).
+fn allow_list(cx: &mut Cx<'_, '_>, lists: &mut Vec<AllowList>, e: &Option<Entry<Vec<Sp<String>>>>) {
+    let Some(e) = e else { return };
+    let Some(globs) = path_globs(cx, e, Side::Allow) else {
+        return;
+    };
+    if cx.check {
+        for ((g, _), item) in globs.iter().zip(&e.v) {
+            for earlier in lists.iter() {
+                if !earlier.globs.iter().any(|(eg, _)| eg.covers(g)) {
+                    let what = format!(
+                        "`{}` entry \"{}\" is not inside the earlier `{}` list",
+                        e.key, item.v, e.key
+                    );
+                    let hint = "allow-lists of all layers must all match, so a wider entry \
+                                here would not do what it says: each entry must be a literal \
+                                path an earlier entry matches, or a glob under an earlier \
+                                `dir/**` entry (rootfence does not try to prove other glob \
+                                inclusions)"
+                        .to_string();
+                    cx.widening(&item.span, what, &earlier.key_prov.clone(), hint);
+                    break;
+                }
+            }
+        }
+    }
+    lists.push(AllowList {
+        key_prov: cx.at(
+            &e.key_span,
+            format!("{} = {}", e.key, cx.src.snippet(&e.span)),
+        ),
+        globs,
+    });
+}
+
+/// Applies a list of plain paths where each later path must lie inside an earlier one.
+fn path_set(
+    cx: &mut Cx<'_, '_>,
+    set: &mut Setting<Vec<String>>,
+    also_inside: &[String],
+    e: &Option<Entry<Vec<Sp<String>>>>,
+) {
+    let Some(e) = e else { return };
+    let Some(list) = paths(cx, e) else { return };
+    if cx.check {
+        let earlier: Vec<&String> = set.v.iter().chain(also_inside).collect();
+        let mut ok = true;
+        for (p, span) in &list {
+            if !earlier.iter().any(|outer| glob::path_within(p, outer)) {
+                ok = false;
+                let what = format!(
+                    "`{}` entry \"{p}\" is not inside the earlier `{}`",
+                    e.key, e.key
+                );
+                let hint = "a later layer may only narrow: each path must be equal to or \
+                            below a path of the earlier list (compared component-wise)"
+                    .to_string();
+                cx.widening(span, what, &set.prov.clone(), hint);
+            }
+        }
+        if !ok {
+            return;
+        }
+    }
+    *set = Setting {
+        v: list.into_iter().map(|(p, _)| p).collect(),
+        prov: cx.prov(e),
+    };
+}
+
+fn apply_layer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    ranked(cx, &mut acc.mode, &raw.mode, Mode::WORDS);
+    apply_roots(acc, raw, cx);
+    apply_resources(acc, raw, cx);
+    apply_tools(acc, raw, cx);
+    apply_audit(acc, raw, cx);
+    apply_sandbox(acc, raw, cx);
+}
+
+fn apply_roots(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    allow_list(cx, &mut acc.roots_allow, &raw.roots_allow);
+    if let Some(e) = &raw.roots_deny {
+        if let Some(g) = path_globs(cx, e, Side::Deny) {
+            acc.roots_deny.extend(g);
+        }
+    }
+    // Static roots are not a permission of their own: every one must pass the root rules
+    // of all layers (checked in `build`), which is where the bound lives. So a later layer
+    // replaces the list, e.g. a project names its own directory.
+    if let Some(e) = &raw.roots_static {
+        if let Some(list) = paths(cx, e) {
+            let roots = list
+                .iter()
+                .map(|(p, span)| {
+                    let root = StaticRoot {
+                        path: p.clone(),
+                        provenance: cx.prov_item(e.key, span),
+                    };
+                    (root, span.clone())
+                })
+                .collect();
+            acc.roots_static = Setting {
+                v: roots,
+                prov: cx.prov(e),
+            };
+        }
+    }
+    if let Some(e) = &raw.roots_list_timeout_ms {
+        let prov = cx.prov(e);
+        fixed(cx, &mut acc.list_timeout_ms, &e.span, e.v, prov);
+    }
+    ranked(
+        cx,
+        &mut acc.on_timeout,
+        &raw.roots_on_timeout,
+        RootsFallback::WORDS,
+    );
+    ranked(
+        cx,
+        &mut acc.symlinks,
+        &raw.roots_symlinks,
+        SymlinkStance::WORDS,
+    );
+    ranked(
+        cx,
+        &mut acc.hardlinks,
+        &raw.roots_hardlinks,
+        HardlinkStance::WORDS,
+    );
+}
+
+/// Schemes with the span of each entry.
+type SchemeList = Vec<(String, Range<usize>)>;
+
+/// RFC 3986 scheme syntax.
+fn valid_scheme(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+/// RFC 6838 restricted-name characters.
+fn mime_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 127
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c))
+}
+
+/// Whether MIME pattern `outer` covers `inner` (a type or a pattern).
+pub(crate) fn mime_covers(outer: &str, inner: &str) -> bool {
+    if outer == "*/*" || outer == inner {
+        return true;
+    }
+    match (outer.split_once('/'), inner.split_once('/')) {
+        (Some((ot, "*")), Some((it, _))) => ot == it,
+        _ => false,
+    }
+}
+
+fn apply_resources(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    if let Some(e) = &raw.res_other_schemes {
+        // Outer `None`: the entry was bad. Inner `None`: every scheme allowed.
+        let new: Option<Option<SchemeList>> = match &e.v {
+            RawSchemes::Allow => Some(None),
+            RawSchemes::Deny => Some(Some(Vec::new())),
+            RawSchemes::List(items) => {
+                let mut out = Vec::new();
+                let mut ok = true;
+                for item in items {
+                    let s = item.v.to_ascii_lowercase();
+                    if s == "file" {
+                        ok = false;
+                        cx.error(
+                            &item.span,
+                            ErrorKind::BadValue,
+                            "`resources.other_schemes` lists \"file\"".into(),
+                            "`file:` is always allowed subject to the roots and path rules; \
+                             list only the other schemes to allow",
+                        );
+                    } else if !valid_scheme(&s) {
+                        ok = false;
+                        cx.error(
+                            &item.span,
+                            ErrorKind::BadValue,
+                            format!("\"{}\" is not a URI scheme", item.v),
+                            "write the scheme name without `:` or `//`, e.g. \"https\"",
+                        );
+                    } else if !out.iter().any(|(o, _)| *o == s) {
+                        out.push((s, item.span.clone()));
+                    }
+                }
+                ok.then_some(Some(out))
+            }
+        };
+        if let Some(new) = new {
+            let mut ok = true;
+            if cx.check {
+                if let Some(old) = &acc.schemes.v {
+                    let earlier = acc.schemes.prov.clone();
+                    match &new {
+                        None => {
+                            ok = false;
+                            let what = "`resources.other_schemes = \"allow\"` is wider than the \
+                                        earlier scheme list"
+                                .to_string();
+                            let hint =
+                                "a later layer may only narrow: \"deny\" < a list < \"allow\", \
+                                        and a later list must be a subset"
+                                    .to_string();
+                            cx.widening(&e.span, what, &earlier, hint);
+                        }
+                        Some(list) => {
+                            for (s, span) in list {
+                                if !old.contains(s) {
+                                    ok = false;
+                                    let what = format!(
+                                        "`resources.other_schemes` allows \"{s}\", which an earlier \
+                                         layer does not"
+                                    );
+                                    let hint = "a later layer may only narrow: a later scheme \
+                                                list must be a subset of the earlier one"
+                                        .to_string();
+                                    cx.widening(span, what, &earlier, hint);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if ok {
+                acc.schemes = Setting {
+                    v: new.map(|l| l.into_iter().map(|(s, _)| s).collect()),
+                    prov: cx.prov(e),
+                };
+            }
+        }
+    }
+    allow_list(cx, &mut acc.res_allow, &raw.res_allow);
+    if let Some(e) = &raw.res_deny {
+        if let Some(g) = path_globs(cx, e, Side::Deny) {
+            acc.res_deny.extend(g);
+        }
+    }
+    limit(cx, &mut acc.max_bytes, &raw.res_max_bytes);
+    if let Some(e) = &raw.res_mime {
+        let mut list: Vec<(String, Range<usize>)> = Vec::new();
+        let mut ok = true;
+        for item in &e.v {
+            let m = item.v.to_ascii_lowercase();
+            let valid = match m.split_once('/') {
+                Some(("*", "*")) => true,
+                Some((t, "*")) => mime_token(t),
+                Some((t, s)) => mime_token(t) && mime_token(s),
+                None => false,
+            };
+            if !valid {
+                ok = false;
+                cx.error(
+                    &item.span,
+                    ErrorKind::BadValue,
+                    format!("\"{}\" is not a MIME type pattern", item.v),
+                    "write `type/subtype`, `type/*` or `*/*`, without parameters, e.g. \
+                     \"text/*\" or \"application/json\"",
+                );
+            } else {
+                list.push((m, item.span.clone()));
+            }
+        }
+        if ok && cx.check {
+            if let Some(old) = &acc.mime.v {
+                let earlier = acc.mime.prov.clone();
+                for (m, span) in &list {
+                    if !old.iter().any(|o| mime_covers(o, m)) {
+                        ok = false;
+                        let what = format!(
+                            "`resources.mime` entry \"{m}\" is not covered by the earlier MIME list"
+                        );
+                        let hint = "a later layer may only narrow: each MIME pattern must be \
+                                    covered by an earlier one (`text/*` covers `text/plain`)"
+                            .to_string();
+                        cx.widening(span, what, &earlier, hint);
+                    }
+                }
+            }
+        }
+        if ok {
+            acc.mime = Setting {
+                v: Some(list.into_iter().map(|(m, _)| m).collect()),
+                prov: cx.prov(e),
+            };
+        }
+    }
+    ranked(cx, &mut acc.read, &raw.res_read, ReadStance::WORDS);
+}
+
+/// RFC 6901 JSON pointer check.
+fn check_pointer(p: &str) -> Result<(), String> {
+    if p.is_empty() {
+        return Err(
+            "the empty pointer names the whole arguments object, which is not a path".into(),
+        );
+    }
+    if !p.starts_with('/') {
+        return Err(format!("JSON pointer \"{p}\" does not start with `/`"));
+    }
+    let b = p.as_bytes();
+    for (i, _) in p.match_indices('~') {
+        if !matches!(b.get(i + 1), Some(b'0' | b'1')) {
+            return Err(format!(
+                "JSON pointer \"{p}\" has `~` not followed by `0` or `1`"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    if let Some(e) = &raw.tools_deny {
+        if let Some(g) = name_globs(cx, e) {
+            acc.tools_deny.extend(g);
+        }
+    }
+    if let Some(e) = &raw.tools_writing {
+        if let Some(g) = name_globs(cx, e) {
+            acc.tools_writing.extend(g);
+        }
+    }
+    ranked_bool(cx, &mut acc.read_only, &raw.tools_read_only);
+    for entry in &raw.tools_paths {
+        let (Some(tool), Some(pointers)) = (&entry.tool, &entry.pointers) else {
+            continue;
+        };
+        // Deny side: checking the arguments of more tools is the safe error.
+        let glob = match glob::name_glob(&tool.v, Side::Deny) {
+            Ok(g) => g,
+            Err(p) => {
+                cx.problem(&tool.span, p);
+                continue;
+            }
+        };
+        let kind = entry.kind.as_ref().map_or(ArgKind::Path, |k| k.v);
+        if pointers.v.is_empty() {
+            cx.error(
+                &pointers.span,
+                ErrorKind::BadPointer,
+                "`tools.paths.pointers` is empty".into(),
+                "list the JSON pointers of the arguments that hold paths, e.g. [\"/path\"]",
+            );
+            continue;
+        }
+        let mut list = Vec::new();
+        for item in &pointers.v {
+            match check_pointer(&item.v) {
+                Ok(()) => list.push(ToolPath {
+                    pointer: item.v.clone(),
+                    kind,
+                    provenance: cx.at(
+                        &item.span,
+                        format!(
+                            "[[tools.paths]] tool = {}, pointers = {}, kind = \"{}\"",
+                            cx.src.snippet(&tool.span),
+                            cx.src.snippet(&item.span),
+                            kind.as_str()
+                        ),
+                    ),
+                }),
+                Err(msg) => cx.error(
+                    &item.span,
+                    ErrorKind::BadPointer,
+                    msg,
+                    "write an RFC 6901 JSON pointer into the tool's arguments, e.g. \"/path\" \
+                     or \"/options/target\"; escape `~` as `~0` and `/` as `~1`",
+                ),
+            }
+        }
+        if list.len() == pointers.v.len() {
+            acc.tool_paths.push((tool.v.clone(), glob, list));
+        }
+    }
+}
+
+fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    if let Some(e) = &raw.audit_path {
+        match glob::expand(&e.v, cx.home, false).and_then(|p| glob::check_path(&p).map(|()| p)) {
+            Ok(p) => {
+                let prov = cx.prov(e);
+                fixed(cx, &mut acc.audit_path, &e.span, Some(p), prov);
+            }
+            Err(p) => cx.problem(&e.span, p),
+        }
+    }
+    // fsync and its interval form one setting.
+    let interval = raw.audit_fsync_interval_ms.as_ref();
+    let new = match (&raw.audit_fsync, interval) {
+        (None, None) => None,
+        (Some(w), _) if w.v != FsyncWord::Interval => {
+            if let Some(i) = interval {
+                cx.error(
+                    &i.key_span,
+                    ErrorKind::BadValue,
+                    format!(
+                        "`audit.fsync_interval_ms` set, but `audit.fsync = \"{}\"`",
+                        word_of(w.v)
+                    ),
+                    "remove `fsync_interval_ms`, or set `fsync = \"interval\"`",
+                );
+                None
+            } else {
+                let f = match w.v {
+                    FsyncWord::Always => Fsync::Always,
+                    FsyncWord::Denials => Fsync::Denials,
+                    _ => Fsync::Never,
+                };
+                Some((f, w.span.clone(), cx.prov(w)))
+            }
+        }
+        (Some(w), i) => {
+            let ms = i.map(|i| i.v).unwrap_or(match acc.fsync.v {
+                Fsync::Interval(d) => d.as_millis() as u64,
+                _ => DEFAULT_FSYNC_INTERVAL_MS,
+            });
+            let mut prov = cx.prov(w);
+            if let Some(i) = i {
+                prov.rule.push_str(&format!(", {} = {}", i.key, i.v));
+            }
+            Some((
+                Fsync::Interval(Duration::from_millis(ms)),
+                w.span.clone(),
+                prov,
+            ))
+        }
+        (None, Some(i)) => {
+            if matches!(acc.fsync.v, Fsync::Interval(_)) {
+                Some((
+                    Fsync::Interval(Duration::from_millis(i.v)),
+                    i.span.clone(),
+                    cx.prov(i),
+                ))
+            } else {
+                cx.error(
+                    &i.key_span,
+                    ErrorKind::BadValue,
+                    "`audit.fsync_interval_ms` set, but `audit.fsync` is not \"interval\"".into(),
+                    "add `fsync = \"interval\"`, or remove `fsync_interval_ms`",
+                );
+                None
+            }
+        }
+    };
+    if let Some((f, span, prov)) = new {
+        if cx.check && fsync_rank(&f) > fsync_rank(&acc.fsync.v) {
+            let what = format!("`{}` is wider than the earlier fsync stance", prov.rule);
+            let hint = "a later layer may only narrow: \"always\" < \"denials\" < \"interval\" \
+                        (shorter first) < \"never\""
+                .to_string();
+            cx.widening(&span, what, &acc.fsync.prov.clone(), hint);
+        } else {
+            acc.fsync = Setting { v: f, prov };
+        }
+    }
+    if let Some(e) = &raw.audit_rotate_bytes {
+        let prov = cx.prov(e);
+        fixed(cx, &mut acc.rotate_bytes, &e.span, Some(e.v), prov);
+    }
+    ranked(
+        cx,
+        &mut acc.on_failure,
+        &raw.audit_on_failure,
+        OnFailure::WORDS,
+    );
+    ranked_bool(cx, &mut acc.log_allowed, &raw.audit_log_allowed);
+}
+
+fn word_of(w: FsyncWord) -> &'static str {
+    match w {
+        FsyncWord::Always => "always",
+        FsyncWord::Denials => "denials",
+        FsyncWord::Interval => "interval",
+        FsyncWord::Never => "never",
+    }
+}
+
+fn network_rank(n: &Network) -> u8 {
+    match n {
+        Network::Deny => 0,
+        Network::Ports(_) => 1,
+        Network::Allow => 2,
+    }
+}
+
+fn network_word(n: &Network) -> String {
+    match n {
+        Network::Deny => "\"deny\"".into(),
+        Network::Allow => "\"allow\"".into(),
+        Network::Ports(p) => format!("{p:?}"),
+    }
+}
+
+fn valid_env_pattern(s: &str) -> bool {
+    let name = s.strip_suffix('*').unwrap_or(s);
+    (name.is_empty() && s == "*")
+        || (name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    ranked(cx, &mut acc.sb_mode, &raw.sb_mode, SandboxMode::WORDS);
+    // A read path may lie inside an earlier write path (write access includes reading).
+    let earlier_write = acc.sb_write.v.clone();
+    path_set(cx, &mut acc.sb_read, &earlier_write, &raw.sb_read);
+    path_set(cx, &mut acc.sb_write, &[], &raw.sb_write);
+    if let Some(e) = &raw.sb_network {
+        let new = match &e.v {
+            RawNetwork::Allow => Network::Allow,
+            RawNetwork::Deny => Network::Deny,
+            RawNetwork::Ports(p) => {
+                let set: BTreeSet<u16> = p.iter().map(|s| s.v).collect();
+                Network::Ports(set.into_iter().collect())
+            }
+        };
+        let old = &acc.network.v;
+        let wider = match (&new, old) {
+            (Network::Ports(n), Network::Ports(o)) => n.iter().any(|p| !o.contains(p)),
+            _ => network_rank(&new) > network_rank(old),
+        };
+        if cx.check && wider {
+            let what = format!(
+                "`sandbox.network = {}` is wider than the earlier {}",
+                network_word(&new),
+                network_word(old)
+            );
+            let hint = "a later layer may only narrow: \"deny\" < a port list (a later list \
+                        must be a subset) < \"allow\""
+                .to_string();
+            cx.widening(&e.span, what, &acc.network.prov.clone(), hint);
+        } else {
+            acc.network = Setting {
+                v: new,
+                prov: cx.prov(e),
+            };
+        }
+    }
+    if let Some(e) = &raw.sb_env {
+        let mut ok = true;
+        for item in &e.v {
+            if !valid_env_pattern(&item.v) {
+                ok = false;
+                cx.error(
+                    &item.span,
+                    ErrorKind::BadValue,
+                    format!("\"{}\" is not an environment variable name", item.v),
+                    "write a name such as \"RUST_LOG\", or a prefix ending in `*` such as \"LC_*\"",
+                );
+            } else if cx.check && !acc.env.v.iter().any(|o| env_pattern_covers(o, &item.v)) {
+                ok = false;
+                let what = format!(
+                    "`sandbox.env` entry \"{}\" is not in the earlier list",
+                    item.v
+                );
+                let hint = "a later layer may only narrow: each name must be in the earlier \
+                            list or match an earlier `PREFIX*`"
+                    .to_string();
+                cx.widening(&item.span, what, &acc.env.prov.clone(), hint);
+            }
+        }
+        if ok {
+            acc.env = Setting {
+                v: e.v.iter().map(|s| s.v.clone()).collect(),
+                prov: cx.prov(e),
+            };
+        }
+    }
+    ranked(cx, &mut acc.root_access, &raw.sb_root_access, Access::WORDS);
+    if let Some(e) = &raw.sb_read_only_roots {
+        if let Some(g) = path_globs(cx, e, Side::Deny) {
+            acc.read_only_roots.extend(g);
+        }
+    }
+    limit(cx, &mut acc.rl_nofile, &raw.sb_nofile);
+    limit(cx, &mut acc.rl_as, &raw.sb_address_space);
+    limit(cx, &mut acc.rl_cpu, &raw.sb_cpu_seconds);
+    limit(cx, &mut acc.rl_nproc, &raw.sb_processes);
+}
+
+fn table(rules: &[(PathGlob, Provenance)]) -> Result<GlobTable, globset::Error> {
+    GlobTable::build(
+        rules
+            .iter()
+            .map(|(g, p)| (g.text.clone(), g.globs.clone(), p.clone()))
+            .collect(),
+    )
+}
+
+fn name_table(rules: &[(String, Glob, Provenance)]) -> Result<GlobTable, globset::Error> {
+    GlobTable::build(
+        rules
+            .iter()
+            .map(|(t, g, p)| (t.clone(), vec![g.clone()], p.clone()))
+            .collect(),
+    )
+}
+
+fn allow_tables(lists: &[AllowList]) -> Result<Vec<AllowTable>, globset::Error> {
+    lists
+        .iter()
+        .map(|l| {
+            let mut miss = l.key_prov.clone();
+            miss.rule.push_str(" (no entry matched)");
+            Ok(AllowTable {
+                table: table(&l.globs)?,
+                miss,
+            })
+        })
+        .collect()
+}
+
+fn fmt_size(n: u64) -> String {
+    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
+            return format!("\"{} {unit}\"", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
+/// Builds the matchers and the settings, and checks the static roots against the rules.
+fn build(
+    acc: Acc,
+    layers: Vec<LayerInfo>,
+    sources: &[Source<'_>],
+) -> Result<Policy, Vec<PolicyError>> {
+    let mut errs = Vec::new();
+    let set_err = |e: globset::Error| {
+        vec![
+            PolicyError::unlocated(
+                &Arc::from(""),
+                ErrorKind::BadGlob,
+                format!("the globs could not be compiled together: {e}"),
+            )
+            .hint("use fewer or simpler globs"),
+        ]
+    };
+    let root_deny = table(&acc.roots_deny).map_err(set_err)?;
+    let res_deny = table(&acc.res_deny).map_err(set_err)?;
+    let root_allow = allow_tables(&acc.roots_allow).map_err(set_err)?;
+    let res_allow = allow_tables(&acc.res_allow).map_err(set_err)?;
+    let tool_deny = name_table(&acc.tools_deny).map_err(set_err)?;
+    let writing: Vec<(String, Glob, Provenance)> = if acc.read_only.v {
+        acc.tools_writing
+            .iter()
+            .map(|(t, g, p)| {
+                let mut p = p.clone();
+                p.rule.push_str(&format!(" with {}", acc.read_only.prov));
+                (t.clone(), g.clone(), p)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let tool_writing = name_table(&writing).map_err(set_err)?;
+    let mut tp = GlobSetBuilder::new();
+    for (_, g, _) in &acc.tool_paths {
+        tp.add(g.clone());
+    }
+    let tool_paths_set = tp.build().map_err(set_err)?;
+    let mut ro = GlobSetBuilder::new();
+    for (g, _) in &acc.read_only_roots {
+        for g in &g.globs {
+            ro.add(g.clone());
+        }
+    }
+    let read_only_roots_set = ro.build().map_err(set_err)?;
+
+    let m = Matchers {
+        root_deny,
+        root_allow,
+        res_deny,
+        res_allow,
+        scheme_prov: acc.schemes.prov.clone(),
+        tool_deny,
+        tool_writing,
+        read_only: acc.read_only.v,
+        tool_paths_set,
+        tool_paths: acc
+            .tool_paths
+            .iter()
+            .map(|(t, _, l)| (t.clone(), l.clone()))
+            .collect(),
+        max_bytes_prov: acc.max_bytes.prov.clone(),
+        mime_prov: acc.mime.prov.clone(),
+        default: Provenance::default_rule("default"),
+        not_canonical: Provenance::default_rule("undecidable input is denied"),
+    };
+
+    // Static roots must pass the root rules. One denied by its own or an earlier layer is
+    // a mistake in the file (an error); one denied by a later layer was narrowed away.
+    let mut static_roots = Vec::new();
+    for (r, span) in &acc.roots_static.v {
+        let d = super::decision::decide_root_with(&m, &r.path);
+        if d.allow {
+            static_roots.push(r.clone());
+            continue;
+        }
+        let own = r.provenance.layer;
+        if d.provenance.layer.is_none() || d.provenance.layer <= own {
+            let err = sources[own.unwrap_or(0)]
+                .error(
+                    span,
+                    ErrorKind::BadPath,
+                    format!("static root \"{}\" is refused by the root rules", r.path),
+                )
+                .related(Related {
+                    label: "refused by",
+                    ..related(d.provenance)
+                })
+                .hint("remove the static root, or change the rule that refuses it");
+            errs.push(err);
+        }
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+
+    let fsync_shown = match acc.fsync.v {
+        Fsync::Interval(d) => format!("\"interval\", fsync_interval_ms = {}", d.as_millis()),
+        f => format!(
+            "\"{}\"",
+            match f {
+                Fsync::Always => "always",
+                Fsync::Denials => "denials",
+                _ => "never",
+            }
+        ),
+    };
+    let opt = |v: Option<u64>, size: bool| match v {
+        Some(n) if size => fmt_size(n),
+        Some(n) => n.to_string(),
+        None => "(none)".into(),
+    };
+    let list = |v: &[String]| {
+        let items: Vec<String> = v.iter().map(|s| format!("{s:?}")).collect();
+        format!("[{}]", items.join(", "))
+    };
+    let shown = vec![
+        (
+            "mode",
+            format!("\"{}\"", acc.mode.v.word()),
+            acc.mode.prov.clone(),
+        ),
+        (
+            "roots.static",
+            list(
+                &static_roots
+                    .iter()
+                    .map(|r| r.path.clone())
+                    .collect::<Vec<_>>(),
+            ),
+            acc.roots_static.prov.clone(),
+        ),
+        (
+            "roots.list_timeout_ms",
+            acc.list_timeout_ms.v.to_string(),
+            acc.list_timeout_ms.prov.clone(),
+        ),
+        (
+            "roots.on_timeout",
+            format!("\"{}\"", acc.on_timeout.v.word()),
+            acc.on_timeout.prov.clone(),
+        ),
+        (
+            "roots.symlinks",
+            format!("\"{}\"", acc.symlinks.v.word()),
+            acc.symlinks.prov.clone(),
+        ),
+        (
+            "roots.hardlinks",
+            format!("\"{}\"", acc.hardlinks.v.word()),
+            acc.hardlinks.prov.clone(),
+        ),
+        (
+            "resources.other_schemes",
+            match &acc.schemes.v {
+                None => "\"allow\"".into(),
+                Some(l) if l.is_empty() => "\"deny\"".into(),
+                Some(l) => list(l),
+            },
+            acc.schemes.prov.clone(),
+        ),
+        (
+            "resources.max_bytes",
+            opt(acc.max_bytes.v, true),
+            acc.max_bytes.prov.clone(),
+        ),
+        (
+            "resources.mime",
+            acc.mime.v.as_deref().map_or("(any)".into(), list),
+            acc.mime.prov.clone(),
+        ),
+        (
+            "resources.read",
+            format!("\"{}\"", acc.read.v.word()),
+            acc.read.prov.clone(),
+        ),
+        (
+            "tools.read_only",
+            acc.read_only.v.to_string(),
+            acc.read_only.prov.clone(),
+        ),
+        (
+            "audit.path",
+            acc.audit_path
+                .v
+                .as_deref()
+                .map_or("(default)".into(), |p| format!("{p:?}")),
+            acc.audit_path.prov.clone(),
+        ),
+        ("audit.fsync", fsync_shown, acc.fsync.prov.clone()),
+        (
+            "audit.rotate_bytes",
+            opt(acc.rotate_bytes.v, true),
+            acc.rotate_bytes.prov.clone(),
+        ),
+        (
+            "audit.on_failure",
+            format!("\"{}\"", acc.on_failure.v.word()),
+            acc.on_failure.prov.clone(),
+        ),
+        (
+            "audit.log_allowed",
+            acc.log_allowed.v.to_string(),
+            acc.log_allowed.prov.clone(),
+        ),
+        (
+            "sandbox.mode",
+            format!("\"{}\"", acc.sb_mode.v.word()),
+            acc.sb_mode.prov.clone(),
+        ),
+        (
+            "sandbox.read",
+            list(&acc.sb_read.v),
+            acc.sb_read.prov.clone(),
+        ),
+        (
+            "sandbox.write",
+            list(&acc.sb_write.v),
+            acc.sb_write.prov.clone(),
+        ),
+        (
+            "sandbox.network",
+            network_word(&acc.network.v),
+            acc.network.prov.clone(),
+        ),
+        ("sandbox.env", list(&acc.env.v), acc.env.prov.clone()),
+        (
+            "sandbox.root_access",
+            format!("\"{}\"", acc.root_access.v.word()),
+            acc.root_access.prov.clone(),
+        ),
+        (
+            "sandbox.rlimits.nofile",
+            opt(acc.rl_nofile.v, false),
+            acc.rl_nofile.prov.clone(),
+        ),
+        (
+            "sandbox.rlimits.address_space",
+            opt(acc.rl_as.v, true),
+            acc.rl_as.prov.clone(),
+        ),
+        (
+            "sandbox.rlimits.cpu_seconds",
+            opt(acc.rl_cpu.v, false),
+            acc.rl_cpu.prov.clone(),
+        ),
+        (
+            "sandbox.rlimits.processes",
+            opt(acc.rl_nproc.v, false),
+            acc.rl_nproc.prov.clone(),
+        ),
+    ];
+
+    Ok(Policy {
+        layers,
+        mode: acc.mode.v,
+        roots: RootsSettings {
+            static_roots,
+            list_timeout: Duration::from_millis(acc.list_timeout_ms.v),
+            on_timeout: acc.on_timeout.v,
+            symlinks: acc.symlinks.v,
+            hardlinks: acc.hardlinks.v,
+        },
+        resources: ResourceSettings {
+            other_schemes: match acc.schemes.v {
+                None => SchemeStance::AllowAll,
+                Some(l) => SchemeStance::Only(l),
+            },
+            max_bytes: acc.max_bytes.v,
+            mime: acc.mime.v,
+            read: acc.read.v,
+            deny_globs: acc.res_deny.iter().map(|(g, _)| g.text.clone()).collect(),
+        },
+        audit: AuditSettings {
+            path: acc.audit_path.v.map(PathBuf::from),
+            fsync: acc.fsync.v,
+            rotate_bytes: acc.rotate_bytes.v,
+            on_failure: acc.on_failure.v,
+            log_allowed: acc.log_allowed.v,
+        },
+        sandbox: SandboxSettings {
+            mode: acc.sb_mode.v,
+            read: acc.sb_read.v.iter().map(PathBuf::from).collect(),
+            write: acc.sb_write.v.iter().map(PathBuf::from).collect(),
+            network: acc.network.v,
+            rlimits: Rlimits {
+                nofile: acc.rl_nofile.v,
+                address_space: acc.rl_as.v,
+                cpu_seconds: acc.rl_cpu.v,
+                processes: acc.rl_nproc.v,
+            },
+            env: acc.env.v,
+            root_access: acc.root_access.v,
+            read_only_roots: acc
+                .read_only_roots
+                .iter()
+                .map(|(g, _)| g.text.clone())
+                .collect(),
+            read_only_roots_set,
+        },
+        m,
+        shown,
+    })
+}
+
+/// Whether `path` is a canonical absolute path (used by the decision functions).
+#[inline]
+pub(crate) fn candidate(path: &str) -> Option<Candidate<'_>> {
+    glob::is_normalized_absolute(path).then(|| Candidate::from_bytes(path.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointers() {
+        assert!(check_pointer("/path").is_ok());
+        assert!(check_pointer("/a~1b/c~0d").is_ok());
+        assert!(check_pointer("/").is_ok());
+        assert!(check_pointer("").is_err());
+        assert!(check_pointer("path").is_err());
+        assert!(check_pointer("/a~2").is_err());
+        assert!(check_pointer("/a~").is_err());
+    }
+
+    #[test]
+    fn mime_cover() {
+        assert!(mime_covers("*/*", "text/plain"));
+        assert!(mime_covers("text/*", "text/plain"));
+        assert!(mime_covers("text/*", "text/*"));
+        assert!(!mime_covers("text/*", "*/*"));
+        assert!(!mime_covers("text/plain", "text/*"));
+        assert!(!mime_covers("text/*", "textual/x"));
+    }
+
+    #[test]
+    fn env_patterns() {
+        for ok in ["PATH", "LC_*", "_X1", "*"] {
+            assert!(valid_env_pattern(ok), "{ok}");
+        }
+        for bad in ["", "1X", "A-B", "A*B", "**"] {
+            assert!(!valid_env_pattern(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sizes_shown_in_units() {
+        assert_eq!(fmt_size(16 << 20), "\"16 MiB\"");
+        assert_eq!(fmt_size(1000), "1000");
+    }
+}

@@ -1,0 +1,349 @@
+//! Decisions and their provenance: what the engine answers for one URI, root, tool or
+//! content item, with the stable reason code and the rule (layer file, line, text) that
+//! decided. Provenance values live inside the compiled [`Policy`](super::Policy); a
+//! [`Decision`] borrows one, so deciding never allocates.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// Why a decision came out as it did. The code (`as_str`) is stable: it goes into audit
+/// records and JSON-RPC error data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Reason {
+    /// No rule applied; allowed by default.
+    DefaultAllow,
+    /// An allow rule matched (a glob of every layer's allow-list, or an allow-listed scheme).
+    PolicyAllow,
+    /// A deny rule matched.
+    PolicyDeny,
+    /// An allow-list is in force and nothing in it matched.
+    NotAllowed,
+    /// The URI scheme is not allowed by `resources.other_schemes`.
+    SchemeDenied,
+    /// The input cannot be decided (no canonical path for a `file:` URI, a path that is
+    /// not absolute and normalized, a malformed scheme); denied, fail closed.
+    NotCanonical,
+    /// The tool name matched `tools.deny`.
+    ToolDenied,
+    /// The tool is marked as writing and the policy is read-only.
+    ReadOnly,
+    /// A content item is larger than `resources.max_bytes`.
+    TooLarge,
+    /// A content item's MIME type is not in `resources.mime` (or has none).
+    MimeDenied,
+}
+
+impl Reason {
+    /// The stable reason code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::DefaultAllow => "default_allow",
+            Reason::PolicyAllow => "policy_allow",
+            Reason::PolicyDeny => "policy_deny",
+            Reason::NotAllowed => "not_allowed",
+            Reason::SchemeDenied => "scheme_denied",
+            Reason::NotCanonical => "not_canonical",
+            Reason::ToolDenied => "tool_denied",
+            Reason::ReadOnly => "read_only",
+            Reason::TooLarge => "too_large",
+            Reason::MimeDenied => "mime_denied",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a rule or setting came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provenance {
+    /// Index into [`Policy::layers`](super::Policy::layers); `None` for built-in defaults.
+    pub layer: Option<usize>,
+    /// Display name of the layer's file; `None` for built-in defaults.
+    pub file: Option<Arc<str>>,
+    /// 1-based line of the rule in that file.
+    pub line: Option<u32>,
+    /// 1-based column.
+    pub column: Option<u32>,
+    /// The rule as written, e.g. `resources.deny = "**/.env"`, or `default`.
+    pub rule: String,
+}
+
+impl Provenance {
+    /// Provenance of a built-in default.
+    pub(crate) fn default_rule(rule: impl Into<String>) -> Self {
+        Provenance {
+            layer: None,
+            file: None,
+            line: None,
+            column: None,
+            rule: rule.into(),
+        }
+    }
+
+    /// Whether this is a built-in default rather than a rule from a file.
+    pub fn is_default(&self) -> bool {
+        self.layer.is_none()
+    }
+}
+
+impl fmt::Display for Provenance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, "{file}:{line}: {}", self.rule),
+            (Some(file), None) => write!(f, "{file}: {}", self.rule),
+            _ if self.rule == "default" => f.write_str("default"),
+            _ => write!(f, "default: {}", self.rule),
+        }
+    }
+}
+
+/// The answer for one URI, root, tool or content item.
+///
+/// `allow == false` means the policy denies it; whether that blocks depends on the
+/// policy's [`Mode`](super::Mode) (see [`Policy::blocks`](super::Policy::blocks)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision<'p> {
+    /// Whether the policy allows it.
+    pub allow: bool,
+    /// Why.
+    pub reason: Reason,
+    /// The rule that decided.
+    pub provenance: &'p Provenance,
+}
+
+impl<'p> Decision<'p> {
+    pub(crate) fn allow(reason: Reason, provenance: &'p Provenance) -> Self {
+        Decision {
+            allow: true,
+            reason,
+            provenance,
+        }
+    }
+
+    pub(crate) fn deny(reason: Reason, provenance: &'p Provenance) -> Self {
+        Decision {
+            allow: false,
+            reason,
+            provenance,
+        }
+    }
+}
+
+/// How a tool argument named by `[[tools.paths]]` is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArgKind {
+    /// A filesystem path string.
+    Path,
+    /// A URI string (checked like any URI crossing rootfence).
+    Uri,
+}
+
+impl ArgKind {
+    /// The TOML word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArgKind::Path => "path",
+            ArgKind::Uri => "uri",
+        }
+    }
+}
+
+/// One argument of a tool call that must be checked against the roots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolPath {
+    /// RFC 6901 JSON pointer into `params.arguments`. When it points at an array, each
+    /// string element is checked.
+    pub pointer: String,
+    /// Path or URI.
+    pub kind: ArgKind,
+    /// The `[[tools.paths]]` entry that names it.
+    pub provenance: Provenance,
+}
+
+use globset::Candidate;
+
+use super::compile::candidate;
+use super::settings::SchemeStance;
+use super::{AllowTable, Matchers, Policy};
+
+impl Policy {
+    /// Decides a resource URI: its scheme, and for `file:` its canonical path.
+    ///
+    /// `scheme` is the URI's scheme (any case). For `file`, `canonical_path` must be the
+    /// canonical, decoded, absolute path (no `.`, `..` or empty components); anything else
+    /// (including `None`) is denied with [`Reason::NotCanonical`]. The path is checked
+    /// against every layer's `resources.deny` (any match denies) and `resources.allow`
+    /// (each layer's list must match). Other schemes follow `resources.other_schemes`.
+    ///
+    /// This does not check roots: the roots module decides containment; this is the
+    /// policy's part of the decision.
+    pub fn decide_resource(&self, scheme: &str, canonical_path: Option<&str>) -> Decision<'_> {
+        let m = &self.m;
+        if !scheme.eq_ignore_ascii_case("file") {
+            return self.decide_scheme(scheme);
+        }
+        let Some(c) = canonical_path.and_then(candidate) else {
+            return Decision::deny(Reason::NotCanonical, &m.not_canonical);
+        };
+        if let Some((_, p)) = m.res_deny.find_rare(&c) {
+            return Decision::deny(Reason::PolicyDeny, p);
+        }
+        allow_lists(&m.res_allow, &c, &m.default)
+    }
+
+    fn decide_scheme(&self, scheme: &str) -> Decision<'_> {
+        let m = &self.m;
+        let mut chars = scheme.chars();
+        let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        if !valid {
+            return Decision::deny(Reason::NotCanonical, &m.not_canonical);
+        }
+        match &self.resources.other_schemes {
+            SchemeStance::AllowAll if m.scheme_prov.is_default() => {
+                Decision::allow(Reason::DefaultAllow, &m.scheme_prov)
+            }
+            SchemeStance::AllowAll => Decision::allow(Reason::PolicyAllow, &m.scheme_prov),
+            SchemeStance::Only(list) => {
+                if list.iter().any(|s| s.eq_ignore_ascii_case(scheme)) {
+                    Decision::allow(Reason::PolicyAllow, &m.scheme_prov)
+                } else {
+                    Decision::deny(Reason::SchemeDenied, &m.scheme_prov)
+                }
+            }
+        }
+    }
+
+    /// Decides whether a root (a host-declared or static root, by canonical path) may be
+    /// used: denied if it matches `roots.deny` or `resources.deny` of any layer, or falls
+    /// outside any layer's `roots.allow`.
+    pub fn decide_root(&self, canonical_path: &str) -> Decision<'_> {
+        decide_root_with(&self.m, canonical_path)
+    }
+
+    /// Decides a tool call by tool name: `tools.deny`, then the read-only stance
+    /// (`tools.read_only` with `tools.writing`).
+    pub fn decide_tool(&self, tool_name: &str) -> Decision<'_> {
+        let m = &self.m;
+        let c = Candidate::from_bytes(tool_name.as_bytes());
+        if let Some((_, p)) = m.tool_deny.find_rare(&c) {
+            return Decision::deny(Reason::ToolDenied, p);
+        }
+        if m.read_only {
+            if let Some((_, p)) = m.tool_writing.find_rare(&c) {
+                return Decision::deny(Reason::ReadOnly, p);
+            }
+        }
+        Decision::allow(Reason::DefaultAllow, &m.default)
+    }
+
+    /// Decides one content item of a result: its size in bytes (text length, or decoded
+    /// blob length) against `resources.max_bytes`, and its MIME type (parameters ignored,
+    /// any case) against `resources.mime`. With a MIME list in force, an item without a
+    /// MIME type is denied (fail closed).
+    pub fn decide_content(&self, mime: Option<&str>, bytes: u64) -> Decision<'_> {
+        let m = &self.m;
+        let r = &self.resources;
+        if r.max_bytes.is_some_and(|max| bytes > max) {
+            return Decision::deny(Reason::TooLarge, &m.max_bytes_prov);
+        }
+        if let Some(list) = &r.mime {
+            let allowed = mime.is_some_and(|mt| list.iter().any(|p| mime_matches(p, mt)));
+            return if allowed {
+                Decision::allow(Reason::PolicyAllow, &m.mime_prov)
+            } else {
+                Decision::deny(Reason::MimeDenied, &m.mime_prov)
+            };
+        }
+        if r.max_bytes.is_some() {
+            return Decision::allow(Reason::PolicyAllow, &m.max_bytes_prov);
+        }
+        Decision::allow(Reason::DefaultAllow, &m.default)
+    }
+
+    /// The arguments of a tool call that must be checked as paths or URIs: every
+    /// `[[tools.paths]]` entry whose `tool` glob matches the name, in declaration order.
+    pub fn tool_path_pointers(&self, tool_name: &str) -> Vec<&ToolPath> {
+        let m = &self.m;
+        if m.tool_paths.is_empty() {
+            return Vec::new();
+        }
+        let mut idx = m.tool_paths_set.matches(tool_name);
+        idx.sort_unstable();
+        idx.iter().flat_map(|&i| m.tool_paths[i].1.iter()).collect()
+    }
+}
+
+/// Whether MIME pattern `pattern` (lowercase `type/subtype`, `type/*`, `*/*`) matches the
+/// MIME type `mime` (any case, parameters ignored). No allocation.
+fn mime_matches(pattern: &str, mime: &str) -> bool {
+    let essence = mime.split(';').next().unwrap_or("").trim();
+    let Some((t, s)) = essence.split_once('/') else {
+        return false;
+    };
+    if t.is_empty() || s.is_empty() {
+        return false;
+    }
+    match pattern.split_once('/') {
+        Some(("*", "*")) => true,
+        Some((pt, "*")) => pt.eq_ignore_ascii_case(t),
+        Some((pt, ps)) => pt.eq_ignore_ascii_case(t) && ps.eq_ignore_ascii_case(s),
+        None => false,
+    }
+}
+
+/// Root decision on the compiled matchers (also used at load, for static roots).
+pub(crate) fn decide_root_with<'p>(m: &'p Matchers, path: &str) -> Decision<'p> {
+    let Some(c) = candidate(path) else {
+        return Decision::deny(Reason::NotCanonical, &m.not_canonical);
+    };
+    if let Some((_, p)) = m.root_deny.find_rare(&c) {
+        return Decision::deny(Reason::PolicyDeny, p);
+    }
+    if let Some((_, p)) = m.res_deny.find_rare(&c) {
+        return Decision::deny(Reason::PolicyDeny, p);
+    }
+    allow_lists(&m.root_allow, &c, &m.default)
+}
+
+/// Every layer's allow-list must match; the allow is attributed to the last layer's
+/// matching entry (the most specific statement).
+fn allow_lists<'p>(
+    lists: &'p [AllowTable],
+    c: &Candidate<'_>,
+    default: &'p Provenance,
+) -> Decision<'p> {
+    let Some((last, earlier)) = lists.split_last() else {
+        return Decision::allow(Reason::DefaultAllow, default);
+    };
+    for l in earlier {
+        if !l.table.is_match(c) {
+            return Decision::deny(Reason::NotAllowed, &l.miss);
+        }
+    }
+    match last.table.find(c) {
+        Some((_, p)) => Decision::allow(Reason::PolicyAllow, p),
+        None => Decision::deny(Reason::NotAllowed, &last.miss),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mime_matching() {
+        assert!(mime_matches("text/*", "text/plain; charset=utf-8"));
+        assert!(mime_matches("text/plain", "TEXT/Plain"));
+        assert!(mime_matches("*/*", "a/b"));
+        assert!(!mime_matches("*/*", "garbage"));
+        assert!(!mime_matches("text/*", "texts/plain"));
+        assert!(!mime_matches("application/json", "application/json5"));
+        assert!(!mime_matches("text/*", "/plain"));
+    }
+}

@@ -1,0 +1,330 @@
+//! Policy load errors: one [`PolicyError`] per problem, each located (file, line, column),
+//! naming the offending value and carrying a hint; [`PolicyErrors`] collects every problem
+//! of a load so the operator fixes them all in one pass.
+//!
+//! Errors are built from byte spans of the TOML source; this module turns a span into a
+//! 1-based line and column (in characters) and keeps the source line for the excerpt.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// What kind of problem a [`PolicyError`] reports. The code (`as_str`) is stable and is
+/// printed in every message, e.g. `error[unknown-key]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The file could not be read.
+    Io,
+    /// The file is not valid TOML.
+    Syntax,
+    /// A key that the schema does not know (every table rejects unknown keys).
+    UnknownKey,
+    /// A value of the wrong TOML type.
+    WrongType,
+    /// A value of the right type that is not acceptable (unknown enum word, out of range).
+    BadValue,
+    /// `version` missing or unsupported.
+    Version,
+    /// A glob that does not parse or can never match a canonical path.
+    BadGlob,
+    /// A path that is not absolute and normalized.
+    BadPath,
+    /// A JSON pointer that is not valid RFC 6901.
+    BadPointer,
+    /// A `~`/`${...}` that cannot be expanded.
+    BadVariable,
+    /// A later layer tries to widen what an earlier layer allows.
+    Widening,
+    /// A later layer sets a fixed (non-permission) setting to a different value.
+    Conflict,
+}
+
+impl ErrorKind {
+    /// The stable code of this kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Io => "io",
+            ErrorKind::Syntax => "syntax",
+            ErrorKind::UnknownKey => "unknown-key",
+            ErrorKind::WrongType => "wrong-type",
+            ErrorKind::BadValue => "bad-value",
+            ErrorKind::Version => "version",
+            ErrorKind::BadGlob => "bad-glob",
+            ErrorKind::BadPath => "bad-path",
+            ErrorKind::BadPointer => "bad-pointer",
+            ErrorKind::BadVariable => "bad-variable",
+            ErrorKind::Widening => "widening",
+            ErrorKind::Conflict => "conflict",
+        }
+    }
+}
+
+/// Where an earlier rule lives, for errors that involve two layers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Related {
+    /// How the rule relates: `earlier` (widening, conflict) or `refused by`.
+    pub label: &'static str,
+    /// Display name of the earlier layer's file.
+    pub file: Arc<str>,
+    /// 1-based line, when the earlier value came from a file (not the built-in default).
+    pub line: Option<u32>,
+    /// 1-based column.
+    pub column: Option<u32>,
+    /// The earlier rule, e.g. `roots.allow = "~/code/**"`, or `built-in default`.
+    pub rule: String,
+}
+
+/// One problem found while loading a policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyError {
+    /// Display name of the file (the path as given, or `builtin:default`).
+    pub file: Arc<str>,
+    /// 1-based line, when the problem has a location.
+    pub line: Option<u32>,
+    /// 1-based column in characters.
+    pub column: Option<u32>,
+    /// The kind of problem.
+    pub kind: ErrorKind,
+    /// What is wrong, lowercase, naming the key.
+    pub message: String,
+    /// The offending value as written in the file.
+    pub value: Option<String>,
+    /// The earlier layer's rule, for widening and conflict errors.
+    pub related: Option<Related>,
+    /// What the operator can do about it.
+    pub hint: Option<String>,
+    /// The source line and the caret underline, for display.
+    excerpt: Option<(String, usize, usize)>,
+}
+
+impl PolicyError {
+    /// An error without a location in a file (I/O).
+    pub(crate) fn unlocated(file: &Arc<str>, kind: ErrorKind, message: String) -> Self {
+        PolicyError {
+            file: file.clone(),
+            line: None,
+            column: None,
+            kind,
+            message,
+            value: None,
+            related: None,
+            hint: None,
+            excerpt: None,
+        }
+    }
+
+    /// Adds a hint.
+    pub(crate) fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Adds the related earlier rule.
+    pub(crate) fn related(mut self, related: Related) -> Self {
+        self.related = Some(related);
+        self
+    }
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(col) = self.column {
+                write!(f, ":{col}")?;
+            }
+        }
+        write!(f, ": error[{}]: {}", self.kind.as_str(), self.message)?;
+        if let (Some((text, start, width)), Some(line)) = (&self.excerpt, self.line) {
+            let gutter = line.to_string().len();
+            write!(f, "\n{:gutter$} |", "")?;
+            write!(f, "\n{line} | {text}")?;
+            write!(f, "\n{:gutter$} | {:start$}{}", "", "", "^".repeat(*width))?;
+        }
+        if let Some(value) = &self.value {
+            write!(f, "\n  = value: {value}")?;
+        }
+        if let Some(rel) = &self.related {
+            write!(f, "\n  = {}: {}", rel.label, rel.file)?;
+            if let Some(line) = rel.line {
+                write!(f, ":{line}")?;
+                if let Some(col) = rel.column {
+                    write!(f, ":{col}")?;
+                }
+            }
+            write!(f, ": {}", rel.rule)?;
+        }
+        if let Some(hint) = &self.hint {
+            write!(f, "\n  = hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+/// Every problem found while loading a set of policy layers. Never empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyErrors(pub Vec<PolicyError>);
+
+impl PolicyErrors {
+    /// The individual errors, in file order then position order.
+    pub fn errors(&self) -> &[PolicyError] {
+        &self.0
+    }
+}
+
+impl fmt::Display for PolicyErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, err) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n\n")?;
+            }
+            write!(f, "{err}")?;
+        }
+        let n = self.0.len();
+        write!(
+            f,
+            "\n\npolicy rejected: {n} error{}",
+            if n == 1 { "" } else { "s" }
+        )
+    }
+}
+
+impl std::error::Error for PolicyErrors {}
+
+/// Location facts about one layer's source text, used to build located errors and
+/// provenance. Cheap to create; holds a borrowed source.
+#[derive(Debug, Clone)]
+pub(crate) struct Source<'s> {
+    pub(crate) name: Arc<str>,
+    pub(crate) text: &'s str,
+    /// Byte offset of the start of every line.
+    line_starts: Vec<usize>,
+}
+
+impl<'s> Source<'s> {
+    pub(crate) fn new(name: Arc<str>, text: &'s str) -> Self {
+        let mut line_starts = vec![0];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        Source {
+            name,
+            text,
+            line_starts,
+        }
+    }
+
+    /// 1-based line and column (in characters) of a byte offset.
+    pub(crate) fn line_col(&self, offset: usize) -> (u32, u32) {
+        let offset = offset.min(self.text.len());
+        let line = match self.line_starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        };
+        let start = self.line_starts[line];
+        let col = self
+            .text
+            .get(start..offset)
+            .map_or(1, |s| s.chars().count() + 1);
+        (line as u32 + 1, col as u32)
+    }
+
+    /// The source text of a span, whitespace collapsed and shortened, for messages.
+    pub(crate) fn snippet(&self, span: &Range<usize>) -> String {
+        let raw = self.text.get(span.clone()).unwrap_or("");
+        let mut out = String::new();
+        for word in raw.split_whitespace() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(word);
+        }
+        shorten(&out, 100)
+    }
+
+    /// A located error for a span of this source.
+    pub(crate) fn error(
+        &self,
+        span: &Range<usize>,
+        kind: ErrorKind,
+        message: impl Into<String>,
+    ) -> PolicyError {
+        let (line, column) = self.line_col(span.start);
+        let line_idx = line as usize - 1;
+        let line_start = self.line_starts[line_idx];
+        let line_end = self
+            .line_starts
+            .get(line_idx + 1)
+            .map_or(self.text.len(), |&e| e.saturating_sub(1));
+        let text = self
+            .text
+            .get(line_start..line_end)
+            .unwrap_or("")
+            .trim_end_matches('\r');
+        // Underline the span, clipped to this line; at least one caret.
+        let end = span.end.clamp(span.start, line_start + text.len());
+        let width = self
+            .text
+            .get(span.start..end)
+            .map_or(1, |s| s.chars().count())
+            .max(1);
+        let value = if span.is_empty() {
+            None
+        } else {
+            Some(self.snippet(span))
+        };
+        PolicyError {
+            file: self.name.clone(),
+            line: Some(line),
+            column: Some(column),
+            kind,
+            message: message.into(),
+            value,
+            related: None,
+            hint: None,
+            excerpt: Some((text.replace('\t', " "), column as usize - 1, width)),
+        }
+    }
+}
+
+/// Cuts a string to at most `max` characters, marking the cut.
+pub(crate) fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut out: String = s.chars().take(max).collect();
+        out.push('…');
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_characters_from_one() {
+        let src = Source::new("p.toml".into(), "a = 1\nbé = \"x\"\n");
+        assert_eq!(src.line_col(0), (1, 1));
+        assert_eq!(src.line_col(6), (2, 1));
+        // "bé = " is 6 bytes but 5 characters.
+        assert_eq!(src.line_col(12), (2, 6));
+        assert_eq!(src.line_col(999), (3, 1));
+    }
+
+    #[test]
+    fn display_has_location_excerpt_value_and_hint() {
+        let src = Source::new("p.toml".into(), "x = 1\nmode = \"loud\"\n");
+        let err = src
+            .error(&(13..19), ErrorKind::BadValue, "bad mode")
+            .hint("use \"enforce\"");
+        let text = err.to_string();
+        assert!(text.starts_with("p.toml:2:8: error[bad-value]: bad mode"));
+        assert!(text.contains("2 | mode = \"loud\""));
+        assert!(text.contains("  |        ^^^^^^"));
+        assert!(text.contains("= value: \"loud\""));
+        assert!(text.contains("= hint: use \"enforce\""));
+    }
+}

@@ -1,0 +1,864 @@
+//! The raw policy layer: the TOML document of one file, checked for shape only (known keys,
+//! value types, enum words, number ranges), every value kept with its byte span. Nothing
+//! here expands, compiles or compares layers; `compile.rs` does that.
+//!
+//! Why not `#[derive(Deserialize)]` with `deny_unknown_fields`: serde stops at the first
+//! problem, and the issue asks for every error at once. So the document is parsed into
+//! toml's spanned tree (`toml::de::DeTable`) and walked by hand. Every table still rejects
+//! unknown keys (the `deny_unknown_fields` contract), with a did-you-mean hint. The schema
+//! stays flat (one level of tables, one array of tables) so every value has a span.
+
+use std::ops::Range;
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use super::decision::ArgKind;
+use super::error::{ErrorKind, PolicyError, Source};
+use super::settings::{
+    Access, HardlinkStance, Mode, ReadStance, RootsFallback, SandboxMode, SymlinkStance,
+};
+use crate::audit::OnFailure;
+
+/// The only schema version this build understands.
+pub(crate) const SCHEMA_VERSION: i64 = 1;
+
+/// A value with the span of its text in the source.
+#[derive(Debug, Clone)]
+pub(crate) struct Sp<T> {
+    pub(crate) v: T,
+    pub(crate) span: Range<usize>,
+}
+
+/// A key's value, with the dotted key name and both spans.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry<T> {
+    /// Dotted name, e.g. `resources.deny`.
+    pub(crate) key: &'static str,
+    pub(crate) key_span: Range<usize>,
+    pub(crate) v: T,
+    pub(crate) span: Range<usize>,
+}
+
+/// `resources.other_schemes`: a word or a list.
+#[derive(Debug, Clone)]
+pub(crate) enum RawSchemes {
+    Allow,
+    Deny,
+    List(Vec<Sp<String>>),
+}
+
+/// `sandbox.network`: a word or a list of ports.
+#[derive(Debug, Clone)]
+pub(crate) enum RawNetwork {
+    Allow,
+    Deny,
+    Ports(Vec<Sp<u16>>),
+}
+
+/// `audit.fsync` word (the interval length is a separate key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FsyncWord {
+    Always,
+    Denials,
+    Interval,
+    Never,
+}
+
+const FSYNC_WORDS: &[(&str, FsyncWord)] = &[
+    ("always", FsyncWord::Always),
+    ("denials", FsyncWord::Denials),
+    ("interval", FsyncWord::Interval),
+    ("never", FsyncWord::Never),
+];
+
+const ARG_KIND_WORDS: &[(&str, ArgKind)] = &[("path", ArgKind::Path), ("uri", ArgKind::Uri)];
+
+/// One `[[tools.paths]]` entry.
+#[derive(Debug, Clone)]
+pub(crate) struct RawToolPath {
+    pub(crate) tool: Option<Entry<String>>,
+    pub(crate) pointers: Option<Entry<Vec<Sp<String>>>>,
+    pub(crate) kind: Option<Entry<ArgKind>>,
+}
+
+type Strings = Option<Entry<Vec<Sp<String>>>>;
+
+/// One layer's document, shape-checked.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RawLayer {
+    pub(crate) version: Option<Entry<i64>>,
+    pub(crate) mode: Option<Entry<Mode>>,
+
+    pub(crate) roots_allow: Strings,
+    pub(crate) roots_deny: Strings,
+    pub(crate) roots_static: Strings,
+    pub(crate) roots_list_timeout_ms: Option<Entry<u64>>,
+    pub(crate) roots_on_timeout: Option<Entry<RootsFallback>>,
+    pub(crate) roots_symlinks: Option<Entry<SymlinkStance>>,
+    pub(crate) roots_hardlinks: Option<Entry<HardlinkStance>>,
+
+    pub(crate) res_other_schemes: Option<Entry<RawSchemes>>,
+    pub(crate) res_allow: Strings,
+    pub(crate) res_deny: Strings,
+    pub(crate) res_max_bytes: Option<Entry<u64>>,
+    pub(crate) res_mime: Strings,
+    pub(crate) res_read: Option<Entry<ReadStance>>,
+
+    pub(crate) tools_deny: Strings,
+    pub(crate) tools_writing: Strings,
+    pub(crate) tools_read_only: Option<Entry<bool>>,
+    pub(crate) tools_paths: Vec<RawToolPath>,
+
+    pub(crate) audit_path: Option<Entry<String>>,
+    pub(crate) audit_fsync: Option<Entry<FsyncWord>>,
+    pub(crate) audit_fsync_interval_ms: Option<Entry<u64>>,
+    pub(crate) audit_rotate_bytes: Option<Entry<u64>>,
+    pub(crate) audit_on_failure: Option<Entry<OnFailure>>,
+    pub(crate) audit_log_allowed: Option<Entry<bool>>,
+
+    pub(crate) sb_mode: Option<Entry<SandboxMode>>,
+    pub(crate) sb_read: Strings,
+    pub(crate) sb_write: Strings,
+    pub(crate) sb_network: Option<Entry<RawNetwork>>,
+    pub(crate) sb_env: Strings,
+    pub(crate) sb_root_access: Option<Entry<Access>>,
+    pub(crate) sb_read_only_roots: Strings,
+    pub(crate) sb_nofile: Option<Entry<u64>>,
+    pub(crate) sb_address_space: Option<Entry<u64>>,
+    pub(crate) sb_cpu_seconds: Option<Entry<u64>>,
+    pub(crate) sb_processes: Option<Entry<u64>>,
+}
+
+const TOP_KEYS: &[&str] = &[
+    "version",
+    "mode",
+    "roots",
+    "resources",
+    "tools",
+    "audit",
+    "sandbox",
+];
+const ROOTS_KEYS: &[&str] = &[
+    "allow",
+    "deny",
+    "static",
+    "list_timeout_ms",
+    "on_timeout",
+    "symlinks",
+    "hardlinks",
+];
+const RESOURCES_KEYS: &[&str] = &[
+    "other_schemes",
+    "allow",
+    "deny",
+    "max_bytes",
+    "mime",
+    "read",
+];
+const TOOLS_KEYS: &[&str] = &["deny", "writing", "read_only", "paths"];
+const TOOL_PATH_KEYS: &[&str] = &["tool", "pointers", "kind"];
+const AUDIT_KEYS: &[&str] = &[
+    "path",
+    "fsync",
+    "fsync_interval_ms",
+    "rotate_bytes",
+    "on_failure",
+    "log_allowed",
+];
+const SANDBOX_KEYS: &[&str] = &[
+    "mode",
+    "read",
+    "write",
+    "network",
+    "env",
+    "root_access",
+    "read_only_roots",
+    "rlimits",
+];
+const RLIMIT_KEYS: &[&str] = &["nofile", "address_space", "cpu_seconds", "processes"];
+
+/// Every table and its keys, for "did you mean" across tables.
+const ALL_TABLES: &[(&str, &[&str])] = &[
+    ("", TOP_KEYS),
+    ("roots", ROOTS_KEYS),
+    ("resources", RESOURCES_KEYS),
+    ("tools", TOOLS_KEYS),
+    ("tools.paths", TOOL_PATH_KEYS),
+    ("audit", AUDIT_KEYS),
+    ("sandbox", SANDBOX_KEYS),
+    ("sandbox.rlimits", RLIMIT_KEYS),
+];
+
+/// Parses one layer. Returns `None` when the file is not TOML at all (the syntax error is
+/// pushed); otherwise a `RawLayer` with every well-formed value, and every shape error
+/// pushed to `errs`.
+pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Option<RawLayer> {
+    // `parse` (not `parse_recoverable`): after a syntax error the recovered tree and the
+    // follow-on errors mostly describe the parser's confusion, not the user's mistakes.
+    let doc = match DeTable::parse(src.text) {
+        Ok(doc) => doc,
+        Err(e) => {
+            let span = e.span().unwrap_or(0..0);
+            let err = src
+                .error(
+                    &span,
+                    ErrorKind::Syntax,
+                    format!("invalid TOML: {}", e.message()),
+                )
+                .hint("fix the TOML syntax; the rest of this file is checked once it parses");
+            errs.push(err);
+            return None;
+        }
+    };
+    let mut w = Walker { src, errs };
+    let top = doc.get_ref();
+    let mut raw = RawLayer::default();
+    w.check_keys(top, "", TOP_KEYS);
+
+    raw.version = w.int(top, "", "version");
+    match &raw.version {
+        None => w.errs.push(
+            src.error(&(0..0), ErrorKind::Version, "missing `version`")
+                .hint(format!(
+                    "add `version = {SCHEMA_VERSION}` at the top of the file"
+                )),
+        ),
+        Some(v) if v.v != SCHEMA_VERSION => w.errs.push(
+            src.error(
+                &v.span,
+                ErrorKind::Version,
+                format!("unsupported policy schema version {}", v.v),
+            )
+            .hint(format!(
+                "this rootfence understands `version = {SCHEMA_VERSION}`; see docs/policy.md"
+            )),
+        ),
+        Some(_) => {}
+    }
+    raw.mode = w.word(top, "", "mode", Mode::WORDS);
+
+    if let Some(t) = w.table(top, "", "roots") {
+        w.check_keys(t, "roots", ROOTS_KEYS);
+        raw.roots_allow = w.strings(t, "roots", "allow");
+        raw.roots_deny = w.strings(t, "roots", "deny");
+        raw.roots_static = w.strings(t, "roots", "static");
+        raw.roots_list_timeout_ms = w.uint(t, "roots", "list_timeout_ms", 1, 600_000);
+        raw.roots_on_timeout = w.word(t, "roots", "on_timeout", RootsFallback::WORDS);
+        raw.roots_symlinks = w.word(t, "roots", "symlinks", SymlinkStance::WORDS);
+        raw.roots_hardlinks = w.word(t, "roots", "hardlinks", HardlinkStance::WORDS);
+    }
+    if let Some(t) = w.table(top, "", "resources") {
+        w.check_keys(t, "resources", RESOURCES_KEYS);
+        raw.res_other_schemes = w.schemes(t);
+        raw.res_allow = w.strings(t, "resources", "allow");
+        raw.res_deny = w.strings(t, "resources", "deny");
+        raw.res_max_bytes = w.size(t, "resources", "max_bytes");
+        raw.res_mime = w.strings(t, "resources", "mime");
+        raw.res_read = w.word(t, "resources", "read", ReadStance::WORDS);
+    }
+    if let Some(t) = w.table(top, "", "tools") {
+        w.check_keys(t, "tools", TOOLS_KEYS);
+        raw.tools_deny = w.strings(t, "tools", "deny");
+        raw.tools_writing = w.strings(t, "tools", "writing");
+        raw.tools_read_only = w.boolean(t, "tools", "read_only");
+        raw.tools_paths = w.tool_paths(t);
+    }
+    if let Some(t) = w.table(top, "", "audit") {
+        w.check_keys(t, "audit", AUDIT_KEYS);
+        raw.audit_path = w.string(t, "audit", "path");
+        raw.audit_fsync = w.word(t, "audit", "fsync", FSYNC_WORDS);
+        raw.audit_fsync_interval_ms = w.uint(t, "audit", "fsync_interval_ms", 1, 3_600_000);
+        raw.audit_rotate_bytes = w.size(t, "audit", "rotate_bytes");
+        raw.audit_on_failure = w.word(t, "audit", "on_failure", OnFailure::WORDS);
+        raw.audit_log_allowed = w.boolean(t, "audit", "log_allowed");
+    }
+    if let Some(t) = w.table(top, "", "sandbox") {
+        w.check_keys(t, "sandbox", SANDBOX_KEYS);
+        raw.sb_mode = w.word(t, "sandbox", "mode", SandboxMode::WORDS);
+        raw.sb_read = w.strings(t, "sandbox", "read");
+        raw.sb_write = w.strings(t, "sandbox", "write");
+        raw.sb_network = w.network(t);
+        raw.sb_env = w.strings(t, "sandbox", "env");
+        raw.sb_root_access = w.word(t, "sandbox", "root_access", Access::WORDS);
+        raw.sb_read_only_roots = w.strings(t, "sandbox", "read_only_roots");
+        if let Some(r) = w.table(t, "sandbox", "rlimits") {
+            w.check_keys(r, "sandbox.rlimits", RLIMIT_KEYS);
+            raw.sb_nofile = w.uint(r, "sandbox.rlimits", "nofile", 1, u64::MAX);
+            raw.sb_address_space = w.size(r, "sandbox.rlimits", "address_space");
+            raw.sb_cpu_seconds = w.uint(r, "sandbox.rlimits", "cpu_seconds", 1, u64::MAX);
+            raw.sb_processes = w.uint(r, "sandbox.rlimits", "processes", 1, u64::MAX);
+        }
+    }
+    Some(raw)
+}
+
+/// Interns a dotted key name. The set of keys is fixed by the schema, so every name is
+/// built from the constant tables above and leaked at most once per distinct name.
+fn dotted(table: &str, key: &str) -> &'static str {
+    for (t, keys) in ALL_TABLES {
+        if *t == table {
+            if let Some(k) = keys.iter().find(|k| **k == key) {
+                return dotted_static(t, k);
+            }
+        }
+    }
+    "?"
+}
+
+/// Maps (table, key) of the schema to a `'static` dotted name without allocating.
+fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
+    macro_rules! names {
+        ($($t:literal, $k:literal);+ $(;)?) => {
+            match (table, key) {
+                $(($t, $k) => if $t.is_empty() { $k } else { concat!($t, ".", $k) },)+
+                _ => key,
+            }
+        };
+    }
+    names!(
+        "", "version"; "", "mode";
+        "roots", "allow"; "roots", "deny"; "roots", "static"; "roots", "list_timeout_ms";
+        "roots", "on_timeout"; "roots", "symlinks"; "roots", "hardlinks";
+        "resources", "other_schemes"; "resources", "allow"; "resources", "deny";
+        "resources", "max_bytes"; "resources", "mime"; "resources", "read";
+        "tools", "deny"; "tools", "writing"; "tools", "read_only"; "tools", "paths";
+        "tools.paths", "tool"; "tools.paths", "pointers"; "tools.paths", "kind";
+        "audit", "path"; "audit", "fsync"; "audit", "fsync_interval_ms";
+        "audit", "rotate_bytes"; "audit", "on_failure"; "audit", "log_allowed";
+        "sandbox", "mode"; "sandbox", "read"; "sandbox", "write"; "sandbox", "network";
+        "sandbox", "env"; "sandbox", "root_access"; "sandbox", "read_only_roots";
+        "sandbox", "rlimits";
+        "sandbox.rlimits", "nofile"; "sandbox.rlimits", "address_space";
+        "sandbox.rlimits", "cpu_seconds"; "sandbox.rlimits", "processes";
+    )
+}
+
+type Item<'t, 'i> = (
+    &'t Spanned<toml::de::DeString<'i>>,
+    &'t Spanned<DeValue<'i>>,
+);
+
+struct Walker<'a, 's> {
+    src: &'a Source<'s>,
+    errs: &'a mut Vec<PolicyError>,
+}
+
+impl Walker<'_, '_> {
+    fn check_keys(&mut self, table: &DeTable<'_>, name: &str, known: &[&str]) {
+        for (k, _) in table.iter() {
+            let key: &str = k.get_ref();
+            if known.contains(&key) {
+                continue;
+            }
+            let where_ = if name.is_empty() {
+                "at the top level".to_string()
+            } else {
+                format!("in [{name}]")
+            };
+            let hint = did_you_mean(name, key, known);
+            let err = self
+                .src
+                .error(
+                    &k.span(),
+                    ErrorKind::UnknownKey,
+                    format!("unknown key `{key}` {where_}"),
+                )
+                .hint(hint);
+            self.errs.push(err);
+        }
+    }
+
+    fn find<'t, 'i>(table: &'t DeTable<'i>, key: &str) -> Option<Item<'t, 'i>> {
+        table.iter().find(|(k, _)| {
+            let s: &str = k.get_ref();
+            s == key
+        })
+    }
+
+    fn wrong_type(&mut self, span: &Range<usize>, key: &str, want: &str, got: &DeValue<'_>) {
+        let err = self
+            .src
+            .error(
+                span,
+                ErrorKind::WrongType,
+                format!("`{key}` must be {want}, found {}", got.type_str()),
+            )
+            .hint(format!(
+                "write `{key}` as {want}; see docs/policy.md for the schema"
+            ));
+        self.errs.push(err);
+    }
+
+    fn entry<T>(
+        &self,
+        key: &'static str,
+        k: &Spanned<toml::de::DeString<'_>>,
+        v: T,
+        span: Range<usize>,
+    ) -> Entry<T> {
+        Entry {
+            key,
+            key_span: k.span(),
+            v,
+            span,
+        }
+    }
+
+    fn table<'t, 'i>(
+        &mut self,
+        table: &'t DeTable<'i>,
+        tname: &str,
+        key: &str,
+    ) -> Option<&'t DeTable<'i>> {
+        let (_, v) = Self::find(table, key)?;
+        match v.get_ref() {
+            DeValue::Table(t) => Some(t),
+            other => {
+                let name = dotted(tname, key);
+                self.wrong_type(&v.span(), name, "a table", other);
+                None
+            }
+        }
+    }
+
+    fn string(&mut self, table: &DeTable<'_>, tname: &str, key: &str) -> Option<Entry<String>> {
+        let (k, v) = Self::find(table, key)?;
+        let name = dotted(tname, key);
+        match v.get_ref() {
+            DeValue::String(s) => Some(self.entry(name, k, s.to_string(), v.span())),
+            other => {
+                self.wrong_type(&v.span(), name, "a string", other);
+                None
+            }
+        }
+    }
+
+    fn strings(
+        &mut self,
+        table: &DeTable<'_>,
+        tname: &str,
+        key: &str,
+    ) -> Option<Entry<Vec<Sp<String>>>> {
+        let (k, v) = Self::find(table, key)?;
+        let name = dotted(tname, key);
+        let DeValue::Array(items) = v.get_ref() else {
+            self.wrong_type(&v.span(), name, "an array of strings", v.get_ref());
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for item in items.iter() {
+            match item.get_ref() {
+                DeValue::String(s) => out.push(Sp {
+                    v: s.to_string(),
+                    span: item.span(),
+                }),
+                other => {
+                    ok = false;
+                    self.wrong_type(&item.span(), name, "an array of strings", other);
+                }
+            }
+        }
+        // A list with a bad element is dropped whole: a partial deny list must never be
+        // compiled (and the layer fails anyway, because an error was pushed).
+        ok.then(|| self.entry(name, k, out, v.span()))
+    }
+
+    fn boolean(&mut self, table: &DeTable<'_>, tname: &str, key: &str) -> Option<Entry<bool>> {
+        let (k, v) = Self::find(table, key)?;
+        let name = dotted(tname, key);
+        match v.get_ref() {
+            DeValue::Boolean(b) => Some(self.entry(name, k, *b, v.span())),
+            other => {
+                self.wrong_type(&v.span(), name, "a boolean (true or false)", other);
+                None
+            }
+        }
+    }
+
+    fn int(&mut self, table: &DeTable<'_>, tname: &str, key: &str) -> Option<Entry<i64>> {
+        let (k, v) = Self::find(table, key)?;
+        let name = dotted(tname, key);
+        match v.get_ref() {
+            DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {
+                Ok(n) => Some(self.entry(name, k, n, v.span())),
+                Err(_) => {
+                    self.bad_value(&v.span(), name, "is out of range", "use a smaller integer");
+                    None
+                }
+            },
+            other => {
+                self.wrong_type(&v.span(), name, "an integer", other);
+                None
+            }
+        }
+    }
+
+    fn bad_value(&mut self, span: &Range<usize>, key: &str, what: &str, hint: &str) {
+        let err = self
+            .src
+            .error(span, ErrorKind::BadValue, format!("`{key}` {what}"))
+            .hint(hint);
+        self.errs.push(err);
+    }
+
+    fn uint(
+        &mut self,
+        table: &DeTable<'_>,
+        tname: &str,
+        key: &str,
+        min: u64,
+        max: u64,
+    ) -> Option<Entry<u64>> {
+        let e = self.int(table, tname, key)?;
+        match u64::try_from(e.v) {
+            Ok(n) if (min..=max).contains(&n) => Some(Entry {
+                key: e.key,
+                key_span: e.key_span,
+                v: n,
+                span: e.span,
+            }),
+            _ => {
+                let hint = if max == u64::MAX {
+                    format!("use an integer of at least {min}")
+                } else {
+                    format!("use an integer from {min} to {max}")
+                };
+                self.bad_value(&e.span, e.key, "is out of range", &hint);
+                None
+            }
+        }
+    }
+
+    /// A byte size: an integer, or a string such as `"16 MiB"`.
+    fn size(&mut self, table: &DeTable<'_>, tname: &str, key: &str) -> Option<Entry<u64>> {
+        let (k, v) = Self::find(table, key)?;
+        let name = dotted(tname, key);
+        let hint = "write a number of bytes, or a string such as \"16 MiB\" \
+                    (units: B, KiB, MiB, GiB, TiB)";
+        let parsed = match v.get_ref() {
+            DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix()).ok(),
+            DeValue::String(s) => parse_size(s),
+            other => {
+                self.wrong_type(&v.span(), name, "a size (integer or string)", other);
+                return None;
+            }
+        };
+        match parsed {
+            Some(n) if n > 0 => Some(self.entry(name, k, n, v.span())),
+            _ => {
+                self.bad_value(&v.span(), name, "is not a valid positive size", hint);
+                None
+            }
+        }
+    }
+
+    fn word<T: Copy>(
+        &mut self,
+        table: &DeTable<'_>,
+        tname: &str,
+        key: &str,
+        words: &[(&str, T)],
+    ) -> Option<Entry<T>> {
+        let e = self.string(table, tname, key)?;
+        if let Some((_, w)) = words.iter().find(|(w, _)| *w == e.v) {
+            return Some(Entry {
+                key: e.key,
+                key_span: e.key_span,
+                v: *w,
+                span: e.span,
+            });
+        }
+        let list: Vec<String> = words.iter().map(|(w, _)| format!("\"{w}\"")).collect();
+        let err = self
+            .src
+            .error(
+                &e.span,
+                ErrorKind::BadValue,
+                format!("`{}` has no value \"{}\"", e.key, e.v),
+            )
+            .hint(format!("use one of {}", list.join(", ")));
+        self.errs.push(err);
+        None
+    }
+
+    fn schemes(&mut self, table: &DeTable<'_>) -> Option<Entry<RawSchemes>> {
+        let (k, v) = Self::find(table, "other_schemes")?;
+        let name = "resources.other_schemes";
+        match v.get_ref() {
+            DeValue::String(_) => {
+                const W: &[(&str, bool)] = &[("allow", true), ("deny", false)];
+                let e = self.word(table, "resources", "other_schemes", W)?;
+                let raw = if e.v {
+                    RawSchemes::Allow
+                } else {
+                    RawSchemes::Deny
+                };
+                Some(self.entry(name, k, raw, v.span()))
+            }
+            DeValue::Array(_) => {
+                let list = self.strings(table, "resources", "other_schemes")?;
+                Some(self.entry(name, k, RawSchemes::List(list.v), v.span()))
+            }
+            other => {
+                self.wrong_type(
+                    &v.span(),
+                    name,
+                    "\"allow\", \"deny\" or an array of scheme names",
+                    other,
+                );
+                None
+            }
+        }
+    }
+
+    fn network(&mut self, table: &DeTable<'_>) -> Option<Entry<RawNetwork>> {
+        let (k, v) = Self::find(table, "network")?;
+        let name = "sandbox.network";
+        match v.get_ref() {
+            DeValue::String(_) => {
+                const W: &[(&str, bool)] = &[("allow", true), ("deny", false)];
+                let e = self.word(table, "sandbox", "network", W)?;
+                let raw = if e.v {
+                    RawNetwork::Allow
+                } else {
+                    RawNetwork::Deny
+                };
+                Some(self.entry(name, k, raw, v.span()))
+            }
+            DeValue::Array(items) => {
+                let mut ports = Vec::new();
+                let mut ok = true;
+                for item in items.iter() {
+                    let port = match item.get_ref() {
+                        DeValue::Integer(i) => u16::from_str_radix(i.as_str(), i.radix())
+                            .ok()
+                            .filter(|p| *p > 0),
+                        other => {
+                            self.wrong_type(&item.span(), name, "an array of TCP ports", other);
+                            ok = false;
+                            continue;
+                        }
+                    };
+                    match port {
+                        Some(p) => ports.push(Sp {
+                            v: p,
+                            span: item.span(),
+                        }),
+                        None => {
+                            ok = false;
+                            self.bad_value(
+                                &item.span(),
+                                name,
+                                "has a port out of range",
+                                "TCP ports are 1 to 65535",
+                            );
+                        }
+                    }
+                }
+                ok.then(|| self.entry(name, k, RawNetwork::Ports(ports), v.span()))
+            }
+            other => {
+                self.wrong_type(
+                    &v.span(),
+                    name,
+                    "\"allow\", \"deny\" or an array of TCP ports",
+                    other,
+                );
+                None
+            }
+        }
+    }
+
+    fn tool_paths(&mut self, table: &DeTable<'_>) -> Vec<RawToolPath> {
+        let Some((_, v)) = Self::find(table, "paths") else {
+            return Vec::new();
+        };
+        let DeValue::Array(items) = v.get_ref() else {
+            self.wrong_type(
+                &v.span(),
+                "tools.paths",
+                "an array of tables ([[tools.paths]])",
+                v.get_ref(),
+            );
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for item in items.iter() {
+            let DeValue::Table(t) = item.get_ref() else {
+                self.wrong_type(
+                    &item.span(),
+                    "tools.paths",
+                    "an array of tables ([[tools.paths]])",
+                    item.get_ref(),
+                );
+                continue;
+            };
+            self.check_keys(t, "tools.paths", TOOL_PATH_KEYS);
+            let entry = RawToolPath {
+                tool: self.string(t, "tools.paths", "tool"),
+                pointers: self.strings(t, "tools.paths", "pointers"),
+                kind: self.word(t, "tools.paths", "kind", ARG_KIND_WORDS),
+            };
+            for (missing, what) in [
+                (
+                    entry.tool.is_none() && Self::find(t, "tool").is_none(),
+                    "tool",
+                ),
+                (
+                    entry.pointers.is_none() && Self::find(t, "pointers").is_none(),
+                    "pointers",
+                ),
+            ] {
+                if missing {
+                    let err = self
+                        .src
+                        .error(
+                            &item.span(),
+                            ErrorKind::BadValue,
+                            format!("[[tools.paths]] entry without `{what}`"),
+                        )
+                        .hint(
+                            "each [[tools.paths]] needs `tool = \"<name glob>\"` and \
+                             `pointers = [\"/json/pointer\", ...]`",
+                        );
+                    self.errs.push(err);
+                }
+            }
+            out.push(entry);
+        }
+        out
+    }
+}
+
+/// Parses `"123"`, `"16 MiB"`, `"1GiB"`. Binary units only, so "MB" is never ambiguous.
+pub(crate) fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let mul: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "TiB" => 1 << 40,
+        _ => return None,
+    };
+    n.checked_mul(mul)
+}
+
+/// A hint for an unknown key: the nearest known key in this table, or a table where the
+/// key does exist, or the list of known keys.
+fn did_you_mean(table: &str, key: &str, known: &[&str]) -> String {
+    if let Some(best) = known
+        .iter()
+        .filter(|k| edit_distance(&key.to_ascii_lowercase(), k) <= 2)
+        .min_by_key(|k| edit_distance(key, k))
+    {
+        return format!("did you mean `{best}`?");
+    }
+    for (t, keys) in ALL_TABLES {
+        if *t != table && !t.is_empty() && keys.contains(&key) {
+            return format!("`{key}` belongs in [{t}]");
+        }
+    }
+    let list: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+    format!("known keys here: {}", list.join(", "))
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> (Option<RawLayer>, Vec<PolicyError>) {
+        let src = Source::new("t.toml".into(), text);
+        let mut errs = Vec::new();
+        let raw = parse_layer(&src, &mut errs);
+        (raw, errs)
+    }
+
+    #[test]
+    fn sizes() {
+        for (s, want) in [
+            ("12", Some(12)),
+            ("16 MiB", Some(16 << 20)),
+            ("1GiB", Some(1 << 30)),
+            ("1 MB", None),
+            ("-1", None),
+            ("", None),
+            ("99999999999999 TiB", None),
+        ] {
+            assert_eq!(parse_size(s), want, "{s}");
+        }
+    }
+
+    #[test]
+    fn every_unknown_key_and_type_error_is_reported_at_once() {
+        let (_, errs) = parse(
+            "version = 1\nmod = \"audit\"\n[roots]\nalow = []\nsymlinks = 3\n\
+             [resources]\ndeny = [\"**/.env\", 4]\n[sandbox.rlimits]\ncpu = 1\n",
+        );
+        let kinds: Vec<_> = errs.iter().map(|e| (e.kind, e.line)).collect();
+        assert!(
+            kinds.contains(&(ErrorKind::UnknownKey, Some(2))),
+            "{errs:#?}"
+        );
+        assert!(kinds.contains(&(ErrorKind::UnknownKey, Some(4))));
+        assert!(kinds.contains(&(ErrorKind::WrongType, Some(5))));
+        assert!(kinds.contains(&(ErrorKind::WrongType, Some(7))));
+        assert!(kinds.contains(&(ErrorKind::UnknownKey, Some(9))));
+        assert_eq!(errs.len(), 5, "{errs:#?}");
+        assert!(
+            errs.iter()
+                .any(|e| e.hint.as_deref() == Some("did you mean `mode`?"))
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.hint.as_deref() == Some("did you mean `allow`?"))
+        );
+    }
+
+    #[test]
+    fn missing_and_wrong_version() {
+        let (_, errs) = parse("mode = \"audit\"\n");
+        assert_eq!(errs[0].kind, ErrorKind::Version);
+        let (_, errs) = parse("version = 2\n");
+        assert_eq!(errs[0].kind, ErrorKind::Version);
+        assert_eq!(errs[0].line, Some(1));
+    }
+
+    #[test]
+    fn key_in_wrong_table_is_pointed_at_its_table() {
+        let (_, errs) = parse("version = 1\n[roots]\nmax_bytes = 3\n");
+        assert_eq!(
+            errs[0].hint.as_deref(),
+            Some("`max_bytes` belongs in [resources]")
+        );
+    }
+
+    #[test]
+    fn dotted_names_are_static() {
+        assert_eq!(dotted("roots", "allow"), "roots.allow");
+        assert_eq!(dotted("", "mode"), "mode");
+        assert_eq!(
+            dotted("sandbox.rlimits", "nofile"),
+            "sandbox.rlimits.nofile"
+        );
+    }
+}

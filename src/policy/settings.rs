@@ -1,0 +1,368 @@
+//! The compiled, effective settings of a policy (what the other modules read), and the
+//! narrowing order of every ordered setting: the order in which a later layer may move a
+//! setting ("narrower" means it permits less or audits more).
+//!
+//! The tables here are plain data. Matching (globs) lives in `compile.rs` / `decision.rs`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::decision::Provenance;
+// The audit log's own types: the policy only chooses among them.
+use crate::audit::{FsyncPolicy, OnFailure};
+
+/// Whether decisions block (enforce) or are only recorded (audit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Denied messages are blocked.
+    Enforce,
+    /// Everything is decided and logged; nothing is blocked.
+    Audit,
+}
+
+/// What happens when the host never answers `roots/list` within the timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RootsFallback {
+    /// Use the operator roots (`--root` and `roots.static`); with none, `file:` stays denied.
+    Static,
+    /// Deny every `file:` URI until the host answers.
+    Deny,
+}
+
+/// How symbolic links met while resolving a path are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SymlinkStance {
+    /// Follow links whose target stays inside the same root.
+    FollowWithinRoot,
+    /// Refuse any path that goes through a symbolic link.
+    Never,
+}
+
+/// How regular files with more than one hard link are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HardlinkStance {
+    /// Files with several links are served like any other.
+    Allow,
+    /// Files with several links are refused: another name of the same file may be outside
+    /// the roots.
+    Deny,
+}
+
+/// Which non-`file:` URI schemes are allowed. `file:` is always checked against the roots
+/// and the path rules, whatever this says.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SchemeStance {
+    /// Every other scheme is allowed.
+    AllowAll,
+    /// Only these schemes (lowercase) are allowed; an empty list denies every other scheme.
+    Only(Vec<String>),
+}
+
+/// How `resources/read` of a `file:` URI is answered (issue 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReadStance {
+    /// Forward the read to the server after the URI checks; trust its bytes.
+    Forward,
+    /// Forward, then compare the server's bytes with rootfence's own capability-safe read.
+    Verify,
+    /// Answer from rootfence's own capability-safe read; the server never sees the read.
+    Serve,
+}
+
+/// How hard the OS sandbox is applied (issue 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SandboxMode {
+    /// No OS sandbox.
+    Off,
+    /// Apply what the kernel supports and report what is missing.
+    BestEffort,
+    /// Refuse to start unless every restriction is fully enforced.
+    Strict,
+}
+
+/// Network access of the sandboxed server (issue 7).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Network {
+    /// No network restriction.
+    Allow,
+    /// TCP connect and bind only to these ports (sorted, unique).
+    Ports(Vec<u16>),
+    /// No TCP connect or bind.
+    Deny,
+}
+
+/// Filesystem access the sandbox grants to a root (issue 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Read only.
+    ReadOnly,
+    /// Read and write.
+    ReadWrite,
+}
+
+/// A root that rootfence uses when the host declares none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticRoot {
+    /// Absolute, normalized path (`~` and `${HOME}` expanded). Not yet resolved on disk:
+    /// the roots module canonicalizes and opens it.
+    pub path: String,
+    /// Where it was declared.
+    pub provenance: Provenance,
+}
+
+/// `[roots]`: how the effective roots are formed (issue 6).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RootsSettings {
+    /// Roots used when the host declares none (already inside every `roots.allow`).
+    pub static_roots: Vec<StaticRoot>,
+    /// How long to wait for the host's `roots/list` answer.
+    pub list_timeout: Duration,
+    /// What to do when that wait times out.
+    pub on_timeout: RootsFallback,
+    /// Symbolic link stance.
+    pub symlinks: SymlinkStance,
+    /// Hard link stance.
+    pub hardlinks: HardlinkStance,
+}
+
+/// `[resources]`: schemes, limits and the read stance (issue 6). Path rules are applied
+/// by [`Policy::decide_resource`](super::Policy::decide_resource).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ResourceSettings {
+    /// Which non-`file:` schemes are allowed.
+    pub other_schemes: SchemeStance,
+    /// Largest content item (text or decoded blob) in bytes; `None` is unlimited.
+    pub max_bytes: Option<u64>,
+    /// MIME allow-list (`type/subtype`, `type/*`, `*/*`), lowercase; `None` is any type.
+    pub mime: Option<Vec<String>>,
+    /// How `file:` reads are answered.
+    pub read: ReadStance,
+    /// Every `resources.deny` glob of every layer, expanded, for consumers that must
+    /// express the denials elsewhere (the sandbox).
+    pub deny_globs: Vec<String>,
+}
+
+/// `[audit]`: reserved for the audit log (issue 5).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AuditSettings {
+    /// Log file; `None` means the audit module's default location.
+    pub path: Option<PathBuf>,
+    /// fsync stance.
+    pub fsync: FsyncPolicy,
+    /// Rotate when the file reaches this size; `None` means the audit module's default.
+    pub rotate_bytes: Option<u64>,
+    /// Stance on write failure.
+    pub on_failure: OnFailure,
+    /// Whether allowed decisions are logged too.
+    pub log_allowed: bool,
+}
+
+/// Resource limits for the sandboxed server; `None` leaves a limit as inherited.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Rlimits {
+    /// RLIMIT_NOFILE: open files.
+    pub nofile: Option<u64>,
+    /// RLIMIT_AS: address space in bytes.
+    pub address_space: Option<u64>,
+    /// RLIMIT_CPU: CPU seconds.
+    pub cpu_seconds: Option<u64>,
+    /// RLIMIT_NPROC: processes.
+    pub processes: Option<u64>,
+}
+
+/// `[sandbox]`: reserved for the OS sandbox (issue 7).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SandboxSettings {
+    /// How hard the sandbox is applied.
+    pub mode: SandboxMode,
+    /// Extra paths the server may read (absolute, normalized, expanded).
+    pub read: Vec<PathBuf>,
+    /// Extra paths the server may read and write.
+    pub write: Vec<PathBuf>,
+    /// Network stance.
+    pub network: Network,
+    /// Resource limits.
+    pub rlimits: Rlimits,
+    /// Environment variables passed to the server besides the sandbox's own baseline:
+    /// exact names, or a prefix ending in `*` (e.g. `LC_*`).
+    pub env: Vec<String>,
+    /// Access granted to every root, unless it matches `read_only_roots`.
+    pub root_access: Access,
+    /// Root globs (expanded) that are read-only whatever `root_access` says.
+    pub read_only_roots: Vec<String>,
+    pub(crate) read_only_roots_set: globset::GlobSet,
+}
+
+impl SandboxSettings {
+    /// The access the sandbox grants to a root with this canonical path.
+    pub fn access_for_root(&self, canonical_path: &str) -> Access {
+        if self.root_access == Access::ReadOnly || self.read_only_roots_set.is_match(canonical_path)
+        {
+            Access::ReadOnly
+        } else {
+            Access::ReadWrite
+        }
+    }
+
+    /// Whether an environment variable name passes the policy's `env` list.
+    pub fn env_allowed(&self, name: &str) -> bool {
+        self.env.iter().any(|pat| env_pattern_covers(pat, name))
+    }
+}
+
+/// Whether an `env` entry (exact name or `PREFIX*`) covers a name or a narrower entry.
+pub(crate) fn env_pattern_covers(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+/// The narrowing order of ordered settings: `rank` grows as the setting permits more (or
+/// audits less). A later layer may set a value whose rank is at most the earlier rank.
+pub(crate) trait Ranked {
+    fn rank(&self) -> u64;
+}
+
+impl Ranked for Mode {
+    fn rank(&self) -> u64 {
+        match self {
+            Mode::Enforce => 0,
+            Mode::Audit => 1,
+        }
+    }
+}
+
+impl Ranked for RootsFallback {
+    fn rank(&self) -> u64 {
+        match self {
+            RootsFallback::Deny => 0,
+            RootsFallback::Static => 1,
+        }
+    }
+}
+
+impl Ranked for SymlinkStance {
+    fn rank(&self) -> u64 {
+        match self {
+            SymlinkStance::Never => 0,
+            SymlinkStance::FollowWithinRoot => 1,
+        }
+    }
+}
+
+impl Ranked for HardlinkStance {
+    fn rank(&self) -> u64 {
+        match self {
+            HardlinkStance::Deny => 0,
+            HardlinkStance::Allow => 1,
+        }
+    }
+}
+
+impl Ranked for ReadStance {
+    fn rank(&self) -> u64 {
+        match self {
+            ReadStance::Serve => 0,
+            ReadStance::Verify => 1,
+            ReadStance::Forward => 2,
+        }
+    }
+}
+
+impl Ranked for OnFailure {
+    fn rank(&self) -> u64 {
+        match self {
+            OnFailure::Stop => 0,
+            OnFailure::Continue => 1,
+        }
+    }
+}
+
+impl Ranked for SandboxMode {
+    fn rank(&self) -> u64 {
+        match self {
+            SandboxMode::Strict => 0,
+            SandboxMode::BestEffort => 1,
+            SandboxMode::Off => 2,
+        }
+    }
+}
+
+impl Ranked for Access {
+    fn rank(&self) -> u64 {
+        match self {
+            Access::ReadOnly => 0,
+            Access::ReadWrite => 1,
+        }
+    }
+}
+
+impl Ranked for bool {
+    /// For booleans whose `true` is the narrower value (`read_only`, `log_allowed`).
+    fn rank(&self) -> u64 {
+        u64::from(!*self)
+    }
+}
+
+/// fsync kinds are ranked always < denials < interval < never; two intervals compare by
+/// length (a shorter interval is narrower).
+pub(crate) fn fsync_rank(f: &FsyncPolicy) -> (u8, u128) {
+    match f {
+        FsyncPolicy::Always => (0, 0),
+        FsyncPolicy::Denials => (1, 0),
+        FsyncPolicy::Interval(d) => (2, d.as_millis()),
+        FsyncPolicy::Never => (3, 0),
+    }
+}
+
+/// The word each enum value is written as in TOML, for messages and `policy show`.
+pub(crate) trait Word {
+    fn word(&self) -> &'static str;
+}
+
+macro_rules! words {
+    ($ty:ty { $($variant:path => $word:literal),+ $(,)? }) => {
+        impl Word for $ty {
+            fn word(&self) -> &'static str {
+                match self { $($variant => $word),+ }
+            }
+        }
+        impl $ty {
+            /// Every accepted TOML word with its value.
+            pub(crate) const WORDS: &'static [(&'static str, $ty)] = &[$(($word, $variant)),+];
+        }
+    };
+}
+
+words!(Mode { Mode::Enforce => "enforce", Mode::Audit => "audit" });
+words!(RootsFallback { RootsFallback::Static => "static", RootsFallback::Deny => "deny" });
+words!(SymlinkStance {
+    SymlinkStance::FollowWithinRoot => "follow-within-root",
+    SymlinkStance::Never => "never",
+});
+words!(HardlinkStance { HardlinkStance::Allow => "allow", HardlinkStance::Deny => "deny" });
+words!(ReadStance {
+    ReadStance::Forward => "forward",
+    ReadStance::Verify => "verify",
+    ReadStance::Serve => "serve",
+});
+words!(OnFailure { OnFailure::Stop => "stop", OnFailure::Continue => "continue" });
+words!(SandboxMode {
+    SandboxMode::Off => "off",
+    SandboxMode::BestEffort => "best-effort",
+    SandboxMode::Strict => "strict",
+});
+words!(Access { Access::ReadOnly => "read-only", Access::ReadWrite => "read-write" });
+
+impl Mode {
+    /// The TOML word (`enforce`, `audit`).
+    pub fn as_str(self) -> &'static str {
+        self.word()
+    }
+}

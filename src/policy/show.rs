@@ -1,0 +1,173 @@
+//! `policy show`: the compiled, effective policy rendered for people (TOML-like text, each
+//! setting annotated with the layer and line it came from) and for tools (JSON).
+
+use serde_json::{Value, json};
+
+use super::{Policy, Provenance};
+
+fn origin(p: &Provenance) -> String {
+    match (&p.file, p.line) {
+        (Some(f), Some(l)) => format!("{f}:{l}"),
+        (Some(f), None) => f.to_string(),
+        _ => "built-in default".into(),
+    }
+}
+
+fn prov_json(p: &Provenance) -> Value {
+    json!({
+        "layer": p.layer,
+        "file": p.file.as_deref(),
+        "line": p.line,
+        "column": p.column,
+        "rule": p.rule,
+    })
+}
+
+impl Policy {
+    /// The effective policy as annotated TOML-like text. Allow-lists are shown per layer,
+    /// because a path must match every layer's list (their intersection has no single
+    /// glob form).
+    pub fn show_text(&self) -> String {
+        let mut out = String::new();
+        out.push_str("# effective rootfence policy\n# layers, in order:\n");
+        for (i, l) in self.layers.iter().enumerate() {
+            out.push_str(&format!("#   [{i}] {}  sha256:{}\n", l.name, l.sha256));
+        }
+        let width = self
+            .shown
+            .iter()
+            .map(|(k, v, _)| k.len() + v.len())
+            .max()
+            .unwrap_or(0)
+            + 3;
+        let mut section = "";
+        for (key, value, prov) in &self.shown {
+            let (table, name) = match key.rsplit_once('.') {
+                Some((t, n)) => (t, n),
+                None => ("", *key),
+            };
+            if table != section {
+                out.push_str(&format!("\n[{table}]\n"));
+                section = table;
+            }
+            let line = format!("{name} = {value}");
+            out.push_str(&format!("{line:<width$}# {}\n", origin(prov)));
+        }
+        let m = &self.m;
+        let rules = |out: &mut String, title: &str, t: &super::glob::GlobTable| {
+            out.push_str(&format!("\n# {title}\n"));
+            if t.is_empty() {
+                out.push_str("#   (none)\n");
+            }
+            for (text, p) in t.texts.iter().zip(&t.rules) {
+                out.push_str(&format!("#   {text:?}  from {}: {}\n", origin(p), p.rule));
+            }
+        };
+        let allow = |out: &mut String, title: &str, lists: &[super::AllowTable]| {
+            out.push_str(&format!("\n# {title}\n"));
+            if lists.is_empty() {
+                out.push_str("#   (no allow-list: everything not denied)\n");
+            }
+            for (i, l) in lists.iter().enumerate() {
+                out.push_str(&format!(
+                    "#   list {} ({}), all lists must match:\n",
+                    i + 1,
+                    origin(&l.miss)
+                ));
+                for (text, p) in l.table.texts.iter().zip(&l.table.rules) {
+                    out.push_str(&format!("#     {text:?}  from {}\n", origin(p)));
+                }
+            }
+        };
+        rules(
+            &mut out,
+            "roots.deny (any match drops the root)",
+            &m.root_deny,
+        );
+        allow(&mut out, "roots.allow", &m.root_allow);
+        rules(
+            &mut out,
+            "resources.deny (any match denies; also drops a root)",
+            &m.res_deny,
+        );
+        allow(&mut out, "resources.allow", &m.res_allow);
+        rules(&mut out, "tools.deny", &m.tool_deny);
+        if m.read_only {
+            rules(
+                &mut out,
+                "tools.writing (denied: tools.read_only = true)",
+                &m.tool_writing,
+            );
+        }
+        out.push_str("\n# tools.paths (arguments checked as paths/URIs)\n");
+        if m.tool_paths.is_empty() {
+            out.push_str("#   (none)\n");
+        }
+        for (tool, ptrs) in &m.tool_paths {
+            for p in ptrs {
+                out.push_str(&format!(
+                    "#   tool {tool:?} pointer {:?} kind {}  from {}\n",
+                    p.pointer,
+                    p.kind.as_str(),
+                    origin(&p.provenance)
+                ));
+            }
+        }
+        if !self.sandbox.read_only_roots.is_empty() {
+            out.push_str("\n# sandbox.read_only_roots\n");
+            for g in &self.sandbox.read_only_roots {
+                out.push_str(&format!("#   {g:?}\n"));
+            }
+        }
+        out
+    }
+
+    /// The effective policy as JSON (stable keys; for scripts and the audit log).
+    pub fn show_json(&self) -> Value {
+        let m = &self.m;
+        let table = |t: &super::glob::GlobTable| -> Value {
+            t.texts
+                .iter()
+                .zip(&t.rules)
+                .map(|(g, p)| json!({"glob": g, "provenance": prov_json(p)}))
+                .collect()
+        };
+        let allow = |lists: &[super::AllowTable]| -> Value {
+            lists
+                .iter()
+                .map(|l| json!({"list": prov_json(&l.miss), "globs": table(&l.table)}))
+                .collect()
+        };
+        let settings: serde_json::Map<String, Value> = self
+            .shown
+            .iter()
+            .map(|(k, v, p)| {
+                (
+                    (*k).to_string(),
+                    json!({"value": v, "provenance": prov_json(p)}),
+                )
+            })
+            .collect();
+        json!({
+            "layers": self.layers.iter().map(|l| json!({
+                "name": l.name,
+                "path": l.path.as_ref().map(|p| p.display().to_string()),
+                "sha256": l.sha256,
+            })).collect::<Vec<_>>(),
+            "settings": settings,
+            "roots_deny": table(&m.root_deny),
+            "roots_allow": allow(&m.root_allow),
+            "resources_deny": table(&m.res_deny),
+            "resources_allow": allow(&m.res_allow),
+            "tools_deny": table(&m.tool_deny),
+            "tools_writing_denied": table(&m.tool_writing),
+            "tools_paths": m.tool_paths.iter().flat_map(|(tool, ptrs)| ptrs.iter().map(move |p| json!({
+                "tool": tool,
+                "pointer": p.pointer,
+                "kind": p.kind.as_str(),
+                "provenance": prov_json(&p.provenance),
+            }))).collect::<Vec<_>>(),
+            "sandbox_read_only_roots": self.sandbox.read_only_roots,
+        })
+    }
+}
