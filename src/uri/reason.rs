@@ -53,6 +53,9 @@ pub enum Reason {
     SymlinkLoop,
     /// A symbolic link was met while the check's stance forbids following any.
     SymlinkRefused,
+    /// A name in a path that does not exist yet is a dangling symbolic link: where it
+    /// leads once its target is created cannot be decided now.
+    DanglingSymlink,
     /// A name that must be a directory (it has children, or a trailing `/` or `.`) is not.
     NotADirectory,
     /// A file with more than one hard link, refused because the check asked for that.
@@ -90,6 +93,7 @@ impl Reason {
         Reason::SymlinkEscape,
         Reason::SymlinkLoop,
         Reason::SymlinkRefused,
+        Reason::DanglingSymlink,
         Reason::NotADirectory,
         Reason::HardLink,
         Reason::NotRegularFile,
@@ -119,6 +123,7 @@ impl Reason {
             Reason::SymlinkEscape => "symlink_escape",
             Reason::SymlinkLoop => "symlink_loop",
             Reason::SymlinkRefused => "symlink_refused",
+            Reason::DanglingSymlink => "dangling_symlink",
             Reason::NotADirectory => "not_a_directory",
             Reason::HardLink => "hard_link",
             Reason::NotRegularFile => "not_regular_file",

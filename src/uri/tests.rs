@@ -7,8 +7,8 @@ use super::*;
 /// row also checks idempotence of the canonical form.
 macro_rules! table {
     ($($kind:ident $input:expr => $expect:expr;)*) => {{
-        let mut rows: Vec<(&str, Result<&str, Reason>)> = Vec::new();
-        $( rows.push(table!(@row $kind $input, $expect)); )*
+        let rows: Vec<(&str, Result<&str, Reason>)> =
+            vec![$( table!(@row $kind $input, $expect), )*];
         rows
     }};
     (@row ok $input:expr, $expect:expr) => { ($input, Ok($expect)) };
@@ -40,8 +40,6 @@ fn check_rows(rows: &[(&str, Result<&str, Reason>)]) {
 
 #[test]
 fn accepted_forms_and_their_canonical_uri() {
-    use Reason as R;
-    let _ = R::TooLong;
     check_rows(&table! {
         ok "file:///srv/root/a.txt" => "file:///srv/root/a.txt";
         ok "FILE:///srv/root/a.txt" => "file:///srv/root/a.txt";
