@@ -496,6 +496,11 @@ fn check_name(raw: &str, name: &str, first: bool) -> Result<(), UriError> {
     Ok(())
 }
 
+#[cfg(test)]
+pub(super) fn has_percent_escape_for_tests(s: &str) -> bool {
+    has_percent_escape(s)
+}
+
 fn has_percent_escape(s: &str) -> bool {
     let b = s.as_bytes();
     b.windows(3)

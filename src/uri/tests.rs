@@ -337,3 +337,58 @@ fn error_details_quote_the_input_safely() {
     );
     assert_eq!(e.to_string(), format!("{} (not_a_file_uri)", e.detail));
 }
+
+/// The canonical-form invariants (the fuzz target checks the same ones).
+fn assert_canonical(u: &FileUri) {
+    let s = u.as_str();
+    assert!(s.starts_with("file:///"), "{s}");
+    assert!(s.is_ascii() && !s.contains(['?', '#', '\\', ' ']), "{s}");
+    assert!(!s.bytes().any(|b| b.is_ascii_control()), "{s}");
+    let p = u.path();
+    assert!(p.starts_with('/') && p.len() <= MAX_PATH_BYTES, "{p:?}");
+    if p != "/" {
+        assert!(!p.ends_with('/'), "{p:?}");
+        for name in p[1..].split('/') {
+            assert!(!name.is_empty() && name != "." && name != "..", "{p:?}");
+            assert!(name.len() <= MAX_NAME_BYTES);
+            assert!(!name.chars().any(|c| c.is_control() || c == '\\'), "{p:?}");
+            assert!(!parse::has_percent_escape_for_tests(name), "{p:?}");
+        }
+    }
+    let again = FileUri::parse(s).expect("canonical form reparses");
+    assert_eq!(&again, u);
+    assert_eq!(again.path(), p);
+    assert!(again.lexical().is_none());
+    assert_eq!(
+        &FileUri::from_path(Path::new(p)).expect("path form parses"),
+        u
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+    /// Any text: no panic, and whatever parses is canonical and idempotent.
+    #[test]
+    fn any_text_never_panics_and_canonical_form_is_idempotent(raw in ".{0,80}") {
+        if let Ok(u) = FileUri::parse(&raw) {
+            assert_canonical(&u);
+        }
+    }
+
+    /// URI-shaped text assembled from the tokens attackers use.
+    #[test]
+    fn hostile_tokens_never_panic_and_canonical_form_is_idempotent(
+        tokens in proptest::collection::vec(proptest::sample::select(vec![
+            "file:", "FILE:", "http:", "//", "/", "/", "/", "localhost", "LocalHost", "evil",
+            "..", "..", ".", "%2e", "%2E", "%2f", "%5C", "%25", "%00", "%41", "a", "b", "\\",
+            "?", "#", " ", "%C0%AE", "%EF%BC%8E", "%EF%BC%8F", "c:", "|", "@", ":", "~", "é",
+            "%", "%4", "．", "%20", "...", "%C3%A9",
+        ]), 0..14)
+    ) {
+        let raw: String = tokens.concat();
+        if let Ok(u) = FileUri::parse(&raw) {
+            assert_canonical(&u);
+        }
+    }
+}
