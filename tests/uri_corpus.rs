@@ -524,3 +524,52 @@ fn renamed_root_is_reported_by_identity_check() {
         Reason::NotFound
     );
 }
+
+#[test]
+fn nested_roots_pick_the_deepest_then_fall_back() {
+    let t = uri_tree::build();
+    let set = main_set(&t);
+    let o = CheckOptions::default();
+    let Verdict::Allow(a) = set.check_str(&t.in_root("nested/n.txt"), &o) else {
+        panic!("nested file allowed")
+    };
+    assert_eq!(
+        set.roots()[a.root].uri().path(),
+        t.root.join("nested").to_str().unwrap()
+    );
+    assert_eq!(a.relative, std::path::Path::new("n.txt"));
+    // The link leaves the nested root but stays inside the enclosing one.
+    let Verdict::Allow(a) = set.check_str(&t.in_root("nested/link_to_parent"), &o) else {
+        panic!("link to the enclosing root allowed")
+    };
+    assert_eq!(a.root, 0);
+    assert_eq!(set.read(&a, 100, &o).unwrap().bytes, b"inside a");
+    // The alias root matches by its declared and by its real path, relative path alike.
+    for uri in [t.uri("alias_root/f.txt"), t.uri("real_root/f.txt")] {
+        let Verdict::Allow(a) = set.check_str(&uri, &o) else {
+            panic!("{uri}")
+        };
+        assert_eq!(a.root, 2);
+        assert_eq!(a.relative, std::path::Path::new("f.txt"));
+        assert_eq!(
+            a.canonical.as_str(),
+            uri,
+            "the canonical form keeps the name used"
+        );
+    }
+}
+
+#[test]
+fn devices_are_reported_and_never_read() {
+    let (set, errors) = RootSet::open([RootSpec::path("/dev")]);
+    assert!(errors.is_empty(), "{errors:?}");
+    let o = CheckOptions::default();
+    for dev in ["file:///dev/null", "file:///dev/zero"] {
+        let Verdict::Allow(a) = set.check_str(dev, &o) else {
+            panic!("{dev}")
+        };
+        assert_eq!(a.kind, FileKind::CharDevice, "{dev}");
+        let e = set.read(&a, 16, &o).unwrap_err();
+        assert_eq!(e.reason(), Reason::NotRegularFile, "{dev}");
+    }
+}
