@@ -2,3 +2,597 @@
 //! matched component-wise, with resolution beneath the root decided by the kernel.
 //!
 //! Owned by issue 3 (checks) and issue 6 (host roots ∩ operator bounds).
+//!
+//! # How a check decides
+//!
+//! 1. The URI is already canonical ([`FileUri`]): absolute, decoded once, no dot segments.
+//! 2. It is matched against every root's declared path *and* its real path (symbolic links
+//!    resolved when the root was opened), name by name: `/srv/root_evil` is never inside
+//!    `/srv/root` (CVE-2025-53110). The deepest matching root is tried first; if it denies,
+//!    shallower matching roots are tried, because a path that leaves a nested root may
+//!    still stay inside an enclosing one. With no match the verdict is `outside_roots`.
+//! 3. If the input text had `..` segments, each directory a `..` stepped out of must be a
+//!    real directory strictly inside the root (not a symbolic link, file, or missing
+//!    name), so the kernel's reading of the original text and the canonical form agree
+//!    (see [`crate::uri`]).
+//! 4. The remainder below the root is resolved beneath the root's `Dir` by the kernel
+//!    (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`, through cap-std) with
+//!    `O_PATH`, which never blocks and needs no read permission: symbolic links that stay
+//!    inside are followed; any that lead out (absolute, `..` above the root, `/proc`) give
+//!    `symlink_escape` (CVE-2025-53109); loops give `symlink_loop` at once.
+//! 5. A path that does not exist yet is judged by its deepest existing ancestor (which
+//!    must be a directory reached beneath the root) plus the remaining names, which must
+//!    not exist at all: a dangling symbolic link there is refused, because where it leads
+//!    once its target is created cannot be decided now.
+//!
+//! An allow verdict is a statement about the moment of the check. Reads go through
+//! [`RootSet::read`], which resolves beneath the same `Dir` again (so a file swapped for
+//! an escaping link in between is refused by the kernel) and checks the inode is the one
+//! that was checked.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use cap_std::fs::Dir;
+
+use crate::fsaccess::{self, Failure, FileRead, Found, FsError};
+use crate::uri::{FileUri, Reason, UriError};
+
+pub use crate::fsaccess::{FileKind, SymlinkStance};
+
+/// A root as named by the operator (`--root`) or the host (`roots/list`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootSpec {
+    location: Location,
+    name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Location {
+    Uri(String),
+    Path(PathBuf),
+}
+
+impl RootSpec {
+    /// A root given as a `file:` URI (untrusted text; parsed strictly when opened).
+    pub fn uri(raw: impl Into<String>) -> RootSpec {
+        RootSpec {
+            location: Location::Uri(raw.into()),
+            name: None,
+        }
+    }
+
+    /// A root given as an absolute path (make relative paths absolute first).
+    pub fn path(path: impl Into<PathBuf>) -> RootSpec {
+        RootSpec {
+            location: Location::Path(path.into()),
+            name: None,
+        }
+    }
+
+    /// The same root with a display name (the `name` of an MCP `Root`).
+    pub fn with_name(mut self, name: impl Into<String>) -> RootSpec {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The root as it was given, for messages.
+    pub fn location(&self) -> String {
+        match &self.location {
+            Location::Uri(u) => u.clone(),
+            Location::Path(p) => p.display().to_string(),
+        }
+    }
+
+    fn to_uri(&self) -> Result<FileUri, UriError> {
+        match &self.location {
+            Location::Uri(u) => FileUri::parse(u),
+            Location::Path(p) => FileUri::from_path(p),
+        }
+    }
+}
+
+/// A root that could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("root `{location}` {kind}")]
+pub struct RootError {
+    /// The root as it was given.
+    pub location: String,
+    /// What went wrong.
+    pub kind: RootErrorKind,
+}
+
+/// What went wrong opening a root.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum RootErrorKind {
+    /// Not a usable file URI or absolute path.
+    #[error("is not a local file: uri or absolute path: {0}")]
+    Invalid(UriError),
+    /// Nothing exists there.
+    #[error("does not exist (hint: create the directory, or fix the root's path)")]
+    NotFound,
+    /// Exists but is not a directory.
+    #[error("is not a directory (hint: a root must be a directory; name its parent instead)")]
+    NotADirectory,
+    /// The process may not open it.
+    #[error("cannot be opened: permission denied (hint: rootfence needs search permission on it)")]
+    PermissionDenied,
+    /// Its real path cannot be expressed as a file URI.
+    #[error("resolves to `{real}`, which cannot be named as a file: uri: {err}")]
+    UnnamableRealPath {
+        /// The real path.
+        real: String,
+        /// Why it cannot be named.
+        err: UriError,
+    },
+    /// The path now names another directory than the one opened.
+    #[error("now names another directory than the one opened (it was moved or replaced)")]
+    Changed,
+    /// Any other error.
+    #[error("cannot be opened: {0}")]
+    Io(io::Error),
+}
+
+/// One root: its canonical URI, its real path, and the directory capability that every
+/// check and read beneath it goes through.
+#[derive(Debug)]
+pub struct Root {
+    uri: FileUri,
+    real: FileUri,
+    name: Option<String>,
+    dir: Dir,
+    dev: u64,
+    ino: u64,
+}
+
+impl Root {
+    /// The root's canonical URI as declared.
+    pub fn uri(&self) -> &FileUri {
+        &self.uri
+    }
+
+    /// The root's real path (symbolic links resolved when it was opened), as a URI.
+    pub fn real_uri(&self) -> &FileUri {
+        &self.real
+    }
+
+    /// The display name the host gave, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The directory capability.
+    pub fn dir(&self) -> &Dir {
+        &self.dir
+    }
+
+    /// Device and inode of the root directory.
+    pub fn identity(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
+
+    /// The forms a URI may name this root by: declared, then real if it differs.
+    fn forms(&self) -> impl Iterator<Item = &FileUri> {
+        std::iter::once(&self.uri).chain((self.real != self.uri).then_some(&self.real))
+    }
+}
+
+/// How a check treats what it finds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// Whether symbolic links inside a root are followed.
+    pub symlinks: SymlinkStance,
+    /// Refuse non-directories with more than one hard link (`hard_link`).
+    pub deny_hard_links: bool,
+}
+
+/// The outcome of a check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Inside a root.
+    Allow(Allowed),
+    /// Refused, with a stable reason.
+    Deny(Denied),
+}
+
+impl Verdict {
+    /// Whether this is an allow.
+    pub fn is_allow(&self) -> bool {
+        matches!(self, Verdict::Allow(_))
+    }
+
+    /// The reason of a denial (None for an allow).
+    pub fn reason(&self) -> Option<Reason> {
+        match self {
+            Verdict::Allow(_) => None,
+            Verdict::Deny(d) => Some(d.reason),
+        }
+    }
+
+    /// The canonical URI, when the input parsed.
+    pub fn canonical(&self) -> Option<&FileUri> {
+        match self {
+            Verdict::Allow(a) => Some(&a.canonical),
+            Verdict::Deny(d) => d.canonical.as_ref(),
+        }
+    }
+}
+
+/// An allowed URI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allowed {
+    /// Index of the root in [`RootSet::roots`].
+    pub root: usize,
+    /// The canonical URI (what to forward).
+    pub canonical: FileUri,
+    /// The path below the root (empty for the root itself), resolved beneath its `Dir`.
+    pub relative: PathBuf,
+    /// What is there ([`FileKind::Missing`] if nothing yet).
+    pub kind: FileKind,
+    /// Hard-link count (0 when missing). More than one on a non-directory: the same inode
+    /// may also be reachable from outside the root.
+    pub nlink: u64,
+    /// Device and inode of what was checked (None when missing).
+    pub file_id: Option<(u64, u64)>,
+}
+
+/// A refused URI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denied {
+    /// The stable reason code.
+    pub reason: Reason,
+    /// Human explanation, naming the input.
+    pub detail: String,
+    /// The canonical URI, when the input parsed.
+    pub canonical: Option<FileUri>,
+    /// The root the URI was judged against, if it matched one.
+    pub root: Option<usize>,
+}
+
+/// The effective roots.
+#[derive(Debug, Default)]
+pub struct RootSet {
+    roots: Vec<Root>,
+}
+
+impl RootSet {
+    /// A set with no roots: every check is `outside_roots`.
+    pub fn empty() -> RootSet {
+        RootSet::default()
+    }
+
+    /// Opens each root once. A root that fails is reported and left out; the others are
+    /// still opened. Roots keep their order (indices in verdicts refer to it).
+    pub fn open(specs: impl IntoIterator<Item = RootSpec>) -> (RootSet, Vec<RootError>) {
+        let mut roots = Vec::new();
+        let mut errors = Vec::new();
+        for spec in specs {
+            match open_one(&spec) {
+                Ok(root) => roots.push(root),
+                Err(kind) => errors.push(RootError {
+                    location: spec.location(),
+                    kind,
+                }),
+            }
+        }
+        (RootSet { roots }, errors)
+    }
+
+    /// The roots, in order.
+    pub fn roots(&self) -> &[Root] {
+        &self.roots
+    }
+
+    /// Whether there are no roots.
+    pub fn is_empty(&self) -> bool {
+        self.roots.is_empty()
+    }
+
+    /// Parses untrusted text and checks it.
+    pub fn check_str(&self, raw: &str, opts: &CheckOptions) -> Verdict {
+        match FileUri::parse(raw) {
+            Ok(uri) => self.check(&uri, opts),
+            Err(e) => Verdict::Deny(Denied {
+                reason: e.reason,
+                detail: e.detail,
+                canonical: None,
+                root: None,
+            }),
+        }
+    }
+
+    /// Decides whether `uri` names something inside a root (see the module docs).
+    pub fn check(&self, uri: &FileUri, opts: &CheckOptions) -> Verdict {
+        // (root index, matched form) of every root the URI is inside, deepest first.
+        let mut matches: Vec<(usize, &FileUri)> = Vec::new();
+        for (i, root) in self.roots.iter().enumerate() {
+            if let Some(form) = root
+                .forms()
+                .filter(|f| uri.starts_with(f))
+                .max_by_key(|f| f.depth())
+            {
+                matches.push((i, form));
+            }
+        }
+        if matches.is_empty() {
+            return Verdict::Deny(Denied {
+                reason: Reason::OutsideRoots,
+                detail: if self.roots.is_empty() {
+                    format!("{uri} is outside the roots: there are no roots")
+                } else {
+                    format!("{uri} is not inside any root")
+                },
+                canonical: Some(uri.clone()),
+                root: None,
+            });
+        }
+        matches.sort_by_key(|(_, form)| std::cmp::Reverse(form.depth()));
+        let mut first_denial = None;
+        for (i, form) in matches {
+            match self.check_in(i, form, uri, opts) {
+                Ok(allowed) => return Verdict::Allow(allowed),
+                Err(denied) => {
+                    first_denial.get_or_insert(denied);
+                }
+            }
+        }
+        Verdict::Deny(first_denial.expect("at least one root matched"))
+    }
+
+    fn check_in(
+        &self,
+        index: usize,
+        form: &FileUri,
+        uri: &FileUri,
+        opts: &CheckOptions,
+    ) -> Result<Allowed, Denied> {
+        let root = &self.roots[index];
+        let deny = |reason: Reason, detail: String| Denied {
+            reason,
+            detail,
+            canonical: Some(uri.clone()),
+            root: Some(index),
+        };
+        let rel_str = uri
+            .relative_to(form)
+            .expect("matched roots contain the uri");
+        let rel = Path::new(rel_str);
+
+        if let Some(lex) = uri.lexical() {
+            for parent in &lex.parents {
+                let prel = relative_path(parent, form.path()).filter(|r| !r.is_empty());
+                let Some(prel) = prel else {
+                    return Err(deny(
+                        Reason::DotSegment,
+                        format!(
+                            "{uri}: a `..` steps out of `{parent}`, which is not strictly inside \
+                             the root {form}"
+                        ),
+                    ));
+                };
+                match fsaccess::lstat_beneath(&root.dir, Path::new(prel)) {
+                    Ok(found) if found.kind == FileKind::Directory => {}
+                    Ok(found) => {
+                        return Err(deny(
+                            Reason::DotSegment,
+                            format!(
+                                "{uri}: a `..` follows `{parent}`, which is a {}: the kernel \
+                                 would resolve the original text elsewhere",
+                                found.kind
+                            ),
+                        ));
+                    }
+                    Err((Failure::NotFound, _)) => {
+                        return Err(deny(
+                            Reason::DotSegment,
+                            format!(
+                                "{uri}: a `..` follows `{parent}`, which does not exist: the \
+                                 kernel would not resolve the original text"
+                            ),
+                        ));
+                    }
+                    Err((failure, err)) => return Err(deny_failure(&deny, uri, failure, &err)),
+                }
+            }
+        }
+
+        let allowed = |found: Found| Allowed {
+            root: index,
+            canonical: uri.clone(),
+            relative: rel.to_path_buf(),
+            kind: found.kind,
+            nlink: found.nlink,
+            file_id: (found.kind != FileKind::Missing).then_some((found.dev, found.ino)),
+        };
+        match fsaccess::stat_beneath(&root.dir, rel, opts.symlinks) {
+            Ok(found) => {
+                let trailing_dir = uri.lexical().is_some_and(|l| l.trailing_dir);
+                if trailing_dir && found.kind != FileKind::Directory {
+                    return Err(deny(
+                        Reason::NotADirectory,
+                        format!(
+                            "{uri}: the original text ends in `/`, `.` or `..` but names a {}",
+                            found.kind
+                        ),
+                    ));
+                }
+                if opts.deny_hard_links && found.kind != FileKind::Directory && found.nlink > 1 {
+                    return Err(deny(
+                        Reason::HardLink,
+                        format!(
+                            "{uri} has {} hard links; the same file may be reachable from \
+                             outside the root",
+                            found.nlink
+                        ),
+                    ));
+                }
+                Ok(allowed(found))
+            }
+            Err((Failure::NotFound, _)) => self.check_missing(index, uri, rel, opts).map(allowed),
+            Err((failure, err)) => Err(deny_failure(&deny, uri, failure, &err)),
+        }
+    }
+
+    /// A path that does not resolve: judge it by its deepest existing ancestor.
+    fn check_missing(
+        &self,
+        index: usize,
+        uri: &FileUri,
+        rel: &Path,
+        opts: &CheckOptions,
+    ) -> Result<Found, Denied> {
+        let root = &self.roots[index];
+        let deny = |reason: Reason, detail: String| Denied {
+            reason,
+            detail,
+            canonical: Some(uri.clone()),
+            root: Some(index),
+        };
+        let names: Vec<&std::ffi::OsStr> = rel.iter().collect();
+        for k in (0..names.len()).rev() {
+            let ancestor: PathBuf = names[..k].iter().collect();
+            match fsaccess::stat_beneath(&root.dir, &ancestor, opts.symlinks) {
+                Ok(found) if found.kind == FileKind::Directory => {
+                    // The first missing name must not exist at all: a dangling symbolic
+                    // link would lead wherever its target is created.
+                    let first_missing = ancestor.join(names[k]);
+                    if let Ok(entry) = fsaccess::lstat_beneath(&root.dir, &first_missing) {
+                        if entry.kind == FileKind::Symlink {
+                            return Err(deny(
+                                Reason::DanglingSymlink,
+                                format!(
+                                    "{uri}: `{}` is a dangling symbolic link; where it leads \
+                                     once its target exists cannot be decided",
+                                    first_missing.display()
+                                ),
+                            ));
+                        }
+                    }
+                    return Ok(Found {
+                        kind: FileKind::Missing,
+                        nlink: 0,
+                        dev: 0,
+                        ino: 0,
+                    });
+                }
+                Ok(found) => {
+                    return Err(deny(
+                        Reason::NotADirectory,
+                        format!(
+                            "{uri}: `{}` is a {}, not a directory",
+                            ancestor.display(),
+                            found.kind
+                        ),
+                    ));
+                }
+                Err((Failure::NotFound, _)) => continue,
+                Err((failure, err)) => return Err(deny_failure(&deny, uri, failure, &err)),
+            }
+        }
+        Err(deny(
+            Reason::IoError,
+            format!("{uri}: the root directory itself cannot be resolved"),
+        ))
+    }
+
+    /// Reads the regular file an allow verdict names, at most `max_bytes`, beneath the same
+    /// root, refusing it if it is no longer the file that was checked.
+    pub fn read(
+        &self,
+        allowed: &Allowed,
+        max_bytes: u64,
+        opts: &CheckOptions,
+    ) -> Result<FileRead, FsError> {
+        let root = self.roots.get(allowed.root).ok_or(FsError::Changed)?;
+        let read = fsaccess::read_beneath(&root.dir, &allowed.relative, max_bytes, opts.symlinks)?;
+        if allowed.file_id.is_some_and(|id| id != (read.dev, read.ino)) {
+            return Err(FsError::Changed);
+        }
+        if opts.deny_hard_links && read.nlink > 1 {
+            return Err(FsError::HardLink { nlink: read.nlink });
+        }
+        Ok(read)
+    }
+
+    /// Re-checks that each root's declared and real paths still name the directory that
+    /// was opened (a renamed or replaced root is reported). Checks keep using the opened
+    /// directories either way; the caller decides whether to reopen the set.
+    pub fn verify_identity(&self) -> Vec<RootError> {
+        let mut errors = Vec::new();
+        for root in &self.roots {
+            for form in root.forms() {
+                let same = fsaccess::same_dir_identity(Path::new(form.path()), root.dev, root.ino);
+                if !matches!(same, Ok(true)) {
+                    errors.push(RootError {
+                        location: form.to_string(),
+                        kind: RootErrorKind::Changed,
+                    });
+                }
+            }
+        }
+        errors
+    }
+}
+
+fn deny_failure(
+    deny: &impl Fn(Reason, String) -> Denied,
+    uri: &FileUri,
+    failure: Failure,
+    err: &io::Error,
+) -> Denied {
+    let what = match failure {
+        Failure::Escape => "a symbolic link leads outside the root".to_owned(),
+        Failure::Loop => "too many levels of symbolic links (a loop or a /proc magic link)".into(),
+        Failure::SymlinkRefused => "a symbolic link was met and links are not followed".into(),
+        Failure::NotADirectory => "a name in the path is not a directory".into(),
+        Failure::TooLong => "the path is too long for the operating system".into(),
+        Failure::NotFound | Failure::Other => format!("cannot be resolved: {err}"),
+    };
+    let reason = match failure {
+        // A name vanished between two lookups of one check: report it as an I/O error.
+        Failure::NotFound => Reason::IoError,
+        f => f.reason(),
+    };
+    deny(reason, format!("{uri}: {what}"))
+}
+
+/// `path` below `root` ("" when equal), both canonical decoded absolute paths.
+fn relative_path<'a>(path: &'a str, root: &str) -> Option<&'a str> {
+    if root == "/" {
+        return path.strip_prefix('/');
+    }
+    let rest = path.strip_prefix(root)?;
+    if rest.is_empty() {
+        Some("")
+    } else {
+        rest.strip_prefix('/')
+    }
+}
+
+fn open_one(spec: &RootSpec) -> Result<Root, RootErrorKind> {
+    let uri = spec.to_uri().map_err(RootErrorKind::Invalid)?;
+    let opened = fsaccess::open_root_dir(Path::new(uri.path())).map_err(|e| {
+        match (e.kind(), e.raw_os_error()) {
+            (io::ErrorKind::NotFound, _) => RootErrorKind::NotFound,
+            (io::ErrorKind::NotADirectory, _) | (_, Some(libc::ENOTDIR)) => {
+                RootErrorKind::NotADirectory
+            }
+            (io::ErrorKind::PermissionDenied, _) => RootErrorKind::PermissionDenied,
+            _ => RootErrorKind::Io(e),
+        }
+    })?;
+    let real =
+        FileUri::from_path(&opened.real_path).map_err(|err| RootErrorKind::UnnamableRealPath {
+            real: opened.real_path.display().to_string(),
+            err,
+        })?;
+    Ok(Root {
+        uri,
+        real,
+        name: spec.name.clone(),
+        dir: opened.dir,
+        dev: opened.dev,
+        ino: opened.ino,
+    })
+}

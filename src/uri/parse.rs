@@ -1,0 +1,574 @@
+//! The parser and canonicalizer behind [`FileUri::parse`] and [`FileUri::from_path`]: one
+//! pass over the raw text, one percent-decoding per segment, lexical dot-segment removal,
+//! and the name rules shared by both constructors.
+
+use std::path::Path;
+
+use super::{FileUri, Lexical, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_URI_BYTES, Reason, UriError};
+
+fn err(reason: Reason, detail: impl Into<String>) -> UriError {
+    UriError::new(reason, detail)
+}
+
+/// Quotes untrusted text for an error message: escapes controls and keeps it short, so a
+/// hostile URI cannot forge log lines or flood a terminal.
+pub(crate) fn quote(raw: &str) -> String {
+    const MAX: usize = 120;
+    let mut out = String::with_capacity(raw.len().min(MAX) + 8);
+    out.push('`');
+    for (n, c) in raw.chars().enumerate() {
+        if n == MAX {
+            out.push('…');
+            break;
+        }
+        if c.is_control() || c == '`' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('`');
+    out
+}
+
+pub(super) fn parse_uri(raw: &str) -> Result<FileUri, UriError> {
+    if raw.len() > MAX_URI_BYTES {
+        return Err(err(
+            Reason::TooLong,
+            format!(
+                "uri of {} bytes is longer than the {MAX_URI_BYTES}-byte limit",
+                raw.len()
+            ),
+        ));
+    }
+    scan_raw(raw)?;
+
+    match super::scheme_of(raw) {
+        Some(s) if s == "file" => {}
+        Some(s) => {
+            return Err(err(
+                Reason::NotAFileUri,
+                format!(
+                    "{} has scheme `{s}`, not `file`; only local file: uris name files",
+                    quote(raw)
+                ),
+            ));
+        }
+        None if starts_with_drive(raw) => {
+            return Err(err(
+                Reason::WindowsPath,
+                format!("{} is a windows drive path, not a file: uri", quote(raw)),
+            ));
+        }
+        None => {
+            return Err(err(
+                Reason::NotAFileUri,
+                format!(
+                    "{} is not an absolute uri (a relative reference, a bare path or `~`); \
+                     give file:///absolute/path",
+                    quote(raw)
+                ),
+            ));
+        }
+    }
+    // "file:" is ASCII, so byte 5 is a char boundary.
+    let rest = &raw[5..];
+    if let Some(i) = rest.find(['?', '#']) {
+        let what = if rest.as_bytes()[i] == b'?' {
+            "query"
+        } else {
+            "fragment"
+        };
+        return Err(err(
+            Reason::QueryOrFragment,
+            format!(
+                "{} has a {what} part, which parsers disagree about dropping; remove it",
+                quote(raw)
+            ),
+        ));
+    }
+
+    let path = if let Some(after) = rest.strip_prefix("//") {
+        let (authority, path) = match after.find('/') {
+            Some(i) => after.split_at(i),
+            None => (after, ""),
+        };
+        check_authority(raw, authority)?;
+        if path.is_empty() {
+            return Err(err(
+                Reason::NotAFileUri,
+                format!(
+                    "{} has no path; the filesystem root is file:///",
+                    quote(raw)
+                ),
+            ));
+        }
+        if path.starts_with("//") {
+            return Err(err(
+                Reason::WindowsPath,
+                format!(
+                    "{} is a unc form (four or five slashes) naming a network share",
+                    quote(raw)
+                ),
+            ));
+        }
+        path
+    } else if rest.starts_with('/') {
+        rest
+    } else if starts_with_drive(rest) {
+        return Err(err(
+            Reason::WindowsPath,
+            format!("{} names a windows drive", quote(raw)),
+        ));
+    } else {
+        return Err(err(
+            Reason::NotAFileUri,
+            format!(
+                "{} has a relative or opaque path; give file:///absolute/path",
+                quote(raw)
+            ),
+        ));
+    };
+
+    let mut b = Builder::new(path.len());
+    let mut segs = path[1..].split('/').peekable();
+    let mut buf = Vec::new();
+    while let Some(seg) = segs.next() {
+        let last = segs.peek().is_none();
+        match seg {
+            "" | "." => b.skip(last),
+            ".." => b.pop(raw, last)?,
+            _ => {
+                let had_escape = decode_segment(raw, seg, &mut buf)?;
+                let name = std::str::from_utf8(&buf).map_err(|_| {
+                    err(
+                        Reason::BadEncoding,
+                        format!(
+                            "{} decodes to bytes that are not valid utf-8 (or an overlong form)",
+                            quote(raw)
+                        ),
+                    )
+                })?;
+                if had_escape && (name == "." || name == "..") {
+                    return Err(err(
+                        Reason::DotSegment,
+                        format!(
+                            "{} has a percent-encoded dot segment {}",
+                            quote(raw),
+                            quote(seg)
+                        ),
+                    ));
+                }
+                b.push(raw, name)?;
+            }
+        }
+    }
+    b.finish(raw)
+}
+
+pub(super) fn from_path(path: &Path) -> Result<FileUri, UriError> {
+    let shown = path.to_string_lossy();
+    let Some(text) = path.to_str() else {
+        return Err(err(
+            Reason::BadEncoding,
+            format!("path {} is not valid utf-8", quote(&shown)),
+        ));
+    };
+    if !text.starts_with('/') {
+        return Err(err(
+            Reason::NotAFileUri,
+            format!(
+                "path {} is not absolute; make it absolute against the working directory",
+                quote(text)
+            ),
+        ));
+    }
+    if text.len() > MAX_PATH_BYTES * 2 {
+        // Dot segments could shorten it, but nothing honest is this long.
+        return Err(err(
+            Reason::TooLong,
+            format!("path of {} bytes is too long", text.len()),
+        ));
+    }
+    let mut b = Builder::new(text.len());
+    let mut segs = text[1..].split('/').peekable();
+    while let Some(seg) = segs.next() {
+        let last = segs.peek().is_none();
+        match seg {
+            "" | "." => b.skip(last),
+            ".." => b.pop(text, last)?,
+            name => b.push(text, name)?,
+        }
+    }
+    b.finish(text)
+}
+
+/// Refuses raw characters that some parser would strip, repair or treat specially.
+fn scan_raw(raw: &str) -> Result<(), UriError> {
+    // Fast path: printable ASCII other than space and backslash is always fine here.
+    if raw.bytes().all(|b| (0x21..0x7f).contains(&b) && b != b'\\') {
+        return Ok(());
+    }
+    for (i, c) in raw.char_indices() {
+        if c.is_whitespace() {
+            return Err(err(
+                Reason::Whitespace,
+                format!(
+                    "{} has raw whitespace {:?} at byte {i}; percent-encode it",
+                    quote(raw),
+                    c
+                ),
+            ));
+        }
+        if c.is_control() {
+            return Err(err(
+                Reason::ControlCharacter,
+                format!(
+                    "{} has control character U+{:04X} at byte {i}",
+                    quote(raw),
+                    c as u32
+                ),
+            ));
+        }
+        if c == '\\' {
+            return Err(err(
+                Reason::Backslash,
+                format!(
+                    "{} has a raw backslash at byte {i}, which some parsers treat as `/`",
+                    quote(raw)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `c:` or `c|` (RFC 8089 Appendix E.2 drive letters) at the start of `s`.
+fn starts_with_drive(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 2 && b[0].is_ascii_alphabetic() && matches!(b[1], b':' | b'|')
+}
+
+fn check_authority(raw: &str, authority: &str) -> Result<(), UriError> {
+    if authority.is_empty() || authority.eq_ignore_ascii_case("localhost") {
+        return Ok(());
+    }
+    if starts_with_drive(authority) && authority.len() == 2 {
+        // `file://c:/x`: WHATWG reads a drive letter here.
+        return Err(err(
+            Reason::WindowsPath,
+            format!("{} names a windows drive", quote(raw)),
+        ));
+    }
+    let what = if authority.contains('@') {
+        "userinfo"
+    } else if authority.contains('%') {
+        "a percent-encoded host"
+    } else if authority.contains(':') && !authority.starts_with('[') {
+        "a port"
+    } else {
+        "a remote host"
+    };
+    Err(err(
+        Reason::NonLocalHost,
+        format!(
+            "{} has {what} ({}); only an empty host or `localhost` names this machine",
+            quote(raw),
+            quote(authority)
+        ),
+    ))
+}
+
+/// Percent-decodes one raw segment into `buf`, once. Returns whether it had an escape.
+fn decode_segment(raw: &str, seg: &str, buf: &mut Vec<u8>) -> Result<bool, UriError> {
+    buf.clear();
+    let bytes = seg.as_bytes();
+    if !bytes.contains(&b'%') {
+        buf.extend_from_slice(bytes);
+        return Ok(false);
+    }
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b != b'%' {
+            buf.push(b);
+            i += 1;
+            continue;
+        }
+        let hex = |j: usize| bytes.get(j).and_then(|&h| (h as char).to_digit(16));
+        let (Some(hi), Some(lo)) = (hex(i + 1), hex(i + 2)) else {
+            return Err(err(
+                Reason::BadEncoding,
+                format!(
+                    "{} has a malformed percent escape in {}",
+                    quote(raw),
+                    quote(seg)
+                ),
+            ));
+        };
+        let v = (hi * 16 + lo) as u8;
+        match v {
+            b'/' | b'\\' => {
+                return Err(err(
+                    Reason::EncodedSeparator,
+                    format!(
+                        "{} has an encoded separator %{:02X} in {}",
+                        quote(raw),
+                        v,
+                        quote(seg)
+                    ),
+                ));
+            }
+            0x00..=0x1f | 0x7f => {
+                return Err(err(
+                    Reason::ControlCharacter,
+                    format!(
+                        "{} decodes to control character %{:02X}{}",
+                        quote(raw),
+                        v,
+                        if v == 0 { " (NUL)" } else { "" }
+                    ),
+                ));
+            }
+            _ => buf.push(v),
+        }
+        i += 3;
+    }
+    Ok(true)
+}
+
+/// Accumulates the canonical path, one checked name at a time.
+struct Builder {
+    path: String,
+    lexical: Lexical,
+}
+
+impl Builder {
+    fn new(cap: usize) -> Builder {
+        Builder {
+            path: String::with_capacity(cap),
+            lexical: Lexical::default(),
+        }
+    }
+
+    /// An empty or `.` segment: nothing to add; at the end it asks for a directory.
+    fn skip(&mut self, last: bool) {
+        if last && !self.path.is_empty() {
+            self.lexical.trailing_dir = true;
+        }
+    }
+
+    fn pop(&mut self, raw: &str, last: bool) -> Result<(), UriError> {
+        let Some(cut) = self.path.rfind('/') else {
+            return Err(err(
+                Reason::DotSegment,
+                format!("{} climbs above `/` with `..`", quote(raw)),
+            ));
+        };
+        self.lexical.parents.push(self.path.clone());
+        self.path.truncate(cut);
+        if last && !self.path.is_empty() {
+            self.lexical.trailing_dir = true;
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, raw: &str, name: &str) -> Result<(), UriError> {
+        check_name(raw, name, self.path.is_empty())?;
+        self.path.push('/');
+        self.path.push_str(name);
+        self.lexical.trailing_dir = false;
+        if self.path.len() > MAX_PATH_BYTES {
+            return Err(too_long_path(raw, self.path.len()));
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, raw: &str) -> Result<FileUri, UriError> {
+        if self.path.is_empty() {
+            self.path.push('/');
+        }
+        if self.path.len() > MAX_PATH_BYTES {
+            return Err(too_long_path(raw, self.path.len()));
+        }
+        let uri = serialize(&self.path);
+        let lexical = if self.lexical == Lexical::default() {
+            None
+        } else {
+            Some(Box::new(self.lexical))
+        };
+        Ok(FileUri {
+            uri,
+            path: self.path,
+            lexical,
+        })
+    }
+}
+
+fn too_long_path(raw: &str, len: usize) -> UriError {
+    err(
+        Reason::TooLong,
+        format!(
+            "{} decodes to a path of at least {len} bytes, longer than PATH_MAX ({MAX_PATH_BYTES})",
+            quote(raw)
+        ),
+    )
+}
+
+/// The name rules shared by both constructors, applied to one decoded name.
+fn check_name(raw: &str, name: &str, first: bool) -> Result<(), UriError> {
+    if name.len() > MAX_NAME_BYTES {
+        return Err(err(
+            Reason::TooLong,
+            format!(
+                "{} has a name of {} bytes, longer than NAME_MAX ({MAX_NAME_BYTES})",
+                quote(raw),
+                name.len()
+            ),
+        ));
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(err(
+            Reason::ControlCharacter,
+            format!(
+                "{} has control character U+{:04X} in a name",
+                quote(raw),
+                c as u32
+            ),
+        ));
+    }
+    if name.contains('\\') {
+        // Only reachable from `from_path`: parse refuses raw and encoded backslashes.
+        return Err(err(
+            Reason::Backslash,
+            format!("{} has a backslash in a name", quote(raw)),
+        ));
+    }
+    // Fold compatibility look-alikes to ASCII (only non-ASCII names need it), then apply
+    // the structural rules to the folded form: what NFKC or Windows best-fit would see.
+    let folded = if name.is_ascii() {
+        None
+    } else {
+        Some(fold_lookalikes(name))
+    };
+    let seen = folded.as_deref().unwrap_or(name);
+    if folded.is_some() && seen.contains(['/', '\\']) {
+        return Err(err(
+            Reason::LookalikeSeparator,
+            format!(
+                "{} has a character that normalization turns into a separator in {}",
+                quote(raw),
+                quote(name)
+            ),
+        ));
+    }
+    if has_percent_escape(seen) {
+        return Err(err(
+            Reason::DoubleEncoding,
+            format!(
+                "{} has a name that still holds a percent escape after decoding once ({}); \
+                 a parser that decodes twice would read another name",
+                quote(raw),
+                quote(name)
+            ),
+        ));
+    }
+    // Windows drops trailing dots and spaces: a name of only those is a dot segment or
+    // nothing at all there. Look-alike dots (`‥`, `．`) fold to dots first.
+    let trimmed = seen.trim_end_matches(['.', ' ']);
+    if trimmed.is_empty() {
+        return Err(err(
+            Reason::DotSegment,
+            format!(
+                "{} has a name {} that is a dot segment (or empty) under windows rules or \
+                 unicode normalization",
+                quote(raw),
+                quote(name)
+            ),
+        ));
+    }
+    if first && starts_with_drive(seen) {
+        return Err(err(
+            Reason::WindowsPath,
+            format!("{} starts with a windows drive {}", quote(raw), quote(name)),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(super) fn has_percent_escape_for_tests(s: &str) -> bool {
+    has_percent_escape(s)
+}
+
+fn has_percent_escape(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.windows(3)
+        .any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
+}
+
+/// Maps the characters that NFKC or Windows "best fit" code-page conversion turn into
+/// ASCII structure (dots, slashes, backslashes, percent, colon, spaces) to that ASCII.
+/// Other characters are kept: this is a guard, not a normalization.
+fn fold_lookalikes(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            // Fullwidth ASCII (NFKC maps U+FF01..U+FF5E to U+0021..U+007E).
+            '\u{FF01}'..='\u{FF5E}' => {
+                out.push(char::from_u32(c as u32 - 0xFEE0).unwrap_or(c));
+            }
+            '\u{2024}' | '\u{FE52}' | '\u{3002}' | '\u{FF61}' => out.push('.'),
+            '\u{2025}' => out.push_str(".."),
+            '\u{2026}' => out.push_str("..."),
+            '\u{2215}' | '\u{2044}' | '\u{29F8}' | '\u{FE6B}' => out.push('/'),
+            '\u{2216}' | '\u{29F9}' | '\u{FE68}' => out.push('\\'),
+            '\u{FE6A}' => out.push('%'),
+            '\u{FE13}' | '\u{FE55}' => out.push(':'),
+            '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => {
+                out.push(' ')
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The canonical serialization: `file://` and the path, percent-encoding every byte
+/// outside RFC 3986 `pchar` minus `%` (unreserved, sub-delims, `:` and `@`), uppercase.
+fn serialize(path: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(path.len() + 7);
+    out.push_str("file://");
+    for &b in path.as_bytes() {
+        let keep = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'/' | b'-'
+                    | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'@'
+            );
+        if keep {
+            out.push(b as char);
+        } else {
+            out.push('%');
+            out.push(HEX[(b >> 4) as usize] as char);
+            out.push(HEX[(b & 15) as usize] as char);
+        }
+    }
+    out
+}
