@@ -104,9 +104,16 @@ fn parse_options(args: Vec<String>) -> Result<Options, String> {
         match flag.as_str() {
             "--protocol" => o.protocol = value,
             "--steps" => {
-                o.steps = value.split(',').filter(|s| !s.is_empty()).map(String::from).collect();
+                o.steps = value
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
                 if let Some(bad) = o.steps.iter().find(|s| !ALL_STEPS.contains(&s.as_str())) {
-                    return Err(format!("unknown step {bad:?}; known: {}", ALL_STEPS.join(",")));
+                    return Err(format!(
+                        "unknown step {bad:?}; known: {}",
+                        ALL_STEPS.join(",")
+                    ));
                 }
             }
             "--read" => o.read.push(value),
@@ -263,11 +270,8 @@ impl ClientHandler for Handler {
         if !self.roots.is_empty() {
             caps.roots = Some(RootsCapabilities::default());
         }
-        ClientConfig::new(
-            caps,
-            Implementation::new("rootfence-interop-rmcp", "1"),
-        )
-        .with_protocol_version(self.protocol.clone())
+        ClientConfig::new(caps, Implementation::new("rootfence-interop-rmcp", "1"))
+            .with_protocol_version(self.protocol.clone())
     }
 }
 
@@ -314,7 +318,9 @@ impl Session {
             Err(ServiceError::McpError(err)) => {
                 Ok(json!({ "code": err.code.0, "message": err.message }))
             }
-            Err(other) => Err(format!("{step} {what}: expected a JSON-RPC error, got {other}")),
+            Err(other) => Err(format!(
+                "{step} {what}: expected a JSON-RPC error, got {other}"
+            )),
             Ok(v) => Err(format!(
                 "{step} {what}: expected a JSON-RPC error, got {}",
                 to_json(&v)
@@ -378,7 +384,8 @@ impl Session {
                     .list_resources(params)
                     .await
                     .map_err(|e| unexpected("list-resources", &format!("page {page}"), e))?;
-                self.listed.extend(r.resources.iter().map(|r| r.uri.clone()));
+                self.listed
+                    .extend(r.resources.iter().map(|r| r.uri.clone()));
                 let next = r.next_cursor.clone();
                 self.record(
                     "list-resources",
@@ -398,7 +405,12 @@ impl Session {
             self.record("list-templates", json!({ "result": to_json(&r) }));
         }
         if has("read") {
-            let mut uris: Vec<String> = self.listed.iter().take(self.o.read_listed).cloned().collect();
+            let mut uris: Vec<String> = self
+                .listed
+                .iter()
+                .take(self.o.read_listed)
+                .cloned()
+                .collect();
             uris.extend(self.o.read.iter().cloned());
             for uri in uris {
                 let r = c
@@ -415,10 +427,8 @@ impl Session {
                 self.record("read-error", json!({ "uri": uri, "error": error }));
             }
         }
-        if has("subscribe") {
-            if let Some(uri) = self.o.subscribe.clone() {
-                self.subscribe(c, &uri).await?;
-            }
+        if let Some(uri) = self.o.subscribe.clone().filter(|_| has("subscribe")) {
+            self.subscribe(c, &uri).await?;
         }
         if has("list-tools") {
             let r = c
@@ -431,7 +441,9 @@ impl Session {
             for spec in self.o.call.clone() {
                 let (name, args) = named_json(&spec, "tool")?;
                 let r = c
-                    .call_tool(CallToolRequestParams::new(name.clone()).with_arguments(args.clone()))
+                    .call_tool(
+                        CallToolRequestParams::new(name.clone()).with_arguments(args.clone()),
+                    )
                     .await
                     .map_err(|e| unexpected("call", &name, e))?;
                 self.record(
@@ -442,7 +454,9 @@ impl Session {
             for spec in self.o.call_error.clone() {
                 let (name, args) = named_json(&spec, "tool")?;
                 let r = c
-                    .call_tool(CallToolRequestParams::new(name.clone()).with_arguments(args.clone()))
+                    .call_tool(
+                        CallToolRequestParams::new(name.clone()).with_arguments(args.clone()),
+                    )
                     .await;
                 let error = Self::expect_error("call-error", &name, r)?;
                 self.record(
@@ -472,7 +486,9 @@ impl Session {
                     })
                     .collect();
                 let r = c
-                    .get_prompt(GetPromptRequestParams::new(name.clone()).with_arguments(args.clone()))
+                    .get_prompt(
+                        GetPromptRequestParams::new(name.clone()).with_arguments(args.clone()),
+                    )
                     .await
                     .map_err(|e| unexpected("get-prompt", &name, e))?;
                 self.record(
@@ -503,7 +519,13 @@ impl Session {
         let wait = Duration::from_secs_f64(self.o.update_timeout);
         let deadline = tokio::time::Instant::now() + wait;
         loop {
-            if !self.handler.updated.lock().expect("not poisoned").is_empty() {
+            if !self
+                .handler
+                .updated
+                .lock()
+                .expect("not poisoned")
+                .is_empty()
+            {
                 break;
             }
             if tokio::time::timeout_at(deadline, self.handler.updated_notify.notified())

@@ -1,0 +1,764 @@
+//! Interop with real third-party MCP peers: the same scripted session, run directly against a
+//! server and through a wrapper command, must give the same transcript.
+//!
+//! The peers are pinned and installed by `scripts/install-test-peers.sh` (CI runs it through
+//! `scripts/test.sh`): the npm servers `@modelcontextprotocol/server-everything` 2025.11.25
+//! (100 paginated `test://` resources, timed subscription updates) and 2026.8.31, and
+//! `@modelcontextprotocol/server-filesystem` 2026.8.31; the official Python `mcp` SDK client
+//! (`tests/peers/py/session.py`) and the official Rust `rmcp` client
+//! (`tests/peers/rmcp-client`). Each client prints a normalized transcript (volatile values
+//! masked); this file runs it once against the bare server and once through the wrapper, in
+//! parallel, and compares the two documents.
+//!
+//! Two wrappers: `rootfence run -- <server>` (the product), and `byte_relay.py`, a do-nothing
+//! relay that proves the harness itself: if direct and byte-relay transcripts differ, the
+//! harness or the masking is wrong, not rootfence.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long one client run may take before the harness kills it (each client also bounds
+/// itself with `--timeout`; this is the backstop that keeps a wedged wrapper from hanging).
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+// -------------------------------------------------------------------------------------------
+// Peers and wrappers
+// -------------------------------------------------------------------------------------------
+
+fn peers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
+}
+
+fn python() -> PathBuf {
+    peers_dir().join(".venv/bin/python")
+}
+
+fn rmcp_client() -> PathBuf {
+    peers_dir().join("rmcp-client/target/release/rmcp-client")
+}
+
+fn node_entry(package: &str) -> PathBuf {
+    peers_dir()
+        .join("node/node_modules")
+        .join(package)
+        .join("dist/index.js")
+}
+
+/// Fails with an actionable message when the pinned peers are not installed.
+fn require_peers() {
+    let needed = [
+        python(),
+        rmcp_client(),
+        node_entry("everything-2025"),
+        node_entry("everything-latest"),
+        node_entry("@modelcontextprotocol/server-filesystem"),
+    ];
+    let missing: Vec<String> = needed
+        .iter()
+        .filter(|p| !p.exists())
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the interop test peers are not installed (missing: {}).\n\
+         Run `scripts/install-test-peers.sh` from the repository root (it needs node >= 20 \
+         with npm, python3 and cargo, and network access to the npm registry, PyPI and \
+         crates.io); `scripts/test.sh` and CI run it for you.",
+        missing.join(", ")
+    );
+    assert!(
+        Command::new("node")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success()),
+        "`node` is not on PATH: the npm test servers need Node.js 20 or later"
+    );
+}
+
+/// A server command line, with whatever temporary tree it serves kept alive beside it.
+struct Server {
+    argv: Vec<String>,
+    _tree: Option<tempfile::TempDir>,
+}
+
+fn everything_2025() -> Server {
+    Server {
+        argv: vec![
+            "node".into(),
+            node_entry("everything-2025").display().to_string(),
+            "stdio".into(),
+        ],
+        _tree: None,
+    }
+}
+
+fn everything_latest() -> Server {
+    Server {
+        argv: vec![
+            "node".into(),
+            node_entry("everything-latest").display().to_string(),
+            "stdio".into(),
+        ],
+        _tree: None,
+    }
+}
+
+/// server-filesystem over a fresh tree: `<tmp>/root` is the allowed directory, and
+/// `<tmp>/root_evil` is the CVE-2025-53110 sibling whose name extends the root's.
+fn filesystem() -> (Server, PathBuf) {
+    let tree = tempfile::tempdir().expect("create a temp dir");
+    // Canonical, so the server's own realpath of its root matches what the script sends.
+    let base = tree
+        .path()
+        .canonicalize()
+        .expect("canonicalize the temp dir");
+    let root = base.join("root");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::create_dir_all(base.join("root_evil")).unwrap();
+    std::fs::write(root.join("a.txt"), "hello from inside the root\n").unwrap();
+    std::fs::write(root.join("sub/b.txt"), "nested file\n").unwrap();
+    std::fs::write(base.join("root_evil/secret.txt"), "outside\n").unwrap();
+    let server = Server {
+        argv: vec![
+            "node".into(),
+            node_entry("@modelcontextprotocol/server-filesystem")
+                .display()
+                .to_string(),
+            root.display().to_string(),
+        ],
+        _tree: Some(tree),
+    };
+    (server, base)
+}
+
+/// What stands between the client and the server.
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    Direct,
+    /// `byte_relay.py`: proves the harness's wrapper path with a relay that changes nothing.
+    ByteRelay,
+    /// `byte_relay.py --tamper`: a relay that changes one string in the server's output.
+    TamperingRelay(&'static str, &'static str),
+    /// `rootfence run -- <server>`: the product.
+    Rootfence,
+}
+
+fn wrapped(via: Via, server: &[String]) -> Vec<String> {
+    let mut argv: Vec<String> = match via {
+        Via::Direct => return server.to_vec(),
+        Via::ByteRelay => vec![
+            python().display().to_string(),
+            peers_dir().join("py/byte_relay.py").display().to_string(),
+        ],
+        Via::TamperingRelay(old, new) => vec![
+            python().display().to_string(),
+            peers_dir().join("py/byte_relay.py").display().to_string(),
+            "--tamper".into(),
+            old.into(),
+            new.into(),
+        ],
+        Via::Rootfence => vec![env!("CARGO_BIN_EXE_rootfence").into(), "run".into()],
+    };
+    argv.push("--".into());
+    argv.extend(server.iter().cloned());
+    argv
+}
+
+// -------------------------------------------------------------------------------------------
+// Running a client
+// -------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug)]
+enum Client {
+    /// The official Python SDK (`mcp` 2.3.0) through `session.py`.
+    Python,
+    /// The official Rust SDK (`rmcp` 3.9.0) through `rmcp-client`.
+    Rmcp,
+}
+
+/// Runs one scripted session and returns its transcript; panics with the client's stderr
+/// when it fails or outlives [`RUN_LIMIT`].
+fn session(client: Client, args: &[String], server: &[String], via: Via) -> Value {
+    let mut cmd = match client {
+        Client::Python => {
+            let mut c = Command::new(python());
+            c.arg(peers_dir().join("py/session.py"));
+            c
+        }
+        Client::Rmcp => Command::new(rmcp_client()),
+    };
+    cmd.args(args)
+        .arg("--")
+        .args(wrapped(via, server))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let label = format!("{client:?} via {via:?}");
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("{label}: cannot start the client: {e}"));
+    // Drain both pipes on threads so a chatty server cannot fill one and wedge the client.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut v).ok();
+        v
+    });
+    let err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut stderr, &mut v).ok();
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the client") {
+            break status;
+        }
+        if start.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned();
+            panic!("{label}: still running after {RUN_LIMIT:?}; killed it. stderr:\n{stderr}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned();
+    assert!(
+        status.success(),
+        "{label}: the session failed ({status}).\ncommand: {cmd:?}\nstderr:\n{stderr}"
+    );
+    serde_json::from_slice(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "{label}: the transcript is not JSON ({e}).\nstdout:\n{}\nstderr:\n{stderr}",
+            String::from_utf8_lossy(&stdout)
+        )
+    })
+}
+
+/// Runs the session directly and through `via` at the same time, asserts the transcripts
+/// are identical, and returns the direct one for the caller's own checks.
+fn same_both_ways(client: Client, args: &[&str], server: &Server, via: Via) -> Value {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let (direct, through) = std::thread::scope(|s| {
+        let direct = s.spawn(|| session(client, &args, &server.argv, Via::Direct));
+        let through = s.spawn(|| session(client, &args, &server.argv, via));
+        (join(direct), join(through))
+    });
+    if direct != through {
+        let (path, d, t) = first_difference(&direct, &through, "$".into())
+            .unwrap_or_else(|| ("$".into(), direct.clone(), through.clone()));
+        let dump = |v: &Value| {
+            let s = v.to_string();
+            if s.len() > 2000 {
+                format!("{}… ({} bytes)", &s[..2000], s.len())
+            } else {
+                s
+            }
+        };
+        panic!(
+            "{client:?}: the transcript through {via:?} differs from the direct one.\n\
+             first difference at {path}\n  direct:  {}\n  through: {}",
+            dump(&d),
+            dump(&t)
+        );
+    }
+    direct
+}
+
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// The JSON path of the first place two values differ, with the two sub-values there.
+fn first_difference(a: &Value, b: &Value, path: String) -> Option<(String, Value, Value)> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                let (va, vb) = (x.get(k), y.get(k));
+                if va != vb {
+                    let sub = format!("{path}.{k}");
+                    return match (va, vb) {
+                        (Some(va), Some(vb)) => first_difference(va, vb, sub),
+                        _ => Some((
+                            sub,
+                            va.cloned().unwrap_or(Value::Null),
+                            vb.cloned().unwrap_or(Value::Null),
+                        )),
+                    };
+                }
+            }
+            None
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                if va != vb {
+                    return first_difference(va, vb, format!("{path}[{i}]"));
+                }
+            }
+            (x.len() != y.len()).then(|| {
+                (
+                    format!("{path} (length {} vs {})", x.len(), y.len()),
+                    a.clone(),
+                    b.clone(),
+                )
+            })
+        }
+        _ => (a != b).then(|| (path, a.clone(), b.clone())),
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// The scripted sessions, and what the direct transcript must show
+// -------------------------------------------------------------------------------------------
+
+fn steps<'a>(t: &'a Value, name: &str) -> Vec<&'a Value> {
+    t["steps"]
+        .as_array()
+        .expect("transcript has steps")
+        .iter()
+        .filter(|s| s["step"] == name)
+        .collect()
+}
+
+/// The full session against server-everything 2025.11.25: every one of the 10 pages of
+/// `test://` resources, templates, text and blob reads, a read error, a subscription with its
+/// timed update, tools (echo, add, an embedded resource, resource links, a server→client
+/// `roots/list` answered by the client), prompts (with an embedded resource) and completion.
+const EVERYTHING_2025_SESSION: &[&str] = &[
+    "--read",
+    "test://static/resource/1",
+    "--read",
+    "test://static/resource/2",
+    "--read",
+    "test://static/resource/100",
+    "--read-error",
+    "test://static/resource/101",
+    "--subscribe",
+    "test://static/resource/3",
+    "--update-timeout",
+    "25",
+    "--roots",
+    "file:///tmp/rootfence-interop-root",
+    "--call",
+    r#"echo={"message":"hello through the relay"}"#,
+    "--call",
+    r#"add={"a":2,"b":40}"#,
+    "--call",
+    r#"getResourceReference={"resourceId":4}"#,
+    "--call",
+    r#"getResourceLinks={"count":3}"#,
+    "--call",
+    "listRoots",
+    "--call-error",
+    "no-such-tool",
+    "--prompt",
+    "simple_prompt",
+    "--prompt",
+    r#"resource_prompt={"resourceId":"5"}"#,
+];
+
+fn check_everything_2025(t: &Value) {
+    let pages = steps(t, "list-resources");
+    assert_eq!(
+        pages.len(),
+        10,
+        "server-everything 2025.11.25 pages 100 resources by 10"
+    );
+    let listed: usize = pages
+        .iter()
+        .map(|p| p["result"]["resources"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(listed, 100);
+    assert!(
+        pages[9]["result"].get("nextCursor").is_none(),
+        "the last page has no cursor"
+    );
+    assert_eq!(
+        steps(t, "updated")[0]["uris"],
+        serde_json::json!(["test://static/resource/3"])
+    );
+    assert_eq!(steps(t, "read").len(), 3);
+    assert!(steps(t, "read")[1]["result"]["contents"][0]["blob"].is_string());
+    assert_eq!(steps(t, "read-error").len(), 1);
+    let calls = steps(t, "call");
+    assert_eq!(
+        calls[0]["result"]["content"][0]["text"],
+        "Echo: hello through the relay"
+    );
+    assert!(
+        calls[4]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("file:///tmp/rootfence-interop-root"),
+        "listRoots shows the root the client answered with: {}",
+        calls[4]
+    );
+}
+
+/// What the Python client adds to [`EVERYTHING_2025_SESSION`] (the rmcp client here has no
+/// completion step and answers no sampling): completion, and a tool that makes the server
+/// send `sampling/createMessage` to the client mid-call.
+const EVERYTHING_2025_PYTHON_EXTRA: &[&str] = &[
+    "--complete",
+    "complex_prompt:style=f",
+    "--sampling",
+    "a canned completion from the interop client",
+    "--call",
+    r#"sampleLLM={"prompt":"say hi","maxTokens":20}"#,
+];
+
+fn everything_2025_python() -> Vec<&'static str> {
+    [EVERYTHING_2025_SESSION, EVERYTHING_2025_PYTHON_EXTRA].concat()
+}
+
+fn check_everything_2025_python(t: &Value) {
+    check_everything_2025(t);
+    assert_eq!(
+        t["server_requests"],
+        serde_json::json!(["roots/list", "sampling/createMessage"])
+    );
+    let sampled = steps(t, "call")
+        .into_iter()
+        .find(|c| c["name"] == "sampleLLM")
+        .expect("sampleLLM was called");
+    assert!(
+        sampled["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("a canned completion from the interop client"),
+        "{sampled}"
+    );
+    assert_eq!(
+        steps(t, "complete")[0]["result"]["completion"]["values"],
+        serde_json::json!(["formal", "friendly"])
+    );
+}
+
+/// server-everything 2026.8.31: 7 documents without pagination, templated dynamic resources
+/// (whose clock-time text is masked), a subscription whose updates a tool toggles on and off.
+const EVERYTHING_LATEST_SESSION: &[&str] = &[
+    "--read-listed",
+    "7",
+    "--read",
+    "demo://resource/dynamic/text/1",
+    "--read",
+    "demo://resource/dynamic/blob/2",
+    "--subscribe",
+    "demo://resource/static/document/architecture.md",
+    "--subscribe-trigger",
+    "toggle-subscriber-updates",
+    "--update-timeout",
+    "10",
+    "--call",
+    r#"echo={"message":"hi"}"#,
+    "--call",
+    r#"get-sum={"a":2,"b":3}"#,
+    "--call",
+    r#"get-resource-links={"count":3}"#,
+    "--call",
+    r#"get-resource-reference={"resourceType":"Blob","resourceId":3}"#,
+    "--call",
+    r#"get-structured-content={"location":"Chicago"}"#,
+    "--prompt",
+    "simple-prompt",
+    "--prompt",
+    r#"args-prompt={"city":"Paris"}"#,
+];
+
+fn check_everything_latest(t: &Value) {
+    let pages = steps(t, "list-resources");
+    assert_eq!(
+        pages.len(),
+        1,
+        "server-everything 2026.8.31 does not paginate"
+    );
+    assert_eq!(
+        pages[0]["result"]["resources"].as_array().map(Vec::len),
+        Some(7)
+    );
+    assert_eq!(steps(t, "read").len(), 9);
+    assert_eq!(
+        steps(t, "updated")[0]["uris"],
+        serde_json::json!(["demo://resource/static/document/architecture.md"])
+    );
+}
+
+fn filesystem_session(base: &Path) -> Vec<String> {
+    let root = base.join("root");
+    let inside = root.join("a.txt");
+    let nested = root.join("sub/b.txt");
+    let evil = base.join("root_evil/secret.txt");
+    vec![
+        "--steps".into(),
+        "list-tools,call".into(),
+        "--call".into(),
+        "list_allowed_directories".into(),
+        "--call".into(),
+        format!(
+            r#"read_text_file={{"path":{:?}}}"#,
+            inside.display().to_string()
+        ),
+        "--call".into(),
+        format!(
+            r#"read_text_file={{"path":{:?}}}"#,
+            nested.display().to_string()
+        ),
+        "--call".into(),
+        format!(
+            r#"list_directory={{"path":{:?}}}"#,
+            root.display().to_string()
+        ),
+        // Outside the root (the string-prefix sibling of CVE-2025-53110): the server refuses.
+        "--call".into(),
+        format!(
+            r#"read_text_file={{"path":{:?}}}"#,
+            evil.display().to_string()
+        ),
+        "--call".into(),
+        r#"read_text_file={"path":"/etc/passwd"}"#.into(),
+    ]
+}
+
+fn check_filesystem(t: &Value) {
+    let calls = steps(t, "call");
+    assert_eq!(
+        calls[1]["result"]["content"][0]["text"],
+        "hello from inside the root\n"
+    );
+    assert_eq!(calls[2]["result"]["content"][0]["text"], "nested file\n");
+    for outside in &calls[4..6] {
+        assert_eq!(
+            outside["result"]["isError"], true,
+            "the server refuses a path outside its root: {outside}"
+        );
+        let text = outside["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("");
+        assert!(text.contains("Access denied"), "{text}");
+        assert!(
+            !text.contains("outside\n") && !text.contains("root:"),
+            "{text}"
+        );
+    }
+}
+
+fn as_strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Older handshake revisions against server-everything 2025.11.25 (its TS SDK supports all
+/// four): a shorter session per revision, since the full one runs at 2025-11-25 above.
+fn revision_session(protocol: &str) -> Vec<&str> {
+    vec![
+        "--protocol",
+        protocol,
+        "--steps",
+        "list-resources,list-templates,read,list-tools,call,list-prompts,get-prompt",
+        "--read",
+        "test://static/resource/1",
+        "--read",
+        "test://static/resource/2",
+        "--call",
+        r#"echo={"message":"revision"}"#,
+        "--call",
+        r#"getResourceReference={"resourceId":6}"#,
+        "--prompt",
+        r#"resource_prompt={"resourceId":"7"}"#,
+    ]
+}
+
+fn check_revision(t: &Value, protocol: &str) {
+    assert_eq!(
+        steps(t, "initialize")[0]["result"]["protocolVersion"],
+        protocol
+    );
+    assert_eq!(steps(t, "list-resources").len(), 10);
+}
+
+// -------------------------------------------------------------------------------------------
+// The harness proves itself: a do-nothing byte relay gives the direct transcript
+// -------------------------------------------------------------------------------------------
+
+#[test]
+fn harness_python_everything_2025_byte_relay_matches_direct() {
+    require_peers();
+    let t = same_both_ways(
+        Client::Python,
+        &everything_2025_python(),
+        &everything_2025(),
+        Via::ByteRelay,
+    );
+    check_everything_2025_python(&t);
+}
+
+#[test]
+fn harness_python_everything_latest_byte_relay_matches_direct() {
+    require_peers();
+    let t = same_both_ways(
+        Client::Python,
+        EVERYTHING_LATEST_SESSION,
+        &everything_latest(),
+        Via::ByteRelay,
+    );
+    check_everything_latest(&t);
+}
+
+#[test]
+fn harness_python_filesystem_byte_relay_matches_direct() {
+    require_peers();
+    let (server, base) = filesystem();
+    let args = filesystem_session(&base);
+    let t = same_both_ways(Client::Python, &as_strs(&args), &server, Via::ByteRelay);
+    check_filesystem(&t);
+}
+
+#[test]
+fn harness_rmcp_everything_2025_byte_relay_matches_direct() {
+    require_peers();
+    let t = same_both_ways(
+        Client::Rmcp,
+        EVERYTHING_2025_SESSION,
+        &everything_2025(),
+        Via::ByteRelay,
+    );
+    check_everything_2025(&t);
+}
+
+#[test]
+fn harness_python_older_revisions_byte_relay_matches_direct() {
+    require_peers();
+    for protocol in ["2024-11-05", "2025-03-26", "2025-06-18"] {
+        let t = same_both_ways(
+            Client::Python,
+            &revision_session(protocol),
+            &everything_2025(),
+            Via::ByteRelay,
+        );
+        check_revision(&t, protocol);
+    }
+}
+
+#[test]
+fn harness_rmcp_filesystem_byte_relay_matches_direct() {
+    require_peers();
+    let (server, base) = filesystem();
+    let args = filesystem_session(&base);
+    let t = same_both_ways(Client::Rmcp, &as_strs(&args), &server, Via::ByteRelay);
+    check_filesystem(&t);
+}
+
+/// A relay that changes one word of one tool result is caught, end to end: the comparison is
+/// not vacuous and the masking does not hide real content.
+#[test]
+fn harness_catches_a_tampering_relay() {
+    require_peers();
+    let (server, base) = filesystem();
+    let args = filesystem_session(&base);
+    let caught = std::panic::catch_unwind(|| {
+        same_both_ways(
+            Client::Python,
+            &as_strs(&args),
+            &server,
+            Via::TamperingRelay("from inside the root", "from INSIDE the root"),
+        )
+    });
+    assert!(caught.is_err(), "a tampering relay went unnoticed");
+}
+
+/// The masking is what makes two runs comparable; a transcript of a dynamic resource must
+/// still differ from a wrong one (the harness is not comparing placeholders only).
+#[test]
+fn harness_detects_a_difference() {
+    let a = serde_json::json!({"steps": [{"step": "read", "result": {"text": "Resource 1"}}]});
+    let b = serde_json::json!({"steps": [{"step": "read", "result": {"text": "Resource 2"}}]});
+    let (path, _, _) = first_difference(&a, &b, "$".into()).expect("they differ");
+    assert_eq!(path, "$.steps[0].result.text");
+    assert!(first_difference(&a, &a, "$".into()).is_none());
+}
+
+// -------------------------------------------------------------------------------------------
+// Through rootfence: the same session gives the same result
+// -------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "rootfence run (the relay, issue 2) is not on main yet; un-ignore when it lands"]
+fn python_everything_2025_through_rootfence_matches_direct() {
+    require_peers();
+    let t = same_both_ways(
+        Client::Python,
+        &everything_2025_python(),
+        &everything_2025(),
+        Via::Rootfence,
+    );
+    check_everything_2025_python(&t);
+}
+
+#[test]
+#[ignore = "rootfence run (the relay, issue 2) is not on main yet; un-ignore when it lands"]
+fn python_everything_latest_through_rootfence_matches_direct() {
+    require_peers();
+    let t = same_both_ways(
+        Client::Python,
+        EVERYTHING_LATEST_SESSION,
+        &everything_latest(),
+        Via::Rootfence,
+    );
+    check_everything_latest(&t);
+}
+
+#[test]
+#[ignore = "rootfence run (the relay, issue 2) is not on main yet; un-ignore when it lands"]
+fn python_filesystem_through_rootfence_matches_direct() {
+    require_peers();
+    let (server, base) = filesystem();
+    let args = filesystem_session(&base);
+    let t = same_both_ways(Client::Python, &as_strs(&args), &server, Via::Rootfence);
+    check_filesystem(&t);
+}
+
+#[test]
+#[ignore = "rootfence run (the relay, issue 2) is not on main yet; un-ignore when it lands"]
+fn python_older_revisions_through_rootfence_match_direct() {
+    require_peers();
+    for protocol in ["2024-11-05", "2025-03-26", "2025-06-18"] {
+        let t = same_both_ways(
+            Client::Python,
+            &revision_session(protocol),
+            &everything_2025(),
+            Via::Rootfence,
+        );
+        check_revision(&t, protocol);
+    }
+}
+
+#[test]
+#[ignore = "rootfence run (the relay, issue 2) is not on main yet; un-ignore when it lands"]
+fn rmcp_everything_2025_through_rootfence_matches_direct() {
+    require_peers();
+    let t = same_both_ways(
+        Client::Rmcp,
+        EVERYTHING_2025_SESSION,
+        &everything_2025(),
+        Via::Rootfence,
+    );
+    check_everything_2025(&t);
+}
+
+#[test]
+#[ignore = "rootfence run (the relay, issue 2) is not on main yet; un-ignore when it lands"]
+fn rmcp_filesystem_through_rootfence_matches_direct() {
+    require_peers();
+    let (server, base) = filesystem();
+    let args = filesystem_session(&base);
+    let t = same_both_ways(Client::Rmcp, &as_strs(&args), &server, Via::Rootfence);
+    check_filesystem(&t);
+}
