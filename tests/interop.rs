@@ -690,7 +690,6 @@ fn harness_detects_a_difference() {
 // -------------------------------------------------------------------------------------------
 
 #[test]
-#[ignore = "rootfence run (the relay, issue 2) is not on main yet; un-ignore when it lands"]
 fn python_everything_2025_through_rootfence_matches_direct() {
     require_peers();
     let t = same_both_ways(
@@ -703,7 +702,6 @@ fn python_everything_2025_through_rootfence_matches_direct() {
 }
 
 #[test]
-#[ignore = "rootfence run (the relay, issue 2) is not on main yet; un-ignore when it lands"]
 fn python_everything_latest_through_rootfence_matches_direct() {
     require_peers();
     let t = same_both_ways(
@@ -716,7 +714,6 @@ fn python_everything_latest_through_rootfence_matches_direct() {
 }
 
 #[test]
-#[ignore = "rootfence run (the relay, issue 2) is not on main yet; un-ignore when it lands"]
 fn python_filesystem_through_rootfence_matches_direct() {
     require_peers();
     let (server, base) = filesystem();
@@ -726,7 +723,6 @@ fn python_filesystem_through_rootfence_matches_direct() {
 }
 
 #[test]
-#[ignore = "rootfence run (the relay, issue 2) is not on main yet; un-ignore when it lands"]
 fn python_older_revisions_through_rootfence_match_direct() {
     require_peers();
     for protocol in ["2024-11-05", "2025-03-26", "2025-06-18"] {
@@ -741,7 +737,6 @@ fn python_older_revisions_through_rootfence_match_direct() {
 }
 
 #[test]
-#[ignore = "rootfence run (the relay, issue 2) is not on main yet; un-ignore when it lands"]
 fn rmcp_everything_2025_through_rootfence_matches_direct() {
     require_peers();
     let t = same_both_ways(
@@ -754,7 +749,6 @@ fn rmcp_everything_2025_through_rootfence_matches_direct() {
 }
 
 #[test]
-#[ignore = "rootfence run (the relay, issue 2) is not on main yet; un-ignore when it lands"]
 fn rmcp_filesystem_through_rootfence_matches_direct() {
     require_peers();
     let (server, base) = filesystem();
