@@ -6,9 +6,11 @@
 //! (100 paginated `test://` resources, timed subscription updates) and 2026.8.31, and
 //! `@modelcontextprotocol/server-filesystem` 2026.8.31; the official Python `mcp` SDK client
 //! (`tests/peers/py/session.py`) and the official Rust `rmcp` client
-//! (`tests/peers/rmcp-client`). Each client prints a normalized transcript (volatile values
-//! masked); this file runs it once against the bare server and once through the wrapper, in
-//! parallel, and compares the two documents.
+//! (`tests/peers/rmcp-client`). The npm servers speak the four handshake revisions only, so
+//! 2026-07-28 sessions run against the Python SDK's own server (`tests/peers/py/server.py`).
+//! Each client prints a normalized transcript (volatile values masked); this file runs it
+//! once against the bare server and once through the wrapper, in parallel, and compares the
+//! two documents, then checks facts of the direct one so the comparison is never vacuous.
 //!
 //! Two wrappers: `rootfence run -- <server>` (the product), and `byte_relay.py`, a do-nothing
 //! relay that proves the harness itself: if direct and byte-relay transcripts differ, the
@@ -102,6 +104,18 @@ fn everything_latest() -> Server {
             "node".into(),
             node_entry("everything-latest").display().to_string(),
             "stdio".into(),
+        ],
+        _tree: None,
+    }
+}
+
+/// The Python SDK's own server (`tests/peers/py/server.py`): the peer that speaks 2026-07-28,
+/// which the npm servers' TypeScript SDK does not.
+fn python_server() -> Server {
+    Server {
+        argv: vec![
+            python().display().to_string(),
+            peers_dir().join("py/server.py").display().to_string(),
         ],
         _tree: None,
     }
@@ -576,6 +590,48 @@ fn revision_session(protocol: &str) -> Vec<&str> {
     ]
 }
 
+/// A 2026-07-28 session: `server/discover`, then stateless requests carrying `_meta`.
+fn modern_session() -> Vec<&'static str> {
+    vec![
+        "--protocol",
+        "2026-07-28",
+        "--steps",
+        "list-resources,list-templates,read,list-tools,call,list-prompts,get-prompt",
+        "--read-listed",
+        "2",
+        "--read",
+        "py://item/42",
+        "--read-error",
+        "py://no-such-resource",
+        "--call",
+        r#"echo={"message":"stateless"}"#,
+        "--call",
+        r#"add={"a":20,"b":22}"#,
+        "--prompt",
+        r#"greet={"name":"Ada"}"#,
+    ]
+}
+
+fn check_modern(t: &Value) {
+    let discover = steps(t, "discover");
+    assert_eq!(
+        discover.len(),
+        1,
+        "a 2026-07-28 session starts with server/discover"
+    );
+    assert!(steps(t, "initialize").is_empty(), "and has no initialize");
+    assert_eq!(steps(t, "read").len(), 3);
+    assert_eq!(
+        steps(t, "read-error")[0]["error"]["code"],
+        -32602,
+        "2026-07-28 reports an unknown resource as -32602"
+    );
+    assert_eq!(
+        steps(t, "call")[0]["result"]["content"][0]["text"],
+        "Echo: stateless"
+    );
+}
+
 fn check_revision(t: &Value, protocol: &str) {
     assert_eq!(
         steps(t, "initialize")[0]["result"]["protocolVersion"],
@@ -654,6 +710,18 @@ fn harness_rmcp_filesystem_byte_relay_matches_direct() {
     let args = filesystem_session(&base);
     let t = same_both_ways(Client::Rmcp, &as_strs(&args), &server, Via::ByteRelay);
     check_filesystem(&t);
+}
+
+#[test]
+fn harness_python_modern_byte_relay_matches_direct() {
+    require_peers();
+    let t = same_both_ways(
+        Client::Python,
+        &modern_session(),
+        &python_server(),
+        Via::ByteRelay,
+    );
+    check_modern(&t);
 }
 
 /// A relay that changes one word of one tool result is caught, end to end: the comparison is
@@ -755,4 +823,42 @@ fn rmcp_filesystem_through_rootfence_matches_direct() {
     let args = filesystem_session(&base);
     let t = same_both_ways(Client::Rmcp, &as_strs(&args), &server, Via::Rootfence);
     check_filesystem(&t);
+}
+
+#[test]
+fn python_2026_07_28_through_rootfence_matches_direct() {
+    require_peers();
+    let t = same_both_ways(
+        Client::Python,
+        &modern_session(),
+        &python_server(),
+        Via::Rootfence,
+    );
+    check_modern(&t);
+}
+
+#[test]
+fn rmcp_2026_07_28_through_rootfence_matches_direct() {
+    require_peers();
+    let t = same_both_ways(
+        Client::Rmcp,
+        &modern_session(),
+        &python_server(),
+        Via::Rootfence,
+    );
+    check_modern(&t);
+}
+
+/// The Python server at the newest handshake revision, through rootfence, with the rmcp
+/// client: the same peer in the other era.
+#[test]
+fn rmcp_python_server_2025_11_25_through_rootfence_matches_direct() {
+    require_peers();
+    let mut args = modern_session();
+    args[1] = "2025-11-25";
+    let t = same_both_ways(Client::Rmcp, &args, &python_server(), Via::Rootfence);
+    assert_eq!(
+        steps(&t, "initialize")[0]["result"]["protocolVersion"],
+        "2025-11-25"
+    );
 }
