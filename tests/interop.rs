@@ -71,6 +71,46 @@ fn require_peers() {
          crates.io); `scripts/test.sh` and CI run it for you.",
         missing.join(", ")
     );
+    // A lock file changed after the install (a pull, a version bump): the installed peers
+    // may not be the pinned ones any more.
+    let stale: Vec<String> = [
+        (
+            "node/node_modules/.rootfence-stamp",
+            "node/package-lock.json",
+        ),
+        (".venv/.rootfence-stamp", "python/requirements.txt"),
+        (
+            "rmcp-client/target/.rootfence-stamp",
+            "rmcp-client/Cargo.toml",
+        ),
+        (
+            "rmcp-client/target/.rootfence-stamp",
+            "rmcp-client/Cargo.lock",
+        ),
+        (
+            "rmcp-client/target/.rootfence-stamp",
+            "rmcp-client/src/main.rs",
+        ),
+    ]
+    .iter()
+    .filter(|(stamp, lock)| {
+        let modified = |p: &str| {
+            std::fs::metadata(peers_dir().join(p))
+                .and_then(|m| m.modified())
+                .ok()
+        };
+        match (modified(stamp), modified(lock)) {
+            (Some(stamp), Some(lock)) => lock > stamp,
+            _ => true,
+        }
+    })
+    .map(|(_, lock)| format!("tests/peers/{lock}"))
+    .collect();
+    assert!(
+        stale.is_empty(),
+        "the interop test peers are older than {}: run `scripts/install-test-peers.sh` again",
+        stale.join(", ")
+    );
     assert!(
         Command::new("node")
             .arg("--version")
