@@ -49,7 +49,7 @@ fn parse_options() -> Result<Options, String> {
         warmup: 500,
         reads: 20,
         payload_mib: 10,
-        rounds: 1,
+        rounds: 3,
         rootfence: profile_dir.join("rootfence"),
         bench_server: examples.join("bench_server"),
         byte_relay: examples.join("byte_relay"),
