@@ -6,8 +6,9 @@
 //! `byte_relay`, two threads copying pipes), and through **rootfence run**. For each:
 //! - round-trip latency (p50, p99, mean) of `--requests` sequential small requests (`ping`,
 //!   and a small `resources/read`), after `--warmup` unmeasured ones;
-//! - throughput of `--reads` sequential `resources/read` calls that each return a
-//!   `--payload-mib` MiB text (10 MiB by default), in MiB/s of response bytes.
+//! - throughput of `--reads` `resources/read` calls that each return a `--payload-mib` MiB
+//!   text (10 MiB by default), in MiB/s of response bytes; one at a time by default, or
+//!   `--pipeline K` at a time (K requests sent, then K responses read).
 //!
 //! The three chains run side by side and each measured request goes to each of them in turn,
 //! so load from elsewhere on the machine (it is shared) hits all modes alike; samples are
@@ -32,6 +33,7 @@ struct Options {
     warmup: usize,
     reads: usize,
     payload_mib: usize,
+    pipeline: usize,
     rounds: usize,
     rootfence: PathBuf,
     bench_server: PathBuf,
@@ -49,6 +51,7 @@ fn parse_options() -> Result<Options, String> {
         warmup: 500,
         reads: 20,
         payload_mib: 10,
+        pipeline: 1,
         rounds: 3,
         rootfence: profile_dir.join("rootfence"),
         bench_server: examples.join("bench_server"),
@@ -59,7 +62,7 @@ fn parse_options() -> Result<Options, String> {
         if flag == "--help" || flag == "-h" {
             return Err(
                 "usage: bench_relay [--requests N] [--warmup N] [--reads N] \
-                 [--payload-mib N] [--rounds N] [--rootfence PATH] [--bench-server PATH] \
+                 [--payload-mib N] [--pipeline K] [--rounds N] [--rootfence PATH] [--bench-server PATH] \
                  [--byte-relay PATH]"
                     .into(),
             );
@@ -75,6 +78,7 @@ fn parse_options() -> Result<Options, String> {
             "--warmup" => o.warmup = count()?,
             "--reads" => o.reads = count()?.max(1),
             "--payload-mib" => o.payload_mib = count()?.max(1),
+            "--pipeline" => o.pipeline = count()?.max(1),
             "--rounds" => o.rounds = count()?.max(1),
             "--rootfence" => o.rootfence = value.into(),
             "--bench-server" => o.bench_server = value.into(),
@@ -186,11 +190,29 @@ impl Session {
 
     /// One request and its whole response line; returns the response's length in bytes.
     fn call(&mut self, method: &str, params: &str) -> Result<usize, String> {
-        self.next_id += 1;
-        let id = self.next_id;
-        let request =
-            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
-        self.send(&request)?;
+        self.batch(method, params, 1)
+    }
+
+    /// `k` requests sent back to back, then their `k` responses read in order (the server
+    /// answers in order); returns the total response bytes. With `k > 1` a relay that can
+    /// read one message while writing the previous one overlaps the two pipe hops.
+    fn batch(&mut self, method: &str, params: &str, k: usize) -> Result<usize, String> {
+        let first = self.next_id + 1;
+        for _ in 0..k {
+            self.next_id += 1;
+            let id = self.next_id;
+            let request =
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
+            self.send(&request)?;
+        }
+        let mut total = 0;
+        for id in first..=self.next_id {
+            total += self.receive(method, id)?;
+        }
+        Ok(total)
+    }
+
+    fn receive(&mut self, method: &str, id: u64) -> Result<usize, String> {
         self.line.clear();
         let n = self
             .from
@@ -309,10 +331,10 @@ fn measure_round(o: &Options, into: &mut [Samples]) -> Result<(), String> {
     each(&mut sessions, 0, &mut |_, s| {
         s.call("resources/read", big).map(|_| ())
     })?;
-    for i in 0..o.reads {
+    for i in 0..o.reads.div_ceil(o.pipeline) {
         each(&mut sessions, i, &mut |m, s| {
             let t = Instant::now();
-            into[m].big_bytes += s.call("resources/read", big)? as u64;
+            into[m].big_bytes += s.batch("resources/read", big, o.pipeline)? as u64;
             into[m].big_time += t.elapsed();
             Ok(())
         })?;
@@ -372,10 +394,11 @@ fn run(o: &Options) -> Result<(), String> {
     let n = o.requests * o.rounds;
     println!(
         "relay benchmark: {n} pings and {n} small resources/read per mode (after {} warm-up \
-         each), {} x {} MiB resources/read per mode; {} round(s)",
+         each), {} x {} MiB resources/read per mode, {} in flight; {} round(s)",
         o.warmup,
-        o.reads * o.rounds,
+        o.reads.div_ceil(o.pipeline) * o.pipeline * o.rounds,
         o.payload_mib,
+        o.pipeline,
         o.rounds
     );
     println!();

@@ -4,6 +4,7 @@
 # Prints p50/p99 round-trip latency of small requests and MiB/s of 10 MiB resources/read.
 # Builds the release binaries first. Options go to the driver (examples/bench_relay.rs):
 #   --requests N (5000)  --warmup N (500)  --reads N (20)  --payload-mib N (10)  --rounds N (3)
+#   --pipeline K (1: one big read in flight at a time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --quiet --bin rootfence \
