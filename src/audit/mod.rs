@@ -1,4 +1,333 @@
 //! The tamper-evident audit log: event schema, the hash-chained JSON Lines writer, and the
 //! `verify`, `summary` and `show` readers.
 //!
-//! Owned by issue 5.
+//! Owned by issue 5. The record format is specified in `docs/audit-schema.md` (and
+//! `docs/audit-schema.json`); this module is one implementation of that document, and the
+//! readers here never assume more than the document promises.
+//!
+//! # Layout
+//!
+//! - [`event`]: the typed events (what may be logged at all: paths and URIs, never file
+//!   contents or tool argument values) and the escaping of every string that reaches a line.
+//! - `chain`: the record envelope, the hash chain and the targeted envelope parser that
+//!   `verify` uses for speed.
+//! - `writer`: [`AuditLog`] and its cheap handle [`Auditor`]; one writer thread per log,
+//!   a bounded queue, rotation, crash recovery and the fsync policy.
+//! - `verify`, `summary`, `show`: the readers behind `rootfence audit ...`.
+//! - `time`: RFC 3339 formatting and parsing (hand-written: two small functions do not
+//!   justify a date-time crate).
+//!
+//! # How the relay uses it
+//!
+//! ```no_run
+//! use rootfence::audit::{AuditConfig, AuditLog, Event, SessionEnd, SessionStart};
+//! # fn main() -> Result<(), rootfence::audit::AuditError> {
+//! let cfg = AuditConfig::new(rootfence::audit::default_log_path()?);
+//! let start = SessionStart::new(&["server".into()], std::path::Path::new("/"));
+//! let log = AuditLog::open(cfg, start)?;
+//! let auditor = log.handle(); // Clone + Send + Sync, one per task
+//! // auditor.record(Event::Decision(..))?;                 // hot path: enqueue only
+//! // auditor.record_durable(Event::Decision(..)).await?;   // wait until written (+fsync)
+//! // tokio::select! { err = auditor.failure() => .., .. }  // stop the session on failure
+//! log.close(SessionEnd::default())?;
+//! # Ok(()) }
+//! ```
+
+mod chain;
+pub mod event;
+mod read;
+mod show;
+mod summary;
+mod time;
+mod verify;
+mod writer;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use event::{
+    Action, AuditUri, Counts, Decision, Direction, DroppedRoot, EndCause, Event, Initialized,
+    LogRecovered, LogRewound, NarrowedRoot, PeerInfo, PolicyFile, ProtocolError, ProtocolErrorKind,
+    RootsUpdate, RpcId, SandboxPath, SandboxReport, SessionEnd, SessionStart, Verdict,
+};
+pub use show::{ShowFilter, show};
+pub use summary::{SummaryOptions, summarize};
+pub use time::parse_time_arg;
+pub use verify::{ChainBreak, Incomplete, VerifyOptions, VerifyReport, order_files, verify_files};
+pub use writer::{AuditLog, Auditor};
+
+/// The schema version written in every record's `v` field. Readers accept records of this
+/// version; a breaking change to the format bumps it (adding an optional field does not).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// File name of the log inside the default state directory.
+pub const DEFAULT_FILE_NAME: &str = "audit.jsonl";
+
+/// When the writer calls `fdatasync` on the log.
+///
+/// Every record is always handed to the kernel with one `write()` as soon as the writer
+/// thread sees it, so it survives a crash of rootfence; this policy is about surviving a
+/// crash of the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FsyncPolicy {
+    /// Before any record is acknowledged.
+    Always,
+    /// Before a denial, a `session_start` or a `session_end` record is acknowledged
+    /// (the default: the records a reviewer needs most are never only in the page cache).
+    #[default]
+    Denials,
+    /// At most this long after a record was written.
+    Interval(Duration),
+    /// Never; the kernel writes back when it likes.
+    Never,
+}
+
+impl std::str::FromStr for FsyncPolicy {
+    type Err = String;
+
+    /// Parses `always`, `denials`, `never` or an interval such as `250ms`, `1s`, `2m`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "always" => return Ok(Self::Always),
+            "denials" => return Ok(Self::Denials),
+            "never" => return Ok(Self::Never),
+            _ => {}
+        }
+        let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+        let n: u64 = num.parse().map_err(|_| bad_fsync(s))?;
+        let d = match unit {
+            "ms" => Duration::from_millis(n),
+            "s" => Duration::from_secs(n),
+            "m" => Duration::from_secs(n.saturating_mul(60)),
+            _ => return Err(bad_fsync(s)),
+        };
+        if d.is_zero() {
+            return Err(bad_fsync(s));
+        }
+        Ok(Self::Interval(d))
+    }
+}
+
+fn bad_fsync(s: &str) -> String {
+    format!(
+        "invalid fsync policy '{s}': use always, denials, never or an interval such as 250ms or 1s"
+    )
+}
+
+/// What happens when a record cannot be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnFailure {
+    /// Fail closed: `record` returns the error and [`Auditor::failure`] resolves, so the relay
+    /// stops the session rather than go on unaudited (the default).
+    #[default]
+    Stop,
+    /// Warn on stderr and keep the session going; later records are still attempted.
+    Continue,
+}
+
+impl std::str::FromStr for OnFailure {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "stop" => Ok(Self::Stop),
+            "continue" => Ok(Self::Continue),
+            _ => Err(format!(
+                "invalid audit on_failure '{s}': use \"stop\" or \"continue\""
+            )),
+        }
+    }
+}
+
+/// How to open an audit log.
+#[derive(Debug, Clone)]
+pub struct AuditConfig {
+    /// The active log file. Rotated files sit beside it as `<name>.<N>` (N = 1, 2, ...,
+    /// oldest first); a lock file `.<name>.lock` serialises writers.
+    pub path: PathBuf,
+    /// When to fsync.
+    pub fsync: FsyncPolicy,
+    /// Rotate when the active file would grow past this many bytes (`None`: never).
+    pub rotate_bytes: Option<u64>,
+    /// Fail closed or go on when writing fails.
+    pub on_failure: OnFailure,
+    /// Log `allow` decisions too (they are still counted in `session_end` when not logged).
+    pub log_allowed: bool,
+}
+
+impl AuditConfig {
+    /// The defaults: fsync denials, rotate at 64 MiB, fail closed, log allowed decisions.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            fsync: FsyncPolicy::default(),
+            rotate_bytes: Some(DEFAULT_ROTATE_BYTES),
+            on_failure: OnFailure::default(),
+            log_allowed: true,
+        }
+    }
+}
+
+/// Default rotation size: large enough that rotation is rare, small enough that one file
+/// opens quickly in an editor.
+pub const DEFAULT_ROTATE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// An audit log error. Cheap to clone, so the writer's failure can be handed to every task.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// The log (or its directory or lock file) could not be opened or created.
+    #[error(
+        "cannot open audit log {}: {source}; check that the directory is writable or choose \
+         another file with --audit-log",
+        path.display()
+    )]
+    Open {
+        /// The file that failed.
+        path: PathBuf,
+        /// The OS error.
+        source: Arc<io::Error>,
+    },
+    /// A record could not be written, synced or rotated.
+    #[error(
+        "cannot write audit log {}: {source}; free disk space or fix permissions (with \
+         audit.on_failure = \"stop\", the session stops rather than run unaudited)",
+        path.display()
+    )]
+    Write {
+        /// The file that failed.
+        path: PathBuf,
+        /// The OS error.
+        source: Arc<io::Error>,
+    },
+    /// The existing log does not end with a rootfence record, so its chain cannot be
+    /// continued. Nothing was written to it.
+    #[error(
+        "audit log {} cannot be continued: {detail}; move it aside (it is evidence) or choose \
+         another file with --audit-log",
+        path.display()
+    )]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Neither `$XDG_STATE_HOME` nor `$HOME` is set to an absolute path.
+    #[error(
+        "cannot find a state directory for the audit log: neither XDG_STATE_HOME nor HOME is an \
+         absolute path; give --audit-log <file>"
+    )]
+    NoStateDir,
+    /// `record` was given an event that only the log itself writes.
+    #[error("the {0} event is written by the audit log itself and cannot be recorded")]
+    Reserved(&'static str),
+    /// The log was closed (or its writer thread ended) before the record was queued.
+    #[error("the audit log is closed; no more records can be written")]
+    Closed,
+}
+
+impl AuditError {
+    pub(crate) fn open(path: &Path, e: io::Error) -> Self {
+        Self::Open {
+            path: path.to_path_buf(),
+            source: Arc::new(e),
+        }
+    }
+
+    pub(crate) fn write(path: &Path, e: io::Error) -> Self {
+        Self::Write {
+            path: path.to_path_buf(),
+            source: Arc::new(e),
+        }
+    }
+}
+
+/// The default log file: `$XDG_STATE_HOME/rootfence/audit.jsonl`, or
+/// `$HOME/.local/state/rootfence/audit.jsonl` when `XDG_STATE_HOME` is unset or not absolute
+/// (as the XDG base directory spec says). The directory is created by [`AuditLog::open`].
+///
+/// Several rootfence processes (one per wrapped server) may share this file: writers take a
+/// lock per batch and continue one chain.
+pub fn default_log_path() -> Result<PathBuf, AuditError> {
+    default_log_path_from(|k| std::env::var_os(k))
+}
+
+fn default_log_path_from(
+    get: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<PathBuf, AuditError> {
+    let abs = |k: &str| get(k).map(PathBuf::from).filter(|p| p.is_absolute());
+    let base = match abs("XDG_STATE_HOME") {
+        Some(p) => p,
+        None => abs("HOME")
+            .ok_or(AuditError::NoStateDir)?
+            .join(".local")
+            .join("state"),
+    };
+    Ok(base.join("rootfence").join(DEFAULT_FILE_NAME))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_path_follows_xdg_then_home() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+        let cases: &[Case] = &[
+            (
+                &[("XDG_STATE_HOME", "/x/state"), ("HOME", "/home/u")],
+                Some("/x/state/rootfence/audit.jsonl"),
+            ),
+            (
+                &[("HOME", "/home/u")],
+                Some("/home/u/.local/state/rootfence/audit.jsonl"),
+            ),
+            // A relative XDG_STATE_HOME is ignored, as the spec requires.
+            (
+                &[("XDG_STATE_HOME", "rel"), ("HOME", "/home/u")],
+                Some("/home/u/.local/state/rootfence/audit.jsonl"),
+            ),
+            (&[("HOME", "rel")], None),
+            (&[], None),
+        ];
+        for (vars, want) in cases {
+            let got = default_log_path_from(env(vars)).ok();
+            assert_eq!(got, want.map(PathBuf::from), "{vars:?}");
+        }
+    }
+
+    #[test]
+    fn fsync_policy_parses() {
+        let cases = [
+            ("always", Some(FsyncPolicy::Always)),
+            ("denials", Some(FsyncPolicy::Denials)),
+            ("never", Some(FsyncPolicy::Never)),
+            (
+                "250ms",
+                Some(FsyncPolicy::Interval(Duration::from_millis(250))),
+            ),
+            ("2s", Some(FsyncPolicy::Interval(Duration::from_secs(2)))),
+            ("1m", Some(FsyncPolicy::Interval(Duration::from_secs(60)))),
+            ("0s", None),
+            ("5", None),
+            ("ms", None),
+            ("Always", None),
+        ];
+        for (s, want) in cases {
+            assert_eq!(s.parse::<FsyncPolicy>().ok(), want, "{s}");
+        }
+        assert_eq!("stop".parse::<OnFailure>(), Ok(OnFailure::Stop));
+        assert!("halt".parse::<OnFailure>().is_err());
+    }
+}

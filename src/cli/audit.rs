@@ -1,16 +1,175 @@
-//! `rootfence audit verify|summary|show` (issue 5).
+//! `rootfence audit verify|summary|show` (issue 5): thin front ends over the readers in
+//! `rootfence::audit`.
+//!
+//! Exit codes of `verify`: 0 the chain is intact and the log ends with a `session_end`;
+//! 1 the chain is broken (tampering or corruption; the first bad record is named);
+//! 3 the chain is intact but the log is incomplete (a torn final line, or it does not end
+//! with a `session_end`); 2 an error (unreadable file, bad arguments).
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use anyhow::Context;
+use rootfence::audit::{self, ShowFilter, SummaryOptions, VerifyOptions};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum AuditCommand {
-    /// Check the hash chain of audit log files, in rotation order.
+    /// Check the hash chain of audit log files (rotated files first; the order is worked
+    /// out from the names `<log>.<N>`, so `audit.jsonl*` works).
+    ///
+    /// Exit status: 0 intact, 1 broken (the first bad record is named), 3 intact but
+    /// incomplete (torn final line, or no final session_end), 2 error.
     Verify {
+        /// Accept a chain that starts after seq 1 (older rotated files were deleted).
+        #[arg(long)]
+        partial: bool,
+        /// Print only problems.
+        #[arg(long, short)]
+        quiet: bool,
+        /// The log files: the active file and its rotated files.
         #[arg(value_name = "FILE", required = true)]
-        files: Vec<std::path::PathBuf>,
+        files: Vec<PathBuf>,
+    },
+    /// Per session: counts by decision, method and reason, top denied URIs and rules.
+    Summary {
+        /// How many denied URIs and rules to list per session.
+        #[arg(long, default_value_t = 10, value_name = "N")]
+        top: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// The log file (and its rotated files, if wanted).
+        #[arg(value_name = "FILE", required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// List records readably, with filters.
+    Show {
+        /// Only denied decisions.
+        #[arg(long)]
+        denied: bool,
+        /// Only this session (its id or a prefix of it).
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Only records at or after T: RFC 3339, a date, or a duration ago (15m, 2h, 7d).
+        #[arg(long, value_name = "T", value_parser = audit::parse_time_arg)]
+        since: Option<i64>,
+        /// Print the stored JSON lines.
+        #[arg(long)]
+        json: bool,
+        /// The log file (and its rotated files, if wanted).
+        #[arg(value_name = "FILE", required = true)]
+        files: Vec<PathBuf>,
     },
 }
 
-pub fn run(_cmd: AuditCommand) -> anyhow::Result<ExitCode> {
-    Err(super::not_yet("audit"))
+pub fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut err = std::io::stderr().lock();
+    let code = match cmd {
+        AuditCommand::Verify {
+            partial,
+            quiet,
+            files,
+        } => {
+            let r = audit::verify_files(&files, VerifyOptions { partial })
+                .context("cannot verify the audit log")?;
+            verify_output(&r, quiet, &mut out)?
+        }
+        AuditCommand::Summary { top, json, files } => {
+            audit::summarize(&files, SummaryOptions { top, json }, &mut out, &mut err)
+                .context("cannot summarize the audit log")?;
+            ExitCode::SUCCESS
+        }
+        AuditCommand::Show {
+            denied,
+            session,
+            since,
+            json,
+            files,
+        } => {
+            let filter = ShowFilter {
+                denied,
+                session,
+                since,
+                json,
+            };
+            match audit::show(&files, &filter, &mut out, &mut err) {
+                // `show | head` is not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                r => r.context("cannot show the audit log")?,
+            }
+            ExitCode::SUCCESS
+        }
+    };
+    match out.flush() {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        r => r?,
+    }
+    Ok(code)
+}
+
+fn verify_output(
+    r: &audit::VerifyReport,
+    quiet: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    if let Some(b) = &r.broken {
+        writeln!(out, "BROKEN: {b}")?;
+        writeln!(
+            out,
+            "  {} records before it are intact{}",
+            r.records,
+            r.seq_range
+                .map(|(a, z)| format!(" (seq {a} to {z})"))
+                .unwrap_or_default()
+        )?;
+        return Ok(ExitCode::from(1));
+    }
+    if !quiet {
+        for n in &r.notes {
+            writeln!(out, "note: {n}")?;
+        }
+    }
+    let range = r
+        .seq_range
+        .map(|(a, z)| format!(", seq {a} to {z}"))
+        .unwrap_or_default();
+    let summary = format!(
+        "{} records in {} file{}{range}, {} session{}",
+        r.records,
+        r.files.len(),
+        if r.files.len() == 1 { "" } else { "s" },
+        r.sessions,
+        if r.sessions == 1 { "" } else { "s" },
+    );
+    if let Some(inc) = &r.incomplete {
+        writeln!(out, "INCOMPLETE: {inc}")?;
+        writeln!(out, "  chain intact: {summary}")?;
+    } else if !quiet {
+        writeln!(out, "ok: chain intact: {summary}")?;
+    }
+    if !quiet {
+        if !r.unended.is_empty() {
+            writeln!(
+                out,
+                "note: {} session{} without session_end (still running or killed): {}",
+                r.unended.len(),
+                if r.unended.len() == 1 { "" } else { "s" },
+                r.unended.join(", ")
+            )?;
+        }
+        if let Some(h) = &r.head {
+            writeln!(
+                out,
+                "head: {h} (keep this elsewhere to detect a later truncation)"
+            )?;
+        }
+    }
+    Ok(if r.incomplete.is_some() {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

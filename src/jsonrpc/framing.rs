@@ -30,11 +30,8 @@ pub enum Frame {
         /// Bytes in the skipped line, without its terminator.
         len: u64,
     },
-    /// A line that is not valid UTF-8 (its length in bytes).
-    InvalidUtf8 {
-        /// Bytes in the rejected line.
-        len: usize,
-    },
+    /// A line that is not valid UTF-8 (the rejected line).
+    InvalidUtf8(BytesMut),
 }
 
 /// Reads [`Frame`]s from a byte stream.
@@ -145,7 +142,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             return None;
         }
         if std::str::from_utf8(&line).is_err() {
-            return Some(Frame::InvalidUtf8 { len: line.len() });
+            return Some(Frame::InvalidUtf8(line));
         }
         Some(Frame::Line(line))
     }
@@ -181,7 +178,7 @@ mod tests {
                 got.push(match f {
                     Frame::Line(l) => format!("line:{}", line_str(&l)),
                     Frame::TooLong { len } => format!("toolong:{len}"),
-                    Frame::InvalidUtf8 { len } => format!("utf8:{len}"),
+                    Frame::InvalidUtf8(line) => format!("utf8:{}", line.len()),
                 });
             }
             if chunked {

@@ -80,6 +80,11 @@ pub struct ProtocolError {
     pub id: Option<Id>,
     /// What the relay did: `answered_with_error` or `dropped`.
     pub action: &'static str,
+    /// The offending line's length in bytes.
+    pub len: u64,
+    /// The offending line, when it was read whole (not for oversized lines). For hashing in
+    /// the audit log; never to be logged as it is.
+    pub line: Option<bytes::Bytes>,
 }
 
 /// Policy hooks. Every method has a do-nothing default.
@@ -104,6 +109,13 @@ pub trait Interceptor: Send + Sync + 'static {
     /// Called for every protocol error the relay handled.
     fn on_protocol_error(&self, error: &ProtocolError) {
         let _ = error;
+    }
+
+    /// Resolves, with the reason, when the session must stop (e.g. the audit log failed and
+    /// policy says to stop rather than continue unaudited). The relay then answers every
+    /// waiting and every later host request with an error and shuts the server down.
+    fn fatal(&self) -> impl Future<Output = String> + Send + 'static {
+        std::future::pending()
     }
 }
 

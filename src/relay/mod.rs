@@ -77,6 +77,8 @@ pub enum EndCause {
     ServerClosedOutput,
     /// The server exited on its own.
     ServerExited,
+    /// rootfence stopped the session (see [`Interceptor::fatal`]).
+    Stopped,
 }
 
 impl EndCause {
@@ -87,6 +89,7 @@ impl EndCause {
             EndCause::HostClosedOutput => "host_closed_output",
             EndCause::ServerClosedOutput => "server_closed_output",
             EndCause::ServerExited => "server_exited",
+            EndCause::Stopped => "stopped",
         }
     }
 }
@@ -175,6 +178,9 @@ where
 
     let mut cause = None;
     let (mut host_in_done, mut host_out_done, mut server_out_done) = (false, false, false);
+    let fatal = icpt.fatal();
+    tokio::pin!(fatal);
+    let mut stopped = false;
     let mut shutdown = Shutdown::new(pgid, cfg.shutdown_grace);
     let status = loop {
         tokio::select! {
@@ -201,6 +207,13 @@ where
                 }
                 cause.get_or_insert(EndCause::ServerClosedOutput);
                 answer_waiting(&session, "the server closed its output");
+                shutdown.begin(&session).await;
+            }
+            reason = &mut fatal, if !stopped => {
+                stopped = true;
+                tracing::error!("stopping the session: {reason}");
+                cause = Some(EndCause::Stopped);
+                answer_waiting(&session, &format!("rootfence stopped the session ({reason})"));
                 shutdown.begin(&session).await;
             }
             Some(sig) = signals.recv() => {

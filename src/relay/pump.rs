@@ -90,13 +90,13 @@ where
             Frame::TooLong { len } => router.protocol_error(
                 "too_long",
                 format!("a message of {len} bytes exceeds the line limit of {max_line} bytes"),
-                None,
+                Offending { len, line: None },
                 rpc_error::INVALID_REQUEST,
             ),
-            Frame::InvalidUtf8 { len } => router.protocol_error(
+            Frame::InvalidUtf8(line) => router.protocol_error(
                 "bad_utf8",
-                format!("a line of {len} bytes is not valid UTF-8"),
-                None,
+                format!("a line of {} bytes is not valid UTF-8", line.len()),
+                Offending::line(&line.freeze()),
                 rpc_error::PARSE_ERROR,
             ),
         }
@@ -116,6 +116,21 @@ enum Step {
     Nothing,
     /// Decided later; resolves to one of the other steps.
     Later(Pin<Box<dyn Future<Output = Step> + Send>>),
+}
+
+/// The line a protocol error is about.
+struct Offending {
+    len: u64,
+    line: Option<Bytes>,
+}
+
+impl Offending {
+    fn line(line: &Bytes) -> Offending {
+        Offending {
+            len: line.len() as u64,
+            line: Some(line.clone()),
+        }
+    }
 }
 
 /// The routing identity of a message, carried through a deferred decision.
@@ -145,13 +160,13 @@ impl<I: Interceptor> Router<'_, I> {
         let text = framing::line_str(&line);
         match envelope::scan(text) {
             Err(e) => {
-                if let Some(reply) = self.invalid(&e) {
+                if let Some(reply) = self.invalid(&e, Offending::line(&line)) {
                     self.session.send_detached(self.from, reply);
                 }
             }
             Ok(Scanned::Single(env)) => {
-                let step = self.route(env, text);
-                commit(self.from, step, line, self.session).await;
+                let step = self.route(env, text, &line);
+                commit(self.from, step, line.clone(), self.session).await;
             }
             Ok(Scanned::Batch(elements)) => self.batch(&line, &elements).await,
         }
@@ -164,9 +179,12 @@ impl<I: Interceptor> Router<'_, I> {
         let mut steps = Vec::with_capacity(elements.len());
         for element in elements {
             let text = element.get();
+            let bytes = line.slice_ref(text.as_bytes());
             let step = match envelope::scan_message(text) {
-                Ok(env) => self.route(env, text),
-                Err(e) => self.invalid(&e).map_or(Step::Nothing, Step::Reply),
+                Ok(env) => self.route(env, text, &bytes),
+                Err(e) => self
+                    .invalid(&e, Offending::line(&bytes))
+                    .map_or(Step::Nothing, Step::Reply),
             };
             steps.push(step);
         }
@@ -195,8 +213,8 @@ impl<I: Interceptor> Router<'_, I> {
         }
     }
 
-    /// Routes one valid message.
-    fn route(&self, env: Envelope<'_>, text: &str) -> Step {
+    /// Routes one valid message (`bytes` is `text` as bytes, for error reports).
+    fn route(&self, env: Envelope<'_>, text: &str, bytes: &Bytes) -> Step {
         let from = self.from;
         let session = self.session;
         match env.kind {
@@ -208,7 +226,7 @@ impl<I: Interceptor> Router<'_, I> {
                         "reserved_id",
                         format!("request id {id} lies in rootfence's own id namespace"),
                         id,
-                        rpc_error::INVALID_REQUEST,
+                        bytes,
                     );
                 }
                 if from == Side::Host {
@@ -221,7 +239,7 @@ impl<I: Interceptor> Router<'_, I> {
                         "duplicate_id",
                         format!("request id {id} is already in flight"),
                         id,
-                        rpc_error::INVALID_REQUEST,
+                        bytes,
                     );
                 }
                 if let Some(version) = &env.meta_protocol_version {
@@ -265,6 +283,7 @@ impl<I: Interceptor> Router<'_, I> {
                         "an error response without an id cannot be routed".into(),
                         None,
                         "dropped",
+                        Offending::line(bytes),
                     );
                     return Step::Nothing;
                 };
@@ -286,6 +305,7 @@ impl<I: Interceptor> Router<'_, I> {
                             format!("a response with id {id} matches no request in flight"),
                             Some(id),
                             "dropped",
+                            Offending::line(bytes),
                         );
                         Step::Nothing
                     }
@@ -352,7 +372,7 @@ impl<I: Interceptor> Router<'_, I> {
     /// Handles a message that failed the scan: the host gets an error response; the server's
     /// message is dropped, and if it was a response to a host request, that request is
     /// answered with an error so it does not wait forever. Returns the reply for the sender.
-    fn invalid(&self, e: &ScanError) -> Option<Bytes> {
+    fn invalid(&self, e: &ScanError, offending: Offending) -> Option<Bytes> {
         let (code, kind) = match e {
             ScanError::Parse(_) => ("bad_json", e.code()),
             ScanError::Invalid { .. } => ("invalid_message", e.code()),
@@ -360,11 +380,17 @@ impl<I: Interceptor> Router<'_, I> {
         let id = e.id().cloned();
         match self.from {
             Side::Host => {
-                self.report(code, e.to_string(), id.clone(), "answered_with_error");
+                self.report(
+                    code,
+                    e.to_string(),
+                    id.clone(),
+                    "answered_with_error",
+                    offending,
+                );
                 Some(error_response(id.as_ref(), kind, &format!("rootfence: {e}"), None).into())
             }
             Side::Server => {
-                self.report(code, e.to_string(), id.clone(), "dropped");
+                self.report(code, e.to_string(), id.clone(), "dropped", offending);
                 let is_response = matches!(
                     e,
                     ScanError::Invalid {
@@ -388,27 +414,41 @@ impl<I: Interceptor> Router<'_, I> {
         }
     }
 
-    /// Refuses a request with an error to its sender, and reports it.
-    fn refuse(&self, code: &'static str, detail: String, id: Id, rpc_code: i64) -> Step {
-        let line = error_response(Some(&id), rpc_code, &format!("rootfence: {detail}"), None);
-        self.report(code, detail, Some(id), "answered_with_error");
+    /// Refuses a request (as an invalid request) with an error to its sender, and reports it.
+    fn refuse(&self, code: &'static str, detail: String, id: Id, bytes: &Bytes) -> Step {
+        let msg = format!("rootfence: {detail}");
+        let line = error_response(Some(&id), rpc_error::INVALID_REQUEST, &msg, None);
+        let offending = Offending::line(bytes);
+        self.report(code, detail, Some(id), "answered_with_error", offending);
         Step::Reply(line.into())
     }
 
     /// Reports a problem with a frame that is not even a message.
-    fn protocol_error(&self, code: &'static str, detail: String, id: Option<Id>, rpc_code: i64) {
+    fn protocol_error(
+        &self,
+        code: &'static str,
+        detail: String,
+        offending: Offending,
+        rpc_code: i64,
+    ) {
         match self.from {
             Side::Host => {
-                let line =
-                    error_response(id.as_ref(), rpc_code, &format!("rootfence: {detail}"), None);
-                self.report(code, detail, id, "answered_with_error");
+                let line = error_response(None, rpc_code, &format!("rootfence: {detail}"), None);
+                self.report(code, detail, None, "answered_with_error", offending);
                 self.session.send_detached(Side::Host, line.into());
             }
-            Side::Server => self.report(code, detail, id, "dropped"),
+            Side::Server => self.report(code, detail, None, "dropped", offending),
         }
     }
 
-    fn report(&self, code: &'static str, detail: String, id: Option<Id>, action: &'static str) {
+    fn report(
+        &self,
+        code: &'static str,
+        detail: String,
+        id: Option<Id>,
+        action: &'static str,
+        offending: Offending,
+    ) {
         self.session
             .counters
             .protocol_errors
@@ -420,6 +460,8 @@ impl<I: Interceptor> Router<'_, I> {
             detail,
             id,
             action,
+            len: offending.len,
+            line: offending.line,
         });
     }
 }

@@ -1,0 +1,868 @@
+//! The audit events: what a record may say, as types.
+//!
+//! The types are the secrecy boundary: there is no field for file contents, message bodies,
+//! tool argument values or environment variables, only checked URIs and paths, method names,
+//! ids, codes and counts. A value that does not fit a field cannot be logged.
+//!
+//! Every string that reaches a log line is escaped by [`escape_line`] after serialization:
+//! serde_json escapes `"`, `\` and C0 controls, and this module additionally escapes DEL, C1
+//! controls, the line and paragraph separators (U+2028, U+2029) and the bidi controls
+//! (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), so a URI cannot end a line, forge
+//! another record or reorder what a reviewer sees in an editor or terminal.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Longest URI kept verbatim in a record, in bytes. A longer one is cut at a character
+/// boundary and marked with its full length and SHA-256, so a hostile server cannot fill the
+/// disk (and stop the session) through the audit log with a few huge URIs.
+pub const MAX_URI_BYTES: usize = 4096;
+
+/// Longest free-text field (method names, details) kept verbatim, in bytes.
+pub const MAX_TEXT_BYTES: usize = 512;
+
+/// One audit event. Each variant is one `event` name in the schema.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// `session_start`: the first record of a session (written by [`AuditLog::open`]).
+    ///
+    /// [`AuditLog::open`]: super::AuditLog::open
+    SessionStart(SessionStart),
+    /// `initialized`: the negotiated protocol revision and the peers' names, once known.
+    Initialized(Initialized),
+    /// `roots_update`: the host's roots arrived or changed and the effective roots moved.
+    RootsUpdate(RootsUpdate),
+    /// `decision`: one URI checked, with its provenance and what was done.
+    Decision(Decision),
+    /// `protocol_error`: a line or message that could not be relayed as is.
+    ProtocolError(ProtocolError),
+    /// `session_end`: the last record of a session (written by [`AuditLog::close`]).
+    ///
+    /// [`AuditLog::close`]: super::AuditLog::close
+    SessionEnd(SessionEnd),
+    /// `log_recovered`: written by the writer itself after it found a torn final line.
+    LogRecovered(LogRecovered),
+    /// `log_rewound`: written by the writer itself when the log it is writing lost records
+    /// from its end (truncated, or replaced) while it was open.
+    LogRewound(LogRewound),
+}
+
+impl Event {
+    /// The `event` name written in the record.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::SessionStart(_) => "session_start",
+            Event::Initialized(_) => "initialized",
+            Event::RootsUpdate(_) => "roots_update",
+            Event::Decision(_) => "decision",
+            Event::ProtocolError(_) => "protocol_error",
+            Event::SessionEnd(_) => "session_end",
+            Event::LogRecovered(_) => "log_recovered",
+            Event::LogRewound(_) => "log_rewound",
+        }
+    }
+
+    /// Serializes the event's part of a line: `"event":"<name>",<fields>}` (escaped, without
+    /// the envelope's opening and without the newline).
+    pub(crate) fn write_body(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(b"\"event\":\"");
+        out.extend_from_slice(self.name().as_bytes());
+        out.push(b'"');
+        let fields_at = out.len();
+        // Serializing these types to a Vec cannot fail: no maps with non-string keys, no
+        // custom Serialize that errors.
+        let r = match self {
+            Event::SessionStart(e) => serde_json::to_writer(&mut *out, e),
+            Event::Initialized(e) => serde_json::to_writer(&mut *out, e),
+            Event::RootsUpdate(e) => serde_json::to_writer(&mut *out, e),
+            Event::Decision(e) => serde_json::to_writer(&mut *out, e),
+            Event::ProtocolError(e) => serde_json::to_writer(&mut *out, e),
+            Event::SessionEnd(e) => serde_json::to_writer(&mut *out, e),
+            Event::LogRecovered(e) => serde_json::to_writer(&mut *out, e),
+            Event::LogRewound(e) => serde_json::to_writer(&mut *out, e),
+        };
+        debug_assert!(r.is_ok());
+        // The struct came out as `{...}`: turn its `{` into the `,` after the event name,
+        // or drop it if the struct has no fields (`{}`).
+        if out.len() == fields_at + 2 {
+            out.truncate(fields_at);
+            out.push(b'}');
+        } else {
+            out[fields_at] = b',';
+        }
+        escape_line(out, start);
+    }
+
+    /// Parses the event from a record's body, `{"event":"<name>",...}`, given its name.
+    /// `Ok(None)` for an event name this version does not know (a newer writer).
+    pub(crate) fn from_body(name: &str, body: &[u8]) -> Result<Option<Event>, serde_json::Error> {
+        Ok(Some(match name {
+            "session_start" => Event::SessionStart(serde_json::from_slice(body)?),
+            "initialized" => Event::Initialized(serde_json::from_slice(body)?),
+            "roots_update" => Event::RootsUpdate(serde_json::from_slice(body)?),
+            "decision" => Event::Decision(serde_json::from_slice(body)?),
+            "protocol_error" => Event::ProtocolError(serde_json::from_slice(body)?),
+            "session_end" => Event::SessionEnd(serde_json::from_slice(body)?),
+            "log_recovered" => Event::LogRecovered(serde_json::from_slice(body)?),
+            "log_rewound" => Event::LogRewound(serde_json::from_slice(body)?),
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Whether the default fsync policy syncs before acknowledging this record.
+    pub(crate) fn is_critical(&self) -> bool {
+        match self {
+            Event::Decision(d) => d.decision == Verdict::Deny,
+            Event::SessionStart(_)
+            | Event::SessionEnd(_)
+            | Event::LogRecovered(_)
+            | Event::LogRewound(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// `session_start` fields.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionStart {
+    /// rootfence's version.
+    pub rootfence_version: String,
+    /// rootfence's process id.
+    pub pid: u32,
+    /// The server command line (argv, lossily UTF-8). Arguments that look like secrets
+    /// (`--token x`, `--api-key=x`, `PASSWORD=x`) are replaced by `<redacted>`.
+    pub command: Vec<String>,
+    /// The working directory the server was started in.
+    pub cwd: String,
+    /// The policy files in effect, in layer order, with the SHA-256 of the bytes read.
+    pub policy_files: Vec<PolicyFile>,
+    /// `enforce` or `audit` (decide and log, block nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// The effective roots at start (operator roots; host roots arrive in `roots_update`).
+    pub effective_roots: Vec<AuditUri>,
+    /// The sandbox enforcement report, when a sandbox was requested.
+    pub sandbox: Option<SandboxReport>,
+    /// The protocol revision, when already known at start (usually it is not, and the
+    /// `initialized` record carries it).
+    pub protocol_version: Option<String>,
+}
+
+impl SessionStart {
+    /// A start record for `command` run in `cwd`, with this build's version and pid; the
+    /// caller fills in policies, roots and the sandbox report. Secret-looking arguments are
+    /// redacted here.
+    pub fn new(command: &[std::ffi::OsString], cwd: &std::path::Path) -> Self {
+        Self {
+            rootfence_version: env!("CARGO_PKG_VERSION").to_owned(),
+            pid: std::process::id(),
+            command: redact_command(command),
+            cwd: cwd.to_string_lossy().into_owned(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A policy file and the SHA-256 (lowercase hex) of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PolicyFile {
+    /// Its path as given.
+    pub path: String,
+    /// SHA-256 of the bytes read, lowercase hex.
+    pub sha256: String,
+}
+
+/// The sandbox's enforcement report, as logged (mapped from the sandbox module's report).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SandboxReport {
+    /// Requested mode: `off`, `best-effort` or `strict`.
+    pub mode: String,
+    /// The Landlock ABI version found, if any.
+    pub landlock_abi: Option<u32>,
+    /// `full`, `partial` or `none`.
+    pub enforcement: String,
+    /// Paths granted to the child and the rights on each (e.g. `read`, `read_write`).
+    pub paths: Vec<SandboxPath>,
+    /// Network state, e.g. `deny`, `allow`, `tcp:443,8080`, `unrestricted (ABI < 4)`.
+    pub network: String,
+    /// Resource limits applied, by name (`nofile`, `as`, `cpu`, `nproc`).
+    pub rlimits: std::collections::BTreeMap<String, u64>,
+    /// What was requested but is not enforced, in words.
+    pub missing: Vec<String>,
+}
+
+/// One path the sandbox grants.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SandboxPath {
+    /// The path.
+    pub path: String,
+    /// The rights granted.
+    pub access: String,
+}
+
+/// `initialized` fields.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Initialized {
+    /// The negotiated protocol revision, e.g. `2025-06-18`.
+    pub protocol_version: String,
+    /// The host's `clientInfo`, as it claimed.
+    pub host: Option<PeerInfo>,
+    /// The server's `serverInfo`, as it claimed.
+    pub server: Option<PeerInfo>,
+}
+
+/// A peer's self-description (untrusted text, escaped and cut to [`MAX_TEXT_BYTES`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PeerInfo {
+    /// `name`.
+    #[serde(serialize_with = "ser_text")]
+    pub name: String,
+    /// `version`.
+    #[serde(serialize_with = "ser_text")]
+    pub version: String,
+}
+
+/// `roots_update` fields.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RootsUpdate {
+    /// What brought the update: e.g. `roots_list_result`, `list_changed`, `input_response`,
+    /// `timeout`.
+    pub trigger: String,
+    /// The roots the host sent, as sent.
+    pub received: Vec<AuditUri>,
+    /// Roots dropped, each with a reason code.
+    pub dropped: Vec<DroppedRoot>,
+    /// Host roots narrowed to the operator roots inside them.
+    pub narrowed: Vec<NarrowedRoot>,
+    /// The effective roots afterwards.
+    pub effective: Vec<AuditUri>,
+}
+
+/// A dropped root and why.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DroppedRoot {
+    /// The root as received.
+    pub uri: AuditUri,
+    /// Reason code, e.g. `not_file_scheme`, `outside_operator_roots`, `denied_by_policy`.
+    pub reason: String,
+}
+
+/// A host root narrowed to the operator roots it contains.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct NarrowedRoot {
+    /// The root as received.
+    pub uri: AuditUri,
+    /// What it became.
+    pub to: Vec<AuditUri>,
+}
+
+/// Which way a message was going.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// From the host (MCP client) to the server.
+    HostToServer,
+    /// From the server to the host.
+    ServerToHost,
+}
+
+/// A decision's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Inside the roots and allowed by the policy.
+    Allow,
+    /// Refused.
+    Deny,
+}
+
+/// What rootfence did with the message or item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Passed on (possibly with the URI canonicalized).
+    Forwarded,
+    /// The item was removed from a list or result; the rest was passed on.
+    Filtered,
+    /// The message was rewritten (e.g. roots narrowed).
+    Rewritten,
+    /// rootfence answered with a JSON-RPC error; the other side never saw the request.
+    AnsweredError,
+    /// The message was dropped (e.g. an unsolicited notification).
+    Dropped,
+}
+
+/// `decision` fields: one URI checked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Which way the message was going.
+    pub direction: Direction,
+    /// The JSON-RPC method (of the request, for a result), as sent.
+    #[serde(serialize_with = "ser_text")]
+    pub method: String,
+    /// The JSON-RPC id, if the message had one.
+    #[serde(default)]
+    pub id: Option<RpcId>,
+    /// Where in the message the URI was, e.g. `params.uri`, `result.contents[2].uri`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// The URI as received.
+    pub uri: AuditUri,
+    /// Its canonical form, when it could be canonicalized.
+    #[serde(default)]
+    pub canonical: Option<AuditUri>,
+    /// Allowed or denied.
+    pub decision: Verdict,
+    /// Stable snake_case reason code, e.g. `inside_root`, `outside_roots`, `denied_by_rule`.
+    pub reason: String,
+    /// The policy layer that decided (its file), if a rule decided.
+    #[serde(default)]
+    pub layer: Option<String>,
+    /// The rule that decided (e.g. `deny[2] "**/.ssh/**"` or `file:line`).
+    #[serde(default)]
+    pub rule: Option<String>,
+    /// The root the URI was checked against (the one containing it, for an allow).
+    #[serde(default)]
+    pub root: Option<AuditUri>,
+    /// What was done.
+    pub action: Action,
+}
+
+/// Kinds of protocol errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProtocolErrorKind {
+    /// Not JSON (or not UTF-8).
+    InvalidJson,
+    /// JSON, but not a valid JSON-RPC message (e.g. duplicate keys, bad id).
+    InvalidMessage,
+    /// Longer than the line limit.
+    Oversized,
+    /// A response whose id matches no pending request.
+    UnmatchedResponse,
+    /// A request reusing an id that is still pending.
+    DuplicateId,
+    /// Anything else (see `detail`); also what a reader shows for kinds it does not know.
+    #[serde(other)]
+    Other,
+}
+
+/// `protocol_error` fields. The offending bytes are never logged: only their length and
+/// SHA-256, so the line can be matched against a capture without leaking it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtocolError {
+    /// Which way the line was going.
+    pub direction: Direction,
+    /// What was wrong.
+    pub kind: ProtocolErrorKind,
+    /// rootfence's own description (never message content).
+    #[serde(serialize_with = "ser_text")]
+    pub detail: String,
+    /// The line's length in bytes.
+    pub len: u64,
+    /// SHA-256 of the line, lowercase hex.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// The JSON-RPC id, when one could be read.
+    #[serde(default)]
+    pub id: Option<RpcId>,
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndCause {
+    /// The host closed rootfence's stdin.
+    HostClosed,
+    /// The server exited.
+    ServerExited,
+    /// rootfence received a signal.
+    Signal,
+    /// The audit log failed and `on_failure = "stop"`.
+    AuditFailure,
+    /// Another error (see `detail`).
+    Error,
+    /// Not said; also what a reader shows for causes it does not know.
+    #[default]
+    #[serde(other)]
+    Unknown,
+}
+
+/// `session_end` fields.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionEnd {
+    /// Why the session ended.
+    pub cause: EndCause,
+    /// rootfence's own words on the cause, if any.
+    pub detail: Option<String>,
+    /// The server's exit code, if it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the server, if one did.
+    pub signal: Option<i32>,
+    /// The negotiated protocol revision, if any.
+    pub protocol_version: Option<String>,
+    /// Counts; `allowed`, `denied`, `protocol_errors` and `records` are filled in by
+    /// [`AuditLog::close`](super::AuditLog::close) (the values given are replaced).
+    pub counts: Counts,
+}
+
+/// Per-session counts in `session_end`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Counts {
+    /// Messages read from the host.
+    pub from_host: u64,
+    /// Messages read from the server.
+    pub from_server: u64,
+    /// Allowed decisions (logged or not).
+    pub allowed: u64,
+    /// Denied decisions.
+    pub denied: u64,
+    /// Protocol errors.
+    pub protocol_errors: u64,
+    /// Records this session wrote, including `session_start` and this `session_end`.
+    pub records: u64,
+}
+
+/// `log_recovered` fields: the writer found that a log file ended with an incomplete line
+/// (a crash mid-write, or a failed write) and set that file aside untouched.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LogRecovered {
+    /// The file name (no directory) the damaged file was given.
+    pub file: String,
+    /// Byte offset of the incomplete line in it.
+    pub offset: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// SHA-256 of its bytes, lowercase hex.
+    pub sha256: String,
+}
+
+/// `log_rewound` fields: a running writer had written (or seen) the chain up to
+/// `expected_seq`, and then found the log ending at `found_seq`: records were removed from
+/// its end, or the file was replaced, while rootfence had it open. The chain continues from
+/// what is there; this record keeps the evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LogRewound {
+    /// The seq of the last record the writer knew of.
+    pub expected_seq: u64,
+    /// That record's SHA-256, lowercase hex.
+    pub expected_hash: String,
+    /// The seq of the last record now in the log (0: none).
+    pub found_seq: u64,
+}
+
+/// A URI (or path) as it is logged: the text as received, cut at [`MAX_URI_BYTES`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Hash, PartialOrd, Ord)]
+pub struct AuditUri(String);
+
+impl AuditUri {
+    /// Wraps `s`; a string longer than [`MAX_URI_BYTES`] is cut at a character boundary
+    /// and suffixed with `…[<len> bytes, sha256:<hex>]`.
+    pub fn new(s: &str) -> Self {
+        Self(cut(s, MAX_URI_BYTES))
+    }
+
+    /// The logged text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for AuditUri {
+    fn from(s: &str) -> Self {
+        Self::new(s)
+    }
+}
+
+impl From<String> for AuditUri {
+    fn from(s: String) -> Self {
+        if s.len() <= MAX_URI_BYTES {
+            Self(s)
+        } else {
+            Self::new(&s)
+        }
+    }
+}
+
+impl Serialize for AuditUri {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for AuditUri {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Self)
+    }
+}
+
+/// A JSON-RPC id, kept as its JSON text (a number or a string), so `1` and `"1"` stay
+/// distinct in the log as they are on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RpcId(String);
+
+/// Longest id kept verbatim; a longer one is logged as `"sha256:<hex>"`.
+const MAX_ID_BYTES: usize = 256;
+
+impl RpcId {
+    /// From the id's raw JSON text. `None` unless it is one JSON number or string.
+    pub fn from_json(raw: &str) -> Option<Self> {
+        let raw = raw.trim_matches([' ', '\t', '\r', '\n']);
+        let v: serde_json::Value = serde_json::from_str(raw).ok()?;
+        if !(v.is_number() || v.is_string()) {
+            return None;
+        }
+        if raw.len() > MAX_ID_BYTES {
+            return Some(Self(format!(
+                "\"sha256:{}\"",
+                super::chain::sha256_hex(raw.as_bytes())
+            )));
+        }
+        Some(Self(raw.to_owned()))
+    }
+
+    /// A numeric id.
+    pub fn number(n: i64) -> Self {
+        Self(n.to_string())
+    }
+
+    /// The id's JSON text.
+    pub fn as_json(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for RpcId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Validated in `from_json`, so this parse cannot fail; fall back to a string anyway.
+        match serde_json::from_str::<&serde_json::value::RawValue>(&self.0) {
+            Ok(raw) => raw.serialize(s),
+            Err(_) => s.serialize_str(&self.0),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RpcId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        Ok(Self(raw.get().to_owned()))
+    }
+}
+
+fn ser_text<S: Serializer>(v: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&cut(v, MAX_TEXT_BYTES))
+}
+
+/// `s`, or its first `max` bytes (at a char boundary) plus a marker with the full length
+/// and hash.
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}…[{} bytes, sha256:{}]",
+        &s[..end],
+        s.len(),
+        super::chain::sha256_hex(s.as_bytes())
+    )
+}
+
+/// Argument names whose value is a secret; matched case-insensitively as a substring of the
+/// option or variable name.
+const SECRET_WORDS: &[&str] = &[
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "api-key",
+    "api_key",
+    "apikey",
+    "credential",
+    "auth",
+    "private-key",
+];
+
+/// Replaces the values of secret-looking arguments: `--token X`, `--token=X`, `API_KEY=X`.
+fn redact_command(argv: &[std::ffi::OsString]) -> Vec<String> {
+    const R: &str = "<redacted>";
+    let is_secret = |name: &str| {
+        let n = name.to_ascii_lowercase();
+        SECRET_WORDS.iter().any(|w| n.contains(w))
+    };
+    let mut out = Vec::with_capacity(argv.len());
+    let mut redact_next = false;
+    for a in argv {
+        let a = a.to_string_lossy();
+        if std::mem::take(&mut redact_next) && !a.starts_with('-') {
+            out.push(R.to_owned());
+            continue;
+        }
+        if let Some((name, _)) = a.split_once('=')
+            && is_secret(name)
+            && !name.contains('/')
+        {
+            out.push(format!("{name}={R}"));
+        } else {
+            if a.starts_with('-') && is_secret(&a) {
+                redact_next = true;
+            }
+            out.push(a.into_owned());
+        }
+    }
+    out
+}
+
+/// Escapes, in place from `start`, the characters serde_json leaves raw but that must not
+/// appear raw in a log line: DEL, C1 controls, U+2028/U+2029 and bidi controls become
+/// `\uXXXX`. They can only occur inside JSON strings (the structure is ASCII), where the
+/// escape means the same character, so the JSON value is unchanged.
+pub(crate) fn escape_line(buf: &mut Vec<u8>, start: usize) {
+    // Fast path: nothing to do unless one of the lead bytes occurs.
+    let needs = buf[start..]
+        .iter()
+        .any(|&b| matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe2));
+    if !needs {
+        return;
+    }
+    let tail = buf.split_off(start);
+    let mut i = 0;
+    while i < tail.len() {
+        let b = tail[i];
+        let cp = match b {
+            0x7f => Some((0x7f, 1)),
+            0xc2 if matches!(tail.get(i + 1), Some(0x80..=0x9f)) => {
+                Some((u32::from(tail[i + 1]), 2))
+            }
+            0xd8 if tail.get(i + 1) == Some(&0x9c) => Some((0x061c, 2)),
+            0xe2 if tail.get(i + 1) == Some(&0x80)
+                && matches!(tail.get(i + 2), Some(0x8e | 0x8f | 0xa8..=0xae)) =>
+            {
+                Some((0x2000 | u32::from(tail[i + 2] & 0x3f), 3))
+            }
+            0xe2 if tail.get(i + 1) == Some(&0x81)
+                && matches!(tail.get(i + 2), Some(0xa6..=0xa9)) =>
+            {
+                Some((0x2040 | u32::from(tail[i + 2] & 0x3f), 3))
+            }
+            _ => None,
+        };
+        match cp {
+            Some((cp, n)) => {
+                use std::io::Write;
+                let _ = write!(buf, "\\u{cp:04x}");
+                i += n;
+            }
+            None => {
+                buf.push(b);
+                i += 1;
+            }
+        }
+    }
+}
+
+/// Whether a character must be escaped when shown to a person: every control character,
+/// the line separators and the bidi controls (and the backslash, so an escape in the text
+/// cannot pass for one of ours).
+pub(crate) fn is_unsafe_display_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\\' | '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{feff}'
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(e: &Event) -> String {
+        let mut v = Vec::new();
+        e.write_body(&mut v);
+        String::from_utf8(v).unwrap()
+    }
+
+    fn decision(uri: &str) -> Decision {
+        Decision {
+            direction: Direction::HostToServer,
+            method: "resources/read".into(),
+            id: RpcId::from_json("7"),
+            field: Some("params.uri".into()),
+            uri: uri.into(),
+            canonical: None,
+            decision: Verdict::Deny,
+            reason: "outside_roots".into(),
+            layer: None,
+            rule: None,
+            root: None,
+            action: Action::AnsweredError,
+        }
+    }
+
+    #[test]
+    fn body_is_spliceable_json() {
+        let e = Event::Decision(decision("file:///etc/passwd"));
+        let b = body(&e);
+        assert!(
+            b.starts_with(r#""event":"decision","direction":"host_to_server""#),
+            "{b}"
+        );
+        let obj = format!("{{{b}");
+        let back = Event::from_body("decision", obj.as_bytes())
+            .unwrap()
+            .unwrap();
+        assert_eq!(back, e);
+        // `1` and `"1"` stay distinct.
+        assert!(b.contains(r#""id":7"#));
+        let s = RpcId::from_json(r#""7""#).unwrap();
+        assert_eq!(serde_json::to_string(&s).unwrap(), r#""7""#);
+    }
+
+    #[test]
+    fn escapes_forging_characters() {
+        // Each of these, raw in a line, could end it, hide text or reorder it on screen.
+        let cases = [
+            ("a\nb", r"a\nb"),
+            ("a\r\"b", r#"a\r\"b"#),
+            ("a\u{7f}b", r"a\u007fb"),
+            ("a\u{85}b", r"a\u0085b"),
+            ("a\u{9f}b", r"a\u009fb"),
+            ("a\u{2028}b\u{2029}", r"a\u2028b\u2029"),
+            (
+                "\u{202a}\u{202b}\u{202c}\u{202d}\u{202e}",
+                r"\u202a\u202b\u202c\u202d\u202e",
+            ),
+            (
+                "\u{2066}\u{2067}\u{2068}\u{2069}",
+                r"\u2066\u2067\u2068\u2069",
+            ),
+            ("\u{200e}\u{200f}\u{061c}", r"\u200e\u200f\u061c"),
+            // Neighbours that are harmless stay raw.
+            (
+                "\u{a0}é\u{2027}\u{2030}\u{2065}\u{206a}\u{200d}",
+                "\u{a0}é\u{2027}\u{2030}\u{2065}\u{206a}\u{200d}",
+            ),
+        ];
+        for (raw, want) in cases {
+            let b = body(&Event::Decision(decision(&format!("file:///{raw}"))));
+            assert!(
+                b.contains(&format!("\"uri\":\"file:///{want}\"")),
+                "{raw:?} -> {b}"
+            );
+            let obj = format!("{{{b}");
+            let Some(Event::Decision(d)) = Event::from_body("decision", obj.as_bytes()).unwrap()
+            else {
+                panic!()
+            };
+            assert_eq!(d.uri.as_str(), format!("file:///{raw}"));
+        }
+    }
+
+    #[test]
+    fn long_values_are_cut_with_their_hash() {
+        let long = format!("file:///{}", "a".repeat(10_000));
+        let u = AuditUri::new(&long);
+        assert!(u.as_str().len() < MAX_URI_BYTES + 100);
+        assert!(u.as_str().contains("10008 bytes, sha256:"));
+        // Cut at a char boundary.
+        let multi = "é".repeat(3000);
+        assert!(AuditUri::new(&multi).as_str().starts_with('é'));
+        let id = "9".repeat(300);
+        assert!(
+            RpcId::from_json(&id)
+                .unwrap()
+                .as_json()
+                .starts_with("\"sha256:")
+        );
+    }
+
+    #[test]
+    fn rpc_id_accepts_only_numbers_and_strings() {
+        for ok in ["1", "-3", "1.5e3", r#""abc""#, r#""\u202e""#, " 4 "] {
+            assert!(RpcId::from_json(ok).is_some(), "{ok}");
+        }
+        for bad in ["null", "{}", "[1]", "true", "1 2", "", r#"{"secret":"x"}"#] {
+            assert!(RpcId::from_json(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn redacts_secret_arguments() {
+        let argv: Vec<std::ffi::OsString> = [
+            "npx",
+            "server",
+            "--api-key",
+            "sk-1",
+            "--token=abc",
+            "GITHUB_TOKEN=ghp",
+            "--root",
+            "/data",
+            "--auth",
+            "--verbose",
+            "/path/with/token=x",
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
+        assert_eq!(
+            redact_command(&argv),
+            [
+                "npx",
+                "server",
+                "--api-key",
+                "<redacted>",
+                "--token=<redacted>",
+                "GITHUB_TOKEN=<redacted>",
+                "--root",
+                "/data",
+                "--auth",
+                "--verbose",
+                "/path/with/token=x",
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_event_names_are_not_errors() {
+        assert!(Event::from_body("future_thing", b"{}").unwrap().is_none());
+        assert!(Event::from_body("decision", b"{}").is_err());
+    }
+
+    proptest::proptest! {
+        /// Whatever a URI contains, its record is one line with no raw control, separator
+        /// or bidi character, and the logged value decodes to exactly the URI.
+        #[test]
+        fn any_uri_stays_on_one_safe_line(uri in "\\PC*|[\\x00-\\x{a0}\\x{2000}-\\x{2070}\\x{feff}]{0,40}") {
+            let b = body(&Event::Decision(decision(&uri)));
+            proptest::prop_assert!(!b.contains('\n'));
+            let raw_unsafe = b.chars().any(|c| c.is_control()
+                || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}'
+                    | '\u{2066}'..='\u{2069}'));
+            proptest::prop_assert!(!raw_unsafe, "{}", b);
+            let obj = format!("{{{b}");
+            let Some(Event::Decision(d)) = Event::from_body("decision", obj.as_bytes()).unwrap()
+            else {
+                panic!()
+            };
+            proptest::prop_assert_eq!(d.uri, AuditUri::new(&uri));
+        }
+    }
+}

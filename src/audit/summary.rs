@@ -1,0 +1,255 @@
+//! `rootfence audit summary`: per session, counts by decision, method and reason, and the
+//! most denied URIs and rules.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::event::{Event, Verdict};
+use super::read::for_each_record;
+use super::show::disp;
+
+/// Options for [`summarize`].
+#[derive(Debug, Clone, Copy)]
+pub struct SummaryOptions {
+    /// How many denied URIs and rules to list per session.
+    pub top: usize,
+    /// Print JSON instead of text.
+    pub json: bool,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Session {
+    session: String,
+    first_ts: String,
+    last_ts: String,
+    records: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    protocol_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end: Option<String>,
+    decisions: BTreeMap<String, u64>,
+    by_method: BTreeMap<String, BTreeMap<String, u64>>,
+    by_reason: BTreeMap<String, u64>,
+    by_action: BTreeMap<String, u64>,
+    protocol_errors: BTreeMap<String, u64>,
+    roots_updates: u64,
+    roots_dropped: u64,
+    top_denied_uris: Vec<(String, u64)>,
+    top_denied_rules: Vec<(String, u64)>,
+    #[serde(skip)]
+    denied_uris: HashMap<String, u64>,
+    #[serde(skip)]
+    denied_rules: HashMap<String, u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct Summary {
+    sessions: Vec<Session>,
+    warnings: Vec<String>,
+}
+
+/// Reads `files` (in chain order) and writes the summary to `out`. Malformed and
+/// incomplete lines are skipped and listed as warnings (on `err`, and in the JSON).
+pub fn summarize(
+    files: &[PathBuf],
+    opts: SummaryOptions,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    let files = super::order_files(files);
+    let mut sessions: Vec<Session> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut warnings = Vec::new();
+    for_each_record(
+        &files,
+        |rec, _| {
+            let i = *index.entry(rec.session.clone()).or_insert_with(|| {
+                sessions.push(Session {
+                    session: rec.session.clone(),
+                    first_ts: rec.ts.clone(),
+                    ..Session::default()
+                });
+                sessions.len() - 1
+            });
+            let s = &mut sessions[i];
+            s.records += 1;
+            s.last_ts.clone_from(&rec.ts);
+            match &rec.event {
+                Some(Event::SessionStart(st)) => {
+                    s.command = Some(st.command.clone());
+                    if st.protocol_version.is_some() {
+                        s.protocol_version.clone_from(&st.protocol_version);
+                    }
+                }
+                Some(Event::Initialized(i)) => {
+                    s.protocol_version = Some(i.protocol_version.clone());
+                }
+                Some(Event::RootsUpdate(u)) => {
+                    s.roots_updates += 1;
+                    s.roots_dropped += u.dropped.len() as u64;
+                }
+                Some(Event::Decision(d)) => {
+                    let verdict = match d.decision {
+                        Verdict::Allow => "allow",
+                        Verdict::Deny => "deny",
+                    };
+                    *s.decisions.entry(verdict.into()).or_default() += 1;
+                    *s.by_method
+                        .entry(d.method.clone())
+                        .or_default()
+                        .entry(verdict.into())
+                        .or_default() += 1;
+                    *s.by_reason.entry(d.reason.clone()).or_default() += 1;
+                    *s.by_action.entry(enum_name(&d.action)).or_default() += 1;
+                    if d.decision == Verdict::Deny {
+                        *s.denied_uris.entry(d.uri.as_str().to_owned()).or_default() += 1;
+                        let rule = match (&d.layer, &d.rule) {
+                            (Some(l), Some(r)) => format!("{l}: {r}"),
+                            (None, Some(r)) => r.clone(),
+                            (Some(l), None) => l.clone(),
+                            (None, None) => format!("(no rule: {})", d.reason),
+                        };
+                        *s.denied_rules.entry(rule).or_default() += 1;
+                    }
+                }
+                Some(Event::ProtocolError(p)) => {
+                    *s.protocol_errors.entry(enum_name(&p.kind)).or_default() += 1;
+                }
+                Some(Event::SessionEnd(e)) => {
+                    let mut end = enum_name(&e.cause);
+                    if let Some(c) = e.exit_code {
+                        end.push_str(&format!(" (exit {c})"));
+                    }
+                    if let Some(sig) = e.signal {
+                        end.push_str(&format!(" (signal {sig})"));
+                    }
+                    s.end = Some(end);
+                }
+                _ => {}
+            }
+        },
+        |w| warnings.push(w),
+    )?;
+    for s in &mut sessions {
+        s.top_denied_uris = top(&s.denied_uris, opts.top);
+        s.top_denied_rules = top(&s.denied_rules, opts.top);
+    }
+    for w in &warnings {
+        writeln!(err, "rootfence: warning: {w}")?;
+    }
+    let summary = Summary { sessions, warnings };
+    if opts.json {
+        serde_json::to_writer_pretty(&mut *out, &summary)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    for s in &summary.sessions {
+        print_session(s, out)?;
+    }
+    if summary.sessions.is_empty() {
+        writeln!(out, "no records")?;
+    }
+    Ok(())
+}
+
+fn print_session(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "session {}  {} .. {}  {} records",
+        s.session, s.first_ts, s.last_ts, s.records
+    )?;
+    if let Some(c) = &s.command {
+        let c: Vec<String> = c.iter().map(|a| disp(a)).collect();
+        writeln!(out, "  command:   {}", c.join(" "))?;
+    }
+    writeln!(
+        out,
+        "  protocol:  {}",
+        s.protocol_version
+            .as_deref()
+            .map_or("(unknown)".into(), disp)
+    )?;
+    writeln!(
+        out,
+        "  ended:     {}",
+        s.end
+            .as_deref()
+            .unwrap_or("(no session_end: still running, or killed)")
+    )?;
+    let d = |k: &str| s.decisions.get(k).copied().unwrap_or(0);
+    writeln!(out, "  decisions: {} allow, {} deny", d("allow"), d("deny"))?;
+    if !s.by_method.is_empty() {
+        writeln!(out, "  by method:")?;
+        for (m, v) in &s.by_method {
+            let g = |k: &str| v.get(k).copied().unwrap_or(0);
+            writeln!(
+                out,
+                "    {:<32} {:>8} allow {:>8} deny",
+                disp(m),
+                g("allow"),
+                g("deny")
+            )?;
+        }
+    }
+    list(out, "by reason", s.by_reason.iter().map(|(k, v)| (k, *v)))?;
+    list(out, "by action", s.by_action.iter().map(|(k, v)| (k, *v)))?;
+    list(
+        out,
+        "protocol errors",
+        s.protocol_errors.iter().map(|(k, v)| (k, *v)),
+    )?;
+    if s.roots_updates > 0 {
+        writeln!(
+            out,
+            "  roots:     {} updates, {} roots dropped",
+            s.roots_updates, s.roots_dropped
+        )?;
+    }
+    list(
+        out,
+        "top denied URIs",
+        s.top_denied_uris.iter().map(|(k, v)| (k, *v)),
+    )?;
+    list(
+        out,
+        "top denying rules",
+        s.top_denied_rules.iter().map(|(k, v)| (k, *v)),
+    )?;
+    writeln!(out)
+}
+
+fn list<'a>(
+    out: &mut dyn Write,
+    title: &str,
+    items: impl Iterator<Item = (&'a String, u64)>,
+) -> std::io::Result<()> {
+    let mut first = true;
+    for (k, v) in items {
+        if std::mem::take(&mut first) {
+            writeln!(out, "  {title}:")?;
+        }
+        writeln!(out, "    {v:>8}  {}", disp(k))?;
+    }
+    Ok(())
+}
+
+/// The `n` largest counts, ties broken by name so the output is stable.
+fn top(m: &HashMap<String, u64>, n: usize) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = m.iter().map(|(k, c)| (k.clone(), *c)).collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v.truncate(n);
+    v
+}
+
+/// The snake_case name serde gives a unit enum variant.
+fn enum_name<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => "unknown".into(),
+    }
+}
