@@ -426,9 +426,11 @@ class Session:
 
 
 def leaves(e: BaseException) -> list[BaseException]:
-    """The innermost exceptions of (possibly nested) exception groups."""
-    if isinstance(e, BaseExceptionGroup):
-        return [leaf for sub in e.exceptions for leaf in leaves(sub)]
+    """The innermost exceptions of (possibly nested) exception groups (duck-typed, so the
+    `exceptiongroup` backport on Python 3.10 counts too)."""
+    subs = getattr(e, "exceptions", None)
+    if isinstance(subs, (list, tuple)) and subs:
+        return [leaf for sub in subs for leaf in leaves(sub)]
     return [e]
 
 
