@@ -54,7 +54,7 @@ install_node() {
 
 install_python() {
     local python=${ROOTFENCE_PEERS_PYTHON:-python3}
-    need "$python" "install Python 3.10 or later, or point ROOTFENCE_PEERS_PYTHON at one"
+    need "$python" "install Python 3.11 or later (the lock is resolved for 3.11), or point ROOTFENCE_PEERS_PYTHON at one"
     local venv=$PEERS/.venv req=$PEERS/python/requirements.txt stamp key
     stamp=$venv/.rootfence-stamp
     key=$(key_of "$("$python" --version 2>&1)" "$req")
