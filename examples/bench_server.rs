@@ -1,0 +1,122 @@
+//! A minimal, fast MCP stdio server for the relay benchmark (`scripts/bench-relay.sh`), so the
+//! server is never the bottleneck when measuring what rootfence adds.
+//!
+//! It answers `initialize` (echoing the requested protocol version), `ping` with `{}`, and
+//! `resources/read`: `bench://big` returns a text resource of `--payload-bytes` bytes (default
+//! 10 MiB), built once at start; any other URI returns a two-byte text. Notifications are
+//! ignored; any other request gets `-32601`. One response per request, in order, each
+//! written whole and flushed, so the host sees one line per answer.
+
+use std::io::{BufRead, BufReader, BufWriter, Write};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+#[derive(Deserialize)]
+struct Request<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    method: Option<String>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ReadParams {
+    uri: String,
+}
+
+#[derive(Deserialize)]
+struct InitParams {
+    #[serde(rename = "protocolVersion")]
+    protocol_version: String,
+}
+
+fn main() -> std::io::Result<()> {
+    let mut payload_bytes: usize = 10 << 20;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--payload-bytes" => {
+                payload_bytes = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--payload-bytes takes a byte count");
+            }
+            other => panic!("bench_server: unknown argument {other:?} (only --payload-bytes N)"),
+        }
+    }
+    // The big text, JSON-encoded once: plain ASCII needs no escaping, so it is the string
+    // literal itself.
+    let big = format!("\"{}\"", "x".repeat(payload_bytes));
+
+    let stdin = std::io::stdin();
+    let mut input = BufReader::with_capacity(1 << 16, stdin.lock());
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut line = Vec::with_capacity(1 << 12);
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            return Ok(());
+        }
+        let text = line.trim_ascii();
+        if text.is_empty() {
+            continue;
+        }
+        let Ok(req) = serde_json::from_slice::<Request<'_>>(text) else {
+            eprintln!("bench_server: ignoring a line that is not a JSON-RPC message");
+            continue;
+        };
+        let (Some(id), Some(method)) = (req.id, req.method.as_deref()) else {
+            continue; // a notification, or a response: nothing to answer
+        };
+        let id = id.get();
+        match method {
+            "ping" => write!(out, r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)?,
+            "initialize" => {
+                let version = req
+                    .params
+                    .and_then(|p| serde_json::from_str::<InitParams>(p.get()).ok())
+                    .map_or_else(|| "2025-11-25".to_string(), |p| p.protocol_version);
+                let version = serde_json::to_string(&version)?;
+                write!(
+                    out,
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":{version},"capabilities":{{"resources":{{}}}},"serverInfo":{{"name":"rootfence-bench-server","version":"1"}}}}}}"#
+                )?;
+            }
+            "resources/read" => {
+                let Some(params) = req
+                    .params
+                    .and_then(|p| serde_json::from_str::<ReadParams>(p.get()).ok())
+                else {
+                    write!(
+                        out,
+                        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32602,"message":"resources/read needs params.uri"}}}}"#
+                    )?;
+                    out.write_all(b"\n")?;
+                    out.flush()?;
+                    continue;
+                };
+                let text = if params.uri == "bench://big" {
+                    big.as_str()
+                } else {
+                    "\"ok\""
+                };
+                let uri = serde_json::to_string(&params.uri)?;
+                write!(
+                    out,
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"contents":[{{"uri":{uri},"mimeType":"text/plain","text":"#
+                )?;
+                out.write_all(text.as_bytes())?;
+                out.write_all(b"}]}}")?;
+            }
+            _ => write!(
+                out,
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"message":"method not found"}}}}"#
+            )?,
+        }
+        out.write_all(b"\n")?;
+        out.flush()?;
+    }
+}
