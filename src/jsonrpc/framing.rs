@@ -17,8 +17,11 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 /// The default maximum line length: 64 MiB.
 pub const DEFAULT_MAX_LINE: usize = 64 * 1024 * 1024;
 
-/// How much room to make in the buffer before each read.
+/// How much room to make in the buffer before each read, at least.
 const READ_CHUNK: usize = 64 * 1024;
+/// At most: a message being read grows the read size with it (so a 10 MiB message takes
+/// tens of reads, not hundreds), up to the size of a large pipe buffer.
+const MAX_READ_CHUNK: usize = 1024 * 1024;
 
 /// One framed unit read from a stream.
 #[derive(Debug)]
@@ -70,7 +73,8 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             if self.eof {
                 return Ok(self.finish());
             }
-            self.buf.reserve(READ_CHUNK);
+            let chunk = self.buf.len().clamp(READ_CHUNK, MAX_READ_CHUNK);
+            self.buf.reserve(chunk);
             if self.inner.read_buf(&mut self.buf).await? == 0 {
                 self.eof = true;
             }

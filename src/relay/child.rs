@@ -114,6 +114,8 @@ pub fn spawn(mut cmd: std::process::Command) -> Result<ServerProcess, SpawnError
     let pid = child.id().expect("a just-spawned child has a pid");
     let stdin = child.stdin.take().expect("stdin was piped");
     let stdout = child.stdout.take().expect("stdout was piped");
+    grow_pipe(&stdin);
+    grow_pipe(&stdout);
     std::thread::Builder::new()
         .name("server-stderr".into())
         .spawn(move || pass_stderr(stderr_read))
@@ -141,6 +143,19 @@ fn pass_stderr(from: std::io::PipeReader) {
                 let _ = std::io::stderr().write_all(&line);
             }
         }
+    }
+}
+
+/// Pipe capacity rootfence asks for on the pipes it relays: with the default 64 KiB, a large
+/// message costs a context switch per 64 KiB on each hop.
+pub(crate) const PIPE_SIZE: i32 = 1 << 20;
+
+/// Grows a pipe's buffer to [`PIPE_SIZE`]. Best effort: the limit is
+/// `/proc/sys/fs/pipe-max-size` (1 MiB by default) and a smaller pipe still works.
+pub(crate) fn grow_pipe(fd: impl std::os::fd::AsFd) {
+    use nix::fcntl::{FcntlArg, fcntl};
+    if let Err(e) = fcntl(fd, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE)) {
+        tracing::debug!("could not grow a pipe to {PIPE_SIZE} bytes: {e}");
     }
 }
 

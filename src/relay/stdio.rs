@@ -40,6 +40,7 @@ pub fn host_streams() -> io::Result<(HostReader, HostWriter)> {
 
     let (in_type, _) = describe(&stdin)?;
     let reader: HostReader = if in_type.is_fifo() {
+        super::child::grow_pipe(&stdin);
         Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(stdin)?)
     } else if in_type.is_socket() {
         Box::new(unix_stream(stdin)?)
@@ -50,6 +51,7 @@ pub fn host_streams() -> io::Result<(HostReader, HostWriter)> {
     let (out_type, out_inode) = describe(&stdout)?;
     let shared_with_stderr = stderr_inode == Some(out_inode);
     let writer: HostWriter = if out_type.is_fifo() && !shared_with_stderr {
+        super::child::grow_pipe(&stdout);
         Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(stdout)?)
     } else if out_type.is_socket() && !shared_with_stderr {
         Box::new(unix_stream(stdout)?)
