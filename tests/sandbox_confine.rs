@@ -741,3 +741,32 @@ fn exec_denied_by_the_sandbox_is_reported_after_the_report() {
     assert!(err.to_string().contains("does not grant execute"), "{err}");
     assert_eq!(status.code(), Some(126));
 }
+
+/// Regression for a finding while building the profile: with `/proc` granted, Landlock
+/// (Linux 6.18) still lets a confined process read `environ`, `maps` and the `fd` list of
+/// other processes of its user. The default profile therefore grants `/proc/self` only,
+/// and another process's environment (the host's API keys) stays unreadable.
+#[test]
+fn another_processes_environment_is_unreadable() {
+    if skip_below(1, "another_processes_environment_is_unreadable") {
+        return;
+    }
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id();
+    let s = spec(SandboxMode::BestEffort);
+    let cases = [
+        (format!("read|/proc/{pid}/environ"), EACCES),
+        (format!("read|/proc/{pid}/cmdline"), EACCES),
+        (format!("read|/proc/{pid}/maps"), EACCES),
+        (format!("list|/proc/{pid}/fd"), EACCES),
+        (format!("read|/proc/{}/environ", std::process::id()), EACCES),
+        ("read|/proc/self/environ".to_owned(), OK),
+        ("read|/proc/self/maps".to_owned(), OK),
+    ];
+    let actions: Vec<String> = cases.iter().map(|(a, _)| a.clone()).collect();
+    let run = run_child(&s, &actions, &[]);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let cases: Vec<(&str, &str)> = cases.iter().map(|(a, w)| (a.as_str(), *w)).collect();
+    run.expect(&cases);
+}

@@ -283,20 +283,22 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         }
     );
 
-    let mut findings = probe::Findings::default();
-    if strace.is_some() {
+    let findings = if strace.is_some() {
         let text = std::fs::read(&log)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
-        findings = probe::parse_strace_log(&text);
+        let findings = probe::parse_strace_log(&text);
         if !findings.restricted && report.is_ok() {
             eprintln!(
                 "rootfence: probe: the strace log shows no landlock_restrict_self; \
                  Landlock is not enforcing here, so nothing can be denied by it"
             );
         }
-    }
-    findings.merge(probe::parse_stderr(&stderr_text));
+        findings
+    } else {
+        // Without strace, what the command printed is all there is to go on.
+        probe::parse_stderr(&stderr_text)
+    };
 
     for d in &findings.denials {
         let need = match d.need {

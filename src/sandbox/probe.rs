@@ -60,21 +60,15 @@ pub struct Findings {
 }
 
 impl Findings {
+    /// Keeps the first denial per path and need (strace before stderr).
     fn push(&mut self, d: Denial) {
-        if !self.denials.contains(&d) {
+        if !self
+            .denials
+            .iter()
+            .any(|x| x.path == d.path && x.need == d.need)
+        {
             self.denials.push(d);
         }
-    }
-
-    /// Merges another source in (for example stderr findings into strace findings).
-    pub fn merge(&mut self, other: Findings) {
-        for d in other.denials {
-            self.push(d);
-        }
-        self.connect_ports.extend(other.connect_ports);
-        self.bind_ports.extend(other.bind_ports);
-        self.signals += other.signals;
-        self.restricted |= other.restricted;
     }
 }
 
@@ -174,15 +168,18 @@ fn split_pid(line: &str) -> (&str, &str) {
 fn parse_syscall(line: &str, findings: &mut Findings) {
     let Some(open) = line.find('(') else { return };
     let name = &line[..open];
-    let Some(eq) = line.rfind(") = ") else {
+    // strace pads short calls: `mkdir("/x", 0777)     = -1 EACCES (...)`.
+    let Some(eq) = line.rfind(" = ") else {
         return;
     };
-    let result = &line[eq + 4..];
+    let result = &line[eq + 3..];
     let denied = result.starts_with("-1 EACCES") || result.starts_with("-1 EPERM");
     if !denied {
         return;
     }
-    let args = &line[open + 1..eq];
+    let Some(args) = line[open + 1..eq].trim_end().strip_suffix(')') else {
+        return;
+    };
     let (strings, dirfds) = scan_args(args);
     let need = |flags: &str| {
         if ["O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"]
@@ -443,6 +440,10 @@ pub fn suggest(findings: &Findings, spec: &SandboxSpec) -> Suggestion {
                 .push((d.path.clone(), "relative path, directory unknown".into()));
             continue;
         }
+        if let Some(why) = never_suggested(&d.path) {
+            s.left_out.push((d.path.clone(), why.into()));
+            continue;
+        }
         if spec.deny.iter().any(|x| d.path.starts_with(x)) {
             s.left_out
                 .push((d.path.clone(), "denied by the policy on purpose".into()));
@@ -488,6 +489,63 @@ pub fn suggest(findings: &Findings, spec: &SandboxSpec) -> Suggestion {
     s
 }
 
+/// Paths a suggestion must never grant, whatever the command tried.
+fn never_suggested(p: &Path) -> Option<&'static str> {
+    let terminal = p == Path::new("/dev/tty")
+        || p == Path::new("/dev/console")
+        || p.starts_with("/dev/pts")
+        || p.starts_with("/dev/tty");
+    if terminal {
+        return Some(
+            "a terminal: a server that can open it can inject keystrokes (TIOCSTI); \
+             not suggested",
+        );
+    }
+    if p == Path::new("/") || p == Path::new("/proc") || p == Path::new("/sys") {
+        return Some(
+            "too broad to grant (with /proc granted, a confined process can read the \
+             environment of every other process of its user); not suggested",
+        );
+    }
+    let mut parts = p.components().skip(1);
+    if parts.next().map(|c| c.as_os_str()) == Some(std::ffi::OsStr::new("proc")) {
+        if let Some(second) = parts.next().and_then(|c| c.as_os_str().to_str()) {
+            if second == "self"
+                || second == "thread-self"
+                || second.bytes().all(|b| b.is_ascii_digit())
+            {
+                return Some(
+                    "per-process /proc entry of a child process: Landlock binds a grant to \
+                     the launcher's own pid, and granting /proc would expose other \
+                     processes' environment; not suggested (runtimes cope without it)",
+                );
+            }
+        }
+    }
+    None
+}
+
+/// Whether a path usually holds credentials (marked in the snippet).
+fn holds_credentials(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let file = matches!(
+        name,
+        ".npmrc" | ".pypirc" | ".netrc" | ".git-credentials" | ".pgpass" | "credentials"
+    ) || name.starts_with(".env")
+        || name.starts_with("id_rsa")
+        || name.starts_with("id_ed25519")
+        || name.starts_with("id_ecdsa")
+        || name.ends_with(".pem")
+        || name.ends_with(".key");
+    let dir = p.components().any(|c| {
+        matches!(
+            c.as_os_str().to_str(),
+            Some(".ssh" | ".aws" | ".gnupg" | ".kube" | ".docker" | ".azure" | "gh")
+        )
+    });
+    file || dir
+}
+
 fn existing_ancestor(p: &Path) -> Option<PathBuf> {
     p.ancestors()
         .find(|a| a.symlink_metadata().is_ok())
@@ -529,7 +587,11 @@ pub fn render_toml(s: &Suggestion, network_restricted: bool) -> String {
         for p in paths {
             out.push_str("    ");
             out.push_str(&toml_string(&p.to_string_lossy()));
-            out.push_str(",\n");
+            out.push(',');
+            if holds_credentials(p) {
+                out.push_str("  # may hold credentials: grant only if the server needs it");
+            }
+            out.push('\n');
         }
         out.push_str("]\n");
     };
@@ -575,12 +637,12 @@ mod tests {
 4002 openat(5</home/u/.cache/x>, "tmp/f", O_WRONLY|O_CREAT|O_TRUNC, 0644 <unfinished ...>
 4001 stat("/etc/shadow", 0x7ff) = -1 EACCES (Permission denied)
 4002 <... openat resumed>) = -1 EACCES (Permission denied)
-4001 mkdir("/var/cache/thing", 0777) = -1 EACCES (Permission denied)
+4001 mkdir("/var/cache/thing", 0777)     = -1 EACCES (Permission denied)
 4001 renameat2(AT_FDCWD</w>, "a", AT_FDCWD</w>, "b", RENAME_NOREPLACE) = -1 EACCES (Permission denied)
 4001 execve("/opt/bin/helper", ["helper"], 0x1 /* 1 var */) = -1 EACCES (Permission denied)
 4001 connect(7<socket:[1]>, {sa_family=AF_INET, sin_port=htons(443), sin_addr=inet_addr("1.2.3.4")}, 16) = -1 EACCES (Permission denied)
 4001 bind(7<socket:[2]>, {sa_family=AF_INET6, sin6_port=htons(8080), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "::", &sin6_addr), sin6_scope_id=0}, 28) = -1 EACCES (Permission denied)
-4001 kill(4000, SIGTERM) = -1 EPERM (Operation not permitted)
+4001 kill(4000, SIGTERM)                  = -1 EPERM (Operation not permitted)
 4001 openat(AT_FDCWD</w>, "/tmp/odd\"name\\x\303\251\x01", O_RDONLY) = -1 EACCES (Permission denied)
 4001 openat(AT_FDCWD</w>, "/ok", O_RDONLY) = 3</ok>
 4001 openat(AT_FDCWD</w>, "/missing", O_RDONLY) = -1 ENOENT (No such file or directory)
@@ -677,6 +739,9 @@ unrelated: line
                 d(base.join("cache/x"), Need::Read),
                 d(base.join("secret/k"), Need::Read),
                 d(base.join("nonexistent"), Need::Read),
+                d(PathBuf::from("/dev/tty"), Need::Write),
+                d(PathBuf::from("/proc/self/maps"), Need::Read),
+                d(PathBuf::from("/proc/4242/cgroup"), Need::Read),
                 d(PathBuf::from("relative"), Need::Read),
             ],
             connect_ports: BTreeSet::from([443]),
@@ -688,7 +753,7 @@ unrelated: line
         assert_eq!(s.read, vec![base.join("lib"), base.join("one")]);
         assert_eq!(s.write, vec![base.join("cache")]);
         assert_eq!(s.ports, vec![443]);
-        assert_eq!(s.left_out.len(), 2, "{:?}", s.left_out);
+        assert_eq!(s.left_out.len(), 5, "{:?}", s.left_out);
         let toml_text = render_toml(&s, true);
         assert!(toml_text.contains("network = [443]"), "{toml_text}");
         // The snippet is valid TOML with the policy's keys.
@@ -698,6 +763,19 @@ unrelated: line
             render_toml(&Suggestion::default(), false),
             "[sandbox]\n# nothing to add: no sandbox denial was observed\n"
         );
+    }
+
+    #[test]
+    fn credential_files_are_marked() {
+        let s = Suggestion {
+            read: vec![PathBuf::from("/home/u/.npmrc"), PathBuf::from("/opt/lib")],
+            ..Suggestion::default()
+        };
+        let text = render_toml(&s, false);
+        let marked: Vec<&str> = text.lines().filter(|l| l.contains("# may hold")).collect();
+        assert_eq!(marked.len(), 1, "{text}");
+        assert!(marked[0].contains(".npmrc"));
+        toml::from_str::<toml::Value>(&text).unwrap();
     }
 
     #[test]

@@ -124,6 +124,13 @@ const ETC_ENTRIES: &[&str] = &[
 
 /// `/proc` and `/sys` entries node (libuv) and python read at start: own process, CPU
 /// and memory figures, cgroup limits, overcommit policy.
+///
+/// Never `/proc` as a whole: Landlock (Linux 6.18 tested) refuses ptrace attach and
+/// `/proc/<pid>/mem` of processes outside the sandbox, but not `environ`, `maps` or the
+/// `fd` listing of other processes of the same user once `/proc` is granted, and other
+/// processes' environments hold secrets. `/proc/self` is bound to the launcher's pid,
+/// which the server keeps across exec; the server's own child processes therefore
+/// cannot read their `/proc/self` (node and python cope).
 const PROC_SYS_ENTRIES: &[&str] = &[
     "/proc/self",
     "/proc/cpuinfo",
