@@ -5,13 +5,22 @@
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+/// Prints a skip notice past libtest's output capture (which only intercepts the print
+/// macros), so a skipped test is never silent.
+fn skip(msg: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {msg}");
+}
+
 fn rootfence() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rootfence"))
 }
 
 fn landlock_or_skip(test: &str) -> bool {
     if rootfence::sandbox::landlock_abi().is_none() {
-        eprintln!("SKIPPED {test}: Landlock is not available on this kernel");
+        skip(format_args!(
+            "{test}: Landlock is not available on this kernel"
+        ));
         return false;
     }
     true
@@ -134,10 +143,10 @@ fn probe_with_strace_suggests_the_denied_paths() {
         return;
     }
     if rootfence::sandbox::probe::find_strace().is_none() {
-        eprintln!(
-            "SKIPPED probe_with_strace_suggests_the_denied_paths: strace not installed \
+        skip(format_args!(
+            "probe_with_strace_suggests_the_denied_paths: strace not installed \
              (the stderr-only probe is tested by probe_without_strace_reads_stderr)"
-        );
+        ));
         return;
     }
     let d = dirs();

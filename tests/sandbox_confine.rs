@@ -142,6 +142,13 @@ fn run_action(action: &str) -> std::io::Result<String> {
 // ---------------------------------------------------------------------------------------
 // The parent side.
 
+/// Prints a skip notice past libtest's output capture (which only intercepts the print
+/// macros), so a skipped test is never silent.
+fn skip(msg: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {msg}");
+}
+
 fn rootfence() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_rootfence"))
 }
@@ -150,11 +157,15 @@ fn rootfence() -> &'static Path {
 fn skip_below(abi: u8, what: &str) -> bool {
     match sandbox::landlock_abi() {
         None => {
-            eprintln!("SKIPPED {what}: Landlock is not available on this kernel");
+            skip(format_args!(
+                "{what}: Landlock is not available on this kernel"
+            ));
             true
         }
         Some(v) if v < abi => {
-            eprintln!("SKIPPED {what}: needs Landlock ABI {abi}, this kernel has ABI {v}");
+            skip(format_args!(
+                "{what}: needs Landlock ABI {abi}, this kernel has ABI {v}"
+            ));
             true
         }
         Some(_) => false,
@@ -591,7 +602,9 @@ fn environment_descriptors_and_limits_are_reduced() {
 #[test]
 fn the_report_is_honest_about_the_kernel() {
     let Some(abi) = sandbox::landlock_abi() else {
-        eprintln!("SKIPPED the_report_is_honest_about_the_kernel: Landlock is not available");
+        skip(format_args!(
+            "the_report_is_honest_about_the_kernel: Landlock is not available"
+        ));
         return;
     };
     let t = tree();
@@ -640,10 +653,10 @@ fn strict_refuses_a_limit_the_kernel_does_not_apply() {
         return;
     }
     if !nix::unistd::getuid().is_root() {
-        eprintln!(
-            "SKIPPED strict_refuses_a_limit_the_kernel_does_not_apply: needs root \
+        skip(format_args!(
+            "strict_refuses_a_limit_the_kernel_does_not_apply: needs root \
              (RLIMIT_NPROC is only ineffective for uid 0)"
-        );
+        ));
         return;
     }
     let mut s = spec(SandboxMode::Strict);

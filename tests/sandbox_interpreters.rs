@@ -21,13 +21,22 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+/// Prints a skip notice past libtest's output capture (which only intercepts the print
+/// macros), so a skipped test is never silent.
+fn skip(msg: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {msg}");
+}
+
 fn rootfence() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rootfence"))
 }
 
 fn landlock_or_skip(test: &str) -> bool {
     if rootfence::sandbox::landlock_abi().is_none() {
-        eprintln!("SKIPPED {test}: Landlock is not available on this kernel");
+        skip(format_args!(
+            "{test}: Landlock is not available on this kernel"
+        ));
         return false;
     }
     true
@@ -90,7 +99,9 @@ fn a_node_script_runs_under_the_default_profile() {
         return;
     }
     let Some(node) = which("node") else {
-        eprintln!("SKIPPED a_node_script_runs_under_the_default_profile: node not on PATH");
+        skip(format_args!(
+            "a_node_script_runs_under_the_default_profile: node not on PATH"
+        ));
         return;
     };
     let d = dirs();
@@ -147,7 +158,9 @@ fn a_python_script_runs_under_the_default_profile() {
         return;
     }
     let Some(python) = which("python3") else {
-        eprintln!("SKIPPED a_python_script_runs_under_the_default_profile: python3 not on PATH");
+        skip(format_args!(
+            "a_python_script_runs_under_the_default_profile: python3 not on PATH"
+        ));
         return;
     };
     let d = dirs();
@@ -312,11 +325,11 @@ fn server_filesystem_runs_and_a_denied_directory_in_its_root_holds() {
     let entry =
         peers_dir().join("node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
     let (Some(node), true) = (which("node"), entry.is_file()) else {
-        eprintln!(
-            "SKIPPED {test}: node or {} missing; run scripts/install-test-peers.sh \
+        skip(format_args!(
+            "{test}: node or {} missing; run scripts/install-test-peers.sh \
              (or set ROOTFENCE_TEST_PEERS)",
             entry.display()
-        );
+        ));
         return;
     };
     let d = dirs();
@@ -404,11 +417,11 @@ fn server_everything_runs_under_the_default_profile() {
     .map(|e| peers.join(e))
     .find(|p| p.is_file());
     let (Some(node), Some(entry)) = (which("node"), entry) else {
-        eprintln!(
-            "SKIPPED {test}: node or server-everything missing under {}; run \
+        skip(format_args!(
+            "{test}: node or server-everything missing under {}; run \
              scripts/install-test-peers.sh (or set ROOTFENCE_TEST_PEERS)",
             peers.display()
-        );
+        ));
         return;
     };
     let d = dirs();
@@ -435,12 +448,12 @@ fn the_python_sdk_server_runs_under_the_default_profile() {
     let python = peers.join(".venv/bin/python");
     let server = peers.join("py/server.py");
     if !python.is_file() || !server.is_file() {
-        eprintln!(
-            "SKIPPED {test}: {} or {} missing; run scripts/install-test-peers.sh \
+        skip(format_args!(
+            "{test}: {} or {} missing; run scripts/install-test-peers.sh \
              (or set ROOTFENCE_TEST_PEERS)",
             python.display(),
             server.display()
-        );
+        ));
         return;
     }
     let d = dirs();
