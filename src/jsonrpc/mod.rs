@@ -1,2 +1,11 @@
 //! JSON-RPC 2.0 for newline-delimited stdio: bounded framing, the strict envelope scan,
-//! ids kept byte-exact, error codes.
+//! ids kept byte-exact, error codes and the responses rootfence builds itself.
+
+pub mod envelope;
+pub mod error;
+pub mod framing;
+pub mod id;
+
+pub use envelope::{Envelope, Kind, ScanError, Scanned, scan, scan_message};
+pub use framing::{Frame, LineReader};
+pub use id::{Id, IdKey};

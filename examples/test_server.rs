@@ -1,0 +1,185 @@
+//! A small scripted MCP stdio server for rootfence's end-to-end tests (and for trying the relay
+//! by hand). It is deliberately simple and obedient: each request method is a command that
+//! makes it behave in one specific way, well-behaved or not, so tests can script lifecycle and
+//! bad-output cases through the real binary.
+//!
+//! Requests it understands:
+//! - `initialize`: echoes the requested protocol version; `ping`: `{}`.
+//! - `echo`: the result is the request's `params`, byte for byte.
+//! - `slow` `{ms}`: answers `{}` after `ms` milliseconds (other requests are served meanwhile).
+//! - `never`: never answers.
+//! - `exit` `{code}`: exits at once with `code`, answering nothing.
+//! - `die`: kills itself with SIGKILL.
+//! - `emit` `{lines: [..], respond?}`: writes each string verbatim as one line on stdout, then
+//!   answers `{}` unless `respond` is false.
+//! - `ask_host` `{method, params?, id?}`: sends that request to the host (id `"srv-N"` unless
+//!   given), and answers the original request with `{"host_response": <the host's message>}`.
+//! - `stderr` `{text}`: writes `text` and a newline to stderr.
+//!
+//! Options: `--log FILE` appends every line received, verbatim, to FILE (so tests can check
+//! exactly what reached the server); `--linger-ms N` keeps running N ms after stdin closes.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+/// One whole line per write, so answers from helper threads never interleave.
+fn send(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(format!("{line}\n").as_bytes());
+    let _ = out.flush();
+}
+
+fn respond(id: &RawValue, result: &str) {
+    send(&format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
+        id.get()
+    ));
+}
+
+#[derive(serde::Deserialize)]
+struct Incoming<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    method: Option<String>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut log: Option<std::fs::File> = None;
+    let mut linger = Duration::ZERO;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--log" => {
+                let path = args.next().expect("--log needs a file");
+                log = Some(
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(path)
+                        .expect("cannot open the log file"),
+                );
+            }
+            "--linger-ms" => {
+                let ms = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--linger-ms needs a number");
+                linger = Duration::from_millis(ms);
+            }
+            other => panic!("unknown option {other}"),
+        }
+    }
+    eprintln!("test-server: started");
+
+    // Requests sent to the host, by id, with the id of the request to answer when they return.
+    let asked: Asked = Arc::default();
+    let mut next_ask = 1u64;
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        if let Some(log) = log.as_mut() {
+            let _ = writeln!(log, "{line}");
+        }
+        // A batch (2025-03-26) is served element by element, each answered on its own line.
+        let elements: Vec<&str> = match serde_json::from_str::<Vec<&RawValue>>(&line) {
+            Ok(batch) => batch.into_iter().map(RawValue::get).collect(),
+            Err(_) => vec![line.as_str()],
+        };
+        for element in elements {
+            handle(element, &asked, &mut next_ask);
+        }
+    }
+    std::thread::sleep(linger);
+}
+
+type Asked = Arc<Mutex<HashMap<String, Box<RawValue>>>>;
+
+fn handle(line: &str, asked: &Asked, next_ask: &mut u64) {
+    {
+        let Ok(msg) = serde_json::from_str::<Incoming<'_>>(line) else {
+            return;
+        };
+        let params: Value = msg
+            .params
+            .map(|p| serde_json::from_str(p.get()).unwrap_or(Value::Null))
+            .unwrap_or(Value::Null);
+        let (Some(id), Some(method)) = (msg.id, msg.method.as_deref()) else {
+            // A response from the host, to one of our ask_host requests?
+            if let (Some(id), None) = (msg.id, msg.method.as_deref()) {
+                if let Some(original) = asked.lock().unwrap().remove(id.get()) {
+                    respond(&original, &format!(r#"{{"host_response":{line}}}"#));
+                }
+            }
+            return;
+        };
+        match method {
+            "initialize" => {
+                let version = params["protocolVersion"].as_str().unwrap_or("2025-06-18");
+                let result = json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {}, "resources": {"subscribe": true}},
+                    "serverInfo": {"name": "rootfence-test-server", "version": "0.0.0"}
+                });
+                respond(id, &result.to_string());
+            }
+            "ping" => respond(id, "{}"),
+            "echo" => respond(id, msg.params.map_or("null", RawValue::get)),
+            "slow" => {
+                let ms = params["ms"].as_u64().unwrap_or(100);
+                let id = id.to_owned();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(ms));
+                    respond(&id, "{}");
+                });
+            }
+            "never" => {}
+            "exit" => {
+                let code = params["code"].as_i64().unwrap_or(0);
+                let _ = std::io::stdout().flush();
+                std::process::exit(code as i32);
+            }
+            "die" => {
+                let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+            }
+            "emit" => {
+                for l in params["lines"].as_array().into_iter().flatten() {
+                    send(l.as_str().unwrap_or_default());
+                }
+                if params["respond"].as_bool() != Some(false) {
+                    respond(id, "{}");
+                }
+            }
+            "ask_host" => {
+                let ask_id = match params.get("id") {
+                    Some(v) => v.to_string(),
+                    None => {
+                        *next_ask += 1;
+                        format!("\"srv-{}\"", *next_ask - 1)
+                    }
+                };
+                asked.lock().unwrap().insert(ask_id.clone(), id.to_owned());
+                let mut req = json!({"jsonrpc": "2.0", "method": params["method"].clone()});
+                req["id"] = serde_json::from_str(&ask_id).unwrap();
+                if let Some(p) = params.get("params") {
+                    req["params"] = p.clone();
+                }
+                send(&req.to_string());
+            }
+            "stderr" => {
+                eprintln!("{}", params["text"].as_str().unwrap_or_default());
+                respond(id, "{}");
+            }
+            _ => send(&format!(
+                r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32601,"message":"method not found"}}}}"#,
+                id.get()
+            )),
+        }
+    }
+}

@@ -1,0 +1,695 @@
+//! The strict envelope scan: one pass over a line that validates it as JSON, rejects
+//! duplicate object keys at every depth, and reads just what the relay needs: the message
+//! kind, the method, the id (kept byte-exact) and, for 2026-07-28 requests, the protocol
+//! version and client capabilities in `params._meta`.
+//!
+//! Why duplicate keys are refused: `{"uri":"/root/a","uri":"/etc/passwd"}` means the second
+//! value to `serde_json::Value`, Node and Python, but a checker that reads the first and a
+//! server that reads the last disagree on which file is meant. Refusing such messages outright
+//! removes that parser differential (`protocol-facts.md` §2.7).
+//!
+//! Errors split as JSON-RPC does: text that is not JSON is a parse error (`-32700`), JSON that
+//! is not a valid message (wrong shape, wrong types, duplicate keys) is an invalid request
+//! (`-32600`), with the id when one can still be read.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use super::id::{Id, IdError};
+
+/// `params._meta` key carrying the protocol version on 2026-07-28 requests.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `params._meta` key carrying the client capabilities on 2026-07-28 requests.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// What kind of JSON-RPC message a line holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A request: `method` and `id`.
+    Request,
+    /// A notification: `method`, no `id`.
+    Notification,
+    /// A success response: `result` and `id`.
+    Response,
+    /// An error response: `error`, and an `id` unless it could not be known.
+    ErrorResponse,
+}
+
+impl Kind {
+    /// True for both kinds of response.
+    pub fn is_response(self) -> bool {
+        matches!(self, Kind::Response | Kind::ErrorResponse)
+    }
+}
+
+/// The parts of one JSON-RPC message that the relay routes on.
+#[derive(Debug)]
+pub struct Envelope<'a> {
+    /// The message kind.
+    pub kind: Kind,
+    /// The id of a request or response (`None` for notifications and for error responses
+    /// whose id was `null` or missing).
+    pub id: Option<Id>,
+    /// The method of a request or notification.
+    pub method: Option<Cow<'a, str>>,
+    /// `params._meta["io.modelcontextprotocol/protocolVersion"]`, when present.
+    pub meta_protocol_version: Option<Cow<'a, str>>,
+    /// `params._meta["io.modelcontextprotocol/clientCapabilities"]`, when present (already
+    /// checked for duplicate keys).
+    pub meta_client_capabilities: Option<&'a RawValue>,
+}
+
+/// A scanned line: one message, or a batch (2025-03-26) whose elements are scanned one by one
+/// with [`scan_message`].
+#[derive(Debug)]
+pub enum Scanned<'a> {
+    /// A single message.
+    Single(Envelope<'a>),
+    /// A non-empty batch; each element's exact text.
+    Batch(Vec<&'a RawValue>),
+}
+
+/// Why a line is not an acceptable JSON-RPC message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScanError {
+    /// Not JSON at all (`-32700`).
+    Parse(String),
+    /// JSON, but not a valid message (`-32600`), with its id when that could be read.
+    Invalid {
+        /// The message's id, if one could be read unambiguously.
+        id: Option<Id>,
+        /// Whether the message has a top-level `method` (so it meant to be a request or a
+        /// notification, not a response).
+        has_method: bool,
+        /// What is wrong, for the error message and the diagnostics.
+        reason: String,
+    },
+}
+
+impl ScanError {
+    /// The JSON-RPC error code for this error.
+    pub fn code(&self) -> i64 {
+        match self {
+            ScanError::Parse(_) => super::error::PARSE_ERROR,
+            ScanError::Invalid { .. } => super::error::INVALID_REQUEST,
+        }
+    }
+
+    /// The id of the offending message, when known.
+    pub fn id(&self) -> Option<&Id> {
+        match self {
+            ScanError::Parse(_) => None,
+            ScanError::Invalid { id, .. } => id.as_ref(),
+        }
+    }
+}
+
+impl fmt::Display for ScanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScanError::Parse(e) => write!(f, "not valid JSON: {e}"),
+            ScanError::Invalid { reason, .. } => {
+                write!(f, "not a valid JSON-RPC message: {reason}")
+            }
+        }
+    }
+}
+
+/// Scans one line: a message or a batch.
+pub fn scan(text: &str) -> Result<Scanned<'_>, ScanError> {
+    if text.trim_start().starts_with('[') {
+        let elements: Vec<&RawValue> =
+            serde_json::from_str(text).map_err(|e| from_json_error(e, text))?;
+        if elements.is_empty() {
+            return Err(invalid(None, "empty batch"));
+        }
+        return Ok(Scanned::Batch(elements));
+    }
+    scan_message(text).map(Scanned::Single)
+}
+
+/// Scans one message (a batch element, or a line known not to be a batch).
+pub fn scan_message(text: &str) -> Result<Envelope<'_>, ScanError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let raw = de
+        .deserialize_any(EnvelopeVisitor)
+        .and_then(|raw| de.end().map(|()| raw))
+        .map_err(|e| from_json_error(e, text))?;
+    raw.classify()
+}
+
+/// Checks a JSON text for validity and duplicate keys, without keeping anything.
+pub fn check_value(text: &str) -> Result<(), ScanError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    DupCheck
+        .deserialize(&mut de)
+        .and_then(|()| de.end())
+        .map_err(|e| from_json_error(e, text))
+}
+
+fn invalid(id: Option<Id>, reason: impl Into<String>) -> ScanError {
+    ScanError::Invalid {
+        id,
+        has_method: false,
+        reason: reason.into(),
+    }
+}
+
+/// Maps a serde_json error to the JSON-RPC error class. Syntax and end-of-input errors mean
+/// "not JSON"; data errors (types, duplicate keys) mean "not a valid message", and then the id
+/// is recovered with a lenient read when it is unambiguous.
+fn from_json_error(e: serde_json::Error, text: &str) -> ScanError {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Syntax | Category::Eof | Category::Io => ScanError::Parse(e.to_string()),
+        Category::Data => {
+            let (id, has_method) = lenient_id(text);
+            ScanError::Invalid {
+                id,
+                has_method,
+                reason: e.to_string(),
+            }
+        }
+    }
+}
+
+/// The top-level id of a message that failed validation, if it has exactly one valid id, and
+/// whether it has a `method`. A duplicated top-level `id` or `method` makes the derive fail, so
+/// an ambiguous id is never guessed.
+fn lenient_id(text: &str) -> (Option<Id>, bool) {
+    #[derive(serde::Deserialize)]
+    struct IdOnly<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+        method: Option<de::IgnoredAny>,
+    }
+    match serde_json::from_str::<IdOnly<'_>>(text) {
+        Ok(only) => (
+            only.id.and_then(|raw| Id::from_raw(raw).ok()),
+            only.method.is_some(),
+        ),
+        Err(_) => (None, false),
+    }
+}
+
+/// What the envelope visitor collected, before the shape rules are applied.
+#[derive(Default)]
+struct RawEnvelope<'a> {
+    jsonrpc: Option<Cow<'a, str>>,
+    method: Option<Cow<'a, str>>,
+    id: Option<&'a RawValue>,
+    params: Option<Params<'a>>,
+    result: bool,
+    error: bool,
+}
+
+impl<'a> RawEnvelope<'a> {
+    fn classify(self) -> Result<Envelope<'a>, ScanError> {
+        let method_present = self.method.is_some();
+        self.classify_shape().map_err(|mut e| {
+            if let ScanError::Invalid { has_method, .. } = &mut e {
+                *has_method = method_present;
+            }
+            e
+        })
+    }
+
+    fn classify_shape(self) -> Result<Envelope<'a>, ScanError> {
+        let id = self.id.map(Id::from_raw);
+        let known_id = || id.clone().and_then(Result::ok);
+        match self.jsonrpc.as_deref() {
+            Some("2.0") => {}
+            Some(_) => return Err(invalid(known_id(), "\"jsonrpc\" must be \"2.0\"")),
+            None => return Err(invalid(known_id(), "missing \"jsonrpc\": \"2.0\"")),
+        }
+        let (meta_protocol_version, meta_client_capabilities) = match self.params {
+            Some(p) => (p.meta_version, p.meta_caps),
+            None => (None, None),
+        };
+        if let Some(method) = self.method {
+            if self.result || self.error {
+                return Err(invalid(
+                    known_id(),
+                    "a message with a method cannot carry \"result\" or \"error\"",
+                ));
+            }
+            let (kind, id) = match id {
+                None => (Kind::Notification, None),
+                Some(Ok(id)) => (Kind::Request, Some(id)),
+                Some(Err(e)) => return Err(invalid(None, e.to_string())),
+            };
+            return Ok(Envelope {
+                kind,
+                id,
+                method: Some(method),
+                meta_protocol_version,
+                meta_client_capabilities,
+            });
+        }
+        if meta_protocol_version.is_some() || meta_client_capabilities.is_some() {
+            return Err(invalid(known_id(), "a response cannot carry \"params\""));
+        }
+        let (kind, id) = match (self.result, self.error, id) {
+            (true, true, id) => {
+                return Err(invalid(
+                    id.and_then(Result::ok),
+                    "a response cannot carry both \"result\" and \"error\"",
+                ));
+            }
+            (false, false, id) => {
+                return Err(invalid(
+                    id.and_then(Result::ok),
+                    "missing \"method\", \"result\" or \"error\"",
+                ));
+            }
+            (true, false, Some(Ok(id))) => (Kind::Response, Some(id)),
+            (true, false, None) => return Err(invalid(None, "a response needs an \"id\"")),
+            (true, false, Some(Err(e))) => return Err(invalid(None, e.to_string())),
+            // An error response may have a null or missing id when the request's id could not
+            // be read (2025-11-25 made the missing form explicit).
+            (false, true, Some(Ok(id))) => (Kind::ErrorResponse, Some(id)),
+            (false, true, None | Some(Err(IdError::Null))) => (Kind::ErrorResponse, None),
+            (false, true, Some(Err(e))) => return Err(invalid(None, e.to_string())),
+        };
+        Ok(Envelope {
+            kind,
+            id,
+            method: None,
+            meta_protocol_version: None,
+            meta_client_capabilities: None,
+        })
+    }
+}
+
+/// An object key or string value, borrowed from the input when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> de::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The keys of one object, to detect duplicates. Small objects (almost all of them) are
+/// searched linearly; large ones switch to a hash set.
+struct KeySet<'de> {
+    small: Vec<Cow<'de, str>>,
+    large: Option<HashSet<Cow<'de, str>>>,
+}
+
+const LINEAR_KEYS: usize = 16;
+
+impl<'de> KeySet<'de> {
+    fn new() -> Self {
+        KeySet {
+            small: Vec::new(),
+            large: None,
+        }
+    }
+
+    /// Records a key (cloning a borrowed key is free); a repeat is an error naming it.
+    fn insert<E: de::Error>(&mut self, key: Cow<'de, str>) -> Result<(), E> {
+        let repeated = match &mut self.large {
+            Some(set) => set.replace(key),
+            None if self.small.len() < LINEAR_KEYS => {
+                let repeated = self.small.iter().find(|k| **k == key).cloned();
+                self.small.push(key);
+                repeated
+            }
+            None => {
+                let mut set: HashSet<_> = self.small.drain(..).collect();
+                let repeated = set.replace(key);
+                self.large = Some(set);
+                repeated
+            }
+        };
+        match repeated {
+            None => Ok(()),
+            Some(key) => Err(E::custom(format_args!("duplicate key {:?}", key.as_ref()))),
+        }
+    }
+}
+
+/// Validates any JSON value and rejects duplicate keys at every depth, keeping nothing.
+struct DupCheck;
+
+impl<'de> DeserializeSeed<'de> for DupCheck {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(DupCheckVisitor)
+    }
+}
+
+struct DupCheckVisitor;
+
+/// Accepts every scalar; used by the visitors that only care about objects.
+macro_rules! accept_scalars {
+    ($value:ty, $unit:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
+            Ok($unit)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$value, E> {
+            Ok($unit)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$value, E> {
+            Ok($unit)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
+            Ok($unit)
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
+            Ok($unit)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<$value, E> {
+            Ok($unit)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<$value, E> {
+            Ok($unit)
+        }
+    };
+}
+
+impl<'de> Visitor<'de> for DupCheckVisitor {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    accept_scalars!((), ());
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(DupCheck)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut keys = KeySet::new();
+        while let Some(Key(key)) = map.next_key()? {
+            keys.insert(key.clone())?;
+            map.next_value_seed(DupCheck)?;
+        }
+        Ok(())
+    }
+}
+
+/// The top-level message object.
+struct EnvelopeVisitor;
+
+impl<'de> Visitor<'de> for EnvelopeVisitor {
+    type Value = RawEnvelope<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEnvelope<'de>, A::Error> {
+        let mut keys = KeySet::new();
+        let mut env = RawEnvelope::default();
+        while let Some(Key(key)) = map.next_key()? {
+            keys.insert(key.clone())?;
+            match key.as_ref() {
+                "jsonrpc" => env.jsonrpc = Some(map.next_value::<Key<'de>>()?.0),
+                "method" => env.method = Some(map.next_value::<Key<'de>>()?.0),
+                "id" => env.id = Some(map.next_value::<&'de RawValue>()?),
+                "params" => env.params = Some(map.next_value_seed(ParamsSeed)?),
+                "result" => {
+                    map.next_value_seed(DupCheck)?;
+                    env.result = true;
+                }
+                "error" => {
+                    map.next_value_seed(ErrorObjectSeed)?;
+                    env.error = true;
+                }
+                _ => map.next_value_seed(DupCheck)?,
+            }
+        }
+        Ok(env)
+    }
+}
+
+/// What the relay reads out of `params`.
+#[derive(Default)]
+struct Params<'a> {
+    meta_version: Option<Cow<'a, str>>,
+    meta_caps: Option<&'a RawValue>,
+}
+
+/// `params`: an object or an array; `_meta` is read, everything is duplicate-checked.
+struct ParamsSeed;
+
+impl<'de> DeserializeSeed<'de> for ParamsSeed {
+    type Value = Params<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Params<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ParamsSeed {
+    type Value = Params<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"params\" as an object or an array")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Params<'de>, A::Error> {
+        DupCheckVisitor.visit_seq(seq).map(|()| Params::default())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
+        let mut keys = KeySet::new();
+        let mut params = Params::default();
+        while let Some(Key(key)) = map.next_key()? {
+            keys.insert(key.clone())?;
+            if key == "_meta" {
+                params = map.next_value_seed(MetaSeed)?;
+            } else {
+                map.next_value_seed(DupCheck)?;
+            }
+        }
+        Ok(params)
+    }
+}
+
+/// `params._meta`: reads the 2026-07-28 protocol version and client capabilities.
+struct MetaSeed;
+
+impl<'de> DeserializeSeed<'de> for MetaSeed {
+    type Value = Params<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Params<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetaSeed {
+    type Value = Params<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"_meta\" as an object")
+    }
+    accept_scalars!(Params<'de>, Params::default());
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Params<'de>, A::Error> {
+        DupCheckVisitor.visit_seq(seq).map(|()| Params::default())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
+        let mut keys = KeySet::new();
+        let mut params = Params::default();
+        while let Some(Key(key)) = map.next_key()? {
+            keys.insert(key.clone())?;
+            match key.as_ref() {
+                META_PROTOCOL_VERSION => {
+                    params.meta_version = Some(map.next_value::<Key<'de>>()?.0);
+                }
+                META_CLIENT_CAPABILITIES => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    // Captured raw, so check it here for the same parser differentials.
+                    let mut de = serde_json::Deserializer::from_str(raw.get());
+                    DupCheck.deserialize(&mut de).map_err(de::Error::custom)?;
+                    params.meta_caps = Some(raw);
+                }
+                _ => map.next_value_seed(DupCheck)?,
+            }
+        }
+        Ok(params)
+    }
+}
+
+/// `error`: an object with an integer `code` and a string `message`.
+struct ErrorObjectSeed;
+
+impl<'de> DeserializeSeed<'de> for ErrorObjectSeed {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ErrorObjectSeed {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"error\" as an object with \"code\" and \"message\"")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut keys = KeySet::new();
+        let (mut code, mut message) = (false, false);
+        while let Some(Key(key)) = map.next_key()? {
+            keys.insert(key.clone())?;
+            match key.as_ref() {
+                "code" => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    let t = raw.get();
+                    let integer = t.starts_with(|c: char| c == '-' || c.is_ascii_digit())
+                        && !t.contains(['.', 'e', 'E']);
+                    if !integer {
+                        return Err(de::Error::custom("\"error.code\" must be an integer"));
+                    }
+                    code = true;
+                }
+                "message" => {
+                    map.next_value::<Key<'de>>()?;
+                    message = true;
+                }
+                _ => map.next_value_seed(DupCheck)?,
+            }
+        }
+        match (code, message) {
+            (true, true) => Ok(()),
+            (false, _) => Err(de::Error::custom("\"error\" is missing \"code\"")),
+            (true, false) => Err(de::Error::custom("\"error\" is missing \"message\"")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A compact description of a scan outcome, for table tests.
+    fn describe(text: &str) -> String {
+        match scan(text) {
+            Ok(Scanned::Batch(elems)) => format!("batch:{}", elems.len()),
+            Ok(Scanned::Single(env)) => {
+                let mut s = format!("{:?}", env.kind);
+                if let Some(m) = &env.method {
+                    s += &format!(" method={m}");
+                }
+                if let Some(id) = &env.id {
+                    s += &format!(" id={}", id.raw());
+                }
+                if let Some(v) = &env.meta_protocol_version {
+                    s += &format!(" meta={v}");
+                }
+                s
+            }
+            Err(ScanError::Parse(_)) => "parse".into(),
+            Err(ScanError::Invalid { id, has_method, .. }) => {
+                let m = if has_method { " method" } else { "" };
+                match id {
+                    Some(id) => format!("invalid{m} id={}", id.raw()),
+                    None => format!("invalid{m}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn scan_table() {
+        let big = "1234567890123456789012345";
+        let cases: Vec<(String, String)> = vec![
+            // Well-formed messages of each kind.
+            (r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.into(), "Request method=ping id=1".into()),
+            (r#"{"method":"ping","id":"a","jsonrpc":"2.0"}"#.into(), "Request method=ping id=\"a\"".into()),
+            (r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into(), "Notification method=notifications/initialized".into()),
+            (r#"{"jsonrpc":"2.0","id":7,"result":{}}"#.into(), "Response id=7".into()),
+            (r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#.into(), "ErrorResponse id=7".into()),
+            (r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#.into(), "ErrorResponse".into()),
+            (r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"x"}}"#.into(), "ErrorResponse".into()),
+            (format!(r#"{{"jsonrpc":"2.0","id":{big},"method":"x"}}"#), format!("Request method=x id={big}")),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1,2]}"#.into(), "Request method=x id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":"\u0031","method":"m\u0065thod"}"#.into(), "Request method=method id=\"\\u0031\"".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}}}}}"#.into(), "Request method=tools/list id=1 meta=2026-07-28".into()),
+            (r#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}]"#.into(), "batch:2".into()),
+            // Not JSON.
+            ("{".into(), "parse".into()),
+            ("nope".into(), "parse".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x"} trailing"#.into(), "parse".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"s":"\ud800"}}"#.into(), "parse".into()),
+            ("[".into(), "parse".into()),
+            // JSON, not a message.
+            ("[]".into(), "invalid".into()),
+            ("1".into(), "invalid".into()),
+            ("\"s\"".into(), "invalid".into()),
+            (r#"{"id":1,"method":"x"}"#.into(), "invalid method id=1".into()),
+            (r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#.into(), "invalid method id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#.into(), "invalid method".into()),
+            (r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#.into(), "invalid method".into()),
+            (r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#.into(), "invalid method".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":3}"#.into(), "invalid method id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":"s"}"#.into(), "invalid method id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x","result":{}}"#.into(), "invalid method id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","result":{}}"#.into(), "invalid".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"m"}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"message":"m"}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"error":"boom"}"#.into(), "invalid id=1".into()),
+            // Duplicate keys, at every depth and through escapes: refused, id kept if unambiguous.
+            (r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#.into(), "invalid".into()),
+            // A duplicated top-level id or method is ambiguous: neither is guessed.
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x","method":"y"}"#.into(), "invalid".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a","uri":"file:///etc/passwd"}}"#.into(), "invalid method id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"uri":"a","\u0075ri":"b"}}"#.into(), "invalid method id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":[{"b":{"c":1,"c":2}}]}}"#.into(), "invalid method id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a","uri":"b"}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"a":1,"a":2}}}}"#.into(), "invalid method id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","message":"n"}}"#.into(), "invalid id=1".into()),
+        ];
+        for (text, want) in &cases {
+            assert_eq!(&describe(text), want, "scanning {text}");
+        }
+    }
+
+    #[test]
+    fn many_keys_switch_to_hash_set_and_still_catch_duplicates() {
+        let mut obj: Vec<String> = (0..100).map(|i| format!("\"k{i}\":{i}")).collect();
+        let ok = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{{}}}}}"#,
+            obj.join(",")
+        );
+        assert_eq!(describe(&ok), "Response id=1");
+        obj.push("\"k3\":0".into());
+        let dup = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{{}}}}}"#,
+            obj.join(",")
+        );
+        assert_eq!(describe(&dup), "invalid id=1");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_overflowed() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"a":{}1{}}}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert!(scan(&deep).is_err());
+    }
+
+    #[test]
+    fn check_value_catches_duplicates() {
+        assert!(check_value(r#"{"a":1,"b":{"c":2}}"#).is_ok());
+        assert!(check_value(r#"{"a":1,"b":{"c":2,"c":3}}"#).is_err());
+        assert!(check_value(r#"{"a":"#).is_err());
+    }
+}

@@ -1,0 +1,114 @@
+//! The interception point: where policy plugs into the relay without touching the pumps.
+//!
+//! For every message the pumps ask [`Interceptor::wants`] (a cheap test on side, kind and
+//! method, on the hot path). Only when it says yes is the message parsed into a full
+//! [`Value`] and handed to [`Interceptor::intercept`], which returns an [`Action`]. Everything
+//! else is forwarded byte for byte.
+//!
+//! An interceptor that *checked* a message should return [`Action::Replace`] with the value
+//! it checked, even when it changed nothing: then the bytes forwarded are exactly the value
+//! that was checked, whatever the original text looked like.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::session::{Session, Side};
+use crate::jsonrpc::{Id, Kind};
+
+/// A message handed to an interceptor.
+#[derive(Debug)]
+pub struct Intercepted {
+    /// Where it came from.
+    pub from: Side,
+    /// Request, notification or response.
+    pub kind: Kind,
+    /// The id (requests and responses).
+    pub id: Option<Id>,
+    /// For requests and notifications, their method; for responses, the method of the request
+    /// they answer.
+    pub method: Arc<str>,
+    /// The whole message.
+    pub message: Value,
+}
+
+/// A future that decides later, for checks that must wait (for roots, for a file read).
+pub type Deferred = Pin<Box<dyn Future<Output = Action> + Send + 'static>>;
+
+/// What to do with an intercepted message.
+pub enum Action {
+    /// Forward the original bytes unchanged.
+    Forward,
+    /// Forward this message instead.
+    Replace(Value),
+    /// Do not forward; answer the sender with this message (for a request: its response).
+    Reply(Value),
+    /// Do not forward. A request is never dropped silently: the relay answers it with an
+    /// internal error, so every request gets exactly one response.
+    Drop,
+    /// Decide later. The pump carries on with the next message meanwhile, so responses may
+    /// overtake each other, which JSON-RPC allows (they are matched by id).
+    Defer(Deferred),
+}
+
+impl fmt::Debug for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::Forward => f.write_str("Forward"),
+            Action::Replace(v) => f.debug_tuple("Replace").field(v).finish(),
+            Action::Reply(v) => f.debug_tuple("Reply").field(v).finish(),
+            Action::Drop => f.write_str("Drop"),
+            Action::Defer(_) => f.write_str("Defer(..)"),
+        }
+    }
+}
+
+/// A protocol problem the relay met, reported to the interceptor (for the audit log).
+#[derive(Clone, Debug)]
+pub struct ProtocolError {
+    /// The side whose input was at fault.
+    pub from: Side,
+    /// A stable code: `bad_json`, `invalid_message`, `too_long`, `bad_utf8`,
+    /// `unmatched_response`, `reserved_id`, `duplicate_id`.
+    pub code: &'static str,
+    /// Human detail.
+    pub detail: String,
+    /// The offending message's id, when known.
+    pub id: Option<Id>,
+    /// What the relay did: `answered_with_error` or `dropped`.
+    pub action: &'static str,
+}
+
+/// Policy hooks. Every method has a do-nothing default.
+pub trait Interceptor: Send + Sync + 'static {
+    /// Whether to intercept a message. Called for every message: keep it cheap.
+    fn wants(&self, from: Side, kind: Kind, method: &str) -> bool {
+        let _ = (from, kind, method);
+        false
+    }
+
+    /// Decides what happens to a message [`Interceptor::wants`] asked for.
+    fn intercept(&self, session: &Arc<Session>, msg: Intercepted) -> Action {
+        let _ = (session, msg);
+        Action::Forward
+    }
+
+    /// Called once the session is set up, before any message is relayed.
+    fn on_start(&self, session: &Arc<Session>) {
+        let _ = session;
+    }
+
+    /// Called for every protocol error the relay handled.
+    fn on_protocol_error(&self, error: &ProtocolError) {
+        let _ = error;
+    }
+}
+
+/// The default: intercept nothing, so every message passes byte for byte.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PassThrough;
+
+impl Interceptor for PassThrough {}
