@@ -60,7 +60,7 @@ pub struct SpecArgs {
     /// Do not create a private temp dir.
     #[arg(long)]
     no_private_tmp: bool,
-    /// best-effort or strict.
+    /// best-effort, strict, or off (no confinement: the baseline for comparisons).
     #[arg(long, value_name = "MODE", default_value = "best-effort")]
     mode: String,
     /// RLIMIT_NOFILE.
@@ -122,7 +122,8 @@ fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
     let mode = match a.mode.as_str() {
         "best-effort" => SandboxMode::BestEffort,
         "strict" => SandboxMode::Strict,
-        other => bail!("unknown sandbox mode '{other}'; use best-effort or strict"),
+        "off" => SandboxMode::Off,
+        other => bail!("unknown sandbox mode '{other}'; use best-effort, strict or off"),
     };
     let abs = |p: &PathBuf| {
         std::path::absolute(p).with_context(|| format!("cannot make '{}' absolute", p.display()))

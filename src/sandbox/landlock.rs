@@ -295,8 +295,10 @@ fn resolve_paths(
             origin: g.origin.clone(),
             status: GrantStatus::Granted,
         };
-        let resolved = match std::fs::canonicalize(&g.path) {
-            Ok(r) => r,
+        // One resolution: the O_PATH descriptor is both the rule's anchor and, through
+        // /proc/self/fd, the resolved path the report shows and denials are matched on.
+        let file = match open_path(&g.path, true) {
+            Ok(f) => f,
             Err(e) => {
                 report.status = GrantStatus::NotFound {
                     error: e.to_string(),
@@ -305,6 +307,9 @@ fn resolve_paths(
                 continue;
             }
         };
+        let resolved = fd_path(&file)
+            .or_else(|| std::fs::canonicalize(&g.path).ok())
+            .unwrap_or_else(|| g.path.clone());
         if resolved != g.path {
             report.resolved = Some(resolved.display().to_string());
         }
@@ -323,21 +328,13 @@ fn resolve_paths(
             .collect();
         let access = access_of(g.rights);
         if inside.is_empty() {
-            match open_path(&resolved, true) {
-                Ok(file) => {
-                    if let Some(r) = path_rule(file, access) {
-                        rules.push(r);
-                    }
-                }
-                Err(e) => {
-                    report.status = GrantStatus::NotFound {
-                        error: e.to_string(),
-                    };
-                }
+            if let Some(r) = path_rule(file, access) {
+                rules.push(r);
             }
             reports.push(report);
             continue;
         }
+        drop(file);
         let targets: Vec<PathBuf> = inside.iter().map(|i| denies[*i].1.clone()).collect();
         let mut stats = CarveStats::default();
         carve(&resolved, access, &targets, &mut rules, &mut stats);
@@ -450,6 +447,14 @@ fn open_path(path: &Path, follow: bool) -> std::io::Result<File> {
         .read(true)
         .custom_flags(flags)
         .open(path)
+}
+
+/// The path a descriptor refers to, from `/proc/self/fd` (one syscall instead of a
+/// `realpath` walk); `None` when `/proc` is not mounted or the name is not a path.
+fn fd_path(file: &File) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    let p = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()?;
+    p.is_absolute().then_some(p)
 }
 
 /// A rule for an opened path; a non-directory gets the file subset of the rights, and

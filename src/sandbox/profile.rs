@@ -340,7 +340,7 @@ pub fn default_profile(argv: &[OsString], env: &[(OsString, OsString)]) -> Defau
 
 fn push_existing(profile: &mut DefaultProfile, path: impl AsRef<Path>, rights: Rights, why: &str) {
     let path = path.as_ref();
-    if path.symlink_metadata().is_ok() && path.exists() {
+    if path.exists() {
         profile.entries.push(ProfileEntry {
             path: path.to_owned(),
             rights,

@@ -264,6 +264,24 @@ impl EnforcementReport {
     pub fn fully_enforced(&self) -> bool {
         self.enforcement == Enforcement::Full && self.missing.is_empty()
     }
+
+    /// The grant that makes `path` (canonical) reachable for the server, if any: the
+    /// nearest granted ancestor-or-self, by resolved path. For roots that appear
+    /// mid-session: `None` means the sandbox, fixed at launch, cannot widen to it (the
+    /// protocol layer must narrow it and the audit log should say so); a `Carved` status
+    /// means only part of it is reachable. With Landlock not enforcing, everything is
+    /// reachable and this answers from the grants as requested.
+    pub fn covering_grant(&self, path: &std::path::Path) -> Option<&GrantReport> {
+        self.filesystem
+            .grants
+            .iter()
+            .filter(|g| matches!(g.status, GrantStatus::Granted | GrantStatus::Carved { .. }))
+            .filter(|g| {
+                let granted = std::path::Path::new(g.resolved.as_deref().unwrap_or(&g.path));
+                path.starts_with(granted)
+            })
+            .max_by_key(|g| g.resolved.as_deref().unwrap_or(&g.path).len())
+    }
 }
 
 impl fmt::Display for EnforcementReport {
@@ -632,6 +650,43 @@ mod tests {
             EnforcementReport::off().to_string(),
             "sandbox: off; the server runs unconfined"
         );
+    }
+
+    #[test]
+    fn covering_grant_finds_the_nearest_granted_ancestor() {
+        let mut r = sample();
+        let g = |path: &str, resolved: Option<&str>, status: GrantStatus| GrantReport {
+            path: path.into(),
+            resolved: resolved.map(str::to_owned),
+            rights: Rights::ReadWrite,
+            origin: "root".into(),
+            status,
+        };
+        r.filesystem.grants = vec![
+            g("/work", None, GrantStatus::Granted),
+            g(
+                "/link/proj",
+                Some("/work/proj"),
+                GrantStatus::Carved {
+                    entries: 3,
+                    directories: 1,
+                },
+            ),
+            g("/gone", None, GrantStatus::NotFound { error: "x".into() }),
+        ];
+        let find = |p: &str| {
+            r.covering_grant(std::path::Path::new(p))
+                .map(|g| g.path.as_str())
+        };
+        assert_eq!(find("/work/other"), Some("/work"));
+        assert_eq!(find("/work/proj/src"), Some("/link/proj"));
+        assert_eq!(
+            find("/workshop"),
+            None,
+            "component-wise, not by string prefix"
+        );
+        assert_eq!(find("/gone/x"), None);
+        assert_eq!(find("/elsewhere"), None);
     }
 
     #[test]
