@@ -795,3 +795,32 @@ fn another_processes_environment_is_unreadable() {
     let cases: Vec<(&str, &str)> = cases.iter().map(|(a, w)| (a.as_str(), *w)).collect();
     run.expect(&cases);
 }
+
+/// The relay's way: a tokio child and the asynchronous report reader.
+#[tokio::test(flavor = "current_thread")]
+async fn the_report_can_be_read_asynchronously() {
+    if skip_below(1, "the_report_can_be_read_asynchronously") {
+        return;
+    }
+    let t = tree();
+    let s = with_root(spec(SandboxMode::BestEffort), &t.root, Access::ReadOnly);
+    let actions = act(&[&"read", &t.root.join("file")]);
+    let sandbox::Prepared {
+        mut command,
+        mut session,
+        ..
+    } = sandbox::prepare_with_launcher(&s, &child_argv(), rootfence()).unwrap();
+    command
+        .env(CHILD_ENV, &actions)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
+    let child = tokio::process::Command::from(command).spawn().unwrap();
+    let report = session.take_report_reader().unwrap().read().await.unwrap();
+    assert!(report.no_new_privs);
+    let out = child.wait_with_output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("RF_RESULT {actions}\tok")),
+        "{stdout}"
+    );
+}

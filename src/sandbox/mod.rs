@@ -317,9 +317,20 @@ pub fn landlock_abi() -> Option<u8> {
 
 /// Prepares the launcher command for `argv` with this spec, using the running executable
 /// (rootfence) as the launcher.
+///
+/// The launcher is started as `/proc/self/exe`: in the forked child that is the very file
+/// rootfence runs from, even if it was replaced or deleted since (an upgrade mid-session),
+/// so launcher and plan always come from the same build. `argv[0]` stays the executable's
+/// path for `ps`.
 pub fn prepare(spec: &SandboxSpec, argv: &[OsString]) -> Result<Prepared, SandboxError> {
     let exe = std::env::current_exe().map_err(SandboxError::CurrentExe)?;
-    prepare_with_launcher(spec, argv, &exe)
+    let proc_exe = Path::new("/proc/self/exe");
+    if spec.mode == SandboxMode::Off || !proc_exe.exists() {
+        return prepare_with_launcher(spec, argv, &exe);
+    }
+    let mut prepared = prepare_with_launcher(spec, argv, proc_exe)?;
+    std::os::unix::process::CommandExt::arg0(&mut prepared.command, &exe);
+    Ok(prepared)
 }
 
 /// Like [`prepare`], with an explicit path to the rootfence executable (for tests and
