@@ -111,6 +111,7 @@ fn run_action(action: &str) -> std::io::Result<String> {
             let addr = SocketAddr::from_abstract_name(arg(1).as_bytes())?;
             UnixStream::connect_addr(&addr).map(|_| OK.into())
         }
+        "unix-connect" => UnixStream::connect(arg(1)).map(|_| OK.into()),
         "abstract-own" => {
             let addr = SocketAddr::from_abstract_name(arg(1).as_bytes())?;
             let _l = UnixListener::bind_addr(&addr)?;
@@ -822,5 +823,36 @@ async fn the_report_can_be_read_asynchronously() {
     assert!(
         stdout.contains(&format!("RF_RESULT {actions}\tok")),
         "{stdout}"
+    );
+}
+
+/// Pins a known gap so it stays visible: before Landlock ABI 9 (not requested; Linux 7.1)
+/// a confined server can connect to a pathname unix socket outside every grant, such as
+/// a docker or D-Bus socket. The report must say so; this test must change when
+/// rootfence requests ABI 9.
+#[test]
+fn pathname_unix_sockets_are_reported_as_not_covered() {
+    if skip_below(1, "pathname_unix_sockets_are_reported_as_not_covered") {
+        return;
+    }
+    let t = tree();
+    let sock = t.outside.join("s.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let s = spec(SandboxMode::BestEffort);
+    let action = act(&[&"unix-connect", &sock]);
+    let run = run_child(&s, std::slice::from_ref(&action), &[]);
+    run.expect(&[(action.as_str(), OK)]);
+    let report = run.report.unwrap();
+    assert!(
+        report
+            .not_covered
+            .iter()
+            .any(|n| n.contains("pathname unix sockets")),
+        "{report}"
+    );
+    assert!(
+        report
+            .to_string()
+            .contains("not covered: connecting to pathname unix sockets")
     );
 }

@@ -85,6 +85,7 @@ pub fn launcher_main() -> ExitCode {
         }
     };
 
+    let not_covered = not_covered(&plan);
     let (env, env_report) = build_env(&plan);
     let path_var = env
         .iter()
@@ -160,6 +161,7 @@ pub fn launcher_main() -> ExitCode {
         inherited_fds,
         command: Some(resolved.display().to_string()),
         missing: all_missing,
+        not_covered,
     });
     if refused || (strict && !report.missing.is_empty()) {
         if !send(&Message::Refused { report }) {
@@ -186,6 +188,35 @@ pub fn launcher_main() -> ExitCode {
         _ => format!("cannot execute '{}': {err}", resolved.display()),
     };
     fail(&mut send, "exec", error, EXIT_EXEC_FAILED, Some(report))
+}
+
+/// What the sandbox leaves open even when everything requested is enforced. Read before
+/// Landlock applies (`/proc/self/status` is always readable then).
+fn not_covered(plan: &LaunchPlan) -> Vec<String> {
+    let mut out = vec![
+        "connecting to pathname unix sockets (e.g. /var/run/docker.sock) is not restricted \
+         before Landlock ABI 9 (Linux 7.1), which rootfence does not request yet"
+            .to_owned(),
+    ];
+    if plan.network != super::Network::Allow {
+        out.push("UDP and other non-TCP protocols are not restricted".to_owned());
+    }
+    let cap_eff = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .map(|v| v.trim().to_owned())
+        })
+        .and_then(|v| u64::from_str_radix(&v, 16).ok());
+    if cap_eff.is_some_and(|c| c != 0) {
+        out.push(
+            "the server holds Linux capabilities (it runs as root or with file \
+             capabilities); Landlock does not restrict raw sockets or module loading"
+                .to_owned(),
+        );
+    }
+    out
 }
 
 /// `[exe, LAUNCHER_ARG, plan-fd, report-fd, "--", command...]`.

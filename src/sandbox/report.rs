@@ -59,6 +59,10 @@ pub struct EnforcementReport {
     pub command: Option<String>,
     /// Everything requested but not enforced, one human-readable line each.
     pub missing: Vec<String>,
+    /// Avenues the sandbox does not close even when fully enforced, one line each (e.g.
+    /// pathname unix sockets before Landlock ABI 9), so the audit log never overstates.
+    #[serde(default)]
+    pub not_covered: Vec<String>,
 }
 
 /// Landlock status.
@@ -257,6 +261,7 @@ impl EnforcementReport {
             inherited_fds: "inherited as rootfence's (sandbox off)".into(),
             command: None,
             missing: vec!["sandbox is off: the server runs unconfined".into()],
+            not_covered: Vec::new(),
         }
     }
 
@@ -420,6 +425,9 @@ impl fmt::Display for EnforcementReport {
         )?;
         if let Some(c) = &self.command {
             writeln!(f, "  command: {c}")?;
+        }
+        if !self.not_covered.is_empty() {
+            writeln!(f, "  not covered: {}", self.not_covered.join("; "))?;
         }
         if !self.missing.is_empty() {
             write!(f, "  missing: {}", self.missing.join("; "))?;
