@@ -320,10 +320,12 @@ fn resolve_paths(
             reports.push(report);
             continue;
         }
+        // Only a directory can hold a denied path (one "beneath" a file cannot exist).
+        let is_dir = file.metadata().map(|m| m.is_dir()).unwrap_or(false);
         let inside: Vec<usize> = denies
             .iter()
             .enumerate()
-            .filter(|(_, (_, c))| c.starts_with(&resolved))
+            .filter(|(_, (_, c))| is_dir && c.starts_with(&resolved))
             .map(|(i, _)| i)
             .collect();
         let access = access_of(g.rights);
@@ -425,12 +427,14 @@ fn carve(
             .filter(|d| d.starts_with(&child))
             .cloned()
             .collect();
-        if beneath.is_empty() {
+        if beneath.is_empty() || !meta.is_dir() {
+            // Only a directory can hold a denied path: one "beneath" a file cannot exist,
+            // and the file itself is not denied.
             if let Some(r) = path_rule(file, access) {
                 rules.push(r);
                 stats.entries += 1;
             }
-        } else if meta.is_dir() {
+        } else {
             drop(file);
             carve(&child, access, &beneath, rules, stats);
         }
@@ -620,6 +624,85 @@ mod tests {
             }
         ));
         assert_eq!(deny[0].status, DenyStatus::CarvedOut);
+    }
+
+    mod carve_props {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// Relative paths over a tiny alphabet, so trees, denials and collisions are dense.
+        fn rel_path() -> impl Strategy<Value = String> {
+            prop::collection::vec(prop::sample::select(vec!["a", "b", "c"]), 1..=3)
+                .prop_map(|v| v.join("/"))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+            /// For any tree and any denials: no rule reaches a denied path or anything
+            /// beneath it beyond listing its ancestors, and every other existing file
+            /// stays readable through some rule.
+            #[test]
+            fn carve_out_is_sound_and_complete(
+                files in prop::collection::vec(rel_path(), 1..12),
+                denies in prop::collection::vec(rel_path(), 1..4),
+            ) {
+                let dir = tempfile::tempdir().unwrap();
+                let root = std::fs::canonicalize(dir.path()).unwrap();
+                for f in &files {
+                    let p = root.join(f);
+                    // A path that is already a directory (or under a file) is skipped.
+                    if let Some(parent) = p.parent() {
+                        if std::fs::create_dir_all(parent).is_err() {
+                            continue;
+                        }
+                    }
+                    let _ = std::fs::write(&p, "x");
+                }
+                let denies: Vec<PathBuf> = denies.iter().map(|d| root.join(d)).collect();
+                let (rules, _, _) = resolve_paths(
+                    &[grant(&root, Rights::ReadWrite)],
+                    &denies,
+                );
+                let ruled: Vec<(PathBuf, BitFlags<AccessFs>)> = rules
+                    .iter()
+                    .map(|r| (fd_path(&r.file).unwrap(), r.access))
+                    .collect();
+                let listing: BitFlags<AccessFs> = AccessFs::ReadDir.into();
+                for d in &denies {
+                    for (p, access) in &ruled {
+                        // Beneath (or at) a denied path: nothing at all.
+                        prop_assert!(!p.starts_with(d), "rule on {p:?} inside denied {d:?}");
+                        // A directory above a denied path: listing only. (A file "above"
+                        // one only means the denied path cannot exist.)
+                        if d.starts_with(p) && p.is_dir() {
+                            prop_assert_eq!(*access, listing, "ancestor {:?} of {:?}", p, d);
+                        }
+                    }
+                }
+                for f in &files {
+                    let f = root.join(f);
+                    if !f.is_file() || denies.iter().any(|d| f.starts_with(d)) {
+                        continue;
+                    }
+                    let covered = ruled.iter().any(|(p, a)| {
+                        f.starts_with(p) && a.contains(AccessFs::ReadFile)
+                    });
+                    prop_assert!(covered, "{f:?} is not readable; rules {ruled:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_grant_with_an_impossible_deny_beneath_is_still_granted() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join("f"), "x").unwrap();
+        let (rules, grants, _) =
+            resolve_paths(&[grant(&root.join("f"), Rights::Read)], &[root.join("f/x")]);
+        assert_eq!(rules.len(), 1);
+        assert_eq!(grants[0].status, GrantStatus::Granted);
     }
 
     #[test]

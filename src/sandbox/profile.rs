@@ -261,6 +261,8 @@ pub fn default_profile(argv: &[OsString], env: &[(OsString, OsString)]) -> Defau
             let Some(found) = lookup(&name, path_var.as_deref()) else {
                 continue;
             };
+            // `./server.js` must become an absolute grant, like everything else.
+            let found = std::path::absolute(&found).unwrap_or(found);
             let canonical = std::fs::canonicalize(&found).unwrap_or_else(|_| found.clone());
             for p in [&found, &canonical] {
                 if let Some(f) = family_of(p) {
@@ -650,6 +652,40 @@ mod tests {
         assert!(has("/proc/self", Rights::Read));
         assert!(!p.entries.iter().any(|e| e.path == Path::new("/etc")));
         assert!(!p.entries.iter().any(|e| e.path == Path::new("/etc/shadow")));
+    }
+
+    #[test]
+    fn every_profile_path_is_absolute() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("server.sh");
+        std::fs::write(&script, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // A relative command (`./server.sh` from its directory) through the same code path.
+        let rel = pathdiff(&script);
+        let p = default_profile(
+            &[rel.clone().into_os_string()],
+            &env(&[("PATH", "/usr/bin:/bin")]),
+        );
+        assert!(
+            p.entries.iter().all(|e| e.path.is_absolute()),
+            "{:?}",
+            p.entries
+        );
+        assert!(
+            p.entries
+                .iter()
+                .any(|e| e.path.ends_with("server.sh") || script.starts_with(&e.path))
+        );
+    }
+
+    /// `script` relative to the current directory, with at least one slash.
+    fn pathdiff(script: &Path) -> PathBuf {
+        let cwd = std::env::current_dir().unwrap();
+        let mut up = PathBuf::from(".");
+        for _ in cwd.components().skip(1) {
+            up.push("..");
+        }
+        up.join(script.strip_prefix("/").unwrap())
     }
 
     #[test]
