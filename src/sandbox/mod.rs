@@ -5,7 +5,7 @@
 //!
 //! rootfence never restricts itself. [`prepare`] builds a [`Command`] that re-executes the
 //! rootfence binary as a small single-threaded launcher (`rootfence __sandbox-exec ...`).
-//! The launcher reads a [`LaunchPlan`](plan::LaunchPlan) from an inherited memfd, then
+//! The launcher reads a launch plan (`plan.rs`) from an inherited memfd, then
 //! clears the environment down to an allow-list, sets resource limits and
 //! `no_new_privs`, marks every inherited descriptor above stderr close-on-exec, applies
 //! Landlock (filesystem, TCP network and scopes), writes its [`EnforcementReport`] to a
@@ -45,7 +45,7 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-pub use profile::{DefaultProfile, ProfileEntry, default_profile};
+pub use profile::{DefaultProfile, ProfileEntry, Rights, default_profile};
 pub use report::{
     DenyReport, DenyStatus, Enforcement, EnforcementReport, EnvReport, FsReport, GrantReport,
     GrantStatus, LandlockReport, LaunchError, NetworkReport, ReportReader, RlimitReport,
