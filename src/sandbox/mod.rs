@@ -357,12 +357,7 @@ pub fn prepare_with_launcher(
     }
 
     let private_tmp = if spec.private_tmp {
-        let dir = std::env::temp_dir();
-        let tmp = tempfile::Builder::new()
-            .prefix("rootfence-sandbox-")
-            .tempdir_in(&dir)
-            .map_err(|source| SandboxError::PrivateTmp { dir, source })?;
-        Some(tmp)
+        Some(private_tmp_dir()?)
     } else {
         None
     };
@@ -394,9 +389,93 @@ pub fn prepare_with_launcher(
     })
 }
 
+/// Creates the session's private temp dir as `$TMPDIR/rootfence-sandbox-<uid>/<pid>-XXXX`.
+///
+/// The per-user parent (mode 0700, checked to be ours and not a symlink, since `$TMPDIR`
+/// is usually shared) lets each start remove what sessions killed with SIGKILL left
+/// behind: entries whose pid no longer exists. A live process in another pid namespace
+/// sharing the same `/tmp` and uid could lose its temp dir; when the parent cannot be
+/// used, the dir is created directly in `$TMPDIR` and nothing is swept.
+fn private_tmp_dir() -> Result<tempfile::TempDir, SandboxError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let base = std::env::temp_dir();
+    let uid = nix::unistd::geteuid();
+    let parent = base.join(format!("rootfence-sandbox-{uid}"));
+    let created = std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&parent)
+        .is_ok();
+    let usable = created
+        || std::fs::symlink_metadata(&parent)
+            .is_ok_and(|m| m.is_dir() && m.uid() == uid.as_raw() && m.mode() & 0o077 == 0);
+    let (dir, prefix) = if usable {
+        sweep_stale(&parent);
+        (parent, format!("{}-", std::process::id()))
+    } else {
+        (base, "rootfence-sandbox-".to_owned())
+    };
+    tempfile::Builder::new()
+        .prefix(&prefix)
+        .tempdir_in(&dir)
+        .map_err(|source| SandboxError::PrivateTmp { dir, source })
+}
+
+/// Removes session dirs (`<pid>-...`) whose process is gone.
+fn sweep_stale(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.split_once('-'))
+            .and_then(|(p, _)| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid <= 0 || pid == std::process::id() as i32 {
+            continue;
+        }
+        let gone = matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(nix::Error::ESRCH)
+        );
+        if gone && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            // remove_dir_all does not follow symlinks inside the tree.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn private_tmp_dirs_of_dead_sessions_are_swept() {
+        let first = private_tmp_dir().unwrap();
+        let parent = first.path().parent().unwrap().to_owned();
+        assert!(
+            parent
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("rootfence-sandbox-")
+        );
+        // A session of a process that has exited (reaped, so its pid is free).
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = dead.id();
+        dead.wait().unwrap();
+        let stale = parent.join(format!("{dead_pid}-stale"));
+        std::fs::create_dir_all(stale.join("inner")).unwrap();
+        let second = private_tmp_dir().unwrap();
+        assert!(!stale.exists(), "stale session dir left behind");
+        assert!(first.path().exists(), "a live session's dir must stay");
+        drop(second);
+        drop(first);
+    }
 
     #[test]
     fn deny_patterns_split_literal_from_glob() {
