@@ -1,25 +1,386 @@
-//! `rootfence sandbox probe` (issue 7).
+//! `rootfence sandbox probe` and `rootfence sandbox exec` (issue 7), and the hidden
+//! launcher entry point.
+//!
+//! `exec` runs a command confined, without the MCP relay, and prints the enforcement
+//! report on stderr: a quick way to see what a `[sandbox]` table does. `probe` does the
+//! same under strace (when installed) and prints the paths and ports the command was
+//! denied as a `[sandbox]` snippet on stdout.
 
-use std::process::ExitCode;
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, ExitCode, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use rootfence::sandbox::{self, Access, Network, SandboxMode, SandboxRoot, SandboxSpec, probe};
+
+/// Re-exported for `main`.
+pub use rootfence::sandbox::LAUNCHER_ARG;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum SandboxCommand {
-    /// Run a command confined and report which paths it was denied.
-    Probe {
-        #[arg(last = true, required = true, value_name = "COMMAND")]
-        command: Vec<std::ffi::OsString>,
-    },
+    /// Run a command confined and report which paths it was denied, as a `[sandbox]`
+    /// snippet on stdout. The command's own stdout goes to stderr; pipe MCP requests to
+    /// its stdin to exercise it.
+    Probe(Box<ProbeArgs>),
+    /// Run a command confined (no MCP relay) and print the enforcement report on stderr.
+    Exec(Box<ExecArgs>),
 }
 
-pub fn run(_cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
-    Err(super::not_yet("sandbox"))
+/// What to grant; the same vocabulary as the policy's `[sandbox]` table.
+#[derive(Debug, clap::Args)]
+pub struct SpecArgs {
+    /// A root the command may read and write (repeatable).
+    #[arg(long = "root", value_name = "PATH")]
+    roots: Vec<PathBuf>,
+    /// A root the command may only read (repeatable).
+    #[arg(long = "root-ro", value_name = "PATH")]
+    roots_ro: Vec<PathBuf>,
+    /// An extra path the command may read (repeatable).
+    #[arg(long, value_name = "PATH")]
+    read: Vec<PathBuf>,
+    /// An extra path the command may read and write (repeatable).
+    #[arg(long, value_name = "PATH")]
+    write: Vec<PathBuf>,
+    /// A path kept unreachable even inside a root (repeatable; globs are reported only).
+    #[arg(long, value_name = "PATH")]
+    deny: Vec<String>,
+    /// TCP network: allow, deny, or a comma-separated list of ports.
+    #[arg(long, value_name = "allow|deny|PORTS", default_value = "allow")]
+    network: String,
+    /// An environment variable passed through (exact name or PREFIX*; repeatable).
+    #[arg(long, value_name = "NAME")]
+    env: Vec<String>,
+    /// Do not grant the default profile (system, interpreter, caches, devices).
+    #[arg(long)]
+    no_default_profile: bool,
+    /// Do not create a private temp dir.
+    #[arg(long)]
+    no_private_tmp: bool,
+    /// best-effort, strict, or off (no confinement: the baseline for comparisons).
+    #[arg(long, value_name = "MODE", default_value = "best-effort")]
+    mode: String,
+    /// RLIMIT_NOFILE.
+    #[arg(long, value_name = "N")]
+    nofile: Option<u64>,
+    /// RLIMIT_AS in bytes.
+    #[arg(long, value_name = "BYTES")]
+    address_space: Option<u64>,
+    /// RLIMIT_CPU in seconds.
+    #[arg(long, value_name = "SECS")]
+    cpu_seconds: Option<u64>,
+    /// RLIMIT_NPROC.
+    #[arg(long, value_name = "N")]
+    processes: Option<u64>,
 }
 
-/// The hidden first argument under which rootfence runs as the sandbox launcher.
-pub const LAUNCHER_ARG: &str = "__sandbox-exec";
+/// Arguments of `sandbox probe`.
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    spec: SpecArgs,
+    /// Do not use strace even if installed; read denials from the command's stderr only.
+    #[arg(long)]
+    no_strace: bool,
+    /// Stop the command after this many seconds (servers usually run until stdin closes).
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    timeout: u64,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
 
-/// Entry point of the sandbox launcher (issue 7).
+/// Arguments of `sandbox exec`.
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    spec: SpecArgs,
+    /// Do not print the enforcement report.
+    #[arg(long, short)]
+    quiet: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+pub fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        SandboxCommand::Probe(args) => run_probe(*args),
+        SandboxCommand::Exec(args) => run_exec(*args),
+    }
+}
+
+/// Entry point of the sandbox launcher (see `rootfence::sandbox::launcher`).
 pub fn launcher_main() -> ExitCode {
-    eprintln!("rootfence: error: the sandbox launcher is not implemented in this build yet");
-    ExitCode::from(127)
+    sandbox::launcher::launcher_main()
+}
+
+fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
+    let mode = match a.mode.as_str() {
+        "best-effort" => SandboxMode::BestEffort,
+        "strict" => SandboxMode::Strict,
+        "off" => SandboxMode::Off,
+        other => bail!("unknown sandbox mode '{other}'; use best-effort, strict or off"),
+    };
+    let abs = |p: &PathBuf| {
+        std::path::absolute(p).with_context(|| format!("cannot make '{}' absolute", p.display()))
+    };
+    let mut spec = SandboxSpec::new(mode);
+    for (paths, access) in [
+        (&a.roots, Access::ReadWrite),
+        (&a.roots_ro, Access::ReadOnly),
+    ] {
+        for p in paths {
+            spec.roots.push(SandboxRoot {
+                path: abs(p)?,
+                access,
+            });
+        }
+    }
+    spec.read = a.read.iter().map(abs).collect::<Result<_, _>>()?;
+    spec.write = a.write.iter().map(abs).collect::<Result<_, _>>()?;
+    for d in &a.deny {
+        let looks_glob = d.contains(['*', '?', '[', '{']);
+        if looks_glob {
+            spec.add_deny_pattern(d);
+        } else {
+            spec.add_deny_pattern(&abs(&PathBuf::from(d))?.to_string_lossy());
+        }
+    }
+    spec.network = parse_network(&a.network)?;
+    spec.env = a.env.clone();
+    spec.default_profile = !a.no_default_profile;
+    spec.private_tmp = !a.no_private_tmp;
+    spec.rlimits.nofile = a.nofile;
+    spec.rlimits.address_space = a.address_space;
+    spec.rlimits.cpu_seconds = a.cpu_seconds;
+    spec.rlimits.processes = a.processes;
+    Ok(spec)
+}
+
+fn parse_network(s: &str) -> anyhow::Result<Network> {
+    Ok(match s {
+        "allow" => Network::Allow,
+        "deny" => Network::Deny,
+        ports => Network::Ports(
+            ports
+                .split(',')
+                .map(|p| {
+                    p.trim().parse::<u16>().with_context(|| {
+                        format!("'{p}' in --network is not a TCP port; use allow, deny or 80,443")
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    })
+}
+
+fn exit_code_of(status: ExitStatus) -> ExitCode {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
+        (None, Some(sig)) => ExitCode::from(128u8.saturating_add(sig as u8)),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
+    let spec = build_spec(&args.spec)?;
+    let sandbox::Prepared {
+        mut command,
+        mut session,
+        ..
+    } = sandbox::prepare(&spec, &args.command)?;
+    let mut child = command
+        .spawn()
+        .context("cannot start the sandbox launcher")?;
+    let reader = session
+        .take_report_reader()
+        .context("report reader already taken")?;
+    match reader.read_blocking() {
+        Ok(report) => {
+            if !args.quiet {
+                print_report(&report);
+            }
+        }
+        Err(e) => {
+            let status = child.wait()?;
+            eprintln!("rootfence: error: {e}");
+            return Ok(exit_code_of(status));
+        }
+    }
+    let status = child.wait().context("cannot wait for the command")?;
+    drop(session);
+    Ok(exit_code_of(status))
+}
+
+fn print_report(report: &sandbox::EnforcementReport) {
+    let mut err = std::io::stderr().lock();
+    for line in report.to_string().lines() {
+        let _ = writeln!(err, "rootfence: {line}");
+    }
+}
+
+/// Largest amount of the command's stderr kept for analysis.
+const MAX_STDERR_KEPT: usize = 4 << 20;
+
+fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
+    let spec = build_spec(&args.spec)?;
+    let exe = std::env::current_exe().context("cannot find the rootfence executable")?;
+    let strace = if args.no_strace {
+        None
+    } else {
+        probe::find_strace()
+    };
+    let logdir = tempfile::tempdir().context("cannot create a directory for the strace log")?;
+    let log = logdir.path().join("strace.log");
+    let prepared = match &strace {
+        Some(s) => probe::prepare_traced(&spec, &args.command, &exe, s, &log)?,
+        None => {
+            eprintln!(
+                "rootfence: strace not found{}: denials are read from the command's stderr \
+                 only, which misses what it does not print (install strace for a full probe)",
+                if args.no_strace { " (--no-strace)" } else { "" }
+            );
+            sandbox::prepare_with_launcher(&spec, &args.command, &exe)?
+        }
+    };
+    let sandbox::Prepared {
+        mut command,
+        mut session,
+        ..
+    } = prepared;
+    // The command's stdout would mix with the snippet: send it to stderr.
+    let stdout_to_stderr = std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .context("cannot duplicate stderr")?;
+    command
+        .stdout(Stdio::from(stdout_to_stderr))
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = command.spawn().with_context(|| match &strace {
+        Some(s) => format!("cannot start {}", s.display()),
+        None => "cannot start the sandbox launcher".to_owned(),
+    })?;
+    let tee = tee_stderr(&mut child);
+    let reader = session
+        .take_report_reader()
+        .context("report reader already taken")?;
+    let report = reader.read_blocking();
+    match &report {
+        Ok(r) => print_report(r),
+        Err(e) => eprintln!("rootfence: error: {e}"),
+    }
+    let status = wait_with_timeout(&mut child, Duration::from_secs(args.timeout))?;
+    let stderr_text = tee.join().unwrap_or_default();
+    eprintln!(
+        "rootfence: probe: command ended: {}",
+        match status {
+            Some(s) => s.to_string(),
+            None => format!("stopped after {} s (--timeout)", args.timeout),
+        }
+    );
+
+    let findings = if strace.is_some() {
+        let text = std::fs::read(&log)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let findings = probe::parse_strace_log(&text);
+        if !findings.restricted && report.is_ok() {
+            eprintln!(
+                "rootfence: probe: the strace log shows no landlock_restrict_self; \
+                 Landlock is not enforcing here, so nothing can be denied by it"
+            );
+        }
+        findings
+    } else {
+        // Without strace, what the command printed is all there is to go on.
+        probe::parse_stderr(&stderr_text)
+    };
+
+    for d in &findings.denials {
+        let need = match d.need {
+            probe::Need::Read => "read",
+            probe::Need::Exec => "execute",
+            probe::Need::Write => "write",
+        };
+        eprintln!(
+            "rootfence: probe: denied {need} {} ({})",
+            d.path.display(),
+            d.op
+        );
+    }
+    for p in &findings.connect_ports {
+        eprintln!("rootfence: probe: denied TCP connect to port {p}");
+    }
+    for p in &findings.bind_ports {
+        eprintln!("rootfence: probe: denied TCP bind to port {p}");
+    }
+    if findings.signals > 0 {
+        eprintln!(
+            "rootfence: probe: {} signal(s) to processes outside the sandbox refused",
+            findings.signals
+        );
+    }
+    let suggestion = probe::suggest(&findings, &spec);
+    for (p, why) in &suggestion.left_out {
+        eprintln!("rootfence: probe: not suggested: {}: {why}", p.display());
+    }
+    let restricted = spec.network != Network::Allow;
+    print!("{}", probe::render_toml(&suggestion, restricted));
+    drop(session);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Copies the child's stderr to ours and keeps (a bounded amount of) it.
+fn tee_stderr(child: &mut Child) -> std::thread::JoinHandle<String> {
+    let pipe = child.stderr.take();
+    std::thread::spawn(move || {
+        let Some(mut pipe) = pipe else {
+            return String::new();
+        };
+        let mut kept = Vec::new();
+        let mut buf = [0u8; 8192];
+        let mut err = std::io::stderr();
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let _ = err.write_all(&buf[..n]);
+            if kept.len() < MAX_STDERR_KEPT {
+                kept.extend_from_slice(&buf[..n]);
+            }
+        }
+        String::from_utf8_lossy(&kept).into_owned()
+    })
+}
+
+/// Waits for the child; after `timeout`, stops its whole process group (TERM, then KILL)
+/// and returns `None`.
+fn wait_with_timeout(child: &mut Child, timeout: Duration) -> anyhow::Result<Option<ExitStatus>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(s) = child.try_wait()? {
+            return Ok(Some(s));
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pgid = nix::unistd::Pid::from_raw(-(child.id() as i32));
+    let _ = nix::sys::signal::kill(pgid, nix::sys::signal::Signal::SIGTERM);
+    let grace = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < grace {
+        if child.try_wait()?.is_some() {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = nix::sys::signal::kill(pgid, nix::sys::signal::Signal::SIGKILL);
+    child.wait()?;
+    Ok(None)
 }

@@ -1,0 +1,353 @@
+//! The sandbox launcher: the process rootfence starts as `rootfence __sandbox-exec
+//! <plan-fd> <report-fd> -- <command...>`. It confines itself and then execs the server,
+//! so rootfence proper is never restricted.
+//!
+//! It stays single-threaded (no runtime, no tracing) because Landlock restricts the
+//! calling thread only before ABI 8. Order of work, and why:
+//! 1. adopt the report pipe first, so every later failure can be reported;
+//! 2. read the sealed plan and close it;
+//! 3. mark every other inherited descriptor close-on-exec;
+//! 4. build the environment from the allow-list and look the command up on its `PATH`
+//!    (before Landlock, so "not found" and "denied" stay distinct errors);
+//! 5. `no_new_privs`, resource limits, then Landlock;
+//! 6. write the report (strict mode: refuse instead if anything is missing);
+//! 7. exec; the report pipe closes on exec, which tells rootfence the exec happened.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io::{Read, Write};
+use std::os::fd::RawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::process::ExitCode;
+
+use nix::sys::resource::{Resource, getrlimit, setrlimit};
+
+use super::fds;
+use super::landlock::{self, Failure};
+use super::plan::{LaunchPlan, MAX_PLAN_BYTES, env_allowed};
+use super::profile::{DEFAULT_PATH, lookup};
+use super::report::{EnforcementReport, EnvReport, FsReport, Message, RlimitReport, RlimitStatus};
+use super::{
+    EXIT_EXEC_FAILED, EXIT_LAUNCHER_ERROR, EXIT_NOT_FOUND, EXIT_REFUSED, LAUNCHER_ARG, SandboxMode,
+};
+
+/// Entry point of the launcher; `main` calls it when `argv[1]` is [`LAUNCHER_ARG`]. Never
+/// returns on success (the process becomes the server).
+pub fn launcher_main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let Some((plan_fd, report_fd, command)) = parse_args(&args) else {
+        eprintln!(
+            "rootfence: error: `{LAUNCHER_ARG}` is internal to rootfence and takes \
+             `<plan-fd> <report-fd> -- <command...>`; use `rootfence run` or \
+             `rootfence sandbox exec` instead"
+        );
+        return ExitCode::from(EXIT_LAUNCHER_ERROR);
+    };
+    let mut report_pipe = match fds::adopt(report_fd) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(e) => {
+            eprintln!("rootfence: sandbox launcher: cannot use the report channel: {e}");
+            return ExitCode::from(EXIT_LAUNCHER_ERROR);
+        }
+    };
+    let mut send = |msg: &Message| -> bool {
+        let mut line = serde_json::to_vec(msg).unwrap_or_default();
+        line.push(b'\n');
+        report_pipe.write_all(&line).is_ok()
+    };
+    let fail = |send: &mut dyn FnMut(&Message) -> bool,
+                stage: &str,
+                error: String,
+                code: u8,
+                report: Option<Box<EnforcementReport>>| {
+        let msg = Message::Failed {
+            stage: stage.into(),
+            error: error.clone(),
+            code,
+            report,
+        };
+        if !send(&msg) {
+            eprintln!("rootfence: sandbox launcher failed at {stage}: {error}");
+        }
+        ExitCode::from(code)
+    };
+
+    let plan = match read_plan(plan_fd) {
+        Ok(p) => p,
+        Err(e) => return fail(&mut send, "plan", e, EXIT_LAUNCHER_ERROR, None),
+    };
+    let strict = plan.mode == SandboxMode::Strict;
+    let mut missing = Vec::new();
+    let inherited_fds = match fds::cloexec_all_above_stdio() {
+        Ok(how) => format!("stdio only ({how})"),
+        Err(e) => {
+            missing.push(format!("inherited descriptors not closed: {e}"));
+            "NOT closed".to_owned()
+        }
+    };
+
+    let not_covered = not_covered(&plan);
+    let (env, env_report) = build_env(&plan);
+    let path_var = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone());
+    let program = &command[0];
+    let Some(resolved) = lookup(program, path_var.as_deref()) else {
+        let searched = path_var
+            .as_deref()
+            .unwrap_or(OsStr::new(DEFAULT_PATH))
+            .to_string_lossy()
+            .into_owned();
+        let error = if program.as_bytes().contains(&b'/') {
+            format!(
+                "server command '{}' does not exist or is not an executable file",
+                program.to_string_lossy()
+            )
+        } else {
+            format!(
+                "server command '{}' not found on the sandbox PATH ({searched}); give its \
+                 absolute path, or make sure PATH is passed and contains its directory",
+                program.to_string_lossy()
+            )
+        };
+        return fail(&mut send, "lookup", error, EXIT_NOT_FOUND, None);
+    };
+
+    // Set explicitly, so it holds even when Landlock is unavailable.
+    let _ = nix::sys::prctl::set_no_new_privs();
+    let rlimits = apply_rlimits(&plan);
+    for r in &rlimits {
+        match r.status {
+            RlimitStatus::Failed => missing.push(format!("rlimit {} could not be set", r.name)),
+            RlimitStatus::NotEffective => missing.push(format!(
+                "rlimit {} is not enforced for root (the kernel exempts uid 0)",
+                r.name
+            )),
+            RlimitStatus::Applied | RlimitStatus::Clamped => {}
+        }
+    }
+
+    let (outcome, refused) = match landlock::restrict(&plan) {
+        Ok(o) => (o, false),
+        Err(Failure::Refused(o)) => (*o, true),
+        Err(Failure::Error(e)) => {
+            return fail(&mut send, "landlock", e, EXIT_LAUNCHER_ERROR, None);
+        }
+    };
+    let no_new_privs = nix::sys::prctl::get_no_new_privs().unwrap_or(outcome.no_new_privs);
+    if !no_new_privs && !outcome.missing.iter().any(|m| m.contains("no_new_privs")) {
+        missing.push("no_new_privs could not be set".into());
+    }
+    let mut all_missing = outcome.missing;
+    all_missing.extend(missing);
+    let enforcement = match outcome.enforcement {
+        super::Enforcement::Full if !all_missing.is_empty() => super::Enforcement::Partial,
+        e => e,
+    };
+    let report = Box::new(EnforcementReport {
+        mode: plan.mode,
+        enforcement,
+        landlock: outcome.landlock,
+        filesystem: FsReport {
+            grants: outcome.grants,
+            deny: outcome.deny,
+            deny_globs: plan.deny_globs.clone(),
+        },
+        network: outcome.network,
+        scopes: outcome.scopes,
+        rlimits,
+        no_new_privs,
+        env: env_report,
+        inherited_fds,
+        command: Some(resolved.display().to_string()),
+        missing: all_missing,
+        not_covered,
+    });
+    if refused || (strict && !report.missing.is_empty()) {
+        if !send(&Message::Refused { report }) {
+            eprintln!("rootfence: strict sandbox refused to start the server");
+        }
+        return ExitCode::from(EXIT_REFUSED);
+    }
+    if !send(&Message::Report {
+        report: report.clone(),
+    }) {
+        // rootfence stopped listening: it will not know what was enforced, so do not
+        // start a server it cannot account for.
+        eprintln!("rootfence: sandbox launcher: cannot deliver the enforcement report");
+        return ExitCode::from(EXIT_LAUNCHER_ERROR);
+    }
+
+    let err = exec(&resolved, &command, &env);
+    let error = match err {
+        nix::Error::EACCES | nix::Error::EPERM => format!(
+            "cannot execute '{}': {err}; the sandbox does not grant execute on it or on \
+             its interpreter; add its directory to [sandbox] read",
+            resolved.display()
+        ),
+        _ => format!("cannot execute '{}': {err}", resolved.display()),
+    };
+    fail(&mut send, "exec", error, EXIT_EXEC_FAILED, Some(report))
+}
+
+/// What the sandbox leaves open even when everything requested is enforced. Read before
+/// Landlock applies (`/proc/self/status` is always readable then).
+fn not_covered(plan: &LaunchPlan) -> Vec<String> {
+    let mut out = vec![
+        "connecting to pathname unix sockets (e.g. /var/run/docker.sock) is not restricted \
+         before Landlock ABI 9 (Linux 7.1), which rootfence does not request yet"
+            .to_owned(),
+    ];
+    if plan.network != super::Network::Allow {
+        out.push("UDP and other non-TCP protocols are not restricted".to_owned());
+    }
+    let cap_eff = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .map(|v| v.trim().to_owned())
+        })
+        .and_then(|v| u64::from_str_radix(&v, 16).ok());
+    if cap_eff.is_some_and(|c| c != 0) {
+        out.push(
+            "the server holds Linux capabilities (it runs as root or with file \
+             capabilities); Landlock does not restrict raw sockets or module loading"
+                .to_owned(),
+        );
+    }
+    out
+}
+
+/// `[exe, LAUNCHER_ARG, plan-fd, report-fd, "--", command...]`.
+fn parse_args(args: &[OsString]) -> Option<(RawFd, RawFd, Vec<OsString>)> {
+    if args.len() < 6 || args[1] != LAUNCHER_ARG || args[4] != "--" {
+        return None;
+    }
+    let plan = args[2].to_str()?.parse().ok()?;
+    let report = args[3].to_str()?.parse().ok()?;
+    if plan == report {
+        return None;
+    }
+    Some((plan, report, args[5..].to_vec()))
+}
+
+fn read_plan(fd: RawFd) -> Result<LaunchPlan, String> {
+    let file = std::fs::File::from(fds::adopt(fd)?);
+    let mut buf = Vec::new();
+    file.take(MAX_PLAN_BYTES)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("cannot read the plan: {e}"))?;
+    LaunchPlan::from_json(&buf)
+}
+
+/// The server's environment: the inherited variables the allow-list passes, plus the
+/// sandbox's own (temp dir). Names that are not UTF-8 never pass.
+fn build_env(plan: &LaunchPlan) -> (Vec<(OsString, OsString)>, EnvReport) {
+    let mut env = Vec::new();
+    let mut passed = Vec::new();
+    let mut dropped = 0;
+    let set: Vec<&str> = plan.env_set.iter().map(|e| e.name.as_str()).collect();
+    for (k, v) in std::env::vars_os() {
+        match k.to_str() {
+            Some(name) if set.contains(&name) => {}
+            Some(name) if env_allowed(&plan.env_allow, name) => {
+                passed.push(name.to_owned());
+                env.push((k, v));
+            }
+            _ => dropped += 1,
+        }
+    }
+    for e in &plan.env_set {
+        env.push((OsString::from(&e.name), e.value.clone()));
+    }
+    passed.sort();
+    let report = EnvReport {
+        passed,
+        set: plan.env_set.iter().map(|e| e.name.clone()).collect(),
+        dropped,
+    };
+    (env, report)
+}
+
+fn apply_rlimits(plan: &LaunchPlan) -> Vec<RlimitReport> {
+    let r = &plan.rlimits;
+    let wanted = [
+        ("nofile", Resource::RLIMIT_NOFILE, r.nofile),
+        ("address_space", Resource::RLIMIT_AS, r.address_space),
+        ("cpu_seconds", Resource::RLIMIT_CPU, r.cpu_seconds),
+        ("processes", Resource::RLIMIT_NPROC, r.processes),
+    ];
+    let mut out = Vec::new();
+    for (name, resource, value) in wanted {
+        let Some(requested) = value else { continue };
+        let hard = getrlimit(resource).map(|(_, h)| h).unwrap_or(u64::MAX);
+        let target = requested.min(hard);
+        let (applied, status) = match setrlimit(resource, target, target) {
+            Err(_) => (None, RlimitStatus::Failed),
+            Ok(()) if name == "processes" && nix::unistd::getuid().is_root() => {
+                (Some(target), RlimitStatus::NotEffective)
+            }
+            Ok(()) if target < requested => (Some(target), RlimitStatus::Clamped),
+            Ok(()) => (Some(target), RlimitStatus::Applied),
+        };
+        out.push(RlimitReport {
+            name: name.into(),
+            requested,
+            applied,
+            status,
+        });
+    }
+    out
+}
+
+/// Replaces the process image; returns only on failure.
+fn exec(path: &std::path::Path, argv: &[OsString], env: &[(OsString, OsString)]) -> nix::Error {
+    let cstr = |b: &[u8]| CString::new(b).map_err(|_| nix::Error::EINVAL);
+    let built = (|| {
+        let p = cstr(path.as_os_str().as_bytes())?;
+        let a = argv
+            .iter()
+            .map(|a| cstr(a.as_bytes()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let e = env
+            .iter()
+            .map(|(k, v)| {
+                let mut kv = k.as_bytes().to_vec();
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_bytes());
+                cstr(&kv)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok::<_, nix::Error>((p, a, e))
+    })();
+    match built {
+        Ok((p, a, e)) => match nix::unistd::execve(&p, &a, &e) {
+            Ok(never) => match never {},
+            Err(err) => err,
+        },
+        Err(err) => err,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launcher_arguments() {
+        let a = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let ok = parse_args(&a(&["rf", LAUNCHER_ARG, "5", "6", "--", "node", "x.js"])).unwrap();
+        assert_eq!((ok.0, ok.1), (5, 6));
+        assert_eq!(ok.2, a(&["node", "x.js"]));
+        for bad in [
+            a(&["rf", LAUNCHER_ARG, "5", "6", "--"]),
+            a(&["rf", LAUNCHER_ARG, "5", "5", "--", "x"]),
+            a(&["rf", LAUNCHER_ARG, "x", "6", "--", "x"]),
+            a(&["rf", LAUNCHER_ARG, "5", "6", "x", "x"]),
+            a(&["rf", "run", "5", "6", "--", "x"]),
+        ] {
+            assert!(parse_args(&bad).is_none(), "{bad:?}");
+        }
+    }
+}

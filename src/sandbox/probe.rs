@@ -1,0 +1,787 @@
+//! `rootfence sandbox probe`: finds what a confined command was denied, and turns it into
+//! a suggested `[sandbox]` table.
+//!
+//! Two sources, best first:
+//! - an strace log (`strace -f -y` around the launcher): every failed syscall with its
+//!   path and flags, after the launcher's `landlock_restrict_self`. Landlock reports its
+//!   denials as `EACCES` (files, TCP) or `EPERM` (scopes); syscalls Landlock does not
+//!   govern (`stat`, `access`, `chmod`, ...) are ignored.
+//! - the command's stderr, when strace is absent: the messages node
+//!   (`EACCES: permission denied, open '/x'`), python (`[Errno 13] Permission denied:
+//!   '/x'`) and C tools (`cat: /x: Permission denied`) print. Less precise: read versus
+//!   write is guessed from the operation.
+//!
+//! Each finding is then re-checked outside the sandbox (`access(2)` by rootfence): a path
+//! the file permissions deny anyway is not something a `[sandbox]` table can fix and is
+//! dropped from the suggestion.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use super::{Prepared, SandboxError, SandboxSpec};
+
+/// What the command needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Need {
+    /// Read a file or list a directory.
+    Read,
+    /// Execute a file.
+    Exec,
+    /// Write, create, remove or rename.
+    Write,
+}
+
+/// One denial seen.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Denial {
+    /// The path denied (absolute when it could be made absolute).
+    pub path: PathBuf,
+    /// What was attempted.
+    pub need: Need,
+    /// The syscall or operation that failed (`openat`, `mkdir`, `open` from stderr, ...).
+    pub op: String,
+}
+
+/// Everything a probe saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Findings {
+    /// Path denials, in the order first seen, deduplicated.
+    pub denials: Vec<Denial>,
+    /// TCP ports a `connect` was denied to.
+    pub connect_ports: BTreeSet<u16>,
+    /// TCP ports a `bind` was denied to.
+    pub bind_ports: BTreeSet<u16>,
+    /// Signals refused by the signal scope (`kill`, `tgkill` with `EPERM`).
+    pub signals: usize,
+    /// Whether the log showed the sandbox being applied (strace source only).
+    pub restricted: bool,
+}
+
+impl Findings {
+    /// Keeps the first denial per path and need (strace before stderr).
+    fn push(&mut self, d: Denial) {
+        if !self
+            .denials
+            .iter()
+            .any(|x| x.path == d.path && x.need == d.need)
+        {
+            self.denials.push(d);
+        }
+    }
+}
+
+/// The suggested additions to a `[sandbox]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Suggestion {
+    /// Paths to add to `read`.
+    pub read: Vec<PathBuf>,
+    /// Paths to add to `write`.
+    pub write: Vec<PathBuf>,
+    /// Ports to allow, when the network was restricted and connections were denied.
+    pub ports: Vec<u16>,
+    /// Findings left out, with the reason (denied by file permissions, by policy).
+    pub left_out: Vec<(PathBuf, String)>,
+}
+
+/// The strace executable on `PATH`, if any.
+pub fn find_strace() -> Option<PathBuf> {
+    super::profile::lookup(
+        std::ffi::OsStr::new("strace"),
+        std::env::var_os("PATH").as_deref(),
+    )
+}
+
+/// Prepares the launcher for `argv` like [`super::prepare_with_launcher`], run under
+/// `strace` writing to `log`. strace runs outside the sandbox (it traces the launcher
+/// from the start), so it can write its log anywhere.
+pub fn prepare_traced(
+    spec: &SandboxSpec,
+    argv: &[OsString],
+    launcher: &Path,
+    strace: &Path,
+    log: &Path,
+) -> Result<Prepared, SandboxError> {
+    let mut prepared = super::prepare_with_launcher(spec, argv, launcher)?;
+    let inner = &prepared.command;
+    let mut traced = std::process::Command::new(strace);
+    traced
+        .args(["-f", "-qq", "-y", "-s", "4096", "-e", "signal=none", "-e"])
+        .arg("trace=%file,%network,kill,tkill,tgkill,landlock_restrict_self")
+        .arg("-o")
+        .arg(log)
+        .arg("--")
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    // The pre-exec hook that makes the plan and report descriptors inheritable lives on
+    // the inner command; move it over by rebuilding with the same channel.
+    super::fds::inherit_in_child(&mut traced, prepared.session.child_fds());
+    prepared.command = traced;
+    Ok(prepared)
+}
+
+/// Parses an strace log written with `-f -y` (see [`prepare_traced`]).
+pub fn parse_strace_log(text: &str) -> Findings {
+    let mut findings = Findings::default();
+    let mut pending: BTreeMap<String, String> = BTreeMap::new();
+    for raw in text.lines() {
+        let (pid, rest) = split_pid(raw);
+        let line = if let Some(head) = rest.strip_suffix(" <unfinished ...>") {
+            pending.insert(pid.to_owned(), head.to_owned());
+            continue;
+        } else if let Some(after) = rest.strip_prefix("<... ") {
+            // `<... openat resumed>, O_RDONLY) = -1 EACCES (...)`
+            let Some(idx) = after.find(" resumed>") else {
+                continue;
+            };
+            let tail = &after[idx + " resumed>".len()..];
+            match pending.remove(pid) {
+                Some(head) => format!("{head}{tail}"),
+                None => continue,
+            }
+        } else {
+            rest.to_owned()
+        };
+        if line.starts_with("landlock_restrict_self(") && line.ends_with("= 0") {
+            findings.restricted = true;
+            // Everything before this line was the launcher setting up, unconfined.
+            findings.denials.clear();
+            findings.connect_ports.clear();
+            findings.bind_ports.clear();
+            findings.signals = 0;
+            continue;
+        }
+        parse_syscall(&line, &mut findings);
+    }
+    findings
+}
+
+fn split_pid(line: &str) -> (&str, &str) {
+    let trimmed = line.trim_start();
+    match trimmed.find(|c: char| !c.is_ascii_digit()) {
+        Some(0) | None => ("", trimmed),
+        Some(i) => (&trimmed[..i], trimmed[i..].trim_start()),
+    }
+}
+
+fn parse_syscall(line: &str, findings: &mut Findings) {
+    let Some(open) = line.find('(') else { return };
+    let name = &line[..open];
+    // strace pads short calls: `mkdir("/x", 0777)     = -1 EACCES (...)`.
+    let Some(eq) = line.rfind(" = ") else {
+        return;
+    };
+    let result = &line[eq + 3..];
+    let denied = result.starts_with("-1 EACCES") || result.starts_with("-1 EPERM");
+    if !denied {
+        return;
+    }
+    let Some(args) = line[open + 1..eq].trim_end().strip_suffix(')') else {
+        return;
+    };
+    let (strings, dirfds) = scan_args(args);
+    let need = |flags: &str| {
+        if ["O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"]
+            .iter()
+            .any(|f| flags.contains(f))
+        {
+            Need::Write
+        } else {
+            Need::Read
+        }
+    };
+    let mut add = |path: Option<PathBuf>, need: Need| {
+        if let Some(path) = path {
+            findings.push(Denial {
+                path,
+                need,
+                op: name.to_owned(),
+            });
+        }
+    };
+    // Paths of *at syscalls are relative to the directory descriptor printed by `-y` as
+    // `3</dir>` or `AT_FDCWD</cwd>`.
+    let at = |i: usize| -> Option<PathBuf> {
+        let p = PathBuf::from(strings.get(i)?);
+        if p.is_absolute() {
+            Some(p)
+        } else {
+            dirfds.get(i).cloned().flatten().map(|d| d.join(p))
+        }
+    };
+    match name {
+        "open" | "creat" => add(at(0), need(args)),
+        "openat" | "openat2" => add(at(0), need(args)),
+        "execve" | "execveat" => add(at(0), Need::Exec),
+        "mkdir" | "mkdirat" | "mknod" | "mknodat" | "unlink" | "unlinkat" | "rmdir"
+        | "truncate" => add(at(0), Need::Write),
+        "rename" | "renameat" | "renameat2" | "link" | "linkat" => {
+            add(at(0), Need::Write);
+            add(at(1), Need::Write);
+        }
+        "symlink" | "symlinkat" => add(at(1), Need::Write),
+        "connect" | "bind" => {
+            if let Some(port) = tcp_port(args) {
+                if name == "connect" {
+                    findings.connect_ports.insert(port);
+                } else {
+                    findings.bind_ports.insert(port);
+                }
+            }
+        }
+        "kill" | "tkill" | "tgkill" => findings.signals += 1,
+        // stat, access, chmod, chown, readlink, ...: not governed by Landlock.
+        _ => {}
+    }
+}
+
+/// The quoted strings of an argument list, each with the directory of the descriptor
+/// argument right before it (`-y` form), if any.
+fn scan_args(args: &str) -> (Vec<OsString>, Vec<Option<PathBuf>>) {
+    let bytes = args.as_bytes();
+    let mut strings = Vec::new();
+    let mut dirs = Vec::new();
+    let mut last_dir: Option<PathBuf> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let (s, next) = unquote(bytes, i + 1);
+                strings.push(OsString::from_vec(s));
+                dirs.push(last_dir.take());
+                i = next;
+                // Skip strace's `...` truncation marker.
+                while i < bytes.len() && bytes[i] == b'.' {
+                    i += 1;
+                }
+            }
+            b'<' => {
+                // `3</dir>` or `AT_FDCWD</dir>`: a path up to the matching `>`.
+                let end = bytes[i + 1..]
+                    .iter()
+                    .position(|b| *b == b'>')
+                    .map(|p| i + 1 + p);
+                if let Some(end) = end {
+                    let p = &args[i + 1..end];
+                    if p.starts_with('/') {
+                        last_dir = Some(PathBuf::from(p));
+                    }
+                    i = end + 1;
+                } else {
+                    i += 1;
+                }
+            }
+            b',' => {
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    (strings, dirs)
+}
+
+/// Decodes an strace-quoted string starting after its opening quote; returns the bytes
+/// and the index after the closing quote.
+fn unquote(b: &[u8], mut i: usize) -> (Vec<u8>, usize) {
+    let mut out = Vec::new();
+    while i < b.len() {
+        match b[i] {
+            b'"' => return (out, i + 1),
+            b'\\' if i + 1 < b.len() => {
+                i += 1;
+                match b[i] {
+                    b'n' => out.push(b'\n'),
+                    b't' => out.push(b'\t'),
+                    b'r' => out.push(b'\r'),
+                    b'v' => out.push(0x0b),
+                    b'f' => out.push(0x0c),
+                    b'x' if i + 2 < b.len() => {
+                        let hex = std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("");
+                        if let Ok(v) = u8::from_str_radix(hex, 16) {
+                            out.push(v);
+                            i += 2;
+                        }
+                    }
+                    d @ b'0'..=b'7' => {
+                        let mut v = u32::from(d - b'0');
+                        let mut n = 1;
+                        while n < 3 && i + 1 < b.len() && (b'0'..=b'7').contains(&b[i + 1]) {
+                            i += 1;
+                            v = v * 8 + u32::from(b[i] - b'0');
+                            n += 1;
+                        }
+                        out.push(v as u8);
+                    }
+                    other => out.push(other),
+                }
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    (out, i)
+}
+
+/// The TCP port of an `AF_INET`/`AF_INET6` sockaddr as strace prints it.
+fn tcp_port(args: &str) -> Option<u16> {
+    if !(args.contains("AF_INET") || args.contains("AF_INET6")) {
+        return None;
+    }
+    let i = args.find("port=htons(")? + "port=htons(".len();
+    let end = args[i..].find(')')? + i;
+    args[i..end].parse().ok()
+}
+
+/// Parses what node, python and C tools print on `EACCES`/`EPERM`.
+pub fn parse_stderr(text: &str) -> Findings {
+    let mut f = Findings::default();
+    for line in text.lines() {
+        // node: `Error: EACCES: permission denied, open '/x'`, `connect EACCES 1.2.3.4:443`
+        for key in [
+            "EACCES: permission denied, ",
+            "EPERM: operation not permitted, ",
+        ] {
+            if let Some(i) = line.find(key) {
+                let rest = &line[i + key.len()..];
+                let op = rest.split_whitespace().next().unwrap_or("").to_owned();
+                if let Some(p) = quoted(rest, '\'') {
+                    let need = match op.as_str() {
+                        "open" | "scandir" | "opendir" | "readdir" | "access" | "stat"
+                        | "lstat" | "realpath" | "readlink" => Need::Read,
+                        "spawn" | "uv_spawn" => Need::Exec,
+                        _ => Need::Write,
+                    };
+                    f.push(Denial {
+                        path: PathBuf::from(p),
+                        need,
+                        op: format!("{op} (stderr)"),
+                    });
+                }
+            }
+        }
+        for key in ["connect EACCES ", "bind EACCES "] {
+            if let Some(i) = line.find(key) {
+                let addr = line[i + key.len()..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("");
+                if let Some(port) = addr.rsplit(':').next().and_then(|p| p.parse().ok()) {
+                    if key.starts_with("connect") {
+                        f.connect_ports.insert(port);
+                    } else {
+                        f.bind_ports.insert(port);
+                    }
+                }
+            }
+        }
+        // python: `PermissionError: [Errno 13] Permission denied: '/x'`
+        for key in [
+            "[Errno 13] Permission denied: ",
+            "[Errno 1] Operation not permitted: ",
+        ] {
+            if let Some(i) = line.find(key) {
+                if let Some(p) = quoted(&line[i + key.len()..], '\'') {
+                    f.push(Denial {
+                        path: PathBuf::from(p),
+                        need: Need::Read,
+                        op: "python (stderr)".into(),
+                    });
+                }
+            }
+        }
+        // C tools: `cat: /x: Permission denied`, `sh: 1: cannot create /x: Permission denied`
+        if let Some(head) = line.strip_suffix(": Permission denied") {
+            if !line.contains("[Errno") {
+                let candidate = quoted(head, '\'').or_else(|| {
+                    head.rsplit(": ")
+                        .next()
+                        .and_then(|s| s.split_whitespace().last())
+                        .map(str::to_owned)
+                });
+                if let Some(p) = candidate.filter(|p| p.starts_with('/')) {
+                    let need = if head.contains("cannot create") || head.contains("cannot touch") {
+                        Need::Write
+                    } else {
+                        Need::Read
+                    };
+                    f.push(Denial {
+                        path: PathBuf::from(p),
+                        need,
+                        op: "stderr".into(),
+                    });
+                }
+            }
+        }
+    }
+    f
+}
+
+fn quoted(s: &str, q: char) -> Option<String> {
+    let start = s.find(q)? + 1;
+    let end = s[start..].find(q)? + start;
+    Some(s[start..end].to_owned())
+}
+
+/// Turns findings into suggested `read`/`write` entries: drops what file permissions deny
+/// anyway and what the policy denies on purpose; a path that does not exist (a creation)
+/// becomes its nearest existing parent; three or more denials in one directory become
+/// the directory.
+pub fn suggest(findings: &Findings, spec: &SandboxSpec) -> Suggestion {
+    let mut s = Suggestion::default();
+    let mut read = BTreeSet::new();
+    let mut write = BTreeSet::new();
+    for d in &findings.denials {
+        if !d.path.is_absolute() {
+            s.left_out
+                .push((d.path.clone(), "relative path, directory unknown".into()));
+            continue;
+        }
+        if let Some(why) = never_suggested(&d.path) {
+            s.left_out.push((d.path.clone(), why.into()));
+            continue;
+        }
+        if spec.deny.iter().any(|x| d.path.starts_with(x)) {
+            s.left_out
+                .push((d.path.clone(), "denied by the policy on purpose".into()));
+            continue;
+        }
+        let (target, exists) = match existing_ancestor(&d.path) {
+            Some(a) => {
+                let exists = a == d.path;
+                (a, exists)
+            }
+            None => continue,
+        };
+        let mode = match d.need {
+            Need::Write => nix::unistd::AccessFlags::W_OK,
+            Need::Exec => nix::unistd::AccessFlags::X_OK,
+            Need::Read => nix::unistd::AccessFlags::R_OK,
+        };
+        if d.need == Need::Read && !exists {
+            // Reading something that does not exist is ENOENT, not a sandbox denial.
+            continue;
+        }
+        if nix::unistd::access(&target, mode).is_err() {
+            s.left_out.push((
+                d.path.clone(),
+                "denied by file permissions too; the sandbox is not the cause".into(),
+            ));
+            continue;
+        }
+        match d.need {
+            Need::Write => write.insert(target),
+            Need::Read | Need::Exec => read.insert(target),
+        };
+    }
+    s.write = collapse(write);
+    let read: BTreeSet<PathBuf> = read
+        .into_iter()
+        .filter(|r| !s.write.iter().any(|w| r.starts_with(w)))
+        .collect();
+    s.read = collapse(read);
+    let mut ports: BTreeSet<u16> = findings.connect_ports.clone();
+    ports.extend(&findings.bind_ports);
+    s.ports = ports.into_iter().collect();
+    s
+}
+
+/// Paths a suggestion must never grant, whatever the command tried.
+fn never_suggested(p: &Path) -> Option<&'static str> {
+    let terminal = p == Path::new("/dev/tty")
+        || p == Path::new("/dev/console")
+        || p.starts_with("/dev/pts")
+        || p.starts_with("/dev/tty");
+    if terminal {
+        return Some(
+            "a terminal: a server that can open it can inject keystrokes (TIOCSTI); \
+             not suggested",
+        );
+    }
+    if p == Path::new("/") || p == Path::new("/proc") || p == Path::new("/sys") {
+        return Some(
+            "too broad to grant (with /proc granted, a confined process can read the \
+             environment of every other process of its user); not suggested",
+        );
+    }
+    let mut parts = p.components().skip(1);
+    if parts.next().map(|c| c.as_os_str()) == Some(std::ffi::OsStr::new("proc")) {
+        if let Some(second) = parts.next().and_then(|c| c.as_os_str().to_str()) {
+            if second == "self"
+                || second == "thread-self"
+                || second.bytes().all(|b| b.is_ascii_digit())
+            {
+                return Some(
+                    "per-process /proc entry of a child process: Landlock binds a grant to \
+                     the launcher's own pid, and granting /proc would expose other \
+                     processes' environment; not suggested (runtimes cope without it)",
+                );
+            }
+        }
+    }
+    None
+}
+
+/// Whether a path usually holds credentials (marked in the snippet).
+fn holds_credentials(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let file = matches!(
+        name,
+        ".npmrc" | ".pypirc" | ".netrc" | ".git-credentials" | ".pgpass" | "credentials"
+    ) || name.starts_with(".env")
+        || name.starts_with("id_rsa")
+        || name.starts_with("id_ed25519")
+        || name.starts_with("id_ecdsa")
+        || name.ends_with(".pem")
+        || name.ends_with(".key");
+    let dir = p.components().any(|c| {
+        matches!(
+            c.as_os_str().to_str(),
+            Some(".ssh" | ".aws" | ".gnupg" | ".kube" | ".docker" | ".azure" | "gh")
+        )
+    });
+    file || dir
+}
+
+fn existing_ancestor(p: &Path) -> Option<PathBuf> {
+    p.ancestors()
+        .find(|a| a.symlink_metadata().is_ok())
+        .map(Path::to_path_buf)
+}
+
+/// Three or more siblings become their parent; then entries covered by another entry
+/// are removed.
+fn collapse(paths: BTreeSet<PathBuf>) -> Vec<PathBuf> {
+    let mut by_parent: BTreeMap<PathBuf, usize> = BTreeMap::new();
+    for p in &paths {
+        if let Some(parent) = p.parent() {
+            *by_parent.entry(parent.to_path_buf()).or_default() += 1;
+        }
+    }
+    let mut out: BTreeSet<PathBuf> = paths
+        .into_iter()
+        .map(|p| match p.parent() {
+            Some(parent) if by_parent[parent] >= 3 && parent.components().count() > 2 => {
+                parent.to_path_buf()
+            }
+            _ => p,
+        })
+        .collect();
+    let all: Vec<PathBuf> = out.iter().cloned().collect();
+    out.retain(|p| !all.iter().any(|q| q != p && p.starts_with(q)));
+    out.into_iter().collect()
+}
+
+/// Renders the suggestion as a `[sandbox]` TOML snippet (keys of the policy's table).
+pub fn render_toml(s: &Suggestion, network_restricted: bool) -> String {
+    let mut out = String::from("[sandbox]\n");
+    let list = |out: &mut String, key: &str, paths: &[PathBuf]| {
+        if paths.is_empty() {
+            return;
+        }
+        out.push_str(key);
+        out.push_str(" = [\n");
+        for p in paths {
+            out.push_str("    ");
+            out.push_str(&toml_string(&p.to_string_lossy()));
+            out.push(',');
+            if holds_credentials(p) {
+                out.push_str("  # may hold credentials: grant only if the server needs it");
+            }
+            out.push('\n');
+        }
+        out.push_str("]\n");
+    };
+    list(&mut out, "read", &s.read);
+    list(&mut out, "write", &s.write);
+    if network_restricted && !s.ports.is_empty() {
+        let ports: Vec<String> = s.ports.iter().map(u16::to_string).collect();
+        out.push_str(&format!("network = [{}]\n", ports.join(", ")));
+    }
+    if s.read.is_empty() && s.write.is_empty() && (s.ports.is_empty() || !network_restricted) {
+        out.push_str("# nothing to add: no sandbox denial was observed\n");
+    }
+    out
+}
+
+fn toml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\u{:04X}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = r#"4001 execve("/usr/local/bin/rootfence", ["rootfence", "__sandbox-exec"], 0x7ffd /* 30 vars */) = 0
+4001 openat(AT_FDCWD</work>, "/root/.ssh/id_rsa", O_RDONLY|O_CLOEXEC) = -1 EACCES (Permission denied)
+4001 landlock_restrict_self(3<anon_inode:[landlock-ruleset]>, 0) = 0
+4001 execve("/usr/bin/node", ["node", "s.js"], 0x55 /* 9 vars */) = 0
+4001 openat(AT_FDCWD</work/proj>, "data/in.txt", O_RDONLY|O_CLOEXEC) = -1 EACCES (Permission denied)
+4001 openat(AT_FDCWD</work/proj>, "/opt/tool/lib/a.so", O_RDONLY|O_CLOEXEC) = -1 EACCES (Permission denied)
+4002 openat(5</home/u/.cache/x>, "tmp/f", O_WRONLY|O_CREAT|O_TRUNC, 0644 <unfinished ...>
+4001 stat("/etc/shadow", 0x7ff) = -1 EACCES (Permission denied)
+4002 <... openat resumed>) = -1 EACCES (Permission denied)
+4001 mkdir("/var/cache/thing", 0777)     = -1 EACCES (Permission denied)
+4001 renameat2(AT_FDCWD</w>, "a", AT_FDCWD</w>, "b", RENAME_NOREPLACE) = -1 EACCES (Permission denied)
+4001 execve("/opt/bin/helper", ["helper"], 0x1 /* 1 var */) = -1 EACCES (Permission denied)
+4001 connect(7<socket:[1]>, {sa_family=AF_INET, sin_port=htons(443), sin_addr=inet_addr("1.2.3.4")}, 16) = -1 EACCES (Permission denied)
+4001 bind(7<socket:[2]>, {sa_family=AF_INET6, sin6_port=htons(8080), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "::", &sin6_addr), sin6_scope_id=0}, 28) = -1 EACCES (Permission denied)
+4001 kill(4000, SIGTERM)                  = -1 EPERM (Operation not permitted)
+4001 openat(AT_FDCWD</w>, "/tmp/odd\"name\\x\303\251\x01", O_RDONLY) = -1 EACCES (Permission denied)
+4001 openat(AT_FDCWD</w>, "/ok", O_RDONLY) = 3</ok>
+4001 openat(AT_FDCWD</w>, "/missing", O_RDONLY) = -1 ENOENT (No such file or directory)
+"#;
+
+    #[test]
+    fn strace_log_is_read_after_the_sandbox_is_applied() {
+        let f = parse_strace_log(LOG);
+        assert!(f.restricted);
+        let got: Vec<(String, Need, &str)> = f
+            .denials
+            .iter()
+            .map(|d| (d.path.to_string_lossy().into_owned(), d.need, d.op.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("/work/proj/data/in.txt".into(), Need::Read, "openat"),
+                ("/opt/tool/lib/a.so".into(), Need::Read, "openat"),
+                ("/home/u/.cache/x/tmp/f".into(), Need::Write, "openat"),
+                ("/var/cache/thing".into(), Need::Write, "mkdir"),
+                ("/w/a".into(), Need::Write, "renameat2"),
+                ("/w/b".into(), Need::Write, "renameat2"),
+                ("/opt/bin/helper".into(), Need::Exec, "execve"),
+                ("/tmp/odd\"name\\xé\u{1}".into(), Need::Read, "openat"),
+            ]
+        );
+        assert_eq!(f.connect_ports, BTreeSet::from([443]));
+        assert_eq!(f.bind_ports, BTreeSet::from([8080]));
+        assert_eq!(f.signals, 1);
+    }
+
+    #[test]
+    fn stderr_messages_of_node_python_and_c_tools() {
+        let text = "\
+Error: EACCES: permission denied, open '/srv/data/a.json'
+[Error: EACCES: permission denied, mkdir '/home/u/.cache/tool'] {
+PermissionError: [Errno 13] Permission denied: '/etc/app.conf'
+cat: /root/secret: Permission denied
+sh: 1: cannot create /var/log/x.log: Permission denied
+Error: connect EACCES 127.0.0.1:5432
+ls: cannot open directory '/opt/private': Permission denied
+unrelated: line
+";
+        let f = parse_stderr(text);
+        let got: Vec<(String, Need)> = f
+            .denials
+            .iter()
+            .map(|d| (d.path.to_string_lossy().into_owned(), d.need))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("/srv/data/a.json".into(), Need::Read),
+                ("/home/u/.cache/tool".into(), Need::Write),
+                ("/etc/app.conf".into(), Need::Read),
+                ("/root/secret".into(), Need::Read),
+                ("/var/log/x.log".into(), Need::Write),
+                ("/opt/private".into(), Need::Read),
+            ]
+        );
+        assert_eq!(f.connect_ports, BTreeSet::from([5432]));
+    }
+
+    #[test]
+    fn suggestions_collapse_drop_and_render() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(base.join("lib")).unwrap();
+        for f in ["a", "b", "c"] {
+            std::fs::write(base.join("lib").join(f), "").unwrap();
+        }
+        // Executable, or access(X_OK) rightly says the sandbox is not the cause.
+        std::fs::set_permissions(
+            base.join("lib/c"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        std::fs::write(base.join("one"), "").unwrap();
+        std::fs::create_dir_all(base.join("cache")).unwrap();
+        std::fs::create_dir_all(base.join("secret")).unwrap();
+        let d = |p: PathBuf, need| Denial {
+            path: p,
+            need,
+            op: "openat".into(),
+        };
+        let findings = Findings {
+            denials: vec![
+                d(base.join("lib/a"), Need::Read),
+                d(base.join("lib/b"), Need::Read),
+                d(base.join("lib/c"), Need::Exec),
+                d(base.join("one"), Need::Read),
+                d(base.join("cache/new/file"), Need::Write),
+                d(base.join("cache/x"), Need::Read),
+                d(base.join("secret/k"), Need::Read),
+                d(base.join("nonexistent"), Need::Read),
+                d(PathBuf::from("/dev/tty"), Need::Write),
+                d(PathBuf::from("/proc/self/maps"), Need::Read),
+                d(PathBuf::from("/proc/4242/cgroup"), Need::Read),
+                d(PathBuf::from("relative"), Need::Read),
+            ],
+            connect_ports: BTreeSet::from([443]),
+            ..Findings::default()
+        };
+        let mut spec = SandboxSpec::default();
+        spec.deny.push(base.join("secret"));
+        let s = suggest(&findings, &spec);
+        assert_eq!(s.read, vec![base.join("lib"), base.join("one")]);
+        assert_eq!(s.write, vec![base.join("cache")]);
+        assert_eq!(s.ports, vec![443]);
+        assert_eq!(s.left_out.len(), 5, "{:?}", s.left_out);
+        let toml_text = render_toml(&s, true);
+        assert!(toml_text.contains("network = [443]"), "{toml_text}");
+        // The snippet is valid TOML with the policy's keys.
+        let v: toml::Value = toml::from_str(&toml_text).unwrap();
+        assert_eq!(v["sandbox"]["read"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            render_toml(&Suggestion::default(), false),
+            "[sandbox]\n# nothing to add: no sandbox denial was observed\n"
+        );
+    }
+
+    #[test]
+    fn credential_files_are_marked() {
+        let s = Suggestion {
+            read: vec![PathBuf::from("/home/u/.npmrc"), PathBuf::from("/opt/lib")],
+            ..Suggestion::default()
+        };
+        let text = render_toml(&s, false);
+        let marked: Vec<&str> = text.lines().filter(|l| l.contains("# may hold")).collect();
+        assert_eq!(marked.len(), 1, "{text}");
+        assert!(marked[0].contains(".npmrc"));
+        toml::from_str::<toml::Value>(&text).unwrap();
+    }
+
+    #[test]
+    fn toml_strings_escape() {
+        let v: toml::Value =
+            toml::from_str(&format!("k = {}", toml_string("a\"b\\c\u{1}"))).unwrap();
+        assert_eq!(v["k"].as_str().unwrap(), "a\"b\\c\u{1}");
+    }
+}

@@ -1,0 +1,698 @@
+//! The documented default profile: the minimum a typical stdio MCP server (node via `npx`,
+//! python via `uvx`, a venv or pyenv) needs besides its roots. Each entry says why it is
+//! there; `docs/sandbox.md` lists them. Everything here is derived in rootfence before
+//! launch, from the command line and rootfence's environment; the launcher only applies it.
+//!
+//! Rules this module keeps:
+//! - Grant what exists only; a missing path is simply not granted.
+//! - Never grant `/`, the home directory or an ancestor of it by inference: when a
+//!   command lives directly in such a place, only the executable file itself is granted.
+//! - Package caches are granted read-write only for the tool family the command belongs
+//!   to (node or python), because write access to a cache lets a hostile server poison
+//!   packages other projects later install.
+//! - Secrets that tools read by default (`~/.npmrc`, `~/.pypirc`, `~/.netrc`, `~/.ssh`,
+//!   `~/.config/gh`) are not granted; add them to `[sandbox] read` when a server needs them.
+
+use std::ffi::{OsStr, OsString};
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Rights of one grant, in Landlock terms (see `landlock.rs` for the exact access bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Rights {
+    /// Read files and list directories.
+    Read,
+    /// Read files, list directories and execute files.
+    ReadExec,
+    /// Everything Landlock handles beneath the path.
+    ReadWrite,
+    /// Read, write, truncate and ioctl on device files (`/dev/null` and friends).
+    Device,
+}
+
+impl std::fmt::Display for Rights {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Rights::Read => "read",
+            Rights::ReadExec => "read-exec",
+            Rights::ReadWrite => "read-write",
+            Rights::Device => "device",
+        })
+    }
+}
+
+/// One path of the default profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProfileEntry {
+    /// The path granted (as found; the launcher resolves symlinks when it opens it).
+    pub path: PathBuf,
+    /// Rights granted beneath it.
+    pub rights: Rights,
+    /// Why it is in the profile (shown in the enforcement report).
+    pub why: String,
+}
+
+/// The default profile computed for one command.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct DefaultProfile {
+    /// Paths granted.
+    pub entries: Vec<ProfileEntry>,
+    /// Environment variables passed through (exact names or `PREFIX*`).
+    pub env: Vec<String>,
+    /// Cache directories the profile grants read-write that did not exist yet: rootfence
+    /// creates them (mode 0700) before launch, because a path that does not exist at
+    /// launch cannot be granted and the tool would fail creating it.
+    pub create_dirs: Vec<PathBuf>,
+}
+
+/// System directories with libraries and binaries: read and execute.
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/nix/store",
+    "/gnu/store",
+];
+
+/// Entries of `/etc` that programs read to run: the loader, name service, TLS roots,
+/// locale and time zone. Not `/etc` as a whole: it holds host secrets (`shadow`, keys).
+const ETC_ENTRIES: &[&str] = &[
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "ld.so.preload",
+    "locale.alias",
+    "locale.conf",
+    "localtime",
+    "timezone",
+    "resolv.conf",
+    "hosts",
+    "host.conf",
+    "nsswitch.conf",
+    "gai.conf",
+    "services",
+    "protocols",
+    "passwd",
+    "group",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "pki",
+    "crypto-policies",
+    "os-release",
+    "lsb-release",
+    "debian_version",
+    "mime.types",
+    "terminfo",
+    "inputrc",
+    "npmrc",
+    "pip.conf",
+    "gitconfig",
+];
+
+/// `/proc` and `/sys` entries node (libuv) and python read at start: own process, CPU
+/// and memory figures, cgroup limits, overcommit policy.
+///
+/// Never `/proc` as a whole: Landlock (Linux 6.18 tested) refuses ptrace attach and
+/// `/proc/<pid>/mem` of processes outside the sandbox, but not `environ`, `maps` or the
+/// `fd` listing of other processes of the same user once `/proc` is granted, and other
+/// processes' environments hold secrets. `/proc/self` is bound to the launcher's pid,
+/// which the server keeps across exec; the server's own child processes therefore
+/// cannot read their `/proc/self` (node and python cope).
+const PROC_SYS_ENTRIES: &[&str] = &[
+    "/proc/self",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/loadavg",
+    "/proc/uptime",
+    "/proc/version",
+    "/proc/filesystems",
+    "/proc/sys/vm/overcommit_memory",
+    "/proc/sys/kernel/pid_max",
+    "/proc/sys/kernel/random",
+    "/sys/fs/cgroup",
+    "/sys/devices/system/cpu",
+    "/sys/kernel/mm/transparent_hugepage",
+];
+
+/// Devices every program may use.
+const DEVICES: &[(&str, Rights)] = &[
+    ("/dev/null", Rights::Device),
+    ("/dev/zero", Rights::Device),
+    ("/dev/full", Rights::Device),
+    ("/dev/urandom", Rights::Read),
+    ("/dev/random", Rights::Read),
+];
+
+/// Environment variables every server gets (values from rootfence's own environment):
+/// lookup, identity, locale, terminal, proxies and TLS roots, and the variables that say
+/// where the caches granted above are, so tools and grants agree.
+const ENV_BASELINE: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TZ",
+    "TERM",
+    "NO_COLOR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "XDG_CACHE_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "PYENV_ROOT",
+    "PYENV_VERSION",
+    "UV_CACHE_DIR",
+    "UV_TOOL_DIR",
+    "UV_PYTHON_INSTALL_DIR",
+    "npm_config_cache",
+];
+
+/// Interpreter families whose caches the profile knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Node,
+    Python,
+    Uv,
+}
+
+/// How deep shebang chains are followed (`npx` → `node` is one step).
+const MAX_SHEBANG_DEPTH: usize = 4;
+
+/// Computes the default profile for `argv`, given rootfence's environment.
+pub fn default_profile(argv: &[OsString], env: &[(OsString, OsString)]) -> DefaultProfile {
+    let mut profile = DefaultProfile {
+        env: ENV_BASELINE.iter().map(|s| (*s).to_owned()).collect(),
+        ..DefaultProfile::default()
+    };
+    let getenv = |name: &str| -> Option<&OsStr> {
+        env.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_os_str())
+            .filter(|v| !v.is_empty())
+    };
+    let home = getenv("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute());
+
+    for dir in SYSTEM_DIRS {
+        push_existing(
+            &mut profile,
+            dir,
+            Rights::ReadExec,
+            "system libraries and binaries",
+        );
+    }
+    for entry in ETC_ENTRIES {
+        push_existing(
+            &mut profile,
+            Path::new("/etc").join(entry),
+            Rights::Read,
+            "system configuration programs read to run",
+        );
+    }
+    for entry in PROC_SYS_ENTRIES {
+        push_existing(
+            &mut profile,
+            entry,
+            Rights::Read,
+            "process and machine information runtimes read",
+        );
+    }
+    for (dev, rights) in DEVICES {
+        push_existing(&mut profile, dev, *rights, "standard device");
+    }
+
+    // The command, its interpreters (shebang chain) and their install prefixes.
+    let path_var = getenv("PATH").map(OsStr::to_owned);
+    let mut families = Vec::new();
+    if let Some(program) = argv.first() {
+        let mut queue = vec![program.clone()];
+        let mut depth = 0;
+        while let Some(name) = queue.pop() {
+            depth += 1;
+            if depth > MAX_SHEBANG_DEPTH {
+                break;
+            }
+            let Some(found) = lookup(&name, path_var.as_deref()) else {
+                continue;
+            };
+            // `./server.js` must become an absolute grant, like everything else.
+            let found = std::path::absolute(&found).unwrap_or(found);
+            let canonical = std::fs::canonicalize(&found).unwrap_or_else(|_| found.clone());
+            for p in [&found, &canonical] {
+                if let Some(f) = family_of(p) {
+                    families.push(f);
+                }
+                grant_install(&mut profile, p, home.as_deref());
+            }
+            if let Some(interp) = shebang_interpreter(&canonical) {
+                queue.push(interp);
+            }
+        }
+        // `node server.js`, `python3 server.py`: the script's project.
+        if families.contains(&Family::Node) || families.contains(&Family::Python) {
+            if let Some(script) = first_script_arg(&argv[1..]) {
+                grant_project(&mut profile, &script, home.as_deref());
+            }
+        }
+    }
+
+    // Package caches, read-write, for the families in play.
+    let xdg_cache = getenv("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".cache")));
+    let xdg_data = getenv("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".local/share")));
+    let xdg_config = getenv("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    families.sort_by_key(|f| *f as u8);
+    families.dedup();
+    for family in families {
+        match family {
+            Family::Node => {
+                let npm = getenv("npm_config_cache")
+                    .map(PathBuf::from)
+                    .or_else(|| home.as_ref().map(|h| h.join(".npm")));
+                push_cache(&mut profile, npm, "npm/npx package cache");
+                push_cache(
+                    &mut profile,
+                    xdg_cache.as_ref().map(|c| c.join("node/corepack")),
+                    "corepack cache (pnpm, yarn)",
+                );
+            }
+            Family::Uv => {
+                push_cache(
+                    &mut profile,
+                    getenv("UV_CACHE_DIR")
+                        .map(PathBuf::from)
+                        .or_else(|| xdg_cache.as_ref().map(|c| c.join("uv"))),
+                    "uv/uvx package cache",
+                );
+                push_cache(
+                    &mut profile,
+                    xdg_data.as_ref().map(|d| d.join("uv")),
+                    "uv tools and managed pythons",
+                );
+                if let Some(cfg) = xdg_config.as_ref().map(|c| c.join("uv")) {
+                    push_existing(&mut profile, cfg, Rights::Read, "uv configuration");
+                }
+            }
+            Family::Python => {
+                if let Some(h) = &home {
+                    push_existing(
+                        &mut profile,
+                        h.join(".local/lib"),
+                        Rights::Read,
+                        "python user site-packages",
+                    );
+                }
+            }
+        }
+    }
+    dedup_entries(&mut profile.entries);
+    profile
+}
+
+fn push_existing(profile: &mut DefaultProfile, path: impl AsRef<Path>, rights: Rights, why: &str) {
+    let path = path.as_ref();
+    if path.exists() {
+        profile.entries.push(ProfileEntry {
+            path: path.to_owned(),
+            rights,
+            why: why.to_owned(),
+        });
+    }
+}
+
+fn push_cache(profile: &mut DefaultProfile, path: Option<PathBuf>, why: &str) {
+    let Some(path) = path.filter(|p| p.is_absolute()) else {
+        return;
+    };
+    if !path.exists() {
+        profile.create_dirs.push(path.clone());
+    }
+    profile.entries.push(ProfileEntry {
+        path,
+        rights: Rights::ReadWrite,
+        why: why.to_owned(),
+    });
+}
+
+/// Keeps one entry per path, the widest rights winning.
+fn dedup_entries(entries: &mut Vec<ProfileEntry>) {
+    let mut out: Vec<ProfileEntry> = Vec::with_capacity(entries.len());
+    for e in entries.drain(..) {
+        if let Some(prev) = out.iter_mut().find(|p| p.path == e.path) {
+            prev.rights = widest(prev.rights, e.rights);
+        } else {
+            out.push(e);
+        }
+    }
+    *entries = out;
+}
+
+fn widest(a: Rights, b: Rights) -> Rights {
+    use Rights::*;
+    match (a, b) {
+        (ReadWrite, _) | (_, ReadWrite) => ReadWrite,
+        (Device, Read | ReadExec) | (Read | ReadExec, Device) => ReadWrite,
+        (ReadExec, _) | (_, ReadExec) => ReadExec,
+        (Device, Device) => Device,
+        (Read, Read) => Read,
+    }
+}
+
+/// Finds `name` like `execvp` does: a name with a slash is taken as is, otherwise every
+/// `PATH` entry in order; the first executable regular file wins.
+pub(crate) fn lookup(name: &OsStr, path_var: Option<&OsStr>) -> Option<PathBuf> {
+    if name.as_bytes().contains(&b'/') {
+        let p = PathBuf::from(name);
+        return is_executable_file(&p).then_some(p);
+    }
+    if name.is_empty() {
+        return None;
+    }
+    let path_var = path_var.unwrap_or(OsStr::new(DEFAULT_PATH));
+    std::env::split_paths(path_var)
+        .map(|dir| {
+            if dir.as_os_str().is_empty() {
+                PathBuf::from(".").join(name)
+            } else {
+                dir.join(name)
+            }
+        })
+        .find(|p| is_executable_file(p))
+}
+
+/// The search path used when the allow-listed environment has no `PATH` (glibc's default
+/// without the current directory).
+pub(crate) const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+fn is_executable_file(p: &Path) -> bool {
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+fn family_of(p: &Path) -> Option<Family> {
+    let name = p.file_name()?.to_str()?;
+    let name = name.strip_suffix(".js").unwrap_or(name);
+    match name {
+        "node" | "nodejs" | "npx" | "npm" | "npx-cli" | "npm-cli" | "pnpm" | "pnpx" | "yarn"
+        | "corepack" | "bun" | "bunx" => Some(Family::Node),
+        "uv" | "uvx" => Some(Family::Uv),
+        n if n.starts_with("python") || n.starts_with("pip") => Some(Family::Python),
+        _ => None,
+    }
+}
+
+/// Grants the install prefix of an executable: `<prefix>/bin/x` or `<prefix>/shims/x`
+/// grants `<prefix>`, anything else its directory; but never `/`, the home directory or
+/// an ancestor of it, nor `~/.local` (which holds unrelated user data): then only the
+/// file itself.
+fn grant_install(profile: &mut DefaultProfile, exe: &Path, home: Option<&Path>) {
+    if covered_by_system(exe) {
+        return;
+    }
+    let Some(dir) = exe.parent() else { return };
+    let prefix = match dir.file_name().and_then(OsStr::to_str) {
+        Some("bin" | "sbin" | "shims") => dir.parent().unwrap_or(dir),
+        _ => dir,
+    };
+    let target = if is_broad(prefix, home) { exe } else { prefix };
+    push_existing(
+        profile,
+        target,
+        Rights::ReadExec,
+        &format!("install location of {}", exe.display()),
+    );
+}
+
+/// Grants the project a script belongs to: the nearest ancestor of the script with a
+/// package manifest or dependency directory, else the script's directory; never a broad
+/// directory (then only the script).
+fn grant_project(profile: &mut DefaultProfile, script: &Path, home: Option<&Path>) {
+    let script = std::fs::canonicalize(script).unwrap_or_else(|_| script.to_owned());
+    let Some(dir) = script.parent() else { return };
+    const MARKERS: &[&str] = &[
+        "package.json",
+        "node_modules",
+        "pyproject.toml",
+        "setup.py",
+        ".venv",
+    ];
+    let mut project = None;
+    for anc in dir.ancestors() {
+        if is_broad(anc, home) {
+            break;
+        }
+        if MARKERS.iter().any(|m| anc.join(m).exists()) {
+            project = Some(anc);
+        }
+    }
+    let target = match project {
+        Some(p) => p,
+        None if !is_broad(dir, home) => dir,
+        None => &script,
+    };
+    if !covered_by_system(target) {
+        push_existing(
+            profile,
+            target,
+            Rights::ReadExec,
+            &format!("project of the script {}", script.display()),
+        );
+    }
+}
+
+/// The first argument that is not an option and names an existing regular file.
+fn first_script_arg(args: &[OsString]) -> Option<PathBuf> {
+    args.iter()
+        .filter(|a| !a.as_bytes().starts_with(b"-"))
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .and_then(|p| std::path::absolute(p).ok())
+}
+
+fn covered_by_system(p: &Path) -> bool {
+    SYSTEM_DIRS.iter().any(|d| p.starts_with(d))
+}
+
+/// Directories too broad to grant by inference.
+fn is_broad(p: &Path, home: Option<&Path>) -> bool {
+    let depth = p
+        .components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .count();
+    if depth <= 1 {
+        return true; // `/`, `/home`, `/opt`, `/root`, `/tmp`, ...
+    }
+    match home {
+        Some(h) => h.starts_with(p) || p == h.join(".local") || p == h.join(".config"),
+        None => false,
+    }
+}
+
+/// The interpreter named by a `#!` line: `#!/usr/bin/env node` gives `node`,
+/// `#!/usr/bin/env -S node --flag` gives `node`, `#!/opt/x/bin/python3 -u` gives the path.
+fn shebang_interpreter(p: &Path) -> Option<OsString> {
+    let mut f = std::fs::File::open(p).ok()?;
+    let mut buf = [0u8; 256];
+    let n = f.read(&mut buf).ok()?;
+    let line = buf[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let mut words = line
+        .split(|b| *b == b' ' || *b == b'\t')
+        .filter(|w| !w.is_empty());
+    let first = words.next()?;
+    if first.ends_with(b"/env") {
+        let word = words.find(|w| !w.starts_with(b"-"))?;
+        return Some(OsStr::from_bytes(word).to_owned());
+    }
+    Some(OsStr::from_bytes(first).to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    #[test]
+    fn broad_directories_are_never_inferred() {
+        let home = Some(Path::new("/home/u"));
+        for p in [
+            "/",
+            "/home",
+            "/opt",
+            "/home/u",
+            "/home/u/.local",
+            "/home/u/.config",
+        ] {
+            assert!(is_broad(Path::new(p), home), "{p}");
+        }
+        for p in [
+            "/home/u/.nvm/versions/node/v20",
+            "/opt/node",
+            "/home/u/proj",
+        ] {
+            assert!(!is_broad(Path::new(p), home), "{p}");
+        }
+    }
+
+    #[test]
+    fn shebang_forms() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: &[(&str, Option<&str>)] = &[
+            ("#!/usr/bin/env node\n", Some("node")),
+            (
+                "#!/usr/bin/env -S node --max-old-space-size=100\n",
+                Some("node"),
+            ),
+            ("#! /opt/py/bin/python3 -u\n", Some("/opt/py/bin/python3")),
+            ("#!/bin/sh\nexec x\n", Some("/bin/sh")),
+            ("\x7fELF", None),
+            ("", None),
+        ];
+        for (i, (text, want)) in cases.iter().enumerate() {
+            let p = dir.path().join(format!("s{i}"));
+            std::fs::write(&p, text).unwrap();
+            assert_eq!(
+                shebang_interpreter(&p).as_deref(),
+                want.map(OsStr::new),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn install_prefix_of_a_home_bin_is_only_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // <tmp>/home/u/.local/bin/uvx: the prefix would be ~/.local, which is broad.
+        let home = dir.path().join("home/u");
+        let bin = home.join(".local/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let exe = bin.join("uvx");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        let mut p = DefaultProfile::default();
+        grant_install(&mut p, &exe, Some(&home));
+        assert_eq!(p.entries.len(), 1);
+        assert_eq!(p.entries[0].path, exe);
+
+        // <tmp>/home/u/.nvm/versions/node/v20/bin/node: the prefix is granted.
+        let nvm = home.join(".nvm/versions/node/v20");
+        std::fs::create_dir_all(nvm.join("bin")).unwrap();
+        std::fs::write(nvm.join("bin/node"), "").unwrap();
+        let mut p = DefaultProfile::default();
+        grant_install(&mut p, &nvm.join("bin/node"), Some(&home));
+        assert_eq!(p.entries[0].path, nvm);
+    }
+
+    #[test]
+    fn caches_only_for_the_family_in_play() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap().to_owned();
+        let e = env(&[("HOME", &home), ("PATH", "/usr/bin:/bin")]);
+        let sh = default_profile(&["sh".into()], &e);
+        assert!(!sh.entries.iter().any(|x| x.path.ends_with(".npm")));
+        if lookup(OsStr::new("node"), Some(OsStr::new("/usr/bin:/bin"))).is_some() {
+            let node = default_profile(&["node".into()], &e);
+            let npm = node
+                .entries
+                .iter()
+                .find(|x| x.path.ends_with(".npm"))
+                .unwrap();
+            assert_eq!(npm.rights, Rights::ReadWrite);
+            assert!(node.create_dirs.iter().any(|d| d.ends_with(".npm")));
+        }
+    }
+
+    #[test]
+    fn system_and_devices_are_present() {
+        let p = default_profile(&["true".into()], &env(&[("PATH", "/usr/bin:/bin")]));
+        let has = |path: &str, r: Rights| {
+            p.entries
+                .iter()
+                .any(|e| e.path == Path::new(path) && e.rights == r)
+        };
+        assert!(has("/usr", Rights::ReadExec));
+        assert!(has("/dev/null", Rights::Device));
+        assert!(has("/proc/self", Rights::Read));
+        assert!(!p.entries.iter().any(|e| e.path == Path::new("/etc")));
+        assert!(!p.entries.iter().any(|e| e.path == Path::new("/etc/shadow")));
+    }
+
+    #[test]
+    fn every_profile_path_is_absolute() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("server.sh");
+        std::fs::write(&script, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // A relative command (`./server.sh` from its directory) through the same code path.
+        let rel = pathdiff(&script);
+        let p = default_profile(
+            &[rel.clone().into_os_string()],
+            &env(&[("PATH", "/usr/bin:/bin")]),
+        );
+        assert!(
+            p.entries.iter().all(|e| e.path.is_absolute()),
+            "{:?}",
+            p.entries
+        );
+        assert!(
+            p.entries
+                .iter()
+                .any(|e| e.path.ends_with("server.sh") || script.starts_with(&e.path))
+        );
+    }
+
+    /// `script` relative to the current directory, with at least one slash.
+    fn pathdiff(script: &Path) -> PathBuf {
+        let cwd = std::env::current_dir().unwrap();
+        let mut up = PathBuf::from(".");
+        for _ in cwd.components().skip(1) {
+            up.push("..");
+        }
+        up.join(script.strip_prefix("/").unwrap())
+    }
+
+    #[test]
+    fn lookup_follows_path_order_and_slashes() {
+        assert!(lookup(OsStr::new("sh"), Some(OsStr::new("/nonexistent:/bin"))).is_some());
+        assert!(lookup(OsStr::new("no-such-cmd-rf"), None).is_none());
+        assert!(lookup(OsStr::new("/bin/sh"), None).is_some());
+        assert!(lookup(OsStr::new(""), None).is_none());
+    }
+}

@@ -1,0 +1,707 @@
+//! The enforcement report: what the launcher actually applied, as the `session_start`
+//! audit record (serde) and as a stderr summary (Display); the launcher → rootfence wire
+//! format; and [`ReportReader`], which reads it after spawn.
+//!
+//! Wire format: JSON Lines on a pipe that is close-on-exec in the launcher. The launcher
+//! writes one `report` line and execs; end of file then means the exec happened. A
+//! `failed` line after it means the exec failed; a lone `refused` or `failed` line means
+//! the launcher stopped before exec.
+
+use std::fmt;
+use std::io::Read;
+use std::os::fd::OwnedFd;
+
+use serde::{Deserialize, Serialize};
+
+use super::profile::Rights;
+use super::{Network, SandboxMode};
+
+/// Upper bound on what rootfence reads from the report pipe.
+const MAX_REPORT_BYTES: u64 = 8 << 20;
+
+/// How much of what was requested the kernel enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    /// Everything requested is enforced.
+    Full,
+    /// Some of it is (the report's `missing` says what is not).
+    Partial,
+    /// Nothing is (sandbox off, or Landlock unavailable).
+    None,
+}
+
+/// What the launcher applied for one server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct EnforcementReport {
+    /// The mode requested.
+    pub mode: SandboxMode,
+    /// Overall enforcement.
+    pub enforcement: Enforcement,
+    /// Landlock details.
+    pub landlock: LandlockReport,
+    /// Filesystem grants and denials.
+    pub filesystem: FsReport,
+    /// TCP network.
+    pub network: NetworkReport,
+    /// Landlock scopes.
+    pub scopes: ScopeReport,
+    /// Resource limits.
+    pub rlimits: Vec<RlimitReport>,
+    /// Whether `PR_SET_NO_NEW_PRIVS` is set.
+    pub no_new_privs: bool,
+    /// Environment passed to the server (names only).
+    pub env: EnvReport,
+    /// How descriptors beyond stdio were kept from the server.
+    pub inherited_fds: String,
+    /// The executable that was exec'd (after `PATH` lookup), lossy UTF-8.
+    pub command: Option<String>,
+    /// Everything requested but not enforced, one human-readable line each.
+    pub missing: Vec<String>,
+    /// Avenues the sandbox does not close even when fully enforced, one line each (e.g.
+    /// pathname unix sockets before Landlock ABI 9), so the audit log never overstates.
+    #[serde(default)]
+    pub not_covered: Vec<String>,
+}
+
+/// Landlock status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LandlockReport {
+    /// Kernel Landlock ABI, `None` when Landlock is unavailable.
+    pub abi: Option<u8>,
+    /// The ABI whose features rootfence requests (pinned and tested).
+    pub requested_abi: u8,
+    /// What `landlock_restrict_self` reported.
+    pub ruleset: Enforcement,
+    /// Number of rules added (paths and ports).
+    pub rules: usize,
+}
+
+/// Filesystem part of the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct FsReport {
+    /// One entry per requested grant.
+    pub grants: Vec<GrantReport>,
+    /// One entry per literal denied path.
+    pub deny: Vec<DenyReport>,
+    /// Deny globs Landlock cannot express: enforced by the protocol layer only.
+    pub deny_globs: Vec<String>,
+}
+
+/// One requested grant and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct GrantReport {
+    /// Path as requested.
+    pub path: String,
+    /// Path after resolving symlinks, when it differs.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub resolved: Option<String>,
+    /// Rights requested.
+    pub rights: Rights,
+    /// `root`, `read`, `write`, `private-tmp` or `profile`.
+    pub origin: String,
+    /// Outcome.
+    pub status: GrantStatus,
+}
+
+/// Outcome of one grant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum GrantStatus {
+    /// Granted as requested.
+    Granted,
+    /// Granted entry by entry around denied paths inside it.
+    Carved {
+        /// Entries granted individually.
+        entries: usize,
+        /// Directories (the grant and ancestors of denied paths) left with listing only.
+        directories: usize,
+    },
+    /// Not granted: it does not exist or cannot be opened.
+    NotFound {
+        /// The error.
+        error: String,
+    },
+    /// Not granted: it lies inside a denied path.
+    Denied {
+        /// The denied path that covers it.
+        deny: String,
+    },
+}
+
+/// One denied path and how it is enforced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct DenyReport {
+    /// Path as requested.
+    pub path: String,
+    /// How it is kept unreachable.
+    pub status: DenyStatus,
+    /// Precise limits (listing, later-created entries), empty when none.
+    pub detail: String,
+}
+
+/// How a denied path is kept unreachable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DenyStatus {
+    /// It lies outside every grant: unreachable by default.
+    OutsideGrants,
+    /// It lies inside a grant, which was granted entry by entry around it.
+    CarvedOut,
+    /// Landlock is not enforcing: the deny holds at the protocol layer only.
+    NotEnforced,
+}
+
+/// Network part of the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct NetworkReport {
+    /// What was requested.
+    pub requested: Network,
+    /// Whether the kernel enforces it (always true for `allow`).
+    pub enforced: bool,
+}
+
+/// Scopes part of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ScopeReport {
+    /// Signal scoping requested.
+    pub signals_requested: bool,
+    /// Signal scoping enforced.
+    pub signals: bool,
+    /// Abstract unix socket scoping requested.
+    pub abstract_unix_sockets_requested: bool,
+    /// Abstract unix socket scoping enforced.
+    pub abstract_unix_sockets: bool,
+}
+
+/// One resource limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RlimitReport {
+    /// `nofile`, `address_space`, `cpu_seconds` or `processes`.
+    pub name: String,
+    /// Value requested.
+    pub requested: u64,
+    /// Value set (soft = hard), when set.
+    pub applied: Option<u64>,
+    /// Outcome.
+    pub status: RlimitStatus,
+}
+
+/// Outcome of one resource limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RlimitStatus {
+    /// Set as requested.
+    Applied,
+    /// Set lower than requested: the inherited hard limit was already lower.
+    Clamped,
+    /// Set, but the kernel does not apply it here (`processes` for root).
+    NotEffective,
+    /// `setrlimit` failed.
+    Failed,
+}
+
+/// Environment part of the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct EnvReport {
+    /// Names passed through.
+    pub passed: Vec<String>,
+    /// Names set by the sandbox (temp dir).
+    pub set: Vec<String>,
+    /// Number of inherited variables dropped.
+    pub dropped: usize,
+}
+
+impl EnforcementReport {
+    /// The report of a session with the sandbox off.
+    pub fn off() -> EnforcementReport {
+        EnforcementReport {
+            mode: SandboxMode::Off,
+            enforcement: Enforcement::None,
+            landlock: LandlockReport {
+                abi: super::landlock::kernel_abi(),
+                requested_abi: super::landlock::PINNED_ABI_NUMBER,
+                ruleset: Enforcement::None,
+                rules: 0,
+            },
+            filesystem: FsReport {
+                grants: Vec::new(),
+                deny: Vec::new(),
+                deny_globs: Vec::new(),
+            },
+            network: NetworkReport {
+                requested: Network::Allow,
+                enforced: true,
+            },
+            scopes: ScopeReport {
+                signals_requested: false,
+                signals: false,
+                abstract_unix_sockets_requested: false,
+                abstract_unix_sockets: false,
+            },
+            rlimits: Vec::new(),
+            no_new_privs: false,
+            env: EnvReport {
+                passed: Vec::new(),
+                set: Vec::new(),
+                dropped: 0,
+            },
+            inherited_fds: "inherited as rootfence's (sandbox off)".into(),
+            command: None,
+            missing: vec!["sandbox is off: the server runs unconfined".into()],
+            not_covered: Vec::new(),
+        }
+    }
+
+    /// Whether everything requested is enforced.
+    pub fn fully_enforced(&self) -> bool {
+        self.enforcement == Enforcement::Full && self.missing.is_empty()
+    }
+
+    /// The grant that makes `path` (canonical) reachable for the server, if any: the
+    /// nearest granted ancestor-or-self, by resolved path. For roots that appear
+    /// mid-session: `None` means the sandbox, fixed at launch, cannot widen to it (the
+    /// protocol layer must narrow it and the audit log should say so); a `Carved` status
+    /// means only part of it is reachable. With Landlock not enforcing, everything is
+    /// reachable and this answers from the grants as requested.
+    pub fn covering_grant(&self, path: &std::path::Path) -> Option<&GrantReport> {
+        self.filesystem
+            .grants
+            .iter()
+            .filter(|g| matches!(g.status, GrantStatus::Granted | GrantStatus::Carved { .. }))
+            .filter(|g| {
+                let granted = std::path::Path::new(g.resolved.as_deref().unwrap_or(&g.path));
+                path.starts_with(granted)
+            })
+            .max_by_key(|g| g.resolved.as_deref().unwrap_or(&g.path).len())
+    }
+}
+
+impl fmt::Display for EnforcementReport {
+    /// A multi-line summary for stderr at session start.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.mode == SandboxMode::Off {
+            return write!(f, "sandbox: off; the server runs unconfined");
+        }
+        let abi = match self.landlock.abi {
+            Some(v) => format!("landlock ABI {v}"),
+            None => "landlock unavailable".to_owned(),
+        };
+        let how = match self.enforcement {
+            Enforcement::Full => "fully enforced",
+            Enforcement::Partial => "PARTIALLY enforced",
+            Enforcement::None => "NOT enforced",
+        };
+        writeln!(f, "sandbox ({}): {abi}: {how}", self.mode)?;
+        let fs = &self.filesystem;
+        let granted: Vec<String> = fs
+            .grants
+            .iter()
+            .filter(|g| g.origin != "profile")
+            .map(|g| match &g.status {
+                GrantStatus::Granted => format!("{} ({}, {})", g.path, g.rights, g.origin),
+                GrantStatus::Carved { entries, .. } => format!(
+                    "{} ({}, {}, granted as {entries} entries around denied paths)",
+                    g.path, g.rights, g.origin
+                ),
+                GrantStatus::NotFound { error } => {
+                    format!("{} ({}: NOT granted: {error})", g.path, g.origin)
+                }
+                GrantStatus::Denied { deny } => {
+                    format!(
+                        "{} ({}: NOT granted: inside denied {deny})",
+                        g.path, g.origin
+                    )
+                }
+            })
+            .collect();
+        let profile = fs.grants.iter().filter(|g| g.origin == "profile").count();
+        write!(
+            f,
+            "  filesystem: {} rules; default profile: {profile} paths",
+            self.landlock.rules
+        )?;
+        if !granted.is_empty() {
+            write!(f, "; {}", granted.join(", "))?;
+        }
+        writeln!(f)?;
+        for d in &fs.deny {
+            let s = match d.status {
+                DenyStatus::OutsideGrants => "unreachable (outside every grant)",
+                DenyStatus::CarvedOut => "carved out of its grant",
+                DenyStatus::NotEnforced => "NOT enforced by the sandbox",
+            };
+            write!(f, "  deny {}: {s}", d.path)?;
+            if !d.detail.is_empty() {
+                write!(f, "; {}", d.detail)?;
+            }
+            writeln!(f)?;
+        }
+        if !fs.deny_globs.is_empty() {
+            writeln!(
+                f,
+                "  deny globs ({}): not expressible in Landlock, enforced by the protocol layer only",
+                fs.deny_globs.join(", ")
+            )?;
+        }
+        let net = match &self.network.requested {
+            Network::Allow => "allow".to_owned(),
+            Network::Deny => "deny (TCP connect and bind)".to_owned(),
+            Network::Ports(p) => format!(
+                "TCP connect and bind only to ports {}",
+                p.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        let net_state = if self.network.enforced {
+            ""
+        } else {
+            " (NOT enforced)"
+        };
+        let net_note = if self.network.requested != Network::Allow {
+            "; UDP and unix sockets are not covered by Landlock"
+        } else {
+            ""
+        };
+        writeln!(f, "  network: {net}{net_state}{net_note}")?;
+        let mut scopes = Vec::new();
+        let sc = &self.scopes;
+        if sc.signals_requested {
+            scopes.push(if sc.signals {
+                "signals"
+            } else {
+                "signals (NOT enforced)"
+            });
+        }
+        if sc.abstract_unix_sockets_requested {
+            scopes.push(if sc.abstract_unix_sockets {
+                "abstract unix sockets"
+            } else {
+                "abstract unix sockets (NOT enforced)"
+            });
+        }
+        if scopes.is_empty() {
+            scopes.push("none requested");
+        }
+        writeln!(f, "  scopes: {}", scopes.join(", "))?;
+        if !self.rlimits.is_empty() {
+            let r: Vec<String> = self
+                .rlimits
+                .iter()
+                .map(|r| {
+                    let applied = r.applied.map(|a| a.to_string()).unwrap_or("-".into());
+                    match r.status {
+                        RlimitStatus::Applied => format!("{}={applied}", r.name),
+                        RlimitStatus::Clamped => {
+                            format!("{}={applied} (hard limit below {})", r.name, r.requested)
+                        }
+                        RlimitStatus::NotEffective => {
+                            format!("{}={applied} (NOT effective for root)", r.name)
+                        }
+                        RlimitStatus::Failed => format!("{} (NOT set)", r.name),
+                    }
+                })
+                .collect();
+            writeln!(f, "  rlimits: {}", r.join(", "))?;
+        }
+        writeln!(
+            f,
+            "  no_new_privs: {}; env: {} passed, {} dropped; descriptors: {}",
+            if self.no_new_privs { "on" } else { "OFF" },
+            self.env.passed.len() + self.env.set.len(),
+            self.env.dropped,
+            self.inherited_fds
+        )?;
+        if let Some(c) = &self.command {
+            writeln!(f, "  command: {c}")?;
+        }
+        if !self.not_covered.is_empty() {
+            writeln!(f, "  not covered: {}", self.not_covered.join("; "))?;
+        }
+        if !self.missing.is_empty() {
+            write!(f, "  missing: {}", self.missing.join("; "))?;
+        }
+        Ok(())
+    }
+}
+
+/// One line of the launcher → rootfence channel.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum Message {
+    /// Sandbox applied; exec follows.
+    Report { report: Box<EnforcementReport> },
+    /// Strict mode refused: something requested is not fully enforced.
+    Refused { report: Box<EnforcementReport> },
+    /// The launcher failed at `stage`; it exits with `code`.
+    Failed {
+        stage: String,
+        error: String,
+        code: u8,
+        #[serde(default)]
+        report: Option<Box<EnforcementReport>>,
+    },
+}
+
+/// Why the server did not start as a sandboxed process.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    /// The launcher exited or was killed before it wrote a report.
+    #[error(
+        "the sandbox launcher ended without a report (it was killed, or could not read its plan); \
+         its stderr has details"
+    )]
+    NoReport,
+    /// Strict mode refused to start the server.
+    #[error(
+        "strict sandbox refused to start the server: {}; use --sandbox best-effort to start anyway, \
+         or run on a kernel with Landlock ABI {}",
+        .report.missing.join("; "),
+        .report.landlock.requested_abi
+    )]
+    Refused {
+        /// What was enforceable and what was not.
+        report: Box<EnforcementReport>,
+    },
+    /// The launcher failed (command not found, exec denied, Landlock error).
+    #[error("sandbox launcher failed at {stage}: {error}")]
+    Failed {
+        /// `plan`, `lookup`, `rlimits`, `landlock`, `report` or `exec`.
+        stage: String,
+        /// What went wrong, with a hint.
+        error: String,
+        /// The launcher's exit status.
+        code: u8,
+        /// The enforcement report, when the failure came after it.
+        report: Option<Box<EnforcementReport>>,
+    },
+    /// The pipe could not be read.
+    #[error("cannot read the sandbox report: {0}")]
+    Io(#[from] std::io::Error),
+    /// The launcher wrote something that is not a report.
+    #[error("malformed sandbox report: {0}")]
+    Malformed(String),
+}
+
+/// Where the report comes from.
+#[derive(Debug)]
+pub(crate) enum Channel {
+    /// The launcher's pipe.
+    Pipe(OwnedFd),
+    /// Known without a launcher (sandbox off).
+    Fixed(Box<EnforcementReport>),
+}
+
+/// Reads the enforcement report of a spawned launcher.
+#[derive(Debug)]
+pub struct ReportReader {
+    channel: Channel,
+}
+
+impl ReportReader {
+    pub(crate) fn new(channel: Channel) -> Self {
+        ReportReader { channel }
+    }
+
+    /// Reads until the launcher execs or exits, blocking the calling thread (in async
+    /// code, use [`ReportReader::read`] or `spawn_blocking`).
+    pub fn read_blocking(self) -> Result<EnforcementReport, LaunchError> {
+        match self.channel {
+            Channel::Fixed(r) => Ok(*r),
+            Channel::Pipe(fd) => {
+                let mut buf = Vec::new();
+                std::fs::File::from(fd)
+                    .take(MAX_REPORT_BYTES)
+                    .read_to_end(&mut buf)?;
+                parse(&buf)
+            }
+        }
+    }
+
+    /// Reads until the launcher execs or exits, without blocking the runtime. Must be
+    /// called inside a tokio runtime.
+    pub async fn read(self) -> Result<EnforcementReport, LaunchError> {
+        use tokio::io::AsyncReadExt;
+        match self.channel {
+            Channel::Fixed(r) => Ok(*r),
+            Channel::Pipe(fd) => {
+                let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?;
+                let mut buf = Vec::new();
+                rx.take(MAX_REPORT_BYTES).read_to_end(&mut buf).await?;
+                parse(&buf)
+            }
+        }
+    }
+}
+
+/// Interprets everything the launcher wrote.
+pub(crate) fn parse(bytes: &[u8]) -> Result<EnforcementReport, LaunchError> {
+    if bytes.is_empty() {
+        return Err(LaunchError::NoReport);
+    }
+    if !bytes.ends_with(b"\n") {
+        return Err(LaunchError::Malformed(
+            "truncated message (the launcher died while writing)".into(),
+        ));
+    }
+    let mut report = None;
+    for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let msg: Message =
+            serde_json::from_slice(line).map_err(|e| LaunchError::Malformed(e.to_string()))?;
+        match msg {
+            Message::Report { report: r } => {
+                if report.is_some() {
+                    return Err(LaunchError::Malformed("two reports".into()));
+                }
+                report = Some(r);
+            }
+            Message::Refused { report } => return Err(LaunchError::Refused { report }),
+            Message::Failed {
+                stage,
+                error,
+                code,
+                report: r,
+            } => {
+                return Err(LaunchError::Failed {
+                    stage,
+                    error,
+                    code,
+                    report: r.or(report),
+                });
+            }
+        }
+    }
+    report.map(|r| *r).ok_or(LaunchError::NoReport)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> EnforcementReport {
+        let mut r = EnforcementReport::off();
+        r.mode = SandboxMode::BestEffort;
+        r.enforcement = Enforcement::Partial;
+        r.landlock.abi = Some(3);
+        r.missing = vec!["network restriction (needs Landlock ABI 4, Linux 6.7)".into()];
+        r.network = NetworkReport {
+            requested: Network::Ports(vec![443]),
+            enforced: false,
+        };
+        r
+    }
+
+    fn line(m: &Message) -> Vec<u8> {
+        let mut v = serde_json::to_vec(m).unwrap();
+        v.push(b'\n');
+        v
+    }
+
+    #[test]
+    fn wire_outcomes() {
+        let r = Box::new(sample());
+        // Report then EOF: exec happened.
+        let ok = line(&Message::Report { report: r.clone() });
+        assert_eq!(parse(&ok).unwrap(), *r);
+        // Report then failure: exec failed, the report is kept.
+        let mut both = ok.clone();
+        both.extend(line(&Message::Failed {
+            stage: "exec".into(),
+            error: "permission denied".into(),
+            code: 126,
+            report: None,
+        }));
+        match parse(&both).unwrap_err() {
+            LaunchError::Failed {
+                code,
+                report: Some(_),
+                ..
+            } => assert_eq!(code, 126),
+            e => panic!("{e:?}"),
+        }
+        // Refused.
+        let refused = line(&Message::Refused { report: r.clone() });
+        let e = parse(&refused).unwrap_err();
+        assert!(e.to_string().contains("needs Landlock ABI 4"), "{e}");
+        // Nothing, truncated, garbage, two reports.
+        assert!(matches!(parse(b""), Err(LaunchError::NoReport)));
+        assert!(matches!(
+            parse(&ok[..ok.len() - 5]),
+            Err(LaunchError::Malformed(_))
+        ));
+        assert!(matches!(parse(b"{}\n"), Err(LaunchError::Malformed(_))));
+        let mut twice = ok.clone();
+        twice.extend(ok);
+        assert!(matches!(parse(&twice), Err(LaunchError::Malformed(_))));
+    }
+
+    #[test]
+    fn summary_says_what_is_missing() {
+        let text = sample().to_string();
+        assert!(text.contains("PARTIALLY enforced"), "{text}");
+        assert!(text.contains("landlock ABI 3"), "{text}");
+        assert!(text.contains("ports 443 (NOT enforced)"), "{text}");
+        assert!(text.contains("missing: network restriction"), "{text}");
+        assert_eq!(
+            EnforcementReport::off().to_string(),
+            "sandbox: off; the server runs unconfined"
+        );
+    }
+
+    #[test]
+    fn covering_grant_finds_the_nearest_granted_ancestor() {
+        let mut r = sample();
+        let g = |path: &str, resolved: Option<&str>, status: GrantStatus| GrantReport {
+            path: path.into(),
+            resolved: resolved.map(str::to_owned),
+            rights: Rights::ReadWrite,
+            origin: "root".into(),
+            status,
+        };
+        r.filesystem.grants = vec![
+            g("/work", None, GrantStatus::Granted),
+            g(
+                "/link/proj",
+                Some("/work/proj"),
+                GrantStatus::Carved {
+                    entries: 3,
+                    directories: 1,
+                },
+            ),
+            g("/gone", None, GrantStatus::NotFound { error: "x".into() }),
+        ];
+        let find = |p: &str| {
+            r.covering_grant(std::path::Path::new(p))
+                .map(|g| g.path.as_str())
+        };
+        assert_eq!(find("/work/other"), Some("/work"));
+        assert_eq!(find("/work/proj/src"), Some("/link/proj"));
+        assert_eq!(
+            find("/workshop"),
+            None,
+            "component-wise, not by string prefix"
+        );
+        assert_eq!(find("/gone/x"), None);
+        assert_eq!(find("/elsewhere"), None);
+    }
+
+    #[test]
+    fn report_serializes_for_the_audit_log() {
+        let v = serde_json::to_value(sample()).unwrap();
+        assert_eq!(v["mode"], "best-effort");
+        assert_eq!(v["enforcement"], "partial");
+        assert_eq!(v["network"]["requested"]["ports"][0], 443);
+    }
+}
