@@ -32,6 +32,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.client._input_required import run_input_required_driver
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -208,6 +209,12 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         metavar="TEXT",
         help="declare the sampling capability and answer sampling/createMessage with TEXT",
     )
+    p.add_argument(
+        "--record-requests",
+        action="store_true",
+        help="add `requests_received` to the transcript: every server-to-client request "
+        "(and, in 2026-07-28, every input request of an input_required result), with params",
+    )
     p.add_argument("--mask", action="append", default=[], metavar="REGEX", help="extra volatile pattern")
     p.add_argument(
         "--allow-sdk-warnings",
@@ -246,6 +253,7 @@ class Session:
         self.server_requests: set[str] = set()
         self.transport_faults: list[str] = []
         self.listed: list[str] = []
+        self.requests_received: list[dict[str, Any]] = []
 
     # -- recording --------------------------------------------------------------------------
 
@@ -277,12 +285,14 @@ class Session:
 
     async def on_list_roots(self, _ctx: ClientRequestContext) -> types.ListRootsResult:
         self.server_requests.add("roots/list")
+        self.requests_received.append({"method": "roots/list"})
         return types.ListRootsResult(roots=[types.Root(uri=u) for u in self.args.roots])
 
     async def on_sampling(
         self, _ctx: ClientRequestContext, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult:
         self.server_requests.add("sampling/createMessage")
+        self.requests_received.append({"method": "sampling/createMessage", "params": dump(params)})
         return types.CreateMessageResult(
             role="assistant",
             content=types.TextContent(type="text", text=self.args.sampling),
@@ -311,12 +321,32 @@ class Session:
             await self.script(session)
         if self.transport_faults:
             raise SessionFailure("transport fault(s): " + "; ".join(self.transport_faults))
-        return {
+        transcript = {
             "client": "python-mcp",
             "protocol": a.protocol,
             "server_requests": sorted(self.server_requests),
             "steps": self.transcript,
         }
+        if a.record_requests:
+            transcript["requests_received"] = self.masker.value(self.requests_received)
+        return transcript
+
+    async def resolve(self, session: ClientSession, send: Any) -> Any:
+        """Sends a request that may be answered `input_required` (2026-07-28 multi round-trip:
+        a server's, or a proxy's own) and drives the rounds with the SDK's driver, answering
+        the input requests through this session's callbacks, as `mcp.client.Client` does.
+        A request never answered `input_required` is sent exactly once, as before."""
+        first = await send(None, None)
+        if not isinstance(first, types.InputRequiredResult):
+            return first
+
+        async def dispatch(key: str, req: Any) -> Any:
+            if self.args.record_requests:
+                self.requests_received.append({"input_request": key, **dump(req)})
+            ctx = ClientRequestContext(session=session, request_id=key, meta=req.params.meta if req.params else None)
+            return await session.dispatch_input_request(ctx, req)
+
+        return await run_input_required_driver(first, dispatch=dispatch, retry=send)
 
     async def connect(self, session: ClientSession) -> None:
         a = self.args
@@ -351,10 +381,10 @@ class Session:
             self.record("list-templates", result=dump(result))
         if "read" in steps:
             for uri in [*self.listed[: a.read_listed], *a.read]:
-                result = await self.expect_ok("read", uri, session.read_resource(uri))
+                result = await self.expect_ok("read", uri, self.read(session, uri))
                 self.record("read", uri=uri, result=dump(result))
             for uri in a.read_error:
-                error = await self.expect_error("read-error", uri, session.read_resource(uri))
+                error = await self.expect_error("read-error", uri, self.read(session, uri))
                 self.record("read-error", uri=uri, error=error)
         if "subscribe" in steps and a.subscribe:
             await self.subscribe(session, a.subscribe)
@@ -364,11 +394,11 @@ class Session:
         if "call" in steps:
             for spec in a.call:
                 name, args = parse_named_json(spec, "tool")
-                result = await self.expect_ok("call", name, session.call_tool(name, args))
+                result = await self.expect_ok("call", name, self.call(session, name, args))
                 self.record("call", name=name, arguments=args, result=dump(result))
             for spec in a.call_error:
                 name, args = parse_named_json(spec, "tool")
-                error = await self.expect_error("call-error", name, session.call_tool(name, args))
+                error = await self.expect_error("call-error", name, self.call(session, name, args))
                 self.record("call-error", name=name, arguments=args, error=error)
         if "list-prompts" in steps:
             result = await self.expect_ok("list-prompts", "", session.list_prompts())
@@ -377,7 +407,7 @@ class Session:
             for spec in a.prompt:
                 name, args = parse_named_json(spec, "prompt")
                 str_args = {k: str(v) for k, v in args.items()}
-                result = await self.expect_ok("get-prompt", name, session.get_prompt(name, str_args))
+                result = await self.expect_ok("get-prompt", name, self.prompt(session, name, str_args))
                 self.record("get-prompt", name=name, arguments=str_args, result=dump(result))
         if "complete" in steps:
             for spec in a.complete:
@@ -388,6 +418,24 @@ class Session:
                     "complete", spec, session.complete(ref, argument={"name": arg, "value": value})
                 )
                 self.record("complete", ref=prompt, argument=arg, value=value, result=dump(result))
+
+    async def read(self, session: ClientSession, uri: str) -> Any:
+        return await self.resolve(
+            session,
+            lambda r, s: session.read_resource(uri, input_responses=r, request_state=s, allow_input_required=True),
+        )
+
+    async def call(self, session: ClientSession, name: str, args: dict[str, Any]) -> Any:
+        return await self.resolve(
+            session,
+            lambda r, s: session.call_tool(name, args, input_responses=r, request_state=s, allow_input_required=True),
+        )
+
+    async def prompt(self, session: ClientSession, name: str, args: dict[str, str]) -> Any:
+        return await self.resolve(
+            session,
+            lambda r, s: session.get_prompt(name, args, input_responses=r, request_state=s, allow_input_required=True),
+        )
 
     async def list_resources(self, session: ClientSession) -> None:
         """Every page, following nextCursor until it is absent; each page is recorded."""
