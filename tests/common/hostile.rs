@@ -81,6 +81,10 @@ impl Tree {
         write(&root.join("icon.png"), "not really a png\n");
         for name in [
             "swap.txt",
+            "lie.txt",
+            "mrtr-roots.txt",
+            "mrtr-sample.txt",
+            "object-contents.txt",
             "encoded-swap.txt",
             "link-swap.txt",
             "case-swap.txt",
@@ -763,9 +767,12 @@ pub fn assert_audit_verifies(path: &Path) {
 }
 
 /// The options every enforcement test passes: `--root <root>` (unless `roots` is false),
-/// `--audit-log <file>`, and any policy files.
+/// `--audit-log <file>`, any policy files, and `--sandbox off`: the wire enforcement is
+/// tested on its own, with a server that can reach the outside files (and write its log
+/// beside the root), so that only rootfence's checks stand between them and the host.
+/// (`sandbox_and_wire_enforcement_together` runs with the sandbox on.)
 pub fn opts(tree: &Tree, audit: &Path, policies: &[&Path], roots: bool) -> Vec<String> {
-    let mut v = Vec::new();
+    let mut v = vec!["--sandbox".to_string(), "off".to_string()];
     if roots {
         v.extend(["--root".to_string(), tree.root_str()]);
     }

@@ -1,0 +1,541 @@
+//! Enforcement regressions, one test per attack (issue 6), through the real binary against
+//! the hostile server (`examples/hostile_server.rs`, with `--extra-leaks` where an attack
+//! needs it): the `read` stances against a server that lies about contents, the OS sandbox
+//! and the wire checks together, and the attacks that found gaps (each `#[ignore]`d with
+//! the precise failure until fixed: `bug:` where rootfence breaks its own contract in
+//! docs/enforcement.md, `gap:` where the contract does not cover the attack yet).
+
+mod common;
+#[path = "common/hostile.rs"]
+mod hostile;
+
+use std::path::PathBuf;
+
+use hostile::{
+    Host, MARKER, Tree, assert_audit_verifies, assert_denied, audit_records, opts, server_log,
+    server_saw_id,
+};
+use serde_json::{Value, json};
+
+/// rootfence (`--sandbox off` unless `sandbox` is given) around the hostile server with
+/// `server_extra`, operator root, policies given as TOML texts; the host declares no roots.
+fn start(
+    tree: &Tree,
+    rev: &str,
+    policies: &[&str],
+    server_extra: &[&str],
+    sandbox: Option<&str>,
+) -> Host {
+    let audit = tree.file("audit.jsonl");
+    let files: Vec<PathBuf> = policies
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if t.starts_with("builtin:") {
+                PathBuf::from(t)
+            } else {
+                tree.policy(&format!("p{i}.toml"), t)
+            }
+        })
+        .collect();
+    let refs: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
+    let mut o = opts(tree, &audit, &refs, true);
+    if let Some(mode) = sandbox {
+        o[1] = mode.to_owned();
+    }
+    let log = tree.file("server.log");
+    let mut host = Host::start(&o, &tree.server(&log, server_extra), rev);
+    host.begin(json!({"sampling": {}}));
+    host
+}
+
+fn finish(mut host: Host, tree: &Tree) -> Vec<Value> {
+    assert_eq!(host.finish(), 0, "stderr:\n{}", host.stderr());
+    assert_audit_verifies(&tree.file("audit.jsonl"));
+    audit_records(&tree.file("audit.jsonl"))
+}
+
+fn has_secret(v: &Value) -> bool {
+    v.to_string().contains(MARKER)
+}
+
+// -------------------------------------------------------------------------------------------
+// A server that lies about what it read
+// -------------------------------------------------------------------------------------------
+
+/// `read = "forward"` with the sandbox off cannot tell a lie: the server answers an inside
+/// URI with the secret's bytes and they pass. This is what `verify`, `serve` and the sandbox
+/// are for (the next three tests); pinned so the limitation stays documented.
+#[test]
+fn forward_without_sandbox_cannot_see_a_lie_about_contents() {
+    let tree = Tree::new();
+    let mut host = start(&tree, "2025-06-18", &[], &[], None);
+    let r = host.request("resources/read", json!({"uri": tree.uri("lie.txt")}));
+    assert!(has_secret(&r), "the lie passes under forward: {r}");
+    finish(host, &tree);
+}
+
+#[test]
+fn verify_removes_contents_that_differ_from_the_file() {
+    let tree = Tree::new();
+    let policy = "version = 1\n[resources]\nread = \"verify\"\n";
+    let mut host = start(&tree, "2025-06-18", &["builtin:default", policy], &[], None);
+    let r = host.request("resources/read", json!({"uri": tree.uri("lie.txt")}));
+    assert_denied(&r, None, &["content_mismatch"]);
+    let r = host.request("resources/read", json!({"uri": tree.uri("a.txt")}));
+    assert_eq!(r["result"]["contents"][0]["text"], "inside a\n", "{r}");
+    host.assert_no_leak(&tree);
+    let records = finish(host, &tree);
+    assert!(
+        records
+            .iter()
+            .any(|r| r["event"] == "decision" && r["reason"] == "content_mismatch"),
+        "the mismatch is audited"
+    );
+}
+
+#[test]
+fn serve_answers_file_reads_itself() {
+    let tree = Tree::new();
+    let policy = "version = 1\n[resources]\nread = \"serve\"\n";
+    let mut host = start(&tree, "2025-11-25", &["builtin:default", policy], &[], None);
+    let lie = host.send_request("resources/read", json!({"uri": tree.uri("lie.txt")}));
+    let r = host.response(lie);
+    assert_eq!(
+        r["result"]["contents"][0]["text"], "a scripted read\n",
+        "rootfence read the file itself: {r}"
+    );
+    let a = host.send_request("resources/read", json!({"uri": tree.uri("a.txt")}));
+    assert_eq!(
+        host.response(a)["result"]["contents"][0]["text"],
+        "inside a\n"
+    );
+    let r = host.request("resources/read", json!({"uri": tree.uri("link_out")}));
+    assert_denied(&r, None, &["symlink_escape"]);
+    host.assert_no_leak(&tree);
+    finish(host, &tree);
+    let log = tree.file("server.log");
+    assert!(
+        !server_saw_id(&log, lie) && !server_saw_id(&log, a),
+        "the server never sees a served read"
+    );
+}
+
+/// The default: the sandbox on (best effort) and the wire checks. The server is not told the
+/// secret (no `--secret`) and must read it itself to leak it; where Landlock is enforced it
+/// cannot, so even the lie under `forward` carries no secret. Everything inside still works.
+#[test]
+fn sandbox_and_wire_enforcement_together() {
+    let tree = Tree::new();
+    let audit = tree.file("audit.jsonl");
+    // The log goes inside the root: the confined server may write only there.
+    let log = tree.root.join("server.log");
+    let server = vec![
+        common::example("hostile_server").display().to_string(),
+        "--inside".into(),
+        tree.root_str(),
+        "--outside".into(),
+        tree.outside.display().to_string(),
+        "--log".into(),
+        log.display().to_string(),
+    ];
+    let o = vec![
+        "--root".to_string(),
+        tree.root_str(),
+        "--audit-log".into(),
+        audit.display().to_string(),
+    ];
+    let mut host = Host::start(&o, &server, "2025-06-18");
+    host.begin(json!({}));
+    let r = host.request("resources/read", json!({"uri": tree.uri("a.txt")}));
+    assert_eq!(r["result"]["contents"][0]["text"], "inside a\n", "{r}");
+    let r = host.request("resources/read", json!({"uri": tree.evil_uri()}));
+    assert_denied(&r, None, &["outside_roots"]);
+    let (r, _) = host.call_tool("embed", json!({}));
+    assert!(r.get("result").is_some(), "{r}");
+    let lie = host.request("resources/read", json!({"uri": tree.uri("lie.txt")}));
+    assert_eq!(host.finish(), 0, "stderr:\n{}", host.stderr());
+    assert_audit_verifies(&audit);
+    let records = audit_records(&audit);
+    let start = records
+        .iter()
+        .find(|r| r["event"] == "session_start")
+        .expect("a session_start");
+    let enforced = start["sandbox"]["enforcement"].as_str().unwrap_or("none");
+    if enforced == "none" {
+        eprintln!("Landlock is not enforced here; the lie under forward is not checked");
+    } else {
+        assert!(
+            !has_secret(&lie),
+            "the confined server could not read the secret ({enforced}): {lie}"
+        );
+        host.assert_no_leak(&tree);
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// Gaps and bugs, one attack each
+// -------------------------------------------------------------------------------------------
+
+/// 2026-07-28 puts `serverInfo` in `server/discover`'s `_meta`; its `file:` icons are
+/// checked like every other `serverInfo` icon (docs/enforcement.md: "icons[].src on ... and
+/// serverInfo").
+#[test]
+#[ignore = "bug: server/discover result._meta[\"io.modelcontextprotocol/serverInfo\"].icons is not \
+            filtered (only result.serverInfo.icons is): an outside file: icon reaches the host"]
+fn discover_2026_07_28_server_info_outside_icon_is_removed() {
+    let tree = Tree::new();
+    let o = opts(&tree, &tree.file("audit.jsonl"), &[], true);
+    let mut host = Host::start(
+        &o,
+        &tree.server(&tree.file("server.log"), &["--extra-leaks"]),
+        "2026-07-28",
+    );
+    let r = host.begin(json!({}));
+    let icons = &r["_meta"]["io.modelcontextprotocol/serverInfo"]["icons"];
+    assert!(
+        !icons
+            .to_string()
+            .contains(&tree.outside.display().to_string()),
+        "the outside file: icon is removed: {icons}"
+    );
+}
+
+/// WHATWG URL parsers (browsers, Electron hosts) strip leading spaces and remove tabs and
+/// newlines anywhere, so `" file:///x"` and `"fi\tle:///x"` are `file:///x` to them. An icon
+/// rootfence cannot read as a URI must be refused like a resource URI is (`not_a_uri`), not
+/// passed as "another scheme".
+#[test]
+#[ignore = "bug: icons whose src is ' file://<outside>' or 'fi\\tle://<outside>' pass unchecked \
+            (filter_icons only checks srcs whose scheme_of is exactly file; an unparseable src \
+            is kept), though WHATWG parsers read both as file: URIs"]
+fn icons_with_a_file_scheme_hidden_by_whitespace_are_removed() {
+    let tree = Tree::new();
+    let mut host = start(&tree, "2025-11-25", &[], &["--extra-leaks"], None);
+    let r = host.request("resources/list", json!({}));
+    let icons = &r["result"]["resources"][0]["icons"];
+    assert_eq!(r["result"]["resources"][0]["name"], "in-a");
+    let srcs: Vec<&str> = icons
+        .as_array()
+        .expect("icons")
+        .iter()
+        .filter_map(|i| i["src"].as_str())
+        .collect();
+    assert_eq!(
+        srcs,
+        [
+            tree.uri("icon.png").as_str(),
+            "https://example.com/icon.png"
+        ],
+        "only the inside and https icons stay"
+    );
+    host.assert_no_leak(&tree);
+}
+
+/// `file://<root>_evil{/x}` expands only to `<root>_evil` and below, and `file:///etc{/x}`
+/// only to `/etc...`; their literal prefixes are disjoint from the root, so they must be
+/// removed (docs/enforcement.md: "removed when every expansion must leave the roots (its
+/// literal prefix is disjoint from every root)").
+#[test]
+#[ignore = "bug: a template whose literal prefix ends in a partial name followed by a path \
+            operator (file://<root>_evil{/x}, file:///etc{/x}) is judged by the directory \
+            before the partial name (the root's parent, /), which contains the root, so the \
+            template is kept and the sibling's name reaches the host"]
+fn templates_with_a_path_operator_after_a_partial_name_are_removed() {
+    let tree = Tree::new();
+    let mut host = start(&tree, "2025-06-18", &[], &["--extra-leaks"], None);
+    let r = host.request("resources/templates/list", json!({}));
+    let names: Vec<&str> = r["result"]["resourceTemplates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        !names.contains(&"tpl-leak-sibling-path-op") && !names.contains(&"tpl-leak-etc-path-op"),
+        "{names:?}"
+    );
+    assert!(names.contains(&"tpl-in-name"), "{names:?}");
+}
+
+/// A block that carries `resource.uri` under a type no revision has (`"Resource"`), or under
+/// no type at all, is a resource to a lenient host: it is judged like one (the walker already
+/// fails closed on unknown blocks with a top-level `uri`).
+#[test]
+#[ignore = "bug: content blocks {type:\"Resource\", resource:{uri,text}} and {resource:{uri,text}} \
+            (no type) pass unchecked, with the outside text: block_ok only looks at resource.uri \
+            when type is exactly \"resource\", and at a top-level uri otherwise"]
+fn resource_blocks_with_an_unknown_type_are_checked() {
+    let tree = Tree::new();
+    let mut host = start(&tree, "2025-06-18", &[], &["--extra-leaks"], None);
+    let (r, _) = host.call_tool("embed", json!({}));
+    assert!(!has_secret(&r), "no outside resource text passes: {r}");
+    host.assert_no_leak(&tree);
+}
+
+/// Fail closed on shapes: a `contents`, `resources` or `messages` that is not an array cannot
+/// be checked item by item, so it must not pass as it came.
+#[test]
+#[ignore = "bug: a resources/read result whose contents is an object (not an array), a \
+            resources/list result whose resources is an object, and a prompts/get result whose \
+            messages is an object pass unchecked with outside URIs and text (read_result, \
+            filter_entries and filter_messages return early on non-arrays)"]
+fn non_array_payloads_are_not_passed_unchecked() {
+    let tree = Tree::new();
+    let mut host = start(&tree, "2025-06-18", &[], &[], None);
+    let mut failures = Vec::new();
+    let r = host.request(
+        "resources/read",
+        json!({"uri": tree.uri("object-contents.txt")}),
+    );
+    if has_secret(&r) {
+        failures.push(format!("read contents as an object passed: {r}"));
+    }
+    let r = host.request("resources/list", json!({"cursor": "shape/object"}));
+    if r.to_string().contains("root_evil") {
+        failures.push("list resources as an object passed".to_string());
+    }
+    let r = host.request("prompts/get", json!({"name": "leaky_object"}));
+    if has_secret(&r) {
+        failures.push(format!("prompt messages as an object passed: {r}"));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Schemes that wrap a `file:` URI name a local file to hosts that resolve them (VS Code's
+/// `vscode-file:`, Java's `jar:file:`, `view-source:file:`). Under the default policy
+/// (`other_schemes = "allow"`) they pass as "another scheme" although they name files
+/// outside the roots.
+#[test]
+#[ignore = "gap: jar:file://<outside>!/x, vscode-file://vscode-app<outside> and \
+            view-source:file://<outside> pass under other_schemes = \"allow\" (the default); \
+            docs/enforcement.md checks file: only, so a wrapped file: URI is never root-checked"]
+fn schemes_that_wrap_file_are_root_checked() {
+    let tree = Tree::new();
+    let mut host = start(
+        &tree,
+        "2025-06-18",
+        &[],
+        &["--extra-leaks", "--page-size", "200"],
+        None,
+    );
+    let r = host.request("resources/list", json!({}));
+    let names: Vec<String> = r["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["name"].as_str().map(str::to_owned))
+        .collect();
+    for wrapped in [
+        "scheme-jar-file",
+        "scheme-vscode-file",
+        "scheme-view-source",
+    ] {
+        assert!(
+            !names.contains(&wrapped.to_string()),
+            "{wrapped} passed: {names:?}"
+        );
+    }
+}
+
+/// URL-mode elicitation (2025-11-25) asks the host to open a URL; a `file:` URL outside the
+/// roots is an outside file put in front of the user.
+#[test]
+#[ignore = "gap: elicitation/create {mode:\"url\", url:\"file://<outside>\"} from the server \
+            reaches the host unchecked; docs/enforcement.md does not list elicitation URLs"]
+fn url_elicitation_of_an_outside_file_is_refused() {
+    let tree = Tree::new();
+    let mut host = start(&tree, "2025-11-25", &[], &[], None);
+    let (r, _) = host.call_tool("elicit", json!({}));
+    let _ = r;
+    let asked: Vec<&Value> = host
+        .requests
+        .iter()
+        .filter(|m| m["method"] == "elicitation/create")
+        .collect();
+    assert!(
+        asked
+            .iter()
+            .all(|m| !m.to_string().contains("secret-place")),
+        "{asked:?}"
+    );
+}
+
+/// 2026-07-28: the server's MRTR `roots/list` for a host that declared no roots is answered by
+/// rootfence from the operator roots (docs/enforcement.md: "the host does not [support roots],
+/// and there are operator roots: rootfence answers with them itself"), as it is in the
+/// handshake revisions. Passing it on breaks real SDK hosts: the Python SDK answers a roots
+/// input request it has no callback for with an error, so the tool call fails.
+#[test]
+#[ignore = "bug: in 2026-07-28 an input_required result with a roots/list input request is \
+            passed to a host whose _meta clientCapabilities has no roots; rootfence only \
+            filters the host's answer on the retry (the 2025 path answers the server itself)"]
+fn mrtr_2026_07_28_server_roots_request_for_a_host_without_roots_is_answered_by_rootfence() {
+    let tree = Tree::new();
+    let mut host = start(&tree, "2026-07-28", &[], &[], None);
+    let r = host.request("tools/call", json!({"name": "ask_roots", "arguments": {}}));
+    assert_ne!(
+        r["result"]["resultType"], "input_required",
+        "the host without roots is not asked: {r}"
+    );
+    assert!(
+        r.to_string().contains(&tree.root_str()),
+        "the server got the operator root: {r}"
+    );
+    let _ = server_log(&tree.file("server.log"));
+}
+
+/// 2026-07-28 MRTR on `resources/read` (the spec allows `input_required` there as on
+/// `tools/call` and `prompts/get`): the server's roots request must get the effective roots
+/// only, and its sampling request must not carry outside files to the host.
+#[test]
+#[ignore = "bug: input_required results of resources/read are not examined (input_required() \
+            runs for tools/call, prompts/get and tasks/result only): a sampling input request \
+            embedding outside files reaches the host, and the host's roots answer on the retry \
+            reaches the server unfiltered (root_evil and the parent included)"]
+fn mrtr_2026_07_28_on_resources_read_is_examined_like_tools_call() {
+    let tree = Tree::new();
+    let audit = tree.file("audit.jsonl");
+    let o = opts(&tree, &audit, &[], true);
+    let mut host = Host::start(
+        &o,
+        &tree.server(&tree.file("server.log"), &[]),
+        "2026-07-28",
+    );
+    host.roots = Some(vec![
+        tree.root_uri(),
+        format!("file://{}", tree.evil.display()),
+        tree.base_uri(),
+    ]);
+    host.begin(json!({"roots": {}, "sampling": {}}));
+    let mut failures = Vec::new();
+    let (r, inputs) = host.mrtr(
+        "resources/read",
+        json!({"uri": tree.uri("mrtr-sample.txt")}),
+    );
+    let asked = json!(inputs).to_string();
+    if asked.contains("secret-place") || asked.contains(MARKER) || asked.contains("root_evil") {
+        failures.push(format!(
+            "the sampling input request carried outside files: {asked}"
+        ));
+    }
+    let _ = r;
+    let (r, _) = host.mrtr("resources/read", json!({"uri": tree.uri("mrtr-roots.txt")}));
+    let text = r["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    if text.contains("root_evil") || text.contains(&format!("\"{}\"", tree.base_uri())) {
+        failures.push(format!(
+            "the server got the host's unfiltered roots: {text}"
+        ));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The server asks for roots at the same moment rootfence does (right after
+/// initialization, with the same numeric ids the SDKs start from): each answer goes where it
+/// belongs, and the server gets the effective root only.
+#[test]
+fn server_and_rootfence_ask_for_roots_at_once() {
+    let tree = Tree::new();
+    let audit = tree.file("audit.jsonl");
+    let o = opts(&tree, &audit, &[], true);
+    let mut host = Host::start(
+        &o,
+        &tree.server(&tree.file("server.log"), &["--ask-roots-at-start"]),
+        "2025-06-18",
+    );
+    host.roots = Some(vec![
+        tree.root_uri(),
+        format!("file://{}", tree.evil.display()),
+        tree.base_uri(),
+        "file:///".into(),
+    ]);
+    host.begin(json!({"roots": {"listChanged": true}}));
+    host.settle(500);
+    assert_eq!(
+        host.requests
+            .iter()
+            .filter(|r| r["method"] == "roots/list")
+            .count(),
+        2,
+        "the host is asked twice (rootfence, then the server through rootfence)"
+    );
+    let (r, _) = host.call_tool("roots_seen", json!({}));
+    let text = r["result"]["content"][0]["text"].as_str().unwrap_or("");
+    let seen: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    assert_eq!(
+        seen,
+        json!([{"uri": tree.root_uri()}]),
+        "the server's own roots/list got the effective root only: {r}"
+    );
+    host.assert_no_leak(&tree);
+    finish(host, &tree);
+}
+
+/// 2026-07-28, a host that declares no roots and lists resources first (as the SDKs do):
+/// the operator root applies from the first request, so the inside entries are listed.
+#[test]
+#[ignore = "bug: in 2026-07-28 the host's capabilities are only learnt from tools/call, \
+            prompts/get, resources/read and the other requests the enforcer intercepts; \
+            resources/list (and server/discover) are not, so a first resources/list from a \
+            host without roots is filtered with the roots unknown and every file: entry is \
+            removed (roots_unknown), though the operator root is all there is to know"]
+fn list_2026_07_28_first_request_of_a_host_without_roots_uses_the_operator_root() {
+    let tree = Tree::new();
+    let mut host = start(&tree, "2026-07-28", &[], &["--page-size", "200"], None);
+    let r = host.request("resources/list", json!({}));
+    let names: Vec<&str> = r["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"in-a") && names.contains(&"in-b"),
+        "the inside entries are listed: {names:?}"
+    );
+}
+
+/// 2026-07-28, a host that declares roots: rootfence can only ask for them in answer to a
+/// `tools/call`, `prompts/get` or `resources/read`; a list before that is decided with the
+/// roots unknown, and fails closed (entries removed, never passed).
+#[test]
+fn list_2026_07_28_before_the_roots_are_known_fails_closed() {
+    let tree = Tree::new();
+    let audit = tree.file("audit.jsonl");
+    let o = opts(&tree, &audit, &[], true);
+    let mut host = Host::start(
+        &o,
+        &tree.server(&tree.file("server.log"), &["--page-size", "200"]),
+        "2026-07-28",
+    );
+    host.roots = Some(vec![tree.root_uri()]);
+    host.begin(json!({"roots": {}}));
+    let r = host.request("resources/list", json!({}));
+    let names: Vec<&str> = r["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["name"].as_str())
+        .collect();
+    assert!(
+        names.iter().all(|n| n.starts_with("scheme-")),
+        "no file: entry passes while the roots are unknown: {names:?}"
+    );
+    // Once a read has settled the roots (MRTR), the same list shows the inside entries.
+    let (r, inputs) = host.mrtr("resources/read", json!({"uri": tree.uri("a.txt")}));
+    assert_eq!(inputs.len(), 1, "{inputs:?}");
+    assert_eq!(r["result"]["contents"][0]["text"], "inside a\n", "{r}");
+    let r = host.request("resources/list", json!({}));
+    assert!(r.to_string().contains("\"in-a\""), "{r}");
+    host.assert_no_leak(&tree);
+    let records = finish(host, &tree);
+    assert!(
+        records
+            .iter()
+            .any(|r| r["event"] == "decision" && r["reason"] == "roots_unknown"),
+        "the early denials are audited as roots_unknown"
+    );
+}
