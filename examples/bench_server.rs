@@ -3,7 +3,9 @@
 //!
 //! It answers `initialize` (echoing the requested protocol version), `ping` with `{}`, and
 //! `resources/read`: `bench://big` returns a text resource of `--payload-bytes` bytes (default
-//! 10 MiB), built once at start; any other URI returns a two-byte text. Notifications are
+//! 10 MiB), built once at start; any other URI returns a two-byte text. `resources/list`
+//! returns one page of `--list-entries N` (default 0) entries `file://<--list-dir>/f<i>.txt`,
+//! also built once (the enforcement benchmark's 10,000-entry page). Notifications are
 //! ignored; any other request gets `-32601`. One response per request, in order, each
 //! written whole and flushed, so the host sees one line per answer.
 
@@ -34,6 +36,8 @@ struct InitParams {
 
 fn main() -> std::io::Result<()> {
     let mut payload_bytes: usize = 10 << 20;
+    let mut list_entries: usize = 0;
+    let mut list_dir = String::from("/nonexistent");
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -43,9 +47,32 @@ fn main() -> std::io::Result<()> {
                     .and_then(|v| v.parse().ok())
                     .expect("--payload-bytes takes a byte count");
             }
-            other => panic!("bench_server: unknown argument {other:?} (only --payload-bytes N)"),
+            "--list-entries" => {
+                list_entries = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--list-entries takes a count");
+            }
+            "--list-dir" => list_dir = args.next().expect("--list-dir takes a directory"),
+            other => panic!(
+                "bench_server: unknown argument {other:?} (--payload-bytes N, --list-entries N, \
+                 --list-dir DIR)"
+            ),
         }
     }
+    // The list page, JSON-encoded once.
+    let list_page = {
+        let resources: Vec<serde_json::Value> = (0..list_entries)
+            .map(|i| {
+                serde_json::json!({
+                    "uri": format!("file://{list_dir}/f{i}.txt"),
+                    "name": format!("f{i}"),
+                    "mimeType": "text/plain"
+                })
+            })
+            .collect();
+        serde_json::json!({ "resources": resources }).to_string()
+    };
     // The big text, JSON-encoded once: plain ASCII needs no escaping, so it is the string
     // literal itself.
     let big = format!("\"{}\"", "x".repeat(payload_bytes));
@@ -74,6 +101,11 @@ fn main() -> std::io::Result<()> {
         let id = id.get();
         match method {
             "ping" => write!(out, r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)?,
+            "resources/list" => {
+                write!(out, r#"{{"jsonrpc":"2.0","id":{id},"result":"#)?;
+                out.write_all(list_page.as_bytes())?;
+                out.write_all(b"}")?;
+            }
             "initialize" => {
                 let version = req
                     .params

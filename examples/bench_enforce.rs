@@ -1,0 +1,425 @@
+//! The enforcement benchmark (issue 6): run it with `scripts/bench-enforce.sh`, which builds
+//! the release binaries first.
+//!
+//! It plays the MCP host against the fast `bench_server` through four chains, side by side:
+//! **direct**; **relay-only** (`relay_passthrough`: rootfence's relay with the `PassThrough`
+//! interceptor, nothing decided); **enforcing** (`rootfence run --root <tmp root>` with the
+//! default policy, every decision audited to a temporary log, as shipped); and **enforcing,
+//! allowed decisions not logged** (`[audit] log_allowed = false`). The sandbox is off in both
+//! enforcing chains: it costs nothing per request and the benchmark measures the wire checks.
+//!
+//! Two figures, each with the target issue 6 sets:
+//! - `resources/read` of a `file:` URI inside the root (request URI and result URI checked:
+//!   strict parse, kernel resolution beneath the root, policy rules, audit): p50 over
+//!   `--requests` reads, enforcing vs relay-only; target <= 1.10x.
+//! - a `resources/list` page of `--list-entries` (10,000) `file:` entries, every one checked
+//!   and kept: the p50 round trip enforcing minus relay-only, i.e. the time the filter adds to
+//!   one page; target < 5 ms.
+//!
+//! Every measured request goes to each chain in turn (rotating which goes first), so load from
+//! elsewhere on the shared machine hits all chains alike; samples are pooled over `--rounds`.
+
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+struct Options {
+    requests: usize,
+    warmup: usize,
+    lists: usize,
+    list_entries: usize,
+    rounds: usize,
+    rootfence: PathBuf,
+    bench_server: PathBuf,
+    relay_passthrough: PathBuf,
+}
+
+fn parse_options() -> Result<Options, String> {
+    let me = std::env::current_exe().map_err(|e| format!("cannot find my own path: {e}"))?;
+    let examples = me.parent().ok_or("no parent dir")?.to_path_buf();
+    let profile = examples.parent().ok_or("no profile dir")?.to_path_buf();
+    let mut o = Options {
+        requests: 2000,
+        warmup: 200,
+        lists: 40,
+        list_entries: 10_000,
+        rounds: 3,
+        rootfence: profile.join("rootfence"),
+        bench_server: examples.join("bench_server"),
+        relay_passthrough: examples.join("relay_passthrough"),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        if flag == "--help" || flag == "-h" {
+            return Err(
+                "usage: bench_enforce [--requests N] [--warmup N] [--lists N] \
+                        [--list-entries N] [--rounds N] [--rootfence PATH] \
+                        [--bench-server PATH] [--relay-passthrough PATH]"
+                    .into(),
+            );
+        }
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let count = || {
+            value
+                .parse::<usize>()
+                .map_err(|e| format!("{flag} {value:?}: {e}"))
+        };
+        match flag.as_str() {
+            "--requests" => o.requests = count()?.max(1),
+            "--warmup" => o.warmup = count()?,
+            "--lists" => o.lists = count()?.max(1),
+            "--list-entries" => o.list_entries = count()?,
+            "--rounds" => o.rounds = count()?.max(1),
+            "--rootfence" => o.rootfence = value.into(),
+            "--bench-server" => o.bench_server = value.into(),
+            "--relay-passthrough" => o.relay_passthrough = value.into(),
+            other => return Err(format!("unknown option {other:?} (see --help)")),
+        }
+    }
+    for (what, p) in [
+        ("rootfence", &o.rootfence),
+        ("bench_server", &o.bench_server),
+        ("relay_passthrough", &o.relay_passthrough),
+    ] {
+        if !p.exists() {
+            return Err(format!(
+                "{what} not found at {}: build with `cargo build --release --bin rootfence \
+                 --example bench_server --example relay_passthrough` (scripts/bench-enforce.sh \
+                 does)",
+                p.display()
+            ));
+        }
+    }
+    Ok(o)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    Direct,
+    RelayOnly,
+    Enforcing,
+    EnforcingQuiet,
+}
+
+impl Mode {
+    const ALL: [Mode; 4] = [
+        Mode::Direct,
+        Mode::RelayOnly,
+        Mode::Enforcing,
+        Mode::EnforcingQuiet,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Direct => "direct",
+            Mode::RelayOnly => "relay-only",
+            Mode::Enforcing => "enforcing",
+            Mode::EnforcingQuiet => "enforcing, allows unlogged",
+        }
+    }
+}
+
+/// The temporary tree: `root/small.txt` and `root/list/f<i>.txt`, and the audit logs.
+struct Tree {
+    _tmp: tempfile::TempDir,
+    base: PathBuf,
+    root: PathBuf,
+}
+
+impl Tree {
+    fn new(entries: usize) -> Result<Tree, String> {
+        let tmp = tempfile::tempdir().map_err(|e| format!("cannot make a temp dir: {e}"))?;
+        let base = tmp
+            .path()
+            .canonicalize()
+            .map_err(|e| format!("temp dir: {e}"))?;
+        let root = base.join("root");
+        let list = root.join("list");
+        std::fs::create_dir_all(&list).map_err(|e| format!("{}: {e}", list.display()))?;
+        std::fs::write(root.join("small.txt"), "ok").map_err(|e| e.to_string())?;
+        for i in 0..entries {
+            std::fs::write(list.join(format!("f{i}.txt")), "x").map_err(|e| e.to_string())?;
+        }
+        // `log_allowed = false` widens the default, so it must be the first (only) layer: the
+        // default policy with that one line changed.
+        let default = include_str!("../policies/default.toml");
+        let quiet = default.replace("log_allowed = true", "log_allowed = false");
+        if quiet == default {
+            return Err("policies/default.toml no longer sets log_allowed = true".into());
+        }
+        std::fs::write(base.join("quiet.toml"), quiet).map_err(|e| e.to_string())?;
+        Ok(Tree {
+            _tmp: tmp,
+            base,
+            root,
+        })
+    }
+}
+
+struct Session {
+    child: Child,
+    to: BufWriter<ChildStdin>,
+    from: BufReader<ChildStdout>,
+    line: Vec<u8>,
+    next_id: u64,
+}
+
+impl Session {
+    fn start(mode: Mode, o: &Options, tree: &Tree, round: usize) -> Result<Session, String> {
+        let server: Vec<String> = vec![
+            o.bench_server.display().to_string(),
+            "--payload-bytes".into(),
+            "16".into(),
+            "--list-entries".into(),
+            o.list_entries.to_string(),
+            "--list-dir".into(),
+            tree.root.join("list").display().to_string(),
+        ];
+        let audit = |name: &str| {
+            tree.base
+                .join(format!("{name}-{round}.jsonl"))
+                .display()
+                .to_string()
+        };
+        let root = tree.root.display().to_string();
+        let mut cmd = match mode {
+            Mode::Direct => Command::new(&server[0]),
+            Mode::RelayOnly => {
+                let mut c = Command::new(&o.relay_passthrough);
+                c.arg("--").arg(&server[0]);
+                c
+            }
+            Mode::Enforcing => {
+                let mut c = Command::new(&o.rootfence);
+                c.args(["run", "--sandbox", "off", "--root", &root, "--audit-log"])
+                    .arg(audit("audit"))
+                    .arg("--")
+                    .arg(&server[0]);
+                c
+            }
+            Mode::EnforcingQuiet => {
+                let mut c = Command::new(&o.rootfence);
+                c.args(["run", "--sandbox", "off", "--root", &root, "--audit-log"])
+                    .arg(audit("audit-quiet"))
+                    .arg("--policy")
+                    .arg(tree.base.join("quiet.toml"))
+                    .arg("--")
+                    .arg(&server[0]);
+                c
+            }
+        };
+        cmd.args(&server[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("{}: cannot start: {e}", mode.label()))?;
+        let mut s = Session {
+            to: BufWriter::new(child.stdin.take().expect("piped")),
+            from: BufReader::with_capacity(1 << 20, child.stdout.take().expect("piped")),
+            child,
+            line: Vec::with_capacity(1 << 20),
+            next_id: 0,
+        };
+        s.call(
+            "initialize",
+            r#"{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench_enforce","version":"1"}}"#,
+        )?;
+        s.to.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .and_then(|()| s.to.flush())
+            .map_err(|e| e.to_string())?;
+        Ok(s)
+    }
+
+    /// One request and its whole response line (kept in `self.line`).
+    fn call(&mut self, method: &str, params: &str) -> Result<(), String> {
+        self.next_id += 1;
+        let id = self.next_id;
+        writeln!(
+            self.to,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
+        )
+        .and_then(|()| self.to.flush())
+        .map_err(|e| format!("writing {method}: {e}"))?;
+        self.line.clear();
+        let n = self
+            .from
+            .read_until(b'\n', &mut self.line)
+            .map_err(|e| format!("reading the answer to {method}: {e}"))?;
+        if n == 0 {
+            return Err(format!("the chain closed before answering {method}"));
+        }
+        let head = &self.line[..self.line.len().min(64)];
+        let want = format!(r#""id":{id},"result""#);
+        if !head.windows(want.len()).any(|w| w == want.as_bytes()) {
+            return Err(format!(
+                "unexpected answer to {method}: {}",
+                String::from_utf8_lossy(&self.line[..self.line.len().min(300)])
+            ));
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), String> {
+        drop(self.to);
+        let status = self.child.wait().map_err(|e| e.to_string())?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("the chain exited with {status}"))
+        }
+    }
+}
+
+#[derive(Default)]
+struct Samples {
+    read: Vec<Duration>,
+    list: Vec<Duration>,
+}
+
+fn measure_round(
+    o: &Options,
+    tree: &Tree,
+    round: usize,
+    into: &mut [Samples],
+) -> Result<(), String> {
+    let mut sessions = Vec::new();
+    for mode in Mode::ALL {
+        sessions.push(
+            Session::start(mode, o, tree, round).map_err(|e| format!("{}: {e}", mode.label()))?,
+        );
+    }
+    let read = format!(r#"{{"uri":"file://{}/small.txt"}}"#, tree.root.display());
+    let k = sessions.len();
+    let mut each = |i: usize,
+                    f: &mut dyn FnMut(usize, &mut Session) -> Result<(), String>|
+     -> Result<(), String> {
+        for j in 0..k {
+            let m = (i + j) % k;
+            f(m, &mut sessions[m]).map_err(|e| format!("{}: {e}", Mode::ALL[m].label()))?;
+        }
+        Ok(())
+    };
+    for i in 0..o.warmup {
+        each(i, &mut |_, s| s.call("resources/read", &read))?;
+    }
+    // Every chain passes the whole page (all entries are inside the root).
+    each(0, &mut |m, s| {
+        s.call("resources/list", "{}")?;
+        let v: serde_json::Value =
+            serde_json::from_slice(&s.line).map_err(|e| format!("list answer: {e}"))?;
+        let n = v["result"]["resources"].as_array().map_or(0, Vec::len);
+        if n == o.list_entries {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}: the page has {n} of {} entries",
+                Mode::ALL[m].label(),
+                o.list_entries
+            ))
+        }
+    })?;
+    for i in 0..o.requests {
+        each(i, &mut |m, s| {
+            let t = Instant::now();
+            s.call("resources/read", &read)?;
+            into[m].read.push(t.elapsed());
+            Ok(())
+        })?;
+    }
+    for i in 0..o.lists {
+        each(i, &mut |m, s| {
+            let t = Instant::now();
+            s.call("resources/list", "{}")?;
+            into[m].list.push(t.elapsed());
+            Ok(())
+        })?;
+    }
+    for (m, s) in sessions.into_iter().enumerate() {
+        s.finish()
+            .map_err(|e| format!("{}: {e}", Mode::ALL[m].label()))?;
+    }
+    Ok(())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1e6
+}
+
+fn run(o: &Options) -> Result<(), String> {
+    let tree = Tree::new(o.list_entries)?;
+    let mut samples: Vec<Samples> = Mode::ALL.iter().map(|_| Samples::default()).collect();
+    for round in 1..=o.rounds {
+        eprintln!("bench_enforce: round {round}/{}", o.rounds);
+        measure_round(o, &tree, round, &mut samples)?;
+    }
+    for s in &mut samples {
+        s.read.sort();
+        s.list.sort();
+    }
+    println!(
+        "enforcement benchmark: {} resources/read of a file: URI and {} resources/list pages of \
+         {} file: entries per chain, {} round(s); sandbox off, audit log on a temp file",
+        o.requests * o.rounds,
+        o.lists * o.rounds,
+        o.list_entries,
+        o.rounds
+    );
+    println!();
+    println!(
+        "| chain                      | read p50 µs | read p99 µs | list p50 µs | list p99 µs |"
+    );
+    println!(
+        "|----------------------------|------------:|------------:|------------:|------------:|"
+    );
+    for (m, s) in Mode::ALL.iter().zip(&samples) {
+        println!(
+            "| {:<26} | {:>11.1} | {:>11.1} | {:>11.0} | {:>11.0} |",
+            m.label(),
+            percentile(&s.read, 50.0),
+            percentile(&s.read, 99.0),
+            percentile(&s.list, 50.0),
+            percentile(&s.list, 99.0)
+        );
+    }
+    println!();
+    let p50 = |m: usize, list: bool| {
+        let s = &samples[m];
+        percentile(if list { &s.list } else { &s.read }, 50.0)
+    };
+    let relay = 1;
+    for enforcing in [2, 3] {
+        let ratio = p50(enforcing, false) / p50(relay, false);
+        let added_ms = (p50(enforcing, true) - p50(relay, true)) / 1000.0;
+        println!(
+            "{}: resources/read p50 {ratio:.2}x relay-only (target <= 1.10x: {}); \
+             {}-entry resources/list page adds {added_ms:.2} ms at p50 (target < 5 ms: {})",
+            Mode::ALL[enforcing].label(),
+            if ratio <= 1.10 { "met" } else { "NOT met" },
+            o.list_entries,
+            if added_ms < 5.0 { "met" } else { "NOT met" }
+        );
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let o = match parse_options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("bench_enforce: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&o) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench_enforce: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
