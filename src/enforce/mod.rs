@@ -32,12 +32,22 @@ use crate::roots::{RootSet, RootSpec};
 use crate::uri::FileUri;
 
 pub use decide::{Checked, Checker, rule_text};
+
 use roots::{HostRoot, OperatorRoots, RootsState, Tracker};
 
 /// Called once the server is running, before any message is relayed: opens the audit log
-/// (with the sandbox report, known only then) and returns its handle, or the reason the
+/// (with the sandbox report, known only then) and hands both over, or gives the reason the
 /// session must not go on.
-pub type StartHook = Box<dyn FnOnce(&Arc<Session>) -> Result<Option<Auditor>, String> + Send>;
+pub type StartHook = Box<dyn FnOnce(&Arc<Session>) -> Result<Started, String> + Send>;
+
+/// What the start hook hands to the enforcer.
+#[derive(Debug, Default)]
+pub struct Started {
+    /// The audit log's handle.
+    pub auditor: Option<Auditor>,
+    /// The OS sandbox's report: which paths the server process can reach at all.
+    pub sandbox: Option<crate::sandbox::EnforcementReport>,
+}
 
 /// The enforcement interceptor.
 #[derive(Clone, Debug)]
@@ -52,6 +62,8 @@ struct Inner {
     operator: OperatorRoots,
     tracker: Tracker,
     audit: OnceLock<Auditor>,
+    /// The sandbox as applied at launch (it cannot widen later).
+    sandbox: OnceLock<crate::sandbox::EnforcementReport>,
     start: Mutex<Option<StartHook>>,
     fatal: watch::Sender<Option<String>>,
     /// The `inputRequests` key of rootfence's own MRTR `roots/list` (2026-07-28).
@@ -91,6 +103,7 @@ impl Enforcer {
             operator,
             tracker: Tracker::new(),
             audit: OnceLock::new(),
+            sandbox: OnceLock::new(),
             start: Mutex::new(start),
             fatal: watch::Sender::new(None),
             mrtr_key: format!("io.rootfence/roots-{:016x}", random_u64()),
@@ -200,7 +213,13 @@ impl Interceptor for Enforcer {
         let hook = inner.start.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(hook) = hook {
             match hook(session) {
-                Ok(Some(auditor)) => {
+                Ok(Started { auditor, sandbox }) => {
+                    if let Some(report) = sandbox {
+                        let _ = inner.sandbox.set(report);
+                    }
+                    let Some(auditor) = auditor else {
+                        return;
+                    };
                     let _ = inner.audit.set(auditor.clone());
                     if inner.policy.audit().on_failure == audit::OnFailure::Stop {
                         let fatal = inner.fatal.clone();
@@ -210,7 +229,6 @@ impl Interceptor for Enforcer {
                         });
                     }
                 }
-                Ok(None) => {}
                 Err(reason) => {
                     inner.fatal.send_replace(Some(reason));
                 }
@@ -229,6 +247,7 @@ impl Interceptor for Enforcer {
                 dropped,
                 narrowed: Vec::new(),
                 effective: uris(inner.operator.set()),
+                outside_sandbox: Vec::new(),
             }));
         }
     }
@@ -414,16 +433,43 @@ impl Inner {
                 dropped: Vec::new(),
                 narrowed: Vec::new(),
                 effective,
+                outside_sandbox: Vec::new(),
             }));
         }
     }
 
     /// New host roots: recompute, publish, audit.
     fn update_host_roots(&self, host: Vec<HostRoot>, trigger: &str) {
-        let (set, update) = roots::effective(&host, &self.operator, &self.policy, trigger);
+        let (set, mut update) = roots::effective(&host, &self.operator, &self.policy, trigger);
+        update.outside_sandbox = self.outside_sandbox(&set);
+        if !update.outside_sandbox.is_empty() {
+            tracing::warn!(
+                "roots beyond what the sandbox granted at launch (the server cannot reach them): {:?}",
+                update.outside_sandbox
+            );
+        }
         self.tracker.remember_host(host);
         self.tracker.set(set);
         self.record(Event::RootsUpdate(update));
+    }
+
+    /// The effective roots the sandbox did not grant at launch.
+    fn outside_sandbox(&self, set: &RootSet) -> Vec<AuditUri> {
+        let Some(report) = self.sandbox.get() else {
+            return Vec::new();
+        };
+        if report.enforcement == crate::sandbox::Enforcement::None {
+            return Vec::new();
+        }
+        set.roots()
+            .iter()
+            .filter(|r| {
+                report
+                    .covering_grant(std::path::Path::new(r.real_uri().path()))
+                    .is_none()
+            })
+            .map(|r| AuditUri::new(r.uri().as_str()))
+            .collect()
     }
 
     /// The roots as the server may see them.
