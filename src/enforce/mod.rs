@@ -317,6 +317,8 @@ struct Ctx<'a> {
     id: Option<&'a Id>,
     roots: Option<&'a RootSet>,
     changed: std::cell::Cell<bool>,
+    /// The peers speak 2026-07-28 or later (results carry `resultType`, not-found is -32602).
+    stateless: bool,
 }
 
 impl Ctx<'_> {
@@ -354,6 +356,7 @@ impl Inner {
             id: id.as_ref(),
             roots: roots.as_deref(),
             changed: std::cell::Cell::new(false),
+            stateless: session.revision().is_some_and(|r| r.is_stateless()),
         };
         match (from, kind, &*method) {
             (Side::Host, Kind::Request, _) => self.host_request(session, &ctx, message),
@@ -606,6 +609,7 @@ impl Inner {
             id: ctx.id,
             roots: roots_now.as_deref(),
             changed: std::cell::Cell::new(ctx.changed.get()),
+            stateless: stateless || ctx.stateless,
         };
         // 2026-07-28 host that has roots we do not know yet: ask it, MRTR style.
         if stateless
@@ -760,6 +764,7 @@ impl Inner {
                         allowed,
                         canonical,
                         id,
+                        ctx.stateless,
                     ));
                 }
             }
