@@ -11,7 +11,7 @@ use anyhow::{Context as _, anyhow, bail};
 use rootfence::audit::{
     self, AuditConfig, AuditLog, AuditUri, PolicyFile, SessionEnd, SessionStart,
 };
-use rootfence::enforce::{Enforcer, StartHook};
+use rootfence::enforce::{Enforcer, StartHook, Started};
 use rootfence::policy::{Mode, Policy};
 use rootfence::relay::{self, EndCause, RelayConfig};
 use rootfence::roots::RootSpec;
@@ -133,11 +133,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|e| e.into_inner())
             .as_mut()
             .and_then(|s| s.take_report_reader());
+        let mut sandbox = None;
         if let Some(reader) = reader {
             match reader.read_blocking() {
                 Ok(report) => {
                     eprintln!("rootfence: {report}");
                     ss.sandbox = Some(report.audit_record());
+                    sandbox = Some(report);
                 }
                 Err(e) => return Err(format!("the sandbox did not start the server: {e}")),
             }
@@ -146,7 +148,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             AuditLog::open(audit_cfg, ss).map_err(|e| format!("cannot open the audit log: {e}"))?;
         let auditor = log.handle();
         *hook_state.lock().unwrap_or_else(|e| e.into_inner()) = Some(StartState { log });
-        Ok(Some(auditor))
+        Ok(Started {
+            auditor: Some(auditor),
+            sandbox,
+        })
     });
     let enforcer = enforcer.with_start(hook);
 
@@ -199,6 +204,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("rootfence: error: could not finish the audit log: {e}");
             return Ok(ExitCode::from(2));
         }
+    }
+    if outcome.cause == EndCause::Stopped {
+        // rootfence ended the session itself (its error is on stderr): its own failure code,
+        // not the status of the server it stopped.
+        return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::from(outcome.exit_code))
 }

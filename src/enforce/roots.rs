@@ -131,6 +131,7 @@ pub fn effective(
         dropped: Vec::new(),
         narrowed: Vec::new(),
         effective: Vec::new(),
+        outside_sandbox: Vec::new(),
     };
     if host.is_empty() {
         // A host that declares no roots leaves the operator's.
