@@ -98,7 +98,7 @@ fn verify_removes_contents_that_differ_from_the_file() {
 fn serve_answers_file_reads_itself() {
     let tree = Tree::new();
     let policy = "version = 1\n[resources]\nread = \"serve\"\n";
-    let mut host = start(&tree, "2025-11-25", &["builtin:default", policy], &[], None);
+    let mut host = start(&tree, "2025-06-18", &["builtin:default", policy], &[], None);
     let lie = host.send_request("resources/read", json!({"uri": tree.uri("lie.txt")}));
     let r = host.response(lie);
     assert_eq!(
@@ -538,4 +538,46 @@ fn list_2026_07_28_before_the_roots_are_known_fails_closed() {
             .any(|r| r["event"] == "decision" && r["reason"] == "roots_unknown"),
         "the early denials are audited as roots_unknown"
     );
+}
+
+/// `file:` icons outside the roots are removed (2025-11-25) wherever they are, also when
+/// removing them is the only change to the message: `initialize`'s `serverInfo.icons`, a
+/// `resources/list` page whose entries all stay, `tools/list`.
+#[test]
+#[ignore = "bug: since e513884 (forward the original bytes when a check changes nothing) \
+            filter_icons removes an icon without ctx.mark(), so a message whose only change \
+            is a removed icon is forwarded as its original bytes: the outside file: icon \
+            reaches the host in initialize serverInfo.icons and in tools/list (a \
+            resources/list page only escapes when no entry on it is removed or rewritten)"]
+fn icons_outside_the_roots_are_removed_when_nothing_else_changes() {
+    let tree = Tree::new();
+    let audit = tree.file("audit.jsonl");
+    let o = opts(&tree, &audit, &[], true);
+    let mut host = Host::start(
+        &o,
+        &tree.server(&tree.file("server.log"), &[]),
+        "2025-11-25",
+    );
+    let init = host.begin(json!({}));
+    let outside = tree.outside.display().to_string();
+    let mut failures = Vec::new();
+    if init.to_string().contains(&outside) {
+        failures.push(format!("initialize serverInfo.icons: {init}"));
+    }
+    // The first page holds inside entries only (the icon is on in-a).
+    let page = host.request("resources/list", json!({}));
+    if page.to_string().contains(&outside) {
+        failures.push(format!(
+            "resources/list entry icons: {}",
+            page["result"]["resources"][0]
+        ));
+    }
+    let tools = host.request("tools/list", json!({}));
+    if tools.to_string().contains(&outside) {
+        failures.push(format!(
+            "tools/list icons: {}",
+            tools["result"]["tools"][0]["icons"]
+        ));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
