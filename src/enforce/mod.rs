@@ -349,13 +349,16 @@ impl Inner {
             id,
             method,
             message,
+            verbatim_ok,
         } = msg;
         let ctx = Ctx {
             from,
             method: &method,
             id: id.as_ref(),
             roots: roots.as_deref(),
-            changed: std::cell::Cell::new(false),
+            // When the original bytes could mean something else than the parsed value, the
+            // checked value is always what gets forwarded.
+            changed: std::cell::Cell::new(!verbatim_ok),
             stateless: session.revision().is_some_and(|r| r.is_stateless()),
         };
         match (from, kind, &*method) {
