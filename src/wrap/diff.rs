@@ -147,11 +147,12 @@ fn range_label(start0: usize, len: usize) -> String {
     }
 }
 
-/// One diff line: the marker, the line without its terminator, and the no-newline note.
+/// One diff line: the marker, the line without its `\n` (a CRLF file keeps its `\r`, as
+/// `diff -u` does, so the patch applies), and the no-newline note.
 fn push_line(out: &mut String, marker: char, line: &str) {
     out.push(marker);
     let (content, has_nl) = match line.strip_suffix('\n') {
-        Some(c) => (c.strip_suffix('\r').unwrap_or(c), true),
+        Some(c) => (c, true),
         None => (line, false),
     };
     out.push_str(content);
@@ -231,7 +232,7 @@ mod tests {
         let d = unified("c", old, &[edit(10..11, "2")]);
         assert_eq!(
             d,
-            "--- c\n+++ c\n@@ -1,3 +1,3 @@\n {\n-  \"a\": 1\n+  \"a\": 2\n }\n\\ No newline at end of file\n"
+            "--- c\n+++ c\n@@ -1,3 +1,3 @@\n {\r\n-  \"a\": 1\r\n+  \"a\": 2\r\n }\n\\ No newline at end of file\n"
         );
     }
 
