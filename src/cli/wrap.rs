@@ -333,6 +333,7 @@ fn rootfence_command(chosen: Option<&str>) -> anyhow::Result<String> {
                     "--rootfence-path {c} is relative: hosts start servers from a directory of their choosing; give an absolute path, or `rootfence` to use the host's PATH"
                 );
             }
+            check_rootfence_name(c)?;
             if p.is_absolute() && !p.exists() {
                 eprintln!(
                     "rootfence: warning: --rootfence-path {c} does not exist on this machine; hosts will fail to start the wrapped servers until it does"
@@ -340,14 +341,23 @@ fn rootfence_command(chosen: Option<&str>) -> anyhow::Result<String> {
             }
             c.to_string()
         }
-        None => this_rootfence()?,
+        None => {
+            let cmd = this_rootfence()?;
+            check_rootfence_name(&cmd)?;
+            cmd
+        }
     };
-    if !wrap::is_rootfence_command(&cmd) {
+    Ok(cmd)
+}
+
+/// Wrapped entries are recognised by the command's file name, so it must be `rootfence`.
+fn check_rootfence_name(cmd: &str) -> anyhow::Result<()> {
+    if !wrap::is_rootfence_command(cmd) {
         bail!(
             "the rootfence command must be a file named `rootfence` so that wrapped entries can be recognised (and not wrapped twice); got {cmd}: pass --rootfence-path with such a path"
         );
     }
-    Ok(cmd)
+    Ok(())
 }
 
 /// This binary's absolute path, preferring its location on PATH (a symlink such as
