@@ -116,6 +116,23 @@ fn host_config_missing_names_the_place_looked() {
 }
 
 #[test]
+fn missing_ok_for_scripts() {
+    let e = Env::new();
+    let o = e.run(&["wrap", "--host", "vscode", "--missing-ok"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("does not exist: nothing to do"),
+        "{}",
+        stderr(&o)
+    );
+    // Only with --host: a path given by hand that does not exist is a mistake.
+    let o = e.run(&["wrap", "/nonexistent.json", "--missing-ok"]);
+    assert_refused(&o, &["--project and --missing-ok go with --host"], None);
+    let o = e.run(&["wrap", "/nonexistent.json", "--project", "."]);
+    assert_refused(&o, &["--project and --missing-ok go with --host"], None);
+}
+
+#[test]
 fn config_is_a_directory() {
     let e = Env::new();
     std::fs::create_dir_all(e.path("proj")).unwrap();

@@ -74,6 +74,11 @@ pub struct Target {
     /// Do not keep a backup of the previous file.
     #[arg(long)]
     pub no_backup: bool,
+
+    /// With --host: a host whose configuration file does not exist is not an error (exit
+    /// 0, nothing done). For scripts that go over every host on every machine.
+    #[arg(long, requires = "host")]
+    pub missing_ok: bool,
 }
 
 /// A host `--host` can find.
@@ -146,7 +151,9 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
     let (policies, policy) = check_policies(&args.policies)?;
     check_run_args(&args.run_args)?;
     let rootfence = rootfence_command(args.rootfence_path.as_deref())?;
-    let original = read_config(&path, &args.target)?;
+    let Some(original) = read_config(&path, &args.target)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
     let opts = WrapOptions {
         rootfence,
         policies,
@@ -178,7 +185,9 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
 
 pub fn unwrap(args: UnwrapArgs) -> anyhow::Result<ExitCode> {
     let path = config_path(&args.target)?;
-    let original = read_config(&path, &args.target)?;
+    let Some(original) = read_config(&path, &args.target)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
     let opts = UnwrapOptions {
         servers: args.target.servers.clone(),
     };
@@ -194,6 +203,10 @@ pub fn unwrap(args: UnwrapArgs) -> anyhow::Result<ExitCode> {
 
 /// The config file: the one given, or the host's.
 fn config_path(target: &Target) -> anyhow::Result<PathBuf> {
+    // clap's `requires` gives way to the conflict between CONFIG and --host, so check here.
+    if target.config.is_some() && (target.project.is_some() || target.missing_ok) {
+        bail!("--project and --missing-ok go with --host, not with a config file path");
+    }
     match (&target.config, target.host) {
         (Some(p), _) => Ok(p.clone()),
         (None, Some(h)) => Ok(wrap::config_path(
@@ -205,11 +218,19 @@ fn config_path(target: &Target) -> anyhow::Result<PathBuf> {
     }
 }
 
-/// Reads the config, with messages for the usual mistakes.
-fn read_config(path: &Path, target: &Target) -> anyhow::Result<String> {
+/// Reads the config, with messages for the usual mistakes; `None` when it does not exist
+/// and `--missing-ok` says that is fine.
+fn read_config(path: &Path, target: &Target) -> anyhow::Result<Option<String>> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if target.missing_ok {
+                eprintln!(
+                    "rootfence: {} does not exist: nothing to do",
+                    path.display()
+                );
+                return Ok(None);
+            }
             return Err(match target.host {
                 Some(h) => anyhow::anyhow!(
                     "{} keeps its servers in {}, which does not exist: is {} installed, with at least one MCP server added? (nothing to do until then; give the file's path if it lives elsewhere)",
@@ -234,7 +255,7 @@ fn read_config(path: &Path, target: &Target) -> anyhow::Result<String> {
         }
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
-    String::from_utf8(bytes).map_err(|e| {
+    String::from_utf8(bytes).map(Some).map_err(|e| {
         anyhow::anyhow!(
             "{} is not UTF-8 text (invalid byte at offset {}); host configurations are UTF-8 JSON",
             path.display(),
