@@ -26,7 +26,7 @@ use cap_std::fs::{Dir, FileType, FileTypeExt, Metadata, MetadataExt, OpenOptions
 use crate::uri::Reason;
 
 /// How symbolic links beneath a root are treated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum SymlinkStance {
     /// Follow symbolic links whose whole resolution stays beneath the root (the kernel
     /// refuses any that lead out). The default.

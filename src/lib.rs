@@ -18,11 +18,14 @@
 //! - [`policy`]: raw TOML, validated and compiled policy, decisions with provenance.
 //! - [`sandbox`]: Landlock confinement of the child and its enforcement report.
 //! - [`audit`]: the hash-chained JSON Lines audit log and its readers.
+//! - [`enforce`]: the relay's interceptor that checks every URI crossing rootfence against
+//!   the effective roots and the policy (see `docs/enforcement.md`).
 //! - [`wrap`]: rewriting host configuration files so their servers run behind rootfence.
 //!
 //! The binary (`src/main.rs`, `src/cli/`) is a thin clap front end over these modules.
 
 pub mod audit;
+pub mod enforce;
 pub mod fsaccess;
 pub mod jsonrpc;
 pub mod mcp;

@@ -80,6 +80,7 @@ fn scripted_session(path: &Path, log_allowed: bool) -> String {
             to: vec!["file:///data".into()],
         }],
         effective: vec!["file:///data".into()],
+        outside_sandbox: Vec::new(),
     }))
     .unwrap();
     a.record(Event::Decision(Decision {

@@ -194,7 +194,6 @@ fn filesystem_session(base: &Path) -> Vec<String> {
     let root = base.join("root");
     let inside = root.join("a.txt");
     let nested = root.join("sub/b.txt");
-    let evil = base.join("root_evil/secret.txt");
     vec![
         "--steps".into(),
         "list-tools,call".into(),
@@ -215,15 +214,33 @@ fn filesystem_session(base: &Path) -> Vec<String> {
             r#"list_directory={{"path":{:?}}}"#,
             root.display().to_string()
         ),
-        // Outside the root (the string-prefix sibling of CVE-2025-53110): the server refuses.
-        "--call".into(),
+    ]
+}
+
+/// Paths outside the root: the string-prefix sibling of CVE-2025-53110 and a system file.
+/// Direct, the server refuses them itself (a tool error); through rootfence they never reach
+/// the server: rootfence answers with its denial error.
+fn filesystem_outside_calls(base: &Path) -> Vec<String> {
+    let evil = base.join("root_evil/secret.txt");
+    vec![
+        "--steps".into(),
+        "call".into(),
+        "--call-error".into(),
         format!(
             r#"read_text_file={{"path":{:?}}}"#,
             evil.display().to_string()
         ),
-        "--call".into(),
+        "--call-error".into(),
         r#"read_text_file={"path":"/etc/passwd"}"#.into(),
     ]
+}
+
+/// rootfence with the filesystem server's own directory as its root.
+fn via_rootfence_with_root(base: &Path) -> Via {
+    Via::RootfenceWith(vec![
+        "--root".into(),
+        base.join("root").display().to_string(),
+    ])
 }
 
 fn check_filesystem(t: &Value) {
@@ -233,19 +250,16 @@ fn check_filesystem(t: &Value) {
         "hello from inside the root\n"
     );
     assert_eq!(calls[2]["result"]["content"][0]["text"], "nested file\n");
-    for outside in &calls[4..6] {
-        assert_eq!(
-            outside["result"]["isError"], true,
-            "the server refuses a path outside its root: {outside}"
-        );
-        let text = outside["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or("");
-        assert!(text.contains("Access denied"), "{text}");
-        assert!(
-            !text.contains("outside\n") && !text.contains("root:"),
-            "{text}"
-        );
+}
+
+fn check_outside_denied_by_rootfence(t: &Value) {
+    let errors = steps(t, "call-error");
+    assert_eq!(errors.len(), 2, "{t}");
+    for e in errors {
+        assert_eq!(e["error"]["code"], -32010, "rootfence denies the call: {e}");
+        let msg = e["error"]["message"].as_str().unwrap_or("");
+        assert!(msg.starts_with("rootfence: denied"), "{msg}");
+        assert!(msg.contains("outside_roots"), "{msg}");
     }
 }
 
@@ -466,8 +480,12 @@ fn python_filesystem_through_rootfence_matches_direct() {
     require_peers();
     let (server, base) = filesystem();
     let args = filesystem_session(&base);
-    let t = same_both_ways(Client::Python, &as_strs(&args), &server, &Via::Rootfence);
+    let via = via_rootfence_with_root(&base);
+    let t = same_both_ways(Client::Python, &as_strs(&args), &server, &via);
     check_filesystem(&t);
+    let outside = filesystem_outside_calls(&base);
+    let t = interop_peers::session(Client::Python, &outside, &server.argv, &via);
+    check_outside_denied_by_rootfence(&t);
 }
 
 #[test]
@@ -501,8 +519,12 @@ fn rmcp_filesystem_through_rootfence_matches_direct() {
     require_peers();
     let (server, base) = filesystem();
     let args = filesystem_session(&base);
-    let t = same_both_ways(Client::Rmcp, &as_strs(&args), &server, &Via::Rootfence);
+    let via = via_rootfence_with_root(&base);
+    let t = same_both_ways(Client::Rmcp, &as_strs(&args), &server, &via);
     check_filesystem(&t);
+    let outside = filesystem_outside_calls(&base);
+    let t = interop_peers::session(Client::Rmcp, &outside, &server.argv, &via);
+    check_outside_denied_by_rootfence(&t);
 }
 
 #[test]

@@ -6,8 +6,25 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Proxy, alive, eventually, tempdir, test_server};
+use common::{alive, eventually, tempdir, test_server};
 use serde_json::{Value, json};
+
+/// `rootfence run` with the default policy but no OS sandbox: these tests are about the
+/// relay, and their servers write logs and pid files to the test's temporary directory (the
+/// sandbox has its own tests).
+struct Proxy;
+
+impl Proxy {
+    fn run(opts: &[&str], server: &[&str]) -> common::Proxy {
+        let mut all = vec!["--sandbox", "off"];
+        all.extend_from_slice(opts);
+        common::Proxy::run(&all, server)
+    }
+
+    fn start(args: &[&str]) -> common::Proxy {
+        common::Proxy::start(args)
+    }
+}
 
 fn server_log(dir: &tempfile::TempDir) -> (String, std::path::PathBuf) {
     let path = dir.path().join("server.log");
@@ -168,21 +185,21 @@ fn malformed_server_response_still_answers_the_waiting_request() {
 #[test]
 fn server_requests_and_host_responses_round_trip() {
     let mut p = Proxy::run(&[], &[&test_server()]);
-    p.send(
-        r#"{"jsonrpc":"2.0","id":1,"method":"ask_host","params":{"method":"roots/list","id":1}}"#,
-    );
+    // elicitation/create: a server request rootfence relays without owning it (roots/list
+    // is answered by rootfence itself; the enforcement tests cover that).
+    p.send(r#"{"jsonrpc":"2.0","id":1,"method":"ask_host","params":{"method":"elicitation/create","id":1}}"#);
     // The server's own request 1 and the host's request 1 are different requests.
     let req = p.recv();
-    assert_eq!(req, json!({"jsonrpc":"2.0","method":"roots/list","id":1}));
-    p.send(r#"{"jsonrpc":"2.0","id":1,"result":{"roots":[{"uri":"file:///tmp"}]}}"#);
+    assert_eq!(
+        req,
+        json!({"jsonrpc":"2.0","method":"elicitation/create","id":1})
+    );
+    p.send(r#"{"jsonrpc":"2.0","id":1,"result":{"action":"accept","content":{"x":1}}}"#);
     let resp = p.recv();
     assert_eq!(resp["id"], 1);
-    assert_eq!(
-        resp["result"]["host_response"]["result"]["roots"][0]["uri"],
-        "file:///tmp"
-    );
+    assert_eq!(resp["result"]["host_response"]["result"]["content"]["x"], 1);
     // A second host response to the same server request matches nothing and is dropped.
-    p.send(r#"{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}"#);
+    p.send(r#"{"jsonrpc":"2.0","id":1,"result":{"action":"decline"}}"#);
     p.expect_silence(200);
     assert!(p.stderr().contains("unmatched_response"));
 }
@@ -445,7 +462,11 @@ fn unix_socket_stdio_works_like_node_hosts() {
     // Node's child_process gives its children socket pairs, not pipes.
     let (mut ours, theirs) = UnixStream::pair().unwrap();
     let mut child = std::process::Command::new(common::rootfence())
-        .args(["run", "--", &test_server()])
+        .args(["run", "--sandbox", "off", "--", &test_server()])
+        .env(
+            "XDG_STATE_HOME",
+            std::env::temp_dir().join("rootfence-test-state"),
+        )
         .stdin(std::os::fd::OwnedFd::from(theirs.try_clone().unwrap()))
         .stdout(std::os::fd::OwnedFd::from(theirs))
         .stderr(std::process::Stdio::null())

@@ -242,6 +242,10 @@ pub struct RootsUpdate {
     pub narrowed: Vec<NarrowedRoot>,
     /// The effective roots afterwards.
     pub effective: Vec<AuditUri>,
+    /// Effective roots the OS sandbox did not grant at launch: the server process cannot
+    /// reach them (the sandbox cannot widen mid-session), whatever the protocol allows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside_sandbox: Vec<AuditUri>,
 }
 
 /// A dropped root and why.

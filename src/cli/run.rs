@@ -1,26 +1,59 @@
-//! `rootfence run`: the relay around a server command.
+//! `rootfence run`: the relay around a server command, with the policy, the roots, the audit
+//! log and the OS sandbox wired together.
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::Context as _;
-use rootfence::relay::{self, PassThrough, RelayConfig};
+use anyhow::{Context as _, anyhow, bail};
+use rootfence::audit::{
+    self, AuditConfig, AuditLog, AuditUri, PolicyFile, SessionEnd, SessionStart,
+};
+use rootfence::enforce::{Enforcer, StartHook, Started};
+use rootfence::policy::{Mode, Policy};
+use rootfence::relay::{self, EndCause, RelayConfig};
+use rootfence::roots::RootSpec;
+use rootfence::sandbox::{self, SandboxMode, SandboxRoot, SandboxSpec};
 
 /// Runs an MCP server behind rootfence.
 ///
 /// rootfence starts the server command as its child, relays JSON-RPC between your MCP host
-/// (on rootfence's stdin/stdout) and the server (on the child's stdin/stdout), and passes the
-/// server's stderr through. It exits with the server's exit status (128 + signal when the
+/// (on rootfence's stdin/stdout) and the server, and checks every URI that crosses against
+/// the roots and the policy. It exits with the server's exit status (128 + signal when the
 /// server was killed).
+///
+/// Roots: the host's roots (`roots/list`), bounded by `--root` and the policy's
+/// `roots.static`; with neither, the host's roots minus the policy's denials.
 ///
 /// Example, as the command of an MCP server entry in a host configuration:
 ///
-///     rootfence run -- npx -y @modelcontextprotocol/server-filesystem /home/me/project
+///     rootfence run --root ~/project -- npx -y @modelcontextprotocol/server-filesystem ~/project
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct RunArgs {
+    /// A policy file (repeatable: org, then user, then project; later files may only
+    /// narrow). Without any, the built-in default policy applies (`rootfence policy show`).
+    #[arg(long = "policy", value_name = "FILE")]
+    pub policies: Vec<PathBuf>,
+
+    /// A root the server may be given: a directory path or a file: URI (repeatable). Host
+    /// roots outside every --root are dropped, host roots containing one are narrowed to it.
+    #[arg(long = "root", value_name = "DIR_OR_URI")]
+    pub roots: Vec<String>,
+
+    /// The audit log file (JSON Lines, hash-chained). Default: the policy's `audit.path`,
+    /// else $XDG_STATE_HOME/rootfence/audit.jsonl (~/.local/state/rootfence/audit.jsonl).
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+
+    /// OS confinement of the server (Landlock): off, best-effort (confine as far as the
+    /// kernel allows and say what is missing) or strict (refuse to start unless fully
+    /// enforced). Default: the policy's `sandbox.mode`.
+    #[arg(long, value_name = "MODE", value_parser = parse_sandbox_mode)]
+    pub sandbox: Option<SandboxMode>,
+
     /// Longest JSON-RPC message accepted from either side (bytes; suffixes KiB, MiB, GiB).
     /// Longer messages are rejected, never truncated.
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
@@ -43,13 +76,92 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let (program, rest) = args
-        .command
-        .split_first()
-        .context("no server command given; put it after `--`")?;
-    let mut command = std::process::Command::new(program);
-    command.args(rest);
-    let mut config = RelayConfig::new(command);
+    if args.command.is_empty() {
+        bail!("no server command given; put it after `--`");
+    }
+    check_command(&args.command[0])?;
+    let policy = Arc::new(load_policy(&args.policies)?);
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+
+    // Operator roots: --root (must exist: a typo must not silently leave the server without
+    // its root), then the policy's static roots (may be absent on this machine).
+    let mut specs = Vec::new();
+    for root in &args.roots {
+        specs.push(root_spec(root, &cwd)?);
+    }
+    for root in &policy.roots().static_roots {
+        specs.push(RootSpec::path(&root.path));
+    }
+    let start: Arc<Mutex<Option<StartState>>> = Arc::default();
+    let (enforcer, dropped) = Enforcer::new(Arc::clone(&policy), specs, None);
+    for d in &dropped {
+        let given = args
+            .roots
+            .iter()
+            .any(|r| d.uri.as_str().contains(r.trim_end_matches('/')));
+        if given {
+            bail!("--root {}: {}", d.uri.as_str(), d.reason);
+        }
+        eprintln!(
+            "rootfence: warning: static root {} dropped: {}",
+            d.uri.as_str(),
+            d.reason
+        );
+    }
+
+    // The sandbox gets the roots known now; host roots learnt later can only be narrower
+    // in the protocol, and the sandbox cannot widen.
+    let mode = args.sandbox.unwrap_or(policy.sandbox().mode);
+    let spec = sandbox_spec(&policy, mode, &enforcer);
+    let prepared = sandbox::prepare(&spec, &args.command).map_err(|e| anyhow!("{e}"))?;
+
+    let audit_path = match args
+        .audit_log
+        .clone()
+        .or_else(|| policy.audit().path.clone())
+    {
+        Some(p) => p,
+        None => audit::default_log_path().map_err(|e| anyhow!("{e}"))?,
+    };
+    eprintln!("rootfence: audit log: {}", audit_path.display());
+    let audit_cfg = audit_config(&policy, audit_path);
+    let session_start = session_start(&args.command, &cwd, &policy, &enforcer);
+
+    // The sandbox session lives until the server is gone (it owns the private temp dir);
+    // its report is read in the start hook, which runs right after the spawn.
+    let sandbox_session = Arc::new(Mutex::new(Some(prepared.session)));
+    let hook_sandbox = Arc::clone(&sandbox_session);
+    let hook_state = Arc::clone(&start);
+    let hook: StartHook = Box::new(move |_session| {
+        let mut ss = session_start;
+        let reader = hook_sandbox
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .and_then(|s| s.take_report_reader());
+        let mut sandbox = None;
+        if let Some(reader) = reader {
+            match reader.read_blocking() {
+                Ok(report) => {
+                    eprintln!("rootfence: {report}");
+                    ss.sandbox = Some(report.audit_record());
+                    sandbox = Some(report);
+                }
+                Err(e) => return Err(format!("the sandbox did not start the server: {e}")),
+            }
+        }
+        let log =
+            AuditLog::open(audit_cfg, ss).map_err(|e| format!("cannot open the audit log: {e}"))?;
+        let auditor = log.handle();
+        *hook_state.lock().unwrap_or_else(|e| e.into_inner()) = Some(StartState { log });
+        Ok(Started {
+            auditor: Some(auditor),
+            sandbox,
+        })
+    });
+    let enforcer = enforcer.with_start(hook);
+
+    let mut config = RelayConfig::new(prepared.command);
     config.max_line = args.max_message_size;
     config.shutdown_grace = args.shutdown_grace;
 
@@ -59,16 +171,192 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let outcome = runtime.block_on(relay::run(config, Arc::new(PassThrough)));
+    let outcome = runtime.block_on(relay::run(config, Arc::new(enforcer)));
     // A read of a terminal stdin may still be parked on a blocking thread; don't wait for it.
     runtime.shutdown_background();
+    drop(sandbox_session);
     let outcome = outcome?;
-    tracing::debug!(
-        cause = outcome.cause.as_str(),
-        exit_code = outcome.exit_code,
-        "session ended"
-    );
+
+    if let Some(StartState { log }) = start.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let end = SessionEnd {
+            cause: match outcome.cause {
+                EndCause::HostClosedInput | EndCause::HostClosedOutput => {
+                    audit::EndCause::HostClosed
+                }
+                EndCause::ServerClosedOutput | EndCause::ServerExited => {
+                    audit::EndCause::ServerExited
+                }
+                EndCause::Stopped => audit::EndCause::AuditFailure,
+            },
+            detail: None,
+            exit_code: outcome.status.code(),
+            signal: std::os::unix::process::ExitStatusExt::signal(&outcome.status),
+            protocol_version: outcome.session.revision().map(|r| r.to_string()),
+            counts: audit::Counts {
+                from_host: outcome
+                    .session
+                    .counters
+                    .from_host
+                    .load(std::sync::atomic::Ordering::Relaxed),
+                from_server: outcome
+                    .session
+                    .counters
+                    .from_server
+                    .load(std::sync::atomic::Ordering::Relaxed),
+                ..audit::Counts::default()
+            },
+        };
+        if let Err(e) = log.close(end) {
+            eprintln!("rootfence: error: could not finish the audit log: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    }
     Ok(ExitCode::from(outcome.exit_code))
+}
+
+/// What the start hook hands back to `run` for the end of the session.
+struct StartState {
+    log: AuditLog,
+}
+
+/// Refuses a server command that cannot run, before anything starts, with the same clear
+/// error whether or not the sandbox launcher would run it.
+fn check_command(program: &OsString) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let shown = program.to_string_lossy();
+    let path = Path::new(program);
+    if path.components().count() > 1 {
+        if !path.exists() {
+            bail!("server command not found: `{shown}`; check the spelling and that it is on PATH");
+        }
+        if !executable(path) {
+            bail!("server command `{shown}` cannot be executed; check its permissions (chmod +x)");
+        }
+        return Ok(());
+    }
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|dirs| std::env::split_paths(&dirs).any(|d| executable(&d.join(path))));
+    if !on_path {
+        bail!("server command not found: `{shown}`; check the spelling and that it is on PATH");
+    }
+    Ok(())
+}
+
+fn load_policy(files: &[PathBuf]) -> anyhow::Result<Policy> {
+    if files.is_empty() {
+        return Ok(Policy::builtin_default());
+    }
+    for f in files {
+        let builtin = f.to_str().is_some_and(|s| s.starts_with("builtin:"));
+        if !builtin && !f.exists() {
+            bail!(
+                "policy file {} does not exist (hint: check the path, or use builtin:default)",
+                f.display()
+            );
+        }
+    }
+    Policy::load(files).map_err(|e| anyhow!("invalid policy; the session was not started\n{e}"))
+}
+
+fn root_spec(root: &str, cwd: &Path) -> anyhow::Result<RootSpec> {
+    if root.contains(':') && rootfence::uri::scheme_of(root).is_some() {
+        return Ok(RootSpec::uri(root));
+    }
+    let path = cwd.join(root);
+    if !path.exists() {
+        bail!(
+            "--root {root}: {} does not exist (hint: create it, or fix the path)",
+            path.display()
+        );
+    }
+    if !path.is_dir() {
+        bail!(
+            "--root {root}: {} is not a directory (hint: name the directory that holds it)",
+            path.display()
+        );
+    }
+    Ok(RootSpec::path(path))
+}
+
+fn sandbox_spec(policy: &Policy, mode: SandboxMode, enforcer: &Enforcer) -> SandboxSpec {
+    let s = policy.sandbox();
+    let mut spec = SandboxSpec::new(mode);
+    spec.roots = enforcer
+        .operator_roots()
+        .roots()
+        .iter()
+        .map(|r| SandboxRoot {
+            path: PathBuf::from(r.real_uri().path()),
+            access: s.access_for_root(r.uri().path()),
+        })
+        .collect();
+    spec.read = s.read.clone();
+    spec.write = s.write.clone();
+    spec.network = s.network.clone();
+    spec.rlimits = s.rlimits;
+    spec.env = s.env.clone();
+    for pattern in &policy.resources().deny_globs {
+        spec.add_deny_pattern(pattern);
+    }
+    spec
+}
+
+fn audit_config(policy: &Policy, path: PathBuf) -> AuditConfig {
+    let a = policy.audit();
+    let mut cfg = AuditConfig::new(path);
+    cfg.fsync = a.fsync;
+    if a.rotate_bytes.is_some() {
+        cfg.rotate_bytes = a.rotate_bytes;
+    }
+    cfg.on_failure = a.on_failure;
+    cfg.log_allowed = a.log_allowed;
+    cfg
+}
+
+fn session_start(
+    command: &[OsString],
+    cwd: &Path,
+    policy: &Policy,
+    enforcer: &Enforcer,
+) -> SessionStart {
+    let mut ss = SessionStart::new(command, cwd);
+    ss.policy_files = policy
+        .layers()
+        .iter()
+        .map(|l| PolicyFile {
+            path: l.name.clone(),
+            sha256: l.sha256.clone(),
+        })
+        .collect();
+    ss.mode = Some(
+        match policy.mode() {
+            Mode::Enforce => "enforce",
+            Mode::Audit => "audit",
+        }
+        .to_owned(),
+    );
+    ss.effective_roots = enforcer
+        .operator_roots()
+        .roots()
+        .iter()
+        .map(|r| AuditUri::new(r.uri().as_str()))
+        .collect();
+    ss
+}
+
+fn parse_sandbox_mode(s: &str) -> Result<SandboxMode, String> {
+    match s {
+        "off" => Ok(SandboxMode::Off),
+        "best-effort" => Ok(SandboxMode::BestEffort),
+        "strict" => Ok(SandboxMode::Strict),
+        other => Err(format!(
+            "unknown sandbox mode `{other}`; use off, best-effort or strict"
+        )),
+    }
 }
 
 /// Parses `1048576`, `64MiB`, `512KiB`, `1GiB` (also `K`/`M`/`G` as binary units).

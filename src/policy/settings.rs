@@ -29,14 +29,12 @@ pub enum RootsFallback {
     Deny,
 }
 
-/// How symbolic links met while resolving a path are treated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SymlinkStance {
-    /// Follow links whose target stays inside the same root.
-    FollowWithinRoot,
-    /// Refuse any path that goes through a symbolic link.
-    Never,
-}
+/// How symbolic links met while resolving a path are treated: the resolver's own type, so
+/// the stance a policy states is exactly the one the checks apply.
+pub use crate::fsaccess::SymlinkStance;
+
+/// The sandbox's own types, so what a policy states is exactly what the sandbox applies.
+pub use crate::sandbox::{Access, Network, Rlimits, SandboxMode};
 
 /// How regular files with more than one hard link are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -67,37 +65,6 @@ pub enum ReadStance {
     Verify,
     /// Answer from rootfence's own capability-safe read; the server never sees the read.
     Serve,
-}
-
-/// How hard the OS sandbox is applied (issue 7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SandboxMode {
-    /// No OS sandbox.
-    Off,
-    /// Apply what the kernel supports and report what is missing.
-    BestEffort,
-    /// Refuse to start unless every restriction is fully enforced.
-    Strict,
-}
-
-/// Network access of the sandboxed server (issue 7).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Network {
-    /// No network restriction.
-    Allow,
-    /// TCP connect and bind only to these ports (sorted, unique).
-    Ports(Vec<u16>),
-    /// No TCP connect or bind.
-    Deny,
-}
-
-/// Filesystem access the sandbox grants to a root (issue 7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Access {
-    /// Read only.
-    ReadOnly,
-    /// Read and write.
-    ReadWrite,
 }
 
 /// A root that rootfence uses when the host declares none.
@@ -158,20 +125,6 @@ pub struct AuditSettings {
     pub on_failure: OnFailure,
     /// Whether allowed decisions are logged too.
     pub log_allowed: bool,
-}
-
-/// Resource limits for the sandboxed server; `None` leaves a limit as inherited.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Rlimits {
-    /// RLIMIT_NOFILE: open files.
-    pub nofile: Option<u64>,
-    /// RLIMIT_AS: address space in bytes.
-    pub address_space: Option<u64>,
-    /// RLIMIT_CPU: CPU seconds.
-    pub cpu_seconds: Option<u64>,
-    /// RLIMIT_NPROC: processes.
-    pub processes: Option<u64>,
 }
 
 /// `[sandbox]`: reserved for the OS sandbox (issue 7).

@@ -586,6 +586,63 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<EnforcementReport, LaunchError> {
     report.map(|r| *r).ok_or(LaunchError::NoReport)
 }
 
+impl EnforcementReport {
+    /// The report as the audit log's `session_start` carries it. Nothing is overstated: a
+    /// grant that was not applied is not listed as granted, and everything the sandbox cannot
+    /// cover (`not_covered`) is listed among what is missing.
+    pub fn audit_record(&self) -> crate::audit::SandboxReport {
+        use crate::audit::{SandboxPath, SandboxReport};
+        let paths = self
+            .filesystem
+            .grants
+            .iter()
+            .filter_map(|g| {
+                let access = match &g.status {
+                    GrantStatus::Granted => g.rights.to_string(),
+                    GrantStatus::Carved { entries, .. } => {
+                        format!("{} (around denied paths, {entries} entries)", g.rights)
+                    }
+                    _ => return None,
+                };
+                Some(SandboxPath {
+                    path: g.path.clone(),
+                    access,
+                })
+            })
+            .collect();
+        let network = match (&self.network.requested, self.network.enforced) {
+            (Network::Allow, _) => "allow".to_owned(),
+            (Network::Deny, true) => "deny".to_owned(),
+            (Network::Ports(p), true) => format!(
+                "tcp:{}",
+                p.iter().map(u16::to_string).collect::<Vec<_>>().join(",")
+            ),
+            (_, false) => "unrestricted (not enforced)".to_owned(),
+        };
+        let rlimits = self
+            .rlimits
+            .iter()
+            .filter_map(|r| r.applied.map(|v| (r.name.clone(), v)))
+            .collect();
+        let mut missing = self.missing.clone();
+        missing.extend(self.not_covered.iter().map(|n| format!("not covered: {n}")));
+        SandboxReport {
+            mode: self.mode.to_string(),
+            landlock_abi: self.landlock.abi.map(u32::from),
+            enforcement: match self.enforcement {
+                Enforcement::Full => "full",
+                Enforcement::Partial => "partial",
+                Enforcement::None => "none",
+            }
+            .to_owned(),
+            paths,
+            network,
+            rlimits,
+            missing,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

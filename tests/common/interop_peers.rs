@@ -46,6 +46,9 @@ pub fn node_entry(package: &str) -> PathBuf {
 
 /// Fails with an actionable message when the pinned peers are not installed.
 pub fn require_peers() {
+    // The root the scripted clients declare must exist: rootfence drops a host root it
+    // cannot open as a directory (it could not enforce anything beneath it).
+    std::fs::create_dir_all("/tmp/rootfence-interop-root").expect("create the client's root");
     let needed = [
         python(),
         rmcp_client(),

@@ -66,10 +66,14 @@ impl Proxy {
     }
 
     pub fn spawn(mut cmd: Command) -> Proxy {
+        // Audit logs of tests without --audit-log go to a scratch state directory, never to
+        // the developer's own ~/.local/state.
+        let state = std::env::temp_dir().join("rootfence-test-state");
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .env("RUST_LOG", "warn");
+            .env("RUST_LOG", "warn")
+            .env("XDG_STATE_HOME", state);
         let mut child = cmd.spawn().expect("rootfence starts");
         let stdout = child.stdout.take().unwrap();
         let stderr_pipe = child.stderr.take().unwrap();

@@ -1,0 +1,141 @@
+//! One decision on one URI or path: scheme, strict parse, resolution beneath an effective root
+//! by the kernel, then the policy's path rules, in that order. The first refusal decides, so
+//! the reason given is the most basic thing wrong with the URI.
+
+use crate::policy::{HardlinkStance, Policy};
+use crate::roots::{Allowed, CheckOptions, RootSet, Verdict};
+use crate::uri::{self, FileUri};
+
+/// A rule as the audit log and denial errors name it: the rule and its line (the file is
+/// named separately, as the layer).
+pub fn rule_text(p: &crate::policy::Provenance) -> String {
+    match p.line {
+        Some(line) => format!("line {line}: {}", p.rule),
+        None => p.rule.clone(),
+    }
+}
+
+/// The outcome of checking one URI (or path).
+#[derive(Clone, Debug)]
+pub struct Checked {
+    /// Whether it may cross.
+    pub allow: bool,
+    /// Stable reason code (reasons.md or policy.md).
+    pub reason: String,
+    /// The canonical form (for `file:`), to forward instead of the raw text.
+    pub canonical: Option<FileUri>,
+    /// The root it was checked against (the one containing it, for an allow).
+    pub root: Option<FileUri>,
+    /// The policy layer (file) that decided, if a rule did.
+    pub layer: Option<String>,
+    /// The rule that decided, if a rule did.
+    pub rule: Option<String>,
+    /// The root verdict of an allowed `file:` URI (to read the same file later).
+    pub allowed: Option<Allowed>,
+}
+
+impl Checked {
+    fn deny(reason: impl Into<String>) -> Checked {
+        Checked {
+            allow: false,
+            reason: reason.into(),
+            canonical: None,
+            root: None,
+            layer: None,
+            rule: None,
+            allowed: None,
+        }
+    }
+}
+
+/// Decides URIs and paths against the roots and the policy.
+#[derive(Debug)]
+pub struct Checker {
+    opts: CheckOptions,
+}
+
+impl Checker {
+    /// A checker with the policy's symlink and hard-link stances.
+    pub fn new(policy: &Policy) -> Checker {
+        Checker {
+            opts: CheckOptions {
+                symlinks: policy.roots().symlinks,
+                deny_hard_links: policy.roots().hardlinks == HardlinkStance::Deny,
+            },
+        }
+    }
+
+    /// The options every root check uses.
+    pub fn options(&self) -> &CheckOptions {
+        &self.opts
+    }
+
+    /// Checks a URI of any scheme. `roots` is `None` while the roots are not known: a `file:`
+    /// URI is then denied (`roots_unknown`), never allowed.
+    pub fn uri(&self, policy: &Policy, raw: &str, roots: Option<&RootSet>) -> Checked {
+        let Some(scheme) = uri::scheme_of(raw) else {
+            return Checked::deny("not_a_uri");
+        };
+        if scheme != "file" {
+            let d = policy.decide_resource(&scheme, None);
+            let mut c = Checked::deny(d.reason.as_str());
+            c.allow = d.allow;
+            c.layer = d.provenance.file.as_deref().map(str::to_owned);
+            c.rule = Some(rule_text(d.provenance));
+            return c;
+        }
+        let Some(roots) = roots else {
+            let mut c = Checked::deny("roots_unknown");
+            c.canonical = FileUri::parse(raw).ok();
+            return c;
+        };
+        self.file(policy, roots.check_str(raw, &self.opts), roots)
+    }
+
+    /// Checks an absolute filesystem path (a tool argument the policy names as a path).
+    pub fn path(&self, policy: &Policy, raw: &str, roots: Option<&RootSet>) -> Checked {
+        let path = std::path::Path::new(raw);
+        if !path.is_absolute() {
+            // A relative path means whatever the server's working directory makes of it.
+            return Checked::deny("relative_path");
+        }
+        let uri = match FileUri::from_path(path) {
+            Ok(u) => u,
+            Err(e) => return Checked::deny(e.reason.code()),
+        };
+        let Some(roots) = roots else {
+            let mut c = Checked::deny("roots_unknown");
+            c.canonical = Some(uri);
+            return c;
+        };
+        self.file(policy, roots.check(&uri, &self.opts), roots)
+    }
+
+    /// The policy's path rules, on a root verdict.
+    fn file(&self, policy: &Policy, verdict: Verdict, roots: &RootSet) -> Checked {
+        let root_uri = |i: usize| roots.roots().get(i).map(|r| r.uri().clone());
+        match verdict {
+            Verdict::Deny(d) => Checked {
+                allow: false,
+                reason: d.reason.code().to_owned(),
+                canonical: d.canonical,
+                root: d.root.and_then(root_uri),
+                layer: None,
+                rule: None,
+                allowed: None,
+            },
+            Verdict::Allow(a) => {
+                let d = policy.decide_resource("file", Some(a.canonical.path()));
+                Checked {
+                    allow: d.allow,
+                    reason: d.reason.as_str().to_owned(),
+                    canonical: Some(a.canonical.clone()),
+                    root: root_uri(a.root),
+                    layer: d.provenance.file.as_deref().map(str::to_owned),
+                    rule: Some(rule_text(d.provenance)),
+                    allowed: d.allow.then_some(a),
+                }
+            }
+        }
+    }
+}

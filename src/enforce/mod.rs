@@ -1,0 +1,1171 @@
+//! The enforcement layer: the relay's interceptor that checks every URI crossing rootfence
+//! against the effective roots and the policy, learns the host's roots, and audits every
+//! decision. `docs/enforcement.md` is its contract; this module follows it field by field.
+//!
+//! Each handler works on the parsed message and returns the message it checked (forwarded as
+//! exactly that value), an answer of rootfence's own, or a drop. In `mode = "audit"` every
+//! decision is made and logged the same way, but the original message is forwarded.
+//!
+//! A `file:` decision needs the roots. While rootfence is asking the host for them, messages
+//! that carry URIs wait (deferred, so the pumps keep running and the host's answer can
+//! arrive), for at most `roots.list_timeout_ms`; when nobody is asking, an unknown root set
+//! denies at once.
+
+mod decide;
+mod read;
+pub mod roots;
+mod walk;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+
+use crate::audit::{self, AuditUri, Auditor, Direction, DroppedRoot, Event, RpcId};
+use crate::jsonrpc::error::{DENIED, INVALID_PARAMS, METHOD_NOT_FOUND};
+use crate::jsonrpc::{Id, Kind};
+use crate::mcp::methods as m;
+use crate::policy::{ArgKind, Mode, Policy, ReadStance, RootsFallback};
+use crate::relay::{Action, Intercepted, Interceptor, ProtocolError, Session, Side};
+use crate::roots::{RootSet, RootSpec};
+use crate::uri::FileUri;
+
+pub use decide::{Checked, Checker, rule_text};
+
+use roots::{HostRoot, OperatorRoots, RootsState, Tracker};
+
+/// Called once the server is running, before any message is relayed: opens the audit log
+/// (with the sandbox report, known only then) and hands both over, or gives the reason the
+/// session must not go on.
+pub type StartHook = Box<dyn FnOnce(&Arc<Session>) -> Result<Started, String> + Send>;
+
+/// What the start hook hands to the enforcer.
+#[derive(Debug, Default)]
+pub struct Started {
+    /// The audit log's handle.
+    pub auditor: Option<Auditor>,
+    /// The OS sandbox's report: which paths the server process can reach at all.
+    pub sandbox: Option<crate::sandbox::EnforcementReport>,
+}
+
+/// The enforcement interceptor.
+#[derive(Clone, Debug)]
+pub struct Enforcer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    policy: Arc<Policy>,
+    enforce: bool,
+    checker: Checker,
+    operator: OperatorRoots,
+    tracker: Tracker,
+    audit: OnceLock<Auditor>,
+    /// The sandbox as applied at launch (it cannot widen later).
+    sandbox: OnceLock<crate::sandbox::EnforcementReport>,
+    start: Mutex<Option<StartHook>>,
+    fatal: watch::Sender<Option<String>>,
+    /// The `inputRequests` key of rootfence's own MRTR `roots/list` (2026-07-28).
+    mrtr_key: String,
+    /// Whether the host supports roots (`None` until it says).
+    host_roots: Mutex<Option<bool>>,
+    /// `inputRequests` keys under which the server asked for roots (2026-07-28).
+    server_roots_keys: Mutex<HashSet<String>>,
+    /// What the host subscribed to: canonical `file:` URIs, or other URIs verbatim.
+    subscriptions: Mutex<HashSet<String>>,
+    /// Operator roots dropped at start, audited once the log is open.
+    dropped_at_start: Mutex<Vec<DroppedRoot>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Enforcer")
+            .field("enforce", &self.enforce)
+            .field("roots", &self.tracker.state())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Enforcer {
+    /// An enforcer for `policy` with the operator's roots (`--root` plus `roots.static`).
+    /// Returns the operator roots that were dropped (unopenable, or refused by the policy).
+    pub fn new(
+        policy: Arc<Policy>,
+        operator_roots: Vec<RootSpec>,
+        start: Option<StartHook>,
+    ) -> (Enforcer, Vec<DroppedRoot>) {
+        let (operator, dropped) = OperatorRoots::open(operator_roots, &policy);
+        let inner = Inner {
+            enforce: policy.mode() == Mode::Enforce,
+            checker: Checker::new(&policy),
+            policy,
+            operator,
+            tracker: Tracker::new(),
+            audit: OnceLock::new(),
+            sandbox: OnceLock::new(),
+            start: Mutex::new(start),
+            fatal: watch::Sender::new(None),
+            mrtr_key: format!("io.rootfence/roots-{:016x}", random_u64()),
+            host_roots: Mutex::new(None),
+            server_roots_keys: Mutex::default(),
+            subscriptions: Mutex::default(),
+            dropped_at_start: Mutex::new(dropped.clone()),
+        };
+        (
+            Enforcer {
+                inner: Arc::new(inner),
+            },
+            dropped,
+        )
+    }
+
+    /// Sets the hook that runs once the server is running (see [`StartHook`]).
+    pub fn with_start(self, hook: StartHook) -> Enforcer {
+        *self.inner.start.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
+        self
+    }
+
+    /// The operator roots as opened (for the sandbox and the session record).
+    pub fn operator_roots(&self) -> &RootSet {
+        self.inner.operator.set()
+    }
+
+    /// The roots as they stand now (`None` while unknown).
+    pub fn effective_roots(&self) -> Option<Arc<RootSet>> {
+        self.inner.tracker.known()
+    }
+}
+
+/// What the enforcer wants to see: a static table, cheap on the hot path.
+fn wanted(from: Side, kind: Kind, method: &str) -> bool {
+    match (from, kind) {
+        (Side::Host, Kind::Request) => matches!(
+            method,
+            m::INITIALIZE
+                | m::RESOURCES_READ
+                | m::RESOURCES_SUBSCRIBE
+                | m::RESOURCES_UNSUBSCRIBE
+                | m::SUBSCRIPTIONS_LISTEN
+                | m::COMPLETION_COMPLETE
+                | m::TOOLS_CALL
+                | m::PROMPTS_GET
+        ),
+        (Side::Host, Kind::Notification) => {
+            matches!(method, m::INITIALIZED | m::ROOTS_LIST_CHANGED)
+        }
+        (Side::Host, Kind::Response) => {
+            matches!(method, m::ROOTS_LIST | m::SAMPLING_CREATE_MESSAGE)
+        }
+        (Side::Server, Kind::Request) => {
+            matches!(method, m::ROOTS_LIST | m::SAMPLING_CREATE_MESSAGE)
+        }
+        (Side::Server, Kind::Notification) => method == m::RESOURCES_UPDATED,
+        (Side::Server, Kind::Response) => matches!(
+            method,
+            m::INITIALIZE
+                | m::SERVER_DISCOVER
+                | m::RESOURCES_LIST
+                | m::RESOURCES_TEMPLATES_LIST
+                | m::RESOURCES_READ
+                | m::TOOLS_CALL
+                | m::TOOLS_LIST
+                | m::PROMPTS_GET
+                | m::PROMPTS_LIST
+                | m::TASKS_RESULT
+        ),
+        _ => false,
+    }
+}
+
+/// Messages whose handling decides URIs, and so must wait for the roots while rootfence is
+/// asking for them. (The roots answers themselves must never wait.)
+fn needs_roots(msg: &Intercepted) -> bool {
+    !matches!(
+        &*msg.method,
+        m::INITIALIZE | m::INITIALIZED | m::ROOTS_LIST | m::ROOTS_LIST_CHANGED | m::SERVER_DISCOVER
+    )
+}
+
+impl Interceptor for Enforcer {
+    fn wants(&self, from: Side, kind: Kind, method: &str) -> bool {
+        wanted(from, kind, method)
+    }
+
+    fn intercept(&self, session: &Arc<Session>, msg: Intercepted) -> Action {
+        let inner = Arc::clone(&self.inner);
+        if needs_roots(&msg) {
+            if let RootsState::Unknown { asking: true } = inner.tracker.state() {
+                let session = Arc::clone(session);
+                return Action::Defer(Box::pin(async move {
+                    let limit = inner.policy.roots().list_timeout;
+                    let roots = inner.tracker.wait(limit).await;
+                    inner.handle(&session, msg, roots)
+                }));
+            }
+        }
+        let roots = inner.tracker.known();
+        inner.handle(session, msg, roots)
+    }
+
+    fn on_start(&self, session: &Arc<Session>) {
+        let inner = &self.inner;
+        let hook = inner.start.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(hook) = hook {
+            match hook(session) {
+                Ok(Started { auditor, sandbox }) => {
+                    if let Some(report) = sandbox {
+                        let _ = inner.sandbox.set(report);
+                    }
+                    let Some(auditor) = auditor else {
+                        return;
+                    };
+                    let _ = inner.audit.set(auditor.clone());
+                    if inner.policy.audit().on_failure == audit::OnFailure::Stop {
+                        let fatal = inner.fatal.clone();
+                        tokio::spawn(async move {
+                            let e = auditor.failure().await;
+                            fatal.send_replace(Some(format!("the audit log failed: {e}")));
+                        });
+                    }
+                }
+                Err(reason) => {
+                    inner.fatal.send_replace(Some(reason));
+                }
+            }
+        }
+        let dropped = std::mem::take(
+            &mut *inner
+                .dropped_at_start
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        if !dropped.is_empty() {
+            inner.record(Event::RootsUpdate(audit::RootsUpdate {
+                trigger: "start".into(),
+                received: Vec::new(),
+                dropped,
+                narrowed: Vec::new(),
+                effective: uris(inner.operator.set()),
+                outside_sandbox: Vec::new(),
+            }));
+        }
+    }
+
+    fn on_protocol_error(&self, error: &ProtocolError) {
+        use audit::ProtocolErrorKind as K;
+        let kind = match error.code {
+            "bad_json" | "bad_utf8" => K::InvalidJson,
+            "invalid_message" => K::InvalidMessage,
+            "too_long" => K::Oversized,
+            "unmatched_response" => K::UnmatchedResponse,
+            "duplicate_id" => K::DuplicateId,
+            _ => K::Other,
+        };
+        let sha256 = error.line.as_ref().map(|l| {
+            use sha2::Digest;
+            sha2::Sha256::digest(l)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        });
+        self.inner
+            .record(Event::ProtocolError(audit::ProtocolError {
+                direction: direction(error.from),
+                kind,
+                detail: format!("{}: {}", error.code, error.detail),
+                len: error.len,
+                sha256,
+                id: error.id.as_ref().and_then(|i| RpcId::from_json(i.raw())),
+            }));
+    }
+
+    fn fatal(&self) -> impl std::future::Future<Output = String> + Send + 'static {
+        let mut rx = self.inner.fatal.subscribe();
+        async move {
+            let reason = match rx.wait_for(Option::is_some).await {
+                Ok(reason) => (*reason).clone(),
+                Err(_) => None,
+            };
+            match reason {
+                Some(reason) => reason,
+                None => std::future::pending().await,
+            }
+        }
+    }
+}
+
+fn direction(from: Side) -> Direction {
+    match from {
+        Side::Host => Direction::HostToServer,
+        Side::Server => Direction::ServerToHost,
+    }
+}
+
+fn uris(set: &RootSet) -> Vec<AuditUri> {
+    set.roots()
+        .iter()
+        .map(|r| AuditUri::new(r.uri().as_str()))
+        .collect()
+}
+
+/// The routing facts of the message being handled, for the audit records.
+struct Ctx<'a> {
+    from: Side,
+    method: &'a str,
+    id: Option<&'a Id>,
+    roots: Option<&'a RootSet>,
+}
+
+impl Inner {
+    fn handle(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        msg: Intercepted,
+        roots: Option<Arc<RootSet>>,
+    ) -> Action {
+        let Intercepted {
+            from,
+            kind,
+            id,
+            method,
+            message,
+        } = msg;
+        let ctx = Ctx {
+            from,
+            method: &method,
+            id: id.as_ref(),
+            roots: roots.as_deref(),
+        };
+        match (from, kind, &*method) {
+            (Side::Host, Kind::Request, _) => self.host_request(session, &ctx, message),
+            (Side::Host, Kind::Notification, m::INITIALIZED | m::ROOTS_LIST_CHANGED) => {
+                if self.host_has_roots() == Some(true) {
+                    self.ask_host_roots(session, &method);
+                }
+                Action::Forward
+            }
+            (Side::Host, Kind::Response, m::ROOTS_LIST) => self.host_roots_answer(message),
+            (Side::Host, Kind::Response, m::SAMPLING_CREATE_MESSAGE) => {
+                let mut message = message;
+                let before = message["result"]["content"].clone();
+                if let Some(content) = message.get_mut("result").and_then(|r| r.get_mut("content"))
+                {
+                    if !self.filter_content(&ctx, "result.content", content) && content.is_object()
+                    {
+                        return self.deny_reply(&ctx, &before, "content_removed");
+                    }
+                }
+                self.done(message)
+            }
+            (Side::Server, Kind::Request, m::ROOTS_LIST) => self.server_asks_roots(session, &ctx),
+            (Side::Server, Kind::Request, m::SAMPLING_CREATE_MESSAGE) => {
+                let mut message = message;
+                if let Some(messages) = message.pointer_mut("/params/messages") {
+                    self.filter_messages(&ctx, "params.messages", messages);
+                }
+                self.done(message)
+            }
+            (Side::Server, Kind::Notification, m::RESOURCES_UPDATED) => self.updated(&ctx, message),
+            (Side::Server, Kind::Response, _) => self.server_result(&ctx, message),
+            _ => Action::Forward,
+        }
+    }
+
+    /// The checked message, forwarded as exactly that value (or, in audit mode, the
+    /// original bytes).
+    fn done(&self, message: Value) -> Action {
+        if self.enforce {
+            Action::Replace(message)
+        } else {
+            Action::Forward
+        }
+    }
+
+    fn host_has_roots(&self) -> Option<bool> {
+        *self.host_roots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn set_host_has_roots(&self, has: bool) {
+        *self.host_roots.lock().unwrap_or_else(|e| e.into_inner()) = Some(has);
+    }
+
+    // ---- roots ----------------------------------------------------------------------------
+
+    /// Sends rootfence's own `roots/list` to the host (up to 2025-11-25) and applies the
+    /// answer whenever it comes; the policy's fallback applies if it does not come in time.
+    fn ask_host_roots(self: &Arc<Self>, session: &Arc<Session>, trigger: &str) {
+        self.tracker.asking();
+        let answer = session.request_host(m::ROOTS_LIST, None);
+        let inner = Arc::clone(self);
+        let trigger = trigger.to_owned();
+        tokio::spawn(async move {
+            if let Ok(response) = answer.await {
+                match parse_roots(&response["result"]) {
+                    Some(roots) => inner.update_host_roots(roots, &trigger),
+                    None => {
+                        tracing::warn!("the host's roots/list answer is unusable: {response}");
+                        inner.fallback("host_error");
+                    }
+                }
+            }
+        });
+        let inner = Arc::clone(self);
+        let limit = self.policy.roots().list_timeout;
+        tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            inner.fallback("timeout");
+        });
+    }
+
+    /// The roots when the host does not answer: the operator's, or none.
+    fn fallback(&self, trigger: &str) {
+        let set = match self.policy.roots().on_timeout {
+            RootsFallback::Static => roots::effective(&[], &self.operator, &self.policy, trigger).0,
+            RootsFallback::Deny => RootSet::empty(),
+        };
+        let effective = uris(&set);
+        if self.tracker.set_if_unknown(set) {
+            tracing::warn!("the host did not give its roots ({trigger}); using the fallback roots");
+            self.record(Event::RootsUpdate(audit::RootsUpdate {
+                trigger: trigger.into(),
+                received: Vec::new(),
+                dropped: Vec::new(),
+                narrowed: Vec::new(),
+                effective,
+                outside_sandbox: Vec::new(),
+            }));
+        }
+    }
+
+    /// New host roots: recompute, publish, audit.
+    fn update_host_roots(&self, host: Vec<HostRoot>, trigger: &str) {
+        let (set, mut update) = roots::effective(&host, &self.operator, &self.policy, trigger);
+        update.outside_sandbox = self.outside_sandbox(&set);
+        if !update.outside_sandbox.is_empty() {
+            tracing::warn!(
+                "roots beyond what the sandbox granted at launch (the server cannot reach them): {:?}",
+                update.outside_sandbox
+            );
+        }
+        self.tracker.remember_host(host);
+        self.tracker.set(set);
+        self.record(Event::RootsUpdate(update));
+    }
+
+    /// The effective roots the sandbox did not grant at launch.
+    fn outside_sandbox(&self, set: &RootSet) -> Vec<AuditUri> {
+        let Some(report) = self.sandbox.get() else {
+            return Vec::new();
+        };
+        if report.enforcement == crate::sandbox::Enforcement::None {
+            return Vec::new();
+        }
+        set.roots()
+            .iter()
+            .filter(|r| {
+                report
+                    .covering_grant(std::path::Path::new(r.real_uri().path()))
+                    .is_none()
+            })
+            .map(|r| AuditUri::new(r.uri().as_str()))
+            .collect()
+    }
+
+    /// The roots as the server may see them.
+    fn roots_result(&self) -> Value {
+        let set = self.tracker.known().unwrap_or_else(|| {
+            Arc::new(roots::effective(&[], &self.operator, &self.policy, "server").0)
+        });
+        let list: Vec<Value> = set
+            .roots()
+            .iter()
+            .map(|r| {
+                let mut v = json!({ "uri": r.uri().as_str() });
+                if let Some(name) = r.name() {
+                    v["name"] = json!(name);
+                }
+                v
+            })
+            .collect();
+        json!({ "roots": list })
+    }
+
+    /// The server asks for roots (up to 2025-11-25).
+    fn server_asks_roots(&self, session: &Arc<Session>, ctx: &Ctx<'_>) -> Action {
+        let _ = session;
+        let Some(id) = ctx.id else {
+            return Action::Forward;
+        };
+        if self.host_has_roots() == Some(true) {
+            // The host answers; its answer is replaced by the effective roots on the way back.
+            return Action::Forward;
+        }
+        if !self.operator.is_empty() {
+            return Action::Reply(
+                json!({"jsonrpc": "2.0", "id": id.to_value(), "result": self.roots_result()}),
+            );
+        }
+        Action::Reply(json!({
+            "jsonrpc": "2.0", "id": id.to_value(),
+            "error": {"code": METHOD_NOT_FOUND, "message": "rootfence: the host does not provide roots"}
+        }))
+    }
+
+    /// The host answers the server's `roots/list`: learn from it, give the server the
+    /// effective roots only.
+    fn host_roots_answer(&self, mut message: Value) -> Action {
+        let Some(roots) = parse_roots(&message["result"]) else {
+            return Action::Forward; // an error answer passes as it is
+        };
+        self.update_host_roots(roots, "server_request");
+        if self.enforce {
+            message["result"] = self.roots_result();
+        }
+        self.done(message)
+    }
+
+    // ---- host requests ----------------------------------------------------------------------
+
+    fn host_request(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        ctx: &Ctx<'_>,
+        mut message: Value,
+    ) -> Action {
+        let Some(id) = ctx.id else {
+            return Action::Forward;
+        };
+        if ctx.method == m::INITIALIZE {
+            return self.initialize(&mut message);
+        }
+        let stateless = session.revision().is_some_and(|r| r.is_stateless());
+        if stateless && self.host_has_roots().is_none() {
+            let caps = session.peers().client_capabilities;
+            let has = caps.as_ref().is_some_and(|c| c.get("roots").is_some());
+            self.set_host_has_roots(has);
+        }
+        // 2026-07-28: answers to input requests ride in the retried request.
+        let mut roots_now: Option<Arc<RootSet>> = self.tracker.known();
+        if let Some(responses) = message
+            .get_mut("params")
+            .and_then(|p| p.get_mut("inputResponses"))
+            .and_then(Value::as_object_mut)
+        {
+            if self.input_responses(responses) {
+                roots_now = self.tracker.known();
+            }
+            if responses.is_empty() {
+                if let Some(p) = message.get_mut("params").and_then(Value::as_object_mut) {
+                    p.remove("inputResponses");
+                }
+            }
+        }
+        if self.tracker.known().is_none() && self.host_has_roots() == Some(false) {
+            let (set, update) =
+                roots::effective(&[], &self.operator, &self.policy, "host_without_roots");
+            if self.tracker.set_if_unknown(set) {
+                self.record(Event::RootsUpdate(update));
+            }
+            roots_now = self.tracker.known();
+        }
+        let ctx = Ctx {
+            roots: roots_now.as_deref(),
+            ..*ctx
+        };
+        // 2026-07-28 host that has roots we do not know yet: ask it, MRTR style.
+        if stateless
+            && self.enforce
+            && ctx.roots.is_none()
+            && self.host_has_roots() == Some(true)
+            && matches!(
+                ctx.method,
+                m::TOOLS_CALL | m::PROMPTS_GET | m::RESOURCES_READ
+            )
+        {
+            let mut requests = Map::new();
+            requests.insert(self.mrtr_key.clone(), json!({"method": m::ROOTS_LIST}));
+            return Action::Reply(json!({
+                "jsonrpc": "2.0", "id": id.to_value(),
+                "result": {"resultType": "input_required", "inputRequests": requests}
+            }));
+        }
+        match ctx.method {
+            m::RESOURCES_READ => self.read_request(&ctx, id, message),
+            m::RESOURCES_SUBSCRIBE | m::RESOURCES_UNSUBSCRIBE => {
+                self.subscribe_request(&ctx, id, message)
+            }
+            m::SUBSCRIPTIONS_LISTEN => {
+                if let Some(list) =
+                    message.pointer_mut("/params/notifications/resourceSubscriptions")
+                {
+                    let kept = self.filter_list(
+                        &ctx,
+                        "params.notifications.resourceSubscriptions",
+                        list,
+                        |v| v.as_str().map(str::to_owned),
+                    );
+                    let mut subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+                    subs.extend(kept);
+                }
+                self.done(message)
+            }
+            m::COMPLETION_COMPLETE => {
+                if message.pointer("/params/ref/type") == Some(&json!("ref/resource")) {
+                    let raw = message
+                        .pointer("/params/ref/uri")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
+                    let c = self.template_or_uri(&ctx, &raw);
+                    let ok = self.audit_decision(
+                        &ctx,
+                        "params.ref.uri",
+                        &raw,
+                        &c,
+                        audit::Action::AnsweredError,
+                    );
+                    if !(c.allow && ok) && self.enforce {
+                        return Action::Reply(denial(id, &raw, &c));
+                    }
+                }
+                self.done(message)
+            }
+            m::TOOLS_CALL => self.tools_call(&ctx, id, message),
+            _ => self.done(message),
+        }
+    }
+
+    /// The host's `initialize`: learn whether it has roots; without, the operator roots are
+    /// the roots, and the server is told it may ask for them.
+    fn initialize(&self, message: &mut Value) -> Action {
+        let has = message.pointer("/params/capabilities/roots").is_some();
+        self.set_host_has_roots(has);
+        if has {
+            return Action::Forward;
+        }
+        let (set, update) =
+            roots::effective(&[], &self.operator, &self.policy, "host_without_roots");
+        if self.tracker.set_if_unknown(set) {
+            self.record(Event::RootsUpdate(update));
+        }
+        if self.operator.is_empty() || !self.enforce {
+            return Action::Forward;
+        }
+        if let Some(caps) = message
+            .pointer_mut("/params/capabilities")
+            .and_then(Value::as_object_mut)
+        {
+            caps.insert("roots".into(), json!({"listChanged": false}));
+        }
+        self.done(message.take())
+    }
+
+    /// Takes rootfence's own roots answer out of `inputResponses`, and filters the answers
+    /// to the server's own roots requests. Returns whether the roots changed.
+    fn input_responses(&self, responses: &mut Map<String, Value>) -> bool {
+        let mut changed = false;
+        if let Some(answer) = responses.remove(&self.mrtr_key) {
+            match parse_roots(&answer) {
+                Some(roots) => self.update_host_roots(roots, "input_response"),
+                None => self.fallback("host_error"),
+            }
+            changed = true;
+        }
+        let server_keys: Vec<String> = {
+            let keys = self
+                .server_roots_keys
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            responses
+                .keys()
+                .filter(|k| keys.contains(*k))
+                .cloned()
+                .collect()
+        };
+        for key in server_keys {
+            if let Some(roots) = responses.get(&key).and_then(parse_roots) {
+                self.update_host_roots(roots, "input_response");
+                changed = true;
+                if self.enforce {
+                    responses.insert(key, self.roots_result());
+                }
+            }
+        }
+        changed
+    }
+
+    fn read_request(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
+        let Some(raw) = message
+            .pointer("/params/uri")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return Action::Reply(invalid_params(
+                id,
+                "resources/read needs a string `params.uri`",
+            ));
+        };
+        let c = self.checker.uri(&self.policy, &raw, ctx.roots);
+        let ok = self.audit_decision(ctx, "params.uri", &raw, &c, audit::Action::AnsweredError);
+        if !(c.allow && ok) {
+            return if self.enforce {
+                Action::Reply(denial(id, &raw, &c))
+            } else {
+                Action::Forward
+            };
+        }
+        if let Some(canonical) = &c.canonical {
+            message["params"]["uri"] = json!(canonical.as_str());
+            if self.policy.resources().read == ReadStance::Serve && self.enforce {
+                if let (Some(roots), Some(allowed)) = (ctx.roots, &c.allowed) {
+                    return Action::Reply(read::serve(
+                        &self.policy,
+                        self.checker.options(),
+                        roots,
+                        allowed,
+                        canonical,
+                        id,
+                    ));
+                }
+            }
+        }
+        self.done(message)
+    }
+
+    fn subscribe_request(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
+        let Some(raw) = message
+            .pointer("/params/uri")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return Action::Reply(invalid_params(
+                id,
+                "a subscription needs a string `params.uri`",
+            ));
+        };
+        let c = self.checker.uri(&self.policy, &raw, ctx.roots);
+        let ok = self.audit_decision(ctx, "params.uri", &raw, &c, audit::Action::AnsweredError);
+        if !(c.allow && ok) {
+            return if self.enforce {
+                Action::Reply(denial(id, &raw, &c))
+            } else {
+                Action::Forward
+            };
+        }
+        let key = c
+            .canonical
+            .as_ref()
+            .map_or(raw.clone(), |u| u.as_str().to_owned());
+        if let Some(canonical) = &c.canonical {
+            message["params"]["uri"] = json!(canonical.as_str());
+        }
+        let mut subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+        if ctx.method == m::RESOURCES_SUBSCRIBE {
+            subs.insert(key);
+        } else {
+            subs.remove(&key);
+        }
+        drop(subs);
+        self.done(message)
+    }
+
+    fn tools_call(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
+        let name = message
+            .pointer("/params/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let d = self.policy.decide_tool(&name);
+        if !d.allow || !d.provenance.is_default() {
+            let c = Checked {
+                allow: d.allow,
+                reason: d.reason.as_str().to_owned(),
+                canonical: None,
+                root: None,
+                layer: d.provenance.file.as_deref().map(str::to_owned),
+                rule: Some(rule_text(d.provenance)),
+                allowed: None,
+            };
+            let ok =
+                self.audit_decision(ctx, "params.name", &name, &c, audit::Action::AnsweredError);
+            if !(d.allow && ok) && self.enforce {
+                return Action::Reply(denial(id, &name, &c));
+            }
+        }
+        for tool_path in self.policy.tool_path_pointers(&name) {
+            let pointer = format!("/params/arguments{}", tool_path.pointer);
+            let field = format!("params.arguments{}", tool_path.pointer.replace('/', "."));
+            let Some(value) = message.pointer_mut(&pointer) else {
+                continue; // the argument is absent
+            };
+            let strings: Vec<&mut Value> = match value {
+                Value::Array(items) => items.iter_mut().collect(),
+                other => vec![other],
+            };
+            for v in strings {
+                let Some(raw) = v.as_str().map(str::to_owned) else {
+                    let c = Checked {
+                        allow: false,
+                        reason: "not_a_path".into(),
+                        canonical: None,
+                        root: None,
+                        layer: None,
+                        rule: Some(rule_text(&tool_path.provenance)),
+                        allowed: None,
+                    };
+                    self.audit_decision(
+                        ctx,
+                        &field,
+                        &v.to_string(),
+                        &c,
+                        audit::Action::AnsweredError,
+                    );
+                    if self.enforce {
+                        return Action::Reply(denial(id, &v.to_string(), &c));
+                    }
+                    continue;
+                };
+                let c = match tool_path.kind {
+                    ArgKind::Path => self.checker.path(&self.policy, &raw, ctx.roots),
+                    ArgKind::Uri => self.checker.uri(&self.policy, &raw, ctx.roots),
+                };
+                let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
+                if !(c.allow && ok) {
+                    if self.enforce {
+                        return Action::Reply(denial(id, &raw, &c));
+                    }
+                    continue;
+                }
+                if let Some(canonical) = &c.canonical {
+                    *v = json!(match tool_path.kind {
+                        ArgKind::Path => canonical.path(),
+                        ArgKind::Uri => canonical.as_str(),
+                    });
+                }
+            }
+        }
+        self.done(message)
+    }
+
+    // ---- server messages --------------------------------------------------------------------
+
+    fn updated(&self, ctx: &Ctx<'_>, message: Value) -> Action {
+        let raw = message
+            .pointer("/params/uri")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let mut c = self.checker.uri(&self.policy, &raw, ctx.roots);
+        if c.allow {
+            let subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+            let subscribed = match &c.canonical {
+                Some(uri) => subs
+                    .iter()
+                    .any(|s| FileUri::parse(s).is_ok_and(|sub| uri.starts_with(&sub)) || s == &raw),
+                None => subs.contains(&raw),
+            };
+            if !subscribed {
+                c.allow = false;
+                c.reason = "not_subscribed".into();
+                c.allowed = None;
+            }
+        }
+        let ok = self.audit_decision(ctx, "params.uri", &raw, &c, audit::Action::Dropped);
+        if !(c.allow && ok) {
+            return if self.enforce {
+                Action::Drop
+            } else {
+                Action::Forward
+            };
+        }
+        let mut message = message;
+        if let Some(canonical) = &c.canonical {
+            message["params"]["uri"] = json!(canonical.as_str());
+        }
+        self.done(message)
+    }
+
+    fn server_result(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
+        let Some(result) = message.get_mut("result") else {
+            return Action::Forward;
+        };
+        match ctx.method {
+            m::INITIALIZE | m::SERVER_DISCOVER => {
+                self.filter_icons(
+                    ctx,
+                    "result.serverInfo.icons",
+                    result.pointer_mut("/serverInfo/icons"),
+                );
+                if ctx.method == m::INITIALIZE {
+                    self.record_initialized(result);
+                }
+            }
+            m::RESOURCES_LIST => {
+                self.filter_entries(ctx, "result.resources", result.get_mut("resources"), "uri")
+            }
+            m::RESOURCES_TEMPLATES_LIST => self.filter_entries(
+                ctx,
+                "result.resourceTemplates",
+                result.get_mut("resourceTemplates"),
+                "uriTemplate",
+            ),
+            m::TOOLS_LIST => self.filter_entries(ctx, "result.tools", result.get_mut("tools"), ""),
+            m::PROMPTS_LIST => {
+                self.filter_entries(ctx, "result.prompts", result.get_mut("prompts"), "")
+            }
+            m::RESOURCES_READ => return self.read_result(ctx, message),
+            m::TOOLS_CALL | m::TASKS_RESULT | m::PROMPTS_GET => {
+                self.input_required(ctx, result);
+                if let Some(content) = result.get_mut("content") {
+                    self.filter_content(ctx, "result.content", content);
+                }
+                if let Some(messages) = result.get_mut("messages") {
+                    self.filter_messages(ctx, "result.messages", messages);
+                }
+            }
+            _ => {}
+        }
+        self.done(message)
+    }
+
+    fn record_initialized(&self, result: &Value) {
+        let peer = |v: Option<&Value>| {
+            v.map(|info| audit::PeerInfo {
+                name: info["name"].as_str().unwrap_or_default().to_owned(),
+                version: info["version"].as_str().unwrap_or_default().to_owned(),
+            })
+        };
+        self.record(Event::Initialized(audit::Initialized {
+            protocol_version: result["protocolVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            host: None,
+            server: peer(result.get("serverInfo")),
+        }));
+    }
+
+    /// 2026-07-28 `input_required`: note the server's `roots/list` input requests (their
+    /// answers are filtered on the retry) and check the sampling ones.
+    fn input_required(&self, ctx: &Ctx<'_>, result: &mut Value) {
+        if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+            return;
+        }
+        let Some(requests) = result
+            .get_mut("inputRequests")
+            .and_then(Value::as_object_mut)
+        else {
+            return;
+        };
+        for (key, request) in requests.iter_mut() {
+            match request.get("method").and_then(Value::as_str) {
+                Some(m::ROOTS_LIST) => {
+                    self.server_roots_keys
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(key.clone());
+                }
+                Some(m::SAMPLING_CREATE_MESSAGE) => {
+                    if let Some(messages) = request.pointer_mut("/params/messages") {
+                        self.filter_messages(
+                            ctx,
+                            &format!("result.inputRequests.{key}.params.messages"),
+                            messages,
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn read_result(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
+        let Some(contents) = message
+            .pointer_mut("/result/contents")
+            .and_then(Value::as_array_mut)
+        else {
+            return self.done(message);
+        };
+        if contents.is_empty() {
+            return self.done(message);
+        }
+        let mut last_denied: Option<(String, Checked)> = None;
+        let mut kept = Vec::with_capacity(contents.len());
+        for (i, mut item) in std::mem::take(contents).into_iter().enumerate() {
+            let field = format!("result.contents[{i}].uri");
+            let raw = item
+                .get("uri")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let mut c = self.checker.uri(&self.policy, &raw, ctx.roots);
+            if c.allow {
+                if let Some(refusal) = read::content_refusal(&self.policy, &item) {
+                    c = refusal;
+                }
+            }
+            if c.allow && self.policy.resources().read == ReadStance::Verify {
+                if let (Some(roots), Some(allowed)) = (ctx.roots, &c.allowed) {
+                    if let Some(refusal) =
+                        read::verify(&self.policy, self.checker.options(), roots, allowed, &item)
+                    {
+                        c = refusal;
+                    }
+                }
+            }
+            let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::Filtered);
+            if c.allow && ok {
+                if let Some(canonical) = &c.canonical {
+                    item["uri"] = json!(canonical.as_str());
+                }
+                kept.push(item);
+            } else if self.enforce {
+                last_denied = Some((raw, c));
+            } else {
+                kept.push(item);
+            }
+        }
+        *contents = kept;
+        if contents.is_empty() {
+            if let (Some(id), Some((raw, c))) = (ctx.id, last_denied) {
+                return Action::Replace(denial(id, &raw, &c));
+            }
+        }
+        self.done(message)
+    }
+
+    // ---- decisions and the audit log --------------------------------------------------------
+
+    /// Records one decision; returns false when the record could not be written and the
+    /// policy says to stop rather than run unaudited (the caller then refuses).
+    fn audit_decision(
+        &self,
+        ctx: &Ctx<'_>,
+        field: &str,
+        raw: &str,
+        c: &Checked,
+        on_deny: audit::Action,
+    ) -> bool {
+        let Some(auditor) = self.audit.get() else {
+            return true;
+        };
+        if c.allow && !self.policy.audit().log_allowed {
+            return true;
+        }
+        let action = if c.allow || !self.enforce {
+            audit::Action::Forwarded
+        } else {
+            on_deny
+        };
+        let event = Event::Decision(audit::Decision {
+            direction: direction(ctx.from),
+            method: ctx.method.to_owned(),
+            id: ctx.id.and_then(|i| RpcId::from_json(i.raw())),
+            field: Some(field.to_owned()),
+            uri: AuditUri::new(raw),
+            canonical: c.canonical.as_ref().map(|u| AuditUri::new(u.as_str())),
+            decision: if c.allow {
+                audit::Verdict::Allow
+            } else {
+                audit::Verdict::Deny
+            },
+            reason: c.reason.clone(),
+            layer: c.layer.clone(),
+            rule: c.rule.clone(),
+            root: c.root.as_ref().map(|u| AuditUri::new(u.as_str())),
+            action,
+        });
+        match auditor.record(event) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!("could not audit a decision: {e}");
+                self.policy.audit().on_failure != audit::OnFailure::Stop
+            }
+        }
+    }
+
+    fn record(&self, event: Event) {
+        if let Some(auditor) = self.audit.get() {
+            if let Err(e) = auditor.record(event) {
+                tracing::error!("could not write an audit record: {e}");
+            }
+        }
+    }
+
+    /// A URI or a URI template (completion references may be either).
+    fn template_or_uri(&self, ctx: &Ctx<'_>, raw: &str) -> Checked {
+        if raw.contains('{') {
+            walk::template(&self.checker, &self.policy, raw, ctx.roots)
+        } else {
+            self.checker.uri(&self.policy, raw, ctx.roots)
+        }
+    }
+
+    fn deny_reply(&self, ctx: &Ctx<'_>, _what: &Value, reason: &str) -> Action {
+        match ctx.id {
+            Some(id) => Action::Replace(json!({
+                "jsonrpc": "2.0", "id": id.to_value(),
+                "error": {"code": DENIED, "message": format!("rootfence: denied: {reason}"),
+                          "data": {"uri": null, "reason": reason, "rule": null}}
+            })),
+            None => Action::Drop,
+        }
+    }
+}
+
+/// The roots in a `roots/list` result (`None` if it is not one).
+fn parse_roots(result: &Value) -> Option<Vec<HostRoot>> {
+    let list = result.get("roots")?.as_array()?;
+    Some(
+        list.iter()
+            .map(|r| HostRoot {
+                uri: r
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                name: r.get("name").and_then(Value::as_str).map(str::to_owned),
+            })
+            .collect(),
+    )
+}
+
+/// The error rootfence answers a denied request with.
+pub fn denial(id: &Id, raw: &str, c: &Checked) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id.to_value(),
+        "error": {
+            "code": DENIED,
+            "message": format!("rootfence: denied: {} ({})", shorten(raw), c.reason),
+            "data": {"uri": raw, "reason": c.reason, "rule": c.rule},
+        }
+    })
+}
+
+/// A URI for an error message: whole when short, cut (at a character boundary) when long.
+/// The full URI is in `data.uri`.
+fn shorten(raw: &str) -> String {
+    const MAX: usize = 200;
+    if raw.len() <= MAX {
+        return raw.to_owned();
+    }
+    let mut end = MAX;
+    while !raw.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &raw[..end])
+}
+
+fn invalid_params(id: &Id, what: &str) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": id.to_value(),
+        "error": {"code": INVALID_PARAMS, "message": format!("rootfence: {what}")}
+    })
+}
+
+fn random_u64() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(std::process::id())
+}

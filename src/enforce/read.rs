@@ -1,0 +1,168 @@
+//! `file:` reads answered or verified by rootfence itself (the `serve` and `verify` stances),
+//! through the same root capability and resolution as the check, so the file checked is the
+//! file read; and the content limits (`max_bytes`, MIME allow-list) on every content item.
+
+use serde_json::{Value, json};
+
+use super::decide::{Checked, rule_text};
+use crate::jsonrpc::Id;
+use crate::policy::Policy;
+use crate::roots::{Allowed, CheckOptions, RootSet};
+use crate::uri::FileUri;
+
+/// The most rootfence reads for one item when the policy sets no `max_bytes`.
+const DEFAULT_READ_LIMIT: u64 = 64 * 1024 * 1024;
+
+fn refusal(reason: &str, rule: Option<String>) -> Checked {
+    Checked {
+        allow: false,
+        reason: reason.into(),
+        canonical: None,
+        root: None,
+        layer: None,
+        rule,
+        allowed: None,
+    }
+}
+
+/// The policy's size and MIME limits on one content item; `Some` when they refuse it.
+pub(super) fn content_refusal(policy: &Policy, item: &Value) -> Option<Checked> {
+    let bytes = match (item.get("text"), item.get("blob")) {
+        (Some(Value::String(t)), _) => t.len() as u64,
+        (_, Some(Value::String(b))) => decoded_len(b),
+        _ => 0,
+    };
+    let mime = item.get("mimeType").and_then(Value::as_str);
+    let d = policy.decide_content(mime, bytes);
+    (!d.allow).then(|| {
+        let mut c = refusal(d.reason.as_str(), Some(rule_text(d.provenance)));
+        c.layer = d.provenance.file.as_deref().map(str::to_owned);
+        c
+    })
+}
+
+/// Answers `resources/read` from rootfence's own read of the checked file.
+pub(super) fn serve(
+    policy: &Policy,
+    opts: &CheckOptions,
+    roots: &RootSet,
+    allowed: &Allowed,
+    canonical: &FileUri,
+    id: &Id,
+) -> Value {
+    let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
+    match roots.read(allowed, limit, opts) {
+        Ok(read) => {
+            let mut item = json!({ "uri": canonical.as_str() });
+            match String::from_utf8(read.bytes) {
+                Ok(text) => item["text"] = json!(text),
+                Err(e) => {
+                    item["blob"] = json!(encode(e.as_bytes()));
+                    item["mimeType"] = json!("application/octet-stream");
+                }
+            }
+            json!({ "jsonrpc": "2.0", "id": id.to_value(), "result": { "contents": [item] } })
+        }
+        Err(e) => super::denial(id, canonical.as_str(), &refusal(e.reason().code(), None)),
+    }
+}
+
+/// Compares one content item with rootfence's own read of the checked file; `Some` when the
+/// server's bytes differ (or the file cannot be read the same way).
+pub(super) fn verify(
+    policy: &Policy,
+    opts: &CheckOptions,
+    roots: &RootSet,
+    allowed: &Allowed,
+    item: &Value,
+) -> Option<Checked> {
+    let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
+    let read = match roots.read(allowed, limit, opts) {
+        Ok(r) => r,
+        Err(e) => return Some(refusal(e.reason().code(), None)),
+    };
+    let same = match (item.get("text"), item.get("blob")) {
+        (Some(Value::String(t)), _) => t.as_bytes() == read.bytes.as_slice(),
+        (_, Some(Value::String(b))) => decode(b).is_some_and(|d| d == read.bytes),
+        _ => false,
+    };
+    (!same).then(|| refusal("content_mismatch", None))
+}
+
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard base64 with padding (RFC 4648 §4), as MCP `blob`s are.
+pub(super) fn encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> shift) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Decodes standard base64 (padding optional, no whitespace); `None` if it is not base64.
+pub(super) fn decode(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
+}
+
+/// The decoded length of a base64 text, without decoding it.
+fn decoded_len(text: &str) -> u64 {
+    (text.trim_end_matches('=').len() as u64 * 3) / 4
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trips_and_matches_rfc_4648_vectors() {
+        for (plain, coded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(encode(plain.as_bytes()), coded);
+            assert_eq!(decode(coded).unwrap(), plain.as_bytes());
+            assert_eq!(decoded_len(coded), plain.len() as u64);
+        }
+        let all: Vec<u8> = (0..=255).collect();
+        assert_eq!(decode(&encode(&all)).unwrap(), all);
+        assert!(decode("not base64!").is_none());
+    }
+}

@@ -1,0 +1,296 @@
+//! Where URIs sit inside messages, and the filters that remove what may not cross: list
+//! entries, content blocks (embedded resources, resource links, nested tool results), prompt
+//! and sampling messages, icons, and resource templates.
+
+use serde_json::{Value, json};
+
+use super::decide::{Checked, Checker, rule_text};
+use super::{Ctx, Inner};
+use crate::audit;
+use crate::policy::Policy;
+use crate::roots::RootSet;
+use crate::uri::{self, FileUri};
+
+impl Inner {
+    /// Filters a list of entries (resources, templates, tools, prompts): the entry's
+    /// `uri_key` field (none for tools and prompts) is checked, and its icons.
+    pub(super) fn filter_entries(
+        &self,
+        ctx: &Ctx<'_>,
+        field: &str,
+        list: Option<&mut Value>,
+        uri_key: &str,
+    ) {
+        let Some(Value::Array(items)) = list else {
+            return;
+        };
+        let mut index = 0;
+        items.retain_mut(|item| {
+            let i = index;
+            index += 1;
+            if !uri_key.is_empty() {
+                let raw = item
+                    .get(uri_key)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let c = if uri_key == "uriTemplate" {
+                    template(&self.checker, &self.policy, &raw, ctx.roots)
+                } else {
+                    self.checker.uri(&self.policy, &raw, ctx.roots)
+                };
+                let ok = self.audit_decision(
+                    ctx,
+                    &format!("{field}[{i}].{uri_key}"),
+                    &raw,
+                    &c,
+                    audit::Action::Filtered,
+                );
+                if !(c.allow && ok) {
+                    if self.enforce {
+                        return false;
+                    }
+                } else if uri_key == "uri" {
+                    if let Some(canonical) = &c.canonical {
+                        item["uri"] = json!(canonical.as_str());
+                    }
+                }
+            }
+            self.filter_icons(ctx, &format!("{field}[{i}].icons"), item.get_mut("icons"));
+            true
+        });
+    }
+
+    /// Filters a list of URI strings (e.g. `resourceSubscriptions`), rewriting allowed `file:`
+    /// URIs to their canonical form. Returns the kept URIs.
+    pub(super) fn filter_list(
+        &self,
+        ctx: &Ctx<'_>,
+        field: &str,
+        list: &mut Value,
+        as_uri: impl Fn(&Value) -> Option<String>,
+    ) -> Vec<String> {
+        let mut kept = Vec::new();
+        let Value::Array(items) = list else {
+            return kept;
+        };
+        let mut index = 0;
+        items.retain_mut(|item| {
+            let i = index;
+            index += 1;
+            let raw = as_uri(item).unwrap_or_default();
+            let c = self.checker.uri(&self.policy, &raw, ctx.roots);
+            let ok = self.audit_decision(
+                ctx,
+                &format!("{field}[{i}]"),
+                &raw,
+                &c,
+                audit::Action::Filtered,
+            );
+            if c.allow && ok {
+                let key = c.canonical.as_ref().map_or(raw, |u| u.as_str().to_owned());
+                if self.enforce {
+                    *item = json!(key);
+                }
+                kept.push(key);
+                true
+            } else {
+                !self.enforce
+            }
+        });
+        kept
+    }
+
+    /// Filters icons: a `file:` icon is checked like any URI (other schemes are the host's to
+    /// judge).
+    pub(super) fn filter_icons(&self, ctx: &Ctx<'_>, field: &str, icons: Option<&mut Value>) {
+        let Some(Value::Array(icons)) = icons else {
+            return;
+        };
+        let mut index = 0;
+        icons.retain(|icon| {
+            let i = index;
+            index += 1;
+            let Some(src) = icon.get("src").and_then(Value::as_str) else {
+                return true;
+            };
+            if uri::scheme_of(src).as_deref() != Some("file") {
+                return true;
+            }
+            let c = self.checker.uri(&self.policy, src, ctx.roots);
+            let ok = self.audit_decision(
+                ctx,
+                &format!("{field}[{i}].src"),
+                src,
+                &c,
+                audit::Action::Filtered,
+            );
+            (c.allow && ok) || !self.enforce
+        });
+    }
+
+    /// Filters content: one block or an array of blocks. Returns false when `content` is a
+    /// single block that must go (the caller removes what holds it).
+    pub(super) fn filter_content(&self, ctx: &Ctx<'_>, field: &str, content: &mut Value) -> bool {
+        match content {
+            Value::Array(blocks) => {
+                let mut index = 0;
+                blocks.retain_mut(|b| {
+                    let i = index;
+                    index += 1;
+                    self.block_ok(ctx, &format!("{field}[{i}]"), b)
+                });
+                true
+            }
+            Value::Object(_) => self.block_ok(ctx, field, content),
+            _ => true,
+        }
+    }
+
+    /// Filters `messages[]` (prompts, sampling): a message whose single content block must
+    /// go is removed, as is one whose content array is left empty by the filter.
+    pub(super) fn filter_messages(&self, ctx: &Ctx<'_>, field: &str, messages: &mut Value) {
+        let Value::Array(list) = messages else {
+            return;
+        };
+        let mut index = 0;
+        list.retain_mut(|msg| {
+            let i = index;
+            index += 1;
+            let Some(content) = msg.get_mut("content") else {
+                return true;
+            };
+            let was_nonempty = content.as_array().is_none_or(|a| !a.is_empty());
+            let keep = self.filter_content(ctx, &format!("{field}[{i}].content"), content);
+            let emptied = was_nonempty && content.as_array().is_some_and(Vec::is_empty);
+            (keep && !emptied) || !self.enforce
+        });
+    }
+
+    /// Whether one content block may cross; rewrites its URI to the canonical form.
+    fn block_ok(&self, ctx: &Ctx<'_>, field: &str, block: &mut Value) -> bool {
+        let (pointer, suffix) = match block.get("type").and_then(Value::as_str) {
+            Some("resource") => ("/resource/uri", ".resource.uri"),
+            Some("resource_link") => ("/uri", ".uri"),
+            Some("tool_result") => {
+                if let Some(inner) = block.get_mut("content") {
+                    self.filter_content(ctx, &format!("{field}.content"), inner);
+                }
+                return true;
+            }
+            // Any other block with a `uri` is judged the same way: fail closed on what may be
+            // a link under a name this version does not know.
+            _ if block.get("uri").is_some() => ("/uri", ".uri"),
+            _ => return true,
+        };
+        let Some(raw) = block
+            .pointer(pointer)
+            .map(|v| v.as_str().unwrap_or("").to_owned())
+        else {
+            // A resource block without a URI cannot be checked.
+            let c = Checked {
+                allow: false,
+                reason: "missing_uri".into(),
+                canonical: None,
+                root: None,
+                layer: None,
+                rule: None,
+                allowed: None,
+            };
+            self.audit_decision(
+                ctx,
+                &format!("{field}{suffix}"),
+                "",
+                &c,
+                audit::Action::Filtered,
+            );
+            return !self.enforce;
+        };
+        let c = self.checker.uri(&self.policy, &raw, ctx.roots);
+        let ok = self.audit_decision(
+            ctx,
+            &format!("{field}{suffix}"),
+            &raw,
+            &c,
+            audit::Action::Filtered,
+        );
+        if !(c.allow && ok) {
+            return !self.enforce;
+        }
+        if let (Some(canonical), true) = (&c.canonical, self.enforce) {
+            if let Some(slot) = block.pointer_mut(pointer) {
+                *slot = json!(canonical.as_str());
+            }
+        }
+        if let Some(icons) = block.get_mut("icons") {
+            self.filter_icons(ctx, &format!("{field}.icons"), Some(icons));
+        }
+        true
+    }
+}
+
+/// Judges a URI template (RFC 6570) by its literal prefix: a `file:` template is kept when
+/// the directory its prefix names is inside a root (then checked against the path rules) or
+/// contains one; it is removed when every expansion must land outside every root. Every
+/// expansion is checked again when it is read.
+pub(super) fn template(
+    checker: &Checker,
+    policy: &Policy,
+    raw: &str,
+    roots: Option<&RootSet>,
+) -> Checked {
+    let deny = |reason: &str| Checked {
+        allow: false,
+        reason: reason.into(),
+        canonical: None,
+        root: None,
+        layer: None,
+        rule: None,
+        allowed: None,
+    };
+    let prefix = &raw[..raw.find('{').unwrap_or(raw.len())];
+    match uri::scheme_of(prefix).as_deref() {
+        None => return deny("not_a_uri"),
+        Some("file") => {}
+        // Another scheme: only the scheme stance applies (the prefix is all that is known).
+        Some(_) => return checker.uri(policy, prefix, roots),
+    }
+    let Some(slash) = prefix.rfind('/') else {
+        return deny("not_a_file_uri");
+    };
+    let dir_text = &prefix[..=slash];
+    let dir_text = if dir_text.len() > "file:///".len() {
+        dir_text.trim_end_matches('/')
+    } else {
+        dir_text
+    };
+    let dir = match FileUri::parse(dir_text) {
+        Ok(d) => d,
+        Err(e) => return deny(e.reason.code()),
+    };
+    let Some(roots) = roots else {
+        return deny("roots_unknown");
+    };
+    for root in roots.roots() {
+        let forms = [root.uri(), root.real_uri()];
+        if forms.iter().any(|f| dir.starts_with(f)) {
+            let d = policy.decide_resource("file", Some(dir.path()));
+            return Checked {
+                allow: d.allow,
+                reason: d.reason.as_str().to_owned(),
+                canonical: None,
+                root: Some(root.uri().clone()),
+                layer: d.provenance.file.as_deref().map(str::to_owned),
+                rule: Some(rule_text(d.provenance)),
+                allowed: None,
+            };
+        }
+        if forms.iter().any(|f| f.starts_with(&dir)) {
+            let mut c = deny("template_reaches_root");
+            c.allow = true;
+            c.root = Some(root.uri().clone());
+            return c;
+        }
+    }
+    deny("outside_roots")
+}

@@ -1,0 +1,229 @@
+//! End-to-end tests of how `rootfence run` learns and applies the roots (issue 6, and the
+//! sandbox-cannot-widen record of issue 7), through the real binary with the scripted test
+//! server. The attack corpus against a hostile server lives in the other `enforce_*` files.
+
+mod common;
+
+use common::{Proxy, tempdir, test_server};
+use serde_json::{Value, json};
+
+fn uri(p: &std::path::Path) -> String {
+    format!("file://{}", p.canonicalize().unwrap().display())
+}
+
+fn audit_events(path: &std::path::Path, event: &str) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == event)
+        .collect()
+}
+
+/// Initializes with the roots capability and answers rootfence's own `roots/list`.
+fn init_with_roots(p: &mut Proxy, roots: Value) {
+    p.send_json(
+        &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true}},
+        "clientInfo":{"name":"test-host","version":"0"}}}),
+    );
+    assert_eq!(p.recv()["id"], 0);
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let ask = p.recv();
+    assert_eq!(
+        ask["method"], "roots/list",
+        "rootfence asks the host itself: {ask}"
+    );
+    assert!(ask["id"].as_str().unwrap().starts_with("rootfence-"));
+    p.send_json(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"roots":roots}}));
+}
+
+fn read(p: &mut Proxy, id: u64, uri: &str) -> Value {
+    p.send_json(&json!({"jsonrpc":"2.0","id":id,"method":"resources/read","params":{"uri":uri}}));
+    p.recv()
+}
+
+#[test]
+fn host_roots_are_learnt_and_narrowed_by_the_operator_roots() {
+    let t = tempdir();
+    let ws = t.path().join("ws");
+    std::fs::create_dir_all(ws.join("proj")).unwrap();
+    std::fs::create_dir_all(t.path().join("other")).unwrap();
+    std::fs::write(ws.join("proj/a.txt"), "a").unwrap();
+    std::fs::write(ws.join("b.txt"), "b").unwrap();
+    let log = t.path().join("audit.jsonl");
+    let proj = ws.join("proj");
+    let mut p = Proxy::run(
+        &[
+            "--sandbox",
+            "off",
+            "--audit-log",
+            log.to_str().unwrap(),
+            "--root",
+            proj.to_str().unwrap(),
+        ],
+        &[&test_server()],
+    );
+    // The host declares the whole workspace and an unrelated directory: the workspace is
+    // narrowed to the operator root inside it, the other one is dropped.
+    init_with_roots(
+        &mut p,
+        json!([{"uri": uri(&ws), "name": "ws"}, {"uri": uri(&t.path().join("other"))}]),
+    );
+    // Inside the narrowed root: the test server does not serve reads, but the request passes.
+    let inside = read(&mut p, 1, &uri(&proj.join("a.txt")));
+    assert_eq!(
+        inside["error"]["code"], -32601,
+        "forwarded to the server: {inside}"
+    );
+    // In the host's root but outside the operator's: denied.
+    let outside = read(&mut p, 2, &uri(&ws.join("b.txt")));
+    assert_eq!(outside["error"]["code"], -32010, "{outside}");
+    assert_eq!(outside["error"]["data"]["reason"], "outside_roots");
+
+    // The server asks for the roots: the host's answer is replaced by the effective roots.
+    p.send(r#"{"jsonrpc":"2.0","id":3,"method":"ask_host","params":{"method":"roots/list","id":"s1"}}"#);
+    let ask = p.recv();
+    assert_eq!(ask["method"], "roots/list");
+    assert_eq!(ask["id"], "s1", "the server's own request reaches the host");
+    p.send_json(&json!({"jsonrpc":"2.0","id":"s1","result":{"roots":[{"uri": uri(&ws)}]}}));
+    let answered = p.recv();
+    assert_eq!(
+        answered["result"]["host_response"]["result"]["roots"],
+        json!([{"uri": uri(&proj)}]),
+        "the server only ever sees the effective roots: {answered}"
+    );
+    p.close_stdin();
+    assert_eq!(p.exit_code(), 0);
+
+    let updates = audit_events(&log, "roots_update");
+    let first = updates
+        .iter()
+        .find(|u| u["received"].as_array().is_some_and(|r| r.len() == 2))
+        .unwrap();
+    assert_eq!(first["effective"], json!([uri(&proj)]));
+    assert_eq!(first["narrowed"][0]["uri"], uri(&ws));
+    assert_eq!(first["dropped"][0]["reason"], "outside_operator_roots");
+}
+
+#[test]
+fn server_roots_request_without_host_roots_gets_operator_roots_or_method_not_found() {
+    let t = tempdir();
+    // No roots capability and no operator roots: -32601, as the spec says.
+    let mut p = Proxy::run(&["--sandbox", "off"], &[&test_server()]);
+    p.initialize("2025-06-18");
+    p.send(r#"{"jsonrpc":"2.0","id":1,"method":"ask_host","params":{"method":"roots/list"}}"#);
+    let r = p.recv();
+    assert_eq!(r["result"]["host_response"]["error"]["code"], -32601, "{r}");
+
+    // With operator roots, rootfence answers with them itself.
+    let mut p = Proxy::run(
+        &["--sandbox", "off", "--root", t.path().to_str().unwrap()],
+        &[&test_server()],
+    );
+    p.initialize("2025-06-18");
+    p.send(r#"{"jsonrpc":"2.0","id":1,"method":"ask_host","params":{"method":"roots/list"}}"#);
+    let r = p.recv();
+    assert_eq!(
+        r["result"]["host_response"]["result"]["roots"],
+        json!([{"uri": uri(t.path())}]),
+        "{r}"
+    );
+}
+
+#[test]
+fn unknown_roots_deny_file_uris_and_never_allow() {
+    // The host has roots but never answers rootfence's request: file: waits, then denies.
+    let t = tempdir();
+    std::fs::write(t.path().join("a.txt"), "a").unwrap();
+    let policy = t.path().join("p.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[roots]\nlist_timeout_ms = 300\non_timeout = \"deny\"\n",
+    )
+    .unwrap();
+    let mut p = Proxy::run(
+        &["--sandbox", "off", "--policy", policy.to_str().unwrap()],
+        &[&test_server()],
+    );
+    p.send_json(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{"roots":{}},"clientInfo":{"name":"h","version":"0"}}}));
+    p.recv();
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    assert_eq!(p.recv()["method"], "roots/list");
+    // Not answered. A read waits at most list_timeout_ms, then is denied.
+    let started = std::time::Instant::now();
+    let r = read(&mut p, 1, &uri(&t.path().join("a.txt")));
+    assert_eq!(r["error"]["code"], -32010, "{r}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[test]
+fn stateless_host_is_asked_for_roots_with_input_required() {
+    let t = tempdir();
+    std::fs::write(t.path().join("a.txt"), "a").unwrap();
+    let log = t.path().join("server.log");
+    let mut p = Proxy::run(
+        &["--sandbox", "off"],
+        &[&test_server(), "--log", log.to_str().unwrap()],
+    );
+    let meta = json!({"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities":{"roots":{}}});
+    p.send_json(&json!({"jsonrpc":"2.0","id":1,"method":"resources/read",
+        "params":{"uri": uri(&t.path().join("a.txt")), "_meta": meta}}));
+    let r = p.recv();
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    let requests = r["result"]["inputRequests"].as_object().unwrap();
+    let (key, request) = requests.iter().next().unwrap();
+    assert!(key.starts_with("io.rootfence/roots-"), "{key}");
+    assert_eq!(request["method"], "roots/list");
+
+    // The retry carries the answer; rootfence takes it out before the server sees it.
+    p.send_json(&json!({"jsonrpc":"2.0","id":2,"method":"resources/read",
+        "params":{"uri": uri(&t.path().join("a.txt")), "_meta": meta,
+                  "inputResponses": {key.as_str(): {"roots":[{"uri": uri(t.path())}]}}}}));
+    let r = p.recv();
+    assert_eq!(r["id"], 2);
+    assert_eq!(
+        r["error"]["code"], -32601,
+        "forwarded to the server (which has no reads): {r}"
+    );
+    // A URI outside the roots is denied now that they are known.
+    let r = read(&mut p, 3, "file:///etc/passwd");
+    assert_eq!(r["error"]["data"]["reason"], "outside_roots", "{r}");
+    p.close_stdin();
+    p.wait();
+    let seen = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !seen.contains("inputResponses"),
+        "the server saw rootfence's answer: {seen}"
+    );
+    assert!(!seen.contains("/etc/passwd"));
+}
+
+#[test]
+fn roots_beyond_the_launch_sandbox_are_recorded_as_unreachable() {
+    if rootfence::sandbox::landlock_abi().is_none() {
+        eprintln!(
+            "SKIPPED roots_beyond_the_launch_sandbox_are_recorded_as_unreachable: no Landlock"
+        );
+        return;
+    }
+    let t = tempdir();
+    let later = t.path().join("later");
+    std::fs::create_dir_all(&later).unwrap();
+    let log = t.path().join("audit.jsonl");
+    // No operator roots: the sandbox grants none at launch; the host's root comes later.
+    let mut p = Proxy::run(&["--audit-log", log.to_str().unwrap()], &[&test_server()]);
+    init_with_roots(&mut p, json!([{"uri": uri(&later)}]));
+    p.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    assert_eq!(p.recv()["id"], 1);
+    p.close_stdin();
+    assert_eq!(p.exit_code(), 0);
+    let updates = audit_events(&log, "roots_update");
+    let update = updates
+        .iter()
+        .find(|u| u["effective"] == json!([uri(&later)]))
+        .expect("roots_update");
+    assert_eq!(update["outside_sandbox"], json!([uri(&later)]), "{update}");
+}
