@@ -90,7 +90,6 @@ fn assert_wrapped(entry: &Value, server_args: &[&str]) {
 }
 
 #[test]
-#[ignore = "needs `rootfence run --policy` (being wired on main); run with --ignored"]
 fn wrapped_claude_desktop_entry_serves_a_session_through_rootfence() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
@@ -105,6 +104,8 @@ fn wrapped_claude_desktop_entry_serves_a_session_through_rootfence() {
         ),
     )
     .unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let audit_arg = format!("--run-arg=--audit-log={}", audit.display());
     let servers = wrap_desktop_config(
         dir.path(),
         json!({
@@ -115,7 +116,7 @@ fn wrapped_claude_desktop_entry_serves_a_session_through_rootfence() {
             },
             "bare": {"command": test_server()}
         }),
-        &["--policy", policy.to_str().unwrap()],
+        &["--policy", policy.to_str().unwrap(), &audit_arg],
     );
     assert_wrapped(&servers["scripted"], &["--log", log_s]);
     assert_eq!(servers["scripted"]["env"], json!({"SCRIPTED_MODE": "test"}));
@@ -137,12 +138,42 @@ fn wrapped_claude_desktop_entry_serves_a_session_through_rootfence() {
             .contains(&json!("--wrapped-without-args"))
     );
     serve_session(start_as_claude_desktop(&servers["bare"]));
+
+    // Both sessions went to the audit log named in the entry, under the wrapped policy,
+    // and the chain verifies.
+    let o = Command::new(env!("CARGO_BIN_EXE_rootfence"))
+        .args(["audit", "verify", audit.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let records = std::fs::read_to_string(&audit).unwrap();
+    let starts: Vec<Value> = records
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["event"] == "session_start")
+        .collect();
+    assert_eq!(starts.len(), 2, "{records}");
+    for s in &starts {
+        assert_eq!(
+            s["policy_files"][0]["path"],
+            policy.to_str().unwrap(),
+            "{s}"
+        );
+    }
 }
 
 #[test]
 fn wrapped_entry_without_a_policy_serves_a_session() {
     let dir = tempfile::tempdir().unwrap();
-    let servers = wrap_desktop_config(dir.path(), json!({"bare": {"command": test_server()}}), &[]);
+    let audit_arg = format!(
+        "--run-arg=--audit-log={}",
+        dir.path().join("audit.jsonl").display()
+    );
+    let servers = wrap_desktop_config(
+        dir.path(),
+        json!({"bare": {"command": test_server()}}),
+        &[&audit_arg],
+    );
     assert_wrapped(&servers["bare"], &[]);
     serve_session(start_as_claude_desktop(&servers["bare"]));
 }
