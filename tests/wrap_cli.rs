@@ -884,3 +884,97 @@ fn man_pages_are_generated_from_the_cli() {
         }
     }
 }
+
+// ---- The examples' scripts ----------------------------------------------------------------
+
+/// `examples/configs/rollout/rollout.sh` over two homes: every host config found is wrapped
+/// with the org policy, a second run changes nothing, and a broken config is reported
+/// without stopping the others.
+#[test]
+fn rollout_script_wraps_every_home_idempotently() {
+    let e = Env::new();
+    let policy = e.policy();
+    let alice = e.path("homes/alice");
+    let bob = e.path("homes/bob");
+    let files = [
+        alice.join(".config/Claude/claude_desktop_config.json"),
+        alice.join(".cursor/mcp.json"),
+        bob.join(".claude.json"),
+        bob.join(".config/Code/User/mcp.json"),
+    ];
+    for f in &files {
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        let text = if f.ends_with("Code/User/mcp.json") {
+            CONFIG.replace("mcpServers", "servers")
+        } else {
+            CONFIG.to_string()
+        };
+        std::fs::write(f, text).unwrap();
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/configs/rollout/rollout.sh");
+    let run = |extra: &[&Path]| {
+        let mut c = Command::new("sh");
+        c.arg(&script)
+            .args(extra)
+            .env("ROOTFENCE", env!("CARGO_BIN_EXE_rootfence"))
+            .env("ROOTFENCE_POLICY", &policy)
+            .env("XDG_CONFIG_HOME", e.path("not-used"));
+        c.output().unwrap()
+    };
+    let o = run(&[&alice, &bob]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut wrapped = Vec::new();
+    for f in &files {
+        let v = value_of(&std::fs::read_to_string(f).unwrap());
+        let map = v.get("mcpServers").or_else(|| v.get("servers")).unwrap();
+        assert_eq!(map["files"]["args"][2], policy.as_str(), "{}", f.display());
+        assert!(
+            Path::new(map["files"]["command"].as_str().unwrap()).ends_with("rootfence"),
+            "{}",
+            f.display()
+        );
+        wrapped.push(std::fs::read(f).unwrap());
+    }
+    // Again: idempotent, nothing on stdout, nothing written.
+    let o = run(&[&alice, &bob]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    for (f, w) in files.iter().zip(&wrapped) {
+        assert_eq!(&std::fs::read(f).unwrap(), w);
+    }
+    // A broken config: exit 2, named, the other home still handled.
+    let carol = e.path("homes/carol");
+    e.write("homes/carol/.cursor/mcp.json", "{\"mcpServers\": {");
+    let dave_cfg = e.write("homes/dave/.cursor/mcp.json", CONFIG);
+    let o = run(&[&carol, &e.path("homes/dave")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("homes/carol: cursor: failed (exit 2)"),
+        "{}",
+        stderr(&o)
+    );
+    let v = value_of(&std::fs::read_to_string(&dave_cfg).unwrap());
+    assert_eq!(v["mcpServers"]["files"]["args"][2], policy.as_str());
+}
+
+#[test]
+fn try_script_runs() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/configs/try.sh");
+    let o = Command::new("sh")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_rootfence"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(
+        out.matches("(unwrap gave back the original bytes)").count(),
+        5,
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("(wrapping again changed nothing)").count(),
+        5,
+        "{out}"
+    );
+}

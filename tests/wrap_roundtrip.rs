@@ -564,3 +564,55 @@ proptest! {
         prop_assert_eq!(d.is_empty(), !w.changed);
     }
 }
+
+/// `examples/configs/*/*.after.json` are exactly what `rootfence wrap` writes for the
+/// `.before.json` beside them (with `--rootfence-path /usr/local/bin/rootfence --policy
+/// /etc/rootfence/org.toml`), and unwrap gives the before file back. Regenerate with
+/// `ROOTFENCE_BLESS=1 cargo test --test wrap_roundtrip example_configs`.
+#[test]
+fn example_configs_match_what_wrap_writes() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/configs");
+    let bless = std::env::var_os("ROOTFENCE_BLESS").is_some();
+    let o = WrapOptions {
+        rootfence: "/usr/local/bin/rootfence".into(),
+        policies: vec!["/etc/rootfence/org.toml".into()],
+        ..WrapOptions::default()
+    };
+    let mut seen = 0;
+    for host in ["claude-desktop", "claude-code", "vscode", "cursor"] {
+        let mut befores: Vec<_> = std::fs::read_dir(dir.join(host))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".before.json"))
+            .collect();
+        befores.sort();
+        for before_path in befores {
+            let before = std::fs::read_to_string(&before_path).unwrap();
+            let w = wrap::wrap_config(&before, &o).unwrap();
+            assert!(
+                w.servers.iter().any(|s| s.action.kind() == "wrapped"),
+                "{}",
+                before_path.display()
+            );
+            let after_path = std::path::PathBuf::from(
+                before_path
+                    .to_string_lossy()
+                    .replace(".before.json", ".after.json"),
+            );
+            if bless {
+                std::fs::write(&after_path, &w.text).unwrap();
+            }
+            let after = std::fs::read_to_string(&after_path).unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e} (bless with ROOTFENCE_BLESS=1)",
+                    after_path.display()
+                )
+            });
+            assert_eq!(after, w.text, "{} is stale", after_path.display());
+            let u = wrap::unwrap_config(&after, &UnwrapOptions::default()).unwrap();
+            assert_eq!(u.text, before);
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 5);
+}
