@@ -616,3 +616,93 @@ fn example_configs_match_what_wrap_writes() {
     }
     assert_eq!(seen, 5);
 }
+
+/// Mutated samples (random JSON-significant characters inserted or deleted): wrap and unwrap
+/// never panic; whatever wrap accepts, it wraps idempotently; and when the input had no
+/// wrapped entry, unwrap gives it back byte for byte. (The same as a fuzz target, run on
+/// every `cargo test`.)
+#[test]
+fn mutated_samples_never_panic_and_round_trip() {
+    let samples: Vec<String> = FIXTURES.iter().map(|n| fixture(n)).collect();
+    let pieces = prop_oneof![
+        Just("{"),
+        Just("}"),
+        Just("["),
+        Just("]"),
+        Just(","),
+        Just(":"),
+        Just("\""),
+        Just("\\"),
+        Just("/"),
+        Just("*"),
+        Just("//"),
+        Just("/*"),
+        Just("*/"),
+        Just("\n"),
+        Just("\r\n"),
+        Just(" "),
+        Just("\t"),
+        Just("\"command\""),
+        Just("\"args\""),
+        Just("\"type\""),
+        Just("\"stdio\""),
+        Just("\"url\""),
+        Just("[]"),
+        Just("{}"),
+        Just("\"--\""),
+        Just("\"run\""),
+        Just("\\u00e9"),
+        Just("é"),
+        Just("😀"),
+        Just("1e5"),
+        Just("null"),
+    ];
+    let edits = prop::collection::vec(
+        (any::<prop::sample::Index>(), prop::option::of(pieces)),
+        1..4,
+    );
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(2000));
+    let accepted = std::cell::Cell::new(0u32);
+    runner
+        .run(&(0..samples.len(), edits), |(which, edits)| {
+            let mut text = samples[which].clone();
+            for (at, piece) in edits {
+                let boundaries: Vec<usize> = text
+                    .char_indices()
+                    .map(|(i, _)| i)
+                    .chain(std::iter::once(text.len()))
+                    .collect();
+                let i = at.index(boundaries.len());
+                let pos = boundaries[i];
+                match piece {
+                    Some(p) => text.insert_str(pos, p),
+                    None if i + 1 < boundaries.len() => {
+                        text.replace_range(pos..boundaries[i + 1], "");
+                    }
+                    None => {}
+                }
+            }
+            let _ = wrap::unwrap_config(&text, &UnwrapOptions::default());
+            let Ok(w) = wrap::wrap_config(&text, &opts(&["/p.toml"])) else {
+                return Ok(());
+            };
+            accepted.set(accepted.get() + 1);
+            let again =
+                wrap::wrap_config(&w.text, &opts(&["/p.toml"])).expect("wrap's own output parses");
+            prop_assert!(!again.changed, "not idempotent:\n{}\n---\n{}", text, w.text);
+            let u = wrap::unwrap_config(&w.text, &UnwrapOptions::default())
+                .expect("unwrap accepts wrap's output");
+            if !text.contains("rootfence") {
+                prop_assert_eq!(&u.text, &text);
+            }
+            let _ = w.diff(&text, "f");
+            Ok(())
+        })
+        .unwrap();
+    // The mutations must leave enough valid inputs for the property to mean something.
+    assert!(
+        accepted.get() > 200,
+        "only {} mutated inputs parsed",
+        accepted.get()
+    );
+}

@@ -167,8 +167,11 @@ fn expect_object(text: &str, m: &Member, what: &str) -> Result<(), WrapError> {
 /// A duplicate key in an object rootfence reads would let the host see a different value
 /// than the one rootfence edited (JSON parsers keep the last), so it is refused.
 fn check_duplicates(text: &str, members: &[Member]) -> Result<(), WrapError> {
-    for (i, m) in members.iter().enumerate() {
-        if members[..i].iter().any(|earlier| earlier.key == m.key) {
+    // A set, not pairwise comparison: `~/.claude.json` objects can be large, and a hostile
+    // file must not make this quadratic.
+    let mut seen = std::collections::HashSet::with_capacity(members.len());
+    for m in members {
+        if !seen.insert(m.key.as_str()) {
             let (line, column) = jsonc::line_col(text, m.key_span.start);
             return Err(WrapError::DuplicateKey {
                 key: m.key.clone(),
