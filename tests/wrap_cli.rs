@@ -310,6 +310,14 @@ fn run_args_are_checked_by_run_itself() {
         &["not a valid `rootfence run` option"],
         Some((&f, CONFIG)),
     );
+    let o = e.run(&["wrap", fs, "--run-arg=--root=/no/such/dir", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("warning: --run-arg root /no/such/dir is not a directory on this machine"),
+        "{}",
+        stderr(&o)
+    );
     let o = e.run(&["wrap", fs, "--run-arg=--"]);
     assert_refused(&o, &["--run-arg `--` is reserved"], Some((&f, CONFIG)));
     // A valid one lands in the entry, after the policies.

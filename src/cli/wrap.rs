@@ -330,7 +330,7 @@ fn check_run_args(run_args: &[String]) -> anyhow::Result<()> {
     let argv = std::iter::once("run")
         .chain(run_args.iter().map(String::as_str))
         .chain(["--", "server"]);
-    cmd.try_get_matches_from(argv).map_err(|e| {
+    let matches = cmd.try_get_matches_from(argv).map_err(|e| {
         let msg = e.render().to_string();
         let first = msg
             .lines()
@@ -341,6 +341,19 @@ fn check_run_args(run_args: &[String]) -> anyhow::Result<()> {
             "--run-arg is not a valid `rootfence run` option: {first} (see `rootfence run --help`)"
         )
     })?;
+    // `run` refuses to start when a --root does not exist (a typo must not leave the server
+    // rootless); say so now rather than in the host's log. Relative roots depend on the
+    // host's working directory and are not judged.
+    let parsed = <super::run::RunArgs as clap::FromArgMatches>::from_arg_matches(&matches)
+        .map_err(|e| anyhow::anyhow!("--run-arg: {e}"))?;
+    for root in &parsed.roots {
+        let path = root.strip_prefix("file://").unwrap_or(root);
+        if Path::new(path).is_absolute() && !path.contains('%') && !Path::new(path).is_dir() {
+            eprintln!(
+                "rootfence: warning: --run-arg root {root} is not a directory on this machine; `rootfence run` will refuse to start the wrapped servers until it is"
+            );
+        }
+    }
     Ok(())
 }
 
