@@ -343,10 +343,6 @@ fn classify<'n>(text: &str, entry: &'n Node) -> Result<(Entry<'n>, Shape<'n>), W
                 None => {}
             }
         }
-        if marker && e.args.is_none() {
-            // Unreachable: the marker lives in args.
-            marker = false;
-        }
         return Ok((
             e,
             Shape::Wrapped(Wrapped {
@@ -527,8 +523,8 @@ fn report(
     let (line, _) = jsonc::line_col(text, m.key_span.start);
     let field = |k: &str| entry.members.iter().find(|f| f.key == k);
     // The server's own command: after `--` when wrapped.
-    let command = match (&action, entry.command.and_then(|c| c.value.as_str())) {
-        (_, Some(c)) if is_rootfence(c) => entry
+    let command = match entry.command.and_then(|c| c.value.as_str()) {
+        Some(c) if is_rootfence(c) => entry
             .args
             .and_then(|a| a.value.items())
             .and_then(|items| {
@@ -536,7 +532,7 @@ fn report(
                 items.get(k + 1)?.as_str()
             })
             .map(str::to_string),
-        (_, c) => c.map(str::to_string),
+        c => c.map(str::to_string),
     };
     ServerReport {
         name: m.key.clone(),
