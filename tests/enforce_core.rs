@@ -227,3 +227,95 @@ fn roots_beyond_the_launch_sandbox_are_recorded_as_unreachable() {
         .expect("roots_update");
     assert_eq!(update["outside_sandbox"], json!([uri(&later)]), "{update}");
 }
+
+#[test]
+fn serve_stance_answers_reads_from_rootfences_own_read() {
+    let t = tempdir();
+    std::fs::write(t.path().join("a.txt"), "served by rootfence").unwrap();
+    std::fs::write(t.path().join("b.bin"), [0u8, 159, 146, 150]).unwrap();
+    let policy = t.path().join("p.toml");
+    std::fs::write(&policy, "version = 1\n[resources]\nread = \"serve\"\n").unwrap();
+    let log = t.path().join("server.log");
+    let mut p = Proxy::run(
+        &[
+            "--sandbox",
+            "off",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--root",
+            t.path().to_str().unwrap(),
+        ],
+        &[&test_server(), "--log", log.to_str().unwrap()],
+    );
+    p.initialize("2025-06-18");
+    let r = read(&mut p, 1, &uri(&t.path().join("a.txt")));
+    assert_eq!(
+        r["result"]["contents"][0]["text"], "served by rootfence",
+        "{r}"
+    );
+    assert!(
+        r["result"].get("resultType").is_none(),
+        "not before 2026-07-28"
+    );
+    let r = read(&mut p, 2, &uri(&t.path().join("b.bin")));
+    assert_eq!(r["result"]["contents"][0]["blob"], "AJ+Slg==", "{r}");
+    let r = read(&mut p, 3, &format!("{}/missing.txt", uri(t.path())));
+    assert_eq!(r["error"]["code"], -32002, "{r}");
+    p.close_stdin();
+    p.wait();
+    assert!(
+        !std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("resources/read"),
+        "the server never saw a read"
+    );
+
+    // 2026-07-28: the result carries resultType, a missing resource is -32602.
+    let mut p = Proxy::run(
+        &[
+            "--sandbox",
+            "off",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--root",
+            t.path().to_str().unwrap(),
+        ],
+        &[&test_server()],
+    );
+    let meta = json!({"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities":{}});
+    p.send_json(&json!({"jsonrpc":"2.0","id":1,"method":"resources/read",
+        "params":{"uri": uri(&t.path().join("a.txt")), "_meta": meta}}));
+    let r = p.recv();
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    p.send_json(&json!({"jsonrpc":"2.0","id":2,"method":"resources/read",
+        "params":{"uri": format!("{}/missing.txt", uri(t.path())), "_meta": meta}}));
+    assert_eq!(p.recv()["error"]["code"], -32602);
+}
+
+#[test]
+fn an_audit_log_that_cannot_be_written_stops_the_session() {
+    let t = tempdir();
+    // A directory where the log file should be: it cannot be opened for appending.
+    let log = t.path().join("audit.jsonl");
+    std::fs::create_dir(&log).unwrap();
+    let mut p = Proxy::run(
+        &["--sandbox", "off", "--audit-log", log.to_str().unwrap()],
+        &[&test_server()],
+    );
+    p.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    let r = p.recv();
+    assert_eq!(
+        r["error"]["code"], -32000,
+        "nothing is relayed unaudited: {r}"
+    );
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("audit log"),
+        "{r}"
+    );
+    assert_eq!(p.exit_code(), 2);
+    assert!(p.stderr().contains("audit log"), "{}", p.stderr());
+}

@@ -190,48 +190,273 @@ fn explain_tools_and_roots() {
     let out = rootfence(&["policy", "explain", "--as-root", "file:///home/u"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stdout).contains("roots.deny = \"~\""));
-    let out = rootfence(&["policy", "explain", "--as-root", "file:///home/u/proj"]);
-    assert_eq!(out.status.code(), Some(0));
+    // A declared root must also open as a directory, as `run` requires.
+    let t = Tree::new();
+    let out = rootfence(&["policy", "explain", "--as-root", &t.uri("proj")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let out = rootfence(&["policy", "explain", "--as-root", &t.uri("missing")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).contains("reason:   not_found"));
+    let out = rootfence(&["policy", "explain", "--as-root", "https://example.com/"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).contains("reason:   not_a_file_uri"));
+}
+
+/// A temporary tree for root checks:
+///
+/// ```text
+/// proj/            the root
+///   a.rs
+///   sub/
+///   .env
+///   out_link -> <tmp>/outside        (absolute, escapes)
+///   rel_link -> ../outside           (relative, escapes)
+///   in_link  -> sub                  (stays inside)
+///   hard.rs  (a second name of outside/shared.rs)
+/// proj_evil/a.rs   a string-prefix sibling of the root
+/// outside/secret, outside/shared.rs
+/// etc_alias -> /etc                  (a root whose real path the default policy refuses)
+/// ```
+struct Tree {
+    _dir: tempfile::TempDir,
+    /// The canonical path of the temporary directory (`/tmp` may itself be a link).
+    base: PathBuf,
+}
+
+impl Tree {
+    fn new() -> Tree {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        for d in ["proj/sub", "proj_evil", "outside"] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        for f in [
+            "proj/a.rs",
+            "proj/.env",
+            "proj_evil/a.rs",
+            "outside/secret",
+            "outside/shared.rs",
+        ] {
+            std::fs::write(base.join(f), "x").unwrap();
+        }
+        let link = |target: &str, name: &str| {
+            std::os::unix::fs::symlink(target, base.join(name)).unwrap();
+        };
+        link(base.join("outside").to_str().unwrap(), "proj/out_link");
+        link("../outside", "proj/rel_link");
+        link("sub", "proj/in_link");
+        link("/etc", "etc_alias");
+        std::fs::hard_link(base.join("outside/shared.rs"), base.join("proj/hard.rs")).unwrap();
+        Tree { _dir: dir, base }
+    }
+
+    fn path(&self, rel: &str) -> String {
+        self.base.join(rel).to_str().unwrap().to_string()
+    }
+
+    fn uri(&self, rel: &str) -> String {
+        format!("file://{}", self.path(rel))
+    }
+
+    /// `policy explain --json` with `--root proj` (plus `extra`); exit code and JSON.
+    fn explain(&self, extra: &[&str], uri: &str) -> (Option<i32>, serde_json::Value) {
+        let root = self.path("proj");
+        let mut args = vec!["policy", "explain", "--json", "--root", &root];
+        args.extend_from_slice(extra);
+        args.push(uri);
+        let out = rootfence(&args);
+        assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+        let v = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), v)
+    }
 }
 
 #[test]
 fn explain_with_roots_checks_containment() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("proj");
-    std::fs::create_dir(&root).unwrap();
-    std::fs::create_dir(dir.path().join("proj_evil")).unwrap();
-    let root_canon = std::fs::canonicalize(&root).unwrap();
-    let r = root_canon.to_str().unwrap();
-    let inside = format!("file://{r}/src/a.rs");
-    let out = rootfence(&["policy", "explain", "--root", r, &inside]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
-    // A sibling that shares the root's name as a string prefix is outside.
-    let sibling = format!("file://{r}_evil/a.rs");
-    let out = rootfence(&["policy", "explain", "--root", r, "--json", &sibling]);
-    assert_eq!(out.status.code(), Some(1));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["reason"], "outside_roots");
+    let t = Tree::new();
+    let (code, v) = t.explain(&[], &t.uri("proj/sub/new.rs"));
+    assert_eq!(code, Some(0), "{v:#}");
     assert_eq!(v["roots_checked"], true);
+    assert_eq!(v["steps"][0]["reason"], "inside_root");
     // Inside the root, but denied by the policy.
-    let secret = format!("file://{r}/.env");
-    let out = rootfence(&["policy", "explain", "--root", r, "--json", &secret]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, v) = t.explain(&[], &t.uri("proj/.env"));
+    assert_eq!(code, Some(1));
     assert_eq!(v["reason"], "policy_deny");
+    // The URI's canonical form is what is checked and reported.
+    let (code, v) = t.explain(
+        &[],
+        &format!("FILE://localhost{}/sub/./x%20y.rs", t.path("proj")),
+    );
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["subject"]["canonical"], t.uri("proj/sub/x%20y.rs"));
+    assert_eq!(v["subject"]["path"], t.path("proj/sub/x y.rs"));
+}
+
+/// CVE-2025-53110: `/x_evil` is not inside `/x`, though it starts with it as a string.
+#[test]
+fn explain_prefix_sibling_is_outside_roots() {
+    let t = Tree::new();
+    let (code, v) = t.explain(&[], &t.uri("proj_evil/a.rs"));
+    assert_eq!(code, Some(1));
+    assert_eq!(v["reason"], "outside_roots");
+    assert_eq!(v["provenance"]["rule"], serde_json::Value::Null);
+    assert_eq!(v["blocked"], true);
+}
+
+/// CVE-2025-53109: a symbolic link under the root that leads out is refused by the
+/// kernel's beneath-resolution, whether absolute or relative.
+#[test]
+fn explain_escaping_symlink_under_root_is_symlink_escape() {
+    let t = Tree::new();
+    for link in [
+        "proj/out_link/secret",
+        "proj/rel_link/secret",
+        "proj/out_link",
+    ] {
+        let (code, v) = t.explain(&[], &t.uri(link));
+        assert_eq!(code, Some(1), "{link}");
+        assert_eq!(v["reason"], "symlink_escape", "{link}: {v:#}");
+        assert_eq!(v["steps"][0]["check"], "roots");
+    }
+    // Text output names the reason and the root check as what decided.
+    let out = rootfence(&[
+        "policy",
+        "explain",
+        "--root",
+        &t.path("proj"),
+        &t.uri("proj/out_link/secret"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let s = text(&out.stdout);
+    assert!(s.contains("reason:   symlink_escape"), "{s}");
+    assert!(
+        s.contains("rule:     none (decided by the root check)"),
+        "{s}"
+    );
+    assert!(s.contains("detail:   "), "{s}");
+}
+
+/// `..` after a symbolic link: lexically it stays inside, for the kernel it does not.
+#[test]
+fn explain_dot_dot_after_a_symlink_is_dot_segment() {
+    let t = Tree::new();
+    let (code, v) = t.explain(&[], &format!("{}/../proj/a.rs", t.uri("proj/rel_link")));
+    assert_eq!(code, Some(1));
+    assert_eq!(v["reason"], "dot_segment", "{v:#}");
+}
+
+/// The policy's `[roots]` stances are the check options: `symlinks = "never"` refuses
+/// even a link that stays inside; `hardlinks = "deny"` (the default) refuses a file with
+/// a second name outside the root.
+#[test]
+fn explain_applies_the_policys_link_stances() {
+    let t = Tree::new();
+    let (code, v) = t.explain(&[], &t.uri("proj/in_link/new.rs"));
+    assert_eq!(code, Some(0), "{v:#}");
+    let strict = policies("strict.toml");
+    let (code, v) = t.explain(&["--policy", &strict], &t.uri("proj/in_link/new.rs"));
+    assert_eq!(code, Some(1));
+    assert_eq!(v["reason"], "symlink_refused", "{v:#}");
+
+    let (code, v) = t.explain(&[], &t.uri("proj/hard.rs"));
+    assert_eq!(code, Some(1));
+    assert_eq!(v["reason"], "hard_link", "{v:#}");
+    let dir = tempfile::tempdir().unwrap();
+    let allow = write(
+        dir.path(),
+        "links.toml",
+        "version = 1\n[roots]\nhardlinks = \"allow\"\n",
+    );
+    let (code, v) = t.explain(
+        &["--policy", allow.to_str().unwrap()],
+        &t.uri("proj/hard.rs"),
+    );
+    assert_eq!(code, Some(0), "{v:#}");
+}
+
+/// URIs that `run` refuses before any root or policy check are denied with the parser's
+/// reason (not an "unreadable input" error): `run` would deny them, so `explain` does.
+#[test]
+fn explain_refuses_encoded_traversal_with_its_reason() {
+    let t = Tree::new();
+    let proj = t.uri("proj");
+    for (uri, reason) in [
+        (format!("{proj}/%2e%2e/outside/secret"), "dot_segment"),
+        (format!("{proj}/.%2E/outside/secret"), "dot_segment"),
+        (
+            format!("{proj}/%252e%252e/outside/secret"),
+            "double_encoding",
+        ),
+        (format!("{proj}/..%2foutside/secret"), "encoded_separator"),
+        (format!("{proj}/..%5coutside/secret"), "encoded_separator"),
+        (format!("{proj}/%C0%AE%C0%AE/outside"), "bad_encoding"),
+        (
+            format!("{proj}/%EF%BC%8F..%EF%BC%8Foutside"),
+            "lookalike_separator",
+        ),
+        ("file:///../etc/passwd".into(), "dot_segment"),
+        ("file://host/x".into(), "non_local_host"),
+        ("no-scheme".into(), "not_a_file_uri"),
+    ] {
+        let (code, v) = t.explain(&[], &uri);
+        assert_eq!(code, Some(1), "{uri}");
+        assert_eq!(v["reason"], reason, "{uri}: {v:#}");
+        assert_eq!(v["steps"].as_array().unwrap().len(), 1, "{uri}");
+        assert_eq!(v["steps"][0]["check"], "uri", "{uri}");
+        assert_eq!(v["subject"]["canonical"], serde_json::Value::Null, "{uri}");
+        // Without --root, the parser refuses them all the same.
+        let out = rootfence(&["policy", "explain", &uri]);
+        assert_eq!(out.status.code(), Some(1), "{uri}");
+        let s = text(&out.stdout);
+        assert!(s.contains(&format!("reason:   {reason}")), "{uri}: {s}");
+        assert!(!s.contains("roots not checked"), "{uri}: {s}");
+    }
+}
+
+/// A `--root` that `[roots]` refuses (here through its real path: a link to `/etc`) is
+/// dropped as `run` drops it; it does not deny URIs inside the other roots, and URIs
+/// only inside it are outside the roots.
+#[test]
+fn explain_a_dropped_root_does_not_decide_for_other_roots() {
+    let t = Tree::new();
+    let alias = t.path("etc_alias");
+    let (code, v) = t.explain(&["--root", &alias], &t.uri("proj/a.rs"));
+    assert_eq!(code, Some(0), "{v:#}");
+    let dropped = v["dropped_roots"].as_array().unwrap();
+    assert_eq!(dropped.len(), 1, "{v:#}");
+    assert_eq!(dropped[0]["reason"], "policy_deny");
+    assert_eq!(dropped[0]["rule"], "roots.deny = \"/etc/**\"");
+    let (code, v) = t.explain(&["--root", &alias], &format!("file://{alias}/hostname"));
+    assert_eq!(code, Some(1));
+    assert_eq!(v["reason"], "outside_roots", "{v:#}");
+    // Declared by the host, the same root is refused through its real path.
+    let out = rootfence(&["policy", "explain", "--as-root", &t.uri("etc_alias")]);
+    assert_eq!(out.status.code(), Some(1));
+    let s = text(&out.stdout);
+    assert!(s.contains("roots.deny = \"/etc/**\""), "{s}");
+    assert!(s.contains("the root resolves to file:///etc"), "{s}");
 }
 
 #[test]
-fn explain_refuses_unreadable_uris() {
-    for bad in [
-        "file:///a/../etc/passwd",
-        "file:///a%2fb",
-        "file://host/x",
-        "no-scheme",
-    ] {
-        let out = rootfence(&["policy", "explain", bad]);
-        assert_eq!(out.status.code(), Some(2), "{bad}");
-        assert!(out.stdout.is_empty(), "{bad}");
-        assert!(text(&out.stderr).contains("cannot explain"), "{bad}");
-    }
+fn explain_exit_2_when_the_policy_or_a_root_cannot_be_read() {
+    let out = rootfence(&["policy", "explain", "--root", "/nonexistent/r", "file:///x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(
+        text(&out.stderr).contains("does not exist"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = rootfence(&[
+        "policy",
+        "explain",
+        "--policy",
+        "/nonexistent/p.toml",
+        "file:///x",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(text(&out.stderr).contains("error[io]"));
 }
 
 #[test]

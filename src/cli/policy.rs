@@ -1,14 +1,25 @@
 //! `rootfence policy check|explain|show` (issue 4): validate policy layers, explain one
 //! decision with its provenance, print the compiled effective policy.
 //!
-//! Exit codes: `check` 0 = valid, 1 = policy errors; `explain` 0 = allowed, 1 = denied,
-//! 2 = the policy or the input could not be read; `show` 0, or 1 on policy errors.
+//! `explain` decides as `rootfence run` does, with the same library parts: the strict URI
+//! parser (`uri::FileUri`), the root check beneath opened directory capabilities
+//! (`roots::RootSet`, with the policy's symlink and hard-link stances), then the policy
+//! rule on the canonical path. The first denial decides.
+//!
+//! Exit codes: `check` 0 = valid, 1 = policy errors; `explain` 0 = allowed, 1 = denied
+//! (a URI that does not parse is denied, as `run` denies it), 2 = the policy or a `--root`
+//! could not be read; `show` 0, or 1 on policy errors.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use rootfence::policy::{Decision, Policy, PolicyErrors};
+use rootfence::policy::{
+    Decision, HardlinkStance, Mode, Policy, PolicyErrors, Provenance,
+    SymlinkStance as PolicySymlinks,
+};
+use rootfence::roots::{CheckOptions, RootErrorKind, RootSet, RootSpec, SymlinkStance, Verdict};
+use rootfence::uri::{FileUri, Reason as UriReason, scheme_of};
 use serde_json::json;
 
 /// Validate, explain and show policies.
@@ -50,11 +61,13 @@ pub struct ExplainArgs {
     /// policy.
     #[arg(long = "policy", value_name = "FILE")]
     policies: Vec<PathBuf>,
-    /// A root directory (as `run --root`): the URI must also lie inside one of them, and
-    /// each root must itself pass `[roots]`.
+    /// A root directory (as `run --root`; repeat for several): the URI must also lie
+    /// inside one of them, checked beneath the opened directory (symbolic links, hard
+    /// links and `..` as `run` treats them). A root that `[roots]` refuses is dropped.
     #[arg(long = "root", value_name = "DIR")]
     roots: Vec<PathBuf>,
-    /// Treat the argument as a root the host declares (decided by `[roots]`).
+    /// Treat the argument as a root the host declares: a `file:` URI of a directory that
+    /// opens, allowed by `[roots]` under its declared and its real path.
     #[arg(long, conflicts_with = "tool")]
     as_root: bool,
     /// Treat the argument as a tool name (decided by `[tools]`).
@@ -124,48 +137,112 @@ fn show(policies: &[PathBuf], as_json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// One step of an explanation (roots first, then the policy rule).
+/// One step of an explanation: the URI parser, the root check, then the policy rule.
 struct Step {
+    /// `uri`, `roots`, `resources` or `tools`.
     check: &'static str,
     allow: bool,
-    reason: String,
-    file: Option<String>,
-    line: Option<u32>,
-    column: Option<u32>,
-    rule: String,
+    /// A policy reason code (`docs/policy.md`), a URI or root reason code
+    /// (`docs/reasons.md`), or `inside_root` for a root check that passed.
+    reason: &'static str,
+    /// The policy rule that decided; `None` when the URI parser or the root check did.
+    rule: Option<Provenance>,
+    /// What the parser or the root check found, for people.
+    detail: Option<String>,
 }
 
 impl Step {
-    fn from_decision(check: &'static str, d: &Decision<'_>) -> Self {
+    fn policy(check: &'static str, d: &Decision<'_>) -> Self {
         Step {
             check,
             allow: d.allow,
-            reason: d.reason.as_str().to_string(),
-            file: d.provenance.file.as_deref().map(str::to_string),
-            line: d.provenance.line,
-            column: d.provenance.column,
-            rule: d.provenance.rule.clone(),
+            reason: d.reason.as_str(),
+            rule: Some(d.provenance.clone()),
+            detail: None,
         }
     }
 
+    fn refused(check: &'static str, reason: UriReason, detail: String) -> Self {
+        Step {
+            check,
+            allow: false,
+            reason: reason.code(),
+            rule: None,
+            detail: Some(detail),
+        }
+    }
+
+    fn with_detail(mut self, detail: String) -> Self {
+        self.detail = Some(detail);
+        self
+    }
+
     fn json(&self) -> serde_json::Value {
+        let p = self.rule.as_ref();
         json!({
             "check": self.check,
             "decision": if self.allow { "allow" } else { "deny" },
             "reason": self.reason,
-            "file": self.file,
-            "line": self.line,
-            "column": self.column,
-            "rule": self.rule,
+            "file": p.and_then(|p| p.file.as_deref()),
+            "line": p.and_then(|p| p.line),
+            "column": p.and_then(|p| p.column),
+            "rule": p.map(|p| p.rule.as_str()),
+            "detail": self.detail,
         })
     }
 
-    fn location(&self) -> String {
-        match (&self.file, self.line, self.column) {
-            (Some(f), Some(l), Some(c)) => format!("{f}:{l}:{c}"),
-            (Some(f), _, _) => f.clone(),
-            _ => "built-in default".into(),
+    /// The rule as written, or what decided when no policy rule did.
+    fn rule_text(&self) -> String {
+        match (&self.rule, self.check) {
+            (Some(p), _) => p.rule.clone(),
+            (None, "uri") => "none (decided by the uri parser)".into(),
+            (None, _) => "none (decided by the root check)".into(),
         }
+    }
+
+    fn location(&self) -> String {
+        match &self.rule {
+            Some(p) => location(p),
+            None if self.check == "uri" => "uri parser".into(),
+            None => "root check".into(),
+        }
+    }
+}
+
+/// A `--root` that the policy's `[roots]` rules refuse: `run` drops it, so it does not
+/// count for containment.
+struct DroppedRoot {
+    root: String,
+    reason: &'static str,
+    rule: Provenance,
+}
+
+fn provenance_json(p: Option<&Provenance>) -> serde_json::Value {
+    json!({
+        "file": p.and_then(|p| p.file.as_deref()),
+        "line": p.and_then(|p| p.line),
+        "column": p.and_then(|p| p.column),
+        "rule": p.map(|p| p.rule.as_str()),
+    })
+}
+
+fn location(p: &Provenance) -> String {
+    match (&p.file, p.line, p.column) {
+        (Some(f), Some(l), Some(c)) => format!("{f}:{l}:{c}"),
+        (Some(f), _, _) => f.to_string(),
+        _ => "built-in default".into(),
+    }
+}
+
+/// The root-check options `run` derives from the policy's `[roots]` stances.
+fn check_options(policy: &Policy) -> CheckOptions {
+    let roots = policy.roots();
+    CheckOptions {
+        symlinks: match roots.symlinks {
+            PolicySymlinks::FollowWithinRoot => SymlinkStance::FollowWithinRoot,
+            PolicySymlinks::Never => SymlinkStance::Never,
+        },
+        deny_hard_links: roots.hardlinks == HardlinkStance::Deny,
     }
 }
 
@@ -178,41 +255,56 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut steps = Vec::new();
+    let mut dropped = Vec::new();
+    // Whether the decision could change with roots that were not given: only for a
+    // `file:` URI that parsed and reached the policy without a root check.
+    let mut roots_unchecked = false;
     let subject = if args.tool {
-        steps.push(Step::from_decision(
-            "tools",
-            &policy.decide_tool(&args.target),
-        ));
+        steps.push(Step::policy("tools", &policy.decide_tool(&args.target)));
         json!({"tool": args.target})
+    } else if args.as_root {
+        explain_root(&policy, &args.target, &mut steps)
     } else {
-        let (scheme, path) = parse_uri_minimal(&args.target)
-            .with_context(|| format!("cannot explain `{}`", args.target))?;
-        if args.as_root {
-            let Some(path) = path.as_deref() else {
-                bail!("a root must be a file: URI, got scheme `{scheme}`");
-            };
-            steps.push(Step::from_decision("roots", &policy.decide_root(path)));
-        } else {
-            if scheme == "file" && !args.roots.is_empty() {
-                if let Some(path) = path.as_deref() {
-                    steps.extend(root_steps(&policy, &args.roots, path)?);
-                }
+        let scheme = scheme_of(&args.target).map(|s| s.into_owned());
+        match scheme.as_deref() {
+            Some(s) if s != "file" => {
+                steps.push(Step::policy("resources", &policy.decide_resource(s, None)));
+                json!({"uri": args.target, "scheme": s, "path": null, "canonical": null})
             }
-            steps.push(Step::from_decision(
-                "resources",
-                &policy.decide_resource(&scheme, path.as_deref()),
-            ));
+            _ => match FileUri::parse(&args.target) {
+                Err(e) => {
+                    steps.push(Step::refused("uri", e.reason, e.detail));
+                    json!({"uri": args.target, "scheme": scheme, "path": null, "canonical": null})
+                }
+                Ok(uri) => {
+                    if args.roots.is_empty() {
+                        roots_unchecked = true;
+                    } else {
+                        let opts = check_options(&policy);
+                        steps.push(root_check(&policy, &args.roots, &uri, &opts, &mut dropped)?);
+                    }
+                    steps.push(Step::policy(
+                        "resources",
+                        &policy.decide_resource("file", Some(uri.path())),
+                    ));
+                    json!({
+                        "uri": args.target,
+                        "scheme": "file",
+                        "path": uri.path(),
+                        "canonical": uri.as_str(),
+                    })
+                }
+            },
         }
-        json!({"uri": args.target, "scheme": scheme, "path": path})
     };
-    // The first denying step decides; if none denies, the last (the policy rule) does.
+    // The first denying step decides, as in `run`; if none denies, the last (the policy
+    // rule) does.
     let decisive = steps
         .iter()
         .find(|s| !s.allow)
         .unwrap_or_else(|| steps.last().expect("at least one step"));
     let allow = decisive.allow;
-    let roots_checked = !args.roots.is_empty() || args.as_root || args.tool;
-    let blocked = !allow && policy.mode() == rootfence::policy::Mode::Enforce;
+    let blocked = !allow && policy.mode() == Mode::Enforce;
     if args.json {
         let out = json!({
             "subject": subject,
@@ -220,21 +312,28 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
             "reason": decisive.reason,
             "mode": policy.mode().as_str(),
             "blocked": blocked,
-            "provenance": {
-                "file": decisive.file,
-                "line": decisive.line,
-                "column": decisive.column,
-                "rule": decisive.rule,
-            },
+            "provenance": provenance_json(decisive.rule.as_ref()),
+            "detail": decisive.detail,
             "steps": steps.iter().map(Step::json).collect::<Vec<_>>(),
-            "roots_checked": roots_checked,
+            "dropped_roots": dropped.iter().map(|d| json!({
+                "root": d.root,
+                "reason": d.reason,
+                "file": d.rule.file.as_deref(),
+                "line": d.rule.line,
+                "column": d.rule.column,
+                "rule": d.rule.rule,
+            })).collect::<Vec<_>>(),
+            "roots_checked": !roots_unchecked,
             "layers": policy.layers().iter().map(|l| json!({"name": l.name, "sha256": l.sha256})).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!("decision: {}", if allow { "allow" } else { "deny" });
         println!("reason:   {}", decisive.reason);
-        println!("rule:     {}", decisive.rule);
+        println!("rule:     {}", decisive.rule_text());
+        if let Some(detail) = &decisive.detail {
+            println!("detail:   {detail}");
+        }
         println!("layer:    {}", decisive.location());
         let mode = policy.mode().as_str();
         let effect = match (allow, blocked) {
@@ -243,18 +342,31 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
             (false, false) => "logged, not blocked",
         };
         println!("mode:     {mode} ({effect})");
-        if !roots_checked {
+        if roots_unchecked {
             println!("note:     roots not checked (pass --root DIR to check containment too)");
+        }
+        for d in &dropped {
+            println!(
+                "dropped:  --root {}: {} {}  ({})",
+                d.root,
+                d.reason,
+                d.rule.rule,
+                location(&d.rule)
+            );
         }
         if steps.len() > 1 {
             println!("steps:");
             for s in &steps {
+                let what = match (&s.rule, &s.detail) {
+                    (Some(p), Some(d)) => format!("{}: {d}", p.rule),
+                    (Some(p), None) => p.rule.clone(),
+                    (None, d) => d.clone().unwrap_or_default(),
+                };
                 println!(
-                    "  {:<9} {:<5} {:<14} {}  ({})",
+                    "  {:<9} {:<5} {:<14} {what}  ({})",
                     s.check,
                     if s.allow { "allow" } else { "deny" },
                     s.reason,
-                    s.rule,
                     s.location()
                 );
             }
@@ -267,154 +379,115 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Root steps for `--root`: each root must pass `[roots]`, and the path must lie inside
-/// one of the roots that pass.
-///
-/// Containment here is lexical and component-wise on canonicalized root paths; the relay
-/// decides containment beneath an open directory capability (issue 3), which also
-/// resolves symlinks inside the URI's path.
-fn root_steps(policy: &Policy, roots: &[PathBuf], path: &str) -> anyhow::Result<Vec<Step>> {
-    let mut steps = Vec::new();
-    let mut inside_allowed = false;
-    for root in roots {
-        let canon = canonical_root(root)?;
-        let d = policy.decide_root(&canon);
-        let mut step = Step::from_decision("roots", &d);
-        step.rule = format!("--root {canon}: {}", step.rule);
-        let inside = path == canon
-            || canon == "/"
-            || (path.starts_with(&canon) && path.as_bytes().get(canon.len()) == Some(&b'/'));
-        inside_allowed |= d.allow && inside;
-        if !d.allow {
-            steps.push(step);
+/// A root the host declares (`--as-root`), as `run` judges it: a strict `file:` URI,
+/// allowed by `[roots]` under its declared path, a directory that opens, and allowed by
+/// `[roots]` under its real path too (a link to `/etc` is judged as `/etc`).
+fn explain_root(policy: &Policy, raw: &str, steps: &mut Vec<Step>) -> serde_json::Value {
+    let uri = match FileUri::parse(raw) {
+        Ok(uri) => uri,
+        Err(e) => {
+            steps.push(Step::refused("uri", e.reason, e.detail));
+            return json!({"root": raw, "path": null, "canonical": null});
+        }
+    };
+    let subject = json!({"root": raw, "path": uri.path(), "canonical": uri.as_str()});
+    let declared = policy.decide_root(uri.path());
+    steps.push(Step::policy("roots", &declared));
+    if !declared.allow {
+        return subject;
+    }
+    let (set, errors) = RootSet::open([RootSpec::uri(uri.as_str())]);
+    if let Some(e) = errors.into_iter().next() {
+        let reason = match &e.kind {
+            RootErrorKind::Invalid(u) | RootErrorKind::UnnamableRealPath { err: u, .. } => u.reason,
+            RootErrorKind::NotFound => UriReason::NotFound,
+            RootErrorKind::NotADirectory => UriReason::NotADirectory,
+            _ => UriReason::IoError,
+        };
+        steps.push(Step::refused("roots", reason, e.to_string()));
+        return subject;
+    }
+    let root = &set.roots()[0];
+    if root.real_uri() != root.uri() {
+        let real = policy.decide_root(root.real_uri().path());
+        steps.push(
+            Step::policy("roots", &real)
+                .with_detail(format!("the root resolves to {}", root.real_uri())),
+        );
+    }
+    subject
+}
+
+/// The root check for `--root`: each root is opened as `run` opens it and must pass
+/// `[roots]` under its declared and its real path (a root that does not is dropped, as
+/// `run` drops it); the URI is then checked beneath the roots that remain.
+fn root_check(
+    policy: &Policy,
+    roots: &[PathBuf],
+    uri: &FileUri,
+    opts: &CheckOptions,
+    dropped: &mut Vec<DroppedRoot>,
+) -> anyhow::Result<Step> {
+    let mut kept = Vec::new();
+    for arg in roots {
+        let spec = root_spec(arg)?;
+        let (one, errors) = RootSet::open([spec.clone()]);
+        if let Some(e) = errors.into_iter().next() {
+            return Err(e).context("cannot explain with this --root");
+        }
+        let root = &one.roots()[0];
+        let refusal = [root.uri(), root.real_uri()]
+            .into_iter()
+            .map(|form| policy.decide_root(form.path()))
+            .find(|d| !d.allow);
+        match refusal {
+            Some(d) => dropped.push(DroppedRoot {
+                root: if root.real_uri() == root.uri() {
+                    root.uri().path().to_string()
+                } else {
+                    format!(
+                        "{} (real path {})",
+                        root.uri().path(),
+                        root.real_uri().path()
+                    )
+                },
+                reason: d.reason.as_str(),
+                rule: d.provenance.clone(),
+            }),
+            None => kept.push(spec),
         }
     }
-    if !inside_allowed {
-        steps.push(Step {
-            check: "roots",
-            allow: false,
-            reason: "outside_roots".into(),
-            file: None,
-            line: None,
-            column: None,
-            rule: format!(
-                "path is outside every allowed --root ({} given)",
-                roots.len()
-            ),
-        });
-    } else {
-        steps.push(Step {
+    // The same roots again, as one set: `check` chooses among them as `run` does.
+    let (set, errors) = RootSet::open(kept);
+    if let Some(e) = errors.into_iter().next() {
+        return Err(e).context("cannot explain: a --root changed while it was being opened");
+    }
+    Ok(match set.check(uri, opts) {
+        Verdict::Allow(a) => Step {
             check: "roots",
             allow: true,
-            reason: "inside_root".into(),
-            file: None,
-            line: None,
-            column: None,
-            rule: "path is inside an allowed --root".into(),
-        });
-    }
-    Ok(steps)
+            reason: "inside_root",
+            rule: None,
+            detail: Some(format!(
+                "inside the root {} ({})",
+                set.roots()[a.root].uri(),
+                a.kind.as_str()
+            )),
+        },
+        Verdict::Deny(d) => Step::refused("roots", d.reason, d.detail),
+    })
 }
 
-/// The canonical path of a `--root` directory, as UTF-8.
-fn canonical_root(root: &Path) -> anyhow::Result<String> {
-    let canon = std::fs::canonicalize(root)
-        .with_context(|| format!("cannot resolve --root {}", root.display()))?;
-    canon
-        .to_str()
-        .map(str::to_string)
-        .with_context(|| format!("--root {} is not UTF-8", root.display()))
-}
-
-/// Minimal URI reading for `explain`, until the strict parser of issue 3 (`uri::FileUri`)
-/// is available on this branch: the scheme (lowercased), and for `file:` the decoded path.
-///
-/// Deliberately strict (it refuses what it cannot read unambiguously): the authority must
-/// be empty or `localhost`; no query or fragment; percent-decoding once, refusing encoded
-/// `/`, `\` and NUL, and non-UTF-8; the path must be absolute and normalized (no `.`, `..`
-/// or empty components). It is never used on the relay's path.
-fn parse_uri_minimal(raw: &str) -> anyhow::Result<(String, Option<String>)> {
-    let Some((scheme, rest)) = raw.split_once(':') else {
-        bail!("not a URI (no scheme)");
-    };
-    let mut chars = scheme.chars();
-    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    if !valid {
-        bail!("invalid URI scheme `{scheme}`");
-    }
-    let scheme = scheme.to_ascii_lowercase();
-    if scheme != "file" {
-        return Ok((scheme, None));
-    }
-    let Some(after) = rest.strip_prefix("//") else {
-        bail!("a file: URI must be file:///absolute/path");
-    };
-    let (authority, path) = after.split_at(after.find('/').unwrap_or(after.len()));
-    if !(authority.is_empty() || authority.eq_ignore_ascii_case("localhost")) {
-        bail!("file: URI with host `{authority}` is not a local file");
-    }
-    if path.contains(['?', '#']) {
-        bail!("file: URI with a query or fragment");
-    }
-    let bytes = path.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .context("bad percent-encoding")?;
-            if matches!(hex, b'/' | b'\\' | 0) {
-                bail!("encoded `/`, `\\` or NUL in a file: URI");
-            }
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    let path = String::from_utf8(out).context("file: URI path is not UTF-8")?;
-    let normalized = path == "/"
-        || (path.starts_with('/')
-            && path[1..]
-                .split('/')
-                .all(|c| !c.is_empty() && c != "." && c != ".."));
-    if !normalized {
-        bail!("file: URI path `{path}` is not absolute and normalized");
-    }
-    Ok((scheme, Some(path)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_uri_minimal;
-
-    #[test]
-    fn minimal_uri_reading() {
-        let ok = |u: &str| parse_uri_minimal(u).unwrap();
-        assert_eq!(ok("file:///a/b"), ("file".into(), Some("/a/b".into())));
-        assert_eq!(
-            ok("FILE://localhost/a%20b"),
-            ("file".into(), Some("/a b".into()))
+/// A `--root` argument as a root specification: relative paths are taken against the
+/// working directory, as `run --root` takes them.
+fn root_spec(arg: &Path) -> anyhow::Result<RootSpec> {
+    if arg.as_os_str().as_encoded_bytes().starts_with(b"~") {
+        bail!(
+            "--root {}: `~` is not expanded here; give an absolute path",
+            arg.display()
         );
-        assert_eq!(ok("https://x/y"), ("https".into(), None));
-        for bad in [
-            "file:///a/../b",
-            "file:///a/%2e%2e/b",
-            "file:///a%2fb",
-            "file:///a//b",
-            "file://evil/a",
-            "file:///a?x",
-            "file:a",
-            "nope",
-            "file:///a%ff",
-            "file:///a%00",
-        ] {
-            assert!(parse_uri_minimal(bad).is_err(), "{bad}");
-        }
     }
+    let abs = std::path::absolute(arg)
+        .with_context(|| format!("cannot make --root {} absolute", arg.display()))?;
+    Ok(RootSpec::path(abs))
 }

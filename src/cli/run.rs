@@ -211,6 +211,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     }
+    if outcome.cause == EndCause::Stopped {
+        // rootfence ended the session itself (its error is on stderr): its own failure code,
+        // not the status of the server it stopped.
+        return Ok(ExitCode::from(2));
+    }
     Ok(ExitCode::from(outcome.exit_code))
 }
 

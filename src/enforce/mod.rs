@@ -309,12 +309,31 @@ fn uris(set: &RootSet) -> Vec<AuditUri> {
         .collect()
 }
 
-/// The routing facts of the message being handled, for the audit records.
+/// The routing facts of the message being handled, for the audit records, and whether the
+/// handler changed the message.
 struct Ctx<'a> {
     from: Side,
     method: &'a str,
     id: Option<&'a Id>,
     roots: Option<&'a RootSet>,
+    changed: std::cell::Cell<bool>,
+    /// The peers speak 2026-07-28 or later (results carry `resultType`, not-found is -32602).
+    stateless: bool,
+}
+
+impl Ctx<'_> {
+    /// Notes that the message was changed (an item removed, a value rewritten).
+    fn mark(&self) {
+        self.changed.set(true);
+    }
+
+    /// Writes a canonical URI into `slot`, noting a change only if it differs.
+    fn set_uri(&self, slot: &mut Value, canonical: &str) {
+        if slot.as_str() != Some(canonical) {
+            *slot = json!(canonical);
+            self.mark();
+        }
+    }
 }
 
 impl Inner {
@@ -336,6 +355,8 @@ impl Inner {
             method: &method,
             id: id.as_ref(),
             roots: roots.as_deref(),
+            changed: std::cell::Cell::new(false),
+            stateless: session.revision().is_some_and(|r| r.is_stateless()),
         };
         match (from, kind, &*method) {
             (Side::Host, Kind::Request, _) => self.host_request(session, &ctx, message),
@@ -356,7 +377,7 @@ impl Inner {
                         return self.deny_reply(&ctx, &before, "content_removed");
                     }
                 }
-                self.done(message)
+                self.done_ctx(&ctx, message)
             }
             (Side::Server, Kind::Request, m::ROOTS_LIST) => self.server_asks_roots(session, &ctx),
             (Side::Server, Kind::Request, m::SAMPLING_CREATE_MESSAGE) => {
@@ -364,7 +385,7 @@ impl Inner {
                 if let Some(messages) = message.pointer_mut("/params/messages") {
                     self.filter_messages(&ctx, "params.messages", messages);
                 }
-                self.done(message)
+                self.done_ctx(&ctx, message)
             }
             (Side::Server, Kind::Notification, m::RESOURCES_UPDATED) => self.updated(&ctx, message),
             (Side::Server, Kind::Response, _) => self.server_result(&ctx, message),
@@ -377,6 +398,18 @@ impl Inner {
     fn done(&self, message: Value) -> Action {
         if self.enforce {
             Action::Replace(message)
+        } else {
+            Action::Forward
+        }
+    }
+
+    /// The checked message: when the check changed nothing, the original bytes are exactly the
+    /// value that was checked (the scan refused duplicate keys, invalid UTF-8 and lone
+    /// surrogates, and unchanged bytes keep every number's text), so they are forwarded as
+    /// they came and a large payload is not serialized again.
+    fn done_ctx(&self, ctx: &Ctx<'_>, message: Value) -> Action {
+        if ctx.changed.get() {
+            self.done(message)
         } else {
             Action::Forward
         }
@@ -554,6 +587,7 @@ impl Inner {
         {
             if self.input_responses(responses) {
                 roots_now = self.tracker.known();
+                ctx.mark();
             }
             if responses.is_empty() {
                 if let Some(p) = message.get_mut("params").and_then(Value::as_object_mut) {
@@ -570,8 +604,12 @@ impl Inner {
             roots_now = self.tracker.known();
         }
         let ctx = Ctx {
+            from: ctx.from,
+            method: ctx.method,
+            id: ctx.id,
             roots: roots_now.as_deref(),
-            ..*ctx
+            changed: std::cell::Cell::new(ctx.changed.get()),
+            stateless: stateless || ctx.stateless,
         };
         // 2026-07-28 host that has roots we do not know yet: ask it, MRTR style.
         if stateless
@@ -608,7 +646,7 @@ impl Inner {
                     let mut subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
                     subs.extend(kept);
                 }
-                self.done(message)
+                self.done_ctx(&ctx, message)
             }
             m::COMPLETION_COMPLETE => {
                 if message.pointer("/params/ref/type") == Some(&json!("ref/resource")) {
@@ -629,10 +667,10 @@ impl Inner {
                         return Action::Reply(denial(id, &raw, &c));
                     }
                 }
-                self.done(message)
+                self.done_ctx(&ctx, message)
             }
             m::TOOLS_CALL => self.tools_call(&ctx, id, message),
-            _ => self.done(message),
+            _ => self.done_ctx(&ctx, message),
         }
     }
 
@@ -716,7 +754,7 @@ impl Inner {
             };
         }
         if let Some(canonical) = &c.canonical {
-            message["params"]["uri"] = json!(canonical.as_str());
+            ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
             if self.policy.resources().read == ReadStance::Serve && self.enforce {
                 if let (Some(roots), Some(allowed)) = (ctx.roots, &c.allowed) {
                     return Action::Reply(read::serve(
@@ -726,11 +764,12 @@ impl Inner {
                         allowed,
                         canonical,
                         id,
+                        ctx.stateless,
                     ));
                 }
             }
         }
-        self.done(message)
+        self.done_ctx(ctx, message)
     }
 
     fn subscribe_request(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
@@ -758,7 +797,7 @@ impl Inner {
             .as_ref()
             .map_or(raw.clone(), |u| u.as_str().to_owned());
         if let Some(canonical) = &c.canonical {
-            message["params"]["uri"] = json!(canonical.as_str());
+            ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
         }
         let mut subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
         if ctx.method == m::RESOURCES_SUBSCRIBE {
@@ -767,7 +806,7 @@ impl Inner {
             subs.remove(&key);
         }
         drop(subs);
-        self.done(message)
+        self.done_ctx(ctx, message)
     }
 
     fn tools_call(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
@@ -838,14 +877,15 @@ impl Inner {
                     continue;
                 }
                 if let Some(canonical) = &c.canonical {
-                    *v = json!(match tool_path.kind {
+                    let canonical = match tool_path.kind {
                         ArgKind::Path => canonical.path(),
                         ArgKind::Uri => canonical.as_str(),
-                    });
+                    };
+                    ctx.set_uri(v, canonical);
                 }
             }
         }
-        self.done(message)
+        self.done_ctx(ctx, message)
     }
 
     // ---- server messages --------------------------------------------------------------------
@@ -881,9 +921,9 @@ impl Inner {
         }
         let mut message = message;
         if let Some(canonical) = &c.canonical {
-            message["params"]["uri"] = json!(canonical.as_str());
+            ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
         }
-        self.done(message)
+        self.done_ctx(ctx, message)
     }
 
     fn server_result(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
@@ -926,7 +966,7 @@ impl Inner {
             }
             _ => {}
         }
-        self.done(message)
+        self.done_ctx(ctx, message)
     }
 
     fn record_initialized(&self, result: &Value) {
@@ -985,10 +1025,10 @@ impl Inner {
             .pointer_mut("/result/contents")
             .and_then(Value::as_array_mut)
         else {
-            return self.done(message);
+            return self.done_ctx(ctx, message);
         };
         if contents.is_empty() {
-            return self.done(message);
+            return self.done_ctx(ctx, message);
         }
         let mut last_denied: Option<(String, Checked)> = None;
         let mut kept = Vec::with_capacity(contents.len());
@@ -1017,10 +1057,11 @@ impl Inner {
             let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::Filtered);
             if c.allow && ok {
                 if let Some(canonical) = &c.canonical {
-                    item["uri"] = json!(canonical.as_str());
+                    ctx.set_uri(&mut item["uri"], canonical.as_str());
                 }
                 kept.push(item);
             } else if self.enforce {
+                ctx.mark();
                 last_denied = Some((raw, c));
             } else {
                 kept.push(item);
@@ -1032,7 +1073,7 @@ impl Inner {
                 return Action::Replace(denial(id, &raw, &c));
             }
         }
-        self.done(message)
+        self.done_ctx(ctx, message)
     }
 
     // ---- decisions and the audit log --------------------------------------------------------

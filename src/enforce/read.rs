@@ -5,7 +5,9 @@
 use serde_json::{Value, json};
 
 use super::decide::{Checked, rule_text};
+use crate::fsaccess::FsError;
 use crate::jsonrpc::Id;
+use crate::jsonrpc::error::{INVALID_PARAMS, RESOURCE_NOT_FOUND};
 use crate::policy::Policy;
 use crate::roots::{Allowed, CheckOptions, RootSet};
 use crate::uri::FileUri;
@@ -41,7 +43,9 @@ pub(super) fn content_refusal(policy: &Policy, item: &Value) -> Option<Checked> 
     })
 }
 
-/// Answers `resources/read` from rootfence's own read of the checked file.
+/// Answers `resources/read` from rootfence's own read of the checked file. `stateless` peers
+/// (2026-07-28) get `resultType` on the result and `-32602` for a file that does not exist;
+/// older ones `-32002`, as each revision's resources page says.
 pub(super) fn serve(
     policy: &Policy,
     opts: &CheckOptions,
@@ -49,6 +53,7 @@ pub(super) fn serve(
     allowed: &Allowed,
     canonical: &FileUri,
     id: &Id,
+    stateless: bool,
 ) -> Value {
     let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
     match roots.read(allowed, limit, opts) {
@@ -61,8 +66,20 @@ pub(super) fn serve(
                     item["mimeType"] = json!("application/octet-stream");
                 }
             }
-            json!({ "jsonrpc": "2.0", "id": id.to_value(), "result": { "contents": [item] } })
+            let mut result = json!({ "contents": [item] });
+            if stateless {
+                result["resultType"] = json!("complete");
+            }
+            json!({ "jsonrpc": "2.0", "id": id.to_value(), "result": result })
         }
+        Err(FsError::NotFound) => json!({
+            "jsonrpc": "2.0", "id": id.to_value(),
+            "error": {
+                "code": if stateless { INVALID_PARAMS } else { RESOURCE_NOT_FOUND },
+                "message": "Resource not found",
+                "data": {"uri": canonical.as_str()},
+            }
+        }),
         Err(e) => super::denial(id, canonical.as_str(), &refusal(e.reason().code(), None)),
     }
 }

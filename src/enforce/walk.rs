@@ -2,7 +2,7 @@
 //! entries, content blocks (embedded resources, resource links, nested tool results), prompt
 //! and sampling messages, icons, and resource templates.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::decide::{Checked, Checker, rule_text};
 use super::{Ctx, Inner};
@@ -48,11 +48,12 @@ impl Inner {
                 );
                 if !(c.allow && ok) {
                     if self.enforce {
+                        ctx.mark();
                         return false;
                     }
                 } else if uri_key == "uri" {
                     if let Some(canonical) = &c.canonical {
-                        item["uri"] = json!(canonical.as_str());
+                        ctx.set_uri(&mut item["uri"], canonical.as_str());
                     }
                 }
             }
@@ -90,11 +91,14 @@ impl Inner {
             if c.allow && ok {
                 let key = c.canonical.as_ref().map_or(raw, |u| u.as_str().to_owned());
                 if self.enforce {
-                    *item = json!(key);
+                    ctx.set_uri(item, &key);
                 }
                 kept.push(key);
                 true
             } else {
+                if self.enforce {
+                    ctx.mark();
+                }
                 !self.enforce
             }
         });
@@ -138,7 +142,11 @@ impl Inner {
                 blocks.retain_mut(|b| {
                     let i = index;
                     index += 1;
-                    self.block_ok(ctx, &format!("{field}[{i}]"), b)
+                    let keep = self.block_ok(ctx, &format!("{field}[{i}]"), b);
+                    if !keep {
+                        ctx.mark();
+                    }
+                    keep
                 });
                 true
             }
@@ -163,7 +171,11 @@ impl Inner {
             let was_nonempty = content.as_array().is_none_or(|a| !a.is_empty());
             let keep = self.filter_content(ctx, &format!("{field}[{i}].content"), content);
             let emptied = was_nonempty && content.as_array().is_some_and(Vec::is_empty);
-            (keep && !emptied) || !self.enforce
+            let keep = (keep && !emptied) || !self.enforce;
+            if !keep {
+                ctx.mark();
+            }
+            keep
         });
     }
 
@@ -219,7 +231,7 @@ impl Inner {
         }
         if let (Some(canonical), true) = (&c.canonical, self.enforce) {
             if let Some(slot) = block.pointer_mut(pointer) {
-                *slot = json!(canonical.as_str());
+                ctx.set_uri(slot, canonical.as_str());
             }
         }
         if let Some(icons) = block.get_mut("icons") {

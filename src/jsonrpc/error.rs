@@ -19,6 +19,8 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// Internal error.
 pub const INTERNAL_ERROR: i64 = -32603;
+/// MCP resource not found, 2024-11-05 to 2025-11-25 (2026-07-28 uses `INVALID_PARAMS`).
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
 
 /// The server exited or closed its output before answering. Same code as the TypeScript SDK's
 /// `ConnectionClosed`, so SDK clients treat it alike.

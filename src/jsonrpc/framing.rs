@@ -47,6 +47,9 @@ pub struct LineReader<R> {
     max: usize,
     /// `Some(n)` while skipping an oversized line, of which `n` bytes were dropped so far.
     discarding: Option<u64>,
+    /// Whether the last byte dropped while skipping was `\r`: if the `\n` comes next, that
+    /// `\r` is part of the terminator, not of the line's reported length.
+    dropped_cr: bool,
     eof: bool,
 }
 
@@ -59,6 +62,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             scanned: 0,
             max: max.max(1),
             discarding: None,
+            dropped_cr: false,
             eof: false,
         }
     }
@@ -87,12 +91,19 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         loop {
             let Some(pos) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
                 self.scanned = self.buf.len();
+                // A trailing `\r` may be the first half of a `\r\n` split across reads: it
+                // does not count toward the limit until the next byte shows what it is.
+                let ends_cr = self.buf.last() == Some(&b'\r');
                 if let Some(dropped) = self.discarding.as_mut() {
                     *dropped += self.buf.len() as u64;
+                    if !self.buf.is_empty() {
+                        self.dropped_cr = ends_cr;
+                    }
                     self.buf.clear();
                     self.scanned = 0;
-                } else if self.buf.len() > self.max {
+                } else if self.buf.len() - usize::from(ends_cr) > self.max {
                     self.discarding = Some(self.buf.len() as u64);
+                    self.dropped_cr = ends_cr;
                     self.buf.clear();
                     self.scanned = 0;
                 }
@@ -101,9 +112,13 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             let end = self.scanned + pos;
             self.scanned = 0;
             if let Some(dropped) = self.discarding.take() {
+                let cr = match end {
+                    0 => self.dropped_cr,
+                    _ => self.buf[end - 1] == b'\r',
+                };
                 self.buf.advance(end + 1);
                 return Some(Frame::TooLong {
-                    len: dropped + end as u64,
+                    len: dropped + end as u64 - u64::from(cr),
                 });
             }
             let mut line = self.buf.split_to(end + 1);
@@ -120,9 +135,13 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     /// The frame for whatever is left at end of stream.
     fn finish(&mut self) -> Option<Frame> {
         if let Some(dropped) = self.discarding.take() {
-            return Some(Frame::TooLong {
-                len: dropped + self.buf.len() as u64,
-            });
+            let cr = match self.buf.last() {
+                Some(&b) => b == b'\r',
+                None => self.dropped_cr,
+            };
+            let len = dropped + self.buf.len() as u64 - u64::from(cr);
+            self.buf.clear();
+            return Some(Frame::TooLong { len });
         }
         if self.buf.is_empty() {
             return None;
@@ -242,6 +261,35 @@ mod tests {
                 "input {input:?} max {max}"
             );
         }
+    }
+
+    /// Regression (found by the `framing` fuzz target's model): a line of exactly `max`
+    /// bytes whose `\r\n` was split across two reads was skipped as too long, because the
+    /// `\r` counted toward the limit before the `\n` showed it was the terminator. `frames`
+    /// reads byte by byte too, so each case also pins independence from read boundaries.
+    #[tokio::test]
+    async fn crlf_split_across_reads_at_the_limit_is_a_line() {
+        assert_eq!(frames(b"12345\r\n", 5).await, ["line:12345"]);
+        assert_eq!(
+            frames(b"12345\r\nab\r\n", 5).await,
+            ["line:12345", "line:ab"]
+        );
+        assert_eq!(frames(b"12345\r", 5).await, ["line:12345"]);
+    }
+
+    /// Regression (same target): the length reported for a skipped line counted the `\r` of
+    /// its `\r\n` when the line was skipped while still arriving, and not otherwise.
+    #[tokio::test]
+    async fn too_long_length_excludes_the_crlf_terminator() {
+        assert_eq!(frames(b"123456\r\n", 5).await, ["toolong:6"]);
+        assert_eq!(
+            frames(b"0123456789\r\nok\n", 4).await,
+            ["toolong:10", "line:ok"]
+        );
+        assert_eq!(frames(b"0123456789\r", 4).await, ["toolong:10"]);
+        // Only one `\r` belongs to the terminator.
+        assert_eq!(frames(b"\r\r\r\n", 1).await, ["toolong:2"]);
+        assert_eq!(frames(b"ab\rc\r\n", 3).await, ["toolong:4"]);
     }
 
     #[tokio::test]

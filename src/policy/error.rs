@@ -263,8 +263,12 @@ impl<'s> Source<'s> {
             .get(line_start..line_end)
             .unwrap_or("")
             .trim_end_matches('\r');
-        // Underline the span, clipped to this line; at least one caret.
-        let end = span.end.clamp(span.start, line_start + text.len());
+        // Underline the span, clipped to this line; at least one caret. A span may start
+        // past the shown text (at a `\r` trimmed off above, or at the newline itself), so
+        // the clip never goes below the span's start.
+        let end = span
+            .end
+            .clamp(span.start, (line_start + text.len()).max(span.start));
         let width = self
             .text
             .get(span.start..end)
@@ -312,6 +316,30 @@ mod tests {
         // "bé = " is 6 bytes but 5 characters.
         assert_eq!(src.line_col(12), (2, 6));
         assert_eq!(src.line_col(999), (3, 1));
+    }
+
+    /// Regression (found by the `policy_parse` fuzz target): a policy whose error is
+    /// located at a trailing `\r` (a stray CR, or a CRLF file with a syntax error at the end
+    /// of a line) panicked in `Source::error` (`clamp` with min > max) instead of being
+    /// reported.
+    #[test]
+    fn error_at_a_trailing_cr_is_reported_not_a_panic() {
+        for text in ["\r", "mode = \r\n", "version = 1\r\nmode = \r\n", "a\r"] {
+            let src = Source::new("p.toml".into(), text);
+            for start in 0..=text.len() {
+                let err = src.error(&(start..text.len()), ErrorKind::Syntax, "bad");
+                assert!(
+                    err.to_string().starts_with("p.toml:"),
+                    "{text:?} at {start}"
+                );
+            }
+            let e = crate::policy::Policy::from_sources_with_home(
+                &[("p.toml".into(), text.into())],
+                Some("/h"),
+            )
+            .unwrap_err();
+            assert!(e.errors().iter().all(|e| e.line.is_some()), "{text:?}: {e}");
+        }
     }
 
     #[test]

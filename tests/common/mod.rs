@@ -48,6 +48,7 @@ pub struct Proxy {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     stderr: Arc<Mutex<String>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Proxy {
@@ -88,7 +89,7 @@ impl Proxy {
         });
         let stderr = Arc::new(Mutex::new(String::new()));
         let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             let mut pipe = stderr_pipe;
             while let Ok(n) = pipe.read(&mut buf) {
@@ -105,6 +106,7 @@ impl Proxy {
             child,
             lines,
             stderr,
+            stderr_reader: Some(stderr_reader),
         }
     }
 
@@ -184,11 +186,22 @@ impl Proxy {
         self.stderr.lock().unwrap().clone()
     }
 
-    /// Waits for rootfence to exit (fails the test after [`PATIENCE`]).
+    /// Waits for rootfence to exit (fails the test after [`PATIENCE`]), and for its stderr to
+    /// be read to the end, so [`Proxy::stderr`] then has all of it.
     pub fn wait(&mut self) -> ExitStatus {
         let deadline = Instant::now() + PATIENCE;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
+                // Bounded: a process left behind could hold the pipe open.
+                let drained = Instant::now() + Duration::from_secs(5);
+                while self
+                    .stderr_reader
+                    .as_ref()
+                    .is_some_and(|t| !t.is_finished())
+                    && Instant::now() < drained
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
                 return status;
             }
             if Instant::now() > deadline {
