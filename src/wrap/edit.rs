@@ -425,6 +425,7 @@ pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapE
     let maps = maps(&root, &paths);
     check_selection(&opts.servers, &maps)?;
     let wanted = wanted_options(opts);
+    let lines = jsonc::LineIndex::new(text);
     let mut edits = Vec::new();
     let mut servers = Vec::new();
     for map in &maps {
@@ -455,7 +456,7 @@ pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapE
                     Action::Wrapped
                 }
             };
-            servers.push(report(text, map, m, &entry, action));
+            servers.push(report(&lines, map, m, &entry, action));
         }
     }
     Ok(finish(text, edits, servers))
@@ -466,6 +467,7 @@ pub(crate) fn plan_unwrap(text: &str, opts: &UnwrapOptions) -> Result<Outcome, W
     let (root, paths) = parse_maps(text)?;
     let maps = maps(&root, &paths);
     check_selection(&opts.servers, &maps)?;
+    let lines = jsonc::LineIndex::new(text);
     let mut edits = Vec::new();
     let mut servers = Vec::new();
     for map in &maps {
@@ -484,7 +486,7 @@ pub(crate) fn plan_unwrap(text: &str, opts: &UnwrapOptions) -> Result<Outcome, W
                 Shape::Inert(note) => Action::Skipped(note),
                 Shape::Problem(why) => Action::Problem(why),
             };
-            servers.push(report(text, map, m, &entry, action));
+            servers.push(report(&lines, map, m, &entry, action));
         }
     }
     Ok(finish(text, edits, servers))
@@ -514,13 +516,13 @@ fn describe_wrapped(w: &Wrapped<'_>) -> String {
 }
 
 fn report(
-    text: &str,
+    lines: &jsonc::LineIndex,
     map: &ServerMap<'_>,
     m: &Member,
     entry: &Entry<'_>,
     action: Action,
 ) -> ServerReport {
-    let (line, _) = jsonc::line_col(text, m.key_span.start);
+    let line = lines.line(m.key_span.start);
     let field = |k: &str| entry.members.iter().find(|f| f.key == k);
     // The server's own command: after `--` when wrapped.
     let command = match entry.command.and_then(|c| c.value.as_str()) {

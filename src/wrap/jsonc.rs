@@ -110,6 +110,29 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// Line numbers of many offsets in one text, without rescanning it each time (a large
+/// `~/.claude.json` holds thousands of servers).
+#[derive(Debug)]
+pub(crate) struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub(crate) fn new(text: &str) -> LineIndex {
+        let mut starts = vec![0];
+        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+        LineIndex { starts }
+    }
+
+    /// 1-based line of a byte offset.
+    pub(crate) fn line(&self, offset: usize) -> usize {
+        match self.starts.binary_search(&offset) {
+            Ok(i) => i + 1,
+            Err(i) => i,
+        }
+    }
+}
+
 /// Parses a whole JSONC document.
 pub(crate) fn parse(text: &str) -> Result<Node, SyntaxError> {
     let mut p = Parser {
@@ -606,6 +629,15 @@ mod tests {
             let e = err(text);
             assert_eq!((e.line, e.column), (*line, *column), "{text:?}: {e:?}");
             assert!(e.message.contains(needle), "{text:?}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn line_index_agrees_with_line_col() {
+        let text = "a\nbc\r\n\nd";
+        let idx = LineIndex::new(text);
+        for off in 0..=text.len() {
+            assert_eq!(idx.line(off), line_col(text, off).0, "offset {off}");
         }
     }
 
