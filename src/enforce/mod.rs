@@ -391,7 +391,15 @@ impl Inner {
                 self.done_ctx(&ctx, message)
             }
             (Side::Server, Kind::Notification, m::RESOURCES_UPDATED) => self.updated(&ctx, message),
-            (Side::Server, Kind::Response, _) => self.server_result(&ctx, message),
+            (Side::Server, Kind::Response, _) => {
+                if &*method == m::INITIALIZE {
+                    self.record_initialized(
+                        &message["result"],
+                        session.peers().client_info.as_ref(),
+                    );
+                }
+                self.server_result(&ctx, message)
+            }
             _ => Action::Forward,
         }
     }
@@ -940,9 +948,6 @@ impl Inner {
                     "result.serverInfo.icons",
                     result.pointer_mut("/serverInfo/icons"),
                 );
-                if ctx.method == m::INITIALIZE {
-                    self.record_initialized(result);
-                }
             }
             m::RESOURCES_LIST => {
                 self.filter_entries(ctx, "result.resources", result.get_mut("resources"), "uri")
@@ -972,7 +977,7 @@ impl Inner {
         self.done_ctx(ctx, message)
     }
 
-    fn record_initialized(&self, result: &Value) {
+    fn record_initialized(&self, result: &Value, client_info: Option<&Value>) {
         let peer = |v: Option<&Value>| {
             v.map(|info| audit::PeerInfo {
                 name: info["name"].as_str().unwrap_or_default().to_owned(),
@@ -984,7 +989,7 @@ impl Inner {
                 .as_str()
                 .unwrap_or_default()
                 .to_owned(),
-            host: None,
+            host: peer(client_info),
             server: peer(result.get("serverInfo")),
         }));
     }
