@@ -15,6 +15,8 @@
 //! - `ask_host` `{method, params?, id?}`: sends that request to the host (id `"srv-N"` unless
 //!   given), and answers the original request with `{"host_response": <the host's message>}`.
 //! - `stderr` `{text}`: writes `text` and a newline to stderr.
+//! - `resources/read` `{uri, _rawResult}`: answers with the text of `_rawResult` as the
+//!   result, verbatim (without `_rawResult`, reads are not served: method not found).
 //!
 //! Options: `--log FILE` appends every line received, verbatim, to FILE (so tests can check
 //! exactly what reached the server); `--linger-ms N` keeps running N ms after stdin closes.
@@ -130,6 +132,12 @@ fn handle(line: &str, asked: &Asked, next_ask: &mut u64) {
                 respond(id, &result.to_string());
             }
             "ping" => respond(id, "{}"),
+            // A read answered with exactly the result text the request carries in
+            // `_rawResult` (so tests can script any server output); without it, reads are not
+            // served.
+            "resources/read" if params.get("_rawResult").is_some() => {
+                respond(id, params["_rawResult"].as_str().unwrap_or("{}"));
+            }
             "echo" => respond(id, msg.params.map_or("null", RawValue::get)),
             "slow" => {
                 let ms = params["ms"].as_u64().unwrap_or(100);

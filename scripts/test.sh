@@ -21,3 +21,5 @@ else
     cargo test --locked --no-fail-fast
 fi
 cargo test --doc --locked
+# The API docs build without warnings (broken or private intra-doc links fail).
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked --quiet

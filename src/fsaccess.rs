@@ -266,6 +266,14 @@ pub(crate) fn stat_beneath(
     }
 }
 
+/// Where the kernel's resolution of `rel` beneath `dir` lands, relative to `dir`: every
+/// symbolic link followed (they all stay beneath `dir`, or the resolution fails). Policy path
+/// rules are applied to this as well as to the canonical text, so a link inside a root
+/// cannot rename a denied file into an allowed one.
+pub(crate) fn resolve_beneath(dir: &Dir, rel: &Path) -> io::Result<PathBuf> {
+    dir.canonicalize(or_dot(rel))
+}
+
 /// Looks at the entry `rel` names beneath `dir` without following a final symbolic link
 /// (intermediate links inside the root are followed).
 pub(crate) fn lstat_beneath(dir: &Dir, rel: &Path) -> Result<Found, (Failure, io::Error)> {

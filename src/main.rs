@@ -6,7 +6,7 @@ mod cli;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// A security proxy for MCP servers: it relays a server's stdio and enforces root boundaries
 /// on every URI that crosses it.
@@ -49,6 +49,10 @@ enum Command {
     Wrap(cli::wrap::WrapArgs),
     /// Restore a host configuration rewritten by `rootfence wrap`.
     Unwrap(cli::wrap::UnwrapArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(cli::completions::CompletionsArgs),
+    /// Print the man page generated from this command line.
+    Man(cli::completions::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +74,8 @@ fn main() -> ExitCode {
         Command::Sandbox(cmd) => cli::sandbox::run(cmd),
         Command::Wrap(args) => cli::wrap::wrap(args),
         Command::Unwrap(args) => cli::wrap::unwrap(args),
+        Command::Completions(args) => cli::completions::completions(args, Cli::command()),
+        Command::Man(args) => cli::completions::man(args, Cli::command()),
     };
     match result {
         Ok(code) => code,

@@ -235,6 +235,10 @@ pub struct Allowed {
     pub nlink: u64,
     /// Device and inode of what was checked (None when missing).
     pub file_id: Option<(u64, u64)>,
+    /// Where the kernel's resolution lands, relative to the root's real directory (every
+    /// symbolic link followed; for a missing path, its deepest existing ancestor resolved plus
+    /// the remaining names). Equal to `relative` when no link was involved.
+    pub resolved: PathBuf,
 }
 
 /// A refused URI.
@@ -397,13 +401,22 @@ impl RootSet {
             }
         }
 
-        let allowed = |found: Found| Allowed {
+        let allowed = |(found, resolved): (Found, PathBuf)| Allowed {
             root: index,
             canonical: uri.clone(),
             relative: rel.to_path_buf(),
+            resolved,
             kind: found.kind,
             nlink: found.nlink,
             file_id: (found.kind != FileKind::Missing).then_some((found.dev, found.ino)),
+        };
+        // Without symbolic links followed, the resolution is the text itself.
+        let resolve = |rel: &Path| -> Result<PathBuf, Denied> {
+            match opts.symlinks {
+                SymlinkStance::Never => Ok(rel.to_path_buf()),
+                SymlinkStance::FollowWithinRoot => fsaccess::resolve_beneath(&root.dir, rel)
+                    .map_err(|e| deny(Reason::IoError, format!("{uri}: cannot resolve: {e}"))),
+            }
         };
         match fsaccess::stat_beneath(&root.dir, rel, opts.symlinks) {
             Ok(found) => {
@@ -427,21 +440,25 @@ impl RootSet {
                         ),
                     ));
                 }
-                Ok(allowed(found))
+                Ok(allowed((found, resolve(rel)?)))
             }
-            Err((Failure::NotFound, _)) => self.check_missing(index, uri, rel, opts).map(allowed),
+            Err((Failure::NotFound, _)) => {
+                let (found, ancestor, rest) = self.check_missing(index, uri, rel, opts)?;
+                Ok(allowed((found, resolve(&ancestor)?.join(rest))))
+            }
             Err((failure, err)) => Err(deny_failure(&deny, uri, failure, &err)),
         }
     }
 
-    /// A path that does not resolve: judge it by its deepest existing ancestor.
+    /// A path that does not resolve: judge it by its deepest existing ancestor. Returns the
+    /// verdict, that ancestor, and the names after it.
     fn check_missing(
         &self,
         index: usize,
         uri: &FileUri,
         rel: &Path,
         opts: &CheckOptions,
-    ) -> Result<Found, Denied> {
+    ) -> Result<(Found, PathBuf, PathBuf), Denied> {
         let root = &self.roots[index];
         let deny = |reason: Reason, detail: String| Denied {
             reason,
@@ -469,12 +486,17 @@ impl RootSet {
                             ));
                         }
                     }
-                    return Ok(Found {
-                        kind: FileKind::Missing,
-                        nlink: 0,
-                        dev: 0,
-                        ino: 0,
-                    });
+                    let rest: PathBuf = names[k..].iter().collect();
+                    return Ok((
+                        Found {
+                            kind: FileKind::Missing,
+                            nlink: 0,
+                            dev: 0,
+                            ino: 0,
+                        },
+                        ancestor,
+                        rest,
+                    ));
                 }
                 Ok(found) => {
                     return Err(deny(
@@ -494,6 +516,27 @@ impl RootSet {
             Reason::IoError,
             format!("{uri}: the root directory itself cannot be resolved"),
         ))
+    }
+
+    /// The absolute real path an allow verdict resolves to (the root's real path joined with
+    /// [`Allowed::resolved`]).
+    pub fn real_path(&self, allowed: &Allowed) -> Option<String> {
+        let root = self.roots.get(allowed.root)?;
+        let mut path = root.real_uri().path().to_owned();
+        for c in allowed.resolved.components() {
+            match c {
+                std::path::Component::Normal(name) => {
+                    if !path.ends_with('/') {
+                        path.push('/');
+                    }
+                    path.push_str(name.to_str()?);
+                }
+                std::path::Component::CurDir => {}
+                // A resolution beneath the root never climbs or restarts; refuse to guess.
+                _ => return None,
+            }
+        }
+        Some(path)
     }
 
     /// Reads the regular file an allow verdict names, at most `max_bytes`, beneath the same

@@ -284,7 +284,7 @@ fn show_prints_every_record_readably_and_escapes_what_could_forge_a_line() {
 <ts> <sess> #3 roots_update (roots_list_result)  received: [file:///, https://example.com/]  dropped: [https://example.com/ (not_file_scheme)]  narrowed: [file:/// -> [file:///data]]  effective: [file:///data]
 <ts> <sess> #4 allow host->server resources/read id=3 params.uri file:///data/notes.txt  reason: inside_root  root: file:///data  action: forwarded
 <ts> <sess> #5 DENY  host->server resources/read id="req-4" params.uri file:///data/a\u{000a}{"v":1,"seq":3,"event":"decision","decision":"allow"}\u{2028}x  reason: invalid_uri  action: answered_error
-<ts> <sess> #6 DENY  server->host tools/call id=5 result.content[1].resource.uri file:///data/report\u{202e}txt.exe\u{2066}  reason: denied_by_rule  rule: /etc/rootfence/policy.toml deny[0] "**/*.exe" (line 12)  root: file:///data  action: filtered
+<ts> <sess> #6 DENY  server->host tools/call id=5 result.content[1].resource.uri file:///data/report\u{202e}txt.exe\u{2066}  reason: denied_by_rule  rule: /etc/rootfence/policy.toml: deny[0] "**/*.exe" (line 12)  root: file:///data  action: filtered
 <ts> <sess> #7 protocol_error server->host unmatched_response (52 bytes) id=99: response id matches no pending request
 <ts> <sess> #8 session_end server_exited exit 0  messages: 6 from host, 5 from server  decisions: 1 allow, 2 deny  protocol errors: 1  records: 8
 "#;

@@ -319,3 +319,69 @@ fn an_audit_log_that_cannot_be_written_stops_the_session() {
     assert_eq!(p.exit_code(), 2);
     assert!(p.stderr().contains("audit log"), "{}", p.stderr());
 }
+
+#[test]
+fn a_link_inside_the_root_cannot_rename_a_denied_file() {
+    let t = tempdir();
+    let root = t.path().join("proj");
+    std::fs::create_dir_all(root.join(".aws")).unwrap();
+    std::fs::write(root.join(".env"), "TOKEN=x").unwrap();
+    std::fs::write(root.join(".aws/credentials"), "key").unwrap();
+    std::fs::write(root.join("plain.txt"), "ok").unwrap();
+    std::os::unix::fs::symlink(".env", root.join("notes.txt")).unwrap();
+    std::os::unix::fs::symlink(".aws", root.join("cfg")).unwrap();
+    std::os::unix::fs::symlink("plain.txt", root.join("alias.txt")).unwrap();
+    let mut p = Proxy::run(
+        &["--sandbox", "off", "--root", root.to_str().unwrap()],
+        &[&test_server()],
+    );
+    p.initialize("2025-06-18");
+    for (i, (name, denied)) in [
+        ("notes.txt", true),       // final component links to .env
+        ("cfg/credentials", true), // an intermediate directory links into .aws
+        ("cfg/new-file", true),    // not there yet, but it would be created inside .aws
+        ("alias.txt", false),      // a link to an allowed file stays allowed
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let r = read(&mut p, i as u64 + 1, &format!("{}/{name}", uri(&root)));
+        if denied {
+            assert_eq!(r["error"]["code"], -32010, "{name}: {r}");
+            assert_eq!(
+                r["error"]["data"]["reason"], "policy_deny_via_symlink",
+                "{name}: {r}"
+            );
+        } else {
+            assert_eq!(r["error"]["code"], -32601, "{name} is forwarded: {r}");
+        }
+    }
+}
+
+#[test]
+fn serde_private_marker_keys_are_forwarded_as_the_value_that_was_checked() {
+    // With serde_json's arbitrary_precision and raw_value features, `Value` reads an object
+    // keyed `$serde_json::private::RawValue` as the JSON in its string. rootfence must then
+    // forward what it checked (a string URI), never the original object.
+    let t = tempdir();
+    std::fs::write(t.path().join("a.txt"), "a").unwrap();
+    let mut p = Proxy::run(
+        &["--sandbox", "off", "--root", t.path().to_str().unwrap()],
+        &[&test_server()],
+    );
+    p.initialize("2025-06-18");
+    let inside = uri(&t.path().join("a.txt"));
+    let raw = format!(
+        r#"{{"contents":[{{"uri":{{"$serde_json::private::RawValue":"\"{inside}\""}},"text":"a"}}]}}"#
+    );
+    p.send_json(&json!({"jsonrpc":"2.0","id":1,"method":"resources/read",
+        "params":{"uri": inside, "_rawResult": raw}}));
+    // Look at the raw line: this test's own serde_json has the same features, so parsing it
+    // would hide the difference.
+    let line = p.recv_line();
+    assert!(!line.contains("serde_json::private"), "{line}");
+    assert!(
+        line.contains(&format!(r#""uri":"{inside}""#)),
+        "the host sees the URI rootfence checked, as a string: {line}"
+    );
+}

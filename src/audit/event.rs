@@ -4,7 +4,7 @@
 //! tool argument values or environment variables, only checked URIs and paths, method names,
 //! ids, codes and counts. A value that does not fit a field cannot be logged.
 //!
-//! Every string that reaches a log line is escaped by [`escape_line`] after serialization:
+//! Every string that reaches a log line is escaped by `escape_line` after serialization:
 //! serde_json escapes `"`, `\` and C0 controls, and this module additionally escapes DEL, C1
 //! controls, the line and paragraph separators (U+2028, U+2029) and the bidi controls
 //! (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), so a URI cannot end a line, forge

@@ -209,13 +209,15 @@ fn format_record(r: &Record, o: &mut String) {
                 let _ = write!(o, " => {}", disp(c.as_str()));
             }
             let _ = write!(o, "  reason: {}", disp(&d.reason));
-            if d.layer.is_some() || d.rule.is_some() {
-                let _ = write!(
-                    o,
-                    "  rule: {} {}",
-                    disp(d.layer.as_deref().unwrap_or("")),
-                    disp(d.rule.as_deref().unwrap_or(""))
-                );
+            // `layer: rule`, or whichever of the two there is.
+            let rule = [d.layer.as_deref(), d.rule.as_deref()]
+                .into_iter()
+                .flatten()
+                .map(disp)
+                .collect::<Vec<_>>()
+                .join(": ");
+            if !rule.is_empty() {
+                let _ = write!(o, "  rule: {rule}");
             }
             if let Some(root) = &d.root {
                 let _ = write!(o, "  root: {}", disp(root.as_str()));

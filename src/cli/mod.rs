@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod check;
+pub mod completions;
 pub mod policy;
 pub mod run;
 pub mod sandbox;
@@ -22,9 +23,4 @@ pub fn init_diagnostics(level: &str) {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .init();
-}
-
-/// The error for a subcommand whose issue has not landed yet.
-pub fn not_yet(what: &str) -> anyhow::Error {
-    anyhow::anyhow!("`rootfence {what}` is not implemented in this build yet")
 }

@@ -277,16 +277,28 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                     json!({"uri": args.target, "scheme": scheme, "path": null, "canonical": null})
                 }
                 Ok(uri) => {
+                    let mut real = None;
                     if args.roots.is_empty() {
                         roots_unchecked = true;
                     } else {
                         let opts = check_options(&policy);
-                        steps.push(root_check(&policy, &args.roots, &uri, &opts, &mut dropped)?);
+                        let (step, resolved) =
+                            root_check(&policy, &args.roots, &uri, &opts, &mut dropped)?;
+                        steps.push(step);
+                        real = resolved.filter(|r| r != uri.path());
                     }
-                    steps.push(Step::policy(
-                        "resources",
-                        &policy.decide_resource("file", Some(uri.path())),
-                    ));
+                    let named = policy.decide_resource("file", Some(uri.path()));
+                    steps.push(Step::policy("resources", &named));
+                    // As `run`: the path rules also judge the file a link resolves to.
+                    if let Some(real) = &real {
+                        let d = policy.decide_resource("file", Some(real));
+                        let mut step = Step::policy("resolved", &d);
+                        if !d.allow && named.allow {
+                            step.reason = "policy_deny_via_symlink";
+                        }
+                        step.detail = Some(format!("resolves to {real}"));
+                        steps.push(step);
+                    }
                     json!({
                         "uri": args.target,
                         "scheme": "file",
@@ -427,7 +439,7 @@ fn root_check(
     uri: &FileUri,
     opts: &CheckOptions,
     dropped: &mut Vec<DroppedRoot>,
-) -> anyhow::Result<Step> {
+) -> anyhow::Result<(Step, Option<String>)> {
     let mut kept = Vec::new();
     for arg in roots {
         let spec = root_spec(arg)?;
@@ -463,18 +475,21 @@ fn root_check(
         return Err(e).context("cannot explain: a --root changed while it was being opened");
     }
     Ok(match set.check(uri, opts) {
-        Verdict::Allow(a) => Step {
-            check: "roots",
-            allow: true,
-            reason: "inside_root",
-            rule: None,
-            detail: Some(format!(
-                "inside the root {} ({})",
-                set.roots()[a.root].uri(),
-                a.kind.as_str()
-            )),
-        },
-        Verdict::Deny(d) => Step::refused("roots", d.reason, d.detail),
+        Verdict::Allow(a) => (
+            Step {
+                check: "roots",
+                allow: true,
+                reason: "inside_root",
+                rule: None,
+                detail: Some(format!(
+                    "inside the root {} ({})",
+                    set.roots()[a.root].uri(),
+                    a.kind.as_str()
+                )),
+            },
+            set.real_path(&a),
+        ),
+        Verdict::Deny(d) => (Step::refused("roots", d.reason, d.detail), None),
     })
 }
 

@@ -64,6 +64,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
 
+    /// No effect. `rootfence wrap` writes it into a host entry that had no `args` key, so
+    /// that `rootfence unwrap` removes the key again instead of leaving an empty one.
+    #[arg(long, hide = true)]
+    #[allow(dead_code)] // read from host configurations by `unwrap`, never here
+    pub wrapped_without_args: bool,
+
     /// The server command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,

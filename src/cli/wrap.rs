@@ -1,25 +1,586 @@
-//! `rootfence wrap` and `rootfence unwrap` (issue 8).
+//! `rootfence wrap` and `rootfence unwrap` (issue 8): find the host configuration, check
+//! the policies, plan the edit with `rootfence::wrap`, print what happens to each server
+//! and a unified diff, and replace the file atomically with a backup.
+//!
+//! Exit codes: 0 every selected server is as asked (or there was nothing to do); 1 some
+//! entries could not be handled (each is named on stderr; the others were still written);
+//! 2 an error, and nothing was written.
 
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{Context, bail};
+use rootfence::policy::{Policy, SandboxMode};
+use rootfence::wrap::{self, Action, Host, HostEnv, Outcome, UnwrapOptions, WrapOptions};
+
+const WRAP_DETAILS: &str = "\
+Each stdio entry's command and arguments move behind `rootfence run --policy ... --`; every
+other key, comment and the file's layout stay as they were. Remote (URL) servers are left
+alone. Entries already wrapped are left alone, so running wrap twice changes nothing. The
+change is printed to stdout as a unified diff; the previous file is kept beside it as
+<file>.rootfence-backup-<UTC time>. `rootfence unwrap` restores the entries exactly.
+
+Exit status: 0 every selected server is as asked; 1 some entries could not be handled
+(each is named; the others were still written); 2 error, nothing written.
+
+Examples:
+  rootfence wrap --host claude-desktop --policy /etc/rootfence/org.toml
+  rootfence wrap --host vscode --project . --policy org.toml --dry-run
+  rootfence wrap ~/.cursor/mcp.json --policy org.toml --server filesystem
+  rootfence wrap --host claude-code --policy new-org.toml --rewrap
+  rootfence unwrap --host claude-desktop
+
+See docs/wrap.md.";
+
+const UNWRAP_DETAILS: &str = "\
+Every wrapped entry gets its original command and arguments back, byte for byte (an `args`
+key that wrap added is removed again). The change is printed to stdout as a unified diff;
+the previous file is kept beside it as <file>.rootfence-backup-<UTC time>.
+
+Examples:
+  rootfence unwrap --host claude-desktop
+  rootfence unwrap .vscode/mcp.json --server filesystem --dry-run";
+
+/// Which host configuration to edit.
 #[derive(Debug, clap::Args)]
+pub struct Target {
+    /// The host configuration file to edit (or use --host to find it).
+    #[arg(
+        value_name = "CONFIG",
+        required_unless_present = "host",
+        conflicts_with = "host"
+    )]
+    pub config: Option<PathBuf>,
+
+    /// Edit this host's configuration, found where the host keeps it on this OS.
+    #[arg(long, value_enum, value_name = "HOST")]
+    pub host: Option<HostArg>,
+
+    /// With --host: the project's file in DIR (`.mcp.json`, `.vscode/mcp.json`,
+    /// `.cursor/mcp.json`) instead of the user-wide one.
+    #[arg(long, value_name = "DIR", requires = "host")]
+    pub project: Option<PathBuf>,
+
+    /// Only this server (repeatable). Default: every server in the file.
+    #[arg(long = "server", value_name = "NAME")]
+    pub servers: Vec<String>,
+
+    /// Print the diff, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Do not keep a backup of the previous file.
+    #[arg(long)]
+    pub no_backup: bool,
+
+    /// With --host: a host whose configuration file does not exist is not an error (exit
+    /// 0, nothing done). For scripts that go over every host on every machine.
+    #[arg(long, requires = "host")]
+    pub missing_ok: bool,
+}
+
+/// A host `--host` can find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HostArg {
+    /// Claude Desktop: claude_desktop_config.json.
+    ClaudeDesktop,
+    /// Claude Code: ~/.claude.json (user and local scopes), or DIR/.mcp.json with --project.
+    ClaudeCode,
+    /// VS Code: the user mcp.json, or DIR/.vscode/mcp.json with --project.
+    Vscode,
+    /// Cursor: ~/.cursor/mcp.json, or DIR/.cursor/mcp.json with --project.
+    Cursor,
+}
+
+impl From<HostArg> for Host {
+    fn from(h: HostArg) -> Host {
+        match h {
+            HostArg::ClaudeDesktop => Host::ClaudeDesktop,
+            HostArg::ClaudeCode => Host::ClaudeCode,
+            HostArg::Vscode => Host::VsCode,
+            HostArg::Cursor => Host::Cursor,
+        }
+    }
+}
+
+/// Rewrites a host configuration so each stdio server runs behind `rootfence run`.
+///
+/// (The subcommand's one-line help is the variant's doc in `src/main.rs`, which clap puts
+/// last; the details go in `after_long_help`, which it keeps.)
+#[derive(Debug, clap::Args)]
+#[command(after_long_help = WRAP_DETAILS)]
 pub struct WrapArgs {
-    /// The host configuration file to rewrite.
-    #[arg(value_name = "CONFIG")]
-    pub config: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub target: Target,
+
+    /// A policy layer for `rootfence run` (repeatable, in order: org, user, project).
+    /// Checked now; stored as an absolute path. `builtin:default` and `builtin:strict`
+    /// name the built-ins. Without any, servers run under the built-in default policy.
+    #[arg(long = "policy", value_name = "FILE")]
+    pub policies: Vec<PathBuf>,
+
+    /// Another `rootfence run` option to put in each entry (repeatable), e.g.
+    /// `--run-arg=--shutdown-grace=5s`.
+    #[arg(long = "run-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub run_args: Vec<String>,
+
+    /// The command hosts should start: an absolute path to rootfence, or `rootfence` to
+    /// find it on the host's PATH. Default: this rootfence, by its PATH location when it
+    /// is on PATH.
+    #[arg(long, value_name = "PATH")]
+    pub rootfence_path: Option<String>,
+
+    /// Replace rootfence's command and options in entries already wrapped with different
+    /// ones (e.g. to roll out a new policy).
+    #[arg(long)]
+    pub rewrap: bool,
 }
 
+/// Restores a host configuration rewritten by `rootfence wrap`.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = UNWRAP_DETAILS)]
 pub struct UnwrapArgs {
-    /// The host configuration file to restore.
-    #[arg(value_name = "CONFIG")]
-    pub config: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub target: Target,
 }
 
-pub fn wrap(_args: WrapArgs) -> anyhow::Result<ExitCode> {
-    Err(super::not_yet("wrap"))
+pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
+    let path = config_path(&args.target)?;
+    let (policies, policy) = check_policies(&args.policies)?;
+    check_run_args(&args.run_args)?;
+    let rootfence = rootfence_command(args.rootfence_path.as_deref())?;
+    let Some(original) = read_config(&path, &args.target)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let opts = WrapOptions {
+        rootfence,
+        policies,
+        run_args: args.run_args,
+        servers: args.target.servers.clone(),
+        rewrap: args.rewrap,
+    };
+    let outcome = wrap::wrap_config(&original, &opts)
+        .with_context(|| format!("cannot wrap {}", path.display()))?;
+    let mut err = std::io::stderr().lock();
+    if args.policies.is_empty() {
+        let _ = writeln!(
+            err,
+            "rootfence: note: no --policy given: the servers will run under rootfence's built-in default policy"
+        );
+    }
+    for s in &outcome.servers {
+        report_server(&mut err, s);
+        if matches!(
+            s.action,
+            Action::Wrapped | Action::Rewrapped | Action::AlreadyWrapped
+        ) {
+            server_hints(&mut err, s, &policy);
+        }
+    }
+    drop(err);
+    finish(&path, &original, &outcome, &args.target, "wrap")
 }
 
-pub fn unwrap(_args: UnwrapArgs) -> anyhow::Result<ExitCode> {
-    Err(super::not_yet("unwrap"))
+pub fn unwrap(args: UnwrapArgs) -> anyhow::Result<ExitCode> {
+    let path = config_path(&args.target)?;
+    let Some(original) = read_config(&path, &args.target)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let opts = UnwrapOptions {
+        servers: args.target.servers.clone(),
+    };
+    let outcome = wrap::unwrap_config(&original, &opts)
+        .with_context(|| format!("cannot unwrap {}", path.display()))?;
+    let mut err = std::io::stderr().lock();
+    for s in &outcome.servers {
+        report_server(&mut err, s);
+    }
+    drop(err);
+    finish(&path, &original, &outcome, &args.target, "unwrap")
+}
+
+/// The config file: the one given, or the host's.
+fn config_path(target: &Target) -> anyhow::Result<PathBuf> {
+    // clap's `requires` gives way to the conflict between CONFIG and --host, so check here.
+    if target.config.is_some() && (target.project.is_some() || target.missing_ok) {
+        bail!("--project and --missing-ok go with --host, not with a config file path");
+    }
+    match (&target.config, target.host) {
+        (Some(p), _) => Ok(p.clone()),
+        (None, Some(h)) => Ok(wrap::config_path(
+            h.into(),
+            target.project.as_deref(),
+            &HostEnv::current(),
+        )?),
+        (None, None) => bail!("give a host configuration file, or --host to find one"),
+    }
+}
+
+/// Reads the config, with messages for the usual mistakes; `None` when it does not exist
+/// and `--missing-ok` says that is fine.
+fn read_config(path: &Path, target: &Target) -> anyhow::Result<Option<String>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if target.missing_ok {
+                eprintln!(
+                    "rootfence: {} does not exist: nothing to do",
+                    path.display()
+                );
+                return Ok(None);
+            }
+            return Err(match target.host {
+                Some(h) => anyhow::anyhow!(
+                    "{} keeps its servers in {}, which does not exist: is {} installed, with at least one MCP server added? (nothing to do until then; give the file's path if it lives elsewhere)",
+                    Host::from(h).name(),
+                    path.display(),
+                    Host::from(h).name()
+                ),
+                None => anyhow::anyhow!(
+                    "config file {} does not exist; check the path, or use --host claude-desktop|claude-code|vscode|cursor to find a host's file",
+                    path.display()
+                ),
+            });
+        }
+        Err(e) if path.is_dir() => {
+            return Err(e).with_context(|| {
+                format!(
+                    "{} is a directory; give the configuration file itself (e.g. {}/.vscode/mcp.json, or --host with --project)",
+                    path.display(),
+                    path.display()
+                )
+            });
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    String::from_utf8(bytes).map(Some).map_err(|e| {
+        anyhow::anyhow!(
+            "{} is not UTF-8 text (invalid byte at offset {}); host configurations are UTF-8 JSON",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// Checks that every policy exists and that together they load; returns them as they will
+/// be written (absolute paths, or `builtin:` names) and the loaded policy.
+fn check_policies(given: &[PathBuf]) -> anyhow::Result<(Vec<String>, Policy)> {
+    if given.is_empty() {
+        return Ok((Vec::new(), Policy::builtin_default()));
+    }
+    let mut out = Vec::with_capacity(given.len());
+    for p in given {
+        let Some(s) = p.to_str() else {
+            bail!(
+                "policy path {} is not UTF-8: host configurations are JSON text and cannot hold it",
+                p.display()
+            );
+        };
+        if s.starts_with("builtin:") {
+            out.push(s.to_string());
+            continue;
+        }
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => bail!(
+                "policy {} is a directory; give a policy file (a .toml file)",
+                p.display()
+            ),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+                "policy file {} does not exist; nothing was wrapped (give an existing policy file, or builtin:default / builtin:strict)",
+                p.display()
+            ),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot read policy {}", p.display()));
+            }
+        }
+        // Absolute, but symlinks kept: an org policy linked to its current version must
+        // keep following the link.
+        let abs = std::path::absolute(p)
+            .with_context(|| format!("cannot make {} absolute", p.display()))?;
+        let abs = abs
+            .to_str()
+            .context("the absolute policy path is not UTF-8")?
+            .to_string();
+        out.push(abs);
+    }
+    let paths: Vec<PathBuf> = out.iter().map(PathBuf::from).collect();
+    let policy = Policy::load(&paths).map_err(|errs| {
+        anyhow::anyhow!(
+            "{errs}\n\nnothing was wrapped: a policy that does not load would stop every wrapped server from starting; fix it (check with `rootfence policy check`) and run wrap again"
+        )
+    })?;
+    Ok((out, policy))
+}
+
+/// Checks `--run-arg` values against `rootfence run`'s own parser.
+fn check_run_args(run_args: &[String]) -> anyhow::Result<()> {
+    for a in run_args {
+        if a == "--" || a == wrap::NO_ARGS_MARKER {
+            bail!("--run-arg `{a}` is reserved: rootfence wrap writes it itself");
+        }
+    }
+    if run_args.is_empty() {
+        return Ok(());
+    }
+    let cmd = <super::run::RunArgs as clap::Args>::augment_args(clap::Command::new("run"))
+        .no_binary_name(false);
+    let argv = std::iter::once("run")
+        .chain(run_args.iter().map(String::as_str))
+        .chain(["--", "server"]);
+    let matches = cmd.try_get_matches_from(argv).map_err(|e| {
+        let msg = e.render().to_string();
+        let first = msg
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ");
+        anyhow::anyhow!(
+            "--run-arg is not a valid `rootfence run` option: {first} (see `rootfence run --help`)"
+        )
+    })?;
+    // `run` refuses to start when a --root does not exist (a typo must not leave the server
+    // rootless); say so now rather than in the host's log. Relative roots depend on the
+    // host's working directory and are not judged.
+    let parsed = <super::run::RunArgs as clap::FromArgMatches>::from_arg_matches(&matches)
+        .map_err(|e| anyhow::anyhow!("--run-arg: {e}"))?;
+    for root in &parsed.roots {
+        let path = root.strip_prefix("file://").unwrap_or(root);
+        if Path::new(path).is_absolute() && !path.contains('%') && !Path::new(path).is_dir() {
+            eprintln!(
+                "rootfence: warning: --run-arg root {root} is not a directory on this machine; `rootfence run` will refuse to start the wrapped servers until it is"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The rootfence command hosts should start.
+fn rootfence_command(chosen: Option<&str>) -> anyhow::Result<String> {
+    let cmd = match chosen {
+        Some(c) => {
+            let p = Path::new(c);
+            if c.contains(['/', '\\']) && !p.is_absolute() {
+                bail!(
+                    "--rootfence-path {c} is relative: hosts start servers from a directory of their choosing; give an absolute path, or `rootfence` to use the host's PATH"
+                );
+            }
+            check_rootfence_name(c)?;
+            if p.is_absolute() && !p.exists() {
+                eprintln!(
+                    "rootfence: warning: --rootfence-path {c} does not exist on this machine; hosts will fail to start the wrapped servers until it does"
+                );
+            }
+            c.to_string()
+        }
+        None => {
+            let cmd = this_rootfence()?;
+            check_rootfence_name(&cmd)?;
+            cmd
+        }
+    };
+    Ok(cmd)
+}
+
+/// Wrapped entries are recognised by the command's file name, so it must be `rootfence`.
+fn check_rootfence_name(cmd: &str) -> anyhow::Result<()> {
+    if !wrap::is_rootfence_command(cmd) {
+        bail!(
+            "the rootfence command must be a file named `rootfence` so that wrapped entries can be recognised (and not wrapped twice); got {cmd}: pass --rootfence-path with such a path"
+        );
+    }
+    Ok(())
+}
+
+/// This binary's absolute path, preferring its location on PATH (a symlink such as
+/// `/usr/local/bin/rootfence` keeps working across upgrades; the resolved target may not).
+fn this_rootfence() -> anyhow::Result<String> {
+    let exe = std::env::current_exe().context("cannot find this rootfence's own path")?;
+    let real = std::fs::canonicalize(&exe).unwrap_or_else(|_| exe.clone());
+    let name = exe.file_name().map(OsString::from).unwrap_or_default();
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(&name))
+        .find(|c| std::fs::canonicalize(c).is_ok_and(|r| r == real));
+    let chosen = on_path.unwrap_or(exe);
+    chosen.to_str().map(str::to_string).with_context(|| {
+        format!(
+            "this rootfence's path {} is not UTF-8; pass --rootfence-path",
+            chosen.display()
+        )
+    })
+}
+
+fn report_server(err: &mut impl std::io::Write, s: &wrap::ServerReport) {
+    let name = s.label();
+    let cmd = s
+        .command
+        .as_deref()
+        .map(|c| format!(" ({c})"))
+        .unwrap_or_default();
+    let _ = match &s.action {
+        Action::Wrapped => writeln!(err, "rootfence: wrapped `{name}`{cmd}"),
+        Action::AlreadyWrapped => writeln!(err, "rootfence: `{name}`{cmd} is already wrapped"),
+        Action::Rewrapped => writeln!(err, "rootfence: rewrapped `{name}`{cmd}"),
+        Action::Unwrapped => writeln!(err, "rootfence: unwrapped `{name}`{cmd}"),
+        Action::NotWrapped => writeln!(err, "rootfence: `{name}`{cmd} is not wrapped"),
+        Action::Remote(note) => writeln!(
+            err,
+            "rootfence: note: `{name}`: {note} (rootfence relays stdio servers only)"
+        ),
+        Action::Skipped(note) => writeln!(err, "rootfence: note: `{name}`: {note}"),
+        Action::WrappedDifferently(why) | Action::Problem(why) => writeln!(
+            err,
+            "rootfence: warning: `{name}` (line {}): {why}; entry unchanged",
+            s.line
+        ),
+        _ => writeln!(err, "rootfence: `{name}`: {}", s.action.kind()),
+    };
+}
+
+/// Hints about a wrapped server that would otherwise surprise at run time: a command that
+/// is not found, and `env` values the sandbox will not pass on.
+fn server_hints(err: &mut impl std::io::Write, s: &wrap::ServerReport, policy: &Policy) {
+    let name = s.label();
+    if let Some(cmd) = &s.command
+        && !cmd.contains("${")
+        && !command_exists(cmd)
+    {
+        let _ = writeln!(
+            err,
+            "rootfence: warning: `{name}`: command `{cmd}` was not found{}; the host will fail to start this server (GUI hosts may also use a shorter PATH than your shell: an absolute path is safest)",
+            if Path::new(cmd).is_absolute() {
+                ""
+            } else {
+                " on this PATH"
+            }
+        );
+    }
+    if policy.sandbox().mode == SandboxMode::Off || s.env.is_empty() {
+        return;
+    }
+    let argv = [OsString::from(s.command.clone().unwrap_or_default())];
+    let baseline = rootfence::sandbox::default_profile(&argv, &[]).env;
+    let allowed = |n: &str| {
+        baseline
+            .iter()
+            .chain(&policy.sandbox().env)
+            .any(|p| match p.strip_suffix('*') {
+                Some(prefix) => n.starts_with(prefix),
+                None => p == n,
+            })
+    };
+    let dropped: Vec<&str> = s
+        .env
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !allowed(n))
+        .collect();
+    if !dropped.is_empty() {
+        let _ = writeln!(
+            err,
+            "rootfence: note: `{name}` sets {} in its env, which the sandbox passes to the server only if a policy lists it: add `env = [{}]` to the [sandbox] table of a policy layer",
+            dropped.join(", "),
+            dropped
+                .iter()
+                .map(|n| format!("\"{n}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+}
+
+/// Whether a command would be found: an absolute path that exists, or a bare name on
+/// PATH. Relative paths depend on the host's working directory and are not judged.
+fn command_exists(cmd: &str) -> bool {
+    let p = Path::new(cmd);
+    if p.is_absolute() {
+        return p.exists();
+    }
+    if cmd.contains(['/', '\\']) {
+        return true;
+    }
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|d| {
+            let c = d.join(cmd);
+            c.is_file()
+                && std::fs::metadata(&c).is_ok_and(|m| {
+                    use std::os::unix::fs::PermissionsExt;
+                    m.permissions().mode() & 0o111 != 0
+                })
+        })
+    })
+}
+
+/// Prints the diff, writes unless dry-run, and picks the exit code.
+fn finish(
+    path: &Path,
+    original: &str,
+    outcome: &Outcome,
+    target: &Target,
+    verb: &str,
+) -> anyhow::Result<ExitCode> {
+    let label = path.display().to_string();
+    let diff = outcome.diff(original, &label);
+    {
+        let mut out = std::io::stdout().lock();
+        out.write_all(diff.as_bytes())
+            .and_then(|()| out.flush())
+            .context("cannot write the diff to stdout")?;
+    }
+    let problems = outcome
+        .servers
+        .iter()
+        .filter(|s| s.action.is_problem())
+        .count();
+    if outcome.servers.is_empty() {
+        eprintln!(
+            "rootfence: {} has no {}server entries: nothing to {verb}",
+            path.display(),
+            if target.servers.is_empty() {
+                ""
+            } else {
+                "matching "
+            }
+        );
+    } else if !outcome.changed {
+        eprintln!("rootfence: {}: nothing to change", path.display());
+    } else if target.dry_run {
+        eprintln!("rootfence: dry run: {} was not changed", path.display());
+    } else {
+        let report = wrap::replace_file(
+            path,
+            original.as_bytes(),
+            outcome.text.as_bytes(),
+            !target.no_backup,
+        )
+        .with_context(|| format!("nothing was written to {}", path.display()))?;
+        for w in &report.warnings {
+            eprintln!("rootfence: warning: {w}");
+        }
+        match &report.backup {
+            Some(b) => eprintln!(
+                "rootfence: wrote {} (previous version: {})",
+                report.target.display(),
+                b.display()
+            ),
+            None => eprintln!("rootfence: wrote {}", report.target.display()),
+        }
+        eprintln!(
+            "rootfence: restart the host (or reload its MCP servers) for the change to take effect"
+        );
+    }
+    if problems > 0 {
+        eprintln!(
+            "rootfence: {problems} entr{} could not be handled (see the warnings above)",
+            if problems == 1 { "y" } else { "ies" }
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
 }

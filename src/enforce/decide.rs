@@ -125,10 +125,33 @@ impl Checker {
                 allowed: None,
             },
             Verdict::Allow(a) => {
-                let d = policy.decide_resource("file", Some(a.canonical.path()));
+                // The path rules judge the name asked for and the file the kernel resolves it
+                // to: a link inside the root must not turn a denied file into an allowed name.
+                let named = policy.decide_resource("file", Some(a.canonical.path()));
+                let Some(real) = roots.real_path(&a) else {
+                    let mut c = Checked::deny("io_error");
+                    c.canonical = Some(a.canonical.clone());
+                    return c;
+                };
+                let real = Some(real);
+                let resolved = match &real {
+                    Some(p) if p != a.canonical.path() => {
+                        Some(policy.decide_resource("file", Some(p.as_str())))
+                    }
+                    _ => None,
+                };
+                let d = match resolved {
+                    Some(r) if !r.allow && named.allow => r,
+                    _ => named,
+                };
+                let mut reason = d.reason.as_str().to_owned();
+                if resolved.is_some_and(|r| !r.allow) && named.allow {
+                    // Say why a name that looks allowed was refused.
+                    reason = format!("{reason}_via_symlink");
+                }
                 Checked {
                     allow: d.allow,
-                    reason: d.reason.as_str().to_owned(),
+                    reason,
                     canonical: Some(a.canonical.clone()),
                     root: root_uri(a.root),
                     layer: d.provenance.file.as_deref().map(str::to_owned),

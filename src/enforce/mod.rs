@@ -349,13 +349,16 @@ impl Inner {
             id,
             method,
             message,
+            verbatim_ok,
         } = msg;
         let ctx = Ctx {
             from,
             method: &method,
             id: id.as_ref(),
             roots: roots.as_deref(),
-            changed: std::cell::Cell::new(false),
+            // When the original bytes could mean something else than the parsed value, the
+            // checked value is always what gets forwarded.
+            changed: std::cell::Cell::new(!verbatim_ok),
             stateless: session.revision().is_some_and(|r| r.is_stateless()),
         };
         match (from, kind, &*method) {
@@ -388,7 +391,15 @@ impl Inner {
                 self.done_ctx(&ctx, message)
             }
             (Side::Server, Kind::Notification, m::RESOURCES_UPDATED) => self.updated(&ctx, message),
-            (Side::Server, Kind::Response, _) => self.server_result(&ctx, message),
+            (Side::Server, Kind::Response, _) => {
+                if &*method == m::INITIALIZE {
+                    self.record_initialized(
+                        &message["result"],
+                        session.peers().client_info.as_ref(),
+                    );
+                }
+                self.server_result(&ctx, message)
+            }
             _ => Action::Forward,
         }
     }
@@ -937,9 +948,6 @@ impl Inner {
                     "result.serverInfo.icons",
                     result.pointer_mut("/serverInfo/icons"),
                 );
-                if ctx.method == m::INITIALIZE {
-                    self.record_initialized(result);
-                }
             }
             m::RESOURCES_LIST => {
                 self.filter_entries(ctx, "result.resources", result.get_mut("resources"), "uri")
@@ -969,7 +977,7 @@ impl Inner {
         self.done_ctx(ctx, message)
     }
 
-    fn record_initialized(&self, result: &Value) {
+    fn record_initialized(&self, result: &Value, client_info: Option<&Value>) {
         let peer = |v: Option<&Value>| {
             v.map(|info| audit::PeerInfo {
                 name: info["name"].as_str().unwrap_or_default().to_owned(),
@@ -981,7 +989,7 @@ impl Inner {
                 .as_str()
                 .unwrap_or_default()
                 .to_owned(),
-            host: None,
+            host: peer(client_info),
             server: peer(result.get("serverInfo")),
         }));
     }

@@ -33,6 +33,13 @@ pub struct Intercepted {
     pub method: Arc<str>,
     /// The whole message.
     pub message: Value,
+    /// Whether the original bytes may stand for `message` when the interceptor changes
+    /// nothing. False when the text holds serde_json's private marker keys
+    /// (`$serde_json::private::Number`, `…::RawValue`): with the features rootfence builds
+    /// serde_json with, `Value` reads an object with such a key as a number or as embedded
+    /// JSON, while every other parser sees an object, so only the re-serialized value means
+    /// the same thing to rootfence and to the peer.
+    pub verbatim_ok: bool,
 }
 
 /// A future that decides later, for checks that must wait (for roots, for a file read).

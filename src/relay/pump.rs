@@ -364,6 +364,8 @@ impl<I: Interceptor> Router<'_, I> {
                 id: routed.id.clone(),
                 method: Arc::clone(&routed.method),
                 message,
+                verbatim_ok: memchr::memmem::find(text.as_bytes(), b"serde_json::private")
+                    .is_none(),
             },
         );
         finish(routed, action, self.session)

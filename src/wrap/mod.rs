@@ -1,4 +1,250 @@
 //! Rewriting host configuration files (Claude Desktop, Claude Code, VS Code, Cursor) so that
 //! every stdio server runs behind `rootfence run`, and restoring them exactly.
 //!
-//! Owned by issue 8.
+//! Owned by issue 8. The user-facing description is `docs/wrap.md`.
+//!
+//! # Flow
+//!
+//! 1. `jsonc`: the file is parsed into a tree that records the byte span of every token
+//!    (JSON plus comments and trailing commas, as VS Code's `mcp.json` allows).
+//! 2. `edit`: the server maps are found (`mcpServers`, `servers`, `mcp.servers`,
+//!    `projects.<dir>.mcpServers`), each entry is classified (stdio, remote, already
+//!    wrapped, malformed), and the wrap or unwrap is planned as byte-range replacements.
+//!    Nothing outside those ranges changes, so comments, key order, indentation, CRLF and
+//!    escapes survive, and unwrap gives back the original bytes.
+//! 3. `diff`: a unified diff built from the same replacements.
+//! 4. `write`: the atomic replacement of the file, with a backup (used by the CLI; the
+//!    planning functions never touch the filesystem).
+//!
+//! # Example
+//!
+//! ```
+//! use rootfence::wrap::{self, UnwrapOptions, WrapOptions};
+//!
+//! let original = r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "server-fs"]}}}"#;
+//! let opts = WrapOptions {
+//!     rootfence: "/usr/local/bin/rootfence".into(),
+//!     policies: vec!["/etc/rootfence/org.toml".into()],
+//!     ..WrapOptions::default()
+//! };
+//! let wrapped = wrap::wrap_config(original, &opts).unwrap();
+//! assert_eq!(
+//!     wrapped.text,
+//!     r#"{"mcpServers": {"fs": {"command": "/usr/local/bin/rootfence", "args": ["run", "--policy", "/etc/rootfence/org.toml", "--", "npx", "-y", "server-fs"]}}}"#
+//! );
+//! // Wrapping again changes nothing; unwrapping gives the original bytes back.
+//! assert!(!wrap::wrap_config(&wrapped.text, &opts).unwrap().changed);
+//! let restored = wrap::unwrap_config(&wrapped.text, &UnwrapOptions::default()).unwrap();
+//! assert_eq!(restored.text, original);
+//! ```
+
+mod diff;
+mod edit;
+mod hosts;
+mod jsonc;
+mod write;
+
+pub use edit::NO_ARGS_MARKER;
+pub use hosts::{Host, HostEnv, LocateError, Os, config_path};
+pub use write::{WriteError, WriteReport, replace_file};
+
+/// How to wrap.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WrapOptions {
+    /// The command the host should start: an absolute path to rootfence, or `rootfence`
+    /// to find it on the host's `PATH`.
+    pub rootfence: String,
+    /// `--policy` values, in layer order, exactly as they should appear (absolute paths
+    /// or `builtin:<name>`).
+    pub policies: Vec<String>,
+    /// More `rootfence run` options, placed after the policies.
+    pub run_args: Vec<String>,
+    /// Only these server names (all when empty).
+    pub servers: Vec<String>,
+    /// Replace rootfence's command and options in entries already wrapped differently.
+    pub rewrap: bool,
+}
+
+/// How to unwrap.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UnwrapOptions {
+    /// Only these server names (all when empty).
+    pub servers: Vec<String>,
+}
+
+/// The result of planning a wrap or an unwrap. Nothing has been written.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The new text of the file.
+    pub text: String,
+    /// Whether `text` differs from the input.
+    pub changed: bool,
+    /// What happened to each server entry considered, in file order.
+    pub servers: Vec<ServerReport>,
+    pub(crate) edits: Vec<edit::Edit>,
+}
+
+impl Outcome {
+    /// A unified diff of the change (empty when nothing changed), labelled with `path`.
+    pub fn diff(&self, original: &str, path: &str) -> String {
+        diff::unified(path, original, &self.edits)
+    }
+}
+
+/// One server entry and what was done to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerReport {
+    /// The entry's key.
+    pub name: String,
+    /// Empty for a top-level map; `project <dir>` for a Claude Code local-scope map.
+    pub scope: String,
+    /// 1-based line of the entry's key.
+    pub line: usize,
+    /// The server's own command (after `--` for a wrapped entry), when known.
+    pub command: Option<String>,
+    /// The names in the entry's `env` object.
+    pub env: Vec<String>,
+    /// What happened.
+    pub action: Action,
+}
+
+impl ServerReport {
+    /// `name`, or `name (project /dir)`.
+    pub fn label(&self) -> String {
+        if self.scope.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{} ({})", self.name, self.scope)
+        }
+    }
+}
+
+/// What happened to one entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Action {
+    /// Wrapped now.
+    Wrapped,
+    /// Already wrapped exactly as asked: unchanged.
+    AlreadyWrapped,
+    /// Wrapped with other options, replaced (`--rewrap`).
+    Rewrapped,
+    /// Wrapped with other options and left alone; the text says how it is wrapped.
+    WrappedDifferently(String),
+    /// Restored by unwrap.
+    Unwrapped,
+    /// Unwrap found an entry that is not wrapped.
+    NotWrapped,
+    /// A remote server (URL): rootfence relays stdio only, so it is left alone.
+    Remote(String),
+    /// Nothing to do (no command and no URL).
+    Skipped(String),
+    /// Could not be handled; the entry is unchanged and the text says why.
+    Problem(String),
+}
+
+impl Action {
+    /// A stable one-word name (for tests and scripts).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Action::Wrapped => "wrapped",
+            Action::AlreadyWrapped => "already-wrapped",
+            Action::Rewrapped => "rewrapped",
+            Action::WrappedDifferently(_) => "wrapped-differently",
+            Action::Unwrapped => "unwrapped",
+            Action::NotWrapped => "not-wrapped",
+            Action::Remote(_) => "remote",
+            Action::Skipped(_) => "skipped",
+            Action::Problem(_) => "problem",
+        }
+    }
+
+    /// Whether the entry did not end up in the state asked for.
+    pub fn is_problem(&self) -> bool {
+        matches!(self, Action::Problem(_) | Action::WrappedDifferently(_))
+    }
+}
+
+/// Why a configuration could not be wrapped or unwrapped. Nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WrapError {
+    /// Not JSON (nor JSONC).
+    #[error("invalid JSON at line {line}, column {column}: {message}")]
+    Syntax {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (characters).
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// Valid JSON, but not a host configuration.
+    #[error(
+        "not recognised as an MCP host configuration: {found}; expected `mcpServers` (Claude Desktop, Claude Code, Cursor) or `servers` (VS Code) holding the server entries"
+    )]
+    NotRecognised {
+        /// What was found instead.
+        found: String,
+    },
+    /// A key appears twice in an object rootfence reads.
+    #[error(
+        "duplicate key \"{key}\" at line {line}, column {column}: the host would use only the last one, so rootfence will not edit this file; remove the duplicate and try again"
+    )]
+    DuplicateKey {
+        /// The key.
+        key: String,
+        /// 1-based line of the second occurrence.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+    },
+    /// A `--server` name matches no entry.
+    #[error(
+        "no server named {} in this file; the servers are: {}",
+        quote_list(missing),
+        if available.is_empty() { "(none)".to_string() } else { available.join(", ") }
+    )]
+    ServerNotFound {
+        /// The names not found.
+        missing: Vec<String>,
+        /// Every server in the file.
+        available: Vec<String>,
+    },
+}
+
+impl WrapError {
+    /// A stable one-word name (for tests and scripts).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WrapError::Syntax { .. } => "syntax",
+            WrapError::NotRecognised { .. } => "not-recognised",
+            WrapError::DuplicateKey { .. } => "duplicate-key",
+            WrapError::ServerNotFound { .. } => "server-not-found",
+        }
+    }
+}
+
+fn quote_list(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Plans wrapping every selected stdio server of a host configuration's text.
+pub fn wrap_config(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapError> {
+    edit::plan_wrap(text, opts)
+}
+
+/// Plans restoring every selected wrapped server of a host configuration's text.
+pub fn unwrap_config(text: &str, opts: &UnwrapOptions) -> Result<Outcome, WrapError> {
+    edit::plan_unwrap(text, opts)
+}
+
+/// Whether a command names the rootfence binary (`rootfence` or `rootfence.exe` in any
+/// directory), as an already-wrapped entry's command does.
+pub fn is_rootfence_command(command: &str) -> bool {
+    edit::is_rootfence(command)
+}

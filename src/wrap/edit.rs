@@ -1,0 +1,920 @@
+//! Planning the edits: which server entries a host configuration holds, what each one is
+//! (stdio, remote, already wrapped, malformed), and the byte-range replacements that wrap
+//! or unwrap it.
+//!
+//! # The wrapped form
+//!
+//! A stdio entry `{"command": C, "args": [A...]}` becomes
+//! `{"command": R, "args": ["run", OPTIONS..., "--", C, A...]}` where `R` is the rootfence
+//! command and `OPTIONS` are `--policy FILE` pairs and any extra `rootfence run` options.
+//! The text of `C` and of each `A` is moved, never re-encoded, so unwrapping puts back the
+//! very bytes that were there. New items follow the array's own layout: one per line with
+//! the first item's indentation when the array is multi-line, `, `-separated otherwise.
+//!
+//! An entry without an `args` key gets one, placed right after `command`, and the marker
+//! option [`NO_ARGS_MARKER`] among `OPTIONS`, so `unwrap` knows to remove the key again
+//! rather than leave an `args` the original never had. `rootfence run` accepts the marker
+//! and ignores it.
+//!
+//! # Recognising a wrapped entry
+//!
+//! The command's file name is `rootfence` (or `rootfence.exe`) and the first argument is
+//! `run`; the server command is the item after the first `--`. Such an entry is never
+//! wrapped again (that is what makes `wrap` idempotent).
+
+use std::ops::Range;
+
+use super::jsonc::{self, Member, Node};
+use super::{Action, Outcome, ServerReport, UnwrapOptions, WrapError, WrapOptions};
+
+/// The `rootfence run` option that records that the original entry had no `args` key.
+pub const NO_ARGS_MARKER: &str = "--wrapped-without-args";
+
+/// Entry `type` values that mean a local process (absent means the same).
+const STDIO_TYPES: &[&str] = &["stdio"];
+
+/// One replacement of a byte range of the original text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Edit {
+    pub(crate) range: Range<usize>,
+    pub(crate) text: String,
+}
+
+/// A map of server entries found in the file, with where it was found.
+struct ServerMap<'n> {
+    /// Empty for a top-level map; `project /path` for a Claude Code local-scope map.
+    scope: String,
+    entries: &'n [Member],
+}
+
+/// Applies non-overlapping edits to `text`.
+pub(crate) fn apply(text: &str, edits: &[Edit]) -> String {
+    let mut sorted: Vec<&Edit> = edits.iter().collect();
+    sorted.sort_by_key(|e| (e.range.start, e.range.end));
+    let mut out = String::with_capacity(text.len() + 256);
+    let mut at = 0;
+    for e in sorted {
+        debug_assert!(e.range.start >= at, "overlapping edits");
+        out.push_str(&text[at..e.range.start]);
+        out.push_str(&e.text);
+        at = e.range.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// Server maps as (scope, index path from the root through object members).
+type MapPaths = Vec<(String, Vec<usize>)>;
+
+/// Parses `text` and finds its server maps, or says why it is not a host configuration.
+fn parse_maps(text: &str) -> Result<(Node, MapPaths), WrapError> {
+    let root = jsonc::parse(text).map_err(|e| WrapError::Syntax {
+        line: e.line,
+        column: e.column,
+        message: e.message,
+    })?;
+    // The maps are returned as paths (indices) so the tree can be moved out; `maps` below
+    // resolves them.
+    let mut found = Vec::new();
+    let Some(members) = root.members() else {
+        return Err(WrapError::NotRecognised {
+            found: format!("the top level is {}", root.type_name(text)),
+        });
+    };
+    check_duplicates(text, members)?;
+    for (i, m) in members.iter().enumerate() {
+        match m.key.as_str() {
+            "mcpServers" | "servers" => {
+                expect_object(text, m, &m.key)?;
+                check_duplicates(text, m.value.members().unwrap_or(&[]))?;
+                found.push((String::new(), vec![i]));
+            }
+            // VS Code's older form inside settings.json: "mcp": {"servers": {...}}.
+            "mcp" => {
+                if let Some(inner) = m.value.members() {
+                    check_duplicates(text, inner)?;
+                    for (j, im) in inner.iter().enumerate() {
+                        if im.key == "servers" {
+                            expect_object(text, im, "mcp.servers")?;
+                            check_duplicates(text, im.value.members().unwrap_or(&[]))?;
+                            found.push((String::new(), vec![i, j]));
+                        }
+                    }
+                }
+            }
+            // Claude Code's ~/.claude.json: local-scope servers per project.
+            "projects" => {
+                if let Some(projects) = m.value.members() {
+                    check_duplicates(text, projects)?;
+                    for (j, p) in projects.iter().enumerate() {
+                        let Some(fields) = p.value.members() else {
+                            continue;
+                        };
+                        check_duplicates(text, fields)?;
+                        for (k, f) in fields.iter().enumerate() {
+                            if f.key == "mcpServers" {
+                                expect_object(text, f, "projects.*.mcpServers")?;
+                                check_duplicates(text, f.value.members().unwrap_or(&[]))?;
+                                found.push((format!("project {}", p.key), vec![i, j, k]));
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if found.is_empty() {
+        return Err(WrapError::NotRecognised {
+            found: "no `mcpServers` or `servers` object at the top level (nor \
+                    `projects.*.mcpServers`)"
+                .to_string(),
+        });
+    }
+    Ok((root, found))
+}
+
+/// Resolves the index paths of `parse_maps` against the tree.
+fn maps<'n>(root: &'n Node, paths: &[(String, Vec<usize>)]) -> Vec<ServerMap<'n>> {
+    paths
+        .iter()
+        .filter_map(|(scope, path)| {
+            let mut node = root;
+            for &i in path {
+                node = &node.members()?[i].value;
+            }
+            Some(ServerMap {
+                scope: scope.clone(),
+                entries: node.members()?,
+            })
+        })
+        .collect()
+}
+
+fn expect_object(text: &str, m: &Member, what: &str) -> Result<(), WrapError> {
+    if m.value.members().is_none() {
+        let (line, column) = jsonc::line_col(text, m.value.span.start);
+        return Err(WrapError::NotRecognised {
+            found: format!(
+                "`{what}` at line {line}, column {column} is {}, not an object of servers",
+                m.value.type_name(text)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A duplicate key in an object rootfence reads would let the host see a different value
+/// than the one rootfence edited (JSON parsers keep the last), so it is refused.
+fn check_duplicates(text: &str, members: &[Member]) -> Result<(), WrapError> {
+    // A set, not pairwise comparison: `~/.claude.json` objects can be large, and a hostile
+    // file must not make this quadratic.
+    let mut seen = std::collections::HashSet::with_capacity(members.len());
+    for m in members {
+        if !seen.insert(m.key.as_str()) {
+            let (line, column) = jsonc::line_col(text, m.key_span.start);
+            return Err(WrapError::DuplicateKey {
+                key: m.key.clone(),
+                line,
+                column,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Checks that every `--server` name exists somewhere.
+fn check_selection(selected: &[String], maps: &[ServerMap<'_>]) -> Result<(), WrapError> {
+    let missing: Vec<String> = selected
+        .iter()
+        .filter(|name| {
+            !maps
+                .iter()
+                .any(|m| m.entries.iter().any(|e| &e.key == *name))
+        })
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut available: Vec<String> = Vec::new();
+    for m in maps {
+        for e in m.entries {
+            let label = display_name(&e.key, &m.scope);
+            if !available.contains(&label) {
+                available.push(label);
+            }
+        }
+    }
+    Err(WrapError::ServerNotFound { missing, available })
+}
+
+fn display_name(name: &str, scope: &str) -> String {
+    if scope.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} ({scope})")
+    }
+}
+
+/// The fields of one entry that matter here.
+struct Entry<'n> {
+    members: &'n [Member],
+    command: Option<&'n Member>,
+    args: Option<&'n Member>,
+}
+
+/// What an entry is.
+enum Shape<'n> {
+    /// A local server that can be wrapped.
+    Stdio {
+        command: &'n Node,
+        args: Option<&'n [Node]>,
+    },
+    /// Already `rootfence run ...`.
+    Wrapped(Wrapped<'n>),
+    /// Not a local process; the note says why.
+    Remote(String),
+    /// Cannot be handled; the message says why.
+    Problem(String),
+    /// Not a server rootfence can do anything about (no command, no url).
+    Inert(String),
+}
+
+/// A wrapped entry taken apart.
+struct Wrapped<'n> {
+    command: &'n Node,
+    items: &'n [Node],
+    /// Index of the `--` item.
+    dashdash: usize,
+    /// Options between `run` and `--`, without the marker.
+    options: Vec<&'n str>,
+    marker: bool,
+}
+
+fn classify<'n>(text: &str, entry: &'n Node) -> Result<(Entry<'n>, Shape<'n>), WrapError> {
+    let Some(members) = entry.members() else {
+        let shape = Shape::Problem(format!(
+            "the entry is {}, not an object",
+            entry.type_name(text)
+        ));
+        return Ok((
+            Entry {
+                members: &[],
+                command: None,
+                args: None,
+            },
+            shape,
+        ));
+    };
+    check_duplicates(text, members)?;
+    let field = |k: &str| members.iter().find(|m| m.key == k);
+    let e = Entry {
+        members,
+        command: field("command"),
+        args: field("args"),
+    };
+    match field("type").map(|m| m.value.as_str()) {
+        Some(Some(t)) if !STDIO_TYPES.contains(&t) => {
+            let note = format!("remote server (type \"{t}\"): left alone");
+            return Ok((e, Shape::Remote(note)));
+        }
+        Some(None) => return Ok((e, Shape::Problem("`type` is not a string".to_string()))),
+        _ => {}
+    }
+    let Some(command) = e.command else {
+        let shape = if field("url").is_some() || field("serverUrl").is_some() {
+            Shape::Remote("remote server (url, no command): left alone".to_string())
+        } else {
+            Shape::Inert("no `command` and no `url`: nothing to wrap".to_string())
+        };
+        return Ok((e, shape));
+    };
+    let Some(cmd) = command.value.as_str() else {
+        let shape = Shape::Problem(format!(
+            "`command` is {}, not a string",
+            command.value.type_name(text)
+        ));
+        return Ok((e, shape));
+    };
+    let args = match e.args {
+        None => None,
+        Some(a) => match a.value.items() {
+            Some(items) if items.iter().all(|i| i.as_str().is_some()) => Some(items),
+            Some(_) => {
+                let shape = Shape::Problem("`args` has an item that is not a string".into());
+                return Ok((e, shape));
+            }
+            None => {
+                let shape = Shape::Problem(format!(
+                    "`args` is {}, not an array of strings",
+                    a.value.type_name(text)
+                ));
+                return Ok((e, shape));
+            }
+        },
+    };
+    if is_rootfence(cmd) {
+        let items = args.unwrap_or(&[]);
+        if items.first().and_then(Node::as_str) != Some("run") {
+            let shape = Shape::Problem(
+                "the command is rootfence itself but not `rootfence run`: left alone".into(),
+            );
+            return Ok((e, shape));
+        }
+        let Some(dashdash) = items.iter().position(|i| i.as_str() == Some("--")) else {
+            let shape = Shape::Problem(
+                "`rootfence run` without `--` before the server command: fix it by hand".into(),
+            );
+            return Ok((e, shape));
+        };
+        if dashdash + 1 >= items.len() {
+            let shape = Shape::Problem(
+                "`rootfence run` with no server command after `--`: fix it by hand".into(),
+            );
+            return Ok((e, shape));
+        }
+        let mut options = Vec::new();
+        let mut marker = false;
+        for item in &items[1..dashdash] {
+            match item.as_str() {
+                Some(NO_ARGS_MARKER) => marker = true,
+                Some(s) => options.push(s),
+                None => {}
+            }
+        }
+        return Ok((
+            e,
+            Shape::Wrapped(Wrapped {
+                command: &command.value,
+                items,
+                dashdash,
+                options,
+                marker,
+            }),
+        ));
+    }
+    Ok((
+        e,
+        Shape::Stdio {
+            command: &command.value,
+            args,
+        },
+    ))
+}
+
+/// Whether a command names the rootfence binary (any directory, `.exe` on Windows).
+pub(crate) fn is_rootfence(command: &str) -> bool {
+    let name = command.rsplit(['/', '\\']).next().unwrap_or(command);
+    name == "rootfence" || name.eq_ignore_ascii_case("rootfence.exe")
+}
+
+/// A JSON string literal for `s`.
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}
+
+/// The separator to put after a `,` between items of `items`, an array starting at
+/// `open` (the `[`): the line break and indentation before the first item when it is on
+/// its own line, a space otherwise.
+fn item_separator(text: &str, open: usize, items: &[Node]) -> String {
+    items
+        .first()
+        .and_then(|first| line_break_indent(&text[open + 1..first.span.start]))
+        .unwrap_or_else(|| " ".to_string())
+}
+
+/// If the trailing whitespace of `gap` contains a line break, the text from that line
+/// break (`\n` or `\r\n`) to the end: the file's own newline and indentation.
+fn line_break_indent(gap: &str) -> Option<String> {
+    let ws = &gap[trailing_ws_start(gap)..];
+    let nl = ws.rfind('\n')?;
+    let from = if nl > 0 && ws.as_bytes()[nl - 1] == b'\r' {
+        nl - 1
+    } else {
+        nl
+    };
+    Some(ws[from..].to_string())
+}
+
+/// Where the trailing run of JSON whitespace of `s` starts. Whitespace is ASCII, so the
+/// result is always a character boundary.
+fn trailing_ws_start(s: &str) -> usize {
+    let b = s.as_bytes();
+    let mut i = b.len();
+    while i > 0 && matches!(b[i - 1], b' ' | b'\t' | b'\r' | b'\n') {
+        i -= 1;
+    }
+    i
+}
+
+/// The option items rootfence puts between `run` and `--`.
+fn wanted_options(opts: &WrapOptions) -> Vec<String> {
+    let mut v = Vec::with_capacity(opts.policies.len() * 2 + opts.run_args.len());
+    for p in &opts.policies {
+        v.push("--policy".to_string());
+        v.push(p.clone());
+    }
+    v.extend(opts.run_args.iter().cloned());
+    v
+}
+
+/// Plans the wrap of every selected stdio entry.
+pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapError> {
+    let (root, paths) = parse_maps(text)?;
+    let maps = maps(&root, &paths);
+    check_selection(&opts.servers, &maps)?;
+    let wanted = wanted_options(opts);
+    let lines = jsonc::LineIndex::new(text);
+    let mut edits = Vec::new();
+    let mut servers = Vec::new();
+    for map in &maps {
+        for m in map.entries {
+            if !opts.servers.is_empty() && !opts.servers.contains(&m.key) {
+                continue;
+            }
+            let (entry, shape) = classify(text, &m.value)?;
+            let action = match shape {
+                Shape::Remote(note) => Action::Remote(note),
+                Shape::Inert(note) => Action::Skipped(note),
+                Shape::Problem(why) => Action::Problem(why),
+                Shape::Wrapped(w) => {
+                    let same = w.command.as_str() == Some(opts.rootfence.as_str())
+                        && w.options.len() == wanted.len()
+                        && w.options.iter().zip(&wanted).all(|(a, b)| a == b);
+                    if same {
+                        Action::AlreadyWrapped
+                    } else if opts.rewrap {
+                        rewrap(text, &w, opts, &wanted, &mut edits);
+                        Action::Rewrapped
+                    } else {
+                        Action::WrappedDifferently(describe_wrapped(&w))
+                    }
+                }
+                Shape::Stdio { command, args } => {
+                    wrap_entry(text, &entry, command, args, &wanted, opts, &mut edits);
+                    Action::Wrapped
+                }
+            };
+            servers.push(report(&lines, map, m, &entry, action));
+        }
+    }
+    Ok(finish(text, edits, servers))
+}
+
+/// Plans the unwrap of every selected wrapped entry.
+pub(crate) fn plan_unwrap(text: &str, opts: &UnwrapOptions) -> Result<Outcome, WrapError> {
+    let (root, paths) = parse_maps(text)?;
+    let maps = maps(&root, &paths);
+    check_selection(&opts.servers, &maps)?;
+    let lines = jsonc::LineIndex::new(text);
+    let mut edits = Vec::new();
+    let mut servers = Vec::new();
+    for map in &maps {
+        for m in map.entries {
+            if !opts.servers.is_empty() && !opts.servers.contains(&m.key) {
+                continue;
+            }
+            let (entry, shape) = classify(text, &m.value)?;
+            let action = match shape {
+                Shape::Wrapped(w) => {
+                    unwrap_entry(text, &entry, &w, &mut edits);
+                    Action::Unwrapped
+                }
+                Shape::Stdio { .. } => Action::NotWrapped,
+                Shape::Remote(note) => Action::Remote(note),
+                Shape::Inert(note) => Action::Skipped(note),
+                Shape::Problem(why) => Action::Problem(why),
+            };
+            servers.push(report(&lines, map, m, &entry, action));
+        }
+    }
+    Ok(finish(text, edits, servers))
+}
+
+fn finish(text: &str, edits: Vec<Edit>, servers: Vec<ServerReport>) -> Outcome {
+    let new_text = apply(text, &edits);
+    Outcome {
+        changed: new_text != text,
+        text: new_text,
+        edits,
+        servers,
+    }
+}
+
+fn describe_wrapped(w: &Wrapped<'_>) -> String {
+    let mut s = format!(
+        "already wrapped, but as `{} run",
+        w.command.as_str().unwrap_or("rootfence")
+    );
+    for o in &w.options {
+        s.push(' ');
+        s.push_str(o);
+    }
+    s.push_str(" --`; left alone (pass --rewrap to replace rootfence's options)");
+    s
+}
+
+fn report(
+    lines: &jsonc::LineIndex,
+    map: &ServerMap<'_>,
+    m: &Member,
+    entry: &Entry<'_>,
+    action: Action,
+) -> ServerReport {
+    let line = lines.line(m.key_span.start);
+    let field = |k: &str| entry.members.iter().find(|f| f.key == k);
+    // The server's own command: after `--` when wrapped.
+    let command = match entry.command.and_then(|c| c.value.as_str()) {
+        Some(c) if is_rootfence(c) => entry
+            .args
+            .and_then(|a| a.value.items())
+            .and_then(|items| {
+                let k = items.iter().position(|i| i.as_str() == Some("--"))?;
+                items.get(k + 1)?.as_str()
+            })
+            .map(str::to_string),
+        c => c.map(str::to_string),
+    };
+    ServerReport {
+        name: m.key.clone(),
+        scope: map.scope.clone(),
+        line,
+        command,
+        env: field("env")
+            .and_then(|e| e.value.members())
+            .map(|ms| ms.iter().map(|m| m.key.clone()).collect())
+            .unwrap_or_default(),
+        action,
+    }
+}
+
+/// Edits that wrap one stdio entry.
+fn wrap_entry(
+    text: &str,
+    entry: &Entry<'_>,
+    command: &Node,
+    args: Option<&[Node]>,
+    wanted: &[String],
+    opts: &WrapOptions,
+    edits: &mut Vec<Edit>,
+) {
+    let cmd_raw = &text[command.span.clone()];
+    edits.push(Edit {
+        range: command.span.clone(),
+        text: quote(&opts.rootfence),
+    });
+    match (entry.args, args) {
+        (Some(args_member), Some(items)) => {
+            let open = args_member.value.span.start;
+            let sep = item_separator(text, open, items);
+            let mut ins = String::new();
+            ins.push_str(&quote("run"));
+            for o in wanted {
+                ins.push(',');
+                ins.push_str(&sep);
+                ins.push_str(&quote(o));
+            }
+            ins.push(',');
+            ins.push_str(&sep);
+            ins.push_str(&quote("--"));
+            ins.push(',');
+            ins.push_str(&sep);
+            ins.push_str(cmd_raw);
+            let at = match items.first() {
+                Some(first) => {
+                    ins.push(',');
+                    ins.push_str(&sep);
+                    first.span.start
+                }
+                None => open + 1,
+            };
+            edits.push(Edit {
+                range: at..at,
+                text: ins,
+            });
+        }
+        _ => {
+            // No args key: add one right after the command member, in the entry's layout.
+            let Some(cmd_member) = entry.command else {
+                return;
+            };
+            let before_key = &text[..cmd_member.key_span.start];
+            let sep = line_break_indent(&before_key[trailing_ws_start(before_key)..])
+                .unwrap_or_else(|| " ".to_string());
+            let colon = &text[cmd_member.key_span.end..command.span.start];
+            let colon = if colon.trim_matches([' ', '\t']) == ":" {
+                colon
+            } else {
+                ": "
+            };
+            let mut items: Vec<String> = vec![quote("run")];
+            items.extend(wanted.iter().map(|o| quote(o)));
+            items.push(quote(NO_ARGS_MARKER));
+            items.push(quote("--"));
+            items.push(cmd_raw.to_string());
+            let ins = format!(",{sep}\"args\"{colon}[{}]", items.join(", "));
+            let at = command.span.end;
+            edits.push(Edit {
+                range: at..at,
+                text: ins,
+            });
+        }
+    }
+}
+
+/// Edits that replace the rootfence command and options of a wrapped entry.
+fn rewrap(
+    text: &str,
+    w: &Wrapped<'_>,
+    opts: &WrapOptions,
+    wanted: &[String],
+    edits: &mut Vec<Edit>,
+) {
+    edits.push(Edit {
+        range: w.command.span.clone(),
+        text: quote(&opts.rootfence),
+    });
+    // Keep the separator the array already uses after `"run",`.
+    let gap = &text[w.items[0].span.end..w.items[1].span.start];
+    let sep = match gap.trim_start().strip_prefix(',') {
+        Some(rest) if rest.trim_matches([' ', '\t', '\r', '\n']).is_empty() => rest.to_string(),
+        _ => " ".to_string(),
+    };
+    let mut new = quote("run");
+    for o in wanted
+        .iter()
+        .map(String::as_str)
+        .chain(w.marker.then_some(NO_ARGS_MARKER))
+    {
+        new.push(',');
+        new.push_str(&sep);
+        new.push_str(&quote(o));
+    }
+    new.push(',');
+    new.push_str(&sep);
+    edits.push(Edit {
+        range: w.items[0].span.start..w.items[w.dashdash].span.start,
+        text: new,
+    });
+}
+
+/// Edits that restore a wrapped entry.
+fn unwrap_entry(text: &str, entry: &Entry<'_>, w: &Wrapped<'_>, edits: &mut Vec<Edit>) {
+    let server_cmd = &w.items[w.dashdash + 1];
+    edits.push(Edit {
+        range: w.command.span.clone(),
+        text: text[server_cmd.span.clone()].to_string(),
+    });
+    let Some(args_member) = entry.args else {
+        return;
+    };
+    if w.marker {
+        // The original had no args key: remove the member with one adjacent comma.
+        let i = entry
+            .members
+            .iter()
+            .position(|m| std::ptr::eq(m, args_member))
+            .unwrap_or(0);
+        let range = if i > 0 {
+            entry.members[i - 1].value.span.end..args_member.value.span.end
+        } else {
+            match entry.members.get(1) {
+                Some(next) => args_member.key_span.start..next.key_span.start,
+                None => args_member.key_span.start..args_member.value.span.end,
+            }
+        };
+        // The command edit must not overlap: when args directly follows command, the
+        // removal starts where the command's value ends.
+        edits.push(Edit {
+            range,
+            text: String::new(),
+        });
+        return;
+    }
+    let end = match w.items.get(w.dashdash + 2) {
+        Some(first_arg) => first_arg.span.start,
+        None => server_cmd.span.end,
+    };
+    edits.push(Edit {
+        range: w.items[0].span.start..end,
+        text: String::new(),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(policies: &[&str]) -> WrapOptions {
+        WrapOptions {
+            rootfence: "/opt/rf/bin/rootfence".into(),
+            policies: policies.iter().map(|s| s.to_string()).collect(),
+            run_args: vec![],
+            servers: vec![],
+            rewrap: false,
+        }
+    }
+
+    fn wrap(text: &str) -> String {
+        plan_wrap(text, &opts(&["/etc/rf/org.toml"])).unwrap().text
+    }
+
+    fn unwrap(text: &str) -> String {
+        plan_unwrap(text, &UnwrapOptions::default()).unwrap().text
+    }
+
+    /// Each case: original, expected wrapped text. Unwrap must give the original back and
+    /// wrapping again must change nothing.
+    #[test]
+    fn wrap_layouts_table() {
+        let cases: &[(&str, &str)] = &[
+            (
+                r#"{"mcpServers": {"a": {"command": "npx", "args": ["-y", "pkg"]}}}"#,
+                r#"{"mcpServers": {"a": {"command": "/opt/rf/bin/rootfence", "args": ["run", "--policy", "/etc/rf/org.toml", "--", "npx", "-y", "pkg"]}}}"#,
+            ),
+            (
+                "{\"servers\": {\"a\": {\n  \"command\": \"npx\",\n  \"args\": [\n    \"-y\"\n  ]\n}}}",
+                "{\"servers\": {\"a\": {\n  \"command\": \"/opt/rf/bin/rootfence\",\n  \"args\": [\n    \"run\",\n    \"--policy\",\n    \"/etc/rf/org.toml\",\n    \"--\",\n    \"npx\",\n    \"-y\"\n  ]\n}}}",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "srv", "args": []}}}"#,
+                r#"{"mcpServers": {"a": {"command": "/opt/rf/bin/rootfence", "args": ["run", "--policy", "/etc/rf/org.toml", "--", "srv"]}}}"#,
+            ),
+            (
+                "{\"mcpServers\": {\"a\": {\r\n\t\"command\": \"srv\"\r\n}}}",
+                "{\"mcpServers\": {\"a\": {\r\n\t\"command\": \"/opt/rf/bin/rootfence\",\r\n\t\"args\": [\"run\", \"--policy\", \"/etc/rf/org.toml\", \"--wrapped-without-args\", \"--\", \"srv\"]\r\n}}}",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"env": {}, "command" :"s\u0072v", "cwd": "/x"}}}"#,
+                r#"{"mcpServers": {"a": {"env": {}, "command" :"/opt/rf/bin/rootfence", "args" :["run", "--policy", "/etc/rf/org.toml", "--wrapped-without-args", "--", "s\u0072v"], "cwd": "/x"}}}"#,
+            ),
+        ];
+        for (original, wrapped) in cases {
+            let w = wrap(original);
+            assert_eq!(&w, wrapped, "wrap of {original}");
+            assert_eq!(wrap(&w), w, "wrap is idempotent: {original}");
+            assert_eq!(&unwrap(&w), original, "unwrap restores: {original}");
+            assert_eq!(
+                &unwrap(original),
+                original,
+                "unwrap of unwrapped: {original}"
+            );
+        }
+    }
+
+    #[test]
+    fn classifies_entries() {
+        let text = r#"{"mcpServers": {
+            "local": {"command": "srv"},
+            "typed": {"type": "stdio", "command": "srv"},
+            "http": {"type": "http", "url": "https://x"},
+            "sse": {"url": "https://x/sse"},
+            "empty": {},
+            "num": {"command": 5},
+            "badargs": {"command": "x", "args": "a b"},
+            "numargs": {"command": "x", "args": ["a", 1]},
+            "notobj": 3,
+            "self": {"command": "rootfence", "args": ["check"]},
+            "nodash": {"command": "rootfence", "args": ["run", "x"]},
+            "nocmd": {"command": "rootfence", "args": ["run", "--"]},
+            "done": {"command": "/opt/rf/bin/rootfence", "args": ["run", "--policy", "/etc/rf/org.toml", "--", "srv"]},
+            "other": {"command": "rootfence", "args": ["run", "--", "srv"]}
+        }}"#;
+        let out = plan_wrap(text, &opts(&["/etc/rf/org.toml"])).unwrap();
+        let got: Vec<(String, &str)> = out
+            .servers
+            .iter()
+            .map(|s| (s.name.clone(), s.action.kind()))
+            .collect();
+        let want = [
+            ("local", "wrapped"),
+            ("typed", "wrapped"),
+            ("http", "remote"),
+            ("sse", "remote"),
+            ("empty", "skipped"),
+            ("num", "problem"),
+            ("badargs", "problem"),
+            ("numargs", "problem"),
+            ("notobj", "problem"),
+            ("self", "problem"),
+            ("nodash", "problem"),
+            ("nocmd", "problem"),
+            ("done", "already-wrapped"),
+            ("other", "wrapped-differently"),
+        ];
+        let want: Vec<(String, &str)> = want.iter().map(|(a, b)| (a.to_string(), *b)).collect();
+        assert_eq!(got, want);
+        assert_eq!(out.servers[12].command.as_deref(), Some("srv"));
+    }
+
+    #[test]
+    fn rewrap_replaces_options_and_keeps_the_marker() {
+        let original = "{\"mcpServers\": {\"a\": {\n  \"command\": \"srv\"\n}}}";
+        let w1 = wrap(original);
+        let mut o = opts(&["/new/a.toml", "/new/b.toml"]);
+        let kept = plan_wrap(&w1, &o).unwrap();
+        assert!(!kept.changed);
+        assert_eq!(kept.servers[0].action.kind(), "wrapped-differently");
+        o.rewrap = true;
+        let w2 = plan_wrap(&w1, &o).unwrap();
+        assert_eq!(w2.servers[0].action.kind(), "rewrapped");
+        assert!(w2.text.contains(
+            r#"["run", "--policy", "/new/a.toml", "--policy", "/new/b.toml", "--wrapped-without-args", "--", "srv"]"#
+        ));
+        assert!(!plan_wrap(&w2.text, &o).unwrap().changed);
+        assert_eq!(unwrap(&w2.text), original);
+    }
+
+    #[test]
+    fn multi_line_rewrap_keeps_layout() {
+        let original = "{\"servers\": {\"a\": {\"command\": \"n\", \"args\": [\n  \"x\"\n]}}}";
+        let w1 = wrap(original);
+        let mut o = opts(&["/p2"]);
+        o.rewrap = true;
+        let w2 = plan_wrap(&w1, &o).unwrap().text;
+        assert!(
+            w2.contains(
+                "[\n  \"run\",\n  \"--policy\",\n  \"/p2\",\n  \"--\",\n  \"n\",\n  \"x\"\n]"
+            ),
+            "{w2}"
+        );
+        assert_eq!(unwrap(&w2), original);
+    }
+
+    #[test]
+    fn unwrap_after_keys_were_reordered() {
+        // A user (or a host) moved the added args key away from command: unwrap still
+        // removes it, with one comma.
+        let text = r#"{"mcpServers": {"a": {"args": ["run", "--wrapped-without-args", "--", "srv"], "command": "rootfence", "env": {}}}}"#;
+        assert_eq!(
+            unwrap(text),
+            r#"{"mcpServers": {"a": {"command": "srv", "env": {}}}}"#
+        );
+        let text = r#"{"mcpServers": {"a": {"command": "rootfence", "env": {}, "args": ["run", "--wrapped-without-args", "--", "srv"]}}}"#;
+        assert_eq!(
+            unwrap(text),
+            r#"{"mcpServers": {"a": {"command": "srv", "env": {}}}}"#
+        );
+    }
+
+    #[test]
+    fn claude_code_scopes_and_selection() {
+        let text = r#"{"mcpServers": {"u": {"command": "a"}},
+            "projects": {"/p": {"mcpServers": {"l": {"command": "b"}}}, "/q": {"x": 1}}}"#;
+        let out = plan_wrap(text, &opts(&["/o.toml"])).unwrap();
+        assert_eq!(out.servers.len(), 2);
+        assert_eq!(out.servers[1].scope, "project /p");
+        let mut o = opts(&["/o.toml"]);
+        o.servers = vec!["l".into()];
+        let out = plan_wrap(text, &o).unwrap();
+        assert_eq!(out.servers.len(), 1);
+        assert!(out.text.contains(r#""u": {"command": "a"}"#));
+        o.servers = vec!["nope".into(), "l".into()];
+        match plan_wrap(text, &o) {
+            Err(WrapError::ServerNotFound { missing, available }) => {
+                assert_eq!(missing, ["nope"]);
+                assert_eq!(available, ["u", "l (project /p)"]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_read_safely() {
+        let table: &[(&str, &str)] = &[
+            (r#"[1]"#, "not-recognised"),
+            (r#"{"other": {}}"#, "not-recognised"),
+            (r#"{"mcpServers": []}"#, "not-recognised"),
+            (r#"{"mcpServers": {}, "mcpServers": {}}"#, "duplicate-key"),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "command": "y"}}}"#,
+                "duplicate-key",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x"}, "a": {"command": "y"}}}"#,
+                "duplicate-key",
+            ),
+            (r#"{"mcpServers": {"a": }}"#, "syntax"),
+        ];
+        for (text, kind) in table {
+            let e = plan_wrap(text, &opts(&["/p"])).expect_err(text);
+            assert_eq!(e.kind(), *kind, "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn rootfence_names() {
+        for yes in [
+            "rootfence",
+            "/usr/bin/rootfence",
+            "C:\\tools\\rootfence.exe",
+            "ROOTFENCE.EXE",
+        ] {
+            assert!(is_rootfence(yes), "{yes}");
+        }
+        for no in ["rootfence2", "/rootfence/bin/npx", "", "rootfence.sh"] {
+            assert!(!is_rootfence(no), "{no}");
+        }
+    }
+}
