@@ -1,7 +1,7 @@
 //! Enforcement regressions, one test per attack (issue 6), through the real binary against
 //! the hostile server (`examples/hostile_server.rs`, with `--extra-leaks` where an attack
 //! needs it): the `read` stances against a server that lies about contents, the OS sandbox
-//! and the wire checks together, and the attacks that found gaps (each `#[ignore]`d with
+//! and the wire checks together, and the attacks that found gaps (each was `#[ignore]`d with
 //! the precise failure until fixed: `bug:` where rootfence breaks its own contract in
 //! docs/enforcement.md, `gap:` where the contract does not cover the attack yet).
 
@@ -181,8 +181,6 @@ fn sandbox_and_wire_enforcement_together() {
 /// checked like every other `serverInfo` icon (docs/enforcement.md: "icons[].src on ... and
 /// serverInfo").
 #[test]
-#[ignore = "bug: server/discover result._meta[\"io.modelcontextprotocol/serverInfo\"].icons is not \
-            filtered (only result.serverInfo.icons is): an outside file: icon reaches the host"]
 fn discover_2026_07_28_server_info_outside_icon_is_removed() {
     let tree = Tree::new();
     let o = opts(&tree, &tree.file("audit.jsonl"), &[], true);
@@ -206,9 +204,6 @@ fn discover_2026_07_28_server_info_outside_icon_is_removed() {
 /// rootfence cannot read as a URI must be refused like a resource URI is (`not_a_uri`), not
 /// passed as "another scheme".
 #[test]
-#[ignore = "bug: icons whose src is ' file://<outside>' or 'fi\\tle://<outside>' pass unchecked \
-            (filter_icons only checks srcs whose scheme_of is exactly file; an unparseable src \
-            is kept), though WHATWG parsers read both as file: URIs"]
 fn icons_with_a_file_scheme_hidden_by_whitespace_are_removed() {
     let tree = Tree::new();
     let mut host = start(&tree, "2025-11-25", &[], &["--extra-leaks"], None);
@@ -237,10 +232,6 @@ fn icons_with_a_file_scheme_hidden_by_whitespace_are_removed() {
 /// removed (docs/enforcement.md: "removed when every expansion must leave the roots (its
 /// literal prefix is disjoint from every root)").
 #[test]
-#[ignore = "bug: a template whose literal prefix ends in a partial name followed by a path \
-            operator (file://<root>_evil{/x}, file:///etc{/x}) is judged by the directory \
-            before the partial name (the root's parent, /), which contains the root, so the \
-            template is kept and the sibling's name reaches the host"]
 fn templates_with_a_path_operator_after_a_partial_name_are_removed() {
     let tree = Tree::new();
     let mut host = start(&tree, "2025-06-18", &[], &["--extra-leaks"], None);
@@ -262,9 +253,6 @@ fn templates_with_a_path_operator_after_a_partial_name_are_removed() {
 /// no type at all, is a resource to a lenient host: it is judged like one (the walker already
 /// fails closed on unknown blocks with a top-level `uri`).
 #[test]
-#[ignore = "bug: content blocks {type:\"Resource\", resource:{uri,text}} and {resource:{uri,text}} \
-            (no type) pass unchecked, with the outside text: block_ok only looks at resource.uri \
-            when type is exactly \"resource\", and at a top-level uri otherwise"]
 fn resource_blocks_with_an_unknown_type_are_checked() {
     let tree = Tree::new();
     let mut host = start(&tree, "2025-06-18", &[], &["--extra-leaks"], None);
@@ -276,10 +264,6 @@ fn resource_blocks_with_an_unknown_type_are_checked() {
 /// Fail closed on shapes: a `contents`, `resources` or `messages` that is not an array cannot
 /// be checked item by item, so it must not pass as it came.
 #[test]
-#[ignore = "bug: a resources/read result whose contents is an object (not an array), a \
-            resources/list result whose resources is an object, and a prompts/get result whose \
-            messages is an object pass unchecked with outside URIs and text (read_result, \
-            filter_entries and filter_messages return early on non-arrays)"]
 fn non_array_payloads_are_not_passed_unchecked() {
     let tree = Tree::new();
     let mut host = start(&tree, "2025-06-18", &[], &[], None);
@@ -307,9 +291,6 @@ fn non_array_payloads_are_not_passed_unchecked() {
 /// (`other_schemes = "allow"`) they pass as "another scheme" although they name files
 /// outside the roots.
 #[test]
-#[ignore = "gap: jar:file://<outside>!/x, vscode-file://vscode-app<outside> and \
-            view-source:file://<outside> pass under other_schemes = \"allow\" (the default); \
-            docs/enforcement.md checks file: only, so a wrapped file: URI is never root-checked"]
 fn schemes_that_wrap_file_are_root_checked() {
     let tree = Tree::new();
     let mut host = start(
@@ -341,8 +322,6 @@ fn schemes_that_wrap_file_are_root_checked() {
 /// URL-mode elicitation (2025-11-25) asks the host to open a URL; a `file:` URL outside the
 /// roots is an outside file put in front of the user.
 #[test]
-#[ignore = "gap: elicitation/create {mode:\"url\", url:\"file://<outside>\"} from the server \
-            reaches the host unchecked; docs/enforcement.md does not list elicitation URLs"]
 fn url_elicitation_of_an_outside_file_is_refused() {
     let tree = Tree::new();
     let mut host = start(&tree, "2025-11-25", &[], &[], None);
@@ -367,17 +346,20 @@ fn url_elicitation_of_an_outside_file_is_refused() {
 /// handshake revisions. Passing it on breaks real SDK hosts: the Python SDK answers a roots
 /// input request it has no callback for with an error, so the tool call fails.
 #[test]
-#[ignore = "bug: in 2026-07-28 an input_required result with a roots/list input request is \
-            passed to a host whose _meta clientCapabilities has no roots; rootfence only \
-            filters the host's answer on the retry (the 2025 path answers the server itself)"]
 fn mrtr_2026_07_28_server_roots_request_for_a_host_without_roots_is_answered_by_rootfence() {
     let tree = Tree::new();
     let mut host = start(&tree, "2026-07-28", &[], &[], None);
-    let r = host.request("tools/call", json!({"name": "ask_roots", "arguments": {}}));
-    assert_ne!(
-        r["result"]["resultType"], "input_required",
-        "the host without roots is not asked: {r}"
-    );
+    // The host may be asked to retry (a requestState-only round, which SDK hosts do on their
+    // own), but it is never asked for roots: rootfence answers the server on the retry.
+    let (r, inputs) = host.mrtr("tools/call", json!({"name": "ask_roots", "arguments": {}}));
+    for round in &inputs {
+        let asked = round["inputRequests"].to_string();
+        assert!(
+            !asked.contains("roots/list"),
+            "the host without roots is asked: {round}"
+        );
+    }
+    assert_ne!(r["result"]["resultType"], "input_required", "{r}");
     assert!(
         r.to_string().contains(&tree.root_str()),
         "the server got the operator root: {r}"
@@ -389,10 +371,6 @@ fn mrtr_2026_07_28_server_roots_request_for_a_host_without_roots_is_answered_by_
 /// `tools/call` and `prompts/get`): the server's roots request must get the effective roots
 /// only, and its sampling request must not carry outside files to the host.
 #[test]
-#[ignore = "bug: input_required results of resources/read are not examined (input_required() \
-            runs for tools/call, prompts/get and tasks/result only): a sampling input request \
-            embedding outside files reaches the host, and the host's roots answer on the retry \
-            reaches the server unfiltered (root_evil and the parent included)"]
 fn mrtr_2026_07_28_on_resources_read_is_examined_like_tools_call() {
     let tree = Tree::new();
     let audit = tree.file("audit.jsonl");
@@ -477,11 +455,6 @@ fn server_and_rootfence_ask_for_roots_at_once() {
 /// 2026-07-28, a host that declares no roots and lists resources first (as the SDKs do):
 /// the operator root applies from the first request, so the inside entries are listed.
 #[test]
-#[ignore = "bug: in 2026-07-28 the host's capabilities are only learnt from tools/call, \
-            prompts/get, resources/read and the other requests the enforcer intercepts; \
-            resources/list (and server/discover) are not, so a first resources/list from a \
-            host without roots is filtered with the roots unknown and every file: entry is \
-            removed (roots_unknown), though the operator root is all there is to know"]
 fn list_2026_07_28_first_request_of_a_host_without_roots_uses_the_operator_root() {
     let tree = Tree::new();
     let mut host = start(&tree, "2026-07-28", &[], &["--page-size", "200"], None);
@@ -544,11 +517,6 @@ fn list_2026_07_28_before_the_roots_are_known_fails_closed() {
 /// removing them is the only change to the message: `initialize`'s `serverInfo.icons`, a
 /// `resources/list` page whose entries all stay, `tools/list`.
 #[test]
-#[ignore = "bug: since e513884 (forward the original bytes when a check changes nothing) \
-            filter_icons removes an icon without ctx.mark(), so a message whose only change \
-            is a removed icon is forwarded as its original bytes: the outside file: icon \
-            reaches the host in initialize serverInfo.icons and in tools/list (a \
-            resources/list page only escapes when no entry on it is removed or rewritten)"]
 fn icons_outside_the_roots_are_removed_when_nothing_else_changes() {
     let tree = Tree::new();
     let audit = tree.file("audit.jsonl");

@@ -349,7 +349,6 @@ per_revision!(lists:
     lists_2024_11_05 => "2024-11-05",
     lists_2025_03_26 => "2025-03-26",
     lists_2025_06_18 => "2025-06-18",
-    #[ignore = "bug: since e513884 icons removed by filter_icons do not mark the message changed, so the original bytes (with the outside file: icon) are forwarded; see tests/enforce_attacks.rs"]
     lists_2025_11_25 => "2025-11-25",
     lists_2025_11_25_no_icons ["--no-icons"] => "2025-11-25",
     lists_2026_07_28 => "2026-07-28",
@@ -546,7 +545,6 @@ per_revision!(host_reads:
     host_reads_2024_11_05 => "2024-11-05",
     host_reads_2025_03_26 => "2025-03-26",
     host_reads_2025_06_18 => "2025-06-18",
-    #[ignore = "bug: since e513884 icons removed by filter_icons do not mark the message changed, so the original bytes (with the outside file: icon) are forwarded; see tests/enforce_attacks.rs"]
     host_reads_2025_11_25 => "2025-11-25",
     host_reads_2025_11_25_no_icons ["--no-icons"] => "2025-11-25",
     host_reads_2026_07_28 => "2026-07-28",
@@ -654,7 +652,6 @@ per_revision!(substituted_reads:
     substituted_reads_2024_11_05 => "2024-11-05",
     substituted_reads_2025_03_26 => "2025-03-26",
     substituted_reads_2025_06_18 => "2025-06-18",
-    #[ignore = "bug: since e513884 icons removed by filter_icons do not mark the message changed, so the original bytes (with the outside file: icon) are forwarded; see tests/enforce_attacks.rs"]
     substituted_reads_2025_11_25 => "2025-11-25",
     substituted_reads_2025_11_25_no_icons ["--no-icons"] => "2025-11-25",
     substituted_reads_2026_07_28 => "2026-07-28",
@@ -729,7 +726,6 @@ per_revision!(embedded:
     embedded_2024_11_05 => "2024-11-05",
     embedded_2025_03_26 => "2025-03-26",
     embedded_2025_06_18 => "2025-06-18",
-    #[ignore = "bug: since e513884 icons removed by filter_icons do not mark the message changed, so the original bytes (with the outside file: icon) are forwarded; see tests/enforce_attacks.rs"]
     embedded_2025_11_25 => "2025-11-25",
     embedded_2025_11_25_no_icons ["--no-icons"] => "2025-11-25",
     embedded_2026_07_28 => "2026-07-28",
@@ -813,7 +809,6 @@ per_revision!(tool_paths:
     tool_paths_2024_11_05 => "2024-11-05",
     tool_paths_2025_03_26 => "2025-03-26",
     tool_paths_2025_06_18 => "2025-06-18",
-    #[ignore = "bug: since e513884 icons removed by filter_icons do not mark the message changed, so the original bytes (with the outside file: icon) are forwarded; see tests/enforce_attacks.rs"]
     tool_paths_2025_11_25 => "2025-11-25",
     tool_paths_2025_11_25_no_icons ["--no-icons"] => "2025-11-25",
     tool_paths_2026_07_28 => "2026-07-28",
@@ -898,7 +893,6 @@ per_revision!(subscriptions:
     subscriptions_2024_11_05 => "2024-11-05",
     subscriptions_2025_03_26 => "2025-03-26",
     subscriptions_2025_06_18 => "2025-06-18",
-    #[ignore = "bug: since e513884 icons removed by filter_icons do not mark the message changed, so the original bytes (with the outside file: icon) are forwarded; see tests/enforce_attacks.rs"]
     subscriptions_2025_11_25 => "2025-11-25",
     subscriptions_2025_11_25_no_icons ["--no-icons"] => "2025-11-25",
     subscriptions_2026_07_28 => "2026-07-28",
@@ -1029,7 +1023,6 @@ per_revision!(roots:
     roots_2024_11_05 => "2024-11-05",
     roots_2025_03_26 => "2025-03-26",
     roots_2025_06_18 => "2025-06-18",
-    #[ignore = "bug: since e513884 icons removed by filter_icons do not mark the message changed, so the original bytes (with the outside file: icon) are forwarded; see tests/enforce_attacks.rs"]
     roots_2025_11_25 => "2025-11-25",
     roots_2025_11_25_no_icons ["--no-icons"] => "2025-11-25",
     roots_2026_07_28 => "2026-07-28",
@@ -1225,7 +1218,6 @@ per_revision!(forged:
     forged_2024_11_05 => "2024-11-05",
     forged_2025_03_26 => "2025-03-26",
     forged_2025_06_18 => "2025-06-18",
-    #[ignore = "bug: since e513884 icons removed by filter_icons do not mark the message changed, so the original bytes (with the outside file: icon) are forwarded; see tests/enforce_attacks.rs"]
     forged_2025_11_25 => "2025-11-25",
     forged_2025_11_25_no_icons ["--no-icons"] => "2025-11-25",
     forged_2026_07_28 => "2026-07-28",

@@ -269,7 +269,7 @@ fn hostile_python_steps(rev: &str, steps_list: &str, server_extra: &[&str]) {
         "extra.txt keeps its two inside items: {}",
         reads[3]
     );
-    // (A 2026-07-28 host without roots is not asked: see the ignored bug test below.)
+    // (A 2026-07-28 host without roots is not asked for roots: see the test below.)
     if !steps(&t, "call").iter().any(|c| c["name"] == "ask_roots") {
         assert!(hostile::at_least(rev, "2026-07-28"));
     } else {
@@ -321,9 +321,6 @@ fn hostile_python_2025_06_18() {
 }
 
 #[test]
-#[ignore = "bug: tools/list and initialize icons outside the roots reach the host since \
-            e513884 (filter_icons does not mark the message changed); see \
-            tests/enforce_attacks.rs icons_outside_the_roots_are_removed_when_nothing_else_changes"]
 fn hostile_python_2025_11_25() {
     hostile_python("2025-11-25");
 }
@@ -335,10 +332,6 @@ fn hostile_python_2025_11_25_no_icons() {
 }
 
 #[test]
-#[ignore = "bug: the SDK lists resources first; in 2026-07-28 a host without roots gets every \
-            file: entry removed (roots_unknown) because resources/list does not teach rootfence \
-            the host's capabilities (see tests/enforce_attacks.rs \
-            list_2026_07_28_first_request_of_a_host_without_roots_uses_the_operator_root)"]
 fn hostile_python_2026_07_28() {
     hostile_python("2026-07-28");
 }
@@ -346,9 +339,6 @@ fn hostile_python_2026_07_28() {
 /// The same 2026-07-28 session without the listing steps (see the bug above): reads,
 /// templates, tools, prompts.
 #[test]
-#[ignore = "bug: tools/list and initialize icons outside the roots reach the host since \
-            e513884 (filter_icons does not mark the message changed); see \
-            tests/enforce_attacks.rs icons_outside_the_roots_are_removed_when_nothing_else_changes"]
 fn hostile_python_2026_07_28_without_listing_resources_first() {
     hostile_python_steps(
         "2026-07-28",
@@ -455,7 +445,6 @@ fn hostile_inside_only_python_matches_direct_in_every_revision() {
 /// answered by rootfence from the operator root (as in the handshake revisions); passed on,
 /// the Python SDK fails the call ("List roots not supported").
 #[test]
-#[ignore = "bug: the server's roots/list input request reaches a 2026-07-28 host that declared             no roots; the Python SDK then fails the tools/call with -32600 \"List roots not             supported\" (see tests/enforce_attacks.rs)"]
 fn hostile_python_2026_07_28_server_asks_roots_of_a_host_without_roots() {
     require_peers();
     let tree = Tree::new();
@@ -482,9 +471,6 @@ fn hostile_python_2026_07_28_server_asks_roots_of_a_host_without_roots() {
 
 /// The rmcp client against the hostile server: its own parser, the same result.
 #[test]
-#[ignore = "bug: tools/list and initialize icons outside the roots reach the host since \
-            e513884 (filter_icons does not mark the message changed); see \
-            tests/enforce_attacks.rs icons_outside_the_roots_are_removed_when_nothing_else_changes"]
 fn hostile_rmcp_2025_11_25() {
     hostile_rmcp(&[]);
 }

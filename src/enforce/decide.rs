@@ -15,6 +15,24 @@ pub fn rule_text(p: &crate::policy::Provenance) -> String {
     }
 }
 
+/// Schemes hosts resolve to local files: `jar:file:…!/x`, `view-source:file:…`, VS Code's
+/// `vscode-file://vscode-app/<path>` and resource schemes, and any `scheme:file:…` form.
+fn wraps_a_file(raw: &str, scheme: &str) -> bool {
+    const LOCAL: [&str; 5] = [
+        "jar",
+        "view-source",
+        "vscode-file",
+        "vscode-resource",
+        "vscode-webview-resource",
+    ];
+    if LOCAL.contains(&scheme) {
+        return true;
+    }
+    let rest = raw.get(scheme.len() + 1..).unwrap_or("").trim_start();
+    rest.get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case("file:"))
+}
+
 /// The outcome of checking one URI (or path).
 #[derive(Clone, Debug)]
 pub struct Checked {
@@ -77,6 +95,12 @@ impl Checker {
             return Checked::deny("not_a_uri");
         };
         if scheme != "file" {
+            // Schemes that wrap a file: URI, or name local files themselves, are file access
+            // in disguise to the hosts that resolve them: never waved through as "another
+            // scheme".
+            if wraps_a_file(raw, &scheme) {
+                return Checked::deny("wrapped_file_uri");
+            }
             let d = policy.decide_resource(&scheme, None);
             let mut c = Checked::deny(d.reason.as_str());
             c.allow = d.allow;

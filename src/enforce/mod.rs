@@ -72,6 +72,11 @@ struct Inner {
     host_roots: Mutex<Option<bool>>,
     /// `inputRequests` keys under which the server asked for roots (2026-07-28).
     server_roots_keys: Mutex<HashSet<String>>,
+    /// Roots answers rootfence gives on behalf of a host without roots (2026-07-28): by the
+    /// `requestState` of the retry, the `inputResponses` keys to fill, and whether the state
+    /// is rootfence's own marker (taken out before the server sees the retry).
+    injections: Mutex<std::collections::HashMap<String, (Vec<String>, bool)>>,
+    next_state: std::sync::atomic::AtomicU64,
     /// What the host subscribed to: canonical `file:` URIs, or other URIs verbatim.
     subscriptions: Mutex<HashSet<String>>,
     /// Operator roots dropped at start, audited once the log is open.
@@ -109,6 +114,8 @@ impl Enforcer {
             mrtr_key: format!("io.rootfence/roots-{:016x}", random_u64()),
             host_roots: Mutex::new(None),
             server_roots_keys: Mutex::default(),
+            injections: Mutex::default(),
+            next_state: std::sync::atomic::AtomicU64::new(1),
             subscriptions: Mutex::default(),
             dropped_at_start: Mutex::new(dropped.clone()),
         };
@@ -157,9 +164,10 @@ fn wanted(from: Side, kind: Kind, method: &str) -> bool {
         (Side::Host, Kind::Response) => {
             matches!(method, m::ROOTS_LIST | m::SAMPLING_CREATE_MESSAGE)
         }
-        (Side::Server, Kind::Request) => {
-            matches!(method, m::ROOTS_LIST | m::SAMPLING_CREATE_MESSAGE)
-        }
+        (Side::Server, Kind::Request) => matches!(
+            method,
+            m::ROOTS_LIST | m::SAMPLING_CREATE_MESSAGE | m::ELICITATION_CREATE
+        ),
         (Side::Server, Kind::Notification) => method == m::RESOURCES_UPDATED,
         (Side::Server, Kind::Response) => matches!(
             method,
@@ -351,6 +359,15 @@ impl Inner {
             message,
             verbatim_ok,
         } = msg;
+        let stateless = session.revision().is_some_and(|r| r.is_stateless());
+        // 2026-07-28 hosts say what they support in every request's `_meta` (the relay keeps
+        // the latest): a host without roots leaves the operator roots, known at once, even
+        // for the result of a request rootfence did not look at (a first `resources/list`).
+        let roots = if stateless && self.learn_stateless_host(session) {
+            self.tracker.known()
+        } else {
+            roots
+        };
         let ctx = Ctx {
             from,
             method: &method,
@@ -359,10 +376,10 @@ impl Inner {
             // When the original bytes could mean something else than the parsed value, the
             // checked value is always what gets forwarded.
             changed: std::cell::Cell::new(!verbatim_ok),
-            stateless: session.revision().is_some_and(|r| r.is_stateless()),
+            stateless,
         };
         match (from, kind, &*method) {
-            (Side::Host, Kind::Request, _) => self.host_request(session, &ctx, message),
+            (Side::Host, Kind::Request, _) => self.host_request(&ctx, message),
             (Side::Host, Kind::Notification, m::INITIALIZED | m::ROOTS_LIST_CHANGED) => {
                 if self.host_has_roots() == Some(true) {
                     self.ask_host_roots(session, &method);
@@ -391,6 +408,7 @@ impl Inner {
                 self.done_ctx(&ctx, message)
             }
             (Side::Server, Kind::Notification, m::RESOURCES_UPDATED) => self.updated(&ctx, message),
+            (Side::Server, Kind::Request, m::ELICITATION_CREATE) => self.elicitation(&ctx, message),
             (Side::Server, Kind::Response, _) => {
                 if &*method == m::INITIALIZE {
                     self.record_initialized(
@@ -424,6 +442,58 @@ impl Inner {
         } else {
             Action::Forward
         }
+    }
+
+    /// Learns whether a 2026-07-28 host supports roots (from the latest `_meta`), and gives
+    /// the operator roots when it does not. Returns whether the roots became known.
+    fn learn_stateless_host(&self, session: &Session) -> bool {
+        if self.host_has_roots().is_none() {
+            if let Some(caps) = session.peers().client_capabilities {
+                self.set_host_has_roots(caps.get("roots").is_some());
+            }
+        }
+        if self.tracker.known().is_none() && self.host_has_roots() == Some(false) {
+            let (set, update) =
+                roots::effective(&[], &self.operator, &self.policy, "host_without_roots");
+            if self.tracker.set_if_unknown(set) {
+                self.record(Event::RootsUpdate(update));
+                return true;
+            }
+        }
+        false
+    }
+
+    /// On a retried request whose `requestState` rootfence recorded, fills in the roots
+    /// answers it owes the server (and takes its own state marker out).
+    fn inject_roots(&self, message: &mut Value, ctx: &Ctx<'_>) {
+        let Some(state) = message
+            .pointer("/params/requestState")
+            .and_then(Value::as_str)
+        else {
+            return;
+        };
+        let Some((keys, own)) = self
+            .injections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(state)
+        else {
+            return;
+        };
+        let roots = self.roots_result();
+        let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) else {
+            return;
+        };
+        if own {
+            params.remove("requestState");
+        }
+        let responses = params.entry("inputResponses").or_insert_with(|| json!({}));
+        if let Some(responses) = responses.as_object_mut() {
+            for key in keys {
+                responses.insert(key, roots.clone());
+            }
+        }
+        ctx.mark();
     }
 
     fn host_has_roots(&self) -> Option<bool> {
@@ -560,7 +630,12 @@ impl Inner {
     /// effective roots only.
     fn host_roots_answer(&self, mut message: Value) -> Action {
         let Some(roots) = parse_roots(&message["result"]) else {
-            return Action::Forward; // an error answer passes as it is
+            // An answer that is not a roots list: the server gets the roots rootfence knows,
+            // never the host's text unchecked.
+            if self.enforce {
+                message["result"] = self.roots_result();
+            }
+            return self.done(message);
         };
         self.update_host_roots(roots, "server_request");
         if self.enforce {
@@ -571,25 +646,19 @@ impl Inner {
 
     // ---- host requests ----------------------------------------------------------------------
 
-    fn host_request(
-        self: &Arc<Self>,
-        session: &Arc<Session>,
-        ctx: &Ctx<'_>,
-        mut message: Value,
-    ) -> Action {
+    fn host_request(self: &Arc<Self>, ctx: &Ctx<'_>, mut message: Value) -> Action {
         let Some(id) = ctx.id else {
             return Action::Forward;
         };
         if ctx.method == m::INITIALIZE {
             return self.initialize(&mut message);
         }
-        let stateless = session.revision().is_some_and(|r| r.is_stateless());
-        if stateless && self.host_has_roots().is_none() {
-            let caps = session.peers().client_capabilities;
-            let has = caps.as_ref().is_some_and(|c| c.get("roots").is_some());
-            self.set_host_has_roots(has);
+        let stateless = ctx.stateless;
+        // 2026-07-28: answers to input requests ride in the retried request; roots answers
+        // rootfence owes the server on behalf of a host without roots go in first.
+        if stateless {
+            self.inject_roots(&mut message, ctx);
         }
-        // 2026-07-28: answers to input requests ride in the retried request.
         let mut roots_now: Option<Arc<RootSet>> = self.tracker.known();
         if let Some(responses) = message
             .get_mut("params")
@@ -605,14 +674,6 @@ impl Inner {
                     p.remove("inputResponses");
                 }
             }
-        }
-        if self.tracker.known().is_none() && self.host_has_roots() == Some(false) {
-            let (set, update) =
-                roots::effective(&[], &self.operator, &self.policy, "host_without_roots");
-            if self.tracker.set_if_unknown(set) {
-                self.record(Event::RootsUpdate(update));
-            }
-            roots_now = self.tracker.known();
         }
         let ctx = Ctx {
             from: ctx.from,
@@ -937,17 +998,44 @@ impl Inner {
         self.done_ctx(ctx, message)
     }
 
+    /// URL-mode elicitation (2025-11-25) puts a URL in front of the user: a `file:` one (as
+    /// a browser-based host reads it) is checked like any URI, and a denied one is refused
+    /// to the server.
+    fn elicitation(&self, ctx: &Ctx<'_>, message: Value) -> Action {
+        let Some(url) = message.pointer("/params/url").and_then(Value::as_str) else {
+            return Action::Forward;
+        };
+        if !walk::names_a_file(url) {
+            return Action::Forward;
+        }
+        let c = self.checker.uri(&self.policy, url, ctx.roots);
+        let ok = self.audit_decision(ctx, "params.url", url, &c, audit::Action::AnsweredError);
+        match (c.allow && ok, self.enforce, ctx.id) {
+            (false, true, Some(id)) => Action::Reply(denial(id, url, &c)),
+            _ => self.done_ctx(ctx, message),
+        }
+    }
+
     fn server_result(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
         let Some(result) = message.get_mut("result") else {
             return Action::Forward;
         };
-        match ctx.method {
+        // Every checker returns false when a payload is not the shape it can check item by
+        // item: then the whole result is refused rather than passed unchecked.
+        let shaped = match ctx.method {
             m::INITIALIZE | m::SERVER_DISCOVER => {
                 self.filter_icons(
                     ctx,
                     "result.serverInfo.icons",
                     result.pointer_mut("/serverInfo/icons"),
                 );
+                // 2026-07-28 discovery also names the server in `_meta`.
+                self.filter_icons(
+                    ctx,
+                    "result._meta.serverInfo.icons",
+                    result.pointer_mut("/_meta/io.modelcontextprotocol~1serverInfo/icons"),
+                );
+                true
             }
             m::RESOURCES_LIST => {
                 self.filter_entries(ctx, "result.resources", result.get_mut("resources"), "uri")
@@ -965,16 +1053,42 @@ impl Inner {
             m::RESOURCES_READ => return self.read_result(ctx, message),
             m::TOOLS_CALL | m::TASKS_RESULT | m::PROMPTS_GET => {
                 self.input_required(ctx, result);
-                if let Some(content) = result.get_mut("content") {
-                    self.filter_content(ctx, "result.content", content);
-                }
-                if let Some(messages) = result.get_mut("messages") {
-                    self.filter_messages(ctx, "result.messages", messages);
-                }
+                let content_ok = match result.get_mut("content") {
+                    // A result's content is a list of blocks; a single block is judged whole.
+                    Some(content) => self.filter_content(ctx, "result.content", content),
+                    None => true,
+                };
+                let messages_ok = match result.get_mut("messages") {
+                    Some(messages) => self.filter_messages(ctx, "result.messages", messages),
+                    None => true,
+                };
+                content_ok && messages_ok
             }
-            _ => {}
+            _ => true,
+        };
+        if !shaped && self.enforce {
+            return self.refuse_result(ctx, "malformed_result");
         }
         self.done_ctx(ctx, message)
+    }
+
+    /// Replaces a result rootfence cannot pass with its denial error (the host's request
+    /// still gets exactly one answer).
+    fn refuse_result(&self, ctx: &Ctx<'_>, reason: &str) -> Action {
+        let c = Checked {
+            allow: false,
+            reason: reason.into(),
+            canonical: None,
+            root: None,
+            layer: None,
+            rule: None,
+            allowed: None,
+        };
+        self.audit_decision(ctx, "result", "", &c, audit::Action::AnsweredError);
+        match ctx.id {
+            Some(id) => Action::Replace(denial(id, "", &c)),
+            None => Action::Drop,
+        }
     }
 
     fn record_initialized(&self, result: &Value, client_info: Option<&Value>) {
@@ -1000,6 +1114,8 @@ impl Inner {
         if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
             return;
         }
+        let answer_ourselves = self.enforce && self.host_has_roots() != Some(true);
+        let mut ours = Vec::new();
         let Some(requests) = result
             .get_mut("inputRequests")
             .and_then(Value::as_object_mut)
@@ -1008,6 +1124,8 @@ impl Inner {
         };
         for (key, request) in requests.iter_mut() {
             match request.get("method").and_then(Value::as_str) {
+                // A host without roots cannot answer: rootfence does, on the retry.
+                Some(m::ROOTS_LIST) if answer_ourselves => ours.push(key.clone()),
                 Some(m::ROOTS_LIST) => {
                     self.server_roots_keys
                         .lock()
@@ -1026,14 +1144,52 @@ impl Inner {
                 _ => {}
             }
         }
+        if ours.is_empty() {
+            return;
+        }
+        for key in &ours {
+            requests.remove(key);
+        }
+        if requests.is_empty() {
+            if let Some(r) = result.as_object_mut() {
+                r.remove("inputRequests");
+            }
+        }
+        // The retry is recognised by its requestState; without one, rootfence adds a marker
+        // of its own (a result needs inputRequests or requestState).
+        let (state, own) = match result.get("requestState").and_then(Value::as_str) {
+            Some(s) => (s.to_owned(), false),
+            None => {
+                let n = self
+                    .next_state
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let marker = format!("{}-state-{n}", self.mrtr_key);
+                result["requestState"] = json!(marker);
+                (marker, true)
+            }
+        };
+        self.injections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(state, (ours, own));
+        ctx.mark();
     }
 
     fn read_result(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
-        let Some(contents) = message
-            .pointer_mut("/result/contents")
-            .and_then(Value::as_array_mut)
-        else {
-            return self.done_ctx(ctx, message);
+        // 2026-07-28: a read may come back `input_required` like a tool call.
+        if let Some(result) = message.get_mut("result") {
+            self.input_required(ctx, result);
+        }
+        let contents = match message.pointer_mut("/result/contents") {
+            None | Some(Value::Null) => return self.done_ctx(ctx, message),
+            Some(Value::Array(contents)) => contents,
+            Some(_) => {
+                return if self.enforce {
+                    self.refuse_result(ctx, "malformed_result")
+                } else {
+                    Action::Forward
+                };
+            }
         };
         if contents.is_empty() {
             return self.done_ctx(ctx, message);

@@ -11,18 +11,33 @@ use crate::policy::Policy;
 use crate::roots::RootSet;
 use crate::uri::{self, FileUri};
 
+/// Whether a URI names a file to a host that parses it the WHATWG way (leading and trailing
+/// C0 controls and spaces stripped, tabs and newlines removed anywhere, scheme folded).
+pub(super) fn names_a_file(raw: &str) -> bool {
+    let cleaned: String = raw
+        .trim_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
+    uri::scheme_of(&cleaned).as_deref() == Some("file")
+}
+
 impl Inner {
     /// Filters a list of entries (resources, templates, tools, prompts): the entry's
     /// `uri_key` field (none for tools and prompts) is checked, and its icons.
+    /// Returns false when the list is there but is not an array: it cannot be checked entry
+    /// by entry, so the caller refuses the whole result.
     pub(super) fn filter_entries(
         &self,
         ctx: &Ctx<'_>,
         field: &str,
         list: Option<&mut Value>,
         uri_key: &str,
-    ) {
-        let Some(Value::Array(items)) = list else {
-            return;
+    ) -> bool {
+        let items = match list {
+            None | Some(Value::Null) => return true,
+            Some(Value::Array(items)) => items,
+            Some(_) => return false,
         };
         let mut index = 0;
         items.retain_mut(|item| {
@@ -60,6 +75,7 @@ impl Inner {
             self.filter_icons(ctx, &format!("{field}[{i}].icons"), item.get_mut("icons"));
             true
         });
+        true
     }
 
     /// Filters a list of URI strings (e.g. `resourceSubscriptions`), rewriting allowed `file:`
@@ -118,7 +134,9 @@ impl Inner {
             let Some(src) = icon.get("src").and_then(Value::as_str) else {
                 return true;
             };
-            if uri::scheme_of(src).as_deref() != Some("file") {
+            // Judged as the host's (WHATWG) parser reads it: `" file://x"` and `"fi\tle://x"`
+            // are file: URIs to a browser-based host.
+            if !names_a_file(src) {
                 return true;
             }
             let c = self.checker.uri(&self.policy, src, ctx.roots);
@@ -129,7 +147,11 @@ impl Inner {
                 &c,
                 audit::Action::Filtered,
             );
-            (c.allow && ok) || !self.enforce
+            let keep = (c.allow && ok) || !self.enforce;
+            if !keep {
+                ctx.mark();
+            }
+            keep
         });
     }
 
@@ -157,9 +179,11 @@ impl Inner {
 
     /// Filters `messages[]` (prompts, sampling): a message whose single content block must
     /// go is removed, as is one whose content array is left empty by the filter.
-    pub(super) fn filter_messages(&self, ctx: &Ctx<'_>, field: &str, messages: &mut Value) {
+    /// Returns false when `messages` is not an array (it cannot be checked message by
+    /// message; the caller refuses the whole message).
+    pub(super) fn filter_messages(&self, ctx: &Ctx<'_>, field: &str, messages: &mut Value) -> bool {
         let Value::Array(list) = messages else {
-            return;
+            return messages.is_null();
         };
         let mut index = 0;
         list.retain_mut(|msg| {
@@ -177,6 +201,7 @@ impl Inner {
             }
             keep
         });
+        true
     }
 
     /// Whether one content block may cross; rewrites its URI to the canonical form.
@@ -186,12 +211,15 @@ impl Inner {
             Some("resource_link") => ("/uri", ".uri"),
             Some("tool_result") => {
                 if let Some(inner) = block.get_mut("content") {
-                    self.filter_content(ctx, &format!("{field}.content"), inner);
+                    if !self.filter_content(ctx, &format!("{field}.content"), inner) {
+                        return !self.enforce;
+                    }
                 }
                 return true;
             }
-            // Any other block with a `uri` is judged the same way: fail closed on what may be
-            // a link under a name this version does not know.
+            // Any other block (unknown type, misspelt type, no type) that carries a resource
+            // or a `uri` is judged the same way: a lenient host may take it for one.
+            _ if block.get("resource").is_some() => ("/resource/uri", ".resource.uri"),
             _ if block.get("uri").is_some() => ("/uri", ".uri"),
             _ => return true,
         };
@@ -260,7 +288,8 @@ pub(super) fn template(
         rule: None,
         allowed: None,
     };
-    let prefix = &raw[..raw.find('{').unwrap_or(raw.len())];
+    let brace = raw.find('{').unwrap_or(raw.len());
+    let prefix = &raw[..brace];
     match uri::scheme_of(prefix).as_deref() {
         None => return deny("not_a_uri"),
         Some("file") => {}
@@ -270,7 +299,43 @@ pub(super) fn template(
     let Some(slash) = prefix.rfind('/') else {
         return deny("not_a_file_uri");
     };
-    let dir_text = &prefix[..=slash];
+    // What the first expression appends (RFC 6570 operators): `{/x}` a new segment, `{?x}`,
+    // `{&x}` and `{#x}` a query or fragment (which a file: URI may not have), anything else
+    // more characters of the last, partial name.
+    let operator = raw[brace..].chars().nth(1);
+    if matches!(operator, Some('?' | '&' | '#')) {
+        return deny("query_or_fragment");
+    }
+    let partial = &prefix[slash + 1..];
+    if !partial.is_empty() {
+        if operator == Some('/') || brace == raw.len() {
+            // The partial name is a whole segment: judge the directory it names.
+            return template_dir(policy, prefix, roots, None);
+        }
+        // The name goes on: every expansion lies in the directory before it, in an entry
+        // whose name starts with `partial`.
+        return template_dir(policy, &prefix[..=slash], roots, Some(partial));
+    }
+    template_dir(policy, &prefix[..=slash], roots, None)
+}
+
+/// Judges the directory a template's literal prefix names (`dir_text`); with `partial`, only
+/// entries of that directory whose name starts with it can be reached.
+fn template_dir(
+    policy: &Policy,
+    dir_text: &str,
+    roots: Option<&RootSet>,
+    partial: Option<&str>,
+) -> Checked {
+    let deny = |reason: &str| Checked {
+        allow: false,
+        reason: reason.into(),
+        canonical: None,
+        root: None,
+        layer: None,
+        rule: None,
+        allowed: None,
+    };
     let dir_text = if dir_text.len() > "file:///".len() {
         dir_text.trim_end_matches('/')
     } else {
@@ -297,7 +362,18 @@ pub(super) fn template(
                 allowed: None,
             };
         }
-        if forms.iter().any(|f| f.starts_with(&dir)) {
+        let reachable = |f: &FileUri| {
+            f.starts_with(&dir)
+                && match partial {
+                    None => true,
+                    // The root's own name right under `dir` must start with the partial name.
+                    Some(p) => f
+                        .components()
+                        .nth(dir.depth())
+                        .is_some_and(|name| name.starts_with(p)),
+                }
+        };
+        if forms.iter().any(|f| reachable(f)) {
             let mut c = deny("template_reaches_root");
             c.allow = true;
             c.root = Some(root.uri().clone());
