@@ -49,6 +49,9 @@ pub struct Started {
     pub sandbox: Option<crate::sandbox::EnforcementReport>,
 }
 
+/// Read verdicts kept for their results at most (more means results that never came).
+const READ_VERDICTS: usize = 4096;
+
 /// The enforcement interceptor.
 #[derive(Clone, Debug)]
 pub struct Enforcer {
@@ -77,6 +80,10 @@ struct Inner {
     /// is rootfence's own marker (taken out before the server sees the retry).
     injections: Mutex<std::collections::HashMap<String, (Vec<String>, bool)>>,
     next_state: std::sync::atomic::AtomicU64,
+    /// The verdicts of forwarded `resources/read` requests, by request id: a result item
+    /// naming exactly the URI that was checked reuses its verdict instead of resolving the
+    /// same path again. Bounded: cleared when it grows past [`READ_VERDICTS`].
+    read_verdicts: Mutex<std::collections::HashMap<crate::jsonrpc::IdKey, Checked>>,
     /// What the host subscribed to: canonical `file:` URIs, or other URIs verbatim.
     subscriptions: Mutex<HashSet<String>>,
     /// Operator roots dropped at start, audited once the log is open.
@@ -115,6 +122,7 @@ impl Enforcer {
             host_roots: Mutex::new(None),
             server_roots_keys: Mutex::default(),
             injections: Mutex::default(),
+            read_verdicts: Mutex::default(),
             next_state: std::sync::atomic::AtomicU64::new(1),
             subscriptions: Mutex::default(),
             dropped_at_start: Mutex::new(dropped.clone()),
@@ -841,6 +849,12 @@ impl Inner {
                 }
             }
         }
+        let mut kept = self.read_verdicts.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= READ_VERDICTS {
+            kept.clear();
+        }
+        kept.insert(id.key().clone(), c);
+        drop(kept);
         self.done_ctx(ctx, message)
     }
 
@@ -1194,6 +1208,12 @@ impl Inner {
         if contents.is_empty() {
             return self.done_ctx(ctx, message);
         }
+        let prior = ctx.id.and_then(|id| {
+            self.read_verdicts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(id.key())
+        });
         let mut last_denied: Option<(String, Checked)> = None;
         let mut kept = Vec::with_capacity(contents.len());
         for (i, mut item) in std::mem::take(contents).into_iter().enumerate() {
@@ -1203,7 +1223,11 @@ impl Inner {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_owned();
-            let mut c = self.checker.uri(&self.policy, &raw, ctx.roots);
+            // The item names exactly the URI checked on the way in: same verdict.
+            let mut c = match &prior {
+                Some(p) if p.canonical.as_ref().is_some_and(|u| u.as_str() == raw) => p.clone(),
+                _ => self.checker.uri(&self.policy, &raw, ctx.roots),
+            };
             if c.allow {
                 if let Some(refusal) = read::content_refusal(&self.policy, &item) {
                     c = refusal;
