@@ -53,7 +53,20 @@ pub struct Checked {
 }
 
 impl Checked {
-    fn deny(reason: impl Into<String>) -> Checked {
+    /// A policy decision (on something that is not a resolved path: a scheme, a tool name,
+    /// a content item), with the rule that made it.
+    pub(super) fn from_policy(d: &crate::policy::Decision<'_>) -> Checked {
+        Checked {
+            allow: d.allow,
+            reason: d.reason.as_str().to_owned(),
+            layer: d.provenance.file.as_deref().map(str::to_owned),
+            rule: Some(rule_text(d.provenance)),
+            ..Checked::deny("")
+        }
+    }
+
+    /// A refusal with this reason and nothing else known.
+    pub(super) fn deny(reason: impl Into<String>) -> Checked {
         Checked {
             allow: false,
             reason: reason.into(),
@@ -101,12 +114,7 @@ impl Checker {
             if wraps_a_file(raw, &scheme) {
                 return Checked::deny("wrapped_file_uri");
             }
-            let d = policy.decide_resource(&scheme, None);
-            let mut c = Checked::deny(d.reason.as_str());
-            c.allow = d.allow;
-            c.layer = d.provenance.file.as_deref().map(str::to_owned);
-            c.rule = Some(rule_text(d.provenance));
-            return c;
+            return Checked::from_policy(&policy.decide_resource(&scheme, None));
         }
         let Some(roots) = roots else {
             let mut c = Checked::deny("roots_unknown");

@@ -813,26 +813,27 @@ impl Inner {
         changed
     }
 
-    fn read_request(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
-        let Some(raw) = message
-            .pointer("/params/uri")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        else {
-            return Action::Reply(invalid_params(
-                id,
-                "resources/read needs a string `params.uri`",
-            ));
+    /// The `params.uri` of a request, checked and audited: its verdict if allowed, or what
+    /// to do with the request (its denial, or, in audit mode, forwarding it).
+    fn request_uri(&self, ctx: &Ctx<'_>, id: &Id, message: &Value) -> Result<Checked, Action> {
+        let Some(raw) = message.pointer("/params/uri").and_then(Value::as_str) else {
+            let what = format!("`{}` needs a string `params.uri`", ctx.method);
+            return Err(Action::Reply(invalid_params(id, &what)));
         };
-        let c = self.checker.uri(&self.policy, &raw, ctx.roots);
-        let ok = self.audit_decision(ctx, "params.uri", &raw, &c, audit::Action::AnsweredError);
-        if !(c.allow && ok) {
-            return if self.enforce {
-                Action::Reply(denial(id, &raw, &c))
-            } else {
-                Action::Forward
-            };
+        let c = self.checker.uri(&self.policy, raw, ctx.roots);
+        let ok = self.audit_decision(ctx, "params.uri", raw, &c, audit::Action::AnsweredError);
+        match (c.allow && ok, self.enforce) {
+            (true, _) => Ok(c),
+            (false, true) => Err(Action::Reply(denial(id, raw, &c))),
+            (false, false) => Err(Action::Forward),
         }
+    }
+
+    fn read_request(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
+        let c = match self.request_uri(ctx, id, &message) {
+            Ok(c) => c,
+            Err(action) => return action,
+        };
         if let Some(canonical) = &c.canonical {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
             if self.policy.resources().read == ReadStance::Serve && self.enforce {
@@ -859,25 +860,14 @@ impl Inner {
     }
 
     fn subscribe_request(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
-        let Some(raw) = message
-            .pointer("/params/uri")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        else {
-            return Action::Reply(invalid_params(
-                id,
-                "a subscription needs a string `params.uri`",
-            ));
+        let c = match self.request_uri(ctx, id, &message) {
+            Ok(c) => c,
+            Err(action) => return action,
         };
-        let c = self.checker.uri(&self.policy, &raw, ctx.roots);
-        let ok = self.audit_decision(ctx, "params.uri", &raw, &c, audit::Action::AnsweredError);
-        if !(c.allow && ok) {
-            return if self.enforce {
-                Action::Reply(denial(id, &raw, &c))
-            } else {
-                Action::Forward
-            };
-        }
+        let raw = message["params"]["uri"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         let key = c
             .canonical
             .as_ref()
@@ -903,15 +893,7 @@ impl Inner {
             .to_owned();
         let d = self.policy.decide_tool(&name);
         if !d.allow || !d.provenance.is_default() {
-            let c = Checked {
-                allow: d.allow,
-                reason: d.reason.as_str().to_owned(),
-                canonical: None,
-                root: None,
-                layer: d.provenance.file.as_deref().map(str::to_owned),
-                rule: Some(rule_text(d.provenance)),
-                allowed: None,
-            };
+            let c = Checked::from_policy(&d);
             let ok =
                 self.audit_decision(ctx, "params.name", &name, &c, audit::Action::AnsweredError);
             if !(d.allow && ok) && self.enforce {
@@ -931,13 +913,8 @@ impl Inner {
             for v in strings {
                 let Some(raw) = v.as_str().map(str::to_owned) else {
                     let c = Checked {
-                        allow: false,
-                        reason: "not_a_path".into(),
-                        canonical: None,
-                        root: None,
-                        layer: None,
                         rule: Some(rule_text(&tool_path.provenance)),
-                        allowed: None,
+                        ..Checked::deny("not_a_path")
                     };
                     self.audit_decision(
                         ctx,
@@ -1089,15 +1066,7 @@ impl Inner {
     /// Replaces a result rootfence cannot pass with its denial error (the host's request
     /// still gets exactly one answer).
     fn refuse_result(&self, ctx: &Ctx<'_>, reason: &str) -> Action {
-        let c = Checked {
-            allow: false,
-            reason: reason.into(),
-            canonical: None,
-            root: None,
-            layer: None,
-            rule: None,
-            allowed: None,
-        };
+        let c = Checked::deny(reason);
         self.audit_decision(ctx, "result", "", &c, audit::Action::AnsweredError);
         match ctx.id {
             Some(id) => Action::Replace(denial(id, "", &c)),

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::decide::{Checked, rule_text};
+use super::decide::Checked;
 use crate::fsaccess::FsError;
 use crate::jsonrpc::Id;
 use crate::jsonrpc::error::{INVALID_PARAMS, RESOURCE_NOT_FOUND};
@@ -17,13 +17,8 @@ const DEFAULT_READ_LIMIT: u64 = 64 * 1024 * 1024;
 
 fn refusal(reason: &str, rule: Option<String>) -> Checked {
     Checked {
-        allow: false,
-        reason: reason.into(),
-        canonical: None,
-        root: None,
-        layer: None,
         rule,
-        allowed: None,
+        ..Checked::deny(reason)
     }
 }
 
@@ -36,11 +31,7 @@ pub(super) fn content_refusal(policy: &Policy, item: &Value) -> Option<Checked> 
     };
     let mime = item.get("mimeType").and_then(Value::as_str);
     let d = policy.decide_content(mime, bytes);
-    (!d.allow).then(|| {
-        let mut c = refusal(d.reason.as_str(), Some(rule_text(d.provenance)));
-        c.layer = d.provenance.file.as_deref().map(str::to_owned);
-        c
-    })
+    (!d.allow).then(|| Checked::from_policy(&d))
 }
 
 /// Answers `resources/read` from rootfence's own read of the checked file. `stateless` peers

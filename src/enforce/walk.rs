@@ -228,15 +228,7 @@ impl Inner {
             .map(|v| v.as_str().unwrap_or("").to_owned())
         else {
             // A resource block without a URI cannot be checked.
-            let c = Checked {
-                allow: false,
-                reason: "missing_uri".into(),
-                canonical: None,
-                root: None,
-                layer: None,
-                rule: None,
-                allowed: None,
-            };
+            let c = Checked::deny("missing_uri");
             self.audit_decision(
                 ctx,
                 &format!("{field}{suffix}"),
@@ -279,15 +271,7 @@ pub(super) fn template(
     raw: &str,
     roots: Option<&RootSet>,
 ) -> Checked {
-    let deny = |reason: &str| Checked {
-        allow: false,
-        reason: reason.into(),
-        canonical: None,
-        root: None,
-        layer: None,
-        rule: None,
-        allowed: None,
-    };
+    let deny = Checked::deny;
     let brace = raw.find('{').unwrap_or(raw.len());
     let prefix = &raw[..brace];
     match uri::scheme_of(prefix).as_deref() {
@@ -327,15 +311,7 @@ fn template_dir(
     roots: Option<&RootSet>,
     partial: Option<&str>,
 ) -> Checked {
-    let deny = |reason: &str| Checked {
-        allow: false,
-        reason: reason.into(),
-        canonical: None,
-        root: None,
-        layer: None,
-        rule: None,
-        allowed: None,
-    };
+    let deny = Checked::deny;
     let dir_text = if dir_text.len() > "file:///".len() {
         dir_text.trim_end_matches('/')
     } else {
