@@ -318,25 +318,38 @@ impl Parser<'_> {
                 value,
             });
             self.skip_trivia()?;
-            match self.b.get(self.pos) {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {}
-                None => {
-                    return Err(
-                        self.error_at(start, "this object is never closed: a `}` is missing")
-                    );
-                }
-                _ => {
-                    return Err(self.error_at(
-                        self.pos,
-                        format!(
-                            "expected `,` or `}}` after an object member, found {} \
-                             (a comma may be missing)",
-                            self.describe_here()
-                        ),
-                    ));
-                }
+            self.after_item(start, b'}', "object", "object member")?;
+        }
+    }
+
+    /// After an object member or array item: a `,` (consumed), the closer (left for the
+    /// loop to see), or an error naming what is missing.
+    fn after_item(
+        &mut self,
+        start: usize,
+        close: u8,
+        container: &str,
+        item: &str,
+    ) -> Result<(), SyntaxError> {
+        let close_char = close as char;
+        match self.b.get(self.pos) {
+            Some(b',') => {
+                self.pos += 1;
+                Ok(())
             }
+            Some(&c) if c == close => Ok(()),
+            None => Err(self.error_at(
+                start,
+                format!("this {container} is never closed: a `{close_char}` is missing"),
+            )),
+            _ => Err(self.error_at(
+                self.pos,
+                format!(
+                    "expected `,` or `{close_char}` after an {item}, found {} \
+                     (a comma may be missing)",
+                    self.describe_here()
+                ),
+            )),
         }
     }
 
@@ -362,25 +375,7 @@ impl Parser<'_> {
             }
             items.push(self.value()?);
             self.skip_trivia()?;
-            match self.b.get(self.pos) {
-                Some(b',') => self.pos += 1,
-                Some(b']') => {}
-                None => {
-                    return Err(
-                        self.error_at(start, "this array is never closed: a `]` is missing")
-                    );
-                }
-                _ => {
-                    return Err(self.error_at(
-                        self.pos,
-                        format!(
-                            "expected `,` or `]` after an array item, found {} \
-                             (a comma may be missing)",
-                            self.describe_here()
-                        ),
-                    ));
-                }
-            }
+            self.after_item(start, b']', "array", "array item")?;
         }
     }
 
