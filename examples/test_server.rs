@@ -18,8 +18,17 @@
 //! - `resources/read` `{uri, _rawResult}`: answers with the text of `_rawResult` as the
 //!   result, verbatim (without `_rawResult`, reads are not served: method not found).
 //!
+//! - `read_path` `{path}`: reads the file itself, bypassing every protocol check (so tests
+//!   can see what the OS sandbox lets the server reach): `{text}` or `{error, errno}`; also as
+//!   the tool `read_path` (`tools/call`, argument `path`).
+//! - `pid`: `{pid}` of this process (which server generation answers).
+//! - `resources/subscribe`, `resources/unsubscribe`, `logging/setLevel`: `{}`.
+//!
 //! Options: `--log FILE` appends every line received, verbatim, to FILE (so tests can check
-//! exactly what reached the server); `--linger-ms N` keeps running N ms after stdin closes.
+//! exactly what reached the server); `--linger-ms N` keeps running N ms after stdin closes;
+//! `--caps-pid` puts the process id in the `initialize` capabilities (every generation
+//! answers differently) and promises `tools.listChanged`; `--once FILE` exits with status 3 at start when FILE exists, and
+//! creates it otherwise (a server that cannot start a second time).
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -56,6 +65,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mut log: Option<std::fs::File> = None;
     let mut linger = Duration::ZERO;
+    let mut caps_pid = false;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--log" => {
@@ -74,6 +84,15 @@ fn main() {
                     .and_then(|v| v.parse().ok())
                     .expect("--linger-ms needs a number");
                 linger = Duration::from_millis(ms);
+            }
+            "--caps-pid" => caps_pid = true,
+            "--once" => {
+                let marker = args.next().expect("--once needs a file");
+                if std::path::Path::new(&marker).exists() {
+                    eprintln!("test-server: {marker} exists; refusing to start again");
+                    std::process::exit(3);
+                }
+                std::fs::write(&marker, b"started").expect("cannot write the --once marker");
             }
             other => panic!("unknown option {other}"),
         }
@@ -95,7 +114,7 @@ fn main() {
             Err(_) => vec![line.as_str()],
         };
         for element in elements {
-            handle(element, &asked, &mut next_ask);
+            handle(element, &asked, &mut next_ask, caps_pid);
         }
     }
     std::thread::sleep(linger);
@@ -103,7 +122,16 @@ fn main() {
 
 type Asked = Arc<Mutex<HashMap<String, Box<RawValue>>>>;
 
-fn handle(line: &str, asked: &Asked, next_ask: &mut u64) {
+/// Reads a file with this process's own system calls: what the OS lets the server reach.
+fn read_path(path: &Value) -> Value {
+    let path = path.as_str().unwrap_or_default();
+    match std::fs::read_to_string(path) {
+        Ok(text) => json!({"text": text}),
+        Err(e) => json!({"error": e.to_string(), "errno": e.raw_os_error()}),
+    }
+}
+
+fn handle(line: &str, asked: &Asked, next_ask: &mut u64, caps_pid: bool) {
     {
         let Ok(msg) = serde_json::from_str::<Incoming<'_>>(line) else {
             return;
@@ -124,14 +152,31 @@ fn handle(line: &str, asked: &Asked, next_ask: &mut u64) {
         match method {
             "initialize" => {
                 let version = params["protocolVersion"].as_str().unwrap_or("2025-06-18");
-                let result = json!({
+                let mut result = json!({
                     "protocolVersion": version,
                     "capabilities": {"tools": {}, "resources": {"subscribe": true}},
                     "serverInfo": {"name": "rootfence-test-server", "version": "0.0.0"}
                 });
+                if caps_pid {
+                    result["capabilities"]["experimental"] = json!({"pid": std::process::id()});
+                    result["capabilities"]["tools"] = json!({"listChanged": true});
+                }
                 respond(id, &result.to_string());
             }
-            "ping" => respond(id, "{}"),
+            "ping" | "resources/subscribe" | "resources/unsubscribe" | "logging/setLevel" => {
+                respond(id, "{}")
+            }
+            "pid" => respond(id, &json!({"pid": std::process::id()}).to_string()),
+            "read_path" => respond(id, &read_path(&params["path"]).to_string()),
+            "tools/call" if params["name"] == "read_path" => {
+                let r = read_path(&params["arguments"]["path"]);
+                let text = r
+                    .get("text")
+                    .cloned()
+                    .unwrap_or_else(|| json!(r.to_string()));
+                let result = json!({"content": [{"type": "text", "text": text}], "isError": r.get("error").is_some(), "structuredContent": r});
+                respond(id, &result.to_string());
+            }
             // A read answered with exactly the result text the request carries in
             // `_rawResult` (so tests can script any server output); without it, reads are not
             // served.

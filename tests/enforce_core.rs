@@ -202,33 +202,6 @@ fn stateless_host_is_asked_for_roots_with_input_required() {
 }
 
 #[test]
-fn roots_beyond_the_launch_sandbox_are_recorded_as_unreachable() {
-    if rootfence::sandbox::landlock_abi().is_none() {
-        eprintln!(
-            "SKIPPED roots_beyond_the_launch_sandbox_are_recorded_as_unreachable: no Landlock"
-        );
-        return;
-    }
-    let t = tempdir();
-    let later = t.path().join("later");
-    std::fs::create_dir_all(&later).unwrap();
-    let log = t.path().join("audit.jsonl");
-    // No operator roots: the sandbox grants none at launch; the host's root comes later.
-    let mut p = Proxy::run(&["--audit-log", log.to_str().unwrap()], &[&test_server()]);
-    init_with_roots(&mut p, json!([{"uri": uri(&later)}]));
-    p.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
-    assert_eq!(p.recv()["id"], 1);
-    p.close_stdin();
-    assert_eq!(p.exit_code(), 0);
-    let updates = audit_events(&log, "roots_update");
-    let update = updates
-        .iter()
-        .find(|u| u["effective"] == json!([uri(&later)]))
-        .expect("roots_update");
-    assert_eq!(update["outside_sandbox"], json!([uri(&later)]), "{update}");
-}
-
-#[test]
 fn serve_stance_answers_reads_from_rootfences_own_read() {
     let t = tempdir();
     std::fs::write(t.path().join("a.txt"), "served by rootfence").unwrap();

@@ -18,7 +18,7 @@
 //! - `roots.static` is replaced by a later layer that sets it; every static root must
 //!   pass the root rules of all layers, which are the actual bound;
 //! - fixed operational settings (`roots.list_timeout_ms`, `audit.path`,
-//!   `audit.rotate_bytes`) are not permissions: the first layer that sets one fixes it,
+//!   `audit.rotate_bytes`, `sandbox.follow_roots`) are not permissions: the first layer that sets one fixes it,
 //!   and a later layer may only repeat the same value.
 
 use std::collections::BTreeSet;
@@ -34,9 +34,9 @@ use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
 use super::glob::{self, GlobTable, PathGlob, Problem, Side};
 use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
 use super::settings::{
-    Access, AuditSettings, HardlinkStance, Mode, Network, Ranked, ReadStance, ResourceSettings,
-    Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings, SchemeStance, StaticRoot,
-    SymlinkStance, Word, env_pattern_covers, fsync_rank,
+    Access, AuditSettings, FollowRoots, HardlinkStance, Mode, Network, Ranked, ReadStance,
+    ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
+    SchemeStance, StaticRoot, SymlinkStance, Word, env_pattern_covers, fsync_rank,
 };
 use super::{AllowTable, LayerInfo, Matchers, Policy};
 use crate::audit::{FsyncPolicy as Fsync, OnFailure};
@@ -117,6 +117,7 @@ struct Acc {
     network: Setting<Network>,
     env: Setting<Vec<String>>,
     root_access: Setting<Access>,
+    follow_roots: Setting<FollowRoots>,
     read_only_roots: Vec<(PathGlob, Provenance)>,
     rl_nofile: Setting<Option<u64>>,
     rl_as: Setting<Option<u64>>,
@@ -164,6 +165,10 @@ impl Acc {
             root_access: Setting::default(
                 Access::ReadWrite,
                 "sandbox.root_access = \"read-write\"",
+            ),
+            follow_roots: Setting::default(
+                FollowRoots::Restart,
+                "sandbox.follow_roots = \"restart\"",
             ),
             read_only_roots: Vec::new(),
             rl_nofile: Setting::default(None, "sandbox.rlimits.nofile: inherited"),
@@ -1062,6 +1067,12 @@ fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         }
     }
     ranked(cx, &mut acc.root_access, &raw.sb_root_access, Access::WORDS);
+    // Operational, not a permission: the first layer that sets it fixes it (an org layer can
+    // pin it; otherwise a user layer may opt out for a server that cannot be restarted).
+    if let Some(e) = &raw.sb_follow_roots {
+        let prov = cx.prov(e);
+        fixed(cx, &mut acc.follow_roots, &e.span, e.v, prov);
+    }
     if let Some(e) = &raw.sb_read_only_roots {
         if let Some(g) = path_globs(cx, e, Side::Deny) {
             acc.read_only_roots.extend(g);
@@ -1348,6 +1359,11 @@ fn build(
             acc.root_access.prov.clone(),
         ),
         (
+            "sandbox.follow_roots",
+            format!("\"{}\"", acc.follow_roots.v.word()),
+            acc.follow_roots.prov.clone(),
+        ),
+        (
             "sandbox.rlimits.nofile",
             opt(acc.rl_nofile.v, false),
             acc.rl_nofile.prov.clone(),
@@ -1409,6 +1425,7 @@ fn build(
             },
             env: acc.env.v,
             root_access: acc.root_access.v,
+            follow_roots: acc.follow_roots.v,
             read_only_roots: acc
                 .read_only_roots
                 .iter()

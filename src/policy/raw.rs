@@ -16,7 +16,8 @@ use toml::de::{DeTable, DeValue};
 use super::decision::ArgKind;
 use super::error::{ErrorKind, PolicyError, Source};
 use super::settings::{
-    Access, HardlinkStance, Mode, ReadStance, RootsFallback, SandboxMode, SymlinkStance,
+    Access, FollowRoots, HardlinkStance, Mode, ReadStance, RootsFallback, SandboxMode,
+    SymlinkStance,
 };
 use crate::audit::OnFailure;
 
@@ -123,6 +124,7 @@ pub(crate) struct RawLayer {
     pub(crate) sb_network: Option<Entry<RawNetwork>>,
     pub(crate) sb_env: Strings,
     pub(crate) sb_root_access: Option<Entry<Access>>,
+    pub(crate) sb_follow_roots: Option<Entry<FollowRoots>>,
     pub(crate) sb_read_only_roots: Strings,
     pub(crate) sb_nofile: Option<Entry<u64>>,
     pub(crate) sb_address_space: Option<Entry<u64>>,
@@ -174,6 +176,7 @@ const SANDBOX_KEYS: &[&str] = &[
     "env",
     "root_access",
     "read_only_roots",
+    "follow_roots",
     "rlimits",
 ];
 const RLIMIT_KEYS: &[&str] = &["nofile", "address_space", "cpu_seconds", "processes"];
@@ -281,6 +284,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.sb_network = w.network(t);
         raw.sb_env = w.strings(t, "sandbox", "env");
         raw.sb_root_access = w.word(t, "sandbox", "root_access", Access::WORDS);
+        raw.sb_follow_roots = w.word(t, "sandbox", "follow_roots", FollowRoots::WORDS);
         raw.sb_read_only_roots = w.strings(t, "sandbox", "read_only_roots");
         if let Some(r) = w.table(t, "sandbox", "rlimits") {
             w.check_keys(r, "sandbox.rlimits", RLIMIT_KEYS);
@@ -328,7 +332,7 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
         "audit", "rotate_bytes"; "audit", "on_failure"; "audit", "log_allowed";
         "sandbox", "mode"; "sandbox", "read"; "sandbox", "write"; "sandbox", "network";
         "sandbox", "env"; "sandbox", "root_access"; "sandbox", "read_only_roots";
-        "sandbox", "rlimits";
+        "sandbox", "follow_roots"; "sandbox", "rlimits";
         "sandbox.rlimits", "nofile"; "sandbox.rlimits", "address_space";
         "sandbox.rlimits", "cpu_seconds"; "sandbox.rlimits", "processes";
     )
