@@ -10,8 +10,10 @@
 //! - `never`: never answers.
 //! - `exit` `{code}`: exits at once with `code`, answering nothing.
 //! - `die`: kills itself with SIGKILL.
-//! - `emit` `{lines: [..], respond?}`: writes each string verbatim as one line on stdout, then
-//!   answers `{}` unless `respond` is false.
+//! - `emit` `{lines: [..], hex?: [..], pad?, repeat?, respond?, block?}`: writes each string
+//!   verbatim as one line on stdout (`<PAD>` replaced by `pad` x's; each `hex` string's bytes as
+//!   one line), `repeat` times, then
+//!   answers `{}` unless `respond` is false; with `block`, then stops reading its input.
 //! - `ask_host` `{method, params?, id?}`: sends that request to the host (id `"srv-N"` unless
 //!   given), and answers the original request with `{"host_response": <the host's message>}`.
 //! - `stderr` `{text}`: writes `text` and a newline to stderr.
@@ -202,11 +204,33 @@ fn handle(line: &str, asked: &Asked, next_ask: &mut u64, caps_pid: bool) {
                 let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
             }
             "emit" => {
-                for l in params["lines"].as_array().into_iter().flatten() {
-                    send(l.as_str().unwrap_or_default());
+                let repeat = params["repeat"].as_u64().unwrap_or(1);
+                // `<PAD>` in a line becomes `pad` x's (lines longer than the host may send).
+                let pad = "x".repeat(params["pad"].as_u64().unwrap_or(0) as usize);
+                for _ in 0..repeat {
+                    for l in params["lines"].as_array().into_iter().flatten() {
+                        send(&l.as_str().unwrap_or_default().replace("<PAD>", &pad));
+                    }
+                    // Raw bytes (hex), for lines that are not UTF-8.
+                    for h in params["hex"].as_array().into_iter().flatten() {
+                        let hex = h.as_str().unwrap_or_default();
+                        let bytes: Vec<u8> = (0..hex.len() / 2)
+                            .filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
+                            .collect();
+                        let mut out = std::io::stdout().lock();
+                        let _ = out.write_all(&bytes);
+                        let _ = out.write_all(b"\n");
+                        let _ = out.flush();
+                    }
                 }
                 if params["respond"].as_bool() != Some(false) {
                     respond(id, "{}");
+                }
+                if params["block"].as_bool() == Some(true) {
+                    // Stops reading its input for good (a server that does not read).
+                    loop {
+                        std::thread::sleep(Duration::from_secs(3600));
+                    }
                 }
             }
             "ask_host" => {

@@ -47,6 +47,8 @@ pub(super) struct Learner {
     next_state: AtomicU64,
     /// One question to the host at a time; a change noticed meanwhile asks once more after.
     asking: Mutex<Asking>,
+    /// The host answered a roots question (not just the fallback).
+    host_answered: std::sync::atomic::AtomicBool,
 }
 
 /// Roots answers owed on MRTR retries, by `requestState`: the keys to fill and whether the
@@ -92,6 +94,7 @@ impl Learner {
             injections: Mutex::default(),
             next_state: AtomicU64::new(1),
             asking: Mutex::default(),
+            host_answered: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -179,9 +182,9 @@ impl Learner {
         let has = message.pointer("/params/capabilities/roots").is_some();
         self.set_host_has_roots(has);
         if has {
-            if self.follow.waits_for_roots() && self.follow.unlaunched() {
-                self.ask_host(session, "initialize");
-            } else {
+            // The answer (or the fallback when none comes) starts a server that waits for it.
+            self.ask_host(session, "initialize");
+            if !self.follow.waits_for_roots() {
                 self.follow
                     .launch_first(session, &self.operator_set("launch").0, "launch");
             }
@@ -199,12 +202,14 @@ impl Learner {
     }
 
     /// The host said it is initialized, or that its roots changed: ask it (again). After an
-    /// answer to the early question, `initialized` needs no second one.
+    /// answer to the early question, `initialized` needs no second one; a host that did not
+    /// answer early (some answer only once initialized) is asked again, even if the fallback
+    /// roots stand meanwhile.
     pub(super) fn host_notified(self: &Arc<Self>, session: &Arc<Session>, method: &str) {
         if self.host_has_roots() != Some(true) {
             return;
         }
-        if method == m::INITIALIZED && self.tracker.known().is_some() {
+        if method == m::INITIALIZED && self.host_answered.load(Ordering::Relaxed) {
             return;
         }
         self.ask_host(session, method);
@@ -283,6 +288,7 @@ impl Learner {
         host: Vec<HostRoot>,
         trigger: &str,
     ) {
+        self.host_answered.store(true, Ordering::Relaxed);
         let (set, mut update) = roots::effective(&host, &self.operator, &self.policy, trigger);
         update.outside_sandbox = self.follow.follow(session, &set, trigger);
         self.tracker.remember_host(host);

@@ -269,7 +269,9 @@ where
                 if let Err(e) = loop_state.launch(request, &icpt, false) {
                     tracing::error!("{e}");
                 }
-                launch_wait = None;
+                if !stopped {
+                    launch_wait = None;
+                }
             }
             Some(event) = gen_events.recv() => {
                 if let Some(status) = loop_state.on_gen_event(event).await {
@@ -299,6 +301,9 @@ where
                 loop_state.host_in_done = true;
                 log_task_end("reading the host", result);
                 loop_state.cause.get_or_insert(EndCause::HostClosedInput);
+                if loop_state.running.is_empty() && (stopped || loop_state.failed) {
+                    break ExitStatus::from_raw(if stopped { 2 << 8 } else { 1 << 8 });
+                }
                 if !session.launched() {
                     if !session.host_spoke() {
                         break ExitStatus::from_raw(0);
@@ -308,6 +313,9 @@ where
                 loop_state.stop_all().await;
             }
             () = sleep_until(wait_deadline) => {
+                if stopped {
+                    break ExitStatus::from_raw(2 << 8);
+                }
                 tracing::warn!("the host closed its input and no server was started");
                 break ExitStatus::from_raw(0);
             }
@@ -327,7 +335,9 @@ where
                 answer_waiting(&session, &format!("rootfence stopped the session ({reason})"));
                 loop_state.stop_all().await;
                 if loop_state.running.is_empty() {
-                    break ExitStatus::from_raw(2 << 8);
+                    // No server to wait for: what the host sends in the next moment is still
+                    // answered (with the error), then the session ends.
+                    launch_wait = Some(tokio::time::Instant::now() + cfg.drain);
                 }
             }
             Some(sig) = signals.recv() => {
@@ -408,6 +418,11 @@ impl Loop<'_> {
             let _ = reply.send(Err("this generation was already started".into()));
             return Ok(());
         };
+        if let Some(cause) = self.session.server_gone_cause() {
+            // The session is ending (stopped, or a generation failed): start nothing more.
+            let _ = reply.send(Err(cause));
+            return Ok(());
+        }
         let server = match child::spawn(launch.command) {
             Ok(s) => s,
             Err(e) if up_front => return Err(e.into()),

@@ -710,9 +710,15 @@ impl<I: Interceptor> Router<'_, I> {
                 match e {
                     ScanError::Invalid { id, has_method, .. } => {
                         self.report(code, e.to_string(), id.clone(), "dropped", offending);
-                        if !has_method && id.is_some() {
-                            self.answer_unreadable(id.clone(), false, false, &e.to_string());
-                        }
+                        // JSON, but not a valid message: an answer whose id is not a valid id
+                        // (`[5]`, `null`) still held some request's answer.
+                        let maybe_answer = id.is_none() && salvage(line).has_outcome;
+                        self.answer_unreadable(
+                            id.clone(),
+                            *has_method,
+                            maybe_answer,
+                            &e.to_string(),
+                        );
                     }
                     ScanError::Parse(_) => {
                         self.report(code, e.to_string(), None, "dropped", offending);
