@@ -58,7 +58,10 @@ type Injections = (HashMap<String, (Vec<String>, bool)>, VecDeque<String>);
 #[derive(Default)]
 struct Asking {
     outstanding: bool,
+    /// Ask once more when the outstanding question is done.
     again: Option<String>,
+    /// Ask once more when the outstanding question is done without an answer.
+    unless_answered: bool,
 }
 
 impl std::fmt::Debug for Learner {
@@ -182,9 +185,29 @@ impl Learner {
         let has = message.pointer("/params/capabilities/roots").is_some();
         self.set_host_has_roots(has);
         if has {
-            // The answer (or the fallback when none comes) starts a server that waits for it.
+            // The answer starts a server that waits for it. Some hosts answer only once their
+            // `initialize` is answered: past `launch_wait`, the server starts under the
+            // operator roots, and the answer, when it comes, moves it to a new generation.
             self.ask_host(session, "initialize");
-            if !self.follow.waits_for_roots() {
+            if self.follow.waits_for_roots() {
+                let me = Arc::clone(self);
+                let session = Arc::clone(session);
+                let wait = self.policy.roots().launch_wait;
+                tokio::spawn(async move {
+                    tokio::time::sleep(wait).await;
+                    if me.follow.unlaunched() {
+                        tracing::info!(
+                            "the host did not answer the roots question within {wait:?}; \
+                             starting the server under the operator roots"
+                        );
+                        let set = match me.tracker.known() {
+                            Some(set) => set,
+                            None => Arc::new(me.operator_set("launch_wait").0),
+                        };
+                        me.follow.launch_first(&session, &set, "launch_wait");
+                    }
+                });
+            } else {
                 self.follow
                     .launch_first(session, &self.operator_set("launch").0, "launch");
             }
@@ -209,8 +232,16 @@ impl Learner {
         if self.host_has_roots() != Some(true) {
             return;
         }
-        if method == m::INITIALIZED && self.host_answered.load(Ordering::Relaxed) {
-            return;
+        if method == m::INITIALIZED {
+            if self.host_answered.load(Ordering::Relaxed) {
+                return;
+            }
+            let mut a = lock(&self.asking);
+            if a.outstanding {
+                // The early question is still out: ask again only if it goes unanswered.
+                a.unless_answered = true;
+                return;
+            }
         }
         self.ask_host(session, method);
     }
@@ -248,7 +279,11 @@ impl Learner {
             let again = {
                 let mut a = lock(&me.asking);
                 a.outstanding = false;
-                a.again.take()
+                let unanswered = std::mem::take(&mut a.unless_answered)
+                    && !me.host_answered.load(Ordering::Relaxed);
+                a.again
+                    .take()
+                    .or_else(|| unanswered.then(|| m::INITIALIZED.to_owned()))
             };
             if let Some(trigger) = again {
                 me.ask_host(&session, &trigger);

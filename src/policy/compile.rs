@@ -17,7 +17,7 @@
 //!   end (see `settings::Ranked` and docs/policy.md for each order);
 //! - `roots.static` is replaced by a later layer that sets it; every static root must
 //!   pass the root rules of all layers, which are the actual bound;
-//! - fixed operational settings (`roots.list_timeout_ms`, `audit.path`,
+//! - fixed operational settings (`roots.list_timeout_ms`, `roots.launch_wait_ms`, `audit.path`,
 //!   `audit.rotate_bytes`, `sandbox.follow_roots`) are not permissions: the first layer that sets one fixes it,
 //!   and a later layer may only repeat the same value.
 
@@ -43,6 +43,9 @@ use crate::audit::{FsyncPolicy as Fsync, OnFailure};
 
 /// Default wait for the host's `roots/list` answer.
 const DEFAULT_LIST_TIMEOUT_MS: u64 = 3_000;
+/// Default wait for the host's early roots answer before the server starts anyway (some
+/// hosts answer only once their `initialize` is answered).
+const DEFAULT_LAUNCH_WAIT_MS: u64 = 1_000;
 /// Default fsync interval when `fsync = "interval"` gives none.
 const DEFAULT_FSYNC_INTERVAL_MS: u64 = 1_000;
 
@@ -89,6 +92,7 @@ struct Acc {
     /// Static roots with the span of each entry in its layer.
     roots_static: Setting<Vec<(StaticRoot, Range<usize>)>>,
     list_timeout_ms: Setting<u64>,
+    launch_wait_ms: Setting<u64>,
     on_timeout: Setting<RootsFallback>,
     symlinks: Setting<SymlinkStance>,
     hardlinks: Setting<HardlinkStance>,
@@ -135,6 +139,10 @@ impl Acc {
             list_timeout_ms: Setting::default(
                 DEFAULT_LIST_TIMEOUT_MS,
                 format!("roots.list_timeout_ms = {DEFAULT_LIST_TIMEOUT_MS}"),
+            ),
+            launch_wait_ms: Setting::default(
+                DEFAULT_LAUNCH_WAIT_MS,
+                format!("roots.launch_wait_ms = {DEFAULT_LAUNCH_WAIT_MS}"),
             ),
             on_timeout: Setting::default(RootsFallback::Static, "roots.on_timeout = \"static\""),
             symlinks: Setting::default(
@@ -600,6 +608,10 @@ fn apply_roots(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     if let Some(e) = &raw.roots_list_timeout_ms {
         let prov = cx.prov(e);
         fixed(cx, &mut acc.list_timeout_ms, &e.span, e.v, prov);
+    }
+    if let Some(e) = &raw.roots_launch_wait_ms {
+        let prov = cx.prov(e);
+        fixed(cx, &mut acc.launch_wait_ms, &e.span, e.v, prov);
     }
     ranked(
         cx,
@@ -1265,6 +1277,11 @@ fn build(
             acc.list_timeout_ms.prov.clone(),
         ),
         (
+            "roots.launch_wait_ms",
+            acc.launch_wait_ms.v.to_string(),
+            acc.launch_wait_ms.prov.clone(),
+        ),
+        (
             "roots.on_timeout",
             format!("\"{}\"", acc.on_timeout.v.word()),
             acc.on_timeout.prov.clone(),
@@ -1391,6 +1408,7 @@ fn build(
         roots: RootsSettings {
             static_roots,
             list_timeout: Duration::from_millis(acc.list_timeout_ms.v),
+            launch_wait: Duration::from_millis(acc.launch_wait_ms.v),
             on_timeout: acc.on_timeout.v,
             symlinks: acc.symlinks.v,
             hardlinks: acc.hardlinks.v,

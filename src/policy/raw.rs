@@ -95,6 +95,7 @@ pub(crate) struct RawLayer {
     pub(crate) roots_deny: Strings,
     pub(crate) roots_static: Strings,
     pub(crate) roots_list_timeout_ms: Option<Entry<u64>>,
+    pub(crate) roots_launch_wait_ms: Option<Entry<u64>>,
     pub(crate) roots_on_timeout: Option<Entry<RootsFallback>>,
     pub(crate) roots_symlinks: Option<Entry<SymlinkStance>>,
     pub(crate) roots_hardlinks: Option<Entry<HardlinkStance>>,
@@ -146,6 +147,7 @@ const ROOTS_KEYS: &[&str] = &[
     "deny",
     "static",
     "list_timeout_ms",
+    "launch_wait_ms",
     "on_timeout",
     "symlinks",
     "hardlinks",
@@ -247,6 +249,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.roots_deny = w.strings(t, "roots", "deny");
         raw.roots_static = w.strings(t, "roots", "static");
         raw.roots_list_timeout_ms = w.uint(t, "roots", "list_timeout_ms", 1, 600_000);
+        raw.roots_launch_wait_ms = w.uint(t, "roots", "launch_wait_ms", 0, 600_000);
         raw.roots_on_timeout = w.word(t, "roots", "on_timeout", RootsFallback::WORDS);
         raw.roots_symlinks = w.word(t, "roots", "symlinks", SymlinkStance::WORDS);
         raw.roots_hardlinks = w.word(t, "roots", "hardlinks", HardlinkStance::WORDS);
@@ -323,6 +326,7 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
     names!(
         "", "version"; "", "mode";
         "roots", "allow"; "roots", "deny"; "roots", "static"; "roots", "list_timeout_ms";
+        "roots", "launch_wait_ms";
         "roots", "on_timeout"; "roots", "symlinks"; "roots", "hardlinks";
         "resources", "other_schemes"; "resources", "allow"; "resources", "deny";
         "resources", "max_bytes"; "resources", "mime"; "resources", "read";

@@ -85,6 +85,10 @@ pub struct RootsSettings {
     pub static_roots: Vec<StaticRoot>,
     /// How long to wait for the host's `roots/list` answer.
     pub list_timeout: Duration,
+    /// How long the server's start waits for the host's answer to rootfence's early roots
+    /// question; past it, the server starts under the operator roots and a new generation
+    /// follows when the answer comes.
+    pub launch_wait: Duration,
     /// What to do when that wait times out.
     pub on_timeout: RootsFallback,
     /// Symbolic link stance.
