@@ -43,6 +43,23 @@ pub struct RunArgs {
     #[arg(long = "root", value_name = "DIR_OR_URI")]
     pub roots: Vec<String>,
 
+    /// An environment variable passed to the sandboxed server besides the baseline (PATH,
+    /// HOME, locale, proxies, ...): an exact name or a PREFIX* pattern (repeatable).
+    /// `rootfence wrap` writes one for each name in a host entry's env/envFile. Every other
+    /// variable is dropped and named at start.
+    #[arg(long = "env", value_name = "NAME")]
+    pub env: Vec<String>,
+
+    /// An extra path the sandboxed server may read (repeatable): its own configuration
+    /// outside the roots. Not a root: URIs under it are still checked against the roots.
+    #[arg(long = "read", value_name = "PATH")]
+    pub read: Vec<PathBuf>,
+
+    /// An extra path the sandboxed server may read and write (repeatable): its own state,
+    /// e.g. the file a host entry's MEMORY_FILE_PATH names. Not a root.
+    #[arg(long = "write", value_name = "PATH")]
+    pub write: Vec<PathBuf>,
+
     /// The audit log file (JSON Lines, hash-chained). Default: the policy's `audit.path`,
     /// else $XDG_STATE_HOME/rootfence/audit.jsonl (~/.local/state/rootfence/audit.jsonl).
     #[arg(long, value_name = "FILE")]
@@ -87,6 +104,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // its root), then the policy's static roots (may be absent on this machine).
     let mut specs = Vec::new();
     for root in &args.roots {
+        if root.contains("${") {
+            // VS Code expands ${workspaceFolder} only with a folder open; without one the
+            // entry still starts, with one root fewer.
+            eprintln!(
+                "rootfence: warning: --root {root}: the host did not expand this variable \
+                 (is a folder open?); not used as a root"
+            );
+            continue;
+        }
         specs.push(root_spec(root, &cwd)?);
     }
     for root in &policy.roots().static_roots {
@@ -112,7 +138,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // The sandbox gets the roots known now; host roots learnt later can only be narrower
     // in the protocol, and the sandbox cannot widen.
     let mode = args.sandbox.unwrap_or(policy.sandbox().mode);
-    let spec = sandbox_spec(&policy, mode, &enforcer);
+    let grants = sandbox::ServerGrants {
+        env: args.env.clone(),
+        read: args.read.clone(),
+        write: args.write.clone(),
+    };
+    let spec = sandbox_spec(&policy, mode, &enforcer, &grants, &cwd)?;
     let prepared = sandbox::prepare(&spec, &args.command).map_err(|e| anyhow!("{e}"))?;
 
     let audit_path = match args
@@ -287,10 +318,15 @@ fn root_spec(root: &str, cwd: &Path) -> anyhow::Result<RootSpec> {
     Ok(RootSpec::path(path))
 }
 
-fn sandbox_spec(policy: &Policy, mode: SandboxMode, enforcer: &Enforcer) -> SandboxSpec {
+fn sandbox_spec(
+    policy: &Policy,
+    mode: SandboxMode,
+    enforcer: &Enforcer,
+    grants: &sandbox::ServerGrants,
+    cwd: &Path,
+) -> anyhow::Result<SandboxSpec> {
     let s = policy.sandbox();
-    let mut spec = SandboxSpec::new(mode);
-    spec.roots = enforcer
+    let roots = enforcer
         .operator_roots()
         .roots()
         .iter()
@@ -299,15 +335,11 @@ fn sandbox_spec(policy: &Policy, mode: SandboxMode, enforcer: &Enforcer) -> Sand
             access: s.access_for_root(r.uri().path()),
         })
         .collect();
-    spec.read = s.read.clone();
-    spec.write = s.write.clone();
-    spec.network = s.network.clone();
-    spec.rlimits = s.rlimits;
-    spec.env = s.env.clone();
-    for pattern in &policy.resources().deny_globs {
-        spec.add_deny_pattern(pattern);
+    let (spec, warnings) = sandbox::server_spec(policy, mode, roots, grants, cwd)?;
+    for w in warnings {
+        eprintln!("rootfence: warning: {w}");
     }
-    spec
+    Ok(spec)
 }
 
 fn audit_config(policy: &Policy, path: PathBuf) -> AuditConfig {
