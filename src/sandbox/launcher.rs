@@ -12,6 +12,9 @@
 //! 5. `no_new_privs`, resource limits, then Landlock;
 //! 6. write the report (strict mode: refuse instead if anything is missing);
 //! 7. exec; the report pipe closes on exec, which tells rootfence the exec happened.
+//!
+//! It first sets `PR_SET_PDEATHSIG` (SIGKILL): the server dies with the process that
+//! started the launcher, even when that one is killed outright.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io::{Read, Write};
@@ -36,6 +39,14 @@ use super::{
 /// Entry point of the launcher; `main` calls it when `argv[1]` is [`LAUNCHER_ARG`]. Never
 /// returns on success (the process becomes the server).
 pub fn launcher_main() -> ExitCode {
+    // Die with whoever started the launcher (rootfence, or strace under `sandbox probe`),
+    // and so does the server it becomes: the setting survives exec. Without it a killed
+    // rootfence or strace leaves the server running with nobody reading its output.
+    let parent = nix::unistd::getppid();
+    let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
+    if nix::unistd::getppid() != parent {
+        return ExitCode::from(EXIT_LAUNCHER_ERROR);
+    }
     let args: Vec<OsString> = std::env::args_os().collect();
     let Some((plan_fd, report_fd, command)) = parse_args(&args) else {
         eprintln!(

@@ -681,6 +681,42 @@ impl ReportReader {
         }
     }
 
+    /// Like [`ReportReader::read_blocking`], but calls `on_report` as soon as the report
+    /// line is complete, before end of file. For a launcher run under a tracer (`sandbox
+    /// probe` with strace), which keeps its own copy of the pipe open until it exits.
+    pub fn read_each(
+        self,
+        mut on_report: impl FnMut(&EnforcementReport),
+    ) -> Result<EnforcementReport, LaunchError> {
+        match self.channel {
+            Channel::Fixed(r) => {
+                on_report(&r);
+                Ok(*r)
+            }
+            Channel::Pipe(fd) => {
+                let mut file = std::fs::File::from(fd).take(MAX_REPORT_BYTES);
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 8192];
+                let mut seen = 0;
+                loop {
+                    let n = file.read(&mut chunk)?;
+                    if n == 0 {
+                        break;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    while let Some(nl) = buf[seen..].iter().position(|b| *b == b'\n') {
+                        let line = &buf[seen..seen + nl];
+                        if let Ok(Message::Report { report }) = serde_json::from_slice(line) {
+                            on_report(&report);
+                        }
+                        seen += nl + 1;
+                    }
+                }
+                parse(&buf)
+            }
+        }
+    }
+
     /// Reads until the launcher execs or exits, without blocking the runtime. Must be
     /// called inside a tokio runtime.
     pub async fn read(self) -> Result<EnforcementReport, LaunchError> {
