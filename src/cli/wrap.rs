@@ -528,6 +528,7 @@ fn derive_context(config: &Path) -> wrap::DeriveContext {
             .map(PathBuf::from)
             .filter(|h| h.is_absolute()),
         workspace,
+        assume: None,
     }
 }
 

@@ -26,6 +26,39 @@ pub struct DeriveContext {
     /// `DIR/.cursor/mcp.json`, `DIR/.mcp.json`), to check `${workspaceFolder}` paths and
     /// read an `envFile` under it. `None` for user-wide files.
     pub workspace: Option<PathBuf>,
+    /// When set, derivation does not look at the filesystem: these are the directories
+    /// that exist, and `files` the files (for examples and tests that describe another
+    /// machine).
+    pub assume: Option<Assumed>,
+}
+
+/// The filesystem as derivation should assume it (see [`DeriveContext::assume`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Assumed {
+    /// Directories that exist.
+    pub dirs: Vec<PathBuf>,
+    /// Files that exist.
+    pub files: Vec<PathBuf>,
+}
+
+impl DeriveContext {
+    fn is_dir(&self, p: &Path) -> bool {
+        match &self.assume {
+            Some(a) => a.dirs.iter().any(|d| d == p),
+            None => p.is_dir(),
+        }
+    }
+
+    fn is_file(&self, p: &Path) -> bool {
+        match &self.assume {
+            Some(a) => a.files.iter().any(|d| d == p),
+            None => p.is_file(),
+        }
+    }
+
+    fn exists(&self, p: &Path) -> bool {
+        self.is_dir(p) || self.is_file(p) || (self.assume.is_none() && p.exists())
+    }
 }
 
 /// The parts of an entry derivation reads (decoded JSON strings).
@@ -167,7 +200,15 @@ pub(crate) fn derive(entry: &EntryView, ctx: &DeriveContext) -> Derived {
             }
             arg.as_str()
         };
-        derive_root(value, ctx, cwd.as_deref(), &mut d);
+        if !derive_root(value, ctx, cwd.as_deref(), &mut d) {
+            // A file named on the command line (`--db-path /w/app/dev.db`) is the
+            // server's own state, like a path in its env; only when it exists, because an
+            // argument that does not is as likely a name as a path.
+            let path = expand(value, ctx).filter(|p| p.is_absolute());
+            if path.is_some_and(|p| ctx.is_file(&p)) {
+                derive_state_path("its argument", value, ctx, &mut d);
+            }
+        }
     }
 
     // Paths in env values are the server's own files.
@@ -179,31 +220,32 @@ pub(crate) fn derive(entry: &EntryView, ctx: &DeriveContext) -> Derived {
     d
 }
 
-fn derive_root(value: &str, ctx: &DeriveContext, cwd: Option<&Path>, d: &mut Derived) {
+/// Adds a root when `value` names a directory; whether it did.
+fn derive_root(value: &str, ctx: &DeriveContext, cwd: Option<&Path>, d: &mut Derived) -> bool {
     let value_trimmed = value.trim_end_matches('/');
     if value_trimmed == WORKSPACE || value_trimmed.starts_with("${workspaceFolder}/") {
         // Kept as the variable: the host expands it in args. Only the workspace itself
         // unless the workspace is known here to check a sub-directory.
-        let is_dir =
-            value_trimmed == WORKSPACE || expand(value_trimmed, ctx).is_some_and(|p| p.is_dir());
+        let is_dir = value_trimmed == WORKSPACE
+            || expand(value_trimmed, ctx).is_some_and(|p| ctx.is_dir(&p));
         if is_dir && !d.roots.iter().any(|r| r == value_trimmed) {
             d.roots.push(value_trimmed.to_owned());
         }
-        return;
+        return is_dir;
     }
     if value.contains("${") {
-        return;
+        return false;
     }
     let path = match expand(value, ctx) {
         Some(p) if p.is_absolute() => p,
         Some(p) => match cwd {
             Some(c) if !value.is_empty() => c.join(p),
-            _ => return,
+            _ => return false,
         },
-        None => return,
+        None => return false,
     };
-    if !path.is_dir() {
-        return;
+    if !ctx.is_dir(&path) {
+        return false;
     }
     let path = std::path::absolute(&path).unwrap_or(path);
     let path = lexical(&path);
@@ -213,7 +255,7 @@ fn derive_root(value: &str, ctx: &DeriveContext, cwd: Option<&Path>, d: &mut Der
             "its command line names {shown}, too broad to be a root; not made a root (give \
              the server a project directory instead)"
         ));
-        return;
+        return true;
     }
     if ctx.home.as_deref() == Some(path.as_path()) {
         d.notes.push(format!(
@@ -224,6 +266,7 @@ fn derive_root(value: &str, ctx: &DeriveContext, cwd: Option<&Path>, d: &mut Der
     if !d.roots.contains(&shown) {
         d.roots.push(shown);
     }
+    true
 }
 
 /// System trees: paths there are granted read-only even when an env value names them.
@@ -231,7 +274,13 @@ const SYSTEM: &[&str] = &[
     "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/opt", "/nix",
 ];
 
+/// A path an `env` value names (`label` is `env NAME`) or a file on the command line
+/// (`label` is `its argument`): the server's own state.
 fn derive_env_path(name: &str, value: &str, ctx: &DeriveContext, d: &mut Derived) {
+    derive_state_path(&format!("env {name}"), value, ctx, d);
+}
+
+fn derive_state_path(label: &str, value: &str, ctx: &DeriveContext, d: &mut Derived) {
     let keep_var = value.starts_with(WORKSPACE);
     if value.contains("${") && !keep_var {
         return;
@@ -270,15 +319,15 @@ fn derive_env_path(name: &str, value: &str, ctx: &DeriveContext, d: &mut Derived
     };
     let system = SYSTEM.iter().any(|s| path.starts_with(s));
     if system {
-        if path.exists() {
+        if ctx.exists(&path) {
             push_unique(&mut d.read, shown(&path));
         }
         return;
     }
-    if path.is_dir() {
+    if ctx.is_dir(&path) {
         if too_broad(&path, ctx) {
             d.notes.push(format!(
-                "env {name} names {}, too broad to grant; not granted",
+                "{label} names {}, too broad to grant; not granted",
                 shown(&path)
             ));
         } else {
@@ -288,13 +337,13 @@ fn derive_env_path(name: &str, value: &str, ctx: &DeriveContext, d: &mut Derived
     }
     // A file, existing or to be created: its directory, because servers write their state
     // by creating a temporary file beside it and renaming it over (server-memory does).
-    let parent = path.parent().filter(|p| p.is_dir());
+    let parent = path.parent().filter(|p| ctx.is_dir(p));
     match parent {
         Some(dir) if !too_broad(dir, ctx) => push_unique(&mut d.write, shown(dir)),
-        _ if path.is_file() => {
+        _ if ctx.is_file(&path) => {
             push_unique(&mut d.write, shown(&path));
             d.notes.push(format!(
-                "env {name} names {}, in a directory too broad to grant: only the file is \
+                "{label} names {}, in a directory too broad to grant: only the file is \
                  granted, so the server cannot create files beside it (a server that saves \
                  by writing a temporary file and renaming it, as server-memory does, fails); \
                  move it into a directory of its own and run `rootfence wrap --rewrap`",
@@ -302,7 +351,7 @@ fn derive_env_path(name: &str, value: &str, ctx: &DeriveContext, d: &mut Derived
             ));
         }
         _ => d.notes.push(format!(
-            "env {name} names {}, which does not exist in a directory the sandbox may \
+            "{label} names {}, which does not exist in a directory the sandbox may \
              grant; create its directory (e.g. `mkdir -p {}`) and run `rootfence wrap \
              --rewrap`",
             shown(&path),
@@ -406,6 +455,9 @@ fn read_env_file(
             None => return Err("is relative and the workspace folder is not known".to_owned()),
         }
     };
+    if ctx.assume.is_some() {
+        return Err("not read (the filesystem is assumed)".to_owned());
+    }
     let text =
         std::fs::read(&path).map_err(|e| format!("cannot be read ({}: {e})", path.display()))?;
     let text = String::from_utf8_lossy(&text);
@@ -449,7 +501,7 @@ mod tests {
         std::fs::write(base.join("file.txt"), "").unwrap();
         let ctx = DeriveContext {
             home: Some(base.clone()),
-            workspace: None,
+            ..DeriveContext::default()
         };
         let a_s = a.to_str().unwrap();
         let d = derive(
@@ -481,8 +533,15 @@ mod tests {
         assert_eq!(d.roots, vec![repo.display().to_string()]);
         // A file, and the interpreter's own program, are not roots.
         let f = base.join("file.txt");
-        let d = derive(&view("node", &[a_s, f.to_str().unwrap()], &[]), &ctx);
+        let d = derive(&view("node", &[a_s], &[]), &ctx);
         assert!(d.roots.is_empty(), "{d:?}");
+        // A file named on the command line is the server's state: its directory (here the
+        // home directory, too broad: the file alone, with a note).
+        let db = format!("--db-path={}", f.display());
+        let d = derive(&view("uvx", &["mcp-server-sqlite", &db], &[]), &ctx);
+        assert!(d.roots.is_empty(), "{d:?}");
+        assert_eq!(d.write, [f.display().to_string()]);
+        assert!(d.notes[0].contains("its argument names"), "{:?}", d.notes);
         // VS Code's variable is kept for the host to expand.
         let d = derive(
             &view("npx", &["server-filesystem", "${workspaceFolder}"], &[]),
@@ -524,6 +583,7 @@ mod tests {
         let ctx = DeriveContext {
             home: Some(base.join("home")),
             workspace: Some(base.clone()),
+            ..DeriveContext::default()
         };
         std::fs::write(
             base.join(".env"),
