@@ -644,3 +644,45 @@ fn with_proc_granted_another_processes_environment_stays_unreadable() {
         );
     }
 }
+
+/// Chromium, run as Playwright runs it (headless, `--no-sandbox`,
+/// `--disable-dev-shm-usage`), renders a page under the browser profile: its child
+/// processes read their own `/proc/<pid>`, which the profile grants when the server does
+/// not hold `CAP_SYS_PTRACE`. Skips when `/usr/bin/chromium` is not installed (Debian's
+/// `chromium` package).
+#[test]
+fn chromium_renders_a_page_under_the_browser_profile() {
+    use std::os::unix::process::CommandExt;
+    let t = "chromium_renders_a_page_under_the_browser_profile";
+    let chromium = Path::new("/usr/bin/chromium");
+    if !ready(t, &[chromium]) {
+        return;
+    }
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rootfence"));
+    cmd.args([
+        "sandbox",
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        "exec chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+         --user-data-dir=\"$TMPDIR/profile\" --dump-dom 'data:text/html,<p>rendered-in-the-sandbox</p>'",
+        "chromium",
+    ])
+    .env("HOME", "/nonexistent")
+    .stdin(std::process::Stdio::null());
+    if nix::unistd::geteuid().is_root() {
+        cmd.uid(65534).gid(65534);
+    }
+    let o = cmd.output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        out.contains("<p>rendered-in-the-sandbox</p>"),
+        "{out}\n{}",
+        err.lines()
+            .filter(|l| !l.contains("dbus"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}

@@ -527,6 +527,19 @@ fn grant_tool_family<'e>(
                 );
             }
             push_existing(profile, "/etc/fonts", Rights::Read, "font configuration");
+            for etc in [
+                "/etc/chromium",
+                "/etc/chromium.d",
+                "/etc/chromium-browser",
+                "/etc/opt/chrome",
+            ] {
+                push_existing(
+                    profile,
+                    etc,
+                    Rights::Read,
+                    "browser policies and launcher settings",
+                );
+            }
             if let Some(c) = xdg_config {
                 push_existing(
                     profile,
