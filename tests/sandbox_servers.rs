@@ -686,3 +686,57 @@ fn chromium_renders_a_page_under_the_browser_profile() {
             .join("\n")
     );
 }
+
+/// The errors and warnings of the new `run` flags, through the binary: a pattern that
+/// would pass every variable is refused before anything starts; a `--root` or `--write`
+/// the host did not expand (`${workspaceFolder}` with no folder open) is skipped with a
+/// warning and the server still starts.
+#[test]
+fn run_flag_errors_say_what_to_do() {
+    let t = "run_flag_errors_say_what_to_do";
+    if !ready(t, &[]) {
+        return;
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_rootfence"))
+        .args(["run", "--env", "*", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--env \"*\": `*` alone would pass every variable, including agent sockets and credentials; name the variables, or a prefix such as `MYSERVER_*`"),
+        "{err}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_rootfence"))
+        .args(["run", "--env", "A=B", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("a variable name cannot contain `=`"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    let mut p = Proxy::run(
+        &[
+            "--root",
+            "${workspaceFolder}",
+            "--write",
+            "${workspaceFolder}/state",
+        ],
+        &[&common::test_server()],
+    );
+    let init = p.initialize("2025-06-18");
+    assert!(init.get("result").is_some(), "{init}\n{}", p.stderr());
+    let err = finish(p);
+    assert!(
+        err.contains("warning: --root ${workspaceFolder}: the host did not expand this variable (is a folder open?); not used as a root"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "warning: --write ${workspaceFolder}/state: holds a variable the host did not expand"
+        ),
+        "{err}"
+    );
+}
