@@ -11,7 +11,7 @@ use crate::enforce::{ReportSlot, ServerLauncher};
 use crate::policy::Policy;
 use crate::relay::{Gen, Launch};
 use crate::roots::RootSet;
-use crate::sandbox::{self, SandboxMode, SandboxRoot, SandboxSpec};
+use crate::sandbox::{self, SandboxMode, SandboxRoot, SandboxSpec, ServerGrants};
 
 /// Launches server generations confined by the OS sandbox.
 #[derive(Debug)]
@@ -19,28 +19,43 @@ pub struct SandboxLauncher {
     policy: Arc<Policy>,
     mode: SandboxMode,
     argv: Vec<OsString>,
+    /// What the host entry adds (`--env`, `--read`, `--write`).
+    host_grants: ServerGrants,
+    /// Where the host started rootfence (relative `--read`/`--write` paths).
+    cwd: PathBuf,
 }
 
 impl SandboxLauncher {
-    /// A launcher for `argv` under the policy's `[sandbox]` settings, in `mode`.
-    pub fn new(policy: Arc<Policy>, mode: SandboxMode, argv: Vec<OsString>) -> SandboxLauncher {
-        SandboxLauncher { policy, mode, argv }
+    /// A launcher for `argv` under the policy's `[sandbox]` settings and the host entry's
+    /// grants, in `mode`.
+    pub fn new(
+        policy: Arc<Policy>,
+        mode: SandboxMode,
+        argv: Vec<OsString>,
+        host_grants: ServerGrants,
+        cwd: PathBuf,
+    ) -> SandboxLauncher {
+        SandboxLauncher {
+            policy,
+            mode,
+            argv,
+            host_grants,
+            cwd,
+        }
     }
 
-    /// The sandbox spec for a server confined to `roots`.
-    pub fn spec(&self, roots: &RootSet) -> SandboxSpec {
-        let s = self.policy.sandbox();
-        let mut spec = SandboxSpec::new(self.mode);
-        spec.roots = self.grants(roots);
-        spec.read = s.read.clone();
-        spec.write = s.write.clone();
-        spec.network = s.network.clone();
-        spec.rlimits = s.rlimits;
-        spec.env = s.env.clone();
-        for pattern in &self.policy.resources().deny_globs {
-            spec.add_deny_pattern(pattern);
-        }
-        spec
+    /// The sandbox spec for a server confined to `roots` (`sandbox::server_spec`, the one
+    /// place the policy and the command line meet; its warnings were said at start).
+    pub fn spec(&self, roots: &RootSet) -> Result<SandboxSpec, String> {
+        sandbox::server_spec(
+            &self.policy,
+            self.mode,
+            self.grants(roots),
+            &self.host_grants,
+            &self.cwd,
+        )
+        .map(|(spec, _warnings)| spec)
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -61,7 +76,7 @@ impl ServerLauncher for SandboxLauncher {
     }
 
     fn prepare(&self, roots: &RootSet, generation: Gen) -> Result<(Launch, ReportSlot), String> {
-        let spec = self.spec(roots);
+        let spec = self.spec(roots)?;
         let prepared = sandbox::prepare(&spec, &self.argv).map_err(|e| e.to_string())?;
         let session = Arc::new(Mutex::new(prepared.session));
         let slot: ReportSlot = Arc::new(OnceLock::new());

@@ -208,6 +208,10 @@ pub struct SandboxPath {
     pub path: String,
     /// The rights granted.
     pub access: String,
+    /// Why it is granted: `root`, `read`, `write`, `private-tmp`, or `profile: <reason>`
+    /// (e.g. `profile: project of the script /w/srv/index.js`). Absent in older records.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub origin: String,
 }
 
 /// `initialized` fields.

@@ -16,7 +16,7 @@ use rootfence::launch::SandboxLauncher;
 use rootfence::policy::{Mode, Policy};
 use rootfence::relay::{self, EndCause, RelayConfig};
 use rootfence::roots::RootSpec;
-use rootfence::sandbox::SandboxMode;
+use rootfence::sandbox::{self, SandboxMode};
 
 /// Runs an MCP server behind rootfence.
 ///
@@ -43,6 +43,23 @@ pub struct RunArgs {
     /// roots outside every --root are dropped, host roots containing one are narrowed to it.
     #[arg(long = "root", value_name = "DIR_OR_URI")]
     pub roots: Vec<String>,
+
+    /// An environment variable passed to the sandboxed server besides the baseline (PATH,
+    /// HOME, locale, proxies, ...): an exact name or a PREFIX* pattern (repeatable).
+    /// `rootfence wrap` writes one for each name in a host entry's env/envFile. Every other
+    /// variable is dropped and named at start.
+    #[arg(long = "env", value_name = "NAME")]
+    pub env: Vec<String>,
+
+    /// An extra path the sandboxed server may read (repeatable): its own configuration
+    /// outside the roots. Not a root: URIs under it are still checked against the roots.
+    #[arg(long = "read", value_name = "PATH")]
+    pub read: Vec<PathBuf>,
+
+    /// An extra path the sandboxed server may read and write (repeatable): its own state,
+    /// e.g. the file a host entry's MEMORY_FILE_PATH names. Not a root.
+    #[arg(long = "write", value_name = "PATH")]
+    pub write: Vec<PathBuf>,
 
     /// The audit log file (JSON Lines, hash-chained). Default: the policy's `audit.path`,
     /// else $XDG_STATE_HOME/rootfence/audit.jsonl (~/.local/state/rootfence/audit.jsonl).
@@ -94,6 +111,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // its root), then the policy's static roots (may be absent on this machine).
     let mut specs = Vec::new();
     for root in &args.roots {
+        if root.contains("${") {
+            // VS Code expands ${workspaceFolder} only with a folder open; without one the
+            // entry still starts, with one root fewer.
+            eprintln!(
+                "rootfence: warning: --root {root}: the host did not expand this variable \
+                 (is a folder open?); not used as a root"
+            );
+            continue;
+        }
         specs.push(root_spec(root, &cwd)?);
     }
     for root in &policy.roots().static_roots {
@@ -104,10 +130,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // (the host's, asked for before its `initialize` is answered), and started again under
     // new grants whenever they move (`[sandbox] follow_roots`).
     let mode = args.sandbox.unwrap_or(policy.sandbox().mode);
+    // What the host entry adds to the sandbox (--env, --read, --write): checked once now, so
+    // a bad value stops the start with its reason, and its warnings are said once.
+    let grants = sandbox::ServerGrants {
+        env: args.env.clone(),
+        read: args.read.clone(),
+        write: args.write.clone(),
+    };
+    let (_, warnings) = sandbox::server_spec(&policy, mode, Vec::new(), &grants, &cwd)?;
+    for w in warnings {
+        eprintln!("rootfence: warning: {w}");
+    }
     let launcher = Arc::new(SandboxLauncher::new(
         Arc::clone(&policy),
         mode,
         args.command.clone(),
+        grants,
+        cwd.clone(),
     ));
     let (enforcer, dropped) = Enforcer::new(Arc::clone(&policy), specs, Some(launcher));
     for d in &dropped {
