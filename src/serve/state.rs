@@ -1,0 +1,1 @@
+//! Signed state for 2026-07-28 requests (placeholder).
