@@ -1331,14 +1331,17 @@ fn parse_roots(result: &Value) -> Option<Vec<HostRoot>> {
 
 /// The error rootfence answers a denied request with.
 pub fn denial(id: &Id, raw: &str, c: &Checked) -> Value {
+    let mut message = format!("rootfence: denied: {} ({})", shorten(raw), c.reason);
+    let mut data = json!({"uri": raw, "reason": c.reason, "rule": c.rule});
+    if let Some(hint) = &c.hint {
+        message.push_str(": ");
+        message.push_str(hint);
+        data["hint"] = json!(hint);
+    }
     json!({
         "jsonrpc": "2.0",
         "id": id.to_value(),
-        "error": {
-            "code": DENIED,
-            "message": format!("rootfence: denied: {} ({})", shorten(raw), c.reason),
-            "data": {"uri": raw, "reason": c.reason, "rule": c.rule},
-        }
+        "error": {"code": DENIED, "message": message, "data": data}
     })
 }
 

@@ -1,10 +1,12 @@
 //! `file:` reads answered or verified by rootfence itself (the `serve` and `verify` stances),
-//! through the same root capability and resolution as the check, so the file checked is the
-//! file read; and the content limits (`max_bytes`, MIME allow-list) on every content item.
+//! through the same root capability and resolution as the check, judged again on the file
+//! actually opened ([`read_judged`]: identity, hard links, the policy's path rules on where it
+//! was opened), so what rootfence reads is the object it judged; and the content limits
+//! (`max_bytes`, MIME allow-list) on every content item.
 
 use serde_json::{Value, json};
 
-use super::decide::Checked;
+use super::decide::{Checked, ReadRefusal, read_judged};
 use crate::fsaccess::FsError;
 use crate::jsonrpc::Id;
 use crate::jsonrpc::error::{INVALID_PARAMS, RESOURCE_NOT_FOUND};
@@ -47,7 +49,7 @@ pub(super) fn serve(
     stateless: bool,
 ) -> Value {
     let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
-    match roots.read(allowed, limit, opts) {
+    match read_judged(policy, opts, roots, allowed, limit) {
         Ok(read) => {
             let mut item = json!({ "uri": canonical.as_str() });
             match String::from_utf8(read.bytes) {
@@ -63,7 +65,7 @@ pub(super) fn serve(
             }
             json!({ "jsonrpc": "2.0", "id": id.to_value(), "result": result })
         }
-        Err(FsError::NotFound) => json!({
+        Err(ReadRefusal::Fs(FsError::NotFound)) => json!({
             "jsonrpc": "2.0", "id": id.to_value(),
             "error": {
                 "code": if stateless { INVALID_PARAMS } else { RESOURCE_NOT_FOUND },
@@ -71,7 +73,10 @@ pub(super) fn serve(
                 "data": {"uri": canonical.as_str()},
             }
         }),
-        Err(e) => super::denial(id, canonical.as_str(), &refusal(e.reason().code(), None)),
+        Err(ReadRefusal::Fs(e)) => {
+            super::denial(id, canonical.as_str(), &refusal(e.reason().code(), None))
+        }
+        Err(ReadRefusal::Refused(c)) => super::denial(id, canonical.as_str(), &c),
     }
 }
 
@@ -85,9 +90,10 @@ pub(super) fn verify(
     item: &Value,
 ) -> Option<Checked> {
     let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
-    let read = match roots.read(allowed, limit, opts) {
+    let read = match read_judged(policy, opts, roots, allowed, limit) {
         Ok(r) => r,
-        Err(e) => return Some(refusal(e.reason().code(), None)),
+        Err(ReadRefusal::Fs(e)) => return Some(refusal(e.reason().code(), None)),
+        Err(ReadRefusal::Refused(c)) => return Some(*c),
     };
     let same = match (item.get("text"), item.get("blob")) {
         (Some(Value::String(t)), _) => t.as_bytes() == read.bytes.as_slice(),

@@ -1,39 +1,80 @@
 //! The only place in rootfence that opens files: the one ambient open of a root directory,
-//! and capability-safe, non-blocking, size-capped resolution and reads beneath it.
+//! and capability-safe, non-blocking, size-capped resolution, listings and reads beneath it.
 //!
-//! Owned by issue 3.
+//! Owned by issue 3 (resolution and reads), issue 12 (links that stay inside) and issue 14
+//! (list pages).
 //!
-//! Everything except [`open_root_dir`] works through a `cap_std::fs::Dir`: on Linux every
-//! lookup is one `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` relative to the root's
-//! descriptor (cap-std falls back to a component-by-component walk on kernels without
-//! `openat2`), so a symbolic link, `..` or absolute path that leads out is refused by the
-//! kernel itself, at the moment of the open, with no check-then-use window.
+//! Everything except [`open_root_dir`] works from a root's directory descriptor, and the
+//! kernel decides every step ([`resolve`]):
 //!
-//! Resolution (for checks) uses `O_PATH`: it needs no read permission, has no side effect
-//! on devices, and cannot block on a FIFO. Reads open in two steps: `O_PATH` + `fstat`
-//! first, so anything but a regular file is refused without ever being opened for
-//! reading; then `O_RDONLY | O_NONBLOCK | O_NOCTTY` and a second `fstat` that must show the
-//! same inode (a swap in between is reported as [`FsError::Changed`]). The byte cap is an
-//! error, never a truncation.
+//! - **No link on the way** (the common case): one `openat2(RESOLVE_BENEATH |
+//!   RESOLVE_NO_SYMLINKS)` of the whole relative path, then `fstat`. The kernel refuses `..`
+//!   above the root; any symbolic link makes it stop (`ELOOP`) and hand over to the walk.
+//! - **Links**: a walk, one name at a time, each `openat(O_PATH | O_NOFOLLOW)` beneath the
+//!   descriptor of the directory reached so far (a single name cannot leave it; `..` pops a
+//!   descriptor rootfence holds and never climbs above the root). A link met on the way is
+//!   read (`readlinkat` on the link's own descriptor, so it cannot be swapped in between): a
+//!   relative target continues from the link's directory; an absolute target that names a
+//!   place inside the root (by the root's real or declared path, component-wise) continues
+//!   from the root's descriptor; any other absolute target is an escape. At most 40 links
+//!   are followed (the kernel's own limit); `/proc` magic links are refused (the kernel is
+//!   asked with `RESOLVE_NO_MAGICLINKS` before one is followed).
+//!
+//! So absolute links that stay inside a root work (`follow-within-root` means what it says),
+//! while the containment decision is still the kernel's: rootfence never compares a path it
+//! is about to open with a root by string, it only ever opens names beneath descriptors.
+//!
+//! Resolution uses `O_PATH`: it needs no read permission, has no side effect on devices, and
+//! cannot block on a FIFO. Reads ([`read_beneath`]) resolve first, refuse anything but a
+//! regular file without opening it for reading, then open the resolved (link-free) path
+//! with `O_RDONLY | O_NONBLOCK | O_NOCTTY` and `RESOLVE_NO_SYMLINKS`, and require the same
+//! inode: a swap in between is [`FsError::Changed`]. The byte cap is an error, never a
+//! truncation. A read reports the path it was read at, so callers can judge the object
+//! actually opened, not only the name asked for.
+
+mod listing;
+mod resolve;
 
 use std::io::{self, Read};
-use std::path::{Component, Path, PathBuf};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
 
-use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, FileType, FileTypeExt, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
+use cap_std::fs::{Dir, MetadataExt};
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 
 use crate::uri::Reason;
+
+pub(crate) use listing::{EntryKind, list_dir, stat_entry};
+pub(crate) use resolve::{Beneath, resolve};
 
 /// How symbolic links beneath a root are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum SymlinkStance {
-    /// Follow symbolic links whose whole resolution stays beneath the root (the kernel
-    /// refuses any that lead out). The default.
+    /// Follow symbolic links whose whole resolution stays beneath the root: relative links,
+    /// and absolute links that name a place inside the same root. Any that lead out are
+    /// refused. The default.
     #[default]
     FollowWithinRoot,
     /// Follow no symbolic link at all, even one that stays inside.
     Never,
+}
+
+/// How non-directories with more than one hard link are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum HardlinkStance {
+    /// Files with several links are served like any other.
+    Allow,
+    /// Files with several links are served when every link predates the session: the file's
+    /// status (`ctime`, which `link(2)` and `rename(2)` update) or its directory's is older
+    /// than the session. A link made while rootfence runs is refused (a server planting a
+    /// link to a file outside the roots). The default: `uv` virtual environments and `pnpm`
+    /// stores, which hard-link every file from a cache, keep working.
+    #[default]
+    AllowPreexisting,
+    /// Files with several links are refused: another name of the same file may be outside
+    /// the roots.
+    Deny,
 }
 
 /// What a path resolves to.
@@ -78,22 +119,15 @@ impl FileKind {
     }
 
     fn of(ft: FileType) -> FileKind {
-        if ft.is_file() {
-            FileKind::Regular
-        } else if ft.is_dir() {
-            FileKind::Directory
-        } else if ft.is_symlink() {
-            FileKind::Symlink
-        } else if ft.is_fifo() {
-            FileKind::Fifo
-        } else if ft.is_socket() {
-            FileKind::Socket
-        } else if ft.is_char_device() {
-            FileKind::CharDevice
-        } else if ft.is_block_device() {
-            FileKind::BlockDevice
-        } else {
-            FileKind::Other
+        match ft {
+            FileType::RegularFile => FileKind::Regular,
+            FileType::Directory => FileKind::Directory,
+            FileType::Symlink => FileKind::Symlink,
+            FileType::Fifo => FileKind::Fifo,
+            FileType::Socket => FileKind::Socket,
+            FileType::CharacterDevice => FileKind::CharDevice,
+            FileType::BlockDevice => FileKind::BlockDevice,
+            _ => FileKind::Other,
         }
     }
 }
@@ -101,6 +135,34 @@ impl FileKind {
 impl std::fmt::Display for FileKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A moment on the clock the kernel stamps inode changes with.
+///
+/// Inode times come from the kernel's coarse clock (`current_time()`, updated once per
+/// tick), which may lag the precise clock by a few milliseconds. [`Stamp::now`] reads that
+/// same coarse clock, so an inode changed after `now()` returned always carries a time at or
+/// after it: "changed before the session" is decided without a margin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Stamp {
+    secs: i64,
+    nanos: i64,
+}
+
+impl Stamp {
+    /// The coarse real-time clock now (`CLOCK_REALTIME_COARSE`).
+    pub fn now() -> Stamp {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+        Stamp {
+            secs: t.tv_sec,
+            nanos: t.tv_nsec,
+        }
+    }
+
+    /// A stamp from seconds and nanoseconds since the epoch.
+    pub fn from_parts(secs: i64, nanos: i64) -> Stamp {
+        Stamp { secs, nanos }
     }
 }
 
@@ -170,16 +232,32 @@ pub(crate) struct Found {
     pub(crate) nlink: u64,
     pub(crate) dev: u64,
     pub(crate) ino: u64,
+    pub(crate) size: u64,
+    /// The inode's last status change (`ctime`).
+    pub(crate) changed: Stamp,
 }
 
 impl Found {
-    fn of(m: &Metadata) -> Found {
+    // `struct stat`'s field types differ by architecture: the casts are not the same
+    // everywhere.
+    #[allow(clippy::unnecessary_cast)]
+    pub(crate) fn of(st: &rustix::fs::Stat) -> Found {
         Found {
-            kind: FileKind::of(m.file_type()),
-            nlink: m.nlink(),
-            dev: m.dev(),
-            ino: m.ino(),
+            kind: FileKind::of(FileType::from_raw_mode(st.st_mode as _)),
+            nlink: st.st_nlink as u64,
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            changed: Stamp {
+                secs: st.st_ctime as i64,
+                nanos: st.st_ctime_nsec as i64,
+            },
         }
+    }
+
+    /// A non-directory with more than one hard link.
+    pub(crate) fn is_linked(&self) -> bool {
+        self.nlink > 1 && !matches!(self.kind, FileKind::Directory | FileKind::Missing)
     }
 }
 
@@ -207,29 +285,34 @@ impl Failure {
             Failure::Other => Reason::IoError,
         }
     }
-}
 
-/// Classifies an error from a cap-std lookup.
-///
-/// cap-std turns the kernel's `EXDEV` ("resolution would leave the directory") into a
-/// `PermissionDenied` error that carries no OS error number; a real `EACCES` keeps its
-/// number. That difference is how an escape is told apart from a permission problem.
-pub(crate) fn classify(err: &io::Error, stance: SymlinkStance) -> Failure {
-    match err.raw_os_error() {
-        None if err.kind() == io::ErrorKind::PermissionDenied => Failure::Escape,
-        Some(libc::EXDEV) => Failure::Escape,
-        // With O_NOFOLLOW nothing can loop: ELOOP means "the name is a symbolic link".
-        Some(libc::ELOOP) if stance == SymlinkStance::Never => Failure::SymlinkRefused,
-        Some(libc::ELOOP) => Failure::Loop,
-        Some(libc::ENOENT) => Failure::NotFound,
-        Some(libc::ENOTDIR) => Failure::NotADirectory,
-        Some(libc::ENAMETOOLONG) => Failure::TooLong,
-        _ => Failure::Other,
+    /// Classifies an error number from a lookup beneath a root (`EXDEV`: the kernel refused
+    /// to leave the root).
+    pub(crate) fn of_errno(e: rustix::io::Errno) -> Failure {
+        match e {
+            rustix::io::Errno::XDEV => Failure::Escape,
+            rustix::io::Errno::LOOP => Failure::Loop,
+            rustix::io::Errno::NOENT => Failure::NotFound,
+            rustix::io::Errno::NOTDIR => Failure::NotADirectory,
+            rustix::io::Errno::NAMETOOLONG => Failure::TooLong,
+            _ => Failure::Other,
+        }
     }
 }
 
-/// `"."` for the root itself, else the relative path: cap-std refuses an empty path.
-fn or_dot(rel: &Path) -> &Path {
+/// A failed lookup: how it is classified, and the error behind it.
+pub(crate) type Failed = (Failure, io::Error);
+
+pub(crate) fn failed(failure: Failure, what: &str) -> Failed {
+    (failure, io::Error::other(what.to_owned()))
+}
+
+pub(crate) fn errno_failed(e: rustix::io::Errno) -> Failed {
+    (Failure::of_errno(e), io::Error::from(e))
+}
+
+/// `"."` for the root itself, else the relative path: an empty path names nothing.
+pub(crate) fn or_dot(rel: &Path) -> &Path {
     if rel.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -237,91 +320,18 @@ fn or_dot(rel: &Path) -> &Path {
     }
 }
 
-/// Resolves `rel` beneath `dir` (following the final name per `stance`) without opening
-/// it for reading, and reports what is there.
-pub(crate) fn stat_beneath(
-    dir: &Dir,
-    rel: &Path,
-    stance: SymlinkStance,
-) -> Result<Found, (Failure, io::Error)> {
-    match stance {
-        SymlinkStance::FollowWithinRoot => dir
-            .metadata(or_dot(rel))
-            .map(|m| Found::of(&m))
-            .map_err(|e| (classify(&e, stance), e)),
-        SymlinkStance::Never => {
-            let (parent, last) = walk_nofollow(dir, rel)?;
-            let parent = parent.as_ref().unwrap_or(dir);
-            let m = match last {
-                Some(name) => parent.symlink_metadata(name),
-                None => parent.dir_metadata(),
-            }
-            .map_err(|e| (classify(&e, stance), e))?;
-            let found = Found::of(&m);
-            if found.kind == FileKind::Symlink {
-                return Err((Failure::SymlinkRefused, symlink_refused()));
-            }
-            Ok(found)
-        }
-    }
-}
-
-/// Where the kernel's resolution of `rel` beneath `dir` lands, relative to `dir`: every
-/// symbolic link followed (they all stay beneath `dir`, or the resolution fails). Policy path
-/// rules are applied to this as well as to the canonical text, so a link inside a root
-/// cannot rename a denied file into an allowed one.
-pub(crate) fn resolve_beneath(dir: &Dir, rel: &Path) -> io::Result<PathBuf> {
-    dir.canonicalize(or_dot(rel))
-}
-
-/// Looks at the entry `rel` names beneath `dir` without following a final symbolic link
+/// Looks at the entry `rel` names beneath the root without following a final symbolic link
 /// (intermediate links inside the root are followed).
-pub(crate) fn lstat_beneath(dir: &Dir, rel: &Path) -> Result<Found, (Failure, io::Error)> {
-    dir.symlink_metadata(or_dot(rel))
-        .map(|m| Found::of(&m))
-        .map_err(|e| (classify(&e, SymlinkStance::FollowWithinRoot), e))
+pub(crate) fn lstat_beneath(b: &Beneath<'_>, rel: &Path) -> Result<Found, Failed> {
+    resolve(b, rel, SymlinkStance::FollowWithinRoot, false).map(|r| r.found)
 }
 
-fn symlink_refused() -> io::Error {
-    io::Error::other("a symbolic link was met and symbolic links are not followed")
-}
-
-/// The parent directory reached by [`walk_nofollow`] (None: the root itself) and the last
-/// name (None: the root itself).
-type Walked<'a> = (Option<Dir>, Option<&'a Path>);
-
-/// Opens every directory of `rel` but the last name, one name at a time, refusing any
-/// symbolic link (`O_NOFOLLOW | O_DIRECTORY` beneath the previous descriptor). Returns the
-/// parent (None for `dir` itself) and the last name (None when `rel` is the root).
-fn walk_nofollow<'a>(dir: &Dir, rel: &'a Path) -> Result<Walked<'a>, (Failure, io::Error)> {
-    let names: Vec<&Path> = rel
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(Path::new(n)),
-            _ => None,
-        })
-        .collect();
-    let Some((last, parents)) = names.split_last() else {
-        return Ok((None, None));
-    };
-    let mut cur: Option<Dir> = None;
-    for name in parents {
-        let base = cur.as_ref().unwrap_or(dir);
-        let next = base.open_dir_nofollow(name).map_err(|e| {
-            // O_DIRECTORY | O_NOFOLLOW on a symbolic link gives ENOTDIR, as for a file:
-            // look at the entry itself to say which.
-            let is_link = base
-                .symlink_metadata(name)
-                .is_ok_and(|m| m.file_type().is_symlink());
-            if is_link {
-                (Failure::SymlinkRefused, symlink_refused())
-            } else {
-                (classify(&e, SymlinkStance::Never), e)
-            }
-        })?;
-        cur = Some(next);
-    }
-    Ok((cur, Some(last)))
+/// The status-change time of the directory holding `path` (a link-free path beneath the
+/// root, as [`Resolved::path`] gives), looked up beneath the root without following links.
+pub(crate) fn parent_changed(b: &Beneath<'_>, path: &Path) -> Option<Stamp> {
+    let parent = path.parent().unwrap_or(Path::new(""));
+    let fd = resolve::open_plain(b, parent, OFlags::PATH | OFlags::DIRECTORY).ok()?;
+    rustix::fs::fstat(&fd).ok().map(|st| Found::of(&st).changed)
 }
 
 /// The bytes of a regular file read beneath a root, with its identity.
@@ -335,6 +345,11 @@ pub struct FileRead {
     pub ino: u64,
     /// Its hard-link count (more than one: the same inode may be reachable elsewhere).
     pub nlink: u64,
+    /// Where it was read, below the root's real directory: every link resolved, no dot
+    /// segments (the object actually opened, whatever name was asked for).
+    pub path: PathBuf,
+    /// Its last status change (`ctime`).
+    pub changed: Stamp,
 }
 
 /// Why a read beneath a root failed.
@@ -376,6 +391,15 @@ pub enum FsError {
         /// The link count.
         nlink: u64,
     },
+    /// A non-directory with more than one hard link that was linked (or otherwise changed
+    /// status) after the session started, in a directory that changed too.
+    #[error(
+        "the file has {nlink} hard links and was linked or changed after this session          started; a link planted to a file outside the root looks the same"
+    )]
+    NewHardLink {
+        /// The link count.
+        nlink: u64,
+    },
     /// The file was swapped for another during the read or since the check.
     #[error("the file changed while it was being opened; try again")]
     Changed,
@@ -398,14 +422,14 @@ impl FsError {
             FsError::NotADirectory => Reason::NotADirectory,
             FsError::NotRegular { .. } => Reason::NotRegularFile,
             FsError::TooLarge { .. } => Reason::FileTooLarge,
-            FsError::HardLink { .. } => Reason::HardLink,
+            FsError::HardLink { .. } | FsError::NewHardLink { .. } => Reason::HardLink,
             FsError::Changed => Reason::FileChanged,
             FsError::TooLong => Reason::TooLong,
             FsError::Io(_) => Reason::IoError,
         }
     }
 
-    fn from_failure((failure, err): (Failure, io::Error)) -> FsError {
+    pub(crate) fn from_failure((failure, err): Failed) -> FsError {
         match failure {
             Failure::Escape => FsError::Escape,
             Failure::Loop => FsError::Loop,
@@ -421,66 +445,53 @@ impl FsError {
 /// Reads the regular file `relative` names beneath `dir`, at most `max_bytes` of it.
 ///
 /// `relative` is a path relative to the root (as in [`crate::roots::Allowed::relative`]);
-/// an absolute path or one that leads out is refused by the kernel. FIFOs, sockets,
-/// devices and directories are refused without being opened for reading, so the call
-/// never blocks. A file larger than `max_bytes` is an error, not a truncated read.
+/// an absolute path or one that leads out is refused by the kernel. This form knows no
+/// spelling of the root, so an absolute symbolic link is refused even when it names a place
+/// inside; [`crate::roots::RootSet::read`] follows those. FIFOs, sockets, devices and
+/// directories are refused without being opened for reading, so the call never blocks. A
+/// file larger than `max_bytes` is an error, not a truncated read.
 pub fn read_beneath(
     dir: &Dir,
     relative: &Path,
     max_bytes: u64,
     stance: SymlinkStance,
 ) -> Result<FileRead, FsError> {
-    let (parent, name): (Option<Dir>, &Path) = match stance {
-        SymlinkStance::FollowWithinRoot => (None, or_dot(relative)),
-        SymlinkStance::Never => {
-            let (parent, last) = walk_nofollow(dir, relative).map_err(FsError::from_failure)?;
-            (parent, last.unwrap_or(Path::new(".")))
-        }
-    };
-    let base = parent.as_ref().unwrap_or(dir);
-    let follow = match stance {
-        SymlinkStance::FollowWithinRoot => FollowSymlinks::Yes,
-        SymlinkStance::Never => FollowSymlinks::No,
-    };
-    let fail = |e: io::Error| FsError::from_failure((classify(&e, stance), e));
+    read_in(&Beneath::bare(dir.as_fd()), relative, max_bytes, stance)
+}
 
-    // Step 1: O_PATH, so nothing but a regular file is ever opened for reading.
-    let probe = base
-        .open_with(
-            name,
-            OpenOptions::new()
-                .read(true)
-                .follow(follow)
-                .custom_flags(libc::O_PATH),
-        )
-        .map_err(fail)?;
-    let first = probe.metadata().map_err(FsError::Io)?;
-    let kind = FileKind::of(first.file_type());
-    match kind {
+/// [`read_beneath`] with the root's spellings, so absolute links inside it are followed.
+pub(crate) fn read_in(
+    b: &Beneath<'_>,
+    relative: &Path,
+    max_bytes: u64,
+    stance: SymlinkStance,
+) -> Result<FileRead, FsError> {
+    // Step 1: resolve with O_PATH, so nothing but a regular file is ever opened for reading.
+    let probe = resolve(b, relative, stance, true).map_err(FsError::from_failure)?;
+    match probe.found.kind {
         FileKind::Regular => {}
         FileKind::Symlink => return Err(FsError::SymlinkRefused),
         kind => return Err(FsError::NotRegular { kind }),
     }
-    if first.len() > max_bytes {
+    if probe.found.size > max_bytes {
         return Err(FsError::TooLarge { limit: max_bytes });
     }
-    drop(probe);
-
-    // Step 2: open for reading; never blocks, never takes a controlling terminal.
-    let file = base
-        .open_with(
-            name,
-            OpenOptions::new()
-                .read(true)
-                .follow(follow)
-                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY),
-        )
-        .map_err(fail)?;
-    let second = file.metadata().map_err(FsError::Io)?;
-    if (second.dev(), second.ino()) != (first.dev(), first.ino()) || !second.is_file() {
+    // Step 2: open the resolved, link-free path for reading, refusing any link now on the
+    // way; never blocks, never takes a controlling terminal. It must be the same inode.
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+    let fd = resolve::open_plain(b, &probe.path, flags).map_err(|e| match e {
+        rustix::io::Errno::ACCESS | rustix::io::Errno::PERM => FsError::Io(e.into()),
+        _ => FsError::Changed,
+    })?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| FsError::Io(e.into()))?;
+    let second = Found::of(&st);
+    if (second.dev, second.ino) != (probe.found.dev, probe.found.ino)
+        || second.kind != FileKind::Regular
+    {
         return Err(FsError::Changed);
     }
-    let mut bytes = Vec::with_capacity(second.len().min(max_bytes) as usize);
+    let file = std::fs::File::from(fd);
+    let mut bytes = Vec::with_capacity(second.size.min(max_bytes) as usize);
     // One byte more than the cap tells "exactly the cap" from "larger" (the file may grow).
     (&file)
         .take(max_bytes.saturating_add(1))
@@ -491,11 +502,19 @@ pub fn read_beneath(
     }
     Ok(FileRead {
         bytes,
-        dev: second.dev(),
-        ino: second.ino(),
-        nlink: second.nlink(),
+        dev: second.dev,
+        ino: second.ino,
+        nlink: second.nlink,
+        path: probe.path,
+        changed: second.changed,
     })
 }
+
+/// The flags every lookup beneath a root uses.
+pub(crate) const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
+
+/// No file is ever created: lookups pass no mode.
+pub(crate) const NO_MODE: Mode = Mode::empty();
 
 #[cfg(test)]
 mod tests {
@@ -577,6 +596,66 @@ mod tests {
         assert!(matches!(r, Err(FsError::SymlinkRefused)), "{r:?}");
         let r = read_beneath(&d, Path::new("dirlink/x"), 10, SymlinkStance::default());
         assert_eq!(r.unwrap().bytes, b"x");
+    }
+
+    #[test]
+    fn absolute_links_are_followed_only_when_the_root_is_known_and_they_stay_inside() {
+        let t = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(t.path()).unwrap();
+        let root = top.join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/b.txt"), b"bee").unwrap();
+        std::fs::write(top.join("secret"), b"SECRET").unwrap();
+        std::os::unix::fs::symlink(root.join("sub"), root.join("abs_dir")).unwrap();
+        std::os::unix::fs::symlink(top.join("secret"), root.join("abs_out")).unwrap();
+        std::os::unix::fs::symlink(top.join("root/../secret"), root.join("abs_dotdot")).unwrap();
+        let opened = open_root_dir(&root).unwrap();
+        let b = Beneath::new(opened.dir.as_fd(), &root, &root);
+        let read = |rel: &str| read_in(&b, Path::new(rel), 100, SymlinkStance::default());
+        let r = read("abs_dir/b.txt").unwrap();
+        assert_eq!(r.bytes, b"bee");
+        assert_eq!(
+            r.path,
+            Path::new("sub/b.txt"),
+            "the path read at, links resolved"
+        );
+        assert!(matches!(read("abs_out"), Err(FsError::Escape)));
+        assert!(matches!(read("abs_dotdot"), Err(FsError::Escape)));
+        // Without the root's spelling, every absolute link is an escape.
+        let bare = read_beneath(
+            &opened.dir,
+            Path::new("abs_dir/b.txt"),
+            100,
+            SymlinkStance::default(),
+        );
+        assert!(matches!(bare, Err(FsError::Escape)));
+        let never = read_in(&b, Path::new("abs_dir/b.txt"), 100, SymlinkStance::Never);
+        assert!(matches!(never, Err(FsError::SymlinkRefused)));
+    }
+
+    #[test]
+    fn a_directory_is_listed_with_entry_types_until_told_to_stop() {
+        let (_t, dir) = tree();
+        let mut seen = Vec::new();
+        let mut buf = Vec::new();
+        let stopped = list_dir(dir.as_fd(), 100, &mut buf, |name, kind| {
+            seen.push((name.to_str().unwrap().to_owned(), kind));
+            true
+        })
+        .unwrap();
+        assert!(!stopped);
+        seen.sort_by(|a, b| a.0.cmp(&b.0));
+        let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a.txt", "fifo", "in_link", "out_link", "sub"]);
+        let kind = |n: &str| seen.iter().find(|(m, _)| m == n).unwrap().1;
+        assert_eq!(kind("a.txt"), EntryKind::Known(FileKind::Regular));
+        assert_eq!(kind("sub"), EntryKind::Known(FileKind::Directory));
+        assert_eq!(kind("in_link"), EntryKind::Known(FileKind::Symlink));
+        let stopped = list_dir(dir.as_fd(), 2, &mut buf, |_, _| true).unwrap();
+        assert!(stopped, "the budget stops the read");
+        let f = stat_entry(dir.as_fd(), "a.txt").unwrap();
+        assert_eq!((f.kind, f.nlink, f.size), (FileKind::Regular, 1, 6));
+        assert!(Stamp::now() >= f.changed);
     }
 
     #[test]
