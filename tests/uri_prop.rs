@@ -381,7 +381,7 @@ fn check_page_agrees(
         for (uri, v) in page.iter().zip(verdicts) {
             let single = set.check(uri, &opts);
             match (&v, &single) {
-                (PageVerdict::Checked(p), s) => prop_assert_eq!(p, s, "{}", uri),
+                (PageVerdict::Checked(p), s) => prop_assert_eq!(&**p, s, "{}", uri),
                 (PageVerdict::Allow { root, kind, .. }, Verdict::Allow(a)) => {
                     prop_assert_eq!(*root, a.root, "{}", uri);
                     prop_assert_eq!(*kind, a.kind, "{}", uri);

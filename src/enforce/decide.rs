@@ -207,13 +207,14 @@ impl Checker {
         };
         let page: Vec<&FileUri> = files.iter().map(|(_, u)| u).collect();
         let verdicts = roots.check_page(&page, &self.opts);
+        let mut texts = RuleTexts::default();
         for ((slot, uri), verdict) in files.into_iter().zip(verdicts) {
             out[slot] = match verdict {
                 PageVerdict::Allow { root, real, .. } => {
-                    self.judge_paths(policy, uri, root, real.as_deref(), roots, None)
+                    judge_paths_with(policy, uri, root, real.as_deref(), roots, None, &mut texts)
                 }
                 PageVerdict::Checked(v) => {
-                    let mut c = self.file(policy, v, roots);
+                    let mut c = self.file(policy, *v, roots);
                     c.allowed = None;
                     c
                 }
@@ -408,6 +409,49 @@ fn judge_paths(
     roots: &RootSet,
     allowed: Option<Allowed>,
 ) -> Checked {
+    judge_paths_with(
+        policy,
+        canonical,
+        root,
+        real,
+        roots,
+        allowed,
+        &mut RuleTexts::default(),
+    )
+}
+
+/// The texts a decision's rule is recorded with, made once per rule for a page (most entries
+/// of a page are decided by the same one or two rules).
+#[derive(Default)]
+struct RuleTexts {
+    /// (the rule, its text, its layer's name).
+    made: Vec<(*const crate::policy::Provenance, String, Option<String>)>,
+}
+
+impl RuleTexts {
+    fn of(&mut self, p: &crate::policy::Provenance) -> (String, Option<String>) {
+        let key: *const crate::policy::Provenance = p;
+        if let Some((_, rule, layer)) = self.made.iter().find(|(k, _, _)| *k == key) {
+            return (rule.clone(), layer.clone());
+        }
+        let made = (rule_text(p), p.file.as_deref().map(str::to_owned));
+        if self.made.len() < 16 {
+            self.made.push((key, made.0.clone(), made.1.clone()));
+        }
+        made
+    }
+}
+
+/// [`judge_paths`], with the rule texts of a page.
+fn judge_paths_with(
+    policy: &Policy,
+    canonical: FileUri,
+    root: usize,
+    real: Option<&str>,
+    roots: &RootSet,
+    allowed: Option<Allowed>,
+    texts: &mut RuleTexts,
+) -> Checked {
     let named = policy.decide_resource("file", Some(canonical.path()));
     let resolved = real.map(|p| policy.decide_resource("file", Some(p)));
     let via_link = named.allow && resolved.is_some_and(|r| !r.allow);
@@ -421,13 +465,14 @@ fn judge_paths(
     } else {
         d.reason.as_str().to_owned()
     };
+    let (rule, layer) = texts.of(d.provenance);
     Checked {
         allow: d.allow,
         reason,
         canonical: Some(canonical),
         root: roots.roots().get(root).map(|r| r.uri().clone()),
-        layer: d.provenance.file.as_deref().map(str::to_owned),
-        rule: Some(rule_text(d.provenance)),
+        layer,
+        rule: Some(rule),
         allowed: if d.allow { allowed } else { None },
         hint: None,
     }

@@ -47,7 +47,21 @@ pub enum PageVerdict {
         real: Option<String>,
     },
     /// The single check's verdict (see the module docs for when).
-    Checked(Verdict),
+    Checked(Box<Verdict>),
+}
+
+/// What the per-directory pass settled for one entry.
+#[derive(Debug, Clone, Default)]
+enum Slot {
+    /// Left for the single check.
+    #[default]
+    Pending,
+    /// Allowed (see [`PageVerdict::Allow`]).
+    Allow {
+        root: usize,
+        kind: FileKind,
+        real: Option<String>,
+    },
 }
 
 /// One directory of a page: the entries that name something in it.
@@ -71,16 +85,28 @@ impl RootSet {
     /// [`RootSet::check`] on each, in order, from one resolution and one read of each
     /// directory the page names (see the module docs).
     pub fn check_page(&self, uris: &[&FileUri], opts: &CheckOptions) -> Vec<PageVerdict> {
-        let mut out: Vec<Option<PageVerdict>> = vec![None; uris.len()];
+        let mut out: Vec<Slot> = vec![Slot::Pending; uris.len()];
         let mut groups: Vec<Group<'_>> = Vec::new();
         let mut by_key: HashMap<(usize, bool, &str), usize> = HashMap::new();
         // Pages list a directory's entries together: the last group is tried first.
         let mut last: Option<usize> = None;
+        // Every form of every root, deepest first: the first that holds a URI is its match.
+        let mut forms: Vec<(usize, bool, &FileUri)> = Vec::with_capacity(2 * self.roots.len());
+        for (i, root) in self.roots.iter().enumerate() {
+            forms.push((i, false, root.uri()));
+            if root.real_uri() != root.uri() {
+                forms.push((i, true, root.real_uri()));
+            }
+        }
+        forms.sort_by_key(|(_, _, f)| std::cmp::Reverse(f.depth()));
         for (i, uri) in uris.iter().enumerate() {
             if uri.lexical().is_some() {
                 continue;
             }
-            let Some((root, by_real, rel)) = self.deepest(uri) else {
+            let Some((root, by_real, rel)) = forms
+                .iter()
+                .find_map(|&(root, by_real, f)| Some((root, by_real, uri.relative_to(f)?)))
+            else {
                 continue;
             };
             if rel.is_empty() {
@@ -118,28 +144,11 @@ impl RootSet {
         }
         out.into_iter()
             .zip(uris)
-            .map(|(v, uri)| v.unwrap_or_else(|| PageVerdict::Checked(self.check(uri, opts))))
+            .map(|(slot, uri)| match slot {
+                Slot::Allow { root, kind, real } => PageVerdict::Allow { root, kind, real },
+                Slot::Pending => PageVerdict::Checked(Box::new(self.check(uri, opts))),
+            })
             .collect()
-    }
-
-    /// The deepest root form `uri` lies in: (root index, matched by its real path, the rest
-    /// below it).
-    fn deepest<'u>(&self, uri: &'u FileUri) -> Option<(usize, bool, &'u str)> {
-        let mut best: Option<(usize, bool, usize, &'u str)> = None;
-        for (i, root) in self.roots.iter().enumerate() {
-            for (form, by_real) in [(root.uri(), false), (root.real_uri(), true)] {
-                if by_real && root.real_uri() == root.uri() {
-                    continue;
-                }
-                if let Some(rel) = uri.relative_to(form) {
-                    let depth = form.depth();
-                    if best.is_none_or(|(_, _, d, _)| depth > d) {
-                        best = Some((i, by_real, depth, rel));
-                    }
-                }
-            }
-        }
-        best.map(|(i, by_real, _, rel)| (i, by_real, rel))
     }
 
     /// Judges one directory's entries from one resolution and one read of it; entries it
@@ -149,7 +158,7 @@ impl RootSet {
         g: &Group<'_>,
         opts: &CheckOptions,
         buf: &mut Vec<MaybeUninit<u8>>,
-        out: &mut [Option<PageVerdict>],
+        out: &mut [Slot],
     ) {
         let root = &self.roots[g.root];
         let b = root.beneath();
@@ -173,10 +182,14 @@ impl RootSet {
 
         // One slot per distinct name the page wants from this directory.
         let mut slots: HashMap<&[u8], usize> = HashMap::with_capacity(g.members.len());
-        for (_, name) in &g.members {
-            let next = slots.len();
-            slots.entry(name.as_bytes()).or_insert(next);
-        }
+        let member_slots: Vec<usize> = g
+            .members
+            .iter()
+            .map(|(_, name)| {
+                let next = slots.len();
+                *slots.entry(name.as_bytes()).or_insert(next)
+            })
+            .collect();
         let mut kinds: Vec<Option<EntryKind>> = vec![None; slots.len()];
         let mut left = slots.len();
         let listed = fsaccess::list_dir(
@@ -197,8 +210,8 @@ impl RootSet {
             return;
         }
 
-        for &(i, name) in &g.members {
-            let Some(EntryKind::Known(kind)) = kinds[slots[name.as_bytes()]] else {
+        for (&(i, name), &slot) in g.members.iter().zip(&member_slots) {
+            let Some(EntryKind::Known(kind)) = kinds[slot] else {
                 continue;
             };
             if kind == FileKind::Symlink {
@@ -225,11 +238,11 @@ impl RootSet {
                 p.push_str(name);
                 p
             });
-            out[i] = Some(PageVerdict::Allow {
+            out[i] = Slot::Allow {
                 root: g.root,
                 kind,
                 real,
-            });
+            };
         }
     }
 }
