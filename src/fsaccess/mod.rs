@@ -141,9 +141,12 @@ impl std::fmt::Display for FileKind {
 /// A moment on the clock the kernel stamps inode changes with.
 ///
 /// Inode times come from the kernel's coarse clock (`current_time()`, updated once per
-/// tick), which may lag the precise clock by a few milliseconds. [`Stamp::now`] reads that
-/// same coarse clock, so an inode changed after `now()` returned always carries a time at or
-/// after it: "changed before the session" is decided without a margin.
+/// tick), which may lag the precise clock by a few milliseconds, or, where the filesystem
+/// keeps multigrain times (Linux 6.13+), from the precise clock when the time was looked at
+/// since the last change (then ahead of the coarse clock). [`Stamp::now`] reads the coarse
+/// clock, so an inode changed after `now()` returned always carries a time at or after it:
+/// "changed before the session" is decided without a margin. (An inode changed in the tick
+/// before may carry a later time too: it is then taken for new, the safe side.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Stamp {
     secs: i64,
@@ -655,7 +658,6 @@ mod tests {
         assert!(stopped, "the budget stops the read");
         let f = stat_entry(dir.as_fd(), "a.txt").unwrap();
         assert_eq!((f.kind, f.nlink, f.size), (FileKind::Regular, 1, 6));
-        assert!(Stamp::now() >= f.changed);
     }
 
     #[test]

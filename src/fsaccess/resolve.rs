@@ -157,32 +157,83 @@ fn push_names(todo: &mut Vec<OsString>, path: &Path) {
     todo[start..].reverse();
 }
 
+/// One directory reached below the root by the walk. Its descriptor is opened lazily: a
+/// run of directories reached in one `openat2` holds only the last one's.
+struct Level {
+    fd: Option<OwnedFd>,
+    name: OsString,
+}
+
+/// The link-free path of the levels reached so far.
+fn path_of(levels: &[Level]) -> PathBuf {
+    levels.iter().map(|l| l.name.as_os_str()).collect()
+}
+
+/// Makes sure the deepest level has a descriptor (after `..` uncovered one opened in a run),
+/// opening its link-free path beneath the root without following any link.
+fn open_top(b: &Beneath<'_>, levels: &mut [Level]) -> Result<(), Failed> {
+    let needs = levels.last().is_some_and(|l| l.fd.is_none());
+    if needs {
+        let path = path_of(levels);
+        let fd = open_plain(b, &path, OFlags::PATH | OFlags::DIRECTORY).map_err(errno_failed)?;
+        if let Some(top) = levels.last_mut() {
+            top.fd = Some(fd);
+        }
+    }
+    Ok(())
+}
+
 /// The walk: one name at a time beneath held descriptors, links read and followed by
-/// rootfence (see the module docs of the parent).
+/// rootfence (see the module docs of the parent). When the directory holding the last name
+/// is reachable without any link (the usual place of a link is the last name), it is opened
+/// in one call and the walk starts there.
 fn walk(
     b: &Beneath<'_>,
     rel: &Path,
     stance: SymlinkStance,
     follow_final: bool,
 ) -> Result<Resolved, Failed> {
-    let mut todo: Vec<OsString> = Vec::new();
     if rel.is_absolute() {
         return Err(failed(Failure::Escape, "an absolute path leaves the root"));
     }
-    push_names(&mut todo, rel);
-    // The directories reached below the root, with their names: `..` pops one.
-    let mut dirs: Vec<(OwnedFd, Found, OsString)> = Vec::new();
+    let mut todo: Vec<OsString> = Vec::new();
+    let mut levels: Vec<Level> = Vec::new();
+    match (rel.parent(), rel.file_name()) {
+        (Some(parent), Some(last)) if !parent.as_os_str().is_empty() => {
+            match open_plain(b, parent, OFlags::PATH | OFlags::DIRECTORY) {
+                Ok(fd) => {
+                    levels.extend(parent.components().filter_map(|c| match c {
+                        Component::Normal(n) => Some(Level {
+                            fd: None,
+                            name: n.to_owned(),
+                        }),
+                        _ => None,
+                    }));
+                    if let Some(top) = levels.last_mut() {
+                        top.fd = Some(fd);
+                    }
+                    todo.push(last.to_owned());
+                }
+                Err(_) => push_names(&mut todo, rel),
+            }
+        }
+        _ => push_names(&mut todo, rel),
+    }
     let mut links = 0u32;
     let mut via_link = false;
     let mut buf: Vec<u8> = Vec::new();
     while let Some(name) = todo.pop() {
         if name == ".." {
-            if dirs.pop().is_none() {
+            if levels.pop().is_none() {
                 return Err(failed(Failure::Escape, "`..` leads above the root"));
             }
             continue;
         }
-        let cur = dirs.last().map_or(b.dir, |(fd, _, _)| fd.as_fd());
+        open_top(b, &mut levels)?;
+        let cur = levels
+            .last()
+            .and_then(|l| l.fd.as_ref())
+            .map_or(b.dir, |fd| fd.as_fd());
         // A single name beneath a held directory, never following a link: the kernel
         // cannot be led out of `cur` by it.
         let fd = openat(
@@ -222,7 +273,7 @@ fn walk(
                             "an absolute symbolic link names a place outside the root",
                         ));
                     };
-                    dirs.clear();
+                    levels.clear();
                     push_names(&mut todo, rest);
                 } else {
                     push_names(&mut todo, target_path);
@@ -230,7 +281,7 @@ fn walk(
                 buf = target.into_bytes_with_nul();
                 buf.clear();
             }
-            FileKind::Directory => dirs.push((fd, found, name)),
+            FileKind::Directory => levels.push(Level { fd: Some(fd), name }),
             _ if !last => {
                 return Err(failed(
                     Failure::NotADirectory,
@@ -238,7 +289,7 @@ fn walk(
                 ));
             }
             _ => {
-                let mut path: PathBuf = dirs.iter().map(|(_, _, n)| n.as_os_str()).collect();
+                let mut path = path_of(&levels);
                 path.push(&name);
                 return Ok(Resolved {
                     fd,
@@ -250,26 +301,21 @@ fn walk(
         }
     }
     // The walk ended on a directory (or on the root itself).
-    let path: PathBuf = dirs.iter().map(|(_, _, n)| n.as_os_str()).collect();
-    match dirs.pop() {
-        Some((fd, found, _)) => Ok(Resolved {
-            fd,
-            found,
-            path,
-            via_link,
-        }),
+    open_top(b, &mut levels)?;
+    let path = path_of(&levels);
+    let fd = match levels.pop().and_then(|l| l.fd) {
+        Some(fd) => fd,
         None => {
-            let fd = openat(b.dir, ".", OFlags::PATH | OFlags::CLOEXEC, NO_MODE)
-                .map_err(errno_failed)?;
-            let found = Found::of(&fstat(&fd).map_err(errno_failed)?);
-            Ok(Resolved {
-                fd,
-                found,
-                path,
-                via_link,
-            })
+            openat(b.dir, ".", OFlags::PATH | OFlags::CLOEXEC, NO_MODE).map_err(errno_failed)?
         }
-    }
+    };
+    let found = Found::of(&fstat(&fd).map_err(errno_failed)?);
+    Ok(Resolved {
+        fd,
+        found,
+        path,
+        via_link,
+    })
 }
 
 /// Refuses a `/proc` magic link (`/proc/<pid>/{cwd,root,exe,fd/N}`): its text is not where
