@@ -93,8 +93,8 @@ fn page(c: &mut Criterion) {
     let page: Vec<&FileUri> = uris.iter().collect();
     let (set, errors) = RootSet::open([RootSpec::path(&root)]);
     assert!(errors.is_empty());
-    // The directory predates the session (a clock tick ago).
-    std::thread::sleep(std::time::Duration::from_millis(30));
+    // The directory predates the session (an earlier second).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
     let policy = Policy::builtin_default();
     let opts = Checker::options_for(&policy, Stamp::now());
     let checker = Checker::new(&policy);
@@ -131,7 +131,7 @@ fn page(c: &mut Criterion) {
         new_links_since: Some(Stamp::now()),
         ..fresh
     };
-    std::thread::sleep(std::time::Duration::from_millis(30));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
     std::fs::write(dir.join("touched"), b"").unwrap();
     g.bench_function("check_page_fresh_dir", |b| {
         b.iter(|| set.check_page(black_box(&page), &fresh))

@@ -104,10 +104,16 @@ fn finish(mut host: Host, tree: &Tree) -> Vec<Value> {
     audit_records(&tree.file("audit.jsonl"))
 }
 
-/// Lets a clock tick pass, so that what was made before is older than the session that
-/// starts next (inode times come from the kernel's coarse clock).
+/// Waits for the next whole second, so that what was made before is older than the session
+/// that starts next (the hard-link rule takes the session's start to the second).
 fn tick() {
-    std::thread::sleep(Duration::from_millis(30));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    std::thread::sleep(
+        Duration::from_nanos(1_000_000_000 - u64::from(now.subsec_nanos()))
+            + Duration::from_millis(20),
+    );
 }
 
 fn write(path: &Path, text: &str) {

@@ -167,6 +167,14 @@ impl Stamp {
     pub fn from_parts(secs: i64, nanos: i64) -> Stamp {
         Stamp { secs, nanos }
     }
+
+    /// The start of this stamp's second.
+    pub fn whole_second(self) -> Stamp {
+        Stamp {
+            secs: self.secs,
+            nanos: 0,
+        }
+    }
 }
 
 /// A root directory opened once, with what identifies it.

@@ -258,10 +258,13 @@ pub struct CheckOptions {
 
 impl CheckOptions {
     /// The options for a hard-link stance, with the session starting at `session_start`.
+    /// The start is taken to the whole second: a filesystem that keeps coarser inode times
+    /// (ext4 with 128-byte inodes keeps seconds) truncates a link's time, and a link made in
+    /// the session's first second must still count as made during the session.
     pub fn with_hardlinks(mut self, stance: HardlinkStance, session_start: Stamp) -> Self {
         self.deny_hard_links = stance == HardlinkStance::Deny;
         self.new_links_since =
-            (stance == HardlinkStance::AllowPreexisting).then_some(session_start);
+            (stance == HardlinkStance::AllowPreexisting).then(|| session_start.whole_second());
         self
     }
 }
