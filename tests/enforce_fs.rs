@@ -464,7 +464,24 @@ fn toctou_flip(stance: &str) {
         *outcomes.entry(what).or_default() += 1;
     }
     eprintln!("{stance}: {outcomes:?}");
-    finish(host, &tree);
+    let records = finish(host, &tree);
+    // Some reads were allowed when checked (the name was absent) and refused when the file
+    // opened was judged again (it was the link): the refusal on the handle did the work.
+    let decisions: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["event"] == "decision" && r["uri"] == uri)
+        .collect();
+    let rejudged = decisions.iter().any(|d| {
+        d["decision"] == "deny"
+            && d["reason"] == "policy_deny_via_symlink"
+            && decisions
+                .iter()
+                .any(|a| a["id"] == d["id"] && a["decision"] == "allow")
+    });
+    eprintln!("{stance}: refused on the opened file after an allowed check: {rejudged}");
+    if stance == "serve" {
+        assert!(rejudged, "the race was raced: {decisions:?}");
+    }
 }
 
 /// `read = "verify"`: the server turns `plant-.env` into a link to `.env` after rootfence
@@ -480,14 +497,29 @@ fn verify_toctou_link_made_after_the_check_is_never_verified() {
         "2025-06-18",
     );
     host.begin(json!({}));
+    let uri = tree.uri("plant-.env");
     for _ in 0..5 {
-        let uri = tree.uri("plant-.env");
         let _ = std::fs::remove_file(tree.root.join("plant-.env"));
         let r = host.request("resources/read", json!({"uri": uri}));
         assert!(!r.to_string().contains(POLICY_MARKER), "{r}");
         assert!(r.get("error").is_some(), "{r}");
     }
-    finish(host, &tree);
+    let records = finish(host, &tree);
+    // Each request was allowed (the name did not exist), and each result refused when
+    // rootfence's own read was judged again.
+    let of = |field: &str, decision: &str| {
+        records
+            .iter()
+            .filter(|r| {
+                r["event"] == "decision"
+                    && r["uri"] == uri
+                    && r["field"] == field
+                    && r["decision"] == decision
+            })
+            .count()
+    };
+    assert_eq!(of("params.uri", "allow"), 5);
+    assert_eq!(of("result.contents[0].uri", "deny"), 5);
 }
 
 /// The host declares, besides the root, `root/dir_out`: a symbolic link inside `--root`

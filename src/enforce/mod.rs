@@ -838,7 +838,7 @@ impl Inner {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
             if self.policy.resources().read == ReadStance::Serve && self.enforce {
                 if let (Some(roots), Some(allowed)) = (ctx.roots, &c.allowed) {
-                    return Action::Reply(read::serve(
+                    let (reply, refused) = read::serve(
                         &self.policy,
                         self.checker.options(),
                         roots,
@@ -846,7 +846,19 @@ impl Inner {
                         canonical,
                         id,
                         ctx.stateless,
-                    ));
+                    );
+                    if let Some(refused) = refused {
+                        // The file opened was refused when judged again: say so in the log.
+                        let raw = canonical.as_str();
+                        self.audit_decision(
+                            ctx,
+                            "params.uri",
+                            raw,
+                            &refused,
+                            audit::Action::AnsweredError,
+                        );
+                    }
+                    return Action::Reply(reply);
                 }
             }
         }

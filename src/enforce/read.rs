@@ -38,7 +38,8 @@ pub(super) fn content_refusal(policy: &Policy, item: &Value) -> Option<Checked> 
 
 /// Answers `resources/read` from rootfence's own read of the checked file. `stateless` peers
 /// (2026-07-28) get `resultType` on the result and `-32602` for a file that does not exist;
-/// older ones `-32002`, as each revision's resources page says.
+/// older ones `-32002`, as each revision's resources page says. Returns the reply, and the
+/// refusal when the file opened was refused (for the audit log).
 pub(super) fn serve(
     policy: &Policy,
     opts: &CheckOptions,
@@ -47,9 +48,9 @@ pub(super) fn serve(
     canonical: &FileUri,
     id: &Id,
     stateless: bool,
-) -> Value {
+) -> (Value, Option<Checked>) {
     let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
-    match read_judged(policy, opts, roots, allowed, limit) {
+    let refused = match read_judged(policy, opts, roots, allowed, limit) {
         Ok(read) => {
             let mut item = json!({ "uri": canonical.as_str() });
             match String::from_utf8(read.bytes) {
@@ -63,21 +64,27 @@ pub(super) fn serve(
             if stateless {
                 result["resultType"] = json!("complete");
             }
-            json!({ "jsonrpc": "2.0", "id": id.to_value(), "result": result })
+            let reply = json!({ "jsonrpc": "2.0", "id": id.to_value(), "result": result });
+            return (reply, None);
         }
-        Err(ReadRefusal::Fs(FsError::NotFound)) => json!({
-            "jsonrpc": "2.0", "id": id.to_value(),
-            "error": {
-                "code": if stateless { INVALID_PARAMS } else { RESOURCE_NOT_FOUND },
-                "message": "Resource not found",
-                "data": {"uri": canonical.as_str()},
-            }
-        }),
-        Err(ReadRefusal::Fs(e)) => {
-            super::denial(id, canonical.as_str(), &refusal(e.reason().code(), None))
+        Err(ReadRefusal::Fs(FsError::NotFound)) => {
+            let reply = json!({
+                "jsonrpc": "2.0", "id": id.to_value(),
+                "error": {
+                    "code": if stateless { INVALID_PARAMS } else { RESOURCE_NOT_FOUND },
+                    "message": "Resource not found",
+                    "data": {"uri": canonical.as_str()},
+                }
+            });
+            return (reply, None);
         }
-        Err(ReadRefusal::Refused(c)) => super::denial(id, canonical.as_str(), &c),
-    }
+        Err(ReadRefusal::Fs(e)) => refusal(e.reason().code(), None),
+        Err(ReadRefusal::Refused(c)) => *c,
+    };
+    (
+        super::denial(id, canonical.as_str(), &refused),
+        Some(refused),
+    )
 }
 
 /// Compares one content item with rootfence's own read of the checked file; `Some` when the
