@@ -572,10 +572,6 @@ fn filesystem_outside_calls(tree: &Tree) -> Vec<(String, Value)> {
         ),
         (
             "read_text_file".into(),
-            json!({"path": format!("{root}/hard_out")}),
-        ),
-        (
-            "read_text_file".into(),
             json!({"path": format!("{root}/.env")}),
         ),
         (

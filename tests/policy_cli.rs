@@ -346,8 +346,9 @@ fn explain_dot_dot_after_a_symlink_is_dot_segment() {
 }
 
 /// The policy's `[roots]` stances are the check options: `symlinks = "never"` refuses
-/// even a link that stays inside; `hardlinks = "deny"` (the default) refuses a file with
-/// a second name outside the root.
+/// even a link that stays inside; `hardlinks = "deny"` refuses a file with a second name
+/// outside the root, which the default (`allow-preexisting`) serves when the link predates
+/// the session.
 #[test]
 fn explain_applies_the_policys_link_stances() {
     let t = Tree::new();
@@ -358,20 +359,26 @@ fn explain_applies_the_policys_link_stances() {
     assert_eq!(code, Some(1));
     assert_eq!(v["reason"], "symlink_refused", "{v:#}");
 
+    // The link was made before this `explain` started (in an earlier second: the rule
+    // takes the session's start to the second).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
     let (code, v) = t.explain(&[], &t.uri("proj/hard.rs"));
+    assert_eq!(code, Some(0), "{v:#}");
+    let (code, v) = t.explain(&["--policy", &strict], &t.uri("proj/hard.rs"));
     assert_eq!(code, Some(1));
     assert_eq!(v["reason"], "hard_link", "{v:#}");
     let dir = tempfile::tempdir().unwrap();
-    let allow = write(
+    let deny = write(
         dir.path(),
         "links.toml",
-        "version = 1\n[roots]\nhardlinks = \"allow\"\n",
+        "version = 1\n[roots]\nhardlinks = \"deny\"\n",
     );
     let (code, v) = t.explain(
-        &["--policy", allow.to_str().unwrap()],
+        &["--policy", deny.to_str().unwrap()],
         &t.uri("proj/hard.rs"),
     );
-    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(code, Some(1), "{v:#}");
+    assert_eq!(v["reason"], "hard_link", "{v:#}");
 }
 
 /// URIs that `run` refuses before any root or policy check are denied with the parser's

@@ -356,7 +356,7 @@ fn default_policy_behaves_as_commented() {
     assert_eq!(r.list_timeout, Duration::from_secs(3));
     assert_eq!(r.on_timeout, RootsFallback::Static);
     assert_eq!(r.symlinks, SymlinkStance::FollowWithinRoot);
-    assert_eq!(r.hardlinks, HardlinkStance::Deny);
+    assert_eq!(r.hardlinks, HardlinkStance::AllowPreexisting);
     assert!(r.static_roots.is_empty());
     assert_eq!(p.resources().read, ReadStance::Forward);
     assert_eq!(p.resources().other_schemes, SchemeStance::AllowAll);

@@ -58,6 +58,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             SymlinkStance::FollowWithinRoot
         },
         deny_hard_links: args.deny_hard_links,
+        ..CheckOptions::default()
     };
 
     let stdout = std::io::stdout();

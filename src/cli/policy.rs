@@ -14,11 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use rootfence::policy::{
-    Decision, HardlinkStance, Mode, Policy, PolicyErrors, Provenance,
-    SymlinkStance as PolicySymlinks,
-};
-use rootfence::roots::{CheckOptions, RootErrorKind, RootSet, RootSpec, SymlinkStance, Verdict};
+use rootfence::policy::{Decision, Mode, Policy, PolicyErrors, Provenance};
+use rootfence::roots::{CheckOptions, RootErrorKind, RootSet, RootSpec, Verdict};
 use rootfence::uri::{FileUri, Reason as UriReason, scheme_of};
 use serde_json::json;
 
@@ -234,16 +231,10 @@ fn location(p: &Provenance) -> String {
     }
 }
 
-/// The root-check options `run` derives from the policy's `[roots]` stances.
+/// The root-check options `run` derives from the policy's `[roots]` stances (the session
+/// starting now, for the hard-link stance).
 fn check_options(policy: &Policy) -> CheckOptions {
-    let roots = policy.roots();
-    CheckOptions {
-        symlinks: match roots.symlinks {
-            PolicySymlinks::FollowWithinRoot => SymlinkStance::FollowWithinRoot,
-            PolicySymlinks::Never => SymlinkStance::Never,
-        },
-        deny_hard_links: roots.hardlinks == HardlinkStance::Deny,
-    }
+    rootfence::enforce::Checker::options_for(policy, rootfence::roots::Stamp::now())
 }
 
 fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {

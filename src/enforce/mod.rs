@@ -614,7 +614,7 @@ impl Inner {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
             if self.policy.resources().read == ReadStance::Serve && self.enforce {
                 if let (Some(roots), Some(allowed)) = (ctx.roots, &c.allowed) {
-                    return Action::Reply(read::serve(
+                    let (reply, refused) = read::serve(
                         &self.policy,
                         self.checker.options(),
                         roots,
@@ -622,7 +622,19 @@ impl Inner {
                         canonical,
                         id,
                         ctx.stateless,
-                    ));
+                    );
+                    if let Some(refused) = refused {
+                        // The file opened was refused when judged again: say so in the log.
+                        let raw = canonical.as_str();
+                        self.audit_decision(
+                            ctx,
+                            "params.uri",
+                            raw,
+                            &refused,
+                            audit::Action::AnsweredError,
+                        );
+                    }
+                    return Action::Reply(reply);
                 }
             }
         }
@@ -1049,14 +1061,17 @@ impl Inner {
 
 /// The error rootfence answers a denied request with.
 pub fn denial(id: &Id, raw: &str, c: &Checked) -> Value {
+    let mut message = format!("rootfence: denied: {} ({})", shorten(raw), c.reason);
+    let mut data = json!({"uri": raw, "reason": c.reason, "rule": c.rule});
+    if let Some(hint) = &c.hint {
+        message.push_str(": ");
+        message.push_str(hint);
+        data["hint"] = json!(hint);
+    }
     json!({
         "jsonrpc": "2.0",
         "id": id.to_value(),
-        "error": {
-            "code": DENIED,
-            "message": format!("rootfence: denied: {} ({})", shorten(raw), c.reason),
-            "data": {"uri": raw, "reason": c.reason, "rule": c.rule},
-        }
+        "error": {"code": DENIED, "message": message, "data": data}
     })
 }
 

@@ -1,10 +1,12 @@
 //! `file:` reads answered or verified by rootfence itself (the `serve` and `verify` stances),
-//! through the same root capability and resolution as the check, so the file checked is the
-//! file read; and the content limits (`max_bytes`, MIME allow-list) on every content item.
+//! through the same root capability and resolution as the check, judged again on the file
+//! actually opened ([`read_judged`]: identity, hard links, the policy's path rules on where it
+//! was opened), so what rootfence reads is the object it judged; and the content limits
+//! (`max_bytes`, MIME allow-list) on every content item.
 
 use serde_json::{Value, json};
 
-use super::decide::Checked;
+use super::decide::{Checked, ReadRefusal, read_judged};
 use crate::fsaccess::FsError;
 use crate::jsonrpc::Id;
 use crate::jsonrpc::error::{INVALID_PARAMS, RESOURCE_NOT_FOUND};
@@ -36,7 +38,8 @@ pub(super) fn content_refusal(policy: &Policy, item: &Value) -> Option<Checked> 
 
 /// Answers `resources/read` from rootfence's own read of the checked file. `stateless` peers
 /// (2026-07-28) get `resultType` on the result and `-32602` for a file that does not exist;
-/// older ones `-32002`, as each revision's resources page says.
+/// older ones `-32002`, as each revision's resources page says. Returns the reply, and the
+/// refusal when the file opened was refused (for the audit log).
 pub(super) fn serve(
     policy: &Policy,
     opts: &CheckOptions,
@@ -45,9 +48,9 @@ pub(super) fn serve(
     canonical: &FileUri,
     id: &Id,
     stateless: bool,
-) -> Value {
+) -> (Value, Option<Checked>) {
     let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
-    match roots.read(allowed, limit, opts) {
+    let refused = match read_judged(policy, opts, roots, allowed, limit) {
         Ok(read) => {
             let mut item = json!({ "uri": canonical.as_str() });
             match String::from_utf8(read.bytes) {
@@ -61,18 +64,27 @@ pub(super) fn serve(
             if stateless {
                 result["resultType"] = json!("complete");
             }
-            json!({ "jsonrpc": "2.0", "id": id.to_value(), "result": result })
+            let reply = json!({ "jsonrpc": "2.0", "id": id.to_value(), "result": result });
+            return (reply, None);
         }
-        Err(FsError::NotFound) => json!({
-            "jsonrpc": "2.0", "id": id.to_value(),
-            "error": {
-                "code": if stateless { INVALID_PARAMS } else { RESOURCE_NOT_FOUND },
-                "message": "Resource not found",
-                "data": {"uri": canonical.as_str()},
-            }
-        }),
-        Err(e) => super::denial(id, canonical.as_str(), &refusal(e.reason().code(), None)),
-    }
+        Err(ReadRefusal::Fs(FsError::NotFound)) => {
+            let reply = json!({
+                "jsonrpc": "2.0", "id": id.to_value(),
+                "error": {
+                    "code": if stateless { INVALID_PARAMS } else { RESOURCE_NOT_FOUND },
+                    "message": "Resource not found",
+                    "data": {"uri": canonical.as_str()},
+                }
+            });
+            return (reply, None);
+        }
+        Err(ReadRefusal::Fs(e)) => refusal(e.reason().code(), None),
+        Err(ReadRefusal::Refused(c)) => *c,
+    };
+    (
+        super::denial(id, canonical.as_str(), &refused),
+        Some(refused),
+    )
 }
 
 /// Compares one content item with rootfence's own read of the checked file; `Some` when the
@@ -85,9 +97,10 @@ pub(super) fn verify(
     item: &Value,
 ) -> Option<Checked> {
     let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
-    let read = match roots.read(allowed, limit, opts) {
+    let read = match read_judged(policy, opts, roots, allowed, limit) {
         Ok(r) => r,
-        Err(e) => return Some(refusal(e.reason().code(), None)),
+        Err(ReadRefusal::Fs(e)) => return Some(refusal(e.reason().code(), None)),
+        Err(ReadRefusal::Refused(c)) => return Some(*c),
     };
     let same = match (item.get("text"), item.get("blob")) {
         (Some(Value::String(t)), _) => t.as_bytes() == read.bytes.as_slice(),

@@ -39,6 +39,17 @@ impl Inner {
             Some(Value::Array(items)) => items,
             Some(_) => return false,
         };
+        // The page's URIs are judged together, per directory (`Checker::uris`); templates
+        // one by one.
+        let mut page = if uri_key.is_empty() || uri_key == "uriTemplate" {
+            Vec::new()
+        } else {
+            let raws = items
+                .iter()
+                .map(|item| item.get(uri_key).and_then(Value::as_str).unwrap_or(""));
+            self.checker.uris(&self.policy, raws, ctx.roots)
+        }
+        .into_iter();
         let mut index = 0;
         items.retain_mut(|item| {
             let i = index;
@@ -52,7 +63,7 @@ impl Inner {
                 let c = if uri_key == "uriTemplate" {
                     template(&self.checker, &self.policy, &raw, ctx.roots)
                 } else {
-                    self.checker.uri(&self.policy, &raw, ctx.roots)
+                    page.next().unwrap_or_else(|| Checked::deny("io_error"))
                 };
                 let ok = self.audit_decision(
                     ctx,
@@ -336,6 +347,7 @@ fn template_dir(
                 layer: d.provenance.file.as_deref().map(str::to_owned),
                 rule: Some(rule_text(d.provenance)),
                 allowed: None,
+                hint: None,
             };
         }
         let reachable = |f: &FileUri| {

@@ -149,7 +149,10 @@ impl Acc {
                 SymlinkStance::FollowWithinRoot,
                 "roots.symlinks = \"follow-within-root\"",
             ),
-            hardlinks: Setting::default(HardlinkStance::Deny, "roots.hardlinks = \"deny\""),
+            hardlinks: Setting::default(
+                HardlinkStance::AllowPreexisting,
+                "roots.hardlinks = \"allow-preexisting\"",
+            ),
             schemes: Setting::default(None, "resources.other_schemes = \"allow\""),
             res_allow: Vec::new(),
             res_deny: Vec::new(),

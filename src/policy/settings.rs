@@ -36,15 +36,9 @@ pub use crate::fsaccess::SymlinkStance;
 /// The sandbox's own types, so what a policy states is exactly what the sandbox applies.
 pub use crate::sandbox::{Access, Network, Rlimits, SandboxMode};
 
-/// How regular files with more than one hard link are treated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HardlinkStance {
-    /// Files with several links are served like any other.
-    Allow,
-    /// Files with several links are refused: another name of the same file may be outside
-    /// the roots.
-    Deny,
-}
+/// How files with more than one hard link are treated: the resolver's own type, so the
+/// stance a policy states is exactly the one the checks apply.
+pub use crate::fsaccess::HardlinkStance;
 
 /// Which non-`file:` URI schemes are allowed. `file:` is always checked against the roots
 /// and the path rules, whatever this says.
@@ -233,7 +227,8 @@ impl Ranked for HardlinkStance {
     fn rank(&self) -> u64 {
         match self {
             HardlinkStance::Deny => 0,
-            HardlinkStance::Allow => 1,
+            HardlinkStance::AllowPreexisting => 1,
+            HardlinkStance::Allow => 2,
         }
     }
 }
@@ -328,7 +323,11 @@ words!(SymlinkStance {
     SymlinkStance::FollowWithinRoot => "follow-within-root",
     SymlinkStance::Never => "never",
 });
-words!(HardlinkStance { HardlinkStance::Allow => "allow", HardlinkStance::Deny => "deny" });
+words!(HardlinkStance {
+    HardlinkStance::Allow => "allow",
+    HardlinkStance::AllowPreexisting => "allow-preexisting",
+    HardlinkStance::Deny => "deny",
+});
 words!(ReadStance {
     ReadStance::Forward => "forward",
     ReadStance::Verify => "verify",

@@ -47,8 +47,9 @@ pub fn at_least(rev: &str, min: &str) -> bool {
 // -------------------------------------------------------------------------------------------
 
 /// `<base>/root` (the root), `<base>/root_evil` (the CVE-2025-53110 sibling),
-/// `<base>/secret-place/secret.txt` (the outside secret), and symlinks and hard links in the
-/// root that lead out. Paths are canonical.
+/// `<base>/secret-place/secret.txt` (the outside secret), and symlinks in the root that lead
+/// out (the hostile server adds a hard link to an outside file when it starts). Paths are
+/// canonical.
 pub struct Tree {
     _tmp: tempfile::TempDir,
     pub base: PathBuf,
@@ -117,7 +118,9 @@ impl Tree {
         symlink("loop2", root.join("loop1")).unwrap();
         symlink("loop1", root.join("loop2")).unwrap();
         symlink("../secret-place/nothing.txt", root.join("dangle")).unwrap();
-        std::fs::hard_link(secret_place.join("hard-secret.txt"), root.join("hard_out")).unwrap();
+        // `hard_out`, a hard link to `hard-secret.txt`, is planted by the hostile server when it
+        // starts: a link made during the session (one that predates the session is the
+        // user's own, and allowed by default: see docs/policy.md, `roots.hardlinks`).
         Tree {
             _tmp: tmp,
             base,
@@ -292,6 +295,18 @@ impl Host {
     pub fn start(opts: &[String], server: &[String], rev: &str) -> Host {
         let mut cmd = Command::new(crate::common::rootfence());
         cmd.arg("run").args(opts).arg("--").args(server);
+        Host::spawn(cmd, rev)
+    }
+
+    /// Starts `rootfence run <opts> -- <server>` in the working directory `cwd` (the server
+    /// inherits it, as a host's `cwd` setting gives it).
+    pub fn start_in(opts: &[String], server: &[String], rev: &str, cwd: &Path) -> Host {
+        let mut cmd = Command::new(crate::common::rootfence());
+        cmd.arg("run")
+            .args(opts)
+            .arg("--")
+            .args(server)
+            .current_dir(cwd);
         Host::spawn(cmd, rev)
     }
 
