@@ -45,6 +45,14 @@ pub enum Event {
     /// `log_rewound`: written by the writer itself when the log it is writing lost records
     /// from its end (truncated, or replaced) while it was open.
     LogRewound(LogRewound),
+    /// `decision_summary`: the allowed entries of one list page, counted instead of one
+    /// `decision` each (`audit.allowed = "summary"`); the page's denials have their own records.
+    DecisionSummary(DecisionSummary),
+    /// `protocol_error_repeated`: the protocol errors of one kind that followed a logged one
+    /// within an interval, counted (written by the log itself).
+    ProtocolErrorRepeated(ProtocolErrorRepeated),
+    /// `log_pruned`: written by the writer itself when retention removed old rotated files.
+    LogPruned(LogPruned),
 }
 
 impl Event {
@@ -59,6 +67,9 @@ impl Event {
             Event::SessionEnd(_) => "session_end",
             Event::LogRecovered(_) => "log_recovered",
             Event::LogRewound(_) => "log_rewound",
+            Event::DecisionSummary(_) => "decision_summary",
+            Event::ProtocolErrorRepeated(_) => "protocol_error_repeated",
+            Event::LogPruned(_) => "log_pruned",
         }
     }
 
@@ -81,6 +92,9 @@ impl Event {
             Event::SessionEnd(e) => serde_json::to_writer(&mut *out, e),
             Event::LogRecovered(e) => serde_json::to_writer(&mut *out, e),
             Event::LogRewound(e) => serde_json::to_writer(&mut *out, e),
+            Event::DecisionSummary(e) => serde_json::to_writer(&mut *out, e),
+            Event::ProtocolErrorRepeated(e) => serde_json::to_writer(&mut *out, e),
+            Event::LogPruned(e) => serde_json::to_writer(&mut *out, e),
         };
         debug_assert!(r.is_ok());
         // The struct came out as `{...}`: turn its `{` into the `,` after the event name,
@@ -106,6 +120,11 @@ impl Event {
             "session_end" => Event::SessionEnd(serde_json::from_slice(body)?),
             "log_recovered" => Event::LogRecovered(serde_json::from_slice(body)?),
             "log_rewound" => Event::LogRewound(serde_json::from_slice(body)?),
+            "decision_summary" => Event::DecisionSummary(serde_json::from_slice(body)?),
+            "protocol_error_repeated" => {
+                Event::ProtocolErrorRepeated(serde_json::from_slice(body)?)
+            }
+            "log_pruned" => Event::LogPruned(serde_json::from_slice(body)?),
             _ => return Ok(None),
         }))
     }
@@ -117,7 +136,8 @@ impl Event {
             Event::SessionStart(_)
             | Event::SessionEnd(_)
             | Event::LogRecovered(_)
-            | Event::LogRewound(_) => true,
+            | Event::LogRewound(_)
+            | Event::LogPruned(_) => true,
             _ => false,
         }
     }
@@ -267,7 +287,7 @@ pub struct NarrowedRoot {
 }
 
 /// Which way a message was going.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// From the host (MCP client) to the server.
@@ -339,7 +359,7 @@ pub struct Decision {
 }
 
 /// Kinds of protocol errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProtocolErrorKind {
     /// Not JSON (or not UTF-8).
@@ -463,6 +483,112 @@ pub struct LogRewound {
     pub expected_hash: String,
     /// The seq of the last record now in the log (0: none).
     pub found_seq: u64,
+}
+
+/// Most directories a `decision_summary` names; the entries of any further directories
+/// are counted in `dirs_omitted`.
+pub const MAX_SUMMARY_DIRS: usize = 1024;
+
+/// Most distinct keys in each count map of a `decision_summary` (reasons, rules, schemes);
+/// further keys are counted under `"…"`.
+pub const MAX_SUMMARY_KEYS: usize = 64;
+
+/// `decision_summary` fields: the allowed entries of one list page (`resources/list`,
+/// `resources/templates/list`), counted. Each denied entry of the page has its own
+/// `decision` record; `denied` says how many.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionSummary {
+    /// Which way the page was going.
+    pub direction: Direction,
+    /// The method of the request the page answers.
+    #[serde(serialize_with = "ser_text")]
+    pub method: String,
+    /// The JSON-RPC id.
+    #[serde(default)]
+    pub id: Option<RpcId>,
+    /// The list in the message, e.g. `result.resources`.
+    pub field: String,
+    /// Entries allowed (and forwarded): none of them has a record of its own.
+    pub allowed: u64,
+    /// Entries denied: each has its own `decision` record.
+    pub denied: u64,
+    /// Allowed entries by reason code.
+    #[serde(default)]
+    pub reasons: std::collections::BTreeMap<String, u64>,
+    /// Allowed entries by deciding rule (`layer: rule`, or the rule alone).
+    #[serde(default)]
+    pub rules: std::collections::BTreeMap<String, u64>,
+    /// Allowed `file:` entries by the directory that holds them (canonical), sorted.
+    #[serde(default)]
+    pub dirs: Vec<DirCount>,
+    /// Allowed `file:` entries in directories beyond the first [`MAX_SUMMARY_DIRS`].
+    #[serde(default)]
+    pub dirs_omitted: u64,
+    /// Allowed entries with no canonical `file:` URI (other schemes, templates), by scheme.
+    #[serde(default)]
+    pub other: std::collections::BTreeMap<String, u64>,
+}
+
+/// A directory and how many allowed entries of a page it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DirCount {
+    /// The directory, as a canonical `file:` URI.
+    pub dir: AuditUri,
+    /// Allowed entries in it.
+    pub count: u64,
+}
+
+/// The first repeated occurrence in a `protocol_error_repeated` record, in full.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProtocolErrorSample {
+    /// rootfence's own description (never message content).
+    #[serde(serialize_with = "ser_text")]
+    pub detail: String,
+    /// The line's length in bytes.
+    pub len: u64,
+    /// SHA-256 of the line, lowercase hex.
+    pub sha256: Option<String>,
+    /// The JSON-RPC id, when one could be read.
+    pub id: Option<RpcId>,
+}
+
+/// `protocol_error_repeated` fields: protocol errors of one kind and direction that came
+/// within an interval after one that was logged in full; written once per interval while
+/// they keep coming, so a flood of bad lines costs the log a record per interval, not one
+/// per line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtocolErrorRepeated {
+    /// Which way the lines were going.
+    pub direction: Direction,
+    /// What was wrong with them.
+    pub kind: ProtocolErrorKind,
+    /// How many.
+    pub count: u64,
+    /// Their total length in bytes.
+    pub bytes: u64,
+    /// When the interval began (RFC 3339, as `ts`); the record's `ts` is when it ended.
+    pub since: String,
+    /// The first of them, in full.
+    pub first: ProtocolErrorSample,
+}
+
+/// `log_pruned` fields: retention removed the oldest rotated files. The chain now starts at
+/// `first_seq` (whose `prev` is `first_prev`) in `first_file`; `verify` accepts a chain that
+/// starts there because this record says so.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LogPruned {
+    /// The file names (no directory) removed, oldest first.
+    pub removed: Vec<String>,
+    /// Their total size in bytes.
+    pub removed_bytes: u64,
+    /// The file the chain now starts in (the oldest kept).
+    pub first_file: String,
+    /// The seq of the first record kept.
+    pub first_seq: u64,
+    /// That record's `prev`: the hash of the last record removed.
+    pub first_prev: String,
 }
 
 /// A URI (or path) as it is logged: the text as received, cut at [`MAX_URI_BYTES`].
@@ -631,14 +757,14 @@ fn redact_command(argv: &[std::ffi::OsString]) -> Vec<String> {
 }
 
 /// Escapes, in place from `start`, the characters serde_json leaves raw but that must not
-/// appear raw in a log line: DEL, C1 controls, U+2028/U+2029 and bidi controls become
-/// `\uXXXX`. They can only occur inside JSON strings (the structure is ASCII), where the
+/// appear raw in a log line: DEL, C1 controls, U+2028/U+2029, bidi controls and U+FEFF
+/// become `\uXXXX`. They can only occur inside JSON strings (the structure is ASCII), where the
 /// escape means the same character, so the JSON value is unchanged.
 pub(crate) fn escape_line(buf: &mut Vec<u8>, start: usize) {
     // Fast path: nothing to do unless one of the lead bytes occurs.
     let needs = buf[start..]
         .iter()
-        .any(|&b| matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe2));
+        .any(|&b| matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe2 | 0xef));
     if !needs {
         return;
     }
@@ -662,6 +788,10 @@ pub(crate) fn escape_line(buf: &mut Vec<u8>, start: usize) {
             {
                 Some((0x2040 | u32::from(tail[i + 2] & 0x3f), 3))
             }
+            // U+FEFF: invisible, so `a\u{feff}b` would pass for `ab`.
+            0xef if tail.get(i + 1) == Some(&0xbb) && tail.get(i + 2) == Some(&0xbf) => {
+                Some((0xfeff, 3))
+            }
             _ => None,
         };
         match cp {
@@ -674,6 +804,38 @@ pub(crate) fn escape_line(buf: &mut Vec<u8>, start: usize) {
                 buf.push(b);
                 i += 1;
             }
+        }
+    }
+}
+
+/// Escapes, in JSON text from `start`, every character [`is_unsafe_display_char`] names
+/// from U+007F up as `\uXXXX` (a surrogate pair above U+FFFF), so JSON printed for a person
+/// or a pipe carries no raw C1 control, separator or bidi control, whatever a log holds.
+/// Below U+007F a JSON writer has already escaped everything inside strings and what
+/// remains is structure, which is left alone. The JSON value is unchanged.
+pub(crate) fn escape_json_display(buf: &mut Vec<u8>, start: usize) {
+    if buf[start..].iter().all(|&b| b < 0x7f) {
+        return;
+    }
+    let tail = buf.split_off(start);
+    let text = match String::from_utf8(tail) {
+        Ok(t) => t,
+        Err(e) => {
+            // Not UTF-8, so not JSON this function can reason about: left as it was.
+            buf.extend_from_slice(e.as_bytes());
+            return;
+        }
+    };
+    for c in text.chars() {
+        if u32::from(c) >= 0x7f && is_unsafe_display_char(c) {
+            use std::io::Write;
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                let _ = write!(buf, "\\u{u:04x}");
+            }
+        } else {
+            let mut b = [0u8; 4];
+            buf.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
         }
     }
 }

@@ -39,6 +39,11 @@ impl Inner {
             Some(Value::Array(items)) => items,
             Some(_) => return false,
         };
+        let mut page = if uri_key.is_empty() {
+            None
+        } else {
+            self.page_audit(field)
+        };
         let mut index = 0;
         items.retain_mut(|item| {
             let i = index;
@@ -54,9 +59,10 @@ impl Inner {
                 } else {
                     self.checker.uri(&self.policy, &raw, ctx.roots)
                 };
-                let ok = self.audit_decision(
+                let ok = self.audit_entry(
                     ctx,
-                    &format!("{field}[{i}].{uri_key}"),
+                    page.as_mut(),
+                    || format!("{field}[{i}].{uri_key}"),
                     &raw,
                     &c,
                     audit::Action::Filtered,
@@ -75,6 +81,7 @@ impl Inner {
             self.filter_icons(ctx, &format!("{field}[{i}].icons"), item.get_mut("icons"));
             true
         });
+        self.finish_page(ctx, page);
         true
     }
 

@@ -1,0 +1,303 @@
+//! The enforcer's audit calls: one record per decision (or one per list page for its allowed
+//! entries), and the rule that a denial reaches its recipient only once its record is durable.
+//!
+//! # Evidence before effect, without slowing what is allowed
+//!
+//! Handlers are synchronous and return an [`Action`]. A denial's record is queued like any
+//! other (no I/O in the handler); its receipt is noted in a thread-local slot, because the
+//! denial may be decided deep inside a filter while the action leaves from `intercept`.
+//! [`Inner::hold_for_denials`] then turns an action that follows a denial into a deferred one
+//! that resolves once the record is written (and synced, per the fsync policy). A message
+//! that only allowed things carries no receipt and is never held.
+//!
+//! # List pages
+//!
+//! With `audit.allowed = "summary"` (the default), the allowed entries of a
+//! `resources/list` or `resources/templates/list` page are counted into one
+//! `decision_summary` record (by reason, rule, directory and scheme) instead of a record
+//! each; every denied entry still has its own `decision` record.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+
+use super::decide::Checked;
+use super::{Ctx, Inner, direction};
+use crate::audit::event::{MAX_SUMMARY_DIRS, MAX_SUMMARY_KEYS};
+use crate::audit::{self, AllowedRecords, AuditUri, Event, Receipt, RpcId};
+use crate::relay::Action;
+
+thread_local! {
+    /// The latest receipt of a denial recorded while the current message was handled.
+    static PENDING: Cell<Receipt> = const { Cell::new(Receipt::NONE) };
+}
+
+/// Forgets receipts noted outside a handler (none are expected; this keeps one message's
+/// denials from ever holding another).
+pub(super) fn start_handling() {
+    PENDING.with(|p| p.set(Receipt::NONE));
+}
+
+/// Resolves a possibly deferred action.
+pub(super) async fn resolve(action: Action) -> Action {
+    match action {
+        Action::Defer(later) => later.await,
+        other => other,
+    }
+}
+
+/// A deciding rule: its layer and its text.
+type RuleKey = (Option<String>, Option<String>);
+
+/// The allowed entries of one list page, counted.
+#[derive(Debug)]
+pub(super) struct PageAudit {
+    field: String,
+    allowed: u64,
+    denied: u64,
+    reasons: Vec<(String, u64)>,
+    rules: Vec<(RuleKey, u64)>,
+    dirs: HashMap<String, u64>,
+    dirs_omitted: u64,
+    other: Vec<(String, u64)>,
+}
+
+impl PageAudit {
+    fn allowed(&mut self, raw: &str, c: &Checked) {
+        self.allowed += 1;
+        bump(
+            &mut self.reasons,
+            |r| r == &c.reason,
+            || c.reason.clone(),
+            || MORE.into(),
+        );
+        bump(
+            &mut self.rules,
+            |(l, r)| l == &c.layer && r == &c.rule,
+            || (c.layer.clone(), c.rule.clone()),
+            || (None, Some(MORE.into())),
+        );
+        match &c.canonical {
+            Some(uri) => {
+                let s = uri.as_str();
+                // The directory holding the entry: everything before its last name.
+                let dir = match s.rfind('/') {
+                    Some(i) if i > "file://".len() => &s[..i],
+                    _ => "file:///",
+                };
+                if let Some(n) = self.dirs.get_mut(dir) {
+                    *n += 1;
+                } else if self.dirs.len() < MAX_SUMMARY_DIRS {
+                    self.dirs.insert(dir.to_owned(), 1);
+                } else {
+                    self.dirs_omitted += 1;
+                }
+            }
+            None => {
+                let scheme = crate::uri::scheme_of(raw);
+                let scheme = scheme.as_deref().unwrap_or("(none)");
+                bump(
+                    &mut self.other,
+                    |s| s == scheme,
+                    || scheme.to_owned(),
+                    || MORE.into(),
+                );
+            }
+        }
+    }
+
+    fn into_event(self, ctx: &Ctx<'_>) -> Event {
+        let text = |m: Vec<(String, u64)>| m.into_iter().collect();
+        let mut dirs: Vec<audit::DirCount> = self
+            .dirs
+            .into_iter()
+            .map(|(dir, count)| audit::DirCount {
+                dir: AuditUri::from(dir),
+                count,
+            })
+            .collect();
+        dirs.sort_by(|a, b| a.dir.cmp(&b.dir));
+        Event::DecisionSummary(audit::DecisionSummary {
+            direction: direction(ctx.from),
+            method: ctx.method.to_owned(),
+            id: ctx.id.and_then(|i| RpcId::from_json(i.raw())),
+            field: self.field,
+            allowed: self.allowed,
+            denied: self.denied,
+            reasons: text(self.reasons),
+            rules: self
+                .rules
+                .into_iter()
+                .map(|((layer, rule), n)| {
+                    let key = match (layer, rule) {
+                        (Some(l), Some(r)) => format!("{l}: {r}"),
+                        (None, Some(r)) => r,
+                        (Some(l), None) => l,
+                        (None, None) => "(no rule)".into(),
+                    };
+                    (key, n)
+                })
+                .collect(),
+            dirs,
+            dirs_omitted: self.dirs_omitted,
+            other: text(self.other),
+        })
+    }
+}
+
+/// Counts one more under the key `is` recognises (made by `make` when new); past
+/// [`MAX_SUMMARY_KEYS`] distinct keys, under a last key made by `overflow`.
+fn bump<K>(
+    v: &mut Vec<(K, u64)>,
+    is: impl Fn(&K) -> bool,
+    make: impl FnOnce() -> K,
+    overflow: impl FnOnce() -> K,
+) {
+    if let Some((_, n)) = v.iter_mut().find(|(k, _)| is(k)) {
+        *n += 1;
+    } else if v.len() + 1 < MAX_SUMMARY_KEYS {
+        v.push((make(), 1));
+    } else if let Some((_, n)) = v.get_mut(MAX_SUMMARY_KEYS - 1) {
+        *n += 1;
+    } else {
+        v.push((overflow(), 1));
+    }
+}
+
+/// The key other keys are counted under past [`MAX_SUMMARY_KEYS`].
+const MORE: &str = "…";
+
+impl Inner {
+    /// Records one decision; returns false when the record could not be written and the
+    /// policy says to stop rather than run unaudited (the caller then refuses).
+    pub(super) fn audit_decision(
+        &self,
+        ctx: &Ctx<'_>,
+        field: &str,
+        raw: &str,
+        c: &Checked,
+        on_deny: audit::Action,
+    ) -> bool {
+        let Some(auditor) = self.audit.get() else {
+            return true;
+        };
+        if c.allow && !self.policy.audit().log_allowed {
+            auditor.note_allowed(1);
+            return true;
+        }
+        let action = if c.allow || !self.enforce {
+            audit::Action::Forwarded
+        } else {
+            on_deny
+        };
+        let event = Event::Decision(audit::Decision {
+            direction: direction(ctx.from),
+            method: ctx.method.to_owned(),
+            id: ctx.id.and_then(|i| RpcId::from_json(i.raw())),
+            field: Some(field.to_owned()),
+            uri: AuditUri::new(raw),
+            canonical: c.canonical.as_ref().map(|u| AuditUri::new(u.as_str())),
+            decision: if c.allow {
+                audit::Verdict::Allow
+            } else {
+                audit::Verdict::Deny
+            },
+            reason: c.reason.clone(),
+            layer: c.layer.clone(),
+            rule: c.rule.clone(),
+            root: c.root.as_ref().map(|u| AuditUri::new(u.as_str())),
+            action,
+        });
+        match auditor.submit(event, false) {
+            Ok(receipt) => {
+                if !c.allow {
+                    PENDING.with(|p| p.set(p.get().max(receipt)));
+                }
+                true
+            }
+            Err(e) => {
+                tracing::error!("could not audit a decision: {e}");
+                self.policy.audit().on_failure != audit::OnFailure::Stop
+            }
+        }
+    }
+
+    /// Records an event that holds nothing back (roots updates, the handshake).
+    pub(super) fn record(&self, event: Event) {
+        if let Some(auditor) = self.audit.get() {
+            if let Err(e) = auditor.record(event) {
+                tracing::error!("could not write an audit record: {e}");
+            }
+        }
+    }
+
+    /// A page whose allowed entries are to be counted into one record, or `None` when each
+    /// entry is logged on its own (`audit.allowed = "each"`) or allowed ones are not logged.
+    pub(super) fn page_audit(&self, field: &str) -> Option<PageAudit> {
+        self.audit.get()?;
+        let settings = self.policy.audit();
+        if !settings.log_allowed || settings.allowed != AllowedRecords::Summary {
+            return None;
+        }
+        Some(PageAudit {
+            field: field.to_owned(),
+            allowed: 0,
+            denied: 0,
+            reasons: Vec::new(),
+            rules: Vec::new(),
+            dirs: HashMap::new(),
+            dirs_omitted: 0,
+            other: Vec::new(),
+        })
+    }
+
+    /// One entry of a list page: counted into `page` when allowed and the page is
+    /// summarized, else recorded on its own (see [`audit_decision`](Self::audit_decision),
+    /// whose return value this shares). `field` is only built when a record needs it.
+    pub(super) fn audit_entry(
+        &self,
+        ctx: &Ctx<'_>,
+        page: Option<&mut PageAudit>,
+        field: impl FnOnce() -> String,
+        raw: &str,
+        c: &Checked,
+        on_deny: audit::Action,
+    ) -> bool {
+        match page {
+            Some(page) if c.allow => {
+                page.allowed(raw, c);
+                true
+            }
+            Some(page) => {
+                page.denied += 1;
+                self.audit_decision(ctx, &field(), raw, c, on_deny)
+            }
+            None => self.audit_decision(ctx, &field(), raw, c, on_deny),
+        }
+    }
+
+    /// Records a page's summary, if it allowed anything.
+    pub(super) fn finish_page(&self, ctx: &Ctx<'_>, page: Option<PageAudit>) {
+        if let Some(page) = page.filter(|p| p.allowed > 0) {
+            self.record(page.into_event(ctx));
+        }
+    }
+
+    /// `action`, held back until the denials recorded while deciding it are durable (see the
+    /// module docs). Actions that follow no denial pass at once.
+    pub(super) fn hold_for_denials(&self, action: Action) -> Action {
+        let pending = PENDING.with(|p| p.replace(Receipt::NONE));
+        if pending.is_none() {
+            return action;
+        }
+        let Some(auditor) = self.audit.get().cloned() else {
+            return action;
+        };
+        Action::Defer(Box::pin(async move {
+            if let Err(e) = auditor.durable(pending).await {
+                // The session is being stopped (the log failed); the denial stands.
+                tracing::error!("a denial's audit record could not be written: {e}");
+            }
+            resolve(action).await
+        }))
+    }
+}
