@@ -46,7 +46,10 @@ const NASTY: &str = "\u{202e}gpj.exe\u{85}\u{9b}2J\u{2066}\u{2028}\u{feff}\u{61c
 /// A log with the spoofing server's strings in it, written by a real session.
 fn spoofed_log(dir: &Path) -> std::path::PathBuf {
     let log = dir.join("audit.jsonl");
-    let server = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/audit/spoof_server.py");
+    let server = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/audit/spoof_server.py"
+    );
     let mut p = common::Proxy::run(
         &["--audit-log", log.to_str().unwrap()],
         &["python3", server],

@@ -27,7 +27,10 @@ const REQUESTS: u64 = 40;
 fn a_server_flooding_bad_lines_cannot_fill_the_disk_through_the_audit_log() {
     let t = common::tempdir();
     let log = t.path().join("audit.jsonl");
-    let server = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/audit/flood_server.py");
+    let server = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/audit/flood_server.py"
+    );
     let mut child = Command::new(common::rootfence())
         .args(["run", "--audit-log"])
         .arg(&log)
@@ -71,9 +74,11 @@ fn a_server_flooding_bad_lines_cannot_fill_the_disk_through_the_audit_log() {
     };
     let patience = Duration::from_secs(60);
     let started = Instant::now();
-    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "test-host", "version": "0"}}}));
+        "clientInfo": {"name": "test-host", "version": "0"}}}),
+    );
     let init = rx.recv_timeout(patience).expect("initialize answered");
     assert_eq!(init["id"], 0, "{init}");
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
@@ -102,7 +107,10 @@ fn a_server_flooding_bad_lines_cannot_fill_the_disk_through_the_audit_log() {
     let stderr_bytes = stderr_bytes.join().unwrap();
 
     let lines_sent = FLOOD_BYTES / 2;
-    assert_eq!(done.as_deref(), Some(&*format!("flood done: {lines_sent} lines")));
+    assert_eq!(
+        done.as_deref(),
+        Some(&*format!("flood done: {lines_sent} lines"))
+    );
     let text = std::fs::read_to_string(&log).unwrap();
     let log_bytes = text.len() as u64;
     let records: Vec<Value> = text
@@ -111,7 +119,12 @@ fn a_server_flooding_bad_lines_cannot_fill_the_disk_through_the_audit_log() {
         .collect();
     let errors: Vec<&Value> = records
         .iter()
-        .filter(|r| matches!(r["event"].as_str(), Some("protocol_error" | "protocol_error_repeated")))
+        .filter(|r| {
+            matches!(
+                r["event"].as_str(),
+                Some("protocol_error" | "protocol_error_repeated")
+            )
+        })
         .collect();
     // Every bad line is counted: in full or in a repeated record.
     let counted: u64 = errors
@@ -152,7 +165,11 @@ fn a_server_flooding_bad_lines_cannot_fill_the_disk_through_the_audit_log() {
         .arg(&log)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let out = Command::new(common::rootfence())
         .args(["audit", "summary", "--json"])
         .arg(&log)
