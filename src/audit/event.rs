@@ -76,36 +76,20 @@ impl Event {
     /// Serializes the event's part of a line: `"event":"<name>",<fields>}` (escaped, without
     /// the envelope's opening and without the newline).
     pub(crate) fn write_body(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.extend_from_slice(b"\"event\":\"");
-        out.extend_from_slice(self.name().as_bytes());
-        out.push(b'"');
-        let fields_at = out.len();
-        // Serializing these types to a Vec cannot fail: no maps with non-string keys, no
-        // custom Serialize that errors.
-        let r = match self {
-            Event::SessionStart(e) => serde_json::to_writer(&mut *out, e),
-            Event::Initialized(e) => serde_json::to_writer(&mut *out, e),
-            Event::RootsUpdate(e) => serde_json::to_writer(&mut *out, e),
-            Event::Decision(e) => serde_json::to_writer(&mut *out, e),
-            Event::ProtocolError(e) => serde_json::to_writer(&mut *out, e),
-            Event::SessionEnd(e) => serde_json::to_writer(&mut *out, e),
-            Event::LogRecovered(e) => serde_json::to_writer(&mut *out, e),
-            Event::LogRewound(e) => serde_json::to_writer(&mut *out, e),
-            Event::DecisionSummary(e) => serde_json::to_writer(&mut *out, e),
-            Event::ProtocolErrorRepeated(e) => serde_json::to_writer(&mut *out, e),
-            Event::LogPruned(e) => serde_json::to_writer(&mut *out, e),
-        };
-        debug_assert!(r.is_ok());
-        // The struct came out as `{...}`: turn its `{` into the `,` after the event name,
-        // or drop it if the struct has no fields (`{}`).
-        if out.len() == fields_at + 2 {
-            out.truncate(fields_at);
-            out.push(b'}');
-        } else {
-            out[fields_at] = b',';
+        let name = self.name();
+        match self {
+            Event::SessionStart(e) => write_named(name, e, out),
+            Event::Initialized(e) => write_named(name, e, out),
+            Event::RootsUpdate(e) => write_named(name, e, out),
+            Event::Decision(e) => write_named(name, e, out),
+            Event::ProtocolError(e) => write_named(name, e, out),
+            Event::SessionEnd(e) => write_named(name, e, out),
+            Event::LogRecovered(e) => write_named(name, e, out),
+            Event::LogRewound(e) => write_named(name, e, out),
+            Event::DecisionSummary(e) => write_named(name, e, out),
+            Event::ProtocolErrorRepeated(e) => write_named(name, e, out),
+            Event::LogPruned(e) => write_named(name, e, out),
         }
-        escape_line(out, start);
     }
 
     /// Parses the event from a record's body, `{"event":"<name>",...}`, given its name.
@@ -141,6 +125,29 @@ impl Event {
             _ => false,
         }
     }
+}
+
+/// Appends `"event":"<name>",<fields of value>}` (escaped, without the envelope's opening
+/// and without the newline).
+pub(crate) fn write_named<T: Serialize + ?Sized>(name: &str, value: &T, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(b"\"event\":\"");
+    out.extend_from_slice(name.as_bytes());
+    out.push(b'"');
+    let fields_at = out.len();
+    // Serializing these types to a Vec cannot fail: no maps with non-string keys, no custom
+    // Serialize that errors.
+    let r = serde_json::to_writer(&mut *out, value);
+    debug_assert!(r.is_ok());
+    // The struct came out as `{...}`: turn its `{` into the `,` after the event name, or drop
+    // it if the struct has no fields (`{}`).
+    if out.len() == fields_at + 2 {
+        out.truncate(fields_at);
+        out.push(b'}');
+    } else {
+        out[fields_at] = b',';
+    }
+    escape_line(out, start);
 }
 
 /// `session_start` fields.
@@ -356,6 +363,57 @@ pub struct Decision {
     pub root: Option<AuditUri>,
     /// What was done.
     pub action: Action,
+}
+
+/// A `decision`'s fields, borrowed: what the relay records on its hot path without copying
+/// each string first ([`Auditor::submit_decision`](super::Auditor::submit_decision)). It
+/// serializes exactly as the [`Decision`] with the same values.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct DecisionRef<'a> {
+    /// Which way the message was going.
+    pub direction: Direction,
+    /// The JSON-RPC method (of the request, for a result), as sent.
+    #[serde(serialize_with = "ser_text_ref")]
+    pub method: &'a str,
+    /// The JSON-RPC id, if the message had one.
+    pub id: Option<&'a RpcId>,
+    /// Where in the message the URI was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<&'a str>,
+    /// The URI as received.
+    #[serde(serialize_with = "ser_uri_ref")]
+    pub uri: &'a str,
+    /// Its canonical form, when it could be canonicalized.
+    #[serde(serialize_with = "ser_opt_uri_ref")]
+    pub canonical: Option<&'a str>,
+    /// Allowed or denied.
+    pub decision: Verdict,
+    /// Stable snake_case reason code.
+    pub reason: &'a str,
+    /// The policy layer that decided, if a rule decided.
+    pub layer: Option<&'a str>,
+    /// The rule that decided.
+    pub rule: Option<&'a str>,
+    /// The root the URI was checked against.
+    #[serde(serialize_with = "ser_opt_uri_ref")]
+    pub root: Option<&'a str>,
+    /// What was done.
+    pub action: Action,
+}
+
+fn ser_text_ref<S: Serializer>(v: &&str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&cut(v, MAX_TEXT_BYTES))
+}
+
+fn ser_uri_ref<S: Serializer>(v: &&str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&cut(v, MAX_URI_BYTES))
+}
+
+fn ser_opt_uri_ref<S: Serializer>(v: &Option<&str>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(u) => s.serialize_str(&cut(u, MAX_URI_BYTES)),
+        None => s.serialize_none(),
+    }
 }
 
 /// Kinds of protocol errors.
@@ -599,7 +657,7 @@ impl AuditUri {
     /// Wraps `s`; a string longer than [`MAX_URI_BYTES`] is cut at a character boundary
     /// and suffixed with `…[<len> bytes, sha256:<hex>]`.
     pub fn new(s: &str) -> Self {
-        Self(cut(s, MAX_URI_BYTES))
+        Self(cut(s, MAX_URI_BYTES).into_owned())
     }
 
     /// The logged text.
@@ -648,6 +706,22 @@ impl RpcId {
     /// From the id's raw JSON text. `None` unless it is one JSON number or string.
     pub fn from_json(raw: &str) -> Option<Self> {
         let raw = raw.trim_matches([' ', '\t', '\r', '\n']);
+        // The common case, a small integer or a plain string, without a JSON parse.
+        let digits = raw.strip_prefix('-').unwrap_or(raw);
+        let plain_int = !digits.is_empty()
+            && digits.len() <= 19
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && (digits == "0" || !digits.starts_with('0'));
+        let plain_str = raw.len() >= 2
+            && raw.len() <= MAX_ID_BYTES
+            && raw.starts_with('"')
+            && raw.ends_with('"')
+            && raw[1..raw.len() - 1]
+                .bytes()
+                .all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b < 0x7f);
+        if plain_int || plain_str {
+            return Some(Self(raw.to_owned()));
+        }
         let v: serde_json::Value = serde_json::from_str(raw).ok()?;
         if !(v.is_number() || v.is_string()) {
             return None;
@@ -695,20 +769,20 @@ fn ser_text<S: Serializer>(v: &str, s: S) -> Result<S::Ok, S::Error> {
 
 /// `s`, or its first `max` bytes (at a char boundary) plus a marker with the full length
 /// and hash.
-fn cut(s: &str, max: usize) -> String {
+fn cut(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
     if s.len() <= max {
-        return s.to_owned();
+        return std::borrow::Cow::Borrowed(s);
     }
     let mut end = max;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    format!(
+    std::borrow::Cow::Owned(format!(
         "{}…[{} bytes, sha256:{}]",
         &s[..end],
         s.len(),
         super::chain::sha256_hex(s.as_bytes())
-    )
+    ))
 }
 
 /// Argument names whose value is a secret; matched case-insensitively as a substring of the
@@ -761,11 +835,10 @@ fn redact_command(argv: &[std::ffi::OsString]) -> Vec<String> {
 /// become `\uXXXX`. They can only occur inside JSON strings (the structure is ASCII), where the
 /// escape means the same character, so the JSON value is unchanged.
 pub(crate) fn escape_line(buf: &mut Vec<u8>, start: usize) {
-    // Fast path: nothing to do unless one of the lead bytes occurs.
-    let needs = buf[start..]
-        .iter()
-        .any(|&b| matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe2 | 0xef));
-    if !needs {
+    // Fast path: every character to escape is DEL or outside ASCII, and most lines are
+    // plain ASCII (checked a word at a time).
+    let tail = &buf[start..];
+    if tail.is_ascii() && memchr::memchr(0x7f, tail).is_none() {
         return;
     }
     let tail = buf.split_off(start);
@@ -900,6 +973,62 @@ mod tests {
         assert!(b.contains(r#""id":7"#));
         let s = RpcId::from_json(r#""7""#).unwrap();
         assert_eq!(serde_json::to_string(&s).unwrap(), r#""7""#);
+    }
+
+    #[test]
+    fn a_borrowed_decision_is_the_same_record() {
+        let long = format!("file:///{}\u{202e}", "a".repeat(5000));
+        for (uri, id) in [
+            ("file:///x", "7"),
+            (long.as_str(), "\"abc\""),
+            ("f\u{85}", "-3"),
+        ] {
+            let mut owned = decision(uri);
+            owned.id = RpcId::from_json(id);
+            owned.canonical = Some(uri.into());
+            owned.rule = Some("line 3: x".into());
+            owned.method = "m".repeat(600);
+            let id = owned.id.clone();
+            let borrowed = DecisionRef {
+                direction: owned.direction,
+                method: &owned.method,
+                id: id.as_ref(),
+                field: owned.field.as_deref(),
+                uri,
+                canonical: Some(uri),
+                decision: owned.decision,
+                reason: &owned.reason,
+                layer: owned.layer.as_deref(),
+                rule: owned.rule.as_deref(),
+                root: None,
+                action: owned.action,
+            };
+            let mut b = Vec::new();
+            write_named("decision", &borrowed, &mut b);
+            assert_eq!(String::from_utf8(b).unwrap(), body(&Event::Decision(owned)));
+        }
+    }
+
+    #[test]
+    fn plain_ids_take_the_fast_path_and_say_the_same() {
+        for raw in [
+            "0",
+            "-0",
+            "42",
+            "-17",
+            "\"a b\"",
+            "\"\"",
+            "1.5",
+            "01",
+            "\"\\u0041\"",
+            "\"é\"",
+        ] {
+            let slow = serde_json::from_str::<serde_json::Value>(raw)
+                .ok()
+                .filter(|v| v.is_number() || v.is_string())
+                .map(|_| raw.to_owned());
+            assert_eq!(RpcId::from_json(raw).map(|r| r.0), slow, "{raw}");
+        }
     }
 
     #[test]

@@ -55,10 +55,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use event::{
-    Action, AuditUri, Counts, Decision, DecisionSummary, DirCount, Direction, DroppedRoot,
-    EndCause, Event, Initialized, LogPruned, LogRecovered, LogRewound, NarrowedRoot, PeerInfo,
-    PolicyFile, ProtocolError, ProtocolErrorKind, ProtocolErrorRepeated, ProtocolErrorSample,
-    RootsUpdate, RpcId, SandboxPath, SandboxReport, SessionEnd, SessionStart, Verdict,
+    Action, AuditUri, Counts, Decision, DecisionRef, DecisionSummary, DirCount, Direction,
+    DroppedRoot, EndCause, Event, Initialized, LogPruned, LogRecovered, LogRewound, NarrowedRoot,
+    PeerInfo, PolicyFile, ProtocolError, ProtocolErrorKind, ProtocolErrorRepeated,
+    ProtocolErrorSample, RootsUpdate, RpcId, SandboxPath, SandboxReport, SessionEnd, SessionStart,
+    Verdict,
 };
 pub use repeat::REPEAT_INTERVAL;
 pub use show::{ShowFilter, show};

@@ -36,7 +36,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::chain::{self, Hash};
-use super::event::{Event, SessionEnd, SessionStart, Verdict};
+use super::event::{DecisionRef, Event, SessionEnd, SessionStart, Verdict, write_named};
 use super::repeat::Repeats;
 use super::sink::{Item, Sink};
 use super::time::now_micros;
@@ -381,10 +381,48 @@ impl Auditor {
             other => other,
         };
         let critical = event.is_critical();
-        self.push(&event, critical, urgent || critical || shared.always)
+        self.push(
+            |buf| event.write_body(buf),
+            critical,
+            urgent || critical || shared.always,
+        )
     }
 
-    fn push(&self, event: &Event, critical: bool, urgent: bool) -> Result<Receipt, AuditError> {
+    /// [`submit`](Self::submit) for a decision whose strings are borrowed: serialized
+    /// straight into the queue, without building an owned [`Decision`](super::Decision).
+    pub fn submit_decision(
+        &self,
+        d: &DecisionRef<'_>,
+        urgent: bool,
+    ) -> Result<Receipt, AuditError> {
+        let shared = &*self.shared;
+        if shared.on_failure == OnFailure::Stop
+            && let Some(e) = shared.failed()
+        {
+            return Err(e);
+        }
+        let critical = d.decision == Verdict::Deny;
+        if critical {
+            shared.denied.fetch_add(1, Ordering::Relaxed);
+        } else {
+            shared.allowed.fetch_add(1, Ordering::Relaxed);
+            if !shared.log_allowed {
+                return Ok(Receipt::NONE);
+            }
+        }
+        self.push(
+            |buf| write_named("decision", d, buf),
+            critical,
+            urgent || critical || shared.always,
+        )
+    }
+
+    fn push(
+        &self,
+        write: impl FnOnce(&mut Vec<u8>),
+        critical: bool,
+        urgent: bool,
+    ) -> Result<Receipt, AuditError> {
         let shared = &*self.shared;
         let ts = now_micros();
         let mut q = shared.queue();
@@ -405,7 +443,7 @@ impl Auditor {
             q = shared.room.wait(q).unwrap_or_else(|p| p.into_inner());
             q.waiters -= 1;
         }
-        event.write_body(&mut q.batch.buf);
+        write(&mut q.batch.buf);
         let end = q.batch.buf.len();
         q.batch.recs.push((ts, end, critical));
         q.last += 1;

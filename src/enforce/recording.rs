@@ -189,25 +189,26 @@ impl Inner {
         } else {
             on_deny
         };
-        let event = Event::Decision(audit::Decision {
+        let id = ctx.id.and_then(|i| RpcId::from_json(i.raw()));
+        let record = audit::DecisionRef {
             direction: direction(ctx.from),
-            method: ctx.method.to_owned(),
-            id: ctx.id.and_then(|i| RpcId::from_json(i.raw())),
-            field: Some(field.to_owned()),
-            uri: AuditUri::new(raw),
-            canonical: c.canonical.as_ref().map(|u| AuditUri::new(u.as_str())),
+            method: ctx.method,
+            id: id.as_ref(),
+            field: Some(field),
+            uri: raw,
+            canonical: c.canonical.as_ref().map(|u| u.as_str()),
             decision: if c.allow {
                 audit::Verdict::Allow
             } else {
                 audit::Verdict::Deny
             },
-            reason: c.reason.clone(),
-            layer: c.layer.clone(),
-            rule: c.rule.clone(),
-            root: c.root.as_ref().map(|u| AuditUri::new(u.as_str())),
+            reason: &c.reason,
+            layer: c.layer.as_deref(),
+            rule: c.rule.as_deref(),
+            root: c.root.as_ref().map(|u| u.as_str()),
             action,
-        });
-        match auditor.submit(event, false) {
+        };
+        match auditor.submit_decision(&record, false) {
             Ok(receipt) => {
                 if !c.allow {
                     PENDING.with(|p| p.set(p.get().max(receipt)));
