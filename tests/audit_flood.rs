@@ -23,8 +23,23 @@ const FLOOD_BYTES: u64 = 1 << 18;
 /// Requests the host sends while the flood runs.
 const REQUESTS: u64 = 40;
 
-#[test]
-fn a_server_flooding_bad_lines_cannot_fill_the_disk_through_the_audit_log() {
+/// rootfence's peak RSS bound during a flood.
+const RSS_BOUND_KIB: u64 = 64 * 1024;
+
+/// What the host saw and what rootfence left behind after a flood.
+struct Flooded {
+    _dir: tempfile::TempDir,
+    log: std::path::PathBuf,
+    elapsed: Duration,
+    done: String,
+    stderr_bytes: u64,
+    peak_rss_kib: u64,
+}
+
+/// Runs a session, as a host runs it, against the flood server (`line`: see its docs)
+/// flooding `bytes` while the host sends [`REQUESTS`] pings, each of which must be answered;
+/// rootfence's peak RSS stays under [`RSS_BOUND_KIB`].
+fn flood(line: &str, bytes: u64) -> Flooded {
     let t = common::tempdir();
     let log = t.path().join("audit.jsonl");
     let server = concat!(
@@ -34,7 +49,15 @@ fn a_server_flooding_bad_lines_cannot_fill_the_disk_through_the_audit_log() {
     let mut child = Command::new(common::rootfence())
         .args(["run", "--audit-log"])
         .arg(&log)
-        .args(["--", "python3", server, "--bytes", &FLOOD_BYTES.to_string()])
+        .args([
+            "--",
+            "python3",
+            server,
+            "--bytes",
+            &bytes.to_string(),
+            "--line",
+            line,
+        ])
         .env("XDG_STATE_HOME", t.path().join("state"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -100,18 +123,41 @@ fn a_server_flooding_bad_lines_cannot_fill_the_disk_through_the_audit_log() {
             done = v["params"]["data"].as_str().map(str::to_owned);
         }
     }
+    let peak_rss_kib = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0);
     drop(send);
     let status = child.wait().unwrap();
     let elapsed = started.elapsed();
     assert!(status.success(), "{status:?}");
     let stderr_bytes = stderr_bytes.join().unwrap();
 
-    let lines_sent = FLOOD_BYTES / 2;
-    assert_eq!(
-        done.as_deref(),
-        Some(&*format!("flood done: {lines_sent} lines"))
+    assert!(
+        peak_rss_kib <= RSS_BOUND_KIB,
+        "rootfence's peak RSS {peak_rss_kib} KiB"
     );
-    let text = std::fs::read_to_string(&log).unwrap();
+    Flooded {
+        _dir: t,
+        log,
+        elapsed,
+        done: done.unwrap_or_default(),
+        stderr_bytes,
+        peak_rss_kib,
+    }
+}
+
+#[test]
+fn a_server_flooding_bad_lines_cannot_fill_the_disk_through_the_audit_log() {
+    let f = flood("x", FLOOD_BYTES);
+    let (log, elapsed, stderr_bytes) = (&f.log, f.elapsed, f.stderr_bytes);
+    let lines_sent = FLOOD_BYTES / 2;
+    assert_eq!(f.done, format!("flood done: {lines_sent} lines"));
+    let text = std::fs::read_to_string(log).unwrap();
     let log_bytes = text.len() as u64;
     let records: Vec<Value> = text
         .lines()
@@ -154,15 +200,17 @@ fn a_server_flooding_bad_lines_cannot_fill_the_disk_through_the_audit_log() {
     eprintln!(
         "flood: {FLOOD_BYTES} bytes ({lines_sent} bad lines) in {elapsed:.1?}: the audit log \
          grew {log_bytes} bytes in all, {error_bytes} of them protocol error records ({} \
-         records, {:.4} log bytes per input byte); rootfence's stderr: {stderr_bytes} bytes",
+         records, {:.4} log bytes per input byte); rootfence's stderr: {stderr_bytes} bytes; \
+         peak RSS {} KiB",
         errors.len(),
-        error_bytes as f64 / FLOOD_BYTES as f64
+        error_bytes as f64 / FLOOD_BYTES as f64,
+        f.peak_rss_kib
     );
 
     // The log verifies, and the readers count the repeats.
     let out = Command::new(common::rootfence())
         .args(["audit", "verify"])
-        .arg(&log)
+        .arg(log)
         .output()
         .unwrap();
     assert!(
@@ -172,12 +220,36 @@ fn a_server_flooding_bad_lines_cannot_fill_the_disk_through_the_audit_log() {
     );
     let out = Command::new(common::rootfence())
         .args(["audit", "summary", "--json"])
-        .arg(&log)
+        .arg(log)
         .output()
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         v["sessions"][0]["protocol_errors"]["invalid_json"], lines_sent,
         "{v}"
+    );
+}
+
+/// A flood of valid messages that are each denied (updates for a file nobody subscribed to,
+/// outside every root): each denial has its own record, and its message is held until that
+/// record is durable; the flood must neither stall the host's requests nor hold unbounded
+/// memory, and every denial is on record.
+#[test]
+fn a_server_flooding_denied_notifications_is_recorded_without_stalling_the_host() {
+    let one = r#"{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "file:///etc/shadow"}}"#;
+    let n: u64 = 20_000;
+    let f = flood("updated", n * (one.len() as u64 + 1));
+    assert_eq!(f.done, format!("flood done: {n} lines"));
+    let text = std::fs::read_to_string(&f.log).unwrap();
+    let denials = text
+        .lines()
+        .filter(|l| l.contains(r#""event":"decision""#) && l.contains(r#""decision":"deny""#))
+        .count() as u64;
+    assert_eq!(denials, n, "every denial is on record");
+    eprintln!(
+        "denial flood: {n} denied notifications in {:.1?}; log {} bytes; peak RSS {} KiB",
+        f.elapsed,
+        text.len(),
+        f.peak_rss_kib
     );
 }

@@ -46,7 +46,7 @@ use super::{AuditConfig, AuditError, FsyncPolicy, OnFailure};
 pub const QUEUE_DEPTH: usize = 8192;
 
 /// Bytes of serialized records queued before `record` waits for the writer.
-pub const QUEUE_BYTES: usize = 8 << 20;
+pub const QUEUE_BYTES: usize = 2 << 20;
 
 /// Longest time a record that nothing waits for (an allowed decision, a roots update, a
 /// protocol error) stays queued before it is written.
@@ -485,6 +485,11 @@ impl Auditor {
             let _ = rx.wait_for(|&d| d >= receipt.0).await;
         }
         self.outcome(receipt)
+    }
+
+    /// Whether the record with this receipt is already durable (or failed).
+    pub fn is_durable(&self, receipt: Receipt) -> bool {
+        *self.shared.done_tx.borrow() >= receipt.0
     }
 
     /// [`durable`](Self::durable) for synchronous code (blocks the thread; never call it

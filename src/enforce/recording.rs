@@ -18,13 +18,24 @@
 //! each; every denied entry still has its own `decision` record.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
 
 use super::decide::Checked;
 use super::{Ctx, Inner, direction};
 use crate::audit::event::{MAX_SUMMARY_DIRS, MAX_SUMMARY_KEYS};
 use crate::audit::{self, AllowedRecords, AuditUri, Event, Receipt, RpcId};
 use crate::relay::Action;
+
+/// Held actions whose denial records are not yet durable, at most, process-wide. Past this
+/// (a flood of denials faster than the disk syncs), a handler waits for the records itself:
+/// the flood then slows its source instead of holding ever more messages in memory. Held
+/// actions whose records are durable only wait for the relay to poll them, which it does at
+/// least every 128 messages, so they are bounded too.
+const MAX_HELD: usize = 1024;
+
+/// The receipts of held actions, oldest first (receipts only grow).
+static HELD: Mutex<VecDeque<Receipt>> = Mutex::new(VecDeque::new());
 
 thread_local! {
     /// The latest receipt of a denial recorded while the current message was handled.
@@ -293,6 +304,23 @@ impl Inner {
         let Some(auditor) = self.audit.get().cloned() else {
             return action;
         };
+        {
+            let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+            while held.front().is_some_and(|r| auditor.is_durable(*r)) {
+                held.pop_front();
+            }
+            if held.len() >= MAX_HELD {
+                // Waiting for this record waits for every one queued before it: the writer
+                // syncs them together, and nothing held is outstanding afterwards.
+                held.clear();
+                drop(held);
+                if let Err(e) = auditor.durable_blocking(pending) {
+                    tracing::error!("a denial's audit record could not be written: {e}");
+                }
+                return action;
+            }
+            held.push_back(pending);
+        }
         Action::Defer(Box::pin(async move {
             if let Err(e) = auditor.durable(pending).await {
                 // The session is being stopped (the log failed); the denial stands.

@@ -84,6 +84,10 @@ where
         icpt: &icpt,
     };
     while let Some(frame) = reader.next_frame().await? {
+        // Frames already buffered come without a poll of the pipe, so without this a pump
+        // never yields while a peer floods it: the tasks finishing deferred messages (e.g.
+        // denials waiting for their audit record) would pile up behind it.
+        tokio::task::consume_budget().await;
         count.fetch_add(1, Ordering::Relaxed);
         match frame {
             Frame::Line(line) => router.line(line.freeze()).await,
