@@ -821,7 +821,9 @@ impl Inner {
     /// The `params.uri` of a request, checked and audited: its verdict if allowed, or what
     /// to do with the request (its denial, or, in audit mode, forwarding it).
     fn request_uri(&self, ctx: &Ctx<'_>, id: &Id, message: &Value) -> Result<Checked, Action> {
-        let Some(raw) = message.pointer("/params/uri").and_then(Value::as_str) else {
+        // `get` twice, not `pointer`: a JSON pointer is parsed (and allocates) on every call.
+        let raw = message.get("params").and_then(|p| p.get("uri"));
+        let Some(raw) = raw.and_then(Value::as_str) else {
             let what = format!("`{}` needs a string `params.uri`", ctx.method);
             return Err(Action::Reply(invalid_params(id, &what)));
         };
@@ -1168,7 +1170,10 @@ impl Inner {
         if let Some(result) = message.get_mut("result") {
             self.input_required(ctx, result);
         }
-        let contents = match message.pointer_mut("/result/contents") {
+        let contents = match message
+            .get_mut("result")
+            .and_then(|r| r.get_mut("contents"))
+        {
             None | Some(Value::Null) => return self.done_ctx(ctx, message),
             Some(Value::Array(contents)) => contents,
             Some(_) => {
@@ -1191,7 +1196,6 @@ impl Inner {
         let mut last_denied: Option<(String, Checked)> = None;
         let mut kept = Vec::with_capacity(contents.len());
         for (i, mut item) in std::mem::take(contents).into_iter().enumerate() {
-            let field = format!("result.contents[{i}].uri");
             let raw = item
                 .get("uri")
                 .and_then(Value::as_str)
@@ -1223,7 +1227,13 @@ impl Inner {
             // A reused verdict that still allows is already on record; anything that turned
             // it into a refusal is a new decision.
             let ok = (reused && c.allow)
-                || self.audit_decision(ctx, &field, &raw, &c, audit::Action::Filtered);
+                || self.audit_decision(
+                    ctx,
+                    &format!("result.contents[{i}].uri"),
+                    &raw,
+                    &c,
+                    audit::Action::Filtered,
+                );
             if c.allow && ok {
                 if let Some(canonical) = &c.canonical {
                     ctx.set_uri(&mut item["uri"], canonical.as_str());
