@@ -68,6 +68,9 @@ pub(super) struct PageAudit {
     reasons: Vec<(String, u64)>,
     rules: Vec<(RuleKey, u64)>,
     dirs: HashMap<String, u64>,
+    /// The directory of the latest entries and how many (a page lists a directory's entries
+    /// together, so most entries only compare their directory with this one).
+    run: Option<(String, u64)>,
     dirs_omitted: u64,
     other: Vec<(String, u64)>,
 }
@@ -95,12 +98,13 @@ impl PageAudit {
                     Some(i) if i > "file://".len() => &s[..i],
                     _ => "file:///",
                 };
-                if let Some(n) = self.dirs.get_mut(dir) {
-                    *n += 1;
-                } else if self.dirs.len() < MAX_SUMMARY_DIRS {
-                    self.dirs.insert(dir.to_owned(), 1);
-                } else {
-                    self.dirs_omitted += 1;
+                match &mut self.run {
+                    Some((d, n)) if d == dir => *n += 1,
+                    run => {
+                        if let Some((d, n)) = run.replace((dir.to_owned(), 1)) {
+                            self.count_dir(d, n);
+                        }
+                    }
                 }
             }
             None => {
@@ -116,7 +120,20 @@ impl PageAudit {
         }
     }
 
-    fn into_event(self, ctx: &Ctx<'_>) -> Event {
+    fn count_dir(&mut self, dir: String, n: u64) {
+        if let Some(c) = self.dirs.get_mut(&dir) {
+            *c += n;
+        } else if self.dirs.len() < MAX_SUMMARY_DIRS {
+            self.dirs.insert(dir, n);
+        } else {
+            self.dirs_omitted += n;
+        }
+    }
+
+    fn into_event(mut self, ctx: &Ctx<'_>) -> Event {
+        if let Some((d, n)) = self.run.take() {
+            self.count_dir(d, n);
+        }
         let text = |m: Vec<(String, u64)>| m.into_iter().collect();
         let mut dirs: Vec<audit::DirCount> = self
             .dirs
@@ -257,6 +274,7 @@ impl Inner {
             reasons: Vec::new(),
             rules: Vec::new(),
             dirs: HashMap::new(),
+            run: None,
             dirs_omitted: 0,
             other: Vec::new(),
         })
@@ -282,6 +300,13 @@ impl Inner {
             Some(page) => {
                 page.denied += 1;
                 self.audit_decision(ctx, &field(), raw, c, on_deny)
+            }
+            None if c.allow && !self.policy.audit().log_allowed => {
+                // Counted, not logged: no field name to build.
+                if let Some(auditor) = self.audit.get() {
+                    auditor.note_allowed(1);
+                }
+                true
             }
             None => self.audit_decision(ctx, &field(), raw, c, on_deny),
         }
@@ -328,5 +353,64 @@ impl Inner {
             }
             resolve(action).await
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::uri::FileUri;
+
+    fn allowed_at(uri: &str) -> Checked {
+        Checked {
+            allow: true,
+            reason: "default_allow".into(),
+            canonical: FileUri::parse(uri).ok(),
+            rule: Some("default".into()),
+            ..Checked::deny("")
+        }
+    }
+
+    #[test]
+    fn a_page_counts_its_entries_by_directory_reason_and_scheme() {
+        let mut page = PageAudit {
+            field: "result.resources".into(),
+            allowed: 0,
+            denied: 0,
+            reasons: Vec::new(),
+            rules: Vec::new(),
+            dirs: HashMap::new(),
+            run: None,
+            dirs_omitted: 0,
+            other: Vec::new(),
+        };
+        for uri in [
+            "file:///r/a/1",
+            "file:///r/a/2",
+            "file:///r/b/1",
+            "file:///r/a/3",
+            "file:///top",
+        ] {
+            page.allowed(uri, &allowed_at(uri));
+        }
+        let mut web = allowed_at("https://x/y");
+        web.canonical = None;
+        page.allowed("https://x/y", &web);
+        if let Some((d, n)) = page.run.take() {
+            page.count_dir(d, n);
+        }
+        let mut dirs: Vec<(String, u64)> = page.dirs.into_iter().collect();
+        dirs.sort();
+        assert_eq!(
+            dirs,
+            [
+                ("file:///".to_owned(), 1),
+                ("file:///r/a".to_owned(), 3),
+                ("file:///r/b".to_owned(), 1)
+            ]
+        );
+        assert_eq!(page.allowed, 6);
+        assert_eq!(page.reasons, [("default_allow".to_owned(), 6)]);
+        assert_eq!(page.other, [("https".to_owned(), 1)]);
     }
 }
