@@ -47,6 +47,7 @@ fn scripted_session(path: &Path, log_allowed: bool) -> String {
         paths: vec![SandboxPath {
             path: "/data".into(),
             access: "read_write".into(),
+            ..SandboxPath::default()
         }],
         network: "deny".into(),
         rlimits: [("nofile".to_owned(), 1024)].into_iter().collect(),
@@ -474,6 +475,27 @@ fn records_match_the_published_json_schema() {
             .unwrap();
     }
     // Last, so retention (one rotated file kept) cannot have removed it.
+    a.record(Event::ServerStart(rootfence::audit::ServerStart {
+        generation: 2,
+        trigger: "list_changed".into(),
+        roots: vec!["file:///data".into()],
+        sandbox: Some(SandboxReport {
+            mode: "best-effort".into(),
+            landlock_abi: Some(6),
+            enforcement: "full".into(),
+            paths: vec![SandboxPath {
+                path: "/data".into(),
+                access: "read_write".into(),
+                origin: "root".into(),
+            }],
+            network: "allow".into(),
+            rlimits: Default::default(),
+            missing: vec![],
+        }),
+        differences: vec!["serverInfo.version changed".into()],
+        lost_subscriptions: vec!["file:///data/x".into()],
+    }))
+    .unwrap();
     a.record(Event::DecisionSummary(rootfence::audit::DecisionSummary {
         direction: Direction::ServerToHost,
         method: "resources/list".into(),
@@ -515,6 +537,7 @@ fn records_match_the_published_json_schema() {
         "decision_summary",
         "protocol_error_repeated",
         "log_pruned",
+        "server_start",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -58,8 +58,8 @@ pub use event::{
     Action, AuditUri, Counts, Decision, DecisionRef, DecisionSummary, DirCount, Direction,
     DroppedRoot, EndCause, Event, Initialized, LogPruned, LogRecovered, LogRewound, NarrowedRoot,
     PeerInfo, PolicyFile, ProtocolError, ProtocolErrorKind, ProtocolErrorRepeated,
-    ProtocolErrorSample, RootsUpdate, RpcId, SandboxPath, SandboxReport, SessionEnd, SessionStart,
-    Verdict,
+    ProtocolErrorSample, RootsUpdate, RpcId, SandboxPath, SandboxReport, ServerStart, SessionEnd,
+    SessionStart, Verdict,
 };
 pub use repeat::REPEAT_INTERVAL;
 pub use show::{ShowFilter, show};

@@ -29,10 +29,11 @@ use crate::relay::Action;
 
 /// Held actions whose denial records are not yet durable, at most, process-wide. Past this
 /// (a flood of denials faster than the disk syncs), a handler waits for the records itself:
-/// the flood then slows its source instead of holding ever more messages in memory. Held
-/// actions whose records are durable only wait for the relay to poll them, which it does at
-/// least every 128 messages, so they are bounded too.
-const MAX_HELD: usize = 1024;
+/// the flood then slows its source instead of filling memory or the relay's own bound on held
+/// messages (1024 per direction, past which it refuses messages; a refusal must not reach the
+/// host before the denial's record). Held actions whose records are durable are polled by
+/// their pump before it reads on, so they do not accumulate.
+const MAX_HELD: usize = 256;
 
 /// The receipts of held actions, oldest first (receipts only grow).
 static HELD: Mutex<VecDeque<Receipt>> = Mutex::new(VecDeque::new());

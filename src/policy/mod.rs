@@ -46,9 +46,9 @@ use sha2::{Digest, Sha256};
 pub use decision::{ArgKind, Decision, Provenance, Reason, ToolPath};
 pub use error::{ErrorKind, PolicyError, PolicyErrors, Related};
 pub use settings::{
-    Access, AuditSettings, HardlinkStance, Mode, Network, ReadStance, ResourceSettings, Rlimits,
-    RootsFallback, RootsSettings, SandboxMode, SandboxSettings, SchemeStance, StaticRoot,
-    SymlinkStance,
+    Access, AuditSettings, FollowRoots, HardlinkStance, Mode, Network, ReadStance,
+    ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
+    SchemeStance, StaticRoot, SymlinkStance,
 };
 
 use glob::GlobTable;

@@ -16,7 +16,8 @@ use toml::de::{DeTable, DeValue};
 use super::decision::ArgKind;
 use super::error::{ErrorKind, PolicyError, Source};
 use super::settings::{
-    Access, HardlinkStance, Mode, ReadStance, RootsFallback, SandboxMode, SymlinkStance,
+    Access, FollowRoots, HardlinkStance, Mode, ReadStance, RootsFallback, SandboxMode,
+    SymlinkStance,
 };
 use crate::audit::{AllowedRecords, OnFailure};
 
@@ -94,6 +95,7 @@ pub(crate) struct RawLayer {
     pub(crate) roots_deny: Strings,
     pub(crate) roots_static: Strings,
     pub(crate) roots_list_timeout_ms: Option<Entry<u64>>,
+    pub(crate) roots_launch_wait_ms: Option<Entry<u64>>,
     pub(crate) roots_on_timeout: Option<Entry<RootsFallback>>,
     pub(crate) roots_symlinks: Option<Entry<SymlinkStance>>,
     pub(crate) roots_hardlinks: Option<Entry<HardlinkStance>>,
@@ -126,6 +128,7 @@ pub(crate) struct RawLayer {
     pub(crate) sb_network: Option<Entry<RawNetwork>>,
     pub(crate) sb_env: Strings,
     pub(crate) sb_root_access: Option<Entry<Access>>,
+    pub(crate) sb_follow_roots: Option<Entry<FollowRoots>>,
     pub(crate) sb_read_only_roots: Strings,
     pub(crate) sb_nofile: Option<Entry<u64>>,
     pub(crate) sb_address_space: Option<Entry<u64>>,
@@ -147,6 +150,7 @@ const ROOTS_KEYS: &[&str] = &[
     "deny",
     "static",
     "list_timeout_ms",
+    "launch_wait_ms",
     "on_timeout",
     "symlinks",
     "hardlinks",
@@ -180,6 +184,7 @@ const SANDBOX_KEYS: &[&str] = &[
     "env",
     "root_access",
     "read_only_roots",
+    "follow_roots",
     "rlimits",
 ];
 const RLIMIT_KEYS: &[&str] = &["nofile", "address_space", "cpu_seconds", "processes"];
@@ -250,6 +255,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.roots_deny = w.strings(t, "roots", "deny");
         raw.roots_static = w.strings(t, "roots", "static");
         raw.roots_list_timeout_ms = w.uint(t, "roots", "list_timeout_ms", 1, 600_000);
+        raw.roots_launch_wait_ms = w.uint(t, "roots", "launch_wait_ms", 0, 600_000);
         raw.roots_on_timeout = w.word(t, "roots", "on_timeout", RootsFallback::WORDS);
         raw.roots_symlinks = w.word(t, "roots", "symlinks", SymlinkStance::WORDS);
         raw.roots_hardlinks = w.word(t, "roots", "hardlinks", HardlinkStance::WORDS);
@@ -290,6 +296,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.sb_network = w.network(t);
         raw.sb_env = w.strings(t, "sandbox", "env");
         raw.sb_root_access = w.word(t, "sandbox", "root_access", Access::WORDS);
+        raw.sb_follow_roots = w.word(t, "sandbox", "follow_roots", FollowRoots::WORDS);
         raw.sb_read_only_roots = w.strings(t, "sandbox", "read_only_roots");
         if let Some(r) = w.table(t, "sandbox", "rlimits") {
             w.check_keys(r, "sandbox.rlimits", RLIMIT_KEYS);
@@ -328,6 +335,7 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
     names!(
         "", "version"; "", "mode";
         "roots", "allow"; "roots", "deny"; "roots", "static"; "roots", "list_timeout_ms";
+        "roots", "launch_wait_ms";
         "roots", "on_timeout"; "roots", "symlinks"; "roots", "hardlinks";
         "resources", "other_schemes"; "resources", "allow"; "resources", "deny";
         "resources", "max_bytes"; "resources", "mime"; "resources", "read";
@@ -338,7 +346,7 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
         "audit", "allowed"; "audit", "retain_files"; "audit", "retain_bytes";
         "sandbox", "mode"; "sandbox", "read"; "sandbox", "write"; "sandbox", "network";
         "sandbox", "env"; "sandbox", "root_access"; "sandbox", "read_only_roots";
-        "sandbox", "rlimits";
+        "sandbox", "follow_roots"; "sandbox", "rlimits";
         "sandbox.rlimits", "nofile"; "sandbox.rlimits", "address_space";
         "sandbox.rlimits", "cpu_seconds"; "sandbox.rlimits", "processes";
     )
