@@ -325,6 +325,10 @@ fn audit_config(policy: &Policy, path: PathBuf) -> AuditConfig {
     }
     cfg.on_failure = a.on_failure;
     cfg.log_allowed = a.log_allowed;
+    if a.retain_files.is_some() {
+        cfg.retain_files = a.retain_files;
+    }
+    cfg.retain_bytes = a.retain_bytes;
     cfg
 }
 

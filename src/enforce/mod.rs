@@ -15,6 +15,7 @@ mod decide;
 pub mod follow;
 mod learn;
 mod read;
+mod recording;
 pub mod roots;
 mod walk;
 
@@ -242,12 +243,16 @@ impl Interceptor for Enforcer {
                 return Action::Defer(Box::pin(async move {
                     let limit = inner.policy.roots().list_timeout;
                     let roots = inner.learner.tracker.wait(limit).await;
-                    inner.handle(&session, msg, roots)
+                    recording::start_handling();
+                    let action = inner.handle(&session, msg, roots);
+                    recording::resolve(inner.hold_for_denials(action)).await
                 }));
             }
         }
         let roots = inner.learner.tracker.known();
-        inner.handle(session, msg, roots)
+        recording::start_handling();
+        let action = inner.handle(session, msg, roots);
+        inner.hold_for_denials(action)
     }
 
     fn unlaunched_host_message(&self, session: &Arc<Session>, method: &str) {
@@ -592,7 +597,9 @@ impl Inner {
     /// The `params.uri` of a request, checked and audited: its verdict if allowed, or what
     /// to do with the request (its denial, or, in audit mode, forwarding it).
     fn request_uri(&self, ctx: &Ctx<'_>, id: &Id, message: &Value) -> Result<Checked, Action> {
-        let Some(raw) = message.pointer("/params/uri").and_then(Value::as_str) else {
+        // `get` twice, not `pointer`: a JSON pointer is parsed (and allocates) on every call.
+        let raw = message.get("params").and_then(|p| p.get("uri"));
+        let Some(raw) = raw.and_then(Value::as_str) else {
             let what = format!("`{}` needs a string `params.uri`", ctx.method);
             return Err(Action::Reply(invalid_params(id, &what)));
         };
@@ -914,7 +921,10 @@ impl Inner {
         if let Some(result) = message.get_mut("result") {
             self.input_required(ctx, result);
         }
-        let contents = match message.pointer_mut("/result/contents") {
+        let contents = match message
+            .get_mut("result")
+            .and_then(|r| r.get_mut("contents"))
+        {
             None | Some(Value::Null) => return self.done_ctx(ctx, message),
             Some(Value::Array(contents)) => contents,
             Some(_) => {
@@ -928,7 +938,7 @@ impl Inner {
         if contents.is_empty() {
             return self.done_ctx(ctx, message);
         }
-        let prior = ctx.id.and_then(|id| {
+        let mut prior = ctx.id.and_then(|id| {
             self.read_verdicts
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -937,16 +947,19 @@ impl Inner {
         let mut last_denied: Option<(String, Checked)> = None;
         let mut kept = Vec::with_capacity(contents.len());
         for (i, mut item) in std::mem::take(contents).into_iter().enumerate() {
-            let field = format!("result.contents[{i}].uri");
             let raw = item
                 .get("uri")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_owned();
-            // The item names exactly the URI checked on the way in: same verdict.
-            let mut c = match &prior {
-                Some(p) if p.canonical.as_ref().is_some_and(|u| u.as_str() == raw) => p.clone(),
-                _ => self.checker.uri(&self.policy, &raw, ctx.roots),
+            // The item names exactly the URI checked on the way in: same verdict, and the
+            // request's record is its record (one decision, not two).
+            let reused = prior
+                .as_ref()
+                .is_some_and(|p| p.canonical.as_ref().is_some_and(|u| u.as_str() == raw));
+            let mut c = match prior.take_if(|_| reused) {
+                Some(p) => p,
+                None => self.checker.uri(&self.policy, &raw, ctx.roots),
             };
             if c.allow {
                 if let Some(refusal) = read::content_refusal(&self.policy, &item) {
@@ -962,7 +975,16 @@ impl Inner {
                     }
                 }
             }
-            let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::Filtered);
+            // A reused verdict that still allows is already on record; anything that turned
+            // it into a refusal is a new decision.
+            let ok = (reused && c.allow)
+                || self.audit_decision(
+                    ctx,
+                    &format!("result.contents[{i}].uri"),
+                    &raw,
+                    &c,
+                    audit::Action::Filtered,
+                );
             if c.allow && ok {
                 if let Some(canonical) = &c.canonical {
                     ctx.set_uri(&mut item["uri"], canonical.as_str());
@@ -982,60 +1004,6 @@ impl Inner {
             }
         }
         self.done_ctx(ctx, message)
-    }
-
-    // ---- decisions and the audit log --------------------------------------------------------
-
-    /// Records one decision; returns false when the record could not be written and the
-    /// policy says to stop rather than run unaudited (the caller then refuses).
-    fn audit_decision(
-        &self,
-        ctx: &Ctx<'_>,
-        field: &str,
-        raw: &str,
-        c: &Checked,
-        on_deny: audit::Action,
-    ) -> bool {
-        let Some(auditor) = self.audit.get() else {
-            return true;
-        };
-        if c.allow && !self.policy.audit().log_allowed {
-            return true;
-        }
-        let action = if c.allow || !self.enforce {
-            audit::Action::Forwarded
-        } else {
-            on_deny
-        };
-        let event = Event::Decision(audit::Decision {
-            direction: direction(ctx.from),
-            method: ctx.method.to_owned(),
-            id: ctx.id.and_then(|i| RpcId::from_json(i.raw())),
-            field: Some(field.to_owned()),
-            uri: AuditUri::new(raw),
-            canonical: c.canonical.as_ref().map(|u| AuditUri::new(u.as_str())),
-            decision: if c.allow {
-                audit::Verdict::Allow
-            } else {
-                audit::Verdict::Deny
-            },
-            reason: c.reason.clone(),
-            layer: c.layer.clone(),
-            rule: c.rule.clone(),
-            root: c.root.as_ref().map(|u| AuditUri::new(u.as_str())),
-            action,
-        });
-        match auditor.record(event) {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::error!("could not audit a decision: {e}");
-                self.policy.audit().on_failure != audit::OnFailure::Stop
-            }
-        }
-    }
-
-    fn record(&self, event: Event) {
-        self.audit.record(event);
     }
 
     /// A URI or a URI template (completion references may be either).

@@ -41,7 +41,7 @@ impl Inner {
         };
         // The page's URIs are judged together, per directory (`Checker::uris`); templates
         // one by one.
-        let mut page = if uri_key.is_empty() || uri_key == "uriTemplate" {
+        let mut checks = if uri_key.is_empty() || uri_key == "uriTemplate" {
             Vec::new()
         } else {
             let raws = items
@@ -50,6 +50,11 @@ impl Inner {
             self.checker.uris(&self.policy, raws, ctx.roots)
         }
         .into_iter();
+        let mut page = if uri_key.is_empty() {
+            None
+        } else {
+            self.page_audit(field)
+        };
         let mut index = 0;
         items.retain_mut(|item| {
             let i = index;
@@ -63,11 +68,12 @@ impl Inner {
                 let c = if uri_key == "uriTemplate" {
                     template(&self.checker, &self.policy, &raw, ctx.roots)
                 } else {
-                    page.next().unwrap_or_else(|| Checked::deny("io_error"))
+                    checks.next().unwrap_or_else(|| Checked::deny("io_error"))
                 };
-                let ok = self.audit_decision(
+                let ok = self.audit_entry(
                     ctx,
-                    &format!("{field}[{i}].{uri_key}"),
+                    page.as_mut(),
+                    || format!("{field}[{i}].{uri_key}"),
                     &raw,
                     &c,
                     audit::Action::Filtered,
@@ -86,6 +92,7 @@ impl Inner {
             self.filter_icons(ctx, &format!("{field}[{i}].icons"), item.get_mut("icons"));
             true
         });
+        self.finish_page(ctx, page);
         true
     }
 

@@ -39,7 +39,7 @@ use super::settings::{
     SchemeStance, StaticRoot, SymlinkStance, Word, env_pattern_covers, fsync_rank,
 };
 use super::{AllowTable, LayerInfo, Matchers, Policy};
-use crate::audit::{FsyncPolicy as Fsync, OnFailure};
+use crate::audit::{AllowedRecords, FsyncPolicy as Fsync, OnFailure};
 
 /// Default wait for the host's `roots/list` answer.
 const DEFAULT_LIST_TIMEOUT_MS: u64 = 3_000;
@@ -114,6 +114,9 @@ struct Acc {
     rotate_bytes: Setting<Option<u64>>,
     on_failure: Setting<OnFailure>,
     log_allowed: Setting<bool>,
+    allowed: Setting<AllowedRecords>,
+    retain_files: Setting<Option<u64>>,
+    retain_bytes: Setting<Option<u64>>,
 
     sb_mode: Setting<SandboxMode>,
     sb_read: Setting<Vec<String>>,
@@ -168,6 +171,9 @@ impl Acc {
             rotate_bytes: Setting::default(None, "audit.rotate_bytes: the audit module's default"),
             on_failure: Setting::default(OnFailure::Stop, "audit.on_failure = \"stop\""),
             log_allowed: Setting::default(true, "audit.log_allowed = true"),
+            allowed: Setting::default(AllowedRecords::Summary, "audit.allowed = \"summary\""),
+            retain_files: Setting::default(None, "audit.retain_files: the audit module's default"),
+            retain_bytes: Setting::default(None, "audit.retain_bytes unlimited"),
             sb_mode: Setting::default(SandboxMode::BestEffort, "sandbox.mode = \"best-effort\""),
             sb_read: Setting::default(Vec::new(), "sandbox.read = []"),
             sb_write: Setting::default(Vec::new(), "sandbox.write = []"),
@@ -977,6 +983,20 @@ fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         OnFailure::WORDS,
     );
     ranked_bool(cx, &mut acc.log_allowed, &raw.audit_log_allowed);
+    ranked(
+        cx,
+        &mut acc.allowed,
+        &raw.audit_allowed,
+        AllowedRecords::WORDS,
+    );
+    if let Some(e) = &raw.audit_retain_files {
+        let prov = cx.prov(e);
+        fixed(cx, &mut acc.retain_files, &e.span, Some(e.v), prov);
+    }
+    if let Some(e) = &raw.audit_retain_bytes {
+        let prov = cx.prov(e);
+        fixed(cx, &mut acc.retain_bytes, &e.span, Some(e.v), prov);
+    }
 }
 
 fn word_of(w: FsyncWord) -> &'static str {
@@ -1353,6 +1373,23 @@ fn build(
             acc.log_allowed.prov.clone(),
         ),
         (
+            "audit.allowed",
+            format!("\"{}\"", acc.allowed.v.word()),
+            acc.allowed.prov.clone(),
+        ),
+        (
+            "audit.retain_files",
+            acc.retain_files
+                .v
+                .map_or("(default)".into(), |n| n.to_string()),
+            acc.retain_files.prov.clone(),
+        ),
+        (
+            "audit.retain_bytes",
+            opt(acc.retain_bytes.v, true),
+            acc.retain_bytes.prov.clone(),
+        ),
+        (
             "sandbox.mode",
             format!("\"{}\"", acc.sb_mode.v.word()),
             acc.sb_mode.prov.clone(),
@@ -1432,6 +1469,9 @@ fn build(
             rotate_bytes: acc.rotate_bytes.v,
             on_failure: acc.on_failure.v,
             log_allowed: acc.log_allowed.v,
+            allowed: acc.allowed.v,
+            retain_files: acc.retain_files.v,
+            retain_bytes: acc.retain_bytes.v,
         },
         sandbox: SandboxSettings {
             mode: acc.sb_mode.v,

@@ -19,7 +19,7 @@ use super::settings::{
     Access, FollowRoots, HardlinkStance, Mode, ReadStance, RootsFallback, SandboxMode,
     SymlinkStance,
 };
-use crate::audit::OnFailure;
+use crate::audit::{AllowedRecords, OnFailure};
 
 /// The only schema version this build understands.
 pub(crate) const SCHEMA_VERSION: i64 = 1;
@@ -118,6 +118,9 @@ pub(crate) struct RawLayer {
     pub(crate) audit_rotate_bytes: Option<Entry<u64>>,
     pub(crate) audit_on_failure: Option<Entry<OnFailure>>,
     pub(crate) audit_log_allowed: Option<Entry<bool>>,
+    pub(crate) audit_allowed: Option<Entry<AllowedRecords>>,
+    pub(crate) audit_retain_files: Option<Entry<u64>>,
+    pub(crate) audit_retain_bytes: Option<Entry<u64>>,
 
     pub(crate) sb_mode: Option<Entry<SandboxMode>>,
     pub(crate) sb_read: Strings,
@@ -169,6 +172,9 @@ const AUDIT_KEYS: &[&str] = &[
     "rotate_bytes",
     "on_failure",
     "log_allowed",
+    "allowed",
+    "retain_files",
+    "retain_bytes",
 ];
 const SANDBOX_KEYS: &[&str] = &[
     "mode",
@@ -278,6 +284,9 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.audit_rotate_bytes = w.size(t, "audit", "rotate_bytes");
         raw.audit_on_failure = w.word(t, "audit", "on_failure", OnFailure::WORDS);
         raw.audit_log_allowed = w.boolean(t, "audit", "log_allowed");
+        raw.audit_allowed = w.word(t, "audit", "allowed", AllowedRecords::WORDS);
+        raw.audit_retain_files = w.uint(t, "audit", "retain_files", 0, 1_000_000);
+        raw.audit_retain_bytes = w.size(t, "audit", "retain_bytes");
     }
     if let Some(t) = w.table(top, "", "sandbox") {
         w.check_keys(t, "sandbox", SANDBOX_KEYS);
@@ -334,6 +343,7 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
         "tools.paths", "tool"; "tools.paths", "pointers"; "tools.paths", "kind";
         "audit", "path"; "audit", "fsync"; "audit", "fsync_interval_ms";
         "audit", "rotate_bytes"; "audit", "on_failure"; "audit", "log_allowed";
+        "audit", "allowed"; "audit", "retain_files"; "audit", "retain_bytes";
         "sandbox", "mode"; "sandbox", "read"; "sandbox", "write"; "sandbox", "network";
         "sandbox", "env"; "sandbox", "root_access"; "sandbox", "read_only_roots";
         "sandbox", "follow_roots"; "sandbox", "rlimits";

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::decision::Provenance;
 // The audit log's own types: the policy only chooses among them.
-use crate::audit::{FsyncPolicy, OnFailure};
+use crate::audit::{AllowedRecords, FsyncPolicy, OnFailure};
 
 /// Whether decisions block (enforce) or are only recorded (audit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -123,6 +123,12 @@ pub struct AuditSettings {
     pub on_failure: OnFailure,
     /// Whether allowed decisions are logged too.
     pub log_allowed: bool,
+    /// How the allowed entries of a list page are logged (when allowed decisions are).
+    pub allowed: AllowedRecords,
+    /// Rotated files kept; `None` means the audit module's default.
+    pub retain_files: Option<u64>,
+    /// Bytes of rotated files kept; `None` means no limit by size.
+    pub retain_bytes: Option<u64>,
 }
 
 /// `sandbox.follow_roots`: what happens when the effective roots change after the server
@@ -243,6 +249,15 @@ impl Ranked for ReadStance {
     }
 }
 
+impl Ranked for AllowedRecords {
+    fn rank(&self) -> u64 {
+        match self {
+            AllowedRecords::Each => 0,
+            AllowedRecords::Summary => 1,
+        }
+    }
+}
+
 impl Ranked for OnFailure {
     fn rank(&self) -> u64 {
         match self {
@@ -334,6 +349,7 @@ words!(ReadStance {
     ReadStance::Serve => "serve",
 });
 words!(OnFailure { OnFailure::Stop => "stop", OnFailure::Continue => "continue" });
+words!(AllowedRecords { AllowedRecords::Each => "each", AllowedRecords::Summary => "summary" });
 words!(SandboxMode {
     SandboxMode::Off => "off",
     SandboxMode::BestEffort => "best-effort",
