@@ -76,20 +76,30 @@ fn check_reports_every_error_on_stderr_and_fails() {
 #[test]
 fn check_stacks_layers_unless_each() {
     let dir = tempfile::tempdir().unwrap();
-    let a = write(dir.path(), "org.toml", "version = 1\nmode = \"enforce\"\n");
+    let a = write(
+        dir.path(),
+        "org.toml",
+        "version = 1\n[resources]\nmax_bytes = \"1 MiB\"\n",
+    );
     let b = write(
         dir.path(),
         "project.toml",
-        "version = 1\nmode = \"audit\"\n",
+        "version = 1\n[resources]\nmax_bytes = \"2 MiB\"\n",
     );
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     let out = rootfence(&["policy", "check", a, b]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
-    assert!(err.contains("project.toml:2:8: error[widening]"), "{err}");
-    assert!(err.contains("org.toml:2:1: mode = \"enforce\""), "{err}");
+    assert!(err.contains("project.toml:3:13: error[widening]"), "{err}");
+    assert!(err.contains("org.toml:3:1: resources.max_bytes"), "{err}");
+    // Each on its own: both stack on the built-in default (16 MiB) and narrow it.
     let out = rootfence(&["policy", "check", "--each", a, b]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("ok: ") && stdout.contains("(stacked on builtin:default)"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -135,13 +145,17 @@ fn explain_json_for_a_layered_policy() {
             .unwrap()
             .ends_with("project-example.toml")
     );
-    assert_eq!(v["provenance"]["line"], 15);
+    assert_eq!(v["provenance"]["line"], 16);
     assert_eq!(v["provenance"]["rule"], "resources.deny = \"**/*.sqlite\"");
     assert_eq!(
         v["subject"]["path"],
         "/home/u/work/acme-api/data/customers.sqlite"
     );
-    assert_eq!(v["layers"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        v["layers"].as_array().unwrap().len(),
+        3,
+        "the built-in default, then the two files"
+    );
 
     let out = rootfence(&[
         "policy",
@@ -265,7 +279,12 @@ impl Tree {
         args.extend_from_slice(extra);
         args.push(uri);
         let out = rootfence(&args);
-        assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+        // Only the warnings of a policy that opts out of the built-in default.
+        let err = text(&out.stderr);
+        assert!(
+            err.lines().all(|l| l.starts_with("rootfence: WARNING:")),
+            "{err}"
+        );
         let v = serde_json::from_slice(&out.stdout).unwrap();
         (out.status.code(), v)
     }
@@ -365,7 +384,7 @@ fn explain_applies_the_policys_link_stances() {
     let allow = write(
         dir.path(),
         "links.toml",
-        "version = 1\n[roots]\nhardlinks = \"allow\"\n",
+        "version = 1\nbase = \"none\"\n[roots]\nhardlinks = \"allow\"\n",
     );
     let (code, v) = t.explain(
         &["--policy", allow.to_str().unwrap()],

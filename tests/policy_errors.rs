@@ -310,6 +310,6 @@ fn unreadable_file_is_reported_with_the_others() {
     assert!(
         errs.errors()[0]
             .to_string()
-            .contains("cannot read policy file")
+            .contains("policy file /nonexistent/rootfence/org.toml does not exist")
     );
 }

@@ -330,8 +330,10 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("rootfence: probe: not suggested: {}: {why}", p.display());
     }
     let restricted = spec.network != Network::Allow;
-    print!("{}", probe::render_toml(&suggestion, restricted));
+    let toml = probe::render_toml(&suggestion, restricted);
     drop(session);
+    // A closed stdout is an error main handles quietly, not a panic.
+    std::io::Write::write_all(&mut std::io::stdout().lock(), toml.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::decision::Provenance;
+use super::grant::{Grantable, Grants};
 // The audit log's own types: the policy only chooses among them.
 use crate::audit::{FsyncPolicy, OnFailure};
 
@@ -142,8 +143,13 @@ pub struct SandboxSettings {
     /// Resource limits.
     pub rlimits: Rlimits,
     /// Environment variables passed to the server besides the sandbox's own baseline:
-    /// exact names, or a prefix ending in `*` (e.g. `LC_*`).
+    /// exact names, or a prefix ending in `*` (e.g. `LC_*`). Every layer's entries.
     pub env: Vec<String>,
+    /// `env`, `read` and `write` with the rule that granted each (for messages).
+    pub grants: Grants,
+    /// What a grant made after the policy (`run --env`) may add: see
+    /// [`Policy::check_grant`](super::Policy::check_grant).
+    pub(crate) grantable: Grantable,
     /// Access granted to every root, unless it matches `read_only_roots`.
     pub root_access: Access,
     /// Root globs (expanded) that are read-only whatever `root_access` says.
@@ -160,6 +166,11 @@ impl SandboxSettings {
         } else {
             Access::ReadWrite
         }
+    }
+
+    /// `[sandbox.grantable]` as it stands after the last layer.
+    pub fn grantable(&self) -> &Grantable {
+        &self.grantable
     }
 
     /// Whether an environment variable name passes the policy's `env` list.
