@@ -194,6 +194,50 @@ impl Policy {
         compile::compile(inputs, home, true)
     }
 
+    /// [`load`](Self::load) with one more layer after the files, given as TOML text: a
+    /// command line's narrowing options (`check --no-symlinks` is `roots.symlinks =
+    /// "never"`), judged like any later layer.
+    pub fn load_then(files: &[PathBuf], name: &str, text: &str) -> Result<Policy, PolicyErrors> {
+        let home = std::env::var("HOME").ok();
+        let mut inputs = Vec::with_capacity(files.len() + 1);
+        let mut errs = Vec::new();
+        for path in files {
+            let shown: Arc<str> = path.display().to_string().into();
+            match read_layer(path) {
+                Ok((text, from_file)) => inputs.push(compile::LayerInput {
+                    name: shown,
+                    path: from_file.then(|| path.clone()),
+                    sha256: sha256_hex(text.as_bytes()),
+                    text,
+                    builtin: !from_file,
+                    base: false,
+                }),
+                Err((message, hint)) => {
+                    errs.push(PolicyError::unlocated(&shown, ErrorKind::Io, message).hint(hint))
+                }
+            }
+        }
+        if !errs.is_empty() {
+            return Err(PolicyErrors(errs));
+        }
+        if inputs.is_empty() {
+            inputs.push(compile::LayerInput::builtin(
+                "default",
+                DEFAULT_POLICY,
+                true,
+            ));
+        }
+        inputs.push(compile::LayerInput {
+            name: name.into(),
+            path: None,
+            sha256: sha256_hex(text.as_bytes()),
+            text: text.to_owned(),
+            builtin: false,
+            base: false,
+        });
+        compile::compile(inputs, home.as_deref(), true)
+    }
+
     /// Compiles layers given as `(display name, TOML text)`, in order, exactly as given: no
     /// implicit base (a first layer's explicit `base = "builtin:<name>"` is honoured).
     pub fn from_sources(layers: &[(String, String)]) -> Result<Policy, PolicyErrors> {
