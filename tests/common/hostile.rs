@@ -98,6 +98,8 @@ impl Tree {
             "dup.txt",
             "twice.txt",
             "hang.txt",
+            "text-and-blob.txt",
+            "big-blob.txt",
         ] {
             write(&root.join(name), "a scripted read\n");
         }
