@@ -847,3 +847,128 @@ fn mrtr_2026_07_28_elicitation_of_a_local_file_is_taken_out() {
     assert_no_secret(&host);
     finish(host, &tree);
 }
+
+// -------------------------------------------------------------------------------------------
+// Issue 12: built-in tool rules for their own server only; tool denials as tool errors
+// -------------------------------------------------------------------------------------------
+
+/// desktop-commander's `read_file` takes URLs (`{"path": "https://…", "isUrl": true}`): the
+/// reference filesystem server's built-in path rules must not judge it
+/// (`denied: https://example.com/ (relative_path)` was the bug). They still judge the
+/// reference server's own `read_file`, and every server's while its name is unknown.
+#[test]
+fn builtin_tool_rules_apply_only_to_the_server_they_describe() {
+    let url_call = json!({"path": "https://example.com/", "isUrl": true});
+    for rev in ["2025-06-18", "2026-07-28"] {
+        // Another server: the call reaches it untouched.
+        let tree = Tree::new();
+        let mut host = start(&tree, rev, &[], &["--name", "desktop-commander"], None);
+        let id = host.send_request(
+            "tools/call",
+            json!({"name": "read_file", "arguments": url_call}),
+        );
+        let r = host.response(id);
+        assert!(
+            r["result"]["_meta"].get("io.rootfence/denial").is_none(),
+            "{rev}: not refused by rootfence: {r}"
+        );
+        finish(host, &tree);
+        assert!(
+            server_saw_id(&tree.file("server.log"), id),
+            "{rev}: the server got the call"
+        );
+        // The reference filesystem server (the hostile server's default name): refused,
+        // with what to send instead.
+        let tree = Tree::new();
+        let mut host = start(&tree, rev, &[], &[], None);
+        let (r, _) = host.call_tool("read_file", url_call.clone());
+        let text = hostile::assert_tool_denied(&r, &["relative_path"]);
+        assert!(
+            text.contains("Use an absolute path inside one of the allowed roots"),
+            "{text}"
+        );
+        assert!(text.contains(&tree.root_str()), "{text}");
+        finish(host, &tree);
+    }
+    // 2026-07-28 before the server has named itself (no server/discover yet): every rule
+    // applies, so the unknown server is checked more, never less.
+    let tree = Tree::new();
+    let audit = tree.file("audit.jsonl");
+    let o = opts(&tree, &audit, &[], true);
+    let mut host = Host::start(
+        &o,
+        &tree.server(&tree.file("server.log"), &["--name", "desktop-commander"]),
+        "2026-07-28",
+    );
+    host.caps = json!({});
+    let (r, _) = host.call_tool(
+        "read_file",
+        json!({"path": format!("{}/../secret-place/secret.txt", tree.root_str())}),
+    );
+    hostile::assert_tool_denied(&r, &[]);
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    finish(host, &tree);
+}
+
+/// SEP-1303: every tool-call denial is a tool execution error the model can act on, in every
+/// revision (each revision's CallToolResult has `isError`), audited as a denial; a
+/// `resources/*` denial stays a JSON-RPC error.
+#[test]
+fn tool_call_denials_are_tool_errors_that_say_what_to_do() {
+    let policy = "version = 1\n[tools]\ndeny = [\"run_*\"]\n";
+    for rev in hostile::REVISIONS {
+        let tree = Tree::new();
+        let mut host = start(&tree, rev, &[policy], &[], None);
+        let root = tree.root_str();
+        // A protected file inside the root: which rule refused it, and not to retry.
+        let (r, _) = host.call_tool("read_text_file", json!({"path": format!("{root}/.env")}));
+        let text = hostile::assert_tool_denied(&r, &["policy_deny"]);
+        assert!(
+            text.contains("is protected by the policy (rule: builtin:default line")
+                && text.contains("\"**/.env\"")
+                && text.contains("Do not retry this path"),
+            "{rev}: {text}"
+        );
+        // A relative path: send an absolute one inside the roots.
+        let (r, _) = host.call_tool("read_text_file", json!({"path": "a.txt"}));
+        let text = hostile::assert_tool_denied(&r, &["relative_path"]);
+        assert!(
+            text.contains("is a relative path")
+                && text.contains(&format!("the allowed roots are: {root}")),
+            "{rev}: {text}"
+        );
+        // A denied tool: do not call it again.
+        let (r, _) = host.call_tool("run_anything", json!({}));
+        let text = hostile::assert_tool_denied(&r, &["tool_denied"]);
+        assert!(
+            text.contains("does not allow the tool `run_anything`") && text.contains("run_*"),
+            "{rev}: {text}"
+        );
+        // A path that is not a string.
+        let (r, _) = host.call_tool("read_text_file", json!({"path": 7}));
+        hostile::assert_tool_denied(&r, &["not_a_path"]);
+        if hostile::at_least(rev, "2026-07-28") {
+            assert_eq!(r["result"]["resultType"], "complete", "{r}");
+        } else {
+            assert!(r["result"].get("resultType").is_none(), "{r}");
+        }
+        // resources/read is not a tool call: its denial stays a JSON-RPC error.
+        let r = host.request("resources/read", json!({"uri": tree.uri(".env")}));
+        assert_denied(&r, None, &["policy_deny"]);
+        let records = finish(host, &tree);
+        let denials: Vec<&Value> = records
+            .iter()
+            .filter(|r| {
+                r["event"] == "decision"
+                    && r["method"] == "tools/call"
+                    && r["decision"] == "deny"
+                    && r["action"] == "answered_error"
+            })
+            .collect();
+        assert_eq!(
+            denials.len(),
+            4,
+            "{rev}: every refused call is audited as a denial"
+        );
+    }
+}
