@@ -504,3 +504,136 @@ fn show_prints_the_effective_policy() {
     assert_eq!(v["settings"]["mode"]["value"], "\"enforce\"");
     assert!(!v["resources_deny"].as_array().unwrap().is_empty());
 }
+
+/// Issue 12's trap: a file holding only the `env`/`read` line a server needs used to
+/// replace the built-in default (`.env` allowed, the CVE path checks gone) and stacking it
+/// on `builtin:default` was refused as widening. Now it stacks on the default, its grants
+/// are accepted, and the protections stay.
+#[test]
+fn a_file_with_only_a_grant_keeps_the_built_in_protections() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = write(
+        dir.path(),
+        "mine.toml",
+        "version = 1\n[sandbox]\nenv = [\"MEMORY_FILE_PATH\"]\nread = [\"~/.gitconfig\"]\n",
+    );
+    let mine = mine.to_str().unwrap();
+    let out = rootfence(&["policy", "check", mine]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("(stacked on builtin:default)"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(out.stderr.is_empty(), "no warning: {}", text(&out.stderr));
+    // The old workaround (naming the default first) means the same.
+    let out = rootfence(&["policy", "check", "builtin:default", mine]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = rootfence(&[
+        "policy",
+        "explain",
+        "--policy",
+        mine,
+        "file:///home/u/p/.env",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "`.env` stays denied");
+    assert!(text(&out.stdout).contains("layer:    builtin:default:"));
+    let out = rootfence(&["policy", "show", "--policy", mine]);
+    let s = text(&out.stdout);
+    assert!(
+        s.contains("[0] builtin:default (base: stacked under the files given"),
+        "{s}"
+    );
+    assert!(
+        s.contains("env \"MEMORY_FILE_PATH\"  from ") && s.contains("mine.toml:3"),
+        "{s}"
+    );
+    assert!(s.contains("read \"/home/u/.gitconfig\""), "{s}");
+    assert!(s.contains("(server \"secure-filesystem-server\")"), "{s}");
+    let out = rootfence(&["policy", "show", "--json", "--policy", mine]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["base"]["name"], "builtin:default");
+    assert_eq!(v["dropped_protections"], serde_json::json!([]));
+    assert_eq!(v["sandbox_grants"]["env"][0]["value"], "MEMORY_FILE_PATH");
+}
+
+/// Opting out is explicit (`base = "none"`) and loud: `policy check`, `policy show` and
+/// `run` name every built-in protection the file drops.
+#[test]
+fn opting_out_of_the_built_in_default_is_loud() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = write(
+        dir.path(),
+        "mine.toml",
+        "version = 1\nbase = \"none\"\n[sandbox]\nenv = [\"MEMORY_FILE_PATH\"]\n",
+    );
+    let mine = mine.to_str().unwrap();
+    let out = rootfence(&["policy", "check", mine]);
+    assert_eq!(out.status.code(), Some(0), "valid, but warned about");
+    let err = text(&out.stderr);
+    for needle in [
+        "rootfence: WARNING: ",
+        "mine.toml:2 opts out of the built-in default with `base = \"none\"`",
+        "secret deny glob resources.deny \"**/.env\"",
+        "`read_text_file` argument /path (CVE-2025-53109/53110)",
+        "hint: remove `base = \"none\"`",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
+    }
+    let out = rootfence(&["policy", "show", "--policy", mine]);
+    let s = text(&out.stdout);
+    assert!(s.contains("# base: none: "), "{s}");
+    assert!(s.contains("# WARNING: this policy drops"), "{s}");
+    let out = rootfence(&[
+        "policy",
+        "explain",
+        "--policy",
+        mine,
+        "file:///home/u/p/.env",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "what the user asked for, loudly"
+    );
+    assert!(text(&out.stderr).contains("WARNING"));
+    // run says it too, before the session starts.
+    let out = Command::new(env!("CARGO_BIN_EXE_rootfence"))
+        .args(["run", "--sandbox", "off", "--policy", mine, "--", "true"])
+        .env("HOME", "/home/u")
+        .env("XDG_STATE_HOME", dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(err.contains("WARNING") && err.contains("**/.env"), "{err}");
+    // A copy of the default that opts out keeps everything: no warning.
+    let out = rootfence(&["policy", "check", &policies("default.toml")]);
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+}
+
+/// An org layer decides what lower layers may grant: a grant it does not allow is refused
+/// with the org's rule named.
+#[test]
+fn the_org_layer_decides_what_may_be_granted() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = write(
+        dir.path(),
+        "project.toml",
+        "version = 1\n[sandbox]\nenv = [\"AWS_SECRET_ACCESS_KEY\"]\n",
+    );
+    let out = rootfence(&[
+        "policy",
+        "check",
+        &policies("org-example.toml"),
+        project.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("`sandbox.env` entry \"AWS_SECRET_ACCESS_KEY\" is not grantable here")
+            && err.contains("org-example.toml:")
+            && err.contains("sandbox.grantable.env"),
+        "{err}"
+    );
+}

@@ -176,12 +176,13 @@ pub(crate) fn judge_path(
     if path == "/" {
         return Err(Refusal::TooWide("the whole filesystem"));
     }
-    if rules
-        .home
-        .filter(|h| *h != "/")
-        .is_some_and(|h| glob::path_within(h, path))
-    {
-        return Err(Refusal::TooWide("the whole home directory"));
+    if let Some(home) = rules.home.filter(|h| *h != "/") {
+        if home == path {
+            return Err(Refusal::TooWide("the whole home directory"));
+        }
+        if glob::path_within(home, path) {
+            return Err(Refusal::TooWide("a directory holding the home directory"));
+        }
     }
     if let Some((glob, prov)) = denied(path) {
         return Err(Refusal::Denied(glob, prov));
