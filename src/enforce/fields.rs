@@ -66,7 +66,9 @@ impl Inner {
     ) {
         let mut gone = Vec::new();
         for (key, value) in obj.iter_mut() {
-            if skip.contains(&key.as_str()) {
+            // Most values are plain strings and numbers with nothing to judge: skipped before
+            // any field name is built (list pages hold thousands of entries).
+            if skip.contains(&key.as_str()) || !walkable(key, value) {
                 continue;
             }
             if !self.walk_key(ctx, &format!("{field}.{key}"), key, value) {
@@ -79,6 +81,12 @@ impl Inner {
                 ctx.mark();
             }
         }
+    }
+
+    /// Whether `walk_rest` has anything to do in `obj` (without building a field name).
+    pub(super) fn needs_walk(obj: &Map<String, Value>, skip: &[&str]) -> bool {
+        obj.iter()
+            .any(|(k, v)| !skip.contains(&k.as_str()) && walkable(k, v))
     }
 
     /// One value under `key`: a link key is judged on its own; anything else is walked.
@@ -313,6 +321,16 @@ impl Inner {
             }
             keep
         });
+    }
+}
+
+/// Whether a value under `key` may hold something to judge: an object or an array, or a
+/// string under a link key.
+fn walkable(key: &str, value: &Value) -> bool {
+    match value {
+        Value::Object(_) | Value::Array(_) => true,
+        Value::String(_) => LINK_KEYS.contains(&key),
+        _ => false,
     }
 }
 

@@ -92,7 +92,10 @@ impl Inner {
             }
             self.filter_icons(ctx, &format!("{field}[{i}].icons"), item.get_mut("icons"));
             if let Some(entry) = item.as_object_mut() {
-                self.walk_rest(ctx, &format!("{field}[{i}]"), entry, &[uri_key, "icons"]);
+                let skip = [uri_key, "icons"];
+                if Inner::needs_walk(entry, &skip) {
+                    self.walk_rest(ctx, &format!("{field}[{i}]"), entry, &skip);
+                }
             }
             true
         });
