@@ -10,16 +10,27 @@
 //! - `never`: never answers.
 //! - `exit` `{code}`: exits at once with `code`, answering nothing.
 //! - `die`: kills itself with SIGKILL.
-//! - `emit` `{lines: [..], respond?}`: writes each string verbatim as one line on stdout, then
-//!   answers `{}` unless `respond` is false.
+//! - `emit` `{lines: [..], hex?: [..], pad?, repeat?, respond?, block?}`: writes each string
+//!   verbatim as one line on stdout (`<PAD>` replaced by `pad` x's; each `hex` string's bytes as
+//!   one line), `repeat` times, then
+//!   answers `{}` unless `respond` is false; with `block`, then stops reading its input.
 //! - `ask_host` `{method, params?, id?}`: sends that request to the host (id `"srv-N"` unless
 //!   given), and answers the original request with `{"host_response": <the host's message>}`.
 //! - `stderr` `{text}`: writes `text` and a newline to stderr.
 //! - `resources/read` `{uri, _rawResult}`: answers with the text of `_rawResult` as the
 //!   result, verbatim (without `_rawResult`, reads are not served: method not found).
 //!
+//! - `read_path` `{path}`: reads the file itself, bypassing every protocol check (so tests
+//!   can see what the OS sandbox lets the server reach): `{text}` or `{error, errno}`; also as
+//!   the tool `read_path` (`tools/call`, argument `path`).
+//! - `pid`: `{pid}` of this process (which server generation answers).
+//! - `resources/subscribe`, `resources/unsubscribe`, `logging/setLevel`: `{}`.
+//!
 //! Options: `--log FILE` appends every line received, verbatim, to FILE (so tests can check
-//! exactly what reached the server); `--linger-ms N` keeps running N ms after stdin closes.
+//! exactly what reached the server); `--linger-ms N` keeps running N ms after stdin closes;
+//! `--caps-pid` puts the process id in the `initialize` capabilities (every generation
+//! answers differently) and promises `tools.listChanged`; `--once FILE` exits with status 3 at start when FILE exists, and
+//! creates it otherwise (a server that cannot start a second time).
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -56,6 +67,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mut log: Option<std::fs::File> = None;
     let mut linger = Duration::ZERO;
+    let mut caps_pid = false;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--log" => {
@@ -74,6 +86,15 @@ fn main() {
                     .and_then(|v| v.parse().ok())
                     .expect("--linger-ms needs a number");
                 linger = Duration::from_millis(ms);
+            }
+            "--caps-pid" => caps_pid = true,
+            "--once" => {
+                let marker = args.next().expect("--once needs a file");
+                if std::path::Path::new(&marker).exists() {
+                    eprintln!("test-server: {marker} exists; refusing to start again");
+                    std::process::exit(3);
+                }
+                std::fs::write(&marker, b"started").expect("cannot write the --once marker");
             }
             other => panic!("unknown option {other}"),
         }
@@ -95,7 +116,7 @@ fn main() {
             Err(_) => vec![line.as_str()],
         };
         for element in elements {
-            handle(element, &asked, &mut next_ask);
+            handle(element, &asked, &mut next_ask, caps_pid);
         }
     }
     std::thread::sleep(linger);
@@ -103,7 +124,16 @@ fn main() {
 
 type Asked = Arc<Mutex<HashMap<String, Box<RawValue>>>>;
 
-fn handle(line: &str, asked: &Asked, next_ask: &mut u64) {
+/// Reads a file with this process's own system calls: what the OS lets the server reach.
+fn read_path(path: &Value) -> Value {
+    let path = path.as_str().unwrap_or_default();
+    match std::fs::read_to_string(path) {
+        Ok(text) => json!({"text": text}),
+        Err(e) => json!({"error": e.to_string(), "errno": e.raw_os_error()}),
+    }
+}
+
+fn handle(line: &str, asked: &Asked, next_ask: &mut u64, caps_pid: bool) {
     {
         let Ok(msg) = serde_json::from_str::<Incoming<'_>>(line) else {
             return;
@@ -124,14 +154,31 @@ fn handle(line: &str, asked: &Asked, next_ask: &mut u64) {
         match method {
             "initialize" => {
                 let version = params["protocolVersion"].as_str().unwrap_or("2025-06-18");
-                let result = json!({
+                let mut result = json!({
                     "protocolVersion": version,
                     "capabilities": {"tools": {}, "resources": {"subscribe": true}},
                     "serverInfo": {"name": "rootfence-test-server", "version": "0.0.0"}
                 });
+                if caps_pid {
+                    result["capabilities"]["experimental"] = json!({"pid": std::process::id()});
+                    result["capabilities"]["tools"] = json!({"listChanged": true});
+                }
                 respond(id, &result.to_string());
             }
-            "ping" => respond(id, "{}"),
+            "ping" | "resources/subscribe" | "resources/unsubscribe" | "logging/setLevel" => {
+                respond(id, "{}")
+            }
+            "pid" => respond(id, &json!({"pid": std::process::id()}).to_string()),
+            "read_path" => respond(id, &read_path(&params["path"]).to_string()),
+            "tools/call" if params["name"] == "read_path" => {
+                let r = read_path(&params["arguments"]["path"]);
+                let text = r
+                    .get("text")
+                    .cloned()
+                    .unwrap_or_else(|| json!(r.to_string()));
+                let result = json!({"content": [{"type": "text", "text": text}], "isError": r.get("error").is_some(), "structuredContent": r});
+                respond(id, &result.to_string());
+            }
             // A read answered with exactly the result text the request carries in
             // `_rawResult` (so tests can script any server output); without it, reads are not
             // served.
@@ -157,11 +204,33 @@ fn handle(line: &str, asked: &Asked, next_ask: &mut u64) {
                 let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
             }
             "emit" => {
-                for l in params["lines"].as_array().into_iter().flatten() {
-                    send(l.as_str().unwrap_or_default());
+                let repeat = params["repeat"].as_u64().unwrap_or(1);
+                // `<PAD>` in a line becomes `pad` x's (lines longer than the host may send).
+                let pad = "x".repeat(params["pad"].as_u64().unwrap_or(0) as usize);
+                for _ in 0..repeat {
+                    for l in params["lines"].as_array().into_iter().flatten() {
+                        send(&l.as_str().unwrap_or_default().replace("<PAD>", &pad));
+                    }
+                    // Raw bytes (hex), for lines that are not UTF-8.
+                    for h in params["hex"].as_array().into_iter().flatten() {
+                        let hex = h.as_str().unwrap_or_default();
+                        let bytes: Vec<u8> = (0..hex.len() / 2)
+                            .filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
+                            .collect();
+                        let mut out = std::io::stdout().lock();
+                        let _ = out.write_all(&bytes);
+                        let _ = out.write_all(b"\n");
+                        let _ = out.flush();
+                    }
                 }
                 if params["respond"].as_bool() != Some(false) {
                     respond(id, "{}");
+                }
+                if params["block"].as_bool() == Some(true) {
+                    // Stops reading its input for good (a server that does not read).
+                    loop {
+                        std::thread::sleep(Duration::from_secs(3600));
+                    }
                 }
             }
             "ask_host" => {

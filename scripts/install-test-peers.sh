@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the pinned third-party MCP peers the interop tests (tests/interop.rs) run against:
-#   - npm:  @modelcontextprotocol/server-everything 2025.11.25 and 2026.8.31, and
-#           @modelcontextprotocol/server-filesystem 2026.8.31, from tests/peers/node/package-lock.json
+#   - npm:  @modelcontextprotocol/server-everything 2025.11.25 and 2026.8.31,
+#           @modelcontextprotocol/server-filesystem 2026.8.31 and
+#           @modelcontextprotocol/server-memory 2026.8.31, from tests/peers/node/package-lock.json
 #           (npm ci) into tests/peers/node/node_modules;
-#   - PyPI: the official `mcp` SDK 2.3.0 and its dependencies, every file hash-pinned in
+#   - PyPI: the official `mcp` SDK 2.3.0, the reference git server mcp-server-git 2026.10.19,
+#           and their dependencies, every file hash-pinned in
 #           tests/peers/python/requirements.txt, into the venv tests/peers/.venv;
 #   - crates.io: the rmcp client (tests/peers/rmcp-client, its own Cargo.lock and target dir,
 #           never part of the rootfence build), built with `cargo build --release --locked`.
@@ -46,7 +48,8 @@ install_node() {
     # peers are third-party code that has no business running at install time.
     (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
     for entry in everything-2025/dist/index.js everything-latest/dist/index.js \
-        @modelcontextprotocol/server-filesystem/dist/index.js; do
+        @modelcontextprotocol/server-filesystem/dist/index.js \
+        @modelcontextprotocol/server-memory/dist/index.js; do
         [[ -f "$dir/node_modules/$entry" ]] || die "npm ci did not install $entry"
     done
     printf '%s\n' "$key" >"$stamp"
@@ -69,7 +72,7 @@ install_python() {
     # builds (no build-time code from the registry); --no-deps: the lock is complete.
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
         --require-hashes --only-binary :all: --no-deps -r "$req" >&2
-    "$venv/bin/python" -c 'import mcp, mcp_types' || die "the mcp SDK does not import in $venv"
+    "$venv/bin/python" -c 'import mcp, mcp_types, mcp_server_git' || die "the mcp SDK or mcp-server-git does not import in $venv"
     printf '%s\n' "$key" >"$stamp"
 }
 

@@ -19,7 +19,9 @@
 //! - [`sandbox`]: Landlock confinement of the child and its enforcement report.
 //! - [`audit`]: the hash-chained JSON Lines audit log and its readers.
 //! - [`enforce`]: the relay's interceptor that checks every URI crossing rootfence against
-//!   the effective roots and the policy (see `docs/enforcement.md`).
+//!   the effective roots and the policy (see `docs/enforcement.md`), learns the roots, and
+//!   decides when the server (re)starts so its OS sandbox follows them.
+//! - [`launch`]: how a server generation is confined and started for a set of roots.
 //! - [`wrap`]: rewriting host configuration files so their servers run behind rootfence.
 //!
 //! The binary (`src/main.rs`, `src/cli/`) is a thin clap front end over these modules.
@@ -28,6 +30,7 @@ pub mod audit;
 pub mod enforce;
 pub mod fsaccess;
 pub mod jsonrpc;
+pub mod launch;
 pub mod mcp;
 pub mod policy;
 pub mod relay;

@@ -47,6 +47,7 @@ fn scripted_session(path: &Path, log_allowed: bool) -> String {
         paths: vec![SandboxPath {
             path: "/data".into(),
             access: "read_write".into(),
+            ..SandboxPath::default()
         }],
         network: "deny".into(),
         rlimits: [("nofile".to_owned(), 1024)].into_iter().collect(),

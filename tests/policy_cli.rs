@@ -637,3 +637,69 @@ fn the_org_layer_decides_what_may_be_granted() {
         "{err}"
     );
 }
+
+/// The command line is the last layer: `run --env/--read/--write` (what `wrap` writes from a
+/// host entry) may add what the policy makes grantable, and nothing else.
+#[test]
+fn run_grants_are_judged_by_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "k").unwrap();
+    std::os::unix::fs::symlink(home.join(".ssh"), home.join("innocent")).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--sandbox", "off"];
+        args.extend_from_slice(extra);
+        args.extend(["--", "true"]);
+        Command::new(env!("CARGO_BIN_EXE_rootfence"))
+            .args(&args)
+            .env("HOME", &home)
+            .env("XDG_STATE_HOME", dir.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // The built-in default: a variable a server needs, its own state.
+    let out = run(&[
+        "--env",
+        "MEMORY_FILE_PATH",
+        "--write",
+        "/tmp/rootfence-memory.json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Never a secret, also not through a link that looks innocent, nor the whole home.
+    let innocent = home.join("innocent").display().to_string();
+    let home_s = home.display().to_string();
+    for (flag, value, needle) in [
+        (
+            "--read",
+            innocent.as_str(),
+            "is denied by the policy (`**/.ssh/**`",
+        ),
+        ("--write", home_s.as_str(), "the whole home directory"),
+        ("--read", "/", "the whole filesystem"),
+    ] {
+        let out = run(&[flag, value]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(flag) && err.contains(needle),
+            "{flag} {value}: {err}"
+        );
+    }
+    // An organisation's layer decides what may be granted.
+    let out = run(&[
+        "--policy",
+        &policies("org-example.toml"),
+        "--env",
+        "AWS_SECRET_ACCESS_KEY",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--env AWS_SECRET_ACCESS_KEY")
+            && err.contains("not grantable under the policy")
+            && err.contains("org-example.toml"),
+        "{err}"
+    );
+}

@@ -94,7 +94,8 @@ fn bad_host_input_gets_errors_and_the_session_continues() {
         (b"this is not json".to_vec(), -32700, Value::Null),
         (b"{\"jsonrpc\":\"2.0\",\"id\":1,".to_vec(), -32700, Value::Null),
         (b"\xff\xfe{}".to_vec(), -32700, Value::Null),
-        (format!("{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"echo\",\"params\":\"{}\"}}", "x".repeat(2000)).into_bytes(), -32600, Value::Null),
+        // Too long to read, but its id is in the part kept: the request gets its answer.
+        (format!("{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"echo\",\"params\":\"{}\"}}", "x".repeat(2000)).into_bytes(), -32600, json!(9)),
         (br#"{"id":2,"method":"ping"}"#.to_vec(), -32600, json!(2)),
         (br#"{"jsonrpc":"2.0","id":3.5,"method":"ping"}"#.to_vec(), -32600, Value::Null),
         (br#"{"jsonrpc":"2.0","id":4,"method":"ping","result":{}}"#.to_vec(), -32600, json!(4)),

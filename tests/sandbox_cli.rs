@@ -225,3 +225,178 @@ fn probe_stops_a_command_that_does_not_end() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("nothing to add"), "{stdout}");
 }
+
+/// Processes (not zombies) whose command line is exactly `argv`.
+fn processes_running(argv: &[&str]) -> Vec<i32> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if cmdline == want && !zombie {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Regression: `sandbox probe --timeout 3 -- sleep 12` ran 12 s under strace, because the
+/// report was read to end of file first and strace keeps the report pipe open until it
+/// exits. The timeout now covers the whole run.
+#[test]
+fn probe_under_strace_stops_at_its_timeout() {
+    let t = "probe_under_strace_stops_at_its_timeout";
+    if !landlock_or_skip(t) {
+        return;
+    }
+    if rootfence::sandbox::probe::find_strace().is_none() {
+        return skip(format_args!("{t}: strace not installed"));
+    }
+    let start = std::time::Instant::now();
+    let out = rootfence()
+        .args(["sandbox", "probe", "--timeout", "2", "--", "sleep", "12.25"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took.as_secs_f64() < 8.0, "took {took:?}: {stderr}");
+    assert!(
+        stderr.contains("stopped after 2 s (--timeout), with everything it started"),
+        "{stderr}"
+    );
+    // The report was printed while the command ran, before the end.
+    let report = stderr.find("sandbox (best-effort)").unwrap();
+    assert!(report < stderr.find("command ended").unwrap(), "{stderr}");
+    assert!(processes_running(&["sleep", "12.25"]).is_empty());
+}
+
+/// Regression: a probe killed while the command ran left strace and the server behind.
+/// SIGTERM and SIGINT stop the group and still print the findings; SIGKILL leaves no one
+/// either (parent-death signals on strace and the launcher).
+#[test]
+fn a_killed_probe_leaves_no_strace_and_no_server() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let t = "a_killed_probe_leaves_no_strace_and_no_server";
+    if !landlock_or_skip(t) {
+        return;
+    }
+    let traced = rootfence::sandbox::probe::find_strace().is_some();
+    if !traced {
+        skip(format_args!(
+            "{t}: strace not installed; testing the stderr probe only"
+        ));
+    }
+    for (i, sig) in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGKILL]
+        .into_iter()
+        .enumerate()
+    {
+        let duration = format!("40.{i}7");
+        let probe = rootfence()
+            .args([
+                "sandbox",
+                "probe",
+                "--timeout",
+                "60",
+                "--",
+                "sleep",
+                &duration,
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_until("the server runs", || {
+            !processes_running(&["sleep", &duration]).is_empty()
+        });
+        let strace_pids: Vec<i32> = if traced {
+            let me = probe.id().to_string();
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|pid| {
+                    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                        .is_ok_and(|s| s.contains("(strace)") && s.split(' ').nth(3) == Some(&me))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        assert_eq!(strace_pids.len(), usize::from(traced), "{sig}");
+        kill(Pid::from_raw(probe.id() as i32), sig).unwrap();
+        let out = probe.wait_with_output().unwrap();
+        wait_until(&format!("{sig}: no server left"), || {
+            processes_running(&["sleep", &duration]).is_empty()
+        });
+        wait_until(&format!("{sig}: no strace left"), || {
+            strace_pids.iter().all(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .map(|s| {
+                        s.rsplit(')')
+                            .next()
+                            .is_some_and(|r| r.trim_start().starts_with('Z'))
+                    })
+                    .unwrap_or(true)
+            })
+        });
+        if sig != Signal::SIGKILL {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains(&format!("stopped on {sig}, with everything it started")),
+                "{stderr}"
+            );
+            assert!(String::from_utf8_lossy(&out.stdout).starts_with("[sandbox]"));
+        }
+    }
+}
+
+/// Regression: run from /tmp, the probe once suggested granting `/tmp/.` (the command
+/// listed its working directory). Paths are normalized, and the working directory, shared
+/// temp directories and broad directories are never suggested, each with the reason.
+#[test]
+fn probe_never_suggests_its_working_directory_or_tmp() {
+    let t = "probe_never_suggests_its_working_directory_or_tmp";
+    if !landlock_or_skip(t) {
+        return;
+    }
+    if rootfence::sandbox::probe::find_strace().is_none() {
+        return skip(format_args!("{t}: strace not installed"));
+    }
+    let out = rootfence()
+        .args(["sandbox", "probe", "--timeout", "10", "--", "ls", "."])
+        .current_dir("/tmp")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stdout.contains("/tmp"), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("not suggested: /tmp: the working directory the probe ran in"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("/tmp/."), "{stderr}");
+}

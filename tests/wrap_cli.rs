@@ -415,7 +415,7 @@ fn problem_entries_exit_1_and_the_rest_is_written() {
 }
 
 #[test]
-fn hints_for_missing_commands_and_dropped_env() {
+fn hints_for_missing_commands_and_env_names_passed() {
     let e = Env::new();
     let text = r#"{"mcpServers": {"s": {"command": "no-such-server-cmd-4821", "env": {"API_KEY": "k", "OTHER_SECRET": "s", "LANG": "C"}}}}"#;
     let f = e.write("c.json", text);
@@ -435,13 +435,17 @@ fn hints_for_missing_commands_and_dropped_env() {
         err.contains("warning: `s`: command `no-such-server-cmd-4821` was not found on this PATH"),
         "{err}"
     );
-    // API_KEY is listed by the policy and LANG by the sandbox baseline: only OTHER_SECRET.
+    // Every name the entry sets reaches the server: one --env each, said in the message.
     assert!(
-        err.contains("note: `s` sets OTHER_SECRET in its env, which the sandbox passes to the server only if a policy lists it: add `env = [\"OTHER_SECRET\"]`"),
+        err.contains("wrapped `s` (no-such-server-cmd-4821); env passed to the server: API_KEY, OTHER_SECRET, LANG (--env)"),
         "{err}"
     );
-    assert!(!err.contains("sets API_KEY"), "{err}");
-    assert!(err.contains("rootfence relays") || !err.contains("remote"));
+    assert!(
+        stdout(&o).contains(r#""--env", "API_KEY", "--env", "OTHER_SECRET", "--env", "LANG", "--wrapped-without-args", "--""#),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!err.contains("policy lists it"), "{err}");
 }
 
 #[test]

@@ -16,6 +16,12 @@ fn opts(policies: &[&str]) -> WrapOptions {
     WrapOptions {
         rootfence: RF.into(),
         policies: policies.iter().map(|s| s.to_string()).collect(),
+        // As the CLI derives, on a machine where none of the samples' paths exist (what
+        // `expected_wrap` models).
+        derive: Some(wrap::DeriveContext {
+            assume: Some(wrap::Assumed::default()),
+            ..wrap::DeriveContext::default()
+        }),
         ..WrapOptions::default()
     }
 }
@@ -204,7 +210,7 @@ fn new_items_follow_the_layout() {
     let ind = "                ";
     assert!(
         w.contains(&format!(
-            "\"args\": [\r\n{ind}\"run\",\r\n{ind}\"--policy\",\r\n{ind}\"/p.toml\",\r\n{ind}\"--\",\r\n{ind}\"uvx\",\r\n{ind}\"mcp-server-git\","
+            "\"args\": [\r\n{ind}\"run\",\r\n{ind}\"--policy\",\r\n{ind}\"/p.toml\",\r\n{ind}\"--root\",\r\n{ind}\"${{workspaceFolder}}\",\r\n{ind}\"--\",\r\n{ind}\"uvx\",\r\n{ind}\"mcp-server-git\","
         )),
         "{w}"
     );
@@ -573,10 +579,14 @@ proptest! {
 fn example_configs_match_what_wrap_writes() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/configs");
     let bless = std::env::var_os("ROOTFENCE_BLESS").is_some();
-    let o = WrapOptions {
-        rootfence: "/usr/local/bin/rootfence".into(),
-        policies: vec!["/etc/rootfence/org.toml".into()],
-        ..WrapOptions::default()
+    // The machine the examples describe: these directories and files exist there.
+    let assumed = |home: &str, dirs: &[&str], files: &[&str]| wrap::DeriveContext {
+        home: Some(home.into()),
+        workspace: None,
+        assume: Some(wrap::Assumed {
+            dirs: dirs.iter().map(Into::into).collect(),
+            files: files.iter().map(Into::into).collect(),
+        }),
     };
     let mut seen = 0;
     for host in ["claude-desktop", "claude-code", "vscode", "cursor"] {
@@ -588,6 +598,28 @@ fn example_configs_match_what_wrap_writes() {
         befores.sort();
         for before_path in befores {
             let before = std::fs::read_to_string(&before_path).unwrap();
+            let ctx = match host {
+                "claude-desktop" => assumed(
+                    "/Users/alex",
+                    &["/Users/alex/work/app"],
+                    &["/Users/alex/work/app/dev.db"],
+                ),
+                _ => assumed(
+                    "/home/alex",
+                    &[
+                        "/home/alex/work/app",
+                        "/home/alex/tools/docs-mcp",
+                        "/home/alex/tools/docs-mcp/index",
+                    ],
+                    &[],
+                ),
+            };
+            let o = WrapOptions {
+                rootfence: "/usr/local/bin/rootfence".into(),
+                policies: vec!["/etc/rootfence/org.toml".into()],
+                derive: Some(ctx),
+                ..WrapOptions::default()
+            };
             let w = wrap::wrap_config(&before, &o).unwrap();
             assert!(
                 w.servers.iter().any(|s| s.action.kind() == "wrapped"),

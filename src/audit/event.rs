@@ -32,6 +32,9 @@ pub enum Event {
     Initialized(Initialized),
     /// `roots_update`: the host's roots arrived or changed and the effective roots moved.
     RootsUpdate(RootsUpdate),
+    /// `server_start`: a server generation started: the first when the roots to confine it
+    /// to were known, another each time the effective roots' grants changed.
+    ServerStart(ServerStart),
     /// `decision`: one URI checked, with its provenance and what was done.
     Decision(Decision),
     /// `protocol_error`: a line or message that could not be relayed as is.
@@ -54,6 +57,7 @@ impl Event {
             Event::SessionStart(_) => "session_start",
             Event::Initialized(_) => "initialized",
             Event::RootsUpdate(_) => "roots_update",
+            Event::ServerStart(_) => "server_start",
             Event::Decision(_) => "decision",
             Event::ProtocolError(_) => "protocol_error",
             Event::SessionEnd(_) => "session_end",
@@ -76,6 +80,7 @@ impl Event {
             Event::SessionStart(e) => serde_json::to_writer(&mut *out, e),
             Event::Initialized(e) => serde_json::to_writer(&mut *out, e),
             Event::RootsUpdate(e) => serde_json::to_writer(&mut *out, e),
+            Event::ServerStart(e) => serde_json::to_writer(&mut *out, e),
             Event::Decision(e) => serde_json::to_writer(&mut *out, e),
             Event::ProtocolError(e) => serde_json::to_writer(&mut *out, e),
             Event::SessionEnd(e) => serde_json::to_writer(&mut *out, e),
@@ -101,6 +106,7 @@ impl Event {
             "session_start" => Event::SessionStart(serde_json::from_slice(body)?),
             "initialized" => Event::Initialized(serde_json::from_slice(body)?),
             "roots_update" => Event::RootsUpdate(serde_json::from_slice(body)?),
+            "server_start" => Event::ServerStart(serde_json::from_slice(body)?),
             "decision" => Event::Decision(serde_json::from_slice(body)?),
             "protocol_error" => Event::ProtocolError(serde_json::from_slice(body)?),
             "session_end" => Event::SessionEnd(serde_json::from_slice(body)?),
@@ -115,6 +121,7 @@ impl Event {
         match self {
             Event::Decision(d) => d.decision == Verdict::Deny,
             Event::SessionStart(_)
+            | Event::ServerStart(_)
             | Event::SessionEnd(_)
             | Event::LogRecovered(_)
             | Event::LogRewound(_) => true,
@@ -201,6 +208,10 @@ pub struct SandboxPath {
     pub path: String,
     /// The rights granted.
     pub access: String,
+    /// Why it is granted: `root`, `read`, `write`, `private-tmp`, or `profile: <reason>`
+    /// (e.g. `profile: project of the script /w/srv/index.js`). Absent in older records.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub origin: String,
 }
 
 /// `initialized` fields.
@@ -246,6 +257,27 @@ pub struct RootsUpdate {
     /// reach them (the sandbox cannot widen mid-session), whatever the protocol allows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outside_sandbox: Vec<AuditUri>,
+}
+
+/// `server_start` fields.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerStart {
+    /// 1 for the first server process of the session, then one more per restart.
+    pub generation: u32,
+    /// What started it: `launch` (the first), or the roots update that moved the grants
+    /// (`list_changed`, `input_response`, `timeout`, ...).
+    pub trigger: String,
+    /// The effective roots it is confined to.
+    pub roots: Vec<AuditUri>,
+    /// The sandbox enforcement report of this process.
+    pub sandbox: Option<SandboxReport>,
+    /// How its `initialize` answer differs from the first generation's, in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<String>,
+    /// Subscriptions the new generation did not take again, by URI.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lost_subscriptions: Vec<String>,
 }
 
 /// A dropped root and why.

@@ -50,7 +50,7 @@ use std::time::Duration;
 pub use event::{
     Action, AuditUri, Counts, Decision, Direction, DroppedRoot, EndCause, Event, Initialized,
     LogRecovered, LogRewound, NarrowedRoot, PeerInfo, PolicyFile, ProtocolError, ProtocolErrorKind,
-    RootsUpdate, RpcId, SandboxPath, SandboxReport, SessionEnd, SessionStart, Verdict,
+    RootsUpdate, RpcId, SandboxPath, SandboxReport, ServerStart, SessionEnd, SessionStart, Verdict,
 };
 pub use show::{ShowFilter, show};
 pub use summary::{SummaryOptions, summarize};

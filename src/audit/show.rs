@@ -190,6 +190,24 @@ fn format_record(r: &Record, o: &mut String) {
                 uris(u.effective.iter())
             )
         }
+        Event::ServerStart(s) => write!(
+            o,
+            "server_start generation {} ({})  roots: {}",
+            s.generation,
+            disp(&s.trigger),
+            uris(s.roots.iter())
+        )
+        .and_then(|()| match &s.sandbox {
+            Some(sb) => write!(o, "  sandbox: {} {}", disp(&sb.mode), disp(&sb.enforcement)),
+            None => Ok(()),
+        })
+        .and_then(|()| match s.differences.is_empty() {
+            true => Ok(()),
+            false => {
+                let d: Vec<String> = s.differences.iter().map(|d| disp(d)).collect();
+                write!(o, "  differs: {}", d.join("; "))
+            }
+        }),
         Event::Decision(d) => {
             let verdict = match d.decision {
                 Verdict::Allow => "allow",

@@ -12,10 +12,11 @@ use rootfence::audit::{
     self, AuditConfig, AuditLog, AuditUri, PolicyFile, SessionEnd, SessionStart,
 };
 use rootfence::enforce::{Enforcer, StartHook, Started};
+use rootfence::launch::SandboxLauncher;
 use rootfence::policy::{Mode, Policy};
 use rootfence::relay::{self, EndCause, RelayConfig};
 use rootfence::roots::RootSpec;
-use rootfence::sandbox::{self, SandboxMode, SandboxRoot, SandboxSpec};
+use rootfence::sandbox::{self, SandboxMode};
 
 /// Runs an MCP server behind rootfence.
 ///
@@ -43,6 +44,23 @@ pub struct RunArgs {
     #[arg(long = "root", value_name = "DIR_OR_URI")]
     pub roots: Vec<String>,
 
+    /// An environment variable passed to the sandboxed server besides the baseline (PATH,
+    /// HOME, locale, proxies, ...): an exact name or a PREFIX* pattern (repeatable).
+    /// `rootfence wrap` writes one for each name in a host entry's env/envFile. Every other
+    /// variable is dropped and named at start.
+    #[arg(long = "env", value_name = "NAME")]
+    pub env: Vec<String>,
+
+    /// An extra path the sandboxed server may read (repeatable): its own configuration
+    /// outside the roots. Not a root: URIs under it are still checked against the roots.
+    #[arg(long = "read", value_name = "PATH")]
+    pub read: Vec<PathBuf>,
+
+    /// An extra path the sandboxed server may read and write (repeatable): its own state,
+    /// e.g. the file a host entry's MEMORY_FILE_PATH names. Not a root.
+    #[arg(long = "write", value_name = "PATH")]
+    pub write: Vec<PathBuf>,
+
     /// The audit log file (JSON Lines, hash-chained). Default: the policy's `audit.path`,
     /// else $XDG_STATE_HOME/rootfence/audit.jsonl (~/.local/state/rootfence/audit.jsonl).
     #[arg(long, value_name = "FILE")]
@@ -63,6 +81,12 @@ pub struct RunArgs {
     /// stdin is closed, and again after SIGTERM, before SIGKILL (e.g. 500ms, 2s).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
+
+    /// When the roots move and the server is restarted under new grants, how long the
+    /// previous server process may go on answering the requests it holds before they are
+    /// answered with an error asking the host to send them again (e.g. 500ms, 5s).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub restart_grace: Duration,
 
     /// No effect. `rootfence wrap` writes it into a host entry that had no `args` key, so
     /// that `rootfence unwrap` removes the key again instead of leaving an empty one.
@@ -87,13 +111,44 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // its root), then the policy's static roots (may be absent on this machine).
     let mut specs = Vec::new();
     for root in &args.roots {
+        if root.contains("${") {
+            // VS Code expands ${workspaceFolder} only with a folder open; without one the
+            // entry still starts, with one root fewer.
+            eprintln!(
+                "rootfence: warning: --root {root}: the host did not expand this variable \
+                 (is a folder open?); not used as a root"
+            );
+            continue;
+        }
         specs.push(root_spec(root, &cwd)?);
     }
     for root in &policy.roots().static_roots {
         specs.push(RootSpec::path(&root.path));
     }
     let start: Arc<Mutex<Option<StartState>>> = Arc::default();
-    let (enforcer, dropped) = Enforcer::new(Arc::clone(&policy), specs, None);
+    // The server is started by the enforcer, once the roots it must be confined to are known
+    // (the host's, asked for before its `initialize` is answered), and started again under
+    // new grants whenever they move (`[sandbox] follow_roots`).
+    let mode = args.sandbox.unwrap_or(policy.sandbox().mode);
+    // What the host entry adds to the sandbox (--env, --read, --write): checked once now, so
+    // a bad value stops the start with its reason, and its warnings are said once.
+    let grants = sandbox::ServerGrants {
+        env: args.env.clone(),
+        read: args.read.clone(),
+        write: args.write.clone(),
+    };
+    let (_, warnings) = sandbox::server_spec(&policy, mode, Vec::new(), &grants, &cwd)?;
+    for w in warnings {
+        eprintln!("rootfence: warning: {w}");
+    }
+    let launcher = Arc::new(SandboxLauncher::new(
+        Arc::clone(&policy),
+        mode,
+        args.command.clone(),
+        grants,
+        cwd.clone(),
+    ));
+    let (enforcer, dropped) = Enforcer::new(Arc::clone(&policy), specs, Some(launcher));
     for d in &dropped {
         let given = args
             .roots
@@ -109,12 +164,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
 
-    // The sandbox gets the roots known now; host roots learnt later can only be narrower
-    // in the protocol, and the sandbox cannot widen.
-    let mode = args.sandbox.unwrap_or(policy.sandbox().mode);
-    let spec = sandbox_spec(&policy, mode, &enforcer);
-    let prepared = sandbox::prepare(&spec, &args.command).map_err(|e| anyhow!("{e}"))?;
-
     let audit_path = match args
         .audit_log
         .clone()
@@ -127,43 +176,22 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let audit_cfg = audit_config(&policy, audit_path);
     let session_start = session_start(&args.command, &cwd, &policy, &enforcer);
 
-    // The sandbox session lives until the server is gone (it owns the private temp dir);
-    // its report is read in the start hook, which runs right after the spawn.
-    let sandbox_session = Arc::new(Mutex::new(Some(prepared.session)));
-    let hook_sandbox = Arc::clone(&sandbox_session);
     let hook_state = Arc::clone(&start);
     let hook: StartHook = Box::new(move |_session| {
-        let mut ss = session_start;
-        let reader = hook_sandbox
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-            .and_then(|s| s.take_report_reader());
-        let mut sandbox = None;
-        if let Some(reader) = reader {
-            match reader.read_blocking() {
-                Ok(report) => {
-                    eprintln!("rootfence: {report}");
-                    ss.sandbox = Some(report.audit_record());
-                    sandbox = Some(report);
-                }
-                Err(e) => return Err(format!("the sandbox did not start the server: {e}")),
-            }
-        }
-        let log =
-            AuditLog::open(audit_cfg, ss).map_err(|e| format!("cannot open the audit log: {e}"))?;
+        let log = AuditLog::open(audit_cfg, session_start)
+            .map_err(|e| format!("cannot open the audit log: {e}"))?;
         let auditor = log.handle();
         *hook_state.lock().unwrap_or_else(|e| e.into_inner()) = Some(StartState { log });
         Ok(Started {
             auditor: Some(auditor),
-            sandbox,
         })
     });
     let enforcer = enforcer.with_start(hook);
 
-    let mut config = RelayConfig::new(prepared.command);
+    let mut config = RelayConfig::deferred();
     config.max_line = args.max_message_size;
     config.shutdown_grace = args.shutdown_grace;
+    config.timing.grace = args.restart_grace;
 
     // One thread: the relay is two pumps and two writers, all I/O-bound; a single-threaded
     // runtime keeps every hand-off on one core with no cross-thread wake-ups.
@@ -174,7 +202,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let outcome = runtime.block_on(relay::run(config, Arc::new(enforcer)));
     // A read of a terminal stdin may still be parked on a blocking thread; don't wait for it.
     runtime.shutdown_background();
-    drop(sandbox_session);
     let outcome = outcome?;
 
     if let Some(StartState { log }) = start.lock().unwrap_or_else(|e| e.into_inner()).take() {
@@ -187,8 +214,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                     audit::EndCause::ServerExited
                 }
                 EndCause::Stopped => audit::EndCause::AuditFailure,
+                EndCause::ServerFailed => audit::EndCause::Error,
             },
-            detail: None,
+            detail: (outcome.cause == EndCause::ServerFailed)
+                .then(|| "a server generation could not be started".to_owned()),
             exit_code: outcome.status.code(),
             signal: std::os::unix::process::ExitStatusExt::signal(&outcome.status),
             protocol_version: outcome.session.revision().map(|r| r.to_string()),
@@ -211,7 +240,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     }
-    if outcome.cause == EndCause::Stopped {
+    if matches!(outcome.cause, EndCause::Stopped | EndCause::ServerFailed) {
         // rootfence ended the session itself (its error is on stderr): its own failure code,
         // not the status of the server it stopped.
         return Ok(ExitCode::from(2));
@@ -276,29 +305,6 @@ fn root_spec(root: &str, cwd: &Path) -> anyhow::Result<RootSpec> {
         );
     }
     Ok(RootSpec::path(path))
-}
-
-fn sandbox_spec(policy: &Policy, mode: SandboxMode, enforcer: &Enforcer) -> SandboxSpec {
-    let s = policy.sandbox();
-    let mut spec = SandboxSpec::new(mode);
-    spec.roots = enforcer
-        .operator_roots()
-        .roots()
-        .iter()
-        .map(|r| SandboxRoot {
-            path: PathBuf::from(r.real_uri().path()),
-            access: s.access_for_root(r.uri().path()),
-        })
-        .collect();
-    spec.read = s.read.clone();
-    spec.write = s.write.clone();
-    spec.network = s.network.clone();
-    spec.rlimits = s.rlimits;
-    spec.env = s.env.clone();
-    for pattern in &policy.resources().deny_globs {
-        spec.add_deny_pattern(pattern);
-    }
-    spec
 }
 
 fn audit_config(policy: &Policy, path: PathBuf) -> AuditConfig {

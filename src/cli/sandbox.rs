@@ -7,12 +7,12 @@
 //! denied as a `[sandbox]` snippet on stdout.
 
 use std::ffi::OsString;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Child, ExitCode, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{ExitCode, ExitStatus, Stdio};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use rootfence::sandbox::{self, Access, Network, SandboxMode, SandboxRoot, SandboxSpec, probe};
@@ -33,6 +33,10 @@ pub enum SandboxCommand {
 /// What to grant; the same vocabulary as the policy's `[sandbox]` table.
 #[derive(Debug, clap::Args)]
 pub struct SpecArgs {
+    /// A policy layer whose [sandbox] table and deny rules apply, as `rootfence run`
+    /// applies them (repeatable, in order). The flags below add to it.
+    #[arg(long = "policy", value_name = "FILE")]
+    policies: Vec<PathBuf>,
     /// A root the command may read and write (repeatable).
     #[arg(long = "root", value_name = "PATH")]
     roots: Vec<PathBuf>,
@@ -48,9 +52,10 @@ pub struct SpecArgs {
     /// A path kept unreachable even inside a root (repeatable; globs are reported only).
     #[arg(long, value_name = "PATH")]
     deny: Vec<String>,
-    /// TCP network: allow, deny, or a comma-separated list of ports.
-    #[arg(long, value_name = "allow|deny|PORTS", default_value = "allow")]
-    network: String,
+    /// TCP network: allow, deny, or a comma-separated list of ports. Default: the
+    /// policy's, else allow.
+    #[arg(long, value_name = "allow|deny|PORTS")]
+    network: Option<String>,
     /// An environment variable passed through (exact name or PREFIX*; repeatable).
     #[arg(long, value_name = "NAME")]
     env: Vec<String>,
@@ -85,7 +90,9 @@ pub struct ProbeArgs {
     /// Do not use strace even if installed; read denials from the command's stderr only.
     #[arg(long)]
     no_strace: bool,
-    /// Stop the command after this many seconds (servers usually run until stdin closes).
+    /// Stop the command (and everything it started) after this many seconds in all, then
+    /// print what it was denied. Servers usually run until their stdin closes; Ctrl-C
+    /// stops it early the same way.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     timeout: u64,
     /// The command and its arguments, after `--`.
@@ -128,20 +135,52 @@ fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
     let abs = |p: &PathBuf| {
         std::path::absolute(p).with_context(|| format!("cannot make '{}' absolute", p.display()))
     };
-    let mut spec = SandboxSpec::new(mode);
+    let mut roots = Vec::new();
     for (paths, access) in [
         (&a.roots, Access::ReadWrite),
         (&a.roots_ro, Access::ReadOnly),
     ] {
         for p in paths {
-            spec.roots.push(SandboxRoot {
+            roots.push(SandboxRoot {
                 path: abs(p)?,
                 access,
             });
         }
     }
-    spec.read = a.read.iter().map(abs).collect::<Result<_, _>>()?;
-    spec.write = a.write.iter().map(abs).collect::<Result<_, _>>()?;
+    let mut spec = if a.policies.is_empty() {
+        for name in &a.env {
+            sandbox::check_env_name(name)?;
+        }
+        let mut spec = SandboxSpec::new(mode);
+        spec.roots = roots;
+        spec.read = a.read.iter().map(abs).collect::<Result<_, _>>()?;
+        spec.write = a.write.iter().map(abs).collect::<Result<_, _>>()?;
+        spec.env = a.env.clone();
+        spec
+    } else {
+        for p in &a.policies {
+            let builtin = p.to_str().is_some_and(|s| s.starts_with("builtin:"));
+            if !builtin && !p.exists() {
+                bail!(
+                    "policy file {} does not exist (hint: check the path, or use builtin:default)",
+                    p.display()
+                );
+            }
+        }
+        let policy = rootfence::policy::Policy::load(&a.policies)
+            .map_err(|e| anyhow::anyhow!("invalid policy\n{e}"))?;
+        let grants = sandbox::ServerGrants {
+            env: a.env.clone(),
+            read: a.read.clone(),
+            write: a.write.clone(),
+        };
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        let (spec, warnings) = sandbox::server_spec(&policy, mode, roots, &grants, &cwd)?;
+        for w in warnings {
+            eprintln!("rootfence: warning: {w}");
+        }
+        spec
+    };
     for d in &a.deny {
         let looks_glob = d.contains(['*', '?', '[', '{']);
         if looks_glob {
@@ -150,14 +189,23 @@ fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
             spec.add_deny_pattern(&abs(&PathBuf::from(d))?.to_string_lossy());
         }
     }
-    spec.network = parse_network(&a.network)?;
-    spec.env = a.env.clone();
+    if let Some(n) = &a.network {
+        spec.network = parse_network(n)?;
+    }
     spec.default_profile = !a.no_default_profile;
     spec.private_tmp = !a.no_private_tmp;
-    spec.rlimits.nofile = a.nofile;
-    spec.rlimits.address_space = a.address_space;
-    spec.rlimits.cpu_seconds = a.cpu_seconds;
-    spec.rlimits.processes = a.processes;
+    if a.nofile.is_some() {
+        spec.rlimits.nofile = a.nofile;
+    }
+    if a.address_space.is_some() {
+        spec.rlimits.address_space = a.address_space;
+    }
+    if a.cpu_seconds.is_some() {
+        spec.rlimits.cpu_seconds = a.cpu_seconds;
+    }
+    if a.processes.is_some() {
+        spec.rlimits.processes = a.processes;
+    }
     Ok(spec)
 }
 
@@ -252,7 +300,9 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         mut session,
         ..
     } = prepared;
-    // The command's stdout would mix with the snippet: send it to stderr.
+    // The command's stdout would mix with the snippet: send it to stderr. Its own process
+    // group, so that stopping it reaches everything it started (strace, the launcher, the
+    // server and its children), and a terminal's Ctrl-C reaches rootfence only.
     let stdout_to_stderr = std::io::stderr()
         .as_fd()
         .try_clone_to_owned()
@@ -261,26 +311,50 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         .stdout(Stdio::from(stdout_to_stderr))
         .stderr(Stdio::piped())
         .process_group(0);
-    let mut child = command.spawn().with_context(|| match &strace {
-        Some(s) => format!("cannot start {}", s.display()),
-        None => "cannot start the sandbox launcher".to_owned(),
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let timeout = Duration::from_secs(args.timeout);
+    let (end, stderr_text, report) = runtime.block_on(async {
+        let mut child = tokio::process::Command::from(command)
+            .spawn()
+            .with_context(|| match &strace {
+                Some(s) => format!("cannot start {}", s.display()),
+                None => "cannot start the sandbox launcher".to_owned(),
+            })?;
+        let reader = session
+            .take_report_reader()
+            .context("report reader already taken")?;
+        // The report is printed as soon as it arrives; under strace the pipe reaches end
+        // of file only when strace exits, so it is read beside the wait, not before it.
+        let report = std::thread::spawn(move || reader.read_each(print_report));
+        let tee = tee_stderr(child.stderr.take());
+        let end = wait_or_stop(&mut child, timeout).await?;
+        // Bounded: a process that left the group could keep the pipe open.
+        let stderr_text = tokio::time::timeout(Duration::from_secs(2), tee)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        anyhow::Ok((end, stderr_text, report))
     })?;
-    let tee = tee_stderr(&mut child);
-    let reader = session
-        .take_report_reader()
-        .context("report reader already taken")?;
-    let report = reader.read_blocking();
-    match &report {
-        Ok(r) => print_report(r),
-        Err(e) => eprintln!("rootfence: error: {e}"),
+    runtime.shutdown_background();
+    let report = report.join().unwrap_or(Err(sandbox::LaunchError::NoReport));
+    if let Err(e) = &report {
+        eprintln!("rootfence: error: {e}");
     }
-    let status = wait_with_timeout(&mut child, Duration::from_secs(args.timeout))?;
-    let stderr_text = tee.join().unwrap_or_default();
     eprintln!(
         "rootfence: probe: command ended: {}",
-        match status {
-            Some(s) => s.to_string(),
-            None => format!("stopped after {} s (--timeout)", args.timeout),
+        match &end {
+            ProbeEnd::Exited(s) => s.to_string(),
+            ProbeEnd::Timeout => format!(
+                "stopped after {} s (--timeout), with everything it started",
+                args.timeout
+            ),
+            ProbeEnd::Signal(name) => {
+                format!("stopped on {name}, with everything it started")
+            }
         }
     );
 
@@ -330,59 +404,90 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("rootfence: probe: not suggested: {}: {why}", p.display());
     }
     let restricted = spec.network != Network::Allow;
-    let toml = probe::render_toml(&suggestion, restricted);
+    let snippet = probe::render_toml(&suggestion, restricted);
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (`| head -1`) is not worth a panic.
+    let _ = out.write_all(snippet.as_bytes()).and_then(|()| out.flush());
     drop(session);
-    // A closed stdout is an error main handles quietly, not a panic.
-    std::io::Write::write_all(&mut std::io::stdout().lock(), toml.as_bytes())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(match end {
+        ProbeEnd::Signal("SIGINT") => ExitCode::from(130),
+        ProbeEnd::Signal("SIGHUP") => ExitCode::from(129),
+        ProbeEnd::Signal(_) => ExitCode::from(143),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// How the probed command ended.
+enum ProbeEnd {
+    /// By itself.
+    Exited(ExitStatus),
+    /// Stopped at `--timeout`.
+    Timeout,
+    /// Stopped because rootfence got this signal.
+    Signal(&'static str),
+}
+
+/// Waits for the command; at the timeout or on SIGINT/SIGTERM/SIGHUP, stops its whole
+/// process group (TERM, then KILL after a grace period). Either way nothing of the group
+/// is left running when this returns; a SIGKILL of rootfence itself is covered by the
+/// parent-death signals of strace and the launcher.
+async fn wait_or_stop(
+    child: &mut tokio::process::Child,
+    timeout: Duration,
+) -> anyhow::Result<ProbeEnd> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let pgid = child
+        .id()
+        .map(|id| nix::unistd::Pid::from_raw(-(id as i32)));
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let end = tokio::select! {
+        s = child.wait() => ProbeEnd::Exited(s?),
+        _ = tokio::time::sleep(timeout) => ProbeEnd::Timeout,
+        _ = int.recv() => ProbeEnd::Signal("SIGINT"),
+        _ = term.recv() => ProbeEnd::Signal("SIGTERM"),
+        _ = hup.recv() => ProbeEnd::Signal("SIGHUP"),
+    };
+    let Some(pgid) = pgid else {
+        return Ok(end);
+    };
+    let group_alive = || nix::sys::signal::kill(pgid, None).is_ok();
+    if !matches!(end, ProbeEnd::Exited(_)) {
+        let _ = nix::sys::signal::kill(pgid, nix::sys::signal::Signal::SIGTERM);
+    }
+    // A grace period for the group (the server's children included) to end by itself.
+    let grace = tokio::time::Instant::now() + Duration::from_secs(2);
+    while group_alive() && tokio::time::Instant::now() < grace {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // Reap the leader, so it stops counting as a member.
+        let _ = child.try_wait();
+    }
+    if group_alive() {
+        let _ = nix::sys::signal::kill(pgid, nix::sys::signal::Signal::SIGKILL);
+    }
+    let _ = child.wait().await;
+    Ok(end)
 }
 
 /// Copies the child's stderr to ours and keeps (a bounded amount of) it.
-fn tee_stderr(child: &mut Child) -> std::thread::JoinHandle<String> {
-    let pipe = child.stderr.take();
-    std::thread::spawn(move || {
+fn tee_stderr(pipe: Option<tokio::process::ChildStderr>) -> tokio::task::JoinHandle<String> {
+    tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
         let Some(mut pipe) = pipe else {
             return String::new();
         };
         let mut kept = Vec::new();
         let mut buf = [0u8; 8192];
-        let mut err = std::io::stderr();
-        while let Ok(n) = pipe.read(&mut buf) {
+        while let Ok(n) = pipe.read(&mut buf).await {
             if n == 0 {
                 break;
             }
-            let _ = err.write_all(&buf[..n]);
+            let _ = std::io::stderr().write_all(&buf[..n]);
             if kept.len() < MAX_STDERR_KEPT {
                 kept.extend_from_slice(&buf[..n]);
             }
         }
         String::from_utf8_lossy(&kept).into_owned()
     })
-}
-
-/// Waits for the child; after `timeout`, stops its whole process group (TERM, then KILL)
-/// and returns `None`.
-fn wait_with_timeout(child: &mut Child, timeout: Duration) -> anyhow::Result<Option<ExitStatus>> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(s) = child.try_wait()? {
-            return Ok(Some(s));
-        }
-        if Instant::now() >= deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pgid = nix::unistd::Pid::from_raw(-(child.id() as i32));
-    let _ = nix::sys::signal::kill(pgid, nix::sys::signal::Signal::SIGTERM);
-    let grace = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < grace {
-        if child.try_wait()?.is_some() {
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = nix::sys::signal::kill(pgid, nix::sys::signal::Signal::SIGKILL);
-    child.wait()?;
-    Ok(None)
 }

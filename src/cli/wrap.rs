@@ -160,6 +160,7 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
         run_args: args.run_args,
         servers: args.target.servers.clone(),
         rewrap: args.rewrap,
+        derive: Some(derive_context(&path)),
     };
     let outcome = wrap::wrap_config(&original, &opts)
         .with_context(|| format!("cannot wrap {}", path.display()))?;
@@ -177,6 +178,9 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
             Action::Wrapped | Action::Rewrapped | Action::AlreadyWrapped
         ) {
             server_hints(&mut err, s, &policy);
+            for note in &s.derived.notes {
+                let _ = writeln!(err, "rootfence: note: `{}`: {note}", s.label());
+            }
         }
     }
     drop(err);
@@ -423,10 +427,11 @@ fn report_server(err: &mut impl std::io::Write, s: &wrap::ServerReport) {
         .as_deref()
         .map(|c| format!(" ({c})"))
         .unwrap_or_default();
+    let derived = derived_summary(&s.derived);
     let _ = match &s.action {
-        Action::Wrapped => writeln!(err, "rootfence: wrapped `{name}`{cmd}"),
+        Action::Wrapped => writeln!(err, "rootfence: wrapped `{name}`{cmd}{derived}"),
         Action::AlreadyWrapped => writeln!(err, "rootfence: `{name}`{cmd} is already wrapped"),
-        Action::Rewrapped => writeln!(err, "rootfence: rewrapped `{name}`{cmd}"),
+        Action::Rewrapped => writeln!(err, "rootfence: rewrapped `{name}`{cmd}{derived}"),
         Action::Unwrapped => writeln!(err, "rootfence: unwrapped `{name}`{cmd}"),
         Action::NotWrapped => writeln!(err, "rootfence: `{name}`{cmd} is not wrapped"),
         Action::Remote(note) => writeln!(
@@ -461,37 +466,69 @@ fn server_hints(err: &mut impl std::io::Write, s: &wrap::ServerReport, policy: &
             }
         );
     }
-    if policy.sandbox().mode == SandboxMode::Off || s.env.is_empty() {
-        return;
-    }
-    let argv = [OsString::from(s.command.clone().unwrap_or_default())];
-    let baseline = rootfence::sandbox::default_profile(&argv, &[]).env;
-    let allowed = |n: &str| {
-        baseline
-            .iter()
-            .chain(&policy.sandbox().env)
-            .any(|p| match p.strip_suffix('*') {
-                Some(prefix) => n.starts_with(prefix),
-                None => p == n,
-            })
-    };
-    let dropped: Vec<&str> = s
-        .env
-        .iter()
-        .map(String::as_str)
-        .filter(|n| !allowed(n))
-        .collect();
-    if !dropped.is_empty() {
+    if policy.sandbox().mode == SandboxMode::Off && !s.derived.is_empty() {
         let _ = writeln!(
             err,
-            "rootfence: note: `{name}` sets {} in its env, which the sandbox passes to the server only if a policy lists it: add `env = [{}]` to the [sandbox] table of a policy layer",
-            dropped.join(", "),
-            dropped
-                .iter()
-                .map(|n| format!("\"{n}\""))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "rootfence: note: `{name}`: the policy turns the sandbox off, so --env/--read/--write do nothing until it is on; --root still bounds the roots"
         );
+    }
+}
+
+/// `; roots from its command line: ...; env passed: ...` for the wrap message.
+fn derived_summary(d: &wrap::Derived) -> String {
+    let mut parts = Vec::new();
+    if !d.roots.is_empty() {
+        parts.push(format!(
+            "roots from its command line: {} (--root)",
+            d.roots.join(", ")
+        ));
+    }
+    if !d.env.is_empty() {
+        parts.push(format!(
+            "env passed to the server: {} (--env)",
+            d.env.join(", ")
+        ));
+    }
+    if !d.write.is_empty() {
+        parts.push(format!(
+            "files its env names, read-write: {} (--write)",
+            d.write.join(", ")
+        ));
+    }
+    if !d.read.is_empty() {
+        parts.push(format!(
+            "files its env names, read-only: {} (--read)",
+            d.read.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", parts.join("; "))
+    }
+}
+
+/// What derivation needs: the home directory, and the workspace folder when the file is
+/// a project's (`DIR/.vscode/mcp.json`, `DIR/.cursor/mcp.json`, `DIR/.mcp.json`).
+fn derive_context(config: &Path) -> wrap::DeriveContext {
+    let abs = std::path::absolute(config).unwrap_or_else(|_| config.to_owned());
+    let parent = abs.parent();
+    let workspace = match (
+        parent.and_then(|p| p.file_name()).and_then(|n| n.to_str()),
+        abs.file_name().and_then(|n| n.to_str()),
+    ) {
+        (Some(".vscode" | ".cursor"), Some("mcp.json")) => {
+            parent.and_then(Path::parent).map(Path::to_path_buf)
+        }
+        (_, Some(".mcp.json")) => parent.map(Path::to_path_buf),
+        _ => None,
+    };
+    wrap::DeriveContext {
+        home: std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute()),
+        workspace,
+        assume: None,
     }
 }
 

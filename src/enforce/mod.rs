@@ -13,6 +13,8 @@
 
 mod decide;
 mod fields;
+pub mod follow;
+mod learn;
 mod read;
 pub mod roots;
 mod tools;
@@ -21,25 +23,27 @@ mod walk;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::audit::{self, AuditUri, Auditor, Direction, DroppedRoot, Event, RpcId};
-use crate::jsonrpc::error::{DENIED, INVALID_PARAMS, METHOD_NOT_FOUND};
+use crate::jsonrpc::error::{DENIED, INVALID_PARAMS};
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::methods as m;
-use crate::policy::{Mode, Policy, ReadStance, RootsFallback};
+use crate::policy::{Mode, Policy, ReadStance};
 use crate::relay::{Action, Intercepted, Interceptor, ProtocolError, Session, Side};
 use crate::roots::{RootSet, RootSpec};
 use crate::uri::FileUri;
 
 pub use decide::{Checked, Checker, rule_text};
+pub use follow::{ReportSlot, ServerLauncher};
 
-use roots::{HostRoot, OperatorRoots, RootsState, Tracker};
+use follow::Follower;
+use learn::Learner;
+use roots::{OperatorRoots, RootsState};
 
-/// Called once the server is running, before any message is relayed: opens the audit log
-/// (with the sandbox report, known only then) and hands both over, or gives the reason the
-/// session must not go on.
+/// Called once the session is set up, before any message is relayed: opens the audit log
+/// and hands it over, or gives the reason the session must not go on.
 pub type StartHook = Box<dyn FnOnce(&Arc<Session>) -> Result<Started, String> + Send>;
 
 /// What the start hook hands to the enforcer.
@@ -47,8 +51,6 @@ pub type StartHook = Box<dyn FnOnce(&Arc<Session>) -> Result<Started, String> + 
 pub struct Started {
     /// The audit log's handle.
     pub auditor: Option<Auditor>,
-    /// The OS sandbox's report: which paths the server process can reach at all.
-    pub sandbox: Option<crate::sandbox::EnforcementReport>,
 }
 
 /// Read verdicts kept for their results at most (more means results that never came).
@@ -64,24 +66,12 @@ struct Inner {
     policy: Arc<Policy>,
     enforce: bool,
     checker: Checker,
-    operator: OperatorRoots,
-    tracker: Tracker,
-    audit: OnceLock<Auditor>,
-    /// The sandbox as applied at launch (it cannot widen later).
-    sandbox: OnceLock<crate::sandbox::EnforcementReport>,
+    operator: Arc<OperatorRoots>,
+    /// The roots: learning them from the host, and the server generations that follow them.
+    learner: Arc<Learner>,
+    audit: Recorder,
     start: Mutex<Option<StartHook>>,
     fatal: watch::Sender<Option<String>>,
-    /// The `inputRequests` key of rootfence's own MRTR `roots/list` (2026-07-28).
-    mrtr_key: String,
-    /// Whether the host supports roots (`None` until it says).
-    host_roots: Mutex<Option<bool>>,
-    /// `inputRequests` keys under which the server asked for roots (2026-07-28).
-    server_roots_keys: Mutex<HashSet<String>>,
-    /// Roots answers rootfence gives on behalf of a host without roots (2026-07-28): by the
-    /// `requestState` of the retry, the `inputResponses` keys to fill, and whether the state
-    /// is rootfence's own marker (taken out before the server sees the retry).
-    injections: Mutex<std::collections::HashMap<String, (Vec<String>, bool)>>,
-    next_state: std::sync::atomic::AtomicU64,
     /// The verdicts of forwarded `resources/read` requests, by request id: a result item
     /// naming exactly the URI that was checked reuses its verdict instead of resolving the
     /// same path again. Bounded: cleared when it grows past [`READ_VERDICTS`].
@@ -96,40 +86,76 @@ struct Inner {
     fields: fields::FieldState,
 }
 
+/// The audit log, once open: shared by the enforcer's parts.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Recorder(Arc<OnceLock<Auditor>>);
+
+impl Recorder {
+    fn get(&self) -> Option<&Auditor> {
+        self.0.get()
+    }
+
+    fn set(&self, auditor: Auditor) {
+        let _ = self.0.set(auditor);
+    }
+
+    /// Writes one record (a failure is logged; decisions use their own path).
+    pub(crate) fn record(&self, event: Event) {
+        if let Some(auditor) = self.0.get() {
+            if let Err(e) = auditor.record(event) {
+                tracing::error!("could not write an audit record: {e}");
+            }
+        }
+    }
+}
+
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Enforcer")
             .field("enforce", &self.enforce)
-            .field("roots", &self.tracker.state())
+            .field("roots", &self.learner.tracker.state())
             .finish_non_exhaustive()
     }
 }
 
 impl Enforcer {
     /// An enforcer for `policy` with the operator's roots (`--root` plus `roots.static`).
-    /// Returns the operator roots that were dropped (unopenable, or refused by the policy).
+    /// With a `launcher`, the enforcer starts the server itself once the roots to confine it
+    /// to are known, and a new generation whenever they move (the relay then runs with
+    /// [`crate::relay::RelayConfig::deferred`]). Returns the operator roots that were dropped
+    /// (unopenable, or refused by the policy).
     pub fn new(
         policy: Arc<Policy>,
         operator_roots: Vec<RootSpec>,
-        start: Option<StartHook>,
+        launcher: Option<Arc<dyn ServerLauncher>>,
     ) -> (Enforcer, Vec<DroppedRoot>) {
         let (operator, dropped) = OperatorRoots::open(operator_roots, &policy);
+        let operator = Arc::new(operator);
+        let audit = Recorder::default();
+        let fatal = watch::Sender::new(None);
+        let follow = Follower::new(
+            launcher,
+            policy.sandbox().follow_roots,
+            audit.clone(),
+            fatal.clone(),
+        );
+        let learner = Learner::new(
+            Arc::clone(&policy),
+            Arc::clone(&operator),
+            follow,
+            audit.clone(),
+            format!("io.rootfence/roots-{:016x}", random_u64()),
+        );
         let inner = Inner {
             enforce: policy.mode() == Mode::Enforce,
             checker: Checker::new(&policy),
             policy,
             operator,
-            tracker: Tracker::new(),
-            audit: OnceLock::new(),
-            sandbox: OnceLock::new(),
-            start: Mutex::new(start),
-            fatal: watch::Sender::new(None),
-            mrtr_key: format!("io.rootfence/roots-{:016x}", random_u64()),
-            host_roots: Mutex::new(None),
-            server_roots_keys: Mutex::default(),
-            injections: Mutex::default(),
+            learner: Arc::new(learner),
+            audit,
+            start: Mutex::new(None),
+            fatal,
             read_verdicts: Mutex::default(),
-            next_state: std::sync::atomic::AtomicU64::new(1),
             subscriptions: Mutex::default(),
             dropped_at_start: Mutex::new(dropped.clone()),
             server_name: OnceLock::new(),
@@ -156,7 +182,7 @@ impl Enforcer {
 
     /// The roots as they stand now (`None` while unknown).
     pub fn effective_roots(&self) -> Option<Arc<RootSet>> {
-        self.inner.tracker.known()
+        self.inner.learner.tracker.known()
     }
 }
 
@@ -208,17 +234,21 @@ impl Interceptor for Enforcer {
     fn intercept(&self, session: &Arc<Session>, msg: Intercepted) -> Action {
         let inner = Arc::clone(&self.inner);
         if needs_roots(&msg) {
-            if let RootsState::Unknown { asking: true } = inner.tracker.state() {
+            if let RootsState::Unknown { asking: true } = inner.learner.tracker.state() {
                 let session = Arc::clone(session);
                 return Action::Defer(Box::pin(async move {
                     let limit = inner.policy.roots().list_timeout;
-                    let roots = inner.tracker.wait(limit).await;
+                    let roots = inner.learner.tracker.wait(limit).await;
                     inner.handle(&session, msg, roots)
                 }));
             }
         }
-        let roots = inner.tracker.known();
+        let roots = inner.learner.tracker.known();
         inner.handle(session, msg, roots)
+    }
+
+    fn unlaunched_host_message(&self, session: &Arc<Session>, method: &str) {
+        self.inner.learner.first_host_message(session, method);
     }
 
     fn on_start(&self, session: &Arc<Session>) {
@@ -226,20 +256,16 @@ impl Interceptor for Enforcer {
         let hook = inner.start.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(hook) = hook {
             match hook(session) {
-                Ok(Started { auditor, sandbox }) => {
-                    if let Some(report) = sandbox {
-                        let _ = inner.sandbox.set(report);
-                    }
-                    let Some(auditor) = auditor else {
-                        return;
-                    };
-                    let _ = inner.audit.set(auditor.clone());
-                    if inner.policy.audit().on_failure == audit::OnFailure::Stop {
-                        let fatal = inner.fatal.clone();
-                        tokio::spawn(async move {
-                            let e = auditor.failure().await;
-                            fatal.send_replace(Some(format!("the audit log failed: {e}")));
-                        });
+                Ok(Started { auditor }) => {
+                    if let Some(auditor) = auditor {
+                        inner.audit.set(auditor.clone());
+                        if inner.policy.audit().on_failure == audit::OnFailure::Stop {
+                            let fatal = inner.fatal.clone();
+                            tokio::spawn(async move {
+                                let e = auditor.failure().await;
+                                fatal.send_replace(Some(format!("the audit log failed: {e}")));
+                            });
+                        }
                     }
                 }
                 Err(reason) => {
@@ -254,7 +280,7 @@ impl Interceptor for Enforcer {
                 .unwrap_or_else(|e| e.into_inner()),
         );
         if !dropped.is_empty() {
-            inner.record(Event::RootsUpdate(audit::RootsUpdate {
+            inner.audit.record(Event::RootsUpdate(audit::RootsUpdate {
                 trigger: "start".into(),
                 received: Vec::new(),
                 dropped,
@@ -262,6 +288,11 @@ impl Interceptor for Enforcer {
                 effective: uris(inner.operator.set()),
                 outside_sandbox: Vec::new(),
             }));
+        }
+        // A server that is not confined has no roots to wait for: it starts at once.
+        let follow = &inner.learner.follow;
+        if follow.launches() && !follow.waits_for_roots() {
+            follow.launch_first(session, inner.operator.set(), "launch");
         }
     }
 
@@ -368,8 +399,8 @@ impl Inner {
         // 2026-07-28 hosts say what they support in every request's `_meta` (the relay keeps
         // the latest): a host without roots leaves the operator roots, known at once, even
         // for the result of a request rootfence did not look at (a first `resources/list`).
-        let roots = if stateless && self.learn_stateless_host(session) {
-            self.tracker.known()
+        let roots = if stateless && self.learner.learn_stateless_host(session) {
+            self.learner.tracker.known()
         } else {
             roots
         };
@@ -384,14 +415,15 @@ impl Inner {
             stateless,
         };
         match (from, kind, &*method) {
-            (Side::Host, Kind::Request, _) => self.host_request(&ctx, message),
+            (Side::Host, Kind::Request, _) => self.host_request(session, &ctx, message),
             (Side::Host, Kind::Notification, m::INITIALIZED | m::ROOTS_LIST_CHANGED) => {
-                if self.host_has_roots() == Some(true) {
-                    self.ask_host_roots(session, &method);
-                }
+                self.learner.host_notified(session, &method);
                 Action::Forward
             }
-            (Side::Host, Kind::Response, m::ROOTS_LIST) => self.host_roots_answer(message),
+            (Side::Host, Kind::Response, m::ROOTS_LIST) => {
+                let message = self.learner.host_answer(session, message);
+                self.done(message)
+            }
             (Side::Host, Kind::Response, m::SAMPLING_CREATE_MESSAGE) => {
                 let mut message = message;
                 let before = message["result"]["content"].clone();
@@ -404,7 +436,7 @@ impl Inner {
                 }
                 self.done_ctx(&ctx, message)
             }
-            (Side::Server, Kind::Request, m::ROOTS_LIST) => self.server_asks_roots(session, &ctx),
+            (Side::Server, Kind::Request, m::ROOTS_LIST) => self.learner.server_asks(ctx.id),
             (Side::Server, Kind::Request, m::SAMPLING_CREATE_MESSAGE) => {
                 let mut message = message;
                 if let Some(messages) = message.pointer_mut("/params/messages") {
@@ -454,229 +486,37 @@ impl Inner {
         }
     }
 
-    /// Learns whether a 2026-07-28 host supports roots (from the latest `_meta`), and gives
-    /// the operator roots when it does not. Returns whether the roots became known.
-    fn learn_stateless_host(&self, session: &Session) -> bool {
-        if self.host_has_roots().is_none() {
-            if let Some(caps) = session.peers().client_capabilities {
-                self.set_host_has_roots(caps.get("roots").is_some());
-            }
-        }
-        if self.tracker.known().is_none() && self.host_has_roots() == Some(false) {
-            let (set, update) =
-                roots::effective(&[], &self.operator, &self.policy, "host_without_roots");
-            if self.tracker.set_if_unknown(set) {
-                self.record(Event::RootsUpdate(update));
-                return true;
-            }
-        }
-        false
-    }
-
-    /// On a retried request whose `requestState` rootfence recorded, fills in the roots
-    /// answers it owes the server (and takes its own state marker out).
-    fn inject_roots(&self, message: &mut Value, ctx: &Ctx<'_>) {
-        let Some(state) = message
-            .pointer("/params/requestState")
-            .and_then(Value::as_str)
-        else {
-            return;
-        };
-        let Some((keys, own)) = self
-            .injections
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(state)
-        else {
-            return;
-        };
-        let roots = self.roots_result();
-        let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) else {
-            return;
-        };
-        if own {
-            params.remove("requestState");
-        }
-        let responses = params.entry("inputResponses").or_insert_with(|| json!({}));
-        if let Some(responses) = responses.as_object_mut() {
-            for key in keys {
-                responses.insert(key, roots.clone());
-            }
-        }
-        ctx.mark();
-    }
-
-    fn host_has_roots(&self) -> Option<bool> {
-        *self.host_roots.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn set_host_has_roots(&self, has: bool) {
-        *self.host_roots.lock().unwrap_or_else(|e| e.into_inner()) = Some(has);
-    }
-
-    // ---- roots ----------------------------------------------------------------------------
-
-    /// Sends rootfence's own `roots/list` to the host (up to 2025-11-25) and applies the
-    /// answer whenever it comes; the policy's fallback applies if it does not come in time.
-    fn ask_host_roots(self: &Arc<Self>, session: &Arc<Session>, trigger: &str) {
-        self.tracker.asking();
-        let answer = session.request_host(m::ROOTS_LIST, None);
-        let inner = Arc::clone(self);
-        let trigger = trigger.to_owned();
-        tokio::spawn(async move {
-            if let Ok(response) = answer.await {
-                match parse_roots(&response["result"]) {
-                    Some(roots) => inner.update_host_roots(roots, &trigger),
-                    None => {
-                        tracing::warn!("the host's roots/list answer is unusable: {response}");
-                        inner.fallback("host_error");
-                    }
-                }
-            }
-        });
-        let inner = Arc::clone(self);
-        let limit = self.policy.roots().list_timeout;
-        tokio::spawn(async move {
-            tokio::time::sleep(limit).await;
-            inner.fallback("timeout");
-        });
-    }
-
-    /// The roots when the host does not answer: the operator's, or none.
-    fn fallback(&self, trigger: &str) {
-        let set = match self.policy.roots().on_timeout {
-            RootsFallback::Static => roots::effective(&[], &self.operator, &self.policy, trigger).0,
-            RootsFallback::Deny => RootSet::empty(),
-        };
-        let effective = uris(&set);
-        if self.tracker.set_if_unknown(set) {
-            tracing::warn!("the host did not give its roots ({trigger}); using the fallback roots");
-            self.record(Event::RootsUpdate(audit::RootsUpdate {
-                trigger: trigger.into(),
-                received: Vec::new(),
-                dropped: Vec::new(),
-                narrowed: Vec::new(),
-                effective,
-                outside_sandbox: Vec::new(),
-            }));
-        }
-    }
-
-    /// New host roots: recompute, publish, audit.
-    fn update_host_roots(&self, host: Vec<HostRoot>, trigger: &str) {
-        let (set, mut update) = roots::effective(&host, &self.operator, &self.policy, trigger);
-        update.outside_sandbox = self.outside_sandbox(&set);
-        if !update.outside_sandbox.is_empty() {
-            tracing::warn!(
-                "roots beyond what the sandbox granted at launch (the server cannot reach them): {:?}",
-                update.outside_sandbox
-            );
-        }
-        self.tracker.remember_host(host);
-        self.tracker.set(set);
-        self.record(Event::RootsUpdate(update));
-    }
-
-    /// The effective roots the sandbox did not grant at launch.
-    fn outside_sandbox(&self, set: &RootSet) -> Vec<AuditUri> {
-        let Some(report) = self.sandbox.get() else {
-            return Vec::new();
-        };
-        if report.enforcement == crate::sandbox::Enforcement::None {
-            return Vec::new();
-        }
-        set.roots()
-            .iter()
-            .filter(|r| {
-                report
-                    .covering_grant(std::path::Path::new(r.real_uri().path()))
-                    .is_none()
-            })
-            .map(|r| AuditUri::new(r.uri().as_str()))
-            .collect()
-    }
-
-    /// The roots as the server may see them.
-    fn roots_result(&self) -> Value {
-        let set = self.tracker.known().unwrap_or_else(|| {
-            Arc::new(roots::effective(&[], &self.operator, &self.policy, "server").0)
-        });
-        let list: Vec<Value> = set
-            .roots()
-            .iter()
-            .map(|r| {
-                let mut v = json!({ "uri": r.uri().as_str() });
-                if let Some(name) = r.name() {
-                    v["name"] = json!(name);
-                }
-                v
-            })
-            .collect();
-        json!({ "roots": list })
-    }
-
-    /// The server asks for roots (up to 2025-11-25).
-    fn server_asks_roots(&self, session: &Arc<Session>, ctx: &Ctx<'_>) -> Action {
-        let _ = session;
-        let Some(id) = ctx.id else {
-            return Action::Forward;
-        };
-        if self.host_has_roots() == Some(true) {
-            // The host answers; its answer is replaced by the effective roots on the way back.
-            return Action::Forward;
-        }
-        if !self.operator.is_empty() {
-            return Action::Reply(
-                json!({"jsonrpc": "2.0", "id": id.to_value(), "result": self.roots_result()}),
-            );
-        }
-        Action::Reply(json!({
-            "jsonrpc": "2.0", "id": id.to_value(),
-            "error": {"code": METHOD_NOT_FOUND, "message": "rootfence: the host does not provide roots"}
-        }))
-    }
-
-    /// The host answers the server's `roots/list`: learn from it, give the server the
-    /// effective roots only.
-    fn host_roots_answer(&self, mut message: Value) -> Action {
-        let Some(roots) = parse_roots(&message["result"]) else {
-            // An answer that is not a roots list: the server gets the roots rootfence knows,
-            // never the host's text unchecked.
-            if self.enforce {
-                message["result"] = self.roots_result();
-            }
-            return self.done(message);
-        };
-        self.update_host_roots(roots, "server_request");
-        if self.enforce {
-            message["result"] = self.roots_result();
-        }
-        self.done(message)
-    }
-
     // ---- host requests ----------------------------------------------------------------------
 
-    fn host_request(self: &Arc<Self>, ctx: &Ctx<'_>, mut message: Value) -> Action {
+    fn host_request(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        ctx: &Ctx<'_>,
+        mut message: Value,
+    ) -> Action {
         let Some(id) = ctx.id else {
             return Action::Forward;
         };
         if ctx.method == m::INITIALIZE {
-            return self.initialize(&mut message);
+            return match self.learner.initialize(session, &mut message) {
+                Some(changed) if self.enforce => Action::Replace(changed),
+                _ => Action::Forward,
+            };
         }
         let stateless = ctx.stateless;
         // 2026-07-28: answers to input requests ride in the retried request; roots answers
         // rootfence owes the server on behalf of a host without roots go in first.
-        if stateless {
-            self.inject_roots(&mut message, ctx);
+        if stateless && self.learner.inject_roots(&mut message) {
+            ctx.mark();
         }
-        let mut roots_now: Option<Arc<RootSet>> = self.tracker.known();
+        let mut roots_now: Option<Arc<RootSet>> = self.learner.tracker.known();
         if let Some(responses) = message
             .get_mut("params")
             .and_then(|p| p.get_mut("inputResponses"))
             .and_then(Value::as_object_mut)
         {
-            if self.input_responses(responses) {
-                roots_now = self.tracker.known();
+            if self.learner.input_responses(session, responses) {
+                roots_now = self.learner.tracker.known();
                 ctx.mark();
             }
             if responses.is_empty() {
@@ -697,18 +537,13 @@ impl Inner {
         if stateless
             && self.enforce
             && ctx.roots.is_none()
-            && self.host_has_roots() == Some(true)
+            && self.learner.host_has_roots() == Some(true)
             && matches!(
                 ctx.method,
                 m::TOOLS_CALL | m::PROMPTS_GET | m::RESOURCES_READ
             )
         {
-            let mut requests = Map::new();
-            requests.insert(self.mrtr_key.clone(), json!({"method": m::ROOTS_LIST}));
-            return Action::Reply(json!({
-                "jsonrpc": "2.0", "id": id.to_value(),
-                "result": {"resultType": "input_required", "inputRequests": requests}
-            }));
+            return self.learner.mrtr_question(id);
         }
         match ctx.method {
             m::RESOURCES_READ => self.read_request(&ctx, id, message),
@@ -755,65 +590,6 @@ impl Inner {
             m::TOOLS_CALL => self.tools_call(&ctx, id, message),
             _ => self.done_ctx(&ctx, message),
         }
-    }
-
-    /// The host's `initialize`: learn whether it has roots; without, the operator roots are
-    /// the roots, and the server is told it may ask for them.
-    fn initialize(&self, message: &mut Value) -> Action {
-        let has = message.pointer("/params/capabilities/roots").is_some();
-        self.set_host_has_roots(has);
-        if has {
-            return Action::Forward;
-        }
-        let (set, update) =
-            roots::effective(&[], &self.operator, &self.policy, "host_without_roots");
-        if self.tracker.set_if_unknown(set) {
-            self.record(Event::RootsUpdate(update));
-        }
-        if self.operator.is_empty() || !self.enforce {
-            return Action::Forward;
-        }
-        if let Some(caps) = message
-            .pointer_mut("/params/capabilities")
-            .and_then(Value::as_object_mut)
-        {
-            caps.insert("roots".into(), json!({"listChanged": false}));
-        }
-        self.done(message.take())
-    }
-
-    /// Takes rootfence's own roots answer out of `inputResponses`, and filters the answers
-    /// to the server's own roots requests. Returns whether the roots changed.
-    fn input_responses(&self, responses: &mut Map<String, Value>) -> bool {
-        let mut changed = false;
-        if let Some(answer) = responses.remove(&self.mrtr_key) {
-            match parse_roots(&answer) {
-                Some(roots) => self.update_host_roots(roots, "input_response"),
-                None => self.fallback("host_error"),
-            }
-            changed = true;
-        }
-        let server_keys: Vec<String> = {
-            let keys = self
-                .server_roots_keys
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            responses
-                .keys()
-                .filter(|k| keys.contains(*k))
-                .cloned()
-                .collect()
-        };
-        for key in server_keys {
-            if let Some(roots) = responses.get(&key).and_then(parse_roots) {
-                self.update_host_roots(roots, "input_response");
-                changed = true;
-                if self.enforce {
-                    responses.insert(key, self.roots_result());
-                }
-            }
-        }
-        changed
     }
 
     /// The `params.uri` of a request, checked and audited: its verdict if allowed, or what
@@ -1020,26 +796,14 @@ impl Inner {
         if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
             return;
         }
-        let answer_ourselves = self.enforce && self.host_has_roots() != Some(true);
-        let mut ours = Vec::new();
         let mut refused = Vec::new();
-        let Some(requests) = result
+        if let Some(requests) = result
             .get_mut("inputRequests")
             .and_then(Value::as_object_mut)
-        else {
-            return;
-        };
-        for (key, request) in requests.iter_mut() {
-            match request.get("method").and_then(Value::as_str) {
-                // A host without roots cannot answer: rootfence does, on the retry.
-                Some(m::ROOTS_LIST) if answer_ourselves => ours.push(key.clone()),
-                Some(m::ROOTS_LIST) => {
-                    self.server_roots_keys
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(key.clone());
-                }
-                Some(m::SAMPLING_CREATE_MESSAGE) => {
+        {
+            for (key, request) in requests.iter_mut() {
+                if request.get("method").and_then(Value::as_str) == Some(m::SAMPLING_CREATE_MESSAGE)
+                {
                     if let Some(messages) = request.pointer_mut("/params/messages") {
                         self.filter_messages(
                             ctx,
@@ -1048,45 +812,22 @@ impl Inner {
                         );
                     }
                 }
-                Some(m::ELICITATION_CREATE) if !self.input_elicitation_ok(ctx, key, request) => {
+                if request.get("method").and_then(Value::as_str) == Some(m::ELICITATION_CREATE)
+                    && !self.input_elicitation_ok(ctx, key, request)
+                {
                     refused.push(key.clone());
                 }
-                _ => {}
+            }
+            for key in &refused {
+                requests.remove(key);
+                ctx.mark();
             }
         }
-        for key in &refused {
-            requests.remove(key);
+        // A host without roots cannot answer the server's roots questions: rootfence does,
+        // on the retry.
+        if self.learner.note_input_required(result) {
             ctx.mark();
         }
-        if ours.is_empty() {
-            return;
-        }
-        for key in &ours {
-            requests.remove(key);
-        }
-        if requests.is_empty() {
-            if let Some(r) = result.as_object_mut() {
-                r.remove("inputRequests");
-            }
-        }
-        // The retry is recognised by its requestState; without one, rootfence adds a marker
-        // of its own (a result needs inputRequests or requestState).
-        let (state, own) = match result.get("requestState").and_then(Value::as_str) {
-            Some(s) => (s.to_owned(), false),
-            None => {
-                let n = self
-                    .next_state
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let marker = format!("{}-state-{n}", self.mrtr_key);
-                result["requestState"] = json!(marker);
-                (marker, true)
-            }
-        };
-        self.injections
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(state, (ours, own));
-        ctx.mark();
     }
 
     fn read_result(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
@@ -1221,11 +962,7 @@ impl Inner {
     }
 
     fn record(&self, event: Event) {
-        if let Some(auditor) = self.audit.get() {
-            if let Err(e) = auditor.record(event) {
-                tracing::error!("could not write an audit record: {e}");
-            }
-        }
+        self.audit.record(event);
     }
 
     /// A URI or a URI template (completion references may be either).
@@ -1247,23 +984,6 @@ impl Inner {
             None => Action::Drop,
         }
     }
-}
-
-/// The roots in a `roots/list` result (`None` if it is not one).
-fn parse_roots(result: &Value) -> Option<Vec<HostRoot>> {
-    let list = result.get("roots")?.as_array()?;
-    Some(
-        list.iter()
-            .map(|r| HostRoot {
-                uri: r
-                    .get("uri")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-                name: r.get("name").and_then(Value::as_str).map(str::to_owned),
-            })
-            .collect(),
-    )
 }
 
 /// The error rootfence answers a denied request with.

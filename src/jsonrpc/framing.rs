@@ -17,6 +17,9 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 /// The default maximum line length: 64 MiB.
 pub const DEFAULT_MAX_LINE: usize = 64 * 1024 * 1024;
 
+/// How much of an oversized line is kept, for its id.
+pub const HEAD: usize = 4096;
+
 /// How much room to make in the buffer before each read, at least.
 const READ_CHUNK: usize = 64 * 1024;
 /// At most: a message being read grows the read size with it (so a 10 MiB message takes
@@ -32,6 +35,9 @@ pub enum Frame {
     TooLong {
         /// Bytes in the skipped line, without its terminator.
         len: u64,
+        /// The line's first bytes (at most [`HEAD`]): enough to find which request an
+        /// oversized answer was meant for (see `jsonrpc::salvage`), never forwarded.
+        head: bytes::Bytes,
     },
     /// A line that is not valid UTF-8 (the rejected line).
     InvalidUtf8(BytesMut),
@@ -47,6 +53,8 @@ pub struct LineReader<R> {
     max: usize,
     /// `Some(n)` while skipping an oversized line, of which `n` bytes were dropped so far.
     discarding: Option<u64>,
+    /// The first bytes of the line being skipped.
+    head: bytes::Bytes,
     /// Whether the last byte dropped while skipping was `\r`: if the `\n` comes next, that
     /// `\r` is part of the terminator, not of the line's reported length.
     dropped_cr: bool,
@@ -62,6 +70,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             scanned: 0,
             max: max.max(1),
             discarding: None,
+            head: bytes::Bytes::new(),
             dropped_cr: false,
             eof: false,
         }
@@ -102,6 +111,8 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                     self.buf.clear();
                     self.scanned = 0;
                 } else if self.buf.len() - usize::from(ends_cr) > self.max {
+                    self.head =
+                        bytes::Bytes::copy_from_slice(&self.buf[..self.buf.len().min(HEAD)]);
                     self.discarding = Some(self.buf.len() as u64);
                     self.dropped_cr = ends_cr;
                     self.buf.clear();
@@ -119,6 +130,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 self.buf.advance(end + 1);
                 return Some(Frame::TooLong {
                     len: dropped + end as u64 - u64::from(cr),
+                    head: std::mem::take(&mut self.head),
                 });
             }
             let mut line = self.buf.split_to(end + 1);
@@ -141,7 +153,10 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             };
             let len = dropped + self.buf.len() as u64 - u64::from(cr);
             self.buf.clear();
-            return Some(Frame::TooLong { len });
+            return Some(Frame::TooLong {
+                len,
+                head: std::mem::take(&mut self.head),
+            });
         }
         if self.buf.is_empty() {
             return None;
@@ -159,6 +174,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         if line.len() > self.max {
             return Some(Frame::TooLong {
                 len: line.len() as u64,
+                head: bytes::Bytes::copy_from_slice(&line[..line.len().min(HEAD)]),
             });
         }
         if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
@@ -200,7 +216,7 @@ mod tests {
             while let Some(f) = r.next_frame().await.unwrap() {
                 got.push(match f {
                     Frame::Line(l) => format!("line:{}", line_str(&l)),
-                    Frame::TooLong { len } => format!("toolong:{len}"),
+                    Frame::TooLong { len, .. } => format!("toolong:{len}"),
                     Frame::InvalidUtf8(line) => format!("utf8:{}", line.len()),
                 });
             }
@@ -327,7 +343,10 @@ mod tests {
             1024,
         );
         match r.next_frame().await.unwrap() {
-            Some(Frame::TooLong { len }) => assert_eq!(len, 8 << 20),
+            Some(Frame::TooLong { len, head }) => {
+                assert_eq!(len, 8 << 20);
+                assert!(!head.is_empty() && head.len() <= HEAD);
+            }
             other => panic!("expected TooLong, got {other:?}"),
         }
         assert!(

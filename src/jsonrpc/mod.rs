@@ -5,6 +5,7 @@ pub mod envelope;
 pub mod error;
 pub mod framing;
 pub mod id;
+pub mod salvage;
 
 pub use envelope::{Envelope, Kind, ScanError, Scanned, scan, scan_message};
 pub use framing::{Frame, LineReader};

@@ -34,6 +34,12 @@ pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
 pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 /// Server → host: the resource list changed.
 pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+/// Server → host: the tool list changed.
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+/// Server → host: the prompt list changed.
+pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+/// Host → server: the level of `notifications/message` (removed in 2026-07-28).
+pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
 /// Subscriptions in 2026-07-28 (replaces subscribe/unsubscribe).
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 

@@ -17,8 +17,8 @@
 //!   end (see `settings::Ranked` and docs/policy.md for each order);
 //! - `roots.static` is replaced by a later layer that sets it; every static root must
 //!   pass the root rules of all layers, which are the actual bound;
-//! - fixed operational settings (`roots.list_timeout_ms`, `audit.path`,
-//!   `audit.rotate_bytes`) are not permissions: the first layer that sets one fixes it,
+//! - fixed operational settings (`roots.list_timeout_ms`, `roots.launch_wait_ms`, `audit.path`,
+//!   `audit.rotate_bytes`, `sandbox.follow_roots`) are not permissions: the first layer that sets one fixes it,
 //!   and a later layer may only repeat the same value.
 
 use std::collections::BTreeSet;
@@ -35,15 +35,18 @@ use super::glob::{self, GlobTable, PathGlob, Problem, Side};
 use super::grant::{self, Grantable, Grants};
 use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
 use super::settings::{
-    Access, AuditSettings, HardlinkStance, Mode, Network, Ranked, ReadStance, ResourceSettings,
-    Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings, SchemeStance, StaticRoot,
-    SymlinkStance, Word, env_pattern_covers, fsync_rank,
+    Access, AuditSettings, FollowRoots, HardlinkStance, Mode, Network, Ranked, ReadStance,
+    ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
+    SchemeStance, StaticRoot, SymlinkStance, Word, env_pattern_covers, fsync_rank,
 };
 use super::{AllowTable, LayerInfo, Matchers, Policy, ToolPaths};
 use crate::audit::{FsyncPolicy as Fsync, OnFailure};
 
 /// Default wait for the host's `roots/list` answer.
 const DEFAULT_LIST_TIMEOUT_MS: u64 = 3_000;
+/// Default wait for the host's early roots answer before the server starts anyway (some
+/// hosts answer only once their `initialize` is answered).
+const DEFAULT_LAUNCH_WAIT_MS: u64 = 1_000;
 /// Default fsync interval when `fsync = "interval"` gives none.
 const DEFAULT_FSYNC_INTERVAL_MS: u64 = 1_000;
 
@@ -112,6 +115,7 @@ struct Acc {
     /// Static roots with the span of each entry in its layer.
     roots_static: Setting<Vec<(StaticRoot, Range<usize>)>>,
     list_timeout_ms: Setting<u64>,
+    launch_wait_ms: Setting<u64>,
     on_timeout: Setting<RootsFallback>,
     symlinks: Setting<SymlinkStance>,
     hardlinks: Setting<HardlinkStance>,
@@ -146,6 +150,7 @@ struct Acc {
     grant_read: Setting<Vec<PathGlob>>,
     grant_write: Setting<Vec<PathGlob>>,
     root_access: Setting<Access>,
+    follow_roots: Setting<FollowRoots>,
     read_only_roots: Vec<(PathGlob, Provenance)>,
     rl_nofile: Setting<Option<u64>>,
     rl_as: Setting<Option<u64>>,
@@ -163,6 +168,10 @@ impl Acc {
             list_timeout_ms: Setting::default(
                 DEFAULT_LIST_TIMEOUT_MS,
                 format!("roots.list_timeout_ms = {DEFAULT_LIST_TIMEOUT_MS}"),
+            ),
+            launch_wait_ms: Setting::default(
+                DEFAULT_LAUNCH_WAIT_MS,
+                format!("roots.launch_wait_ms = {DEFAULT_LAUNCH_WAIT_MS}"),
             ),
             on_timeout: Setting::default(RootsFallback::Static, "roots.on_timeout = \"static\""),
             symlinks: Setting::default(
@@ -196,6 +205,10 @@ impl Acc {
             root_access: Setting::default(
                 Access::ReadWrite,
                 "sandbox.root_access = \"read-write\"",
+            ),
+            follow_roots: Setting::default(
+                FollowRoots::Restart,
+                "sandbox.follow_roots = \"restart\"",
             ),
             read_only_roots: Vec::new(),
             rl_nofile: Setting::default(None, "sandbox.rlimits.nofile: inherited"),
@@ -688,6 +701,10 @@ fn apply_roots(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         let prov = cx.prov(e);
         fixed(cx, &mut acc.list_timeout_ms, &e.span, e.v, prov);
     }
+    if let Some(e) = &raw.roots_launch_wait_ms {
+        let prov = cx.prov(e);
+        fixed(cx, &mut acc.launch_wait_ms, &e.span, e.v, prov);
+    }
     ranked(
         cx,
         &mut acc.on_timeout,
@@ -1175,6 +1192,12 @@ fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     }
     apply_grantable(acc, raw, cx);
     ranked(cx, &mut acc.root_access, &raw.sb_root_access, Access::WORDS);
+    // Operational, not a permission: the first layer that sets it fixes it (an org layer can
+    // pin it; otherwise a user layer may opt out for a server that cannot be restarted).
+    if let Some(e) = &raw.sb_follow_roots {
+        let prov = cx.prov(e);
+        fixed(cx, &mut acc.follow_roots, &e.span, e.v, prov);
+    }
     if let Some(e) = &raw.sb_read_only_roots {
         if let Some(g) = path_globs(cx, e, Side::Deny) {
             acc.read_only_roots.extend(g);
@@ -1560,6 +1583,11 @@ fn build(
             acc.list_timeout_ms.prov.clone(),
         ),
         (
+            "roots.launch_wait_ms",
+            acc.launch_wait_ms.v.to_string(),
+            acc.launch_wait_ms.prov.clone(),
+        ),
+        (
             "roots.on_timeout",
             format!("\"{}\"", acc.on_timeout.v.word()),
             acc.on_timeout.prov.clone(),
@@ -1658,6 +1686,11 @@ fn build(
             acc.root_access.prov.clone(),
         ),
         (
+            "sandbox.follow_roots",
+            format!("\"{}\"", acc.follow_roots.v.word()),
+            acc.follow_roots.prov.clone(),
+        ),
+        (
             "sandbox.rlimits.nofile",
             opt(acc.rl_nofile.v, false),
             acc.rl_nofile.prov.clone(),
@@ -1700,6 +1733,7 @@ fn build(
         roots: RootsSettings {
             static_roots,
             list_timeout: Duration::from_millis(acc.list_timeout_ms.v),
+            launch_wait: Duration::from_millis(acc.launch_wait_ms.v),
             on_timeout: acc.on_timeout.v,
             symlinks: acc.symlinks.v,
             hardlinks: acc.hardlinks.v,
@@ -1747,6 +1781,7 @@ fn build(
                 write_prov: acc.grant_write.prov.clone(),
             },
             root_access: acc.root_access.v,
+            follow_roots: acc.follow_roots.v,
             read_only_roots: acc
                 .read_only_roots
                 .iter()

@@ -49,9 +49,9 @@ pub use decision::{ArgKind, Decision, Provenance, Reason, ToolPath};
 pub use error::{ErrorKind, PolicyError, PolicyErrors, Related};
 pub use grant::{Grant, GrantRefused, Grantable, Grants, Refusal};
 pub use settings::{
-    Access, AuditSettings, HardlinkStance, Mode, Network, ReadStance, ResourceSettings, Rlimits,
-    RootsFallback, RootsSettings, SandboxMode, SandboxSettings, SchemeStance, StaticRoot,
-    SymlinkStance,
+    Access, AuditSettings, FollowRoots, HardlinkStance, Mode, Network, ReadStance,
+    ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
+    SchemeStance, StaticRoot, SymlinkStance,
 };
 
 use glob::GlobTable;

@@ -16,7 +16,8 @@ use toml::de::{DeTable, DeValue};
 use super::decision::ArgKind;
 use super::error::{ErrorKind, PolicyError, Source};
 use super::settings::{
-    Access, HardlinkStance, Mode, ReadStance, RootsFallback, SandboxMode, SymlinkStance,
+    Access, FollowRoots, HardlinkStance, Mode, ReadStance, RootsFallback, SandboxMode,
+    SymlinkStance,
 };
 use crate::audit::OnFailure;
 
@@ -98,6 +99,7 @@ pub(crate) struct RawLayer {
     pub(crate) roots_deny: Strings,
     pub(crate) roots_static: Strings,
     pub(crate) roots_list_timeout_ms: Option<Entry<u64>>,
+    pub(crate) roots_launch_wait_ms: Option<Entry<u64>>,
     pub(crate) roots_on_timeout: Option<Entry<RootsFallback>>,
     pub(crate) roots_symlinks: Option<Entry<SymlinkStance>>,
     pub(crate) roots_hardlinks: Option<Entry<HardlinkStance>>,
@@ -127,6 +129,7 @@ pub(crate) struct RawLayer {
     pub(crate) sb_network: Option<Entry<RawNetwork>>,
     pub(crate) sb_env: Strings,
     pub(crate) sb_root_access: Option<Entry<Access>>,
+    pub(crate) sb_follow_roots: Option<Entry<FollowRoots>>,
     pub(crate) sb_read_only_roots: Strings,
     pub(crate) sb_grant_env: Strings,
     pub(crate) sb_grant_read: Strings,
@@ -152,6 +155,7 @@ const ROOTS_KEYS: &[&str] = &[
     "deny",
     "static",
     "list_timeout_ms",
+    "launch_wait_ms",
     "on_timeout",
     "symlinks",
     "hardlinks",
@@ -182,6 +186,7 @@ const SANDBOX_KEYS: &[&str] = &[
     "env",
     "root_access",
     "read_only_roots",
+    "follow_roots",
     "rlimits",
     "grantable",
 ];
@@ -256,6 +261,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.roots_deny = w.strings(t, "roots", "deny");
         raw.roots_static = w.strings(t, "roots", "static");
         raw.roots_list_timeout_ms = w.uint(t, "roots", "list_timeout_ms", 1, 600_000);
+        raw.roots_launch_wait_ms = w.uint(t, "roots", "launch_wait_ms", 0, 600_000);
         raw.roots_on_timeout = w.word(t, "roots", "on_timeout", RootsFallback::WORDS);
         raw.roots_symlinks = w.word(t, "roots", "symlinks", SymlinkStance::WORDS);
         raw.roots_hardlinks = w.word(t, "roots", "hardlinks", HardlinkStance::WORDS);
@@ -293,6 +299,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.sb_network = w.network(t);
         raw.sb_env = w.strings(t, "sandbox", "env");
         raw.sb_root_access = w.word(t, "sandbox", "root_access", Access::WORDS);
+        raw.sb_follow_roots = w.word(t, "sandbox", "follow_roots", FollowRoots::WORDS);
         raw.sb_read_only_roots = w.strings(t, "sandbox", "read_only_roots");
         if let Some(r) = w.table(t, "sandbox", "rlimits") {
             w.check_keys(r, "sandbox.rlimits", RLIMIT_KEYS);
@@ -337,6 +344,7 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
     names!(
         "", "version"; "", "base"; "", "mode";
         "roots", "allow"; "roots", "deny"; "roots", "static"; "roots", "list_timeout_ms";
+        "roots", "launch_wait_ms";
         "roots", "on_timeout"; "roots", "symlinks"; "roots", "hardlinks";
         "resources", "other_schemes"; "resources", "allow"; "resources", "deny";
         "resources", "max_bytes"; "resources", "mime"; "resources", "read";
@@ -347,7 +355,7 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
         "audit", "rotate_bytes"; "audit", "on_failure"; "audit", "log_allowed";
         "sandbox", "mode"; "sandbox", "read"; "sandbox", "write"; "sandbox", "network";
         "sandbox", "env"; "sandbox", "root_access"; "sandbox", "read_only_roots";
-        "sandbox", "rlimits"; "sandbox", "grantable";
+        "sandbox", "follow_roots"; "sandbox", "rlimits"; "sandbox", "grantable";
         "sandbox.grantable", "env"; "sandbox.grantable", "read"; "sandbox.grantable", "write";
         "sandbox.rlimits", "nofile"; "sandbox.rlimits", "address_space";
         "sandbox.rlimits", "cpu_seconds"; "sandbox.rlimits", "processes";

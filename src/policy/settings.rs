@@ -86,6 +86,10 @@ pub struct RootsSettings {
     pub static_roots: Vec<StaticRoot>,
     /// How long to wait for the host's `roots/list` answer.
     pub list_timeout: Duration,
+    /// How long the server's start waits for the host's answer to rootfence's early roots
+    /// question; past it, the server starts under the operator roots and a new generation
+    /// follows when the answer comes.
+    pub launch_wait: Duration,
     /// What to do when that wait times out.
     pub on_timeout: RootsFallback,
     /// Symbolic link stance.
@@ -128,6 +132,20 @@ pub struct AuditSettings {
     pub log_allowed: bool,
 }
 
+/// `sandbox.follow_roots`: what happens when the effective roots change after the server
+/// started, since the OS sandbox of a running process can neither widen nor be narrowed from
+/// outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FollowRoots {
+    /// Start a new server generation under the new grants and move the session to it: the
+    /// kernel's boundary stays the protocol's.
+    Restart,
+    /// Keep the grants of the launch (for servers that cannot be restarted): roots beyond
+    /// them are unreachable to the server, roots given up stay reachable to it; both are
+    /// reported (`roots_update.outside_sandbox`).
+    Launch,
+}
+
 /// `[sandbox]`: reserved for the OS sandbox (issue 7).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -152,6 +170,8 @@ pub struct SandboxSettings {
     pub(crate) grantable: Grantable,
     /// Access granted to every root, unless it matches `read_only_roots`.
     pub root_access: Access,
+    /// What happens when the roots change after launch.
+    pub follow_roots: FollowRoots,
     /// Root globs (expanded) that are read-only whatever `root_access` says.
     pub read_only_roots: Vec<String>,
     pub(crate) read_only_roots_set: globset::GlobSet,
@@ -258,6 +278,15 @@ impl Ranked for SandboxMode {
     }
 }
 
+impl Ranked for FollowRoots {
+    fn rank(&self) -> u64 {
+        match self {
+            FollowRoots::Restart => 0,
+            FollowRoots::Launch => 1,
+        }
+    }
+}
+
 impl Ranked for Access {
     fn rank(&self) -> u64 {
         match self {
@@ -323,6 +352,7 @@ words!(SandboxMode {
     SandboxMode::Strict => "strict",
 });
 words!(Access { Access::ReadOnly => "read-only", Access::ReadWrite => "read-write" });
+words!(FollowRoots { FollowRoots::Restart => "restart", FollowRoots::Launch => "launch" });
 
 impl Mode {
     /// The TOML word (`enforce`, `audit`).

@@ -108,6 +108,13 @@ pub trait Interceptor: Send + Sync + 'static {
         Action::Forward
     }
 
+    /// Called for each message from the host while no server generation was asked for yet
+    /// ([`Session::launch`]), before it is routed: an interceptor that starts the server
+    /// itself ([`crate::relay::RelayConfig::deferred`]) decides here when to.
+    fn unlaunched_host_message(&self, session: &Arc<Session>, method: &str) {
+        let _ = (session, method);
+    }
+
     /// Called once the session is set up, before any message is relayed.
     fn on_start(&self, session: &Arc<Session>) {
         let _ = session;

@@ -1,49 +1,64 @@
-//! The relay: session state, one pump per direction, interception, child lifecycle.
+//! The relay: session state, one pump per direction (one per server generation on the server
+//! side), interception, the server's lifecycle across generations.
 //!
-//! [`run`] starts the server, then runs four tasks (two pumps, two writers) and watches, in one
-//! place, for the events that end a session:
+//! [`run_with`] relays between the host's streams and the server, and watches, in one place,
+//! for the events that end a session:
 //!
-//! - the host closes rootfence's stdin: the server's stdin is closed after everything queued,
-//!   then, after a grace period each, SIGTERM and SIGKILL go to the server's process group
-//!   (the MCP stdio shutdown order);
-//! - the host stops reading rootfence's stdout: handled the same way;
-//! - the server closes its stdout: every host request still waiting is answered with an error
-//!   at once, then the server is shut down the same way;
+//! - the host closes rootfence's stdin: every server generation's stdin is closed after
+//!   everything queued, then, after a grace period each, SIGTERM and SIGKILL go to its process
+//!   group (the MCP stdio shutdown order);
+//! - the host stops reading rootfence's stdout (or lets rootfence's own queue to it fill up):
+//!   handled the same way;
+//! - the server (its newest generation) closes its stdout: every host request still waiting is
+//!   answered with an error at once, then the server is shut down the same way;
 //! - the server exits: its remaining output is relayed (for a bounded time), stragglers in its
 //!   process group are killed, every host request still waiting is answered with an error
-//!   naming the cause, and the session ends with the server's exit status (128 + signal).
+//!   naming the cause, and the session ends with the server's exit status (128 + signal);
+//! - a new server generation cannot start: the session ends the same way (fail closed).
 //!
-//! SIGINT, SIGTERM and SIGHUP sent to rootfence are forwarded to the server's process group;
-//! the server decides what they mean, and its exit ends the session.
+//! The server is started either at once ([`RelayConfig::new`]) or when the interceptor asks
+//! for it ([`RelayConfig::deferred`], [`Session::launch`]): rootfence's enforcer waits for the
+//! host's roots so the first server process is confined to them, and starts a new generation
+//! whenever they change (see `generation.rs`).
+//!
+//! SIGINT, SIGTERM and SIGHUP sent to rootfence are forwarded to every live generation's
+//! process group; the server decides what they mean, and its exit ends the session.
 
 mod child;
+pub mod generation;
 pub mod intercept;
 mod pump;
 pub mod session;
 mod stdio;
 
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 
 pub use child::SpawnError;
+pub use generation::{GenTiming, Launch, Launched};
 pub use intercept::{Action, Deferred, Intercepted, Interceptor, PassThrough, ProtocolError};
-pub use session::{PeerInfo, Pending, Session, Side};
+pub use session::{Gen, Handshake, PeerInfo, Pending, Session, Side};
 
 use crate::jsonrpc::framing::{DEFAULT_MAX_LINE, LineReader};
-
-/// Messages queued per direction before forwarding waits (flow control).
-const QUEUE: usize = 1024;
+use pump::Origin;
+use session::{Event, GenLink, LaneReceivers, Lanes, LaunchRequest};
 
 /// How a relay session is run.
 #[derive(Debug)]
 pub struct RelayConfig {
-    /// The server command (possibly already wrapped by the sandbox launcher).
-    pub command: std::process::Command,
+    /// The server command, started at once; `None` to wait until the interceptor calls
+    /// [`Session::launch`].
+    pub command: Option<std::process::Command>,
     /// The longest message accepted from either side, in bytes.
     pub max_line: usize,
     /// How long to wait after closing the server's stdin before SIGTERM, and after SIGTERM
@@ -52,16 +67,31 @@ pub struct RelayConfig {
     /// How long to keep relaying the server's output after it exited (its stdout may be held
     /// open by a process it left behind).
     pub drain: Duration,
+    /// How generations are brought up and retired.
+    pub timing: GenTiming,
 }
 
 impl RelayConfig {
-    /// Defaults for a command: 64 MiB lines, a 2 s grace period, 1 s to drain.
+    /// Defaults for a command started at once: 64 MiB lines, a 2 s grace period, 1 s to
+    /// drain.
     pub fn new(command: std::process::Command) -> Self {
         RelayConfig {
-            command,
+            command: Some(command),
+            ..RelayConfig::deferred()
+        }
+    }
+
+    /// The same defaults, for a server the interceptor starts itself ([`Session::launch`]).
+    pub fn deferred() -> Self {
+        RelayConfig {
+            command: None,
             max_line: DEFAULT_MAX_LINE,
             shutdown_grace: Duration::from_secs(2),
             drain: Duration::from_secs(1),
+            timing: GenTiming {
+                start_timeout: Duration::from_secs(30),
+                grace: Duration::from_secs(5),
+            },
         }
     }
 }
@@ -77,6 +107,8 @@ pub enum EndCause {
     ServerClosedOutput,
     /// The server exited on its own.
     ServerExited,
+    /// A server generation could not start or be brought up.
+    ServerFailed,
     /// rootfence stopped the session (see [`Interceptor::fatal`]).
     Stopped,
 }
@@ -89,6 +121,7 @@ impl EndCause {
             EndCause::HostClosedOutput => "host_closed_output",
             EndCause::ServerClosedOutput => "server_closed_output",
             EndCause::ServerExited => "server_exited",
+            EndCause::ServerFailed => "server_failed",
             EndCause::Stopped => "stopped",
         }
     }
@@ -99,8 +132,9 @@ impl EndCause {
 pub struct Outcome {
     /// What ended it.
     pub cause: EndCause,
-    /// The server's exit status.
-    pub status: std::process::ExitStatus,
+    /// The server's exit status (its newest generation's; success when no server ever
+    /// started).
+    pub status: ExitStatus,
     /// rootfence's exit code: the server's code, or 128 + signal.
     pub exit_code: u8,
     /// The session (counters, peers) as it ended.
@@ -127,7 +161,7 @@ fn io_err(what: &'static str) -> impl FnOnce(std::io::Error) -> RelayError {
     move |source| RelayError::Io { what, source }
 }
 
-/// Runs a session between rootfence's own stdin/stdout and the server command.
+/// Runs a session between rootfence's own stdin/stdout and the server.
 ///
 /// Call it from the future that `block_on` drives on the main thread (see the parent-death
 /// note in the child module).
@@ -137,9 +171,27 @@ pub async fn run<I: Interceptor>(cfg: RelayConfig, icpt: Arc<I>) -> Result<Outco
     run_with(cfg, icpt, host_in, host_out).await
 }
 
+/// What a generation's tasks tell the main loop.
+#[derive(Debug)]
+enum GenEvent {
+    Exited(Gen, std::io::Result<ExitStatus>),
+    OutputClosed(Gen),
+    OutputTimeout(Gen),
+    Up(Gen),
+    Failed(Gen, String),
+    Retired(Gen),
+}
+
+/// A server generation's process, as the main loop holds it.
+struct Running {
+    pgid: Pid,
+    pump: JoinHandle<()>,
+    _keep: Option<Box<dyn std::any::Any + Send>>,
+}
+
 /// Runs a session over the given host streams.
 pub async fn run_with<I, R, W>(
-    cfg: RelayConfig,
+    mut cfg: RelayConfig,
     icpt: Arc<I>,
     host_in: R,
     host_out: W,
@@ -150,92 +202,160 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let mut signals = Signals::new().map_err(io_err("cannot install signal handlers"))?;
-    let server = child::spawn(cfg.command)?;
-    let pgid = server.pgid;
-    let mut child = server.child;
-
-    let (to_host, to_host_queue) = mpsc::channel(QUEUE);
-    let (to_server, to_server_queue) = mpsc::channel(QUEUE);
-    let session = Arc::new(Session::new(to_host, to_server));
+    let first_command = cfg.command.take();
+    let (to_host, host_lanes) = Lanes::new();
+    let (first_lanes, first_receivers) = Lanes::new();
+    let (first_gate, first_gate_rx) = watch::channel(false);
+    let (events_tx, mut events) = mpsc::channel(64);
+    let (launch_tx, mut launches) = mpsc::channel::<LaunchRequest>(16);
+    let (gen_tx, mut gen_events) = mpsc::channel::<GenEvent>(256);
+    let session = Arc::new(Session::new(
+        to_host,
+        GenLink::new(first_lanes, first_gate),
+        events_tx,
+        launch_tx,
+    ));
+    let mut loop_state = Loop {
+        cfg: &cfg,
+        session: Arc::clone(&session),
+        gen_tx,
+        running: BTreeMap::new(),
+        first: Some((first_receivers, first_gate_rx)),
+        stoppers: Stoppers::default(),
+        host_in_done: false,
+        cause: None,
+        failed: false,
+    };
+    if let Some(command) = first_command {
+        session.mark_launched();
+        let (reply, _) = tokio::sync::oneshot::channel();
+        loop_state.launch(
+            LaunchRequest {
+                generation: 1,
+                launch: Launch::command(command),
+                lanes: None,
+                reply,
+            },
+            &icpt,
+            true,
+        )?;
+    }
     icpt.on_start(&session);
 
-    let mut host_writer = tokio::spawn(pump::writer(host_out, to_host_queue));
-    let server_writer = tokio::spawn(pump::writer(server.stdin, to_server_queue));
+    let (_host_gate, host_gate_rx) = watch::channel(true);
+    let mut host_writer = tokio::spawn(pump::writer(host_out, host_lanes, host_gate_rx));
     let mut host_pump = tokio::spawn(pump::pump(
-        Side::Host,
+        Origin {
+            side: Side::Host,
+            generation: 0,
+        },
         LineReader::new(host_in, cfg.max_line),
         cfg.max_line,
         Arc::clone(&session),
         Arc::clone(&icpt),
     ));
-    let mut server_pump = tokio::spawn(pump::pump(
-        Side::Server,
-        LineReader::new(server.stdout, cfg.max_line),
-        cfg.max_line,
-        Arc::clone(&session),
-        Arc::clone(&icpt),
-    ));
 
-    let mut cause = None;
-    let (mut host_in_done, mut host_out_done, mut server_out_done) = (false, false, false);
+    let mut host_out_done = false;
     let fatal = icpt.fatal();
     tokio::pin!(fatal);
     let mut stopped = false;
-    let mut shutdown = Shutdown::new(pgid, cfg.shutdown_grace);
-    let status = loop {
+    // While the host has closed its input but a server is still to be launched for what it
+    // sent: bounded, so a session whose interceptor never launches still ends.
+    let mut launch_wait: Option<tokio::time::Instant> = None;
+    let final_status = loop {
+        let wait_deadline = launch_wait;
         tokio::select! {
-            status = child.wait() => break status.map_err(io_err("waiting for the server failed"))?,
-            result = &mut host_pump, if !host_in_done => {
-                host_in_done = true;
+            Some(request) = launches.recv() => {
+                if let Err(e) = loop_state.launch(request, &icpt, false) {
+                    tracing::error!("{e}");
+                }
+                if !stopped {
+                    launch_wait = None;
+                }
+            }
+            Some(event) = gen_events.recv() => {
+                if let Some(status) = loop_state.on_gen_event(event).await {
+                    break status;
+                }
+                if loop_state.failed && loop_state.running.is_empty() {
+                    break ExitStatus::from_raw(1 << 8);
+                }
+            }
+            Some(event) = events.recv() => match event {
+                Event::Stuck { side: Side::Host, .. } => {
+                    if !host_out_done {
+                        host_out_done = true;
+                        host_writer.abort();
+                        loop_state.cause.get_or_insert(EndCause::HostClosedOutput);
+                        loop_state.stop_all().await;
+                    }
+                }
+                Event::Stuck { side: Side::Server, generation } => {
+                    if let Some(r) = loop_state.running.get(&generation) {
+                        tracing::error!("server generation {generation} does not read its input; stopping it");
+                        child::signal_group(r.pgid, Signal::SIGKILL);
+                    }
+                }
+            },
+            result = &mut host_pump, if !loop_state.host_in_done => {
+                loop_state.host_in_done = true;
                 log_task_end("reading the host", result);
-                cause.get_or_insert(EndCause::HostClosedInput);
-                shutdown.begin(&session).await;
+                loop_state.cause.get_or_insert(EndCause::HostClosedInput);
+                if loop_state.running.is_empty() && (stopped || loop_state.failed) {
+                    break ExitStatus::from_raw(if stopped { 2 << 8 } else { 1 << 8 });
+                }
+                if !session.launched() {
+                    if !session.host_spoke() {
+                        break ExitStatus::from_raw(0);
+                    }
+                    launch_wait = Some(tokio::time::Instant::now() + Duration::from_secs(30));
+                }
+                loop_state.stop_all().await;
+            }
+            () = sleep_until(wait_deadline) => {
+                if stopped {
+                    break ExitStatus::from_raw(2 << 8);
+                }
+                tracing::warn!("the host closed its input and no server was started");
+                break ExitStatus::from_raw(0);
             }
             result = &mut host_writer, if !host_out_done => {
                 host_out_done = true;
                 log_task_end("writing to the host", result);
-                cause.get_or_insert(EndCause::HostClosedOutput);
-                shutdown.begin(&session).await;
-            }
-            result = &mut server_pump, if !server_out_done => {
-                server_out_done = true;
-                log_task_end("reading the server", result);
-                // A server that exits closes its output a moment before its exit status can
-                // be read: give it that moment, so requests are answered with the real cause.
-                if let Ok(status) = tokio::time::timeout(cfg.drain, child.wait()).await {
-                    break status.map_err(io_err("waiting for the server failed"))?;
+                loop_state.cause.get_or_insert(EndCause::HostClosedOutput);
+                loop_state.stop_all().await;
+                if !session.launched() {
+                    break ExitStatus::from_raw(0);
                 }
-                cause.get_or_insert(EndCause::ServerClosedOutput);
-                answer_waiting(&session, "the server closed its output");
-                shutdown.begin(&session).await;
             }
             reason = &mut fatal, if !stopped => {
                 stopped = true;
                 tracing::error!("stopping the session: {reason}");
-                cause = Some(EndCause::Stopped);
+                loop_state.cause = Some(EndCause::Stopped);
                 answer_waiting(&session, &format!("rootfence stopped the session ({reason})"));
-                shutdown.begin(&session).await;
+                loop_state.stop_all().await;
+                if loop_state.running.is_empty() {
+                    // No server to wait for: what the host sends in the next moment is still
+                    // answered (with the error), then the session ends.
+                    launch_wait = Some(tokio::time::Instant::now() + cfg.drain);
+                }
             }
             Some(sig) = signals.recv() => {
                 tracing::info!("forwarding {sig} to the server");
-                child::signal_group(pgid, sig);
+                for r in loop_state.running.values() {
+                    child::signal_group(r.pgid, sig);
+                }
             }
-            () = shutdown.tick() => {}
+            () = loop_state.stoppers.tick() => {}
         }
     };
 
-    // The server exited: let its last output through, then clear its process group.
-    if !server_out_done
-        && tokio::time::timeout(cfg.drain, &mut server_pump)
-            .await
-            .is_err()
-    {
-        tracing::warn!("the server's output stayed open after it exited; stopped reading it");
-        server_pump.abort();
+    // The server exited: clear every process group left, answer what still waits.
+    for r in std::mem::take(&mut loop_state.running).into_values() {
+        child::signal_group(r.pgid, Signal::SIGKILL);
+        r.pump.abort();
     }
-    child::signal_group(pgid, Signal::SIGKILL);
-    server_writer.abort();
-    answer_waiting(&session, &child::describe_status(status));
+    answer_waiting(&session, &child::describe_status(final_status));
 
     // Everything for the host is queued; let the writer finish it.
     if !host_out_done {
@@ -249,11 +369,274 @@ where
     }
     host_pump.abort();
     Ok(Outcome {
-        cause: cause.unwrap_or(EndCause::ServerExited),
-        status,
-        exit_code: child::exit_code(status),
+        cause: loop_state.cause.unwrap_or(EndCause::ServerExited),
+        status: final_status,
+        exit_code: child::exit_code(final_status),
         session,
     })
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The main loop's state.
+struct Loop<'c> {
+    cfg: &'c RelayConfig,
+    session: Arc<Session>,
+    gen_tx: mpsc::Sender<GenEvent>,
+    running: BTreeMap<Gen, Running>,
+    /// The first generation's queues, until it is launched.
+    first: Option<(LaneReceivers, watch::Receiver<bool>)>,
+    stoppers: Stoppers,
+    host_in_done: bool,
+    cause: Option<EndCause>,
+    /// A generation failed: the session is ending.
+    failed: bool,
+}
+
+impl Loop<'_> {
+    /// Starts a generation's process and its tasks. An error is returned only for the first
+    /// generation started up front (the session cannot begin); later failures end the session
+    /// through [`GenEvent::Failed`].
+    fn launch<I: Interceptor>(
+        &mut self,
+        request: LaunchRequest,
+        icpt: &Arc<I>,
+        up_front: bool,
+    ) -> Result<(), RelayError> {
+        let LaunchRequest {
+            generation,
+            launch,
+            lanes,
+            reply,
+        } = request;
+        let Some((receivers, gate)) = lanes.or_else(|| self.first.take()) else {
+            let _ = reply.send(Err("this generation was already started".into()));
+            return Ok(());
+        };
+        if let Some(cause) = self.session.server_gone_cause() {
+            // The session is ending (stopped, or a generation failed): start nothing more.
+            let _ = reply.send(Err(cause));
+            return Ok(());
+        }
+        let server = match child::spawn(launch.command) {
+            Ok(s) => s,
+            Err(e) if up_front => return Err(e.into()),
+            Err(e) => {
+                let cause = e.to_string();
+                let _ = reply.send(Err(cause.clone()));
+                let _ = self.gen_tx.try_send(GenEvent::Failed(generation, cause));
+                return Ok(());
+            }
+        };
+        let child::ServerProcess {
+            mut child,
+            pgid,
+            stdin,
+            stdout,
+        } = server;
+        let session = Arc::clone(&self.session);
+        tokio::spawn(pump::writer(stdin, receivers, gate));
+        let tx = self.gen_tx.clone();
+        let pump_task = {
+            let session = Arc::clone(&session);
+            let icpt = Arc::clone(icpt);
+            let tx = tx.clone();
+            let max = self.cfg.max_line;
+            tokio::spawn(async move {
+                let result = pump::pump(
+                    Origin {
+                        side: Side::Server,
+                        generation,
+                    },
+                    LineReader::new(stdout, max),
+                    max,
+                    session,
+                    icpt,
+                )
+                .await;
+                if let Err(e) = result {
+                    tracing::debug!("reading server generation {generation}: {e}");
+                }
+                let _ = tx.send(GenEvent::OutputClosed(generation)).await;
+            })
+        };
+        {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let status = child.wait().await;
+                let _ = tx.send(GenEvent::Exited(generation, status)).await;
+            });
+        }
+        self.running.insert(
+            generation,
+            Running {
+                pgid,
+                pump: pump_task,
+                _keep: launch.keep,
+            },
+        );
+        let timing = self.cfg.timing;
+        let started = launch.started;
+        tokio::spawn(async move {
+            let outcome = async {
+                if let Some(started) = started {
+                    tokio::task::spawn_blocking(started)
+                        .await
+                        .map_err(|e| format!("the launch check failed: {e}"))??;
+                }
+                if generation == 1 {
+                    return Ok(Launched {
+                        generation,
+                        ..Launched::default()
+                    });
+                }
+                generation::bring_up(Arc::clone(&session), generation, timing).await
+            }
+            .await;
+            match outcome {
+                Ok(launched) => {
+                    let _ = reply.send(Ok(launched));
+                    let _ = tx.send(GenEvent::Up(generation)).await;
+                }
+                Err(cause) => {
+                    let _ = reply.send(Err(cause.clone()));
+                    let _ = tx.send(GenEvent::Failed(generation, cause)).await;
+                }
+            }
+        });
+        if self.host_in_done {
+            // The host is gone already: this generation only answers what it was sent.
+            self.stop(generation);
+        }
+        Ok(())
+    }
+
+    /// Handles one generation event; `Some(status)` when the session ends.
+    async fn on_gen_event(&mut self, event: GenEvent) -> Option<ExitStatus> {
+        let newest = self.running.keys().next_back().copied();
+        match event {
+            GenEvent::Exited(generation, status) => {
+                let status = match status {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::error!("waiting for server generation {generation} failed: {e}");
+                        ExitStatus::from_raw(1 << 8)
+                    }
+                };
+                let is_newest =
+                    newest == Some(generation) && self.session.generation() == generation;
+                let running = self.running.remove(&generation);
+                self.stoppers.forget(generation);
+                if is_newest {
+                    if let Some(r) = running {
+                        // Let its last output through, then the session ends.
+                        if tokio::time::timeout(self.cfg.drain, r.pump).await.is_err() {
+                            tracing::warn!(
+                                "the server's output stayed open after it exited; stopped reading it"
+                            );
+                        }
+                        child::signal_group(r.pgid, Signal::SIGKILL);
+                    }
+                    return Some(status);
+                }
+                if let Some(r) = running {
+                    child::signal_group(r.pgid, Signal::SIGKILL);
+                }
+                let cause = format!(
+                    "a previous server generation ended ({})",
+                    child::describe_status(status)
+                );
+                for p in self.session.take_pending_of(generation) {
+                    let line = pump::server_gone_error(&p.id, &p.method, &cause);
+                    self.session.send_detached(Side::Host, line);
+                }
+                if self.failed && self.running.is_empty() {
+                    return Some(status);
+                }
+                None
+            }
+            GenEvent::OutputClosed(generation) => {
+                let tx = self.gen_tx.clone();
+                let drain = self.cfg.drain;
+                // A server that exits closes its output a moment before its exit status can be
+                // read: give it that moment, so requests are answered with the real cause.
+                tokio::spawn(async move {
+                    tokio::time::sleep(drain).await;
+                    let _ = tx.send(GenEvent::OutputTimeout(generation)).await;
+                });
+                None
+            }
+            GenEvent::OutputTimeout(generation) => {
+                if self.running.contains_key(&generation) && self.session.generation() == generation
+                {
+                    self.cause.get_or_insert(EndCause::ServerClosedOutput);
+                    answer_waiting(&self.session, "the server closed its output");
+                    self.stop_all().await;
+                }
+                None
+            }
+            GenEvent::Up(generation) => {
+                if generation > 1 {
+                    tracing::info!("server generation {generation} is up");
+                    let caps = self.session.peers().server_capabilities;
+                    generation::notify_host_lists(&self.session, caps.as_ref());
+                }
+                for old in self.session.older_than(generation) {
+                    let session = Arc::clone(&self.session);
+                    let tx = self.gen_tx.clone();
+                    let grace = self.cfg.timing.grace;
+                    tokio::spawn(async move {
+                        generation::retire(session, old, grace).await;
+                        let _ = tx.send(GenEvent::Retired(old)).await;
+                    });
+                }
+                None
+            }
+            GenEvent::Retired(generation) => {
+                self.stop(generation);
+                None
+            }
+            GenEvent::Failed(generation, cause) => {
+                tracing::error!("server generation {generation} could not start: {cause}");
+                self.failed = true;
+                self.cause.get_or_insert(EndCause::ServerFailed);
+                answer_waiting(
+                    &self.session,
+                    &format!("the server could not be started under the current roots ({cause})"),
+                );
+                for r in self.running.values() {
+                    child::signal_group(r.pgid, Signal::SIGKILL);
+                }
+                None
+            }
+        }
+    }
+
+    /// Starts the stdio shutdown sequence of one generation.
+    fn stop(&mut self, generation: Gen) {
+        let Some(r) = self.running.get(&generation) else {
+            return;
+        };
+        let session = Arc::clone(&self.session);
+        tokio::spawn(async move { session.close_server_input(generation).await });
+        self.stoppers
+            .begin(generation, r.pgid, self.cfg.shutdown_grace);
+    }
+
+    /// Starts the shutdown sequence of every generation.
+    async fn stop_all(&mut self) {
+        let gens: Vec<Gen> = self.running.keys().copied().collect();
+        for g in gens {
+            if !self.stoppers.has(g) {
+                self.stop(g);
+            }
+        }
+    }
 }
 
 /// Answers every host request still waiting for the server with an error naming `cause`.
@@ -268,52 +651,70 @@ fn log_task_end(what: &str, result: Result<std::io::Result<()>, tokio::task::Joi
     match result {
         Ok(Ok(())) => tracing::debug!("{what}: end of stream"),
         Ok(Err(e)) => tracing::debug!("{what}: {e}"),
+        Err(e) if e.is_cancelled() => {}
         Err(e) => tracing::error!("{what}: task failed: {e}"),
     }
 }
 
-/// The stdio shutdown sequence: close the server's stdin, wait, SIGTERM, wait, SIGKILL.
-struct Shutdown {
-    pgid: nix::unistd::Pid,
-    grace: Duration,
-    /// Signals still to send, in order, each after a grace period.
-    next: Vec<Signal>,
-    deadline: Option<tokio::time::Instant>,
+/// The stdio shutdown sequences under way: per generation, after its stdin was closed,
+/// SIGTERM after a grace period, then SIGKILL after another.
+#[derive(Default)]
+struct Stoppers {
+    items: Vec<Stopper>,
 }
 
-impl Shutdown {
-    fn new(pgid: nix::unistd::Pid, grace: Duration) -> Self {
-        Shutdown {
-            pgid,
-            grace,
-            next: Vec::new(),
-            deadline: None,
-        }
+struct Stopper {
+    generation: Gen,
+    pgid: Pid,
+    grace: Duration,
+    /// Signals still to send, last first.
+    next: Vec<Signal>,
+    deadline: tokio::time::Instant,
+}
+
+impl Stoppers {
+    fn has(&self, generation: Gen) -> bool {
+        self.items.iter().any(|s| s.generation == generation)
     }
 
-    async fn begin(&mut self, session: &Session) {
-        if self.deadline.is_some() {
+    fn begin(&mut self, generation: Gen, pgid: Pid, grace: Duration) {
+        if self.has(generation) {
             return;
         }
-        session.close_server_input().await;
-        self.next = vec![Signal::SIGKILL, Signal::SIGTERM];
-        self.deadline = Some(tokio::time::Instant::now() + self.grace);
+        self.items.push(Stopper {
+            generation,
+            pgid,
+            grace,
+            next: vec![Signal::SIGKILL, Signal::SIGTERM],
+            deadline: tokio::time::Instant::now() + grace,
+        });
     }
 
-    /// Completes when the next signal is due (never, before `begin`), and sends it.
+    fn forget(&mut self, generation: Gen) {
+        self.items.retain(|s| s.generation != generation);
+    }
+
+    /// Completes when the next signal is due (never, with nothing under way), and sends it.
     async fn tick(&mut self) {
-        let Some(deadline) = self.deadline else {
+        let Some(due) = self.items.iter().map(|s| s.deadline).min() else {
             return std::future::pending().await;
         };
-        tokio::time::sleep_until(deadline).await;
-        if let Some(sig) = self.next.pop() {
-            tracing::info!(
-                "the server is still running after {:?}; sending {sig}",
-                self.grace
-            );
-            child::signal_group(self.pgid, sig);
+        tokio::time::sleep_until(due).await;
+        let now = tokio::time::Instant::now();
+        for s in &mut self.items {
+            if s.deadline <= now {
+                if let Some(sig) = s.next.pop() {
+                    tracing::info!(
+                        "server generation {} is still running after {:?}; sending {sig}",
+                        s.generation,
+                        s.grace
+                    );
+                    child::signal_group(s.pgid, sig);
+                }
+                s.deadline = now + s.grace;
+            }
         }
-        self.deadline = (!self.next.is_empty()).then(|| tokio::time::Instant::now() + self.grace);
+        self.items.retain(|s| !s.next.is_empty());
     }
 }
 

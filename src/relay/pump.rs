@@ -1,48 +1,84 @@
-//! The pumps: one per direction, each reading framed lines from one side and routing every
-//! message, plus the writer task that owns each output stream.
+//! The pumps: one reading the host, one per server generation reading that server, each
+//! routing every message it reads; and the writer task that owns each output stream.
 //!
 //! The hot path for a message nobody intercepts is: frame (split off the read buffer, no
 //! copy), one validating scan, a pending-table update, and the same bytes queued to the other
 //! side's writer. Only intercepted messages are parsed into a `Value`.
 //!
-//! Each output has exactly one writer task fed by a queue, so a pump never writes to a pipe
-//! itself. Forwarding waits when the other side's queue is full (flow control); answering the
-//! side a pump reads from never waits (see [`Session::send_detached`]), which keeps a server
+//! Each output has exactly one writer task fed by two queues (see [`super::session::Lanes`]),
+//! so a pump never writes to a pipe itself. Forwarding waits when the destination's queue is
+//! full (flow control); answering the side a pump reads from never waits, which keeps a peer
 //! that is blocked on its own output from deadlocking with rootfence.
+//!
+//! Messages whose decision must wait (for the roots, for the audit log) are held by the pump
+//! itself, not by a task each: at most [`HELD_MESSAGES`] messages and [`HELD_BYTES`] bytes per
+//! pump. Past that, a request is answered at once with an error telling its sender to retry,
+//! and a notification is dropped and reported, so a flood cannot grow rootfence's memory.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::task::Poll;
+use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::sync::mpsc;
+use tokio::sync::watch;
 
 use super::intercept::{Action, Intercepted, Interceptor, ProtocolError};
-use super::session::{Matched, Outgoing, Session, Side};
+use super::session::{Gen, LaneReceivers, Matched, Outgoing, Pending, Session, Side};
 use crate::jsonrpc::Id;
 use crate::jsonrpc::envelope::{self, Envelope, Kind, ScanError, Scanned};
 use crate::jsonrpc::error::{self as rpc_error, error_response};
 use crate::jsonrpc::framing::{self, Frame, LineReader};
+use crate::jsonrpc::salvage::salvage;
 use crate::mcp::methods;
 
 /// Writer buffer: small messages are coalesced into one write; large ones bypass it.
 const WRITE_BUFFER: usize = 64 * 1024;
+/// Messages one pump holds while their decisions wait.
+pub(crate) const HELD_MESSAGES: usize = 1024;
+/// Bytes one pump holds while their decisions wait.
+pub(crate) const HELD_BYTES: usize = 64 << 20;
 
 /// Owns one output stream: writes each queued message followed by `\n`, coalescing whatever
-/// is queued into one flush.
+/// is queued into one flush. The priority lane is always served first; the main lane only
+/// while `gate` is open.
 pub(crate) async fn writer<W: AsyncWrite + Unpin>(
     out: W,
-    mut queue: mpsc::Receiver<Outgoing>,
+    mut lanes: LaneReceivers,
+    mut gate: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(WRITE_BUFFER, out);
-    while let Some(mut item) = queue.recv().await {
+    let mut prio_open = true;
+    let mut gate_gone = false;
+    loop {
+        let open = gate_gone || *gate.borrow_and_update();
+        let first = tokio::select! {
+            biased;
+            item = lanes.prio.recv(), if prio_open => match item {
+                Some(item) => Some((item, true)),
+                None => { prio_open = false; continue; }
+            },
+            item = lanes.main.recv(), if open => item.map(|item| (item, false)),
+            changed = gate.changed(), if !open => {
+                gate_gone |= changed.is_err();
+                continue;
+            }
+        };
+        let Some(mut next) = first else {
+            break;
+        };
         loop {
+            let (item, prio) = next;
             match item {
                 Outgoing::Line(line) => {
+                    if prio {
+                        lanes.prio_bytes.fetch_sub(line.len(), Ordering::Relaxed);
+                    }
                     out.write_all(&line).await?;
                     out.write_all(b"\n").await?;
                 }
@@ -52,19 +88,32 @@ pub(crate) async fn writer<W: AsyncWrite + Unpin>(
                     return Ok(());
                 }
             }
-            match queue.try_recv() {
-                Ok(next) => item = next,
+            next = match lanes.prio.try_recv() {
+                Ok(item) => (item, true),
+                // (Only an open lane may be taken from: a message taken is a message sent.)
+                Err(_) if open => match lanes.main.try_recv() {
+                    Ok(item) => (item, false),
+                    Err(_) => break,
+                },
                 Err(_) => break,
-            }
+            };
         }
         out.flush().await?;
     }
     out.flush().await
 }
 
+/// Which pump this is: the host's, or one server generation's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Origin {
+    pub side: Side,
+    /// The server generation (0 for the host).
+    pub generation: Gen,
+}
+
 /// Reads every frame from one side until end of stream, routing each message.
 pub(crate) async fn pump<R, I>(
-    from: Side,
+    origin: Origin,
     mut reader: LineReader<R>,
     max_line: usize,
     session: Arc<Session>,
@@ -74,42 +123,81 @@ where
     R: AsyncRead + Unpin,
     I: Interceptor,
 {
-    let count = match from {
+    let count = match origin.side {
         Side::Host => &session.counters.from_host,
         Side::Server => &session.counters.from_server,
     };
     let router = Router {
-        from,
+        origin,
+        from: origin.side,
         session: &session,
         icpt: &icpt,
     };
-    while let Some(frame) = reader.next_frame().await? {
+    let mut held = Held::default();
+    loop {
+        let frame = tokio::select! {
+            biased;
+            Some(done) = held.next() => {
+                router.commit_held(done).await;
+                continue;
+            }
+            frame = reader.next_frame() => frame?,
+        };
+        let Some(frame) = frame else {
+            break;
+        };
         count.fetch_add(1, Ordering::Relaxed);
         match frame {
-            Frame::Line(line) => router.line(line.freeze()).await,
-            Frame::TooLong { len } => router.protocol_error(
+            Frame::Line(line) => router.line(line.freeze(), &mut held).await,
+            Frame::TooLong { len, head } => router.unreadable(
                 "too_long",
                 format!("a message of {len} bytes exceeds the line limit of {max_line} bytes"),
                 Offending { len, line: None },
+                &head,
                 rpc_error::INVALID_REQUEST,
             ),
-            Frame::InvalidUtf8(line) => router.protocol_error(
-                "bad_utf8",
-                format!("a line of {} bytes is not valid UTF-8", line.len()),
-                Offending::line(&line.freeze()),
-                rpc_error::PARSE_ERROR,
-            ),
+            Frame::InvalidUtf8(line) => {
+                let line = line.freeze();
+                router.unreadable(
+                    "bad_utf8",
+                    format!("a line of {} bytes is not valid UTF-8", line.len()),
+                    Offending::line(&line),
+                    &line,
+                    rpc_error::PARSE_ERROR,
+                );
+            }
+        }
+    }
+    // The side closed its output: decisions still held are made and sent.
+    while !held.items.is_empty() {
+        if let Some(done) = held.next().await {
+            router.commit_held(done).await;
         }
     }
     Ok(())
 }
 
+/// Where a decided message goes.
+#[derive(Clone, Debug)]
+enum Dest {
+    /// To the host (forwarded, waiting while its queue is full).
+    Host,
+    /// To one server generation: on its priority lane (answers to its own requests, the
+    /// host's `initialize`) or its forwarded lane.
+    Server { generation: Gen, prio: bool },
+}
+
 /// What becomes of one message (or batch element) once routed.
 enum Step {
-    /// Forward the original bytes to the other side.
-    Forward,
-    /// Forward these bytes instead.
-    ForwardBytes(Bytes),
+    /// Send to `to`: the original bytes (`bytes: None`) or these bytes; with the id replaced
+    /// by `id` when set (a later generation's request, or the answer to one).
+    Send {
+        to: Dest,
+        bytes: Option<Bytes>,
+        id: Option<Id>,
+        /// For host messages: what the relay records once it is forwarded.
+        note: Option<(Arc<str>, Option<Id>)>,
+    },
     /// Answer the sender with these bytes.
     Reply(Bytes),
     /// Send nothing.
@@ -135,10 +223,15 @@ impl Offending {
 
 /// The routing identity of a message, carried through a deferred decision.
 struct Routed {
-    from: Side,
+    origin: Origin,
     kind: Kind,
     id: Option<Id>,
     method: Arc<str>,
+    /// Where it goes when forwarded (decided when it was read; a host request's generation is
+    /// decided when it is forwarded).
+    to: Dest,
+    /// The id to forward it under, when it differs from its own.
+    forward_id: Option<Id>,
 }
 
 /// Relay-internal handling some messages need whether or not they are intercepted.
@@ -149,33 +242,101 @@ enum Internal {
     RecordServerInfo,
 }
 
+/// Messages held by one pump while their decisions wait: polled by the pump itself, bounded.
+#[derive(Default)]
+struct Held {
+    items: Vec<HeldItem>,
+    bytes: usize,
+}
+
+struct HeldItem {
+    fut: Pin<Box<dyn Future<Output = HeldDone> + Send>>,
+    len: usize,
+}
+
+/// A held decision, made.
+enum HeldDone {
+    One {
+        step: Step,
+        line: Bytes,
+    },
+    Batch {
+        steps: Vec<Step>,
+        originals: Vec<Bytes>,
+    },
+}
+
+impl Held {
+    fn has_room(&self, len: usize) -> bool {
+        self.items.len() < HELD_MESSAGES && self.bytes + len <= HELD_BYTES
+    }
+
+    fn push(&mut self, len: usize, fut: impl Future<Output = HeldDone> + Send + 'static) {
+        self.bytes += len;
+        self.items.push(HeldItem {
+            fut: Box::pin(fut),
+            len,
+        });
+    }
+
+    /// The next decision made; pending forever while nothing is held.
+    async fn next(&mut self) -> Option<HeldDone> {
+        if self.items.is_empty() {
+            return std::future::pending().await;
+        }
+        std::future::poll_fn(|cx| {
+            for i in 0..self.items.len() {
+                if let Poll::Ready(done) = self.items[i].fut.as_mut().poll(cx) {
+                    let item = self.items.swap_remove(i);
+                    self.bytes -= item.len;
+                    return Poll::Ready(Some(done));
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
 struct Router<'a, I> {
+    origin: Origin,
     from: Side,
     session: &'a Arc<Session>,
     icpt: &'a Arc<I>,
 }
 
 impl<I: Interceptor> Router<'_, I> {
-    async fn line(&self, line: Bytes) {
+    async fn line(&self, line: Bytes, held: &mut Held) {
         let text = framing::line_str(&line);
         match envelope::scan(text) {
             Err(e) => {
-                if let Some(reply) = self.invalid(&e, Offending::line(&line)) {
-                    self.session.send_detached(self.from, reply);
+                if let Some(reply) = self.invalid(&e, Offending::line(&line), &line) {
+                    self.reply(reply);
                 }
             }
-            Ok(Scanned::Single(env)) => {
-                let step = self.route(env, text, &line);
-                commit(self.from, step, line.clone(), self.session).await;
-            }
-            Ok(Scanned::Batch(elements)) => self.batch(&line, &elements).await,
+            Ok(Scanned::Single(env)) => match self.route(env, text, &line) {
+                Step::Later(fut) => {
+                    if held.has_room(line.len()) {
+                        held.push(line.len(), async move {
+                            HeldDone::One {
+                                step: fut.await,
+                                line,
+                            }
+                        });
+                    } else {
+                        self.too_many_held(text, &line);
+                    }
+                }
+                step => self.commit(step, line).await,
+            },
+            Ok(Scanned::Batch(elements)) => self.batch(&line, &elements, held).await,
         }
     }
 
     /// A batch (2025-03-26): each element is routed on its own. Forwarded elements go on as
     /// one batch, answers go back as one batch. When every element is forwarded unchanged the
     /// original line is forwarded as it is.
-    async fn batch(&self, line: &Bytes, elements: &[&RawValue]) {
+    async fn batch(&self, line: &Bytes, elements: &[&RawValue], held: &mut Held) {
         let mut steps = Vec::with_capacity(elements.len());
         for element in elements {
             let text = element.get();
@@ -183,22 +344,30 @@ impl<I: Interceptor> Router<'_, I> {
             let step = match envelope::scan_message(text) {
                 Ok(env) => self.route(env, text, &bytes),
                 Err(e) => self
-                    .invalid(&e, Offending::line(&bytes))
+                    .invalid(&e, Offending::line(&bytes), &bytes)
                     .map_or(Step::Nothing, Step::Reply),
             };
             steps.push(step);
-        }
-        if steps.iter().all(|s| matches!(s, Step::Forward)) {
-            let _ = self.session.send(self.from.other(), line.clone()).await;
-            return;
         }
         let originals: Vec<Bytes> = elements
             .iter()
             .map(|e| line.slice_ref(e.get().as_bytes()))
             .collect();
         if steps.iter().any(|s| matches!(s, Step::Later(_))) {
-            let (from, session) = (self.from, Arc::clone(self.session));
-            tokio::spawn(async move {
+            if !held.has_room(line.len()) {
+                // Each held element is answered as refused; the rest go on.
+                let steps = steps
+                    .into_iter()
+                    .zip(&originals)
+                    .map(|(s, original)| match s {
+                        Step::Later(_) => self.held_refusal(framing::line_str(original)),
+                        other => other,
+                    })
+                    .collect();
+                self.send_batch(steps, originals).await;
+                return;
+            }
+            held.push(line.len(), async move {
                 let mut resolved = Vec::with_capacity(steps.len());
                 for step in steps {
                     resolved.push(match step {
@@ -206,10 +375,58 @@ impl<I: Interceptor> Router<'_, I> {
                         other => other,
                     });
                 }
-                send_batch(from, resolved, originals, &session).await;
+                HeldDone::Batch {
+                    steps: resolved,
+                    originals,
+                }
             });
-        } else {
-            send_batch(self.from, steps, originals, self.session).await;
+            return;
+        }
+        let unchanged = steps.iter().all(|s| {
+            matches!(s, Step::Send { bytes: None, id: None, to, .. }
+                if matches!((self.from, to), (Side::Server, Dest::Host) | (Side::Host, Dest::Server { prio: false, .. })))
+        });
+        if unchanged && self.same_destination(&steps) {
+            self.note_batch(&steps, &originals);
+            self.send_to(self.batch_dest(&steps), line.clone()).await;
+            return;
+        }
+        self.send_batch(steps, originals).await;
+    }
+
+    fn same_destination(&self, steps: &[Step]) -> bool {
+        let mut gens = steps.iter().filter_map(|s| match s {
+            Step::Send {
+                to: Dest::Server { generation, .. },
+                ..
+            } => Some(*generation),
+            _ => None,
+        });
+        match gens.next() {
+            None => true,
+            Some(first) => gens.all(|g| g == first),
+        }
+    }
+
+    fn batch_dest(&self, steps: &[Step]) -> Dest {
+        steps
+            .iter()
+            .find_map(|s| match s {
+                Step::Send { to, .. } => Some(to.clone()),
+                _ => None,
+            })
+            .unwrap_or(Dest::Host)
+    }
+
+    fn note_batch(&self, steps: &[Step], originals: &[Bytes]) {
+        for (step, original) in steps.iter().zip(originals) {
+            if let Step::Send {
+                note: Some((method, id)),
+                ..
+            } = step
+            {
+                self.note(method, id.as_ref(), original);
+            }
         }
     }
 
@@ -221,7 +438,7 @@ impl<I: Interceptor> Router<'_, I> {
             Kind::Request => {
                 let id = env.id.expect("the scan gives every request an id");
                 let method: Arc<str> = env.method.as_deref().unwrap_or_default().into();
-                if from == Side::Server && session.is_reserved_id(&id) {
+                if session.is_reserved_id(&id) {
                     return self.refuse(
                         "reserved_id",
                         format!("request id {id} lies in rootfence's own id namespace"),
@@ -229,7 +446,9 @@ impl<I: Interceptor> Router<'_, I> {
                         bytes,
                     );
                 }
+                let is_initialize = &*method == methods::INITIALIZE;
                 if from == Side::Host {
+                    session.host_message_seen(is_initialize);
                     if let Some(cause) = session.server_gone_cause() {
                         return Step::Reply(server_gone_error(&id, &method, &cause));
                     }
@@ -242,39 +461,112 @@ impl<I: Interceptor> Router<'_, I> {
                         bytes,
                     );
                 }
-                if let Some(version) = &env.meta_protocol_version {
-                    session.record_meta(version, env.meta_client_capabilities);
+                // Only the host speaks for the host: a server's request carrying the same
+                // `_meta` keys says nothing about the host's version or capabilities.
+                if from == Side::Host {
+                    if let Some(version) = &env.meta_protocol_version {
+                        session.record_meta(version, env.meta_client_capabilities);
+                    }
+                    if !session.launched() {
+                        self.icpt.unlaunched_host_message(session, &method);
+                    }
                 }
-                let internal = if from == Side::Host && &*method == methods::INITIALIZE {
+                let internal = if from == Side::Host && is_initialize {
                     Internal::RecordInitialize
                 } else {
                     Internal::None
                 };
+                let to = match from {
+                    // The generation is decided when the request is forwarded.
+                    Side::Host => Dest::Server {
+                        generation: 0,
+                        prio: is_initialize,
+                    },
+                    Side::Server => Dest::Host,
+                };
                 let routed = Routed {
-                    from,
+                    origin: self.origin,
                     kind: Kind::Request,
                     id: Some(id),
                     method,
+                    to,
+                    forward_id: None,
                 };
                 self.decide(routed, text, internal)
             }
             Kind::Notification => {
                 let method: Arc<str> = env.method.as_deref().unwrap_or_default().into();
+                let mut to = match from {
+                    Side::Host => {
+                        session.host_message_seen(false);
+                        if !session.launched() {
+                            self.icpt.unlaunched_host_message(session, &method);
+                        }
+                        Dest::Server {
+                            generation: 0,
+                            prio: false,
+                        }
+                    }
+                    Side::Server => Dest::Host,
+                };
+                let mut bytes_override = None;
                 if &*method == methods::CANCELLED {
                     if let Some(request_id) = cancelled_request_id(text) {
-                        if !session.cancel(from, &request_id) {
-                            tracing::debug!(id = %request_id, "dropping a cancellation for a request rootfence answered");
-                            return Step::Nothing;
+                        match session.cancel(from, &request_id) {
+                            None => {
+                                tracing::debug!(id = %request_id, "dropping a cancellation for a request rootfence answered");
+                                return Step::Nothing;
+                            }
+                            // The cancellation goes where the request went.
+                            Some(Some(generation)) if from == Side::Host => {
+                                to = Dest::Server {
+                                    generation,
+                                    prio: false,
+                                };
+                            }
+                            _ => {}
+                        }
+                        if from == Side::Server && self.origin.generation > 1 {
+                            // The host knows this generation's requests by other ids.
+                            match session
+                                .host_id_of_server_request(self.origin.generation, &request_id)
+                            {
+                                Some(host_id) => {
+                                    bytes_override = with_cancelled_id(text, &host_id);
+                                }
+                                None => return Step::Nothing,
+                            }
                         }
                     }
                 }
                 let routed = Routed {
-                    from,
+                    origin: self.origin,
                     kind: Kind::Notification,
                     id: None,
                     method,
+                    to,
+                    forward_id: None,
                 };
-                self.decide(routed, text, Internal::None)
+                match bytes_override {
+                    Some(b) => {
+                        let text = framing::line_str(&b).to_owned();
+                        match self.decide(routed, &text, Internal::None) {
+                            Step::Send {
+                                to,
+                                bytes: None,
+                                id,
+                                note,
+                            } => Step::Send {
+                                to,
+                                bytes: Some(b),
+                                id,
+                                note,
+                            },
+                            other => other,
+                        }
+                    }
+                    None => self.decide(routed, text, Internal::None),
+                }
             }
             kind @ (Kind::Response | Kind::ErrorResponse) => {
                 let Some(id) = env.id else {
@@ -287,11 +579,11 @@ impl<I: Interceptor> Router<'_, I> {
                     );
                     return Step::Nothing;
                 };
-                match session.match_response(from, &id) {
+                match session.match_response(from, self.origin.generation, &id) {
                     Matched::Own(own) => {
                         match serde_json::from_str::<Value>(text) {
                             Ok(value) => own.deliver(value),
-                            Err(e) => tracing::warn!("host response to rootfence unreadable: {e}"),
+                            Err(e) => tracing::warn!("a response to rootfence is unreadable: {e}"),
                         }
                         Step::Nothing
                     }
@@ -309,7 +601,7 @@ impl<I: Interceptor> Router<'_, I> {
                         );
                         Step::Nothing
                     }
-                    Matched::Pending(pending) => {
+                    Matched::Pending { pending, restore } => {
                         let internal = if from == Side::Server
                             && kind == Kind::Response
                             && matches!(
@@ -320,11 +612,23 @@ impl<I: Interceptor> Router<'_, I> {
                         } else {
                             Internal::None
                         };
+                        if from == Side::Server {
+                            session.record_answered(&pending.method, &id, kind == Kind::Response);
+                        }
+                        let to = match from {
+                            Side::Host => Dest::Server {
+                                generation: pending.generation,
+                                prio: true,
+                            },
+                            Side::Server => Dest::Host,
+                        };
                         let routed = Routed {
-                            from,
+                            origin: self.origin,
                             kind,
                             id: Some(id),
                             method: pending.method,
+                            to,
+                            forward_id: restore,
                         };
                         self.decide(routed, text, internal)
                     }
@@ -335,7 +639,9 @@ impl<I: Interceptor> Router<'_, I> {
 
     /// Asks the interceptor (when it wants the message) and turns its action into a step.
     fn decide(&self, routed: Routed, text: &str, internal: Internal) -> Step {
-        let wants = self.icpt.wants(routed.from, routed.kind, &routed.method);
+        let wants = self
+            .icpt
+            .wants(routed.origin.side, routed.kind, &routed.method);
         if !wants && internal == Internal::None {
             return finish(routed, Action::Forward, self.session);
         }
@@ -350,7 +656,9 @@ impl<I: Interceptor> Router<'_, I> {
         };
         match internal {
             Internal::RecordInitialize => self.session.record_initialize(&message),
-            Internal::RecordServerInfo => self.session.record_server_info(&message),
+            Internal::RecordServerInfo => self
+                .session
+                .record_server_info(&message, routed.origin.generation),
             Internal::None => {}
         }
         if !wants {
@@ -359,7 +667,7 @@ impl<I: Interceptor> Router<'_, I> {
         let action = self.icpt.intercept(
             self.session,
             Intercepted {
-                from: routed.from,
+                from: routed.origin.side,
                 kind: routed.kind,
                 id: routed.id.clone(),
                 method: Arc::clone(&routed.method),
@@ -372,9 +680,9 @@ impl<I: Interceptor> Router<'_, I> {
     }
 
     /// Handles a message that failed the scan: the host gets an error response; the server's
-    /// message is dropped, and if it was a response to a host request, that request is
-    /// answered with an error so it does not wait forever. Returns the reply for the sender.
-    fn invalid(&self, e: &ScanError, offending: Offending) -> Option<Bytes> {
+    /// message is dropped, and the host request it may have answered is answered with an
+    /// error so it does not wait forever. Returns the reply for the sender.
+    fn invalid(&self, e: &ScanError, offending: Offending, line: &Bytes) -> Option<Bytes> {
         let (code, kind) = match e {
             ScanError::Parse(_) => ("bad_json", e.code()),
             ScanError::Invalid { .. } => ("invalid_message", e.code()),
@@ -389,30 +697,106 @@ impl<I: Interceptor> Router<'_, I> {
                     "answered_with_error",
                     offending,
                 );
+                if id
+                    .as_ref()
+                    .is_some_and(|id| self.session.is_reserved_id(id))
+                {
+                    // An invalid answer to one of rootfence's own requests: no error for it.
+                    return None;
+                }
                 Some(error_response(id.as_ref(), kind, &format!("rootfence: {e}"), None).into())
             }
             Side::Server => {
-                self.report(code, e.to_string(), id.clone(), "dropped", offending);
-                let is_response = matches!(
-                    e,
-                    ScanError::Invalid {
-                        has_method: false,
-                        ..
-                    }
-                );
-                if let (Some(id), true) = (id, is_response) {
-                    if let Matched::Pending(p) = self.session.match_response(Side::Server, &id) {
-                        let msg = format!(
-                            "rootfence: the server's response to `{}` was malformed and withheld: {e}",
-                            p.method
+                match e {
+                    ScanError::Invalid { id, has_method, .. } => {
+                        self.report(code, e.to_string(), id.clone(), "dropped", offending);
+                        // JSON, but not a valid message: an answer whose id is not a valid id
+                        // (`[5]`, `null`) still held some request's answer.
+                        let maybe_answer = id.is_none() && salvage(line).has_outcome;
+                        self.answer_unreadable(
+                            id.clone(),
+                            *has_method,
+                            maybe_answer,
+                            &e.to_string(),
                         );
-                        let line =
-                            error_response(Some(&p.id), rpc_error::BAD_SERVER_RESPONSE, &msg, None);
-                        self.session.send_detached(Side::Host, line.into());
+                    }
+                    ScanError::Parse(_) => {
+                        self.report(code, e.to_string(), None, "dropped", offending);
+                        let found = salvage(line);
+                        self.answer_unreadable(
+                            found.id,
+                            found.has_method,
+                            found.has_outcome,
+                            &e.to_string(),
+                        );
                     }
                 }
                 None
             }
+        }
+    }
+
+    /// A line that is not even text (too long, not UTF-8): the host's gets an error response;
+    /// a server's is dropped, and the host request it may have answered gets an error.
+    fn unreadable(
+        &self,
+        code: &'static str,
+        detail: String,
+        offending: Offending,
+        head: &[u8],
+        rpc_code: i64,
+    ) {
+        match self.from {
+            Side::Host => {
+                let found = salvage(head);
+                let line = error_response(
+                    found.id.as_ref(),
+                    rpc_code,
+                    &format!("rootfence: {detail}"),
+                    None,
+                );
+                self.report(code, detail, found.id, "answered_with_error", offending);
+                self.reply(line.into());
+            }
+            Side::Server => {
+                let found = salvage(head);
+                self.report(code, detail.clone(), found.id.clone(), "dropped", offending);
+                // An oversized line's answer key may lie past the head kept: an object
+                // without a method may be an answer.
+                let maybe_answer = found.has_outcome || head.first() == Some(&b'{');
+                self.answer_unreadable(found.id, found.has_method, maybe_answer, &detail);
+            }
+        }
+    }
+
+    /// A server generation sent something rootfence cannot read. If it names the request it
+    /// answers, that request gets an error; if it is a request or notification, or does not
+    /// look like an answer at all (a stray log line on stdout), nothing is owed; if it looks
+    /// like an answer but its id cannot be read, every host request that generation had in
+    /// hand when the line arrived gets an error (one of them lost its answer, and which cannot
+    /// be known; later answers to the others are then dropped as unmatched). The session
+    /// goes on.
+    fn answer_unreadable(&self, id: Option<Id>, has_method: bool, maybe_answer: bool, why: &str) {
+        let generation = self.origin.generation;
+        let pending: Vec<Pending> = match id {
+            Some(id) => match self.session.match_response(Side::Server, generation, &id) {
+                Matched::Pending { pending, .. } => vec![pending],
+                Matched::Own(own) => {
+                    own.deliver(serde_json::json!({"error": {"code": rpc_error::BAD_SERVER_RESPONSE, "message": why}}));
+                    Vec::new()
+                }
+                _ => Vec::new(),
+            },
+            None if has_method || !maybe_answer => Vec::new(),
+            None => self.session.take_pending_before(generation, Instant::now()),
+        };
+        for p in pending {
+            let msg = format!(
+                "rootfence: the server's response to `{}` was malformed and withheld ({why})",
+                p.method
+            );
+            let line = error_response(Some(&p.id), rpc_error::BAD_SERVER_RESPONSE, &msg, None);
+            self.session.send_detached(Side::Host, line.into());
         }
     }
 
@@ -425,24 +809,51 @@ impl<I: Interceptor> Router<'_, I> {
         Step::Reply(line.into())
     }
 
-    /// Reports a problem with a frame that is not even a message.
-    fn protocol_error(
-        &self,
-        code: &'static str,
-        detail: String,
-        offending: Offending,
-        rpc_code: i64,
-    ) {
-        match self.from {
-            Side::Host => {
-                let line = error_response(None, rpc_code, &format!("rootfence: {detail}"), None);
-                self.report(code, detail, None, "answered_with_error", offending);
-                self.session.send_detached(Side::Host, line.into());
+    /// Too many messages are waiting for a decision: a request is answered at once (retry
+    /// later), a notification is dropped; both are reported.
+    fn too_many_held(&self, text: &str, line: &Bytes) {
+        match self.held_refusal(text) {
+            Step::Reply(reply) => {
+                self.report(
+                    "too_many_held",
+                    "too many messages are waiting for a decision".into(),
+                    None,
+                    "answered_with_error",
+                    Offending::line(line),
+                );
+                self.reply(reply);
             }
-            Side::Server => self.report(code, detail, None, "dropped", offending),
+            _ => self.report(
+                "too_many_held",
+                "too many messages are waiting for a decision".into(),
+                None,
+                "dropped",
+                Offending::line(line),
+            ),
         }
     }
 
+    fn held_refusal(&self, text: &str) -> Step {
+        let Ok(env) = envelope::scan_message(text) else {
+            return Step::Nothing;
+        };
+        if self.from == Side::Host && env.method.as_deref() == Some(methods::INITIALIZE) {
+            self.session.initialize_decided();
+        }
+        match (env.kind, env.id) {
+            (Kind::Request, Some(id)) => {
+                // Not tracked yet (that happens when it is forwarded): answered here instead.
+                if self.from == Side::Host {
+                    self.session.answered_locally(&id);
+                }
+                let msg = "rootfence: too many messages are waiting for a decision; send this request again shortly";
+                Step::Reply(error_response(Some(&id), rpc_error::SERVER_GONE, msg, None).into())
+            }
+            _ => Step::Nothing,
+        }
+    }
+
+    /// Reports a problem with a frame that is not even a message.
     fn report(
         &self,
         code: &'static str,
@@ -466,48 +877,231 @@ impl<I: Interceptor> Router<'_, I> {
             line: offending.line,
         });
     }
+
+    /// Answers the side this pump reads from, never waiting.
+    fn reply(&self, line: Bytes) {
+        match self.from {
+            Side::Host => self.session.send_detached(Side::Host, line),
+            Side::Server => self.session.send_prio_server(self.origin.generation, line),
+        }
+    }
+
+    /// Records what a later generation must be told again, once a host message is forwarded.
+    fn note(&self, method: &str, id: Option<&Id>, bytes: &Bytes) {
+        if matches!(
+            method,
+            methods::INITIALIZE
+                | methods::INITIALIZED
+                | methods::LOGGING_SET_LEVEL
+                | methods::RESOURCES_SUBSCRIBE
+                | methods::RESOURCES_UNSUBSCRIBE
+                | methods::SUBSCRIPTIONS_LISTEN
+        ) {
+            self.session.record_forwarded(method, id, bytes);
+        }
+        if method == methods::INITIALIZE {
+            self.session.initialize_decided();
+        }
+    }
+
+    async fn commit_held(&self, done: HeldDone) {
+        match done {
+            HeldDone::One { step, line } => self.commit(step, line).await,
+            HeldDone::Batch { steps, originals } => self.send_batch(steps, originals).await,
+        }
+    }
+
+    /// Sends the outcome of a single message.
+    async fn commit(&self, step: Step, line: Bytes) {
+        match step {
+            Step::Send {
+                to,
+                bytes,
+                id,
+                note,
+            } => {
+                let bytes = bytes.unwrap_or(line);
+                let bytes = match id {
+                    Some(id) => with_id(&bytes, &id),
+                    None => bytes,
+                };
+                if let Some((method, id)) = note {
+                    self.note(&method, id.as_ref(), &bytes);
+                }
+                self.send_to(to, bytes).await;
+            }
+            Step::Reply(bytes) => self.reply(bytes),
+            Step::Nothing => {}
+            // `finish` resolves every nested deferral; were one left, the message would be
+            // dropped, never forwarded unchecked.
+            Step::Later(_) => tracing::error!("a deferred decision resolved to another deferral"),
+        }
+    }
+
+    async fn send_to(&self, to: Dest, bytes: Bytes) {
+        match to {
+            Dest::Host => {
+                let _ = self.session.send(Side::Host, bytes).await;
+            }
+            Dest::Server {
+                generation,
+                prio: true,
+            } => self.session.send_prio_server(generation, bytes),
+            Dest::Server {
+                generation,
+                prio: false,
+            } => {
+                let _ = self.session.send_server(Some(generation), bytes).await;
+            }
+        }
+    }
+
+    /// Sends the outcome of a batch: forwarded elements as one batch to the other side (one
+    /// per destination generation), answers as one batch to the sender.
+    async fn send_batch(&self, steps: Vec<Step>, originals: Vec<Bytes>) {
+        let mut forward: Vec<(Dest, Vec<Bytes>)> = Vec::new();
+        let mut replies = Vec::new();
+        for (step, original) in steps.into_iter().zip(originals) {
+            match step {
+                Step::Send {
+                    to,
+                    bytes,
+                    id,
+                    note,
+                } => {
+                    let bytes = bytes.unwrap_or(original);
+                    let bytes = match id {
+                        Some(id) => with_id(&bytes, &id),
+                        None => bytes,
+                    };
+                    if let Some((method, id)) = note {
+                        self.note(&method, id.as_ref(), &bytes);
+                    }
+                    match forward.iter_mut().find(|(d, _)| same_dest(d, &to)) {
+                        Some((_, parts)) => parts.push(bytes),
+                        None => forward.push((to, vec![bytes])),
+                    }
+                }
+                Step::Reply(b) => replies.push(b),
+                Step::Nothing | Step::Later(_) => {}
+            }
+        }
+        for (to, parts) in forward {
+            self.send_to(to, join_batch(&parts)).await;
+        }
+        if !replies.is_empty() {
+            self.reply(join_batch(&replies));
+        }
+    }
+}
+
+fn same_dest(a: &Dest, b: &Dest) -> bool {
+    match (a, b) {
+        (Dest::Host, Dest::Host) => true,
+        (
+            Dest::Server {
+                generation: g1,
+                prio: p1,
+            },
+            Dest::Server {
+                generation: g2,
+                prio: p2,
+            },
+        ) => g1 == g2 && p1 == p2,
+        _ => false,
+    }
 }
 
 /// Turns a final (or deferred) action into a step, keeping the pending tables right: a request
 /// is tracked only when it is actually forwarded, and a request is never left unanswered.
-fn finish(routed: Routed, action: Action, session: &Arc<Session>) -> Step {
+fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
     let to_bytes = |v: &Value| -> Bytes {
         serde_json::to_vec(v)
             .expect("a JSON value always serializes")
             .into()
     };
+    let from = routed.origin.side;
+    let is_initialize = from == Side::Host && &*routed.method == methods::INITIALIZE;
     match action {
         Action::Forward | Action::Replace(_) => {
             if let (Kind::Request, Some(id)) = (routed.kind, &routed.id) {
-                if !session.track_request(routed.from, id, Arc::clone(&routed.method)) {
-                    let cause = session.server_gone_cause().unwrap_or_default();
-                    return Step::Reply(server_gone_error(id, &routed.method, &cause));
+                match from {
+                    Side::Host => {
+                        match session.track_host_request(id, Arc::clone(&routed.method)) {
+                            Some(generation) => {
+                                if let Dest::Server { generation: g, .. } = &mut routed.to {
+                                    *g = generation;
+                                }
+                            }
+                            None => {
+                                let cause = session.server_gone_cause().unwrap_or_default();
+                                if is_initialize {
+                                    session.initialize_decided();
+                                }
+                                return Step::Reply(server_gone_error(id, &routed.method, &cause));
+                            }
+                        }
+                    }
+                    Side::Server => {
+                        let host_id = session.track_server_request(
+                            routed.origin.generation,
+                            id,
+                            Arc::clone(&routed.method),
+                        );
+                        if routed.origin.generation > 1 {
+                            routed.forward_id = Some(host_id);
+                        }
+                    }
                 }
+            } else if let Dest::Server { generation: 0, .. } = routed.to {
+                // A host notification goes to the generation host messages go to now.
+                routed.to = Dest::Server {
+                    generation: session.generation(),
+                    prio: false,
+                };
             }
-            match action {
-                Action::Replace(v) => Step::ForwardBytes(to_bytes(&v)),
-                _ => Step::Forward,
+            let note =
+                (from == Side::Host).then(|| (Arc::clone(&routed.method), routed.id.clone()));
+            let bytes = match action {
+                Action::Replace(v) => Some(to_bytes(&v)),
+                _ => None,
+            };
+            Step::Send {
+                to: routed.to,
+                bytes,
+                id: routed.forward_id,
+                note,
             }
         }
         Action::Reply(v) => {
-            if let (Kind::Request, Side::Host, Some(id)) = (routed.kind, routed.from, &routed.id) {
+            if let (Kind::Request, Side::Host, Some(id)) = (routed.kind, from, &routed.id) {
                 session.answered_locally(id);
+            }
+            if is_initialize {
+                session.initialize_decided();
             }
             Step::Reply(to_bytes(&v))
         }
-        Action::Drop => match (routed.kind, &routed.id) {
-            (Kind::Request, Some(id)) => {
-                if routed.from == Side::Host {
-                    session.answered_locally(id);
-                }
-                let msg = format!(
-                    "rootfence: the `{}` request was not forwarded",
-                    routed.method
-                );
-                Step::Reply(error_response(Some(id), rpc_error::INTERNAL_ERROR, &msg, None).into())
+        Action::Drop => {
+            if is_initialize {
+                session.initialize_decided();
             }
-            _ => Step::Nothing,
-        },
+            match (routed.kind, &routed.id) {
+                (Kind::Request, Some(id)) => {
+                    if from == Side::Host {
+                        session.answered_locally(id);
+                    }
+                    let msg = format!(
+                        "rootfence: the `{}` request was not forwarded",
+                        routed.method
+                    );
+                    Step::Reply(
+                        error_response(Some(id), rpc_error::INTERNAL_ERROR, &msg, None).into(),
+                    )
+                }
+                _ => Step::Nothing,
+            }
+        }
         Action::Defer(fut) => {
             let session = Arc::clone(session);
             Step::Later(Box::pin(async move {
@@ -521,55 +1115,26 @@ fn finish(routed: Routed, action: Action, session: &Arc<Session>) -> Step {
     }
 }
 
-/// Sends the outcome of a single message; a deferred one is sent from its own task.
-async fn commit(from: Side, step: Step, line: Bytes, session: &Arc<Session>) {
-    match step {
-        Step::Later(fut) => {
-            let session = Arc::clone(session);
-            tokio::spawn(async move {
-                let step = fut.await;
-                commit_resolved(from, step, line, &session).await;
-            });
+/// A message with its top-level `id` replaced (a later generation's request on its way to
+/// the host, or the host's answer on its way back). Only these ever take this path, so the
+/// one re-serialization is off the hot path.
+fn with_id(line: &Bytes, id: &Id) -> Bytes {
+    match serde_json::from_slice::<Value>(line) {
+        Ok(mut v) => {
+            v["id"] = id.to_value();
+            serde_json::to_vec(&v)
+                .expect("a JSON value always serializes")
+                .into()
         }
-        step => commit_resolved(from, step, line, session).await,
+        Err(_) => line.clone(),
     }
 }
 
-/// Sends a decided outcome. `finish` resolves every nested deferral, so a `Later` step never
-/// reaches here; if one did, the message would be dropped, never forwarded unchecked.
-async fn commit_resolved(from: Side, step: Step, line: Bytes, session: &Arc<Session>) {
-    match step {
-        Step::Forward => {
-            let _ = session.send(from.other(), line).await;
-        }
-        Step::ForwardBytes(bytes) => {
-            let _ = session.send(from.other(), bytes).await;
-        }
-        Step::Reply(bytes) => session.send_detached(from, bytes),
-        Step::Nothing => {}
-        Step::Later(_) => tracing::error!("a deferred decision resolved to another deferral"),
-    }
-}
-
-/// Sends the outcome of a batch: forwarded elements as one batch to the other side, answers
-/// as one batch to the sender.
-async fn send_batch(from: Side, steps: Vec<Step>, originals: Vec<Bytes>, session: &Arc<Session>) {
-    let mut forward = Vec::new();
-    let mut replies = Vec::new();
-    for (step, original) in steps.into_iter().zip(originals) {
-        match step {
-            Step::Forward => forward.push(original),
-            Step::ForwardBytes(b) => forward.push(b),
-            Step::Reply(b) => replies.push(b),
-            Step::Nothing | Step::Later(_) => {}
-        }
-    }
-    if !forward.is_empty() {
-        let _ = session.send(from.other(), join_batch(&forward)).await;
-    }
-    if !replies.is_empty() {
-        session.send_detached(from, join_batch(&replies));
-    }
+/// A `notifications/cancelled` with `params.requestId` replaced.
+fn with_cancelled_id(text: &str, id: &Id) -> Option<Bytes> {
+    let mut v: Value = serde_json::from_str(text).ok()?;
+    *v.pointer_mut("/params/requestId")? = id.to_value();
+    Some(serde_json::to_vec(&v).ok()?.into())
 }
 
 /// `[a,b,c]` from already-serialized messages.
@@ -636,6 +1201,42 @@ mod tests {
         assert!(
             cancelled_request_id(r#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#)
                 .is_none()
+        );
+    }
+
+    /// A message queued behind a closed gate while the priority lane is being written must
+    /// still be written once the gate opens (it was once taken off the queue and dropped).
+    #[tokio::test]
+    async fn a_gated_message_survives_priority_traffic() {
+        use super::super::session::Lanes;
+        let (lanes, receivers) = Lanes::new();
+        let (gate, gate_rx) = watch::channel(false);
+        let (out, mut read) = tokio::io::duplex(1 << 16);
+        let writer = tokio::spawn(writer(out, receivers, gate_rx));
+        lanes
+            .main_for_test()
+            .send(Outgoing::Line(Bytes::from_static(b"held")))
+            .await
+            .unwrap();
+        lanes.prio_for_test(Bytes::from_static(b"first"));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        gate.send_replace(true);
+        lanes.main_for_test().send(Outgoing::Close).await.unwrap();
+        writer.await.unwrap().unwrap();
+        let mut got = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut read, &mut got)
+            .await
+            .unwrap();
+        assert_eq!(got, "first\nheld\n");
+    }
+
+    #[test]
+    fn ids_are_replaced_exactly() {
+        let line = Bytes::from_static(br#"{"jsonrpc":"2.0","id":0,"method":"roots/list","params":{"n":12345678901234567890123}}"#);
+        let out = with_id(&line, &Id::from_string("rootfence-x-g2-1"));
+        assert_eq!(
+            &out[..],
+            br#"{"jsonrpc":"2.0","id":"rootfence-x-g2-1","method":"roots/list","params":{"n":12345678901234567890123}}"#
         );
     }
 }

@@ -293,6 +293,7 @@ fn resolve_paths(
             resolved: None,
             rights: g.rights,
             origin: g.origin.clone(),
+            why: g.why.clone(),
             status: GrantStatus::Granted,
         };
         // One resolution: the O_PATH descriptor is both the rule's anchor and, through

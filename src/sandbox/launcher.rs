@@ -12,6 +12,9 @@
 //! 5. `no_new_privs`, resource limits, then Landlock;
 //! 6. write the report (strict mode: refuse instead if anything is missing);
 //! 7. exec; the report pipe closes on exec, which tells rootfence the exec happened.
+//!
+//! It first sets `PR_SET_PDEATHSIG` (SIGKILL): the server dies with the process that
+//! started the launcher, even when that one is killed outright.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io::{Read, Write};
@@ -24,8 +27,11 @@ use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use super::fds;
 use super::landlock::{self, Failure};
 use super::plan::{LaunchPlan, MAX_PLAN_BYTES, env_allowed};
-use super::profile::{DEFAULT_PATH, lookup};
-use super::report::{EnforcementReport, EnvReport, FsReport, Message, RlimitReport, RlimitStatus};
+use super::profile::{DEFAULT_PATH, ENV_BASELINE, lookup};
+use super::report::{
+    EnforcementReport, EnvPath, EnvReport, FsReport, Message, RlimitReport, RlimitStatus,
+    WithheldReport,
+};
 use super::{
     EXIT_EXEC_FAILED, EXIT_LAUNCHER_ERROR, EXIT_NOT_FOUND, EXIT_REFUSED, LAUNCHER_ARG, SandboxMode,
 };
@@ -33,6 +39,14 @@ use super::{
 /// Entry point of the launcher; `main` calls it when `argv[1]` is [`LAUNCHER_ARG`]. Never
 /// returns on success (the process becomes the server).
 pub fn launcher_main() -> ExitCode {
+    // Die with whoever started the launcher (rootfence, or strace under `sandbox probe`),
+    // and so does the server it becomes: the setting survives exec. Without it a killed
+    // rootfence or strace leaves the server running with nobody reading its output.
+    let parent = nix::unistd::getppid();
+    let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
+    if nix::unistd::getppid() != parent {
+        return ExitCode::from(EXIT_LAUNCHER_ERROR);
+    }
     let args: Vec<OsString> = std::env::args_os().collect();
     let Some((plan_fd, report_fd, command)) = parse_args(&args) else {
         eprintln!(
@@ -144,7 +158,7 @@ pub fn launcher_main() -> ExitCode {
         super::Enforcement::Full if !all_missing.is_empty() => super::Enforcement::Partial,
         e => e,
     };
-    let report = Box::new(EnforcementReport {
+    let mut report = Box::new(EnforcementReport {
         mode: plan.mode,
         enforcement,
         landlock: outcome.landlock,
@@ -162,7 +176,16 @@ pub fn launcher_main() -> ExitCode {
         command: Some(resolved.display().to_string()),
         missing: all_missing,
         not_covered,
+        withheld: plan
+            .withheld
+            .iter()
+            .map(|(path, why)| WithheldReport {
+                path: path.clone(),
+                why: why.clone(),
+            })
+            .collect(),
     });
+    report.env.unreachable = unreachable_env_paths(&env, &report);
     if refused || (strict && !report.missing.is_empty()) {
         if !send(&Message::Refused { report }) {
             eprintln!("rootfence: strict sandbox refused to start the server");
@@ -242,32 +265,104 @@ fn read_plan(fd: RawFd) -> Result<LaunchPlan, String> {
 }
 
 /// The server's environment: the inherited variables the allow-list passes, plus the
-/// sandbox's own (temp dir). Names that are not UTF-8 never pass.
+/// sandbox's own (temp dir). Names that are not UTF-8 never pass. Every dropped name is
+/// reported (names only, never values).
 fn build_env(plan: &LaunchPlan) -> (Vec<(OsString, OsString)>, EnvReport) {
+    build_env_from(plan, std::env::vars_os())
+}
+
+fn build_env_from(
+    plan: &LaunchPlan,
+    vars: impl Iterator<Item = (OsString, OsString)>,
+) -> (Vec<(OsString, OsString)>, EnvReport) {
     let mut env = Vec::new();
     let mut passed = Vec::new();
-    let mut dropped = 0;
+    let mut dropped_names = Vec::new();
     let set: Vec<&str> = plan.env_set.iter().map(|e| e.name.as_str()).collect();
-    for (k, v) in std::env::vars_os() {
+    for (k, v) in vars {
         match k.to_str() {
             Some(name) if set.contains(&name) => {}
             Some(name) if env_allowed(&plan.env_allow, name) => {
                 passed.push(name.to_owned());
                 env.push((k, v));
             }
-            _ => dropped += 1,
+            _ => dropped_names.push(shown_name(&k)),
         }
     }
     for e in &plan.env_set {
         env.push((OsString::from(&e.name), e.value.clone()));
     }
     passed.sort();
+    dropped_names.sort();
     let report = EnvReport {
         passed,
         set: plan.env_set.iter().map(|e| e.name.clone()).collect(),
-        dropped,
+        dropped: dropped_names.len(),
+        dropped_names,
+        unreachable: Vec::new(),
     };
     (env, report)
+}
+
+/// A variable name for the report: lossy UTF-8, control characters escaped, so a hostile
+/// name cannot forge report lines.
+fn shown_name(name: &OsStr) -> String {
+    name.to_string_lossy()
+        .chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+/// Passed variables outside the baseline (named by the host entry or a policy) whose
+/// value is one absolute path that no grant covers: the server was told to use a file it
+/// cannot open, which must be said at start rather than found in a failed tool call.
+fn unreachable_env_paths(env: &[(OsString, OsString)], report: &EnforcementReport) -> Vec<EnvPath> {
+    let mut out = Vec::new();
+    for (k, v) in env {
+        let Some(name) = k.to_str() else { continue };
+        if env_allowed(
+            &ENV_BASELINE
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect::<Vec<_>>(),
+            name,
+        ) || report.env.set.iter().any(|s| s == name)
+        {
+            continue;
+        }
+        let path = std::path::Path::new(v);
+        if !path.is_absolute() || v.as_bytes().contains(&b':') {
+            continue;
+        }
+        if report.covering_grant(&resolved(path)).is_none() {
+            out.push(EnvPath {
+                name: name.to_owned(),
+                path: path.display().to_string(),
+            });
+        }
+    }
+    out
+}
+
+/// `path` with its longest existing ancestor resolved (symlinks), the rest appended.
+fn resolved(path: &std::path::Path) -> std::path::PathBuf {
+    for anc in path.ancestors() {
+        if let Ok(real) = std::fs::canonicalize(anc) {
+            let rest = path.strip_prefix(anc).unwrap_or(std::path::Path::new(""));
+            return if rest.as_os_str().is_empty() {
+                real
+            } else {
+                real.join(rest)
+            };
+        }
+    }
+    path.to_owned()
 }
 
 fn apply_rlimits(plan: &LaunchPlan) -> Vec<RlimitReport> {

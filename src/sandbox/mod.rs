@@ -14,8 +14,8 @@
 //!
 //! # What this module does not own
 //!
-//! Policy parsing (the `[sandbox]` table is compiled in `policy`, the caller maps it to a
-//! [`SandboxSpec`]), the relay's stdio, process group and parent-death signal (the caller
+//! Policy parsing (the `[sandbox]` table is compiled in `policy`; [`server_spec`] maps it
+//! to a [`SandboxSpec`]), the relay's stdio, process group and parent-death signal (the caller
 //! adds them to [`Prepared::command`]), and the `session_start` audit record (the caller
 //! serializes the [`EnforcementReport`]).
 //!
@@ -28,6 +28,8 @@
 //! - `launcher.rs`: the launcher process itself.
 //! - `fds.rs`: the only unsafe code: descriptor inheritance before exec and the fd sweep.
 //! - `report.rs`: the enforcement report, its wire format and its reader.
+//! - `server.rs`: the spec of one server from the policy, its roots and its host entry's
+//!   `--env`/`--read`/`--write` (shared by `run` and `sandbox probe`).
 //! - `probe.rs`: `rootfence sandbox probe`: strace log and stderr analysis.
 
 mod fds;
@@ -37,6 +39,7 @@ mod plan;
 pub mod probe;
 mod profile;
 mod report;
+mod server;
 
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -45,12 +48,15 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-pub use profile::{DefaultProfile, ProfileEntry, Rights, default_profile};
-pub use report::{
-    DenyReport, DenyStatus, Enforcement, EnforcementReport, EnvReport, FsReport, GrantReport,
-    GrantStatus, LandlockReport, LaunchError, NetworkReport, ReportReader, RlimitReport,
-    RlimitStatus, ScopeReport,
+pub use profile::{
+    DefaultProfile, ProfileEntry, Rights, ToolFamily, Withheld, default_profile, tool_families,
 };
+pub use report::{
+    DenyReport, DenyStatus, Enforcement, EnforcementReport, EnvPath, EnvReport, FsReport,
+    GrantReport, GrantStatus, LandlockReport, LaunchError, NetworkReport, ReportReader,
+    RlimitReport, RlimitStatus, ScopeReport, WithheldReport,
+};
+pub use server::{GrantError, ServerGrants, check_env_name, server_spec};
 
 /// The hidden first argument under which rootfence runs as the sandbox launcher.
 pub const LAUNCHER_ARG: &str = "__sandbox-exec";

@@ -37,6 +37,9 @@ pub(crate) struct LaunchPlan {
     pub env_allow: Vec<String>,
     /// Variables the launcher sets itself (the private temp dir); not secret.
     pub env_set: Vec<EnvSet>,
+    /// Paths the profile deliberately did not grant, with the reason (for the report).
+    #[serde(default)]
+    pub withheld: Vec<(String, String)>,
 }
 
 /// One granted path.
@@ -108,6 +111,7 @@ pub(crate) fn build(
 
     let mut grants = Vec::new();
     let mut env_allow = Vec::new();
+    let mut withheld = Vec::new();
     if spec.default_profile {
         let profile = default_profile(argv, env);
         for dir in &profile.create_dirs {
@@ -125,6 +129,11 @@ pub(crate) fn build(
             why: e.why,
         }));
         env_allow = profile.env;
+        withheld = profile
+            .withheld
+            .into_iter()
+            .map(|w| (w.path.display().to_string(), w.why))
+            .collect();
     }
     for r in &spec.roots {
         grants.push(Grant {
@@ -189,6 +198,7 @@ pub(crate) fn build(
         rlimits: spec.rlimits,
         env_allow,
         env_set,
+        withheld,
     })
 }
 

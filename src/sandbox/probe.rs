@@ -117,8 +117,31 @@ pub fn prepare_traced(
     // The pre-exec hook that makes the plan and report descriptors inheritable lives on
     // the inner command; move it over by rebuilding with the same channel.
     super::fds::inherit_in_child(&mut traced, prepared.session.child_fds());
+    die_with_parent(&mut traced);
     prepared.command = traced;
     Ok(prepared)
+}
+
+/// strace dies with rootfence (SIGKILL), and the launcher (hence the server) dies with
+/// strace (it sets its own parent-death signal), so a killed probe leaves nothing behind.
+fn die_with_parent(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = nix::unistd::getpid();
+    // SAFETY: runs in the forked child before exec; prctl(2) and getppid(2) are plain
+    // async-signal-safe syscalls, and errors are built from raw errno values (stored
+    // inline, no allocation); no lock or shared state is touched.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                .map_err(|e| std::io::Error::from_raw_os_error(e as i32))?;
+            // rootfence may have died between fork and prctl: then no signal would come.
+            if nix::unistd::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Parses an strace log written with `-f -y` (see [`prepare_traced`]).
@@ -155,6 +178,25 @@ pub fn parse_strace_log(text: &str) -> Findings {
         parse_syscall(&line, &mut findings);
     }
     findings
+}
+
+/// `p` without `.` components and with `..` applied, lexically: `openat(AT_FDCWD</tmp>,
+/// ".")` is `/tmp`, not `/tmp/.`.
+pub(crate) fn normalized(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
 }
 
 fn split_pid(line: &str) -> (&str, &str) {
@@ -204,11 +246,12 @@ fn parse_syscall(line: &str, findings: &mut Findings) {
     // `3</dir>` or `AT_FDCWD</cwd>`.
     let at = |i: usize| -> Option<PathBuf> {
         let p = PathBuf::from(strings.get(i)?);
-        if p.is_absolute() {
-            Some(p)
+        let p = if p.is_absolute() {
+            p
         } else {
-            dirfds.get(i).cloned().flatten().map(|d| d.join(p))
-        }
+            dirfds.get(i).cloned().flatten()?.join(p)
+        };
+        Some(normalized(&p))
     };
     match name {
         "open" | "creat" => add(at(0), need(args)),
@@ -431,6 +474,32 @@ fn quoted(s: &str, q: char) -> Option<String> {
 /// becomes its nearest existing parent; three or more denials in one directory become
 /// the directory.
 pub fn suggest(findings: &Findings, spec: &SandboxSpec) -> Suggestion {
+    suggest_in(findings, spec, &Context::current())
+}
+
+/// What `suggest` needs to know about where the probe ran.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// The probe's working directory (the command's too).
+    pub cwd: Option<PathBuf>,
+    /// The user's home directory.
+    pub home: Option<PathBuf>,
+}
+
+impl Context {
+    /// This process's working directory and `$HOME`.
+    pub fn current() -> Context {
+        Context {
+            cwd: std::env::current_dir().ok(),
+            home: std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|h| h.is_absolute()),
+        }
+    }
+}
+
+/// [`suggest`] with an explicit context (tests).
+pub fn suggest_in(findings: &Findings, spec: &SandboxSpec, ctx: &Context) -> Suggestion {
     let mut s = Suggestion::default();
     let mut read = BTreeSet::new();
     let mut write = BTreeSet::new();
@@ -440,10 +509,16 @@ pub fn suggest(findings: &Findings, spec: &SandboxSpec) -> Suggestion {
                 .push((d.path.clone(), "relative path, directory unknown".into()));
             continue;
         }
-        if let Some(why) = never_suggested(&d.path) {
-            s.left_out.push((d.path.clone(), why.into()));
+        let path = normalized(&d.path);
+        if let Some(why) = never_suggested(&path, ctx) {
+            s.left_out.push((path, why));
             continue;
         }
+        let d = &Denial {
+            path,
+            need: d.need,
+            op: d.op.clone(),
+        };
         if spec.deny.iter().any(|x| d.path.starts_with(x)) {
             s.left_out
                 .push((d.path.clone(), "denied by the policy on purpose".into()));
@@ -489,8 +564,48 @@ pub fn suggest(findings: &Findings, spec: &SandboxSpec) -> Suggestion {
     s
 }
 
-/// Paths a suggestion must never grant, whatever the command tried.
-fn never_suggested(p: &Path) -> Option<&'static str> {
+/// Paths a suggestion must never grant, whatever the command tried, with the reason and
+/// what to do instead.
+fn never_suggested(p: &Path, ctx: &Context) -> Option<String> {
+    if let Some(why) = never_suggested_fixed(p) {
+        return Some(why.to_owned());
+    }
+    if ctx.cwd.as_deref() == Some(p) {
+        return Some(format!(
+            "the working directory the probe ran in; the sandbox grants it only as a root: \
+             run the probe from the server's project, or pass the directory the server \
+             works on as --root ({})",
+            p.display()
+        ));
+    }
+    for shared in ["/tmp", "/var/tmp", "/dev/shm"] {
+        if p == Path::new(shared) {
+            return Some(format!(
+                "{shared} is shared with every other process; the server has a private \
+                 TMPDIR. If it hard-codes {shared}, add `write = [\"{shared}\"]` knowingly"
+            ));
+        }
+    }
+    if p.components().count() <= 2 && p != Path::new("/") {
+        return Some("a top-level directory: too broad to grant; not suggested".to_owned());
+    }
+    if let Some(home) = &ctx.home {
+        let broad = home.starts_with(p)
+            || [".config", ".local", ".local/share", ".cache"]
+                .iter()
+                .any(|d| p == home.join(d));
+        if broad {
+            return Some(format!(
+                "{} holds the user's files and other tools' settings: too broad to grant; \
+                 grant the entry the server needs inside it",
+                p.display()
+            ));
+        }
+    }
+    None
+}
+
+fn never_suggested_fixed(p: &Path) -> Option<&'static str> {
     let terminal = p == Path::new("/dev/tty")
         || p == Path::new("/dev/console")
         || p.starts_with("/dev/pts")
@@ -749,7 +864,7 @@ unrelated: line
         };
         let mut spec = SandboxSpec::default();
         spec.deny.push(base.join("secret"));
-        let s = suggest(&findings, &spec);
+        let s = suggest_in(&findings, &spec, &Context::default());
         assert_eq!(s.read, vec![base.join("lib"), base.join("one")]);
         assert_eq!(s.write, vec![base.join("cache")]);
         assert_eq!(s.ports, vec![443]);
@@ -763,6 +878,57 @@ unrelated: line
             render_toml(&Suggestion::default(), false),
             "[sandbox]\n# nothing to add: no sandbox denial was observed\n"
         );
+    }
+
+    #[test]
+    fn the_working_directory_shared_temp_and_broad_directories_are_never_suggested() {
+        // The bug: `openat(AT_FDCWD</tmp>, ".")` once became a suggestion of `/tmp/.`.
+        let log = "\
+9 landlock_restrict_self(3<anon_inode:[landlock-ruleset]>, 0) = 0
+9 openat(AT_FDCWD</tmp>, \".\", O_RDONLY|O_DIRECTORY) = -1 EACCES (Permission denied)
+9 openat(AT_FDCWD</work/p>, \"./a/../b.txt\", O_RDONLY) = -1 EACCES (Permission denied)
+9 openat(AT_FDCWD</w>, \"/home/u\", O_RDONLY|O_DIRECTORY) = -1 EACCES (Permission denied)
+9 openat(AT_FDCWD</w>, \"/home/u/.config\", O_RDONLY|O_DIRECTORY) = -1 EACCES (Permission denied)
+9 openat(AT_FDCWD</w>, \"/opt\", O_RDONLY|O_DIRECTORY) = -1 EACCES (Permission denied)
+9 openat(AT_FDCWD</w>, \"/work/proj\", O_RDONLY|O_DIRECTORY) = -1 EACCES (Permission denied)
+";
+        let f = parse_strace_log(log);
+        let paths: Vec<String> = f
+            .denials
+            .iter()
+            .map(|d| d.path.display().to_string())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "/tmp",
+                "/work/p/b.txt",
+                "/home/u",
+                "/home/u/.config",
+                "/opt",
+                "/work/proj"
+            ]
+        );
+        let ctx = Context {
+            cwd: Some(PathBuf::from("/work/proj")),
+            home: Some(PathBuf::from("/home/u")),
+        };
+        let s = suggest_in(&f, &SandboxSpec::default(), &ctx);
+        assert!(s.read.is_empty() && s.write.is_empty(), "{s:?}");
+        let why = |p: &str| {
+            s.left_out
+                .iter()
+                .find(|(q, _)| q == Path::new(p))
+                .map(|(_, w)| w.clone())
+                .unwrap_or_else(|| panic!("{p} not left out: {:?}", s.left_out))
+        };
+        assert!(why("/tmp").contains("private TMPDIR"));
+        assert!(why("/home/u").contains("too broad"));
+        assert!(why("/home/u/.config").contains("too broad"));
+        assert!(why("/opt").contains("top-level"));
+        assert!(why("/work/proj").contains("working directory"));
+        assert_eq!(normalized(Path::new("/tmp/.")), Path::new("/tmp"));
+        assert_eq!(normalized(Path::new("/a/./b/../c")), Path::new("/a/c"));
     }
 
     #[test]

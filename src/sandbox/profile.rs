@@ -12,6 +12,13 @@
 //!   packages other projects later install.
 //! - Secrets that tools read by default (`~/.npmrc`, `~/.pypirc`, `~/.netrc`, `~/.ssh`,
 //!   `~/.config/gh`) are not granted; add them to `[sandbox] read` when a server needs them.
+//! - Tool families (git, desktop-commander, browsers) are recognised from the server's
+//!   command line (the program and the package a runner such as `npx` or `uvx` starts);
+//!   each gets the state it cannot run without, and nothing else (see [`ToolFamily`]).
+//! - `/proc` as a whole is granted only to the browser family, and only when the server
+//!   will not hold `CAP_SYS_PTRACE`: without that capability Landlock's ptrace scoping keeps
+//!   the `environ`, `maps`, `fd` targets and `io` of processes outside the sandbox
+//!   unreadable (pinned by `tests/sandbox_confine.rs`); with it (root) it does not.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
@@ -71,6 +78,18 @@ pub struct DefaultProfile {
     /// creates them (mode 0700) before launch, because a path that does not exist at
     /// launch cannot be granted and the tool would fail creating it.
     pub create_dirs: Vec<PathBuf>,
+    /// Paths a family would need that are deliberately not granted, with the reason.
+    pub withheld: Vec<Withheld>,
+}
+
+/// A path the profile deliberately does not grant, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Withheld {
+    /// The path.
+    pub path: PathBuf,
+    /// Why it is not granted, and what to do.
+    pub why: String,
 }
 
 /// System directories with libraries and binaries: read and execute.
@@ -159,8 +178,10 @@ const DEVICES: &[(&str, Rights)] = &[
 
 /// Environment variables every server gets (values from rootfence's own environment):
 /// lookup, identity, locale, terminal, proxies and TLS roots, and the variables that say
-/// where the caches granted above are, so tools and grants agree.
-const ENV_BASELINE: &[&str] = &[
+/// where the caches granted above are, so tools and grants agree. Everything else is
+/// dropped unless the host entry names it (`rootfence run --env`, written by `wrap`) or a
+/// policy's `[sandbox] env` lists it; `docs/sandbox.md` says what that keeps out and why.
+pub(crate) const ENV_BASELINE: &[&str] = &[
     "PATH",
     "HOME",
     "USER",
@@ -200,11 +221,110 @@ enum Family {
     Uv,
 }
 
+/// Tool families: servers that cannot run without some state of their own outside the
+/// roots. Recognised from the command line by [`tool_families`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum ToolFamily {
+    /// git and servers that run it (`mcp-server-git`, `git-mcp-server`): the user's git
+    /// configuration, read-only (`~/.gitconfig`, `$XDG_CONFIG_HOME/git`). Never
+    /// `~/.git-credentials`.
+    Git,
+    /// desktop-commander: its own state directory `~/.claude-server-commander`
+    /// (configuration, logs), read-write.
+    DesktopCommander,
+    /// Browsers and the servers that drive them (Playwright, Puppeteer, Chromium, Chrome):
+    /// the Playwright/Puppeteer browser and profile caches read-write, fontconfig, and
+    /// `/proc` when that is safe (Chromium's child processes read their own
+    /// `/proc/<pid>`).
+    Browser,
+}
+
+impl ToolFamily {
+    /// Lowercase name, as shown in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            ToolFamily::Git => "git",
+            ToolFamily::DesktopCommander => "desktop-commander",
+            ToolFamily::Browser => "browser",
+        }
+    }
+}
+
+/// The tool families a command line belongs to: the program and every argument that is
+/// not an option are split into words (`@playwright/mcp@0.1` gives `playwright`, `mcp`;
+/// `mcp-server-git` gives `mcp`, `server`, `git`) and matched whole, so `github` or
+/// `gitlab` servers are not git.
+pub fn tool_families(argv: &[OsString]) -> Vec<ToolFamily> {
+    let mut out = Vec::new();
+    for arg in argv {
+        let Some(arg) = arg.to_str() else { continue };
+        if arg.starts_with('-') {
+            continue;
+        }
+        // The last path component, without a version suffix (`pkg@1.2.3`).
+        let name = arg.rsplit('/').next().unwrap_or(arg);
+        let name = match name.rfind('@') {
+            Some(0) | None => name,
+            Some(i) => &name[..i],
+        };
+        // Scoped npm packages: the scope is part of the identity (`@playwright/mcp`).
+        let scope = arg
+            .strip_prefix('@')
+            .and_then(|a| a.split('/').next())
+            .unwrap_or("");
+        let words: Vec<String> = name
+            .split(['-', '_', '.'])
+            .chain(scope.split(['-', '_', '.']))
+            .map(str::to_ascii_lowercase)
+            .collect();
+        let has = |w: &str| words.iter().any(|x| x == w);
+        if has("git") {
+            out.push(ToolFamily::Git);
+        }
+        if name.eq_ignore_ascii_case("desktop-commander") {
+            out.push(ToolFamily::DesktopCommander);
+        }
+        if ["playwright", "puppeteer", "chromium", "chrome"]
+            .iter()
+            .any(|w| has(w))
+        {
+            out.push(ToolFamily::Browser);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Whether the server may be granted `/proc` as a whole: only when it will not hold
+/// `CAP_SYS_PTRACE`. Measured on Linux 6.18 (Landlock ABI 7): with `/proc` granted, a
+/// confined process without that capability gets `EACCES` on the `environ`, `maps`, `io`
+/// and `cwd`/`exe` links of processes outside its domain (Landlock's ptrace scoping);
+/// with it (root), `environ` and `maps` of every process are readable. The server runs
+/// with rootfence's own capabilities (no file capabilities are expected), so rootfence's
+/// effective set decides.
+pub(crate) fn proc_grant_is_safe() -> bool {
+    const CAP_SYS_PTRACE: u32 = 19;
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) == 0)
+}
+
 /// How deep shebang chains are followed (`npx` → `node` is one step).
 const MAX_SHEBANG_DEPTH: usize = 4;
 
 /// Computes the default profile for `argv`, given rootfence's environment.
 pub fn default_profile(argv: &[OsString], env: &[(OsString, OsString)]) -> DefaultProfile {
+    profile_for(argv, env, proc_grant_is_safe())
+}
+
+fn profile_for(argv: &[OsString], env: &[(OsString, OsString)], proc_safe: bool) -> DefaultProfile {
     let mut profile = DefaultProfile {
         env: ENV_BASELINE.iter().map(|s| (*s).to_owned()).collect(),
         ..DefaultProfile::default()
@@ -277,7 +397,8 @@ pub fn default_profile(argv: &[OsString], env: &[(OsString, OsString)]) -> Defau
         // `node server.js`, `python3 server.py`: the script's project.
         if families.contains(&Family::Node) || families.contains(&Family::Python) {
             if let Some(script) = first_script_arg(&argv[1..]) {
-                grant_project(&mut profile, &script, home.as_deref());
+                let node = families.contains(&Family::Node);
+                grant_project(&mut profile, &script, home.as_deref(), node);
             }
         }
     }
@@ -336,8 +457,116 @@ pub fn default_profile(argv: &[OsString], env: &[(OsString, OsString)]) -> Defau
             }
         }
     }
+    for family in tool_families(argv) {
+        grant_tool_family(
+            &mut profile,
+            family,
+            home.as_deref(),
+            xdg_cache.as_deref(),
+            xdg_config.as_deref(),
+            &getenv,
+            proc_safe,
+        );
+    }
     dedup_entries(&mut profile.entries);
     profile
+}
+
+/// The state a tool family needs (see [`ToolFamily`]).
+fn grant_tool_family<'e>(
+    profile: &mut DefaultProfile,
+    family: ToolFamily,
+    home: Option<&Path>,
+    xdg_cache: Option<&Path>,
+    xdg_config: Option<&Path>,
+    getenv: &dyn Fn(&str) -> Option<&'e OsStr>,
+    proc_safe: bool,
+) {
+    match family {
+        ToolFamily::Git => {
+            if let Some(h) = home {
+                push_existing(
+                    profile,
+                    h.join(".gitconfig"),
+                    Rights::Read,
+                    "git configuration",
+                );
+            }
+            if let Some(c) = xdg_config {
+                push_existing(profile, c.join("git"), Rights::Read, "git configuration");
+            }
+        }
+        ToolFamily::DesktopCommander => {
+            push_cache(
+                profile,
+                home.map(|h| h.join(".claude-server-commander")),
+                "desktop-commander configuration and logs",
+            );
+        }
+        ToolFamily::Browser => {
+            let playwright = getenv("PLAYWRIGHT_BROWSERS_PATH")
+                .map(PathBuf::from)
+                .or_else(|| xdg_cache.map(|c| c.join("ms-playwright")));
+            push_cache(
+                profile,
+                playwright,
+                "Playwright browsers and browser profiles",
+            );
+            if let Some(c) = xdg_cache {
+                push_existing(
+                    profile,
+                    c.join("puppeteer"),
+                    Rights::ReadWrite,
+                    "Puppeteer browsers",
+                );
+                push_existing(
+                    profile,
+                    c.join("fontconfig"),
+                    Rights::ReadWrite,
+                    "fontconfig cache",
+                );
+            }
+            push_existing(profile, "/etc/fonts", Rights::Read, "font configuration");
+            for etc in [
+                "/etc/chromium",
+                "/etc/chromium.d",
+                "/etc/chromium-browser",
+                "/etc/opt/chrome",
+            ] {
+                push_existing(
+                    profile,
+                    etc,
+                    Rights::Read,
+                    "browser policies and launcher settings",
+                );
+            }
+            if let Some(c) = xdg_config {
+                push_existing(
+                    profile,
+                    c.join("fontconfig"),
+                    Rights::Read,
+                    "font configuration",
+                );
+            }
+            if proc_safe {
+                push_existing(
+                    profile,
+                    "/proc",
+                    Rights::Read,
+                    "browser child processes read their own /proc/<pid>; other processes' \
+                     environ, maps and fd stay unreadable (Landlock ptrace scoping)",
+                );
+            } else {
+                profile.withheld.push(Withheld {
+                    path: PathBuf::from("/proc"),
+                    why: "the server would hold CAP_SYS_PTRACE (rootfence runs as root), with \
+                          which Landlock does not keep other processes' environ unreadable; \
+                          run rootfence as a normal user"
+                        .into(),
+                });
+            }
+        }
+    }
 }
 
 fn push_existing(profile: &mut DefaultProfile, path: impl AsRef<Path>, rights: Rights, why: &str) {
@@ -455,10 +684,13 @@ fn grant_install(profile: &mut DefaultProfile, exe: &Path, home: Option<&Path>) 
     );
 }
 
-/// Grants the project a script belongs to: the nearest ancestor of the script with a
-/// package manifest or dependency directory, else the script's directory; never a broad
-/// directory (then only the script).
-fn grant_project(profile: &mut DefaultProfile, script: &Path, home: Option<&Path>) {
+/// Grants the project a script belongs to: the *nearest* ancestor of the script with a
+/// package manifest or dependency directory (not the outermost: one `pyproject.toml` high
+/// up must not expose everything below it), else the script's directory; never a broad
+/// directory (then only the script). For node, the `node_modules` directories of the
+/// ancestors above the project are granted too, because node resolves packages there
+/// (a workspace's hoisted dependencies), but not the ancestors themselves.
+fn grant_project(profile: &mut DefaultProfile, script: &Path, home: Option<&Path>, node: bool) {
     let script = std::fs::canonicalize(script).unwrap_or_else(|_| script.to_owned());
     let Some(dir) = script.parent() else { return };
     const MARKERS: &[&str] = &[
@@ -468,15 +700,10 @@ fn grant_project(profile: &mut DefaultProfile, script: &Path, home: Option<&Path
         "setup.py",
         ".venv",
     ];
-    let mut project = None;
-    for anc in dir.ancestors() {
-        if is_broad(anc, home) {
-            break;
-        }
-        if MARKERS.iter().any(|m| anc.join(m).exists()) {
-            project = Some(anc);
-        }
-    }
+    let project = dir
+        .ancestors()
+        .take_while(|anc| !is_broad(anc, home))
+        .find(|anc| MARKERS.iter().any(|m| anc.join(m).exists()));
     let target = match project {
         Some(p) => p,
         None if !is_broad(dir, home) => dir,
@@ -489,6 +716,20 @@ fn grant_project(profile: &mut DefaultProfile, script: &Path, home: Option<&Path
             Rights::ReadExec,
             &format!("project of the script {}", script.display()),
         );
+    }
+    if node {
+        let above = target.parent().into_iter().flat_map(Path::ancestors);
+        for anc in above.take_while(|anc| !is_broad(anc, home)) {
+            let modules = anc.join("node_modules");
+            if modules.is_dir() && !covered_by_system(&modules) {
+                push_existing(
+                    profile,
+                    &modules,
+                    Rights::ReadExec,
+                    &format!("node packages above the project {}", target.display()),
+                );
+            }
+        }
     }
 }
 
@@ -686,6 +927,106 @@ mod tests {
             up.push("..");
         }
         up.join(script.strip_prefix("/").unwrap())
+    }
+
+    #[test]
+    fn the_nearest_project_is_granted_not_the_outermost() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        // <base>/ws/pyproject.toml high up, the server in <base>/ws/tools/srv/package.json,
+        // a workspace's hoisted node_modules at <base>/ws/node_modules.
+        let ws = base.join("ws");
+        let srv = ws.join("tools/srv");
+        std::fs::create_dir_all(srv.join("dist")).unwrap();
+        std::fs::create_dir_all(ws.join("node_modules")).unwrap();
+        std::fs::create_dir_all(ws.join("secrets")).unwrap();
+        std::fs::write(ws.join("pyproject.toml"), "").unwrap();
+        std::fs::write(srv.join("package.json"), "{}").unwrap();
+        let script = srv.join("dist/index.js");
+        std::fs::write(&script, "").unwrap();
+        let mut p = DefaultProfile::default();
+        grant_project(&mut p, &script, Some(Path::new("/home/u")), true);
+        let paths: Vec<&Path> = p.entries.iter().map(|e| e.path.as_path()).collect();
+        assert_eq!(
+            paths,
+            vec![srv.as_path(), ws.join("node_modules").as_path()]
+        );
+        assert!(p.entries[0].why.contains("project of the script"));
+        // Python does not resolve packages in ancestors: the project only.
+        let mut p = DefaultProfile::default();
+        grant_project(&mut p, &script, Some(Path::new("/home/u")), false);
+        assert_eq!(p.entries.len(), 1);
+        assert_eq!(p.entries[0].path, srv);
+    }
+
+    #[test]
+    fn tool_families_from_the_command_line() {
+        let f = |argv: &[&str]| tool_families(&argv.iter().map(OsString::from).collect::<Vec<_>>());
+        use ToolFamily::*;
+        assert_eq!(f(&["uvx", "mcp-server-git", "--repository", "/r"]), [Git]);
+        assert_eq!(f(&["python", "-m", "mcp_server_git"]), [Git]);
+        assert_eq!(f(&["/usr/bin/git", "status"]), [Git]);
+        assert_eq!(f(&["npx", "-y", "@cyanheads/git-mcp-server@2.1.0"]), [Git]);
+        assert_eq!(f(&["npx", "-y", "@modelcontextprotocol/server-github"]), []);
+        assert_eq!(f(&["npx", "-y", "gitlab-mcp"]), []);
+        assert_eq!(
+            f(&["npx", "-y", "@wonderwhy-er/desktop-commander@latest"]),
+            [DesktopCommander]
+        );
+        assert_eq!(
+            f(&["npx", "@playwright/mcp@latest", "--headless"]),
+            [Browser]
+        );
+        assert_eq!(f(&["npx", "-y", "puppeteer-mcp-server"]), [Browser]);
+        assert_eq!(f(&["/usr/bin/chromium", "--headless"]), [Browser]);
+        assert_eq!(f(&["npx", "-y", "@modelcontextprotocol/server-memory"]), []);
+    }
+
+    #[test]
+    fn tool_family_state_is_granted() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(home.join(".gitconfig"), "[user]\nname = x\n").unwrap();
+        std::fs::create_dir_all(home.join(".config/git")).unwrap();
+        let e = env(&[("HOME", home.to_str().unwrap()), ("PATH", "/usr/bin:/bin")]);
+        let argv = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let git = profile_for(&argv(&["uvx", "mcp-server-git"]), &e, true);
+        let has = |p: &DefaultProfile, path: &Path, r: Rights| {
+            p.entries.iter().any(|x| x.path == path && x.rights == r)
+        };
+        assert!(has(&git, &home.join(".gitconfig"), Rights::Read));
+        assert!(has(&git, &home.join(".config/git"), Rights::Read));
+        assert!(
+            !git.entries
+                .iter()
+                .any(|x| x.path.ends_with(".git-credentials"))
+        );
+
+        let dc = profile_for(&argv(&["npx", "@wonderwhy-er/desktop-commander"]), &e, true);
+        let state = home.join(".claude-server-commander");
+        assert!(has(&dc, &state, Rights::ReadWrite));
+        assert!(dc.create_dirs.contains(&state));
+
+        let pw = profile_for(&argv(&["npx", "@playwright/mcp"]), &e, true);
+        assert!(has(
+            &pw,
+            &home.join(".cache/ms-playwright"),
+            Rights::ReadWrite
+        ));
+        assert!(has(&pw, Path::new("/proc"), Rights::Read));
+        assert!(pw.withheld.is_empty());
+        // With CAP_SYS_PTRACE (root), /proc is withheld and the reason given.
+        let pw_root = profile_for(&argv(&["npx", "@playwright/mcp"]), &e, false);
+        assert!(!pw_root.entries.iter().any(|x| x.path == Path::new("/proc")));
+        assert!(pw_root.withheld[0].why.contains("CAP_SYS_PTRACE"));
+        // Other servers get neither.
+        let plain = profile_for(
+            &argv(&["npx", "@modelcontextprotocol/server-memory"]),
+            &e,
+            true,
+        );
+        assert!(!plain.entries.iter().any(|x| x.path == Path::new("/proc")));
+        assert!(!has(&plain, &home.join(".gitconfig"), Rights::Read));
     }
 
     #[test]

@@ -63,6 +63,20 @@ pub struct EnforcementReport {
     /// pathname unix sockets before Landlock ABI 9), so the audit log never overstates.
     #[serde(default)]
     pub not_covered: Vec<String>,
+    /// Paths a tool family would use that the profile deliberately did not grant, with
+    /// the reason (e.g. `/proc` for a browser when rootfence runs as root).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<WithheldReport>,
+}
+
+/// A path deliberately not granted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct WithheldReport {
+    /// The path.
+    pub path: String,
+    /// Why, and what to do.
+    pub why: String,
 }
 
 /// Landlock status.
@@ -104,6 +118,10 @@ pub struct GrantReport {
     pub rights: Rights,
     /// `root`, `read`, `write`, `private-tmp` or `profile`.
     pub origin: String,
+    /// Why the grant is there (profile entries: which runtime or tool needs it), empty
+    /// when the origin says it all.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
     /// Outcome.
     pub status: GrantStatus,
 }
@@ -212,7 +230,8 @@ pub enum RlimitStatus {
     Failed,
 }
 
-/// Environment part of the report.
+/// Environment part of the report. Names only, never values (except the paths in
+/// `unreachable`, which the server was told to use).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct EnvReport {
@@ -222,6 +241,24 @@ pub struct EnvReport {
     pub set: Vec<String>,
     /// Number of inherited variables dropped.
     pub dropped: usize,
+    /// The names dropped, sorted (non-UTF-8 names shown lossily, control characters
+    /// escaped).
+    #[serde(default)]
+    pub dropped_names: Vec<String>,
+    /// Variables passed because the host entry or a policy names them whose value is an
+    /// absolute path the sandbox does not grant: the server will fail to open it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreachable: Vec<EnvPath>,
+}
+
+/// A passed variable naming a path outside every grant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct EnvPath {
+    /// The variable's name.
+    pub name: String,
+    /// Its value, a path.
+    pub path: String,
 }
 
 impl EnforcementReport {
@@ -257,11 +294,14 @@ impl EnforcementReport {
                 passed: Vec::new(),
                 set: Vec::new(),
                 dropped: 0,
+                dropped_names: Vec::new(),
+                unreachable: Vec::new(),
             },
             inherited_fds: "inherited as rootfence's (sandbox off)".into(),
             command: None,
             missing: vec!["sandbox is off: the server runs unconfined".into()],
             not_covered: Vec::new(),
+            withheld: Vec::new(),
         }
     }
 
@@ -306,37 +346,10 @@ impl fmt::Display for EnforcementReport {
         };
         writeln!(f, "sandbox ({}): {abi}: {how}", self.mode)?;
         let fs = &self.filesystem;
-        let granted: Vec<String> = fs
-            .grants
-            .iter()
-            .filter(|g| g.origin != "profile")
-            .map(|g| match &g.status {
-                GrantStatus::Granted => format!("{} ({}, {})", g.path, g.rights, g.origin),
-                GrantStatus::Carved { entries, .. } => format!(
-                    "{} ({}, {}, granted as {entries} entries around denied paths)",
-                    g.path, g.rights, g.origin
-                ),
-                GrantStatus::NotFound { error } => {
-                    format!("{} ({}: NOT granted: {error})", g.path, g.origin)
-                }
-                GrantStatus::Denied { deny } => {
-                    format!(
-                        "{} ({}: NOT granted: inside denied {deny})",
-                        g.path, g.origin
-                    )
-                }
-            })
-            .collect();
-        let profile = fs.grants.iter().filter(|g| g.origin == "profile").count();
-        write!(
-            f,
-            "  filesystem: {} rules; default profile: {profile} paths",
-            self.landlock.rules
-        )?;
-        if !granted.is_empty() {
-            write!(f, "; {}", granted.join(", "))?;
+        write_grants(f, fs, self.landlock.rules)?;
+        for w in &self.withheld {
+            writeln!(f, "  not granted {}: {}", w.path, w.why)?;
         }
-        writeln!(f)?;
         for d in &fs.deny {
             let s = match d.status {
                 DenyStatus::OutsideGrants => "unreachable (outside every grant)",
@@ -415,12 +428,11 @@ impl fmt::Display for EnforcementReport {
                 .collect();
             writeln!(f, "  rlimits: {}", r.join(", "))?;
         }
+        write_env(f, &self.env)?;
         writeln!(
             f,
-            "  no_new_privs: {}; env: {} passed, {} dropped; descriptors: {}",
+            "  no_new_privs: {}; descriptors: {}",
             if self.no_new_privs { "on" } else { "OFF" },
-            self.env.passed.len() + self.env.set.len(),
-            self.env.dropped,
             self.inherited_fds
         )?;
         if let Some(c) = &self.command {
@@ -434,6 +446,145 @@ impl fmt::Display for EnforcementReport {
         }
         Ok(())
     }
+}
+
+/// Profile reasons whose grants are the fixed system part of every profile: shown
+/// grouped on one `system:` line, every path still named.
+const SYSTEM_WHYS: &[&str] = &[
+    "system libraries and binaries",
+    "system configuration programs read to run",
+    "process and machine information runtimes read",
+    "standard device",
+];
+
+/// The filesystem lines of the summary: every grant is named. Roots and explicit grants
+/// first, then what the profile adds for this command (with the reason), then the fixed
+/// system part, grouped by directory.
+fn write_grants(f: &mut fmt::Formatter<'_>, fs: &FsReport, rules: usize) -> fmt::Result {
+    let shown = |g: &GrantReport| -> String {
+        let why = if g.why.is_empty() {
+            g.origin.clone()
+        } else if g.origin == "profile" {
+            g.why.clone()
+        } else {
+            format!("{}: {}", g.origin, g.why)
+        };
+        match &g.status {
+            GrantStatus::Granted => format!("{} ({}, {why})", g.path, g.rights),
+            GrantStatus::Carved { entries, .. } => format!(
+                "{} ({}, {why}, granted as {entries} entries around denied paths)",
+                g.path, g.rights
+            ),
+            GrantStatus::NotFound { error } => {
+                format!("{} ({why}: NOT granted: {error})", g.path)
+            }
+            GrantStatus::Denied { deny } => {
+                format!("{} ({why}: NOT granted: inside denied {deny})", g.path)
+            }
+        }
+    };
+    let is_system =
+        |g: &GrantReport| g.origin == "profile" && SYSTEM_WHYS.contains(&g.why.as_str());
+    writeln!(f, "  filesystem: {rules} Landlock rules")?;
+    let explicit: Vec<String> = fs
+        .grants
+        .iter()
+        .filter(|g| g.origin != "profile")
+        .map(shown)
+        .collect();
+    if !explicit.is_empty() {
+        writeln!(f, "  grants: {}", explicit.join(", "))?;
+    }
+    let profile: Vec<String> = fs
+        .grants
+        .iter()
+        .filter(|g| g.origin == "profile" && !is_system(g))
+        .map(shown)
+        .collect();
+    if !profile.is_empty() {
+        writeln!(f, "  profile: {}", profile.join(", "))?;
+    }
+    // System part: grouped by rights, then by parent directory (`/etc/{hosts,passwd}`).
+    let mut groups: Vec<String> = Vec::new();
+    for rights in [
+        Rights::ReadExec,
+        Rights::Read,
+        Rights::Device,
+        Rights::ReadWrite,
+    ] {
+        let paths: Vec<&str> = fs
+            .grants
+            .iter()
+            .filter(|g| is_system(g) && g.rights == rights)
+            .filter(|g| matches!(g.status, GrantStatus::Granted | GrantStatus::Carved { .. }))
+            .map(|g| g.path.as_str())
+            .collect();
+        if !paths.is_empty() {
+            groups.push(format!("{rights} {}", group_paths(&paths)));
+        }
+    }
+    if !groups.is_empty() {
+        writeln!(f, "  system: {}", groups.join("; "))?;
+    }
+    Ok(())
+}
+
+/// `/etc/hosts /etc/passwd /usr` → `/etc/{hosts,passwd} /usr`, keeping first-seen order.
+fn group_paths(paths: &[&str]) -> String {
+    let mut by_parent: Vec<(&str, Vec<&str>)> = Vec::new();
+    for p in paths {
+        let (parent, name) = match p.rfind('/') {
+            Some(0) | None => ("", *p),
+            Some(i) => (&p[..i], &p[i + 1..]),
+        };
+        match by_parent.iter_mut().find(|(q, _)| *q == parent) {
+            Some((_, names)) => names.push(name),
+            None => by_parent.push((parent, vec![name])),
+        }
+    }
+    by_parent
+        .iter()
+        .map(
+            |(parent, names)| match (parent.is_empty(), names.as_slice()) {
+                (true, _) => names.join(" "),
+                (false, [one]) => format!("{parent}/{one}"),
+                (false, _) => format!("{parent}/{{{}}}", names.join(",")),
+            },
+        )
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The environment line: counts, every dropped name, and passed paths the server cannot
+/// reach.
+fn write_env(f: &mut fmt::Formatter<'_>, env: &EnvReport) -> fmt::Result {
+    write!(
+        f,
+        "  env: {} passed, {} set ({})",
+        env.passed.len(),
+        env.set.len(),
+        env.set.join(", ")
+    )?;
+    if env.dropped == 0 {
+        writeln!(f, ", none dropped")?;
+    } else if env.dropped_names.is_empty() {
+        writeln!(f, ", {} dropped", env.dropped)?;
+    } else {
+        writeln!(
+            f,
+            ", {} dropped: {} (a host entry's env reaches the server as `rootfence run --env NAME`, which `rootfence wrap` writes)",
+            env.dropped,
+            env.dropped_names.join(", ")
+        )?;
+    }
+    for u in &env.unreachable {
+        writeln!(
+            f,
+            "  env {} names {}, which the sandbox does not grant: the server will fail to open it; add `--write {}` (or `--read`) to the entry, or run `rootfence wrap --rewrap`",
+            u.name, u.path, u.path
+        )?;
+    }
+    Ok(())
 }
 
 /// One line of the launcher → rootfence channel.
@@ -530,6 +681,42 @@ impl ReportReader {
         }
     }
 
+    /// Like [`ReportReader::read_blocking`], but calls `on_report` as soon as the report
+    /// line is complete, before end of file. For a launcher run under a tracer (`sandbox
+    /// probe` with strace), which keeps its own copy of the pipe open until it exits.
+    pub fn read_each(
+        self,
+        mut on_report: impl FnMut(&EnforcementReport),
+    ) -> Result<EnforcementReport, LaunchError> {
+        match self.channel {
+            Channel::Fixed(r) => {
+                on_report(&r);
+                Ok(*r)
+            }
+            Channel::Pipe(fd) => {
+                let mut file = std::fs::File::from(fd).take(MAX_REPORT_BYTES);
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 8192];
+                let mut seen = 0;
+                loop {
+                    let n = file.read(&mut chunk)?;
+                    if n == 0 {
+                        break;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    while let Some(nl) = buf[seen..].iter().position(|b| *b == b'\n') {
+                        let line = &buf[seen..seen + nl];
+                        if let Ok(Message::Report { report }) = serde_json::from_slice(line) {
+                            on_report(&report);
+                        }
+                        seen += nl + 1;
+                    }
+                }
+                parse(&buf)
+            }
+        }
+    }
+
     /// Reads until the launcher execs or exits, without blocking the runtime. Must be
     /// called inside a tokio runtime.
     pub async fn read(self) -> Result<EnforcementReport, LaunchError> {
@@ -604,9 +791,15 @@ impl EnforcementReport {
                     }
                     _ => return None,
                 };
+                let origin = match (g.origin.as_str(), g.why.is_empty()) {
+                    (o, true) => o.to_owned(),
+                    ("profile", false) => format!("profile: {}", g.why),
+                    (o, false) => format!("{o}: {}", g.why),
+                };
                 Some(SandboxPath {
                     path: g.path.clone(),
                     access,
+                    origin,
                 })
             })
             .collect();
@@ -725,6 +918,7 @@ mod tests {
             resolved: resolved.map(str::to_owned),
             rights: Rights::ReadWrite,
             origin: "root".into(),
+            why: String::new(),
             status,
         };
         r.filesystem.grants = vec![
@@ -752,6 +946,76 @@ mod tests {
         );
         assert_eq!(find("/gone/x"), None);
         assert_eq!(find("/elsewhere"), None);
+    }
+
+    #[test]
+    fn the_summary_names_every_grant() {
+        let mut r = sample();
+        let g = |path: &str, rights, origin: &str, why: &str| GrantReport {
+            path: path.into(),
+            resolved: None,
+            rights,
+            origin: origin.into(),
+            why: why.into(),
+            status: GrantStatus::Granted,
+        };
+        r.filesystem.grants = vec![
+            g(
+                "/usr",
+                Rights::ReadExec,
+                "profile",
+                "system libraries and binaries",
+            ),
+            g(
+                "/bin",
+                Rights::ReadExec,
+                "profile",
+                "system libraries and binaries",
+            ),
+            g(
+                "/etc/hosts",
+                Rights::Read,
+                "profile",
+                "system configuration programs read to run",
+            ),
+            g(
+                "/etc/passwd",
+                Rights::Read,
+                "profile",
+                "system configuration programs read to run",
+            ),
+            g(
+                "/w/srv",
+                Rights::ReadExec,
+                "profile",
+                "project of the script /w/srv/index.js",
+            ),
+            g("/w/proj", Rights::ReadWrite, "root", ""),
+            g("/d/memory.json", Rights::ReadWrite, "write", ""),
+        ];
+        r.env.dropped = 2;
+        r.env.dropped_names = vec!["AWS_SECRET_ACCESS_KEY".into(), "SSH_AUTH_SOCK".into()];
+        r.env.unreachable = vec![EnvPath {
+            name: "MEMORY_FILE_PATH".into(),
+            path: "/x/m.json".into(),
+        }];
+        let text = r.to_string();
+        for want in [
+            "grants: /w/proj (read-write, root), /d/memory.json (read-write, write)",
+            "profile: /w/srv (read-exec, project of the script /w/srv/index.js)",
+            "system: read-exec /usr /bin; read /etc/{hosts,passwd}",
+            "2 dropped: AWS_SECRET_ACCESS_KEY, SSH_AUTH_SOCK",
+            "env MEMORY_FILE_PATH names /x/m.json, which the sandbox does not grant",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in:\n{text}");
+        }
+        let rec = r.audit_record();
+        let project = rec.paths.iter().find(|p| p.path == "/w/srv").unwrap();
+        assert_eq!(
+            project.origin,
+            "profile: project of the script /w/srv/index.js"
+        );
+        assert_eq!(rec.paths.len(), 7);
     }
 
     #[test]

@@ -24,6 +24,7 @@
 
 use std::ops::Range;
 
+use super::derive::{self, Derived, EntryView};
 use super::jsonc::{self, Member, Node};
 use super::{Action, Outcome, ServerReport, UnwrapOptions, WrapError, WrapOptions};
 
@@ -434,11 +435,18 @@ pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapE
                 continue;
             }
             let (entry, shape) = classify(text, &m.value)?;
+            let mut derived = Derived::default();
             let action = match shape {
                 Shape::Remote(note) => Action::Remote(note),
                 Shape::Inert(note) => Action::Skipped(note),
                 Shape::Problem(why) => Action::Problem(why),
                 Shape::Wrapped(w) => {
+                    if let Some(ctx) = &opts.derive {
+                        let server = &w.items[w.dashdash + 1..];
+                        derived = derive::derive(&entry_view(&entry, server), ctx);
+                    }
+                    let mut wanted = wanted.clone();
+                    wanted.extend(derived.options());
                     let same = w.command.as_str() == Some(opts.rootfence.as_str())
                         && w.options.len() == wanted.len()
                         && w.options.iter().zip(&wanted).all(|(a, b)| a == b);
@@ -452,11 +460,20 @@ pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapE
                     }
                 }
                 Shape::Stdio { command, args } => {
+                    if let Some(ctx) = &opts.derive {
+                        let mut server = vec![command.clone()];
+                        server.extend(args.unwrap_or(&[]).iter().cloned());
+                        derived = derive::derive(&entry_view(&entry, &server), ctx);
+                    }
+                    let mut wanted = wanted.clone();
+                    wanted.extend(derived.options());
                     wrap_entry(text, &entry, command, args, &wanted, opts, &mut edits);
                     Action::Wrapped
                 }
             };
-            servers.push(report(&lines, map, m, &entry, action));
+            let mut r = report(&lines, map, m, &entry, action);
+            r.derived = derived;
+            servers.push(r);
         }
     }
     Ok(finish(text, edits, servers))
@@ -499,6 +516,35 @@ fn finish(text: &str, edits: Vec<Edit>, servers: Vec<ServerReport>) -> Outcome {
         text: new_text,
         edits,
         servers,
+    }
+}
+
+/// The fields derivation reads; `server` is the server's command and arguments.
+fn entry_view(entry: &Entry<'_>, server: &[Node]) -> EntryView {
+    let field = |k: &str| entry.members.iter().find(|f| f.key == k);
+    let string = |k: &str| field(k).and_then(|m| m.value.as_str()).map(str::to_owned);
+    EntryView {
+        command: server
+            .first()
+            .and_then(Node::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        args: server
+            .iter()
+            .skip(1)
+            .filter_map(Node::as_str)
+            .map(str::to_owned)
+            .collect(),
+        env: field("env")
+            .and_then(|e| e.value.members())
+            .map(|ms| {
+                ms.iter()
+                    .map(|m| (m.key.clone(), m.value.as_str().map(str::to_owned)))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        env_file: string("envFile"),
+        cwd: string("cwd"),
     }
 }
 
@@ -545,6 +591,7 @@ fn report(
             .and_then(|e| e.value.members())
             .map(|ms| ms.iter().map(|m| m.key.clone()).collect())
             .unwrap_or_default(),
+        derived: Derived::default(),
         action,
     }
 }
@@ -713,6 +760,7 @@ mod tests {
             run_args: vec![],
             servers: vec![],
             rewrap: false,
+            derive: None,
         }
     }
 

@@ -7,13 +7,16 @@
 //!
 //! 1. `jsonc`: the file is parsed into a tree that records the byte span of every token
 //!    (JSON plus comments and trailing commas, as VS Code's `mcp.json` allows).
-//! 2. `edit`: the server maps are found (`mcpServers`, `servers`, `mcp.servers`,
+//! 2. `derive`: what the entry itself says the server needs (its env names, the
+//!    directories on its command line, the files its env values name) becomes `--env`,
+//!    `--root`, `--read`, `--write` options.
+//! 3. `edit`: the server maps are found (`mcpServers`, `servers`, `mcp.servers`,
 //!    `projects.<dir>.mcpServers`), each entry is classified (stdio, remote, already
 //!    wrapped, malformed), and the wrap or unwrap is planned as byte-range replacements.
 //!    Nothing outside those ranges changes, so comments, key order, indentation, CRLF and
 //!    escapes survive, and unwrap gives back the original bytes.
-//! 3. `diff`: a unified diff built from the same replacements.
-//! 4. `write`: the atomic replacement of the file, with a backup (used by the CLI; the
+//! 4. `diff`: a unified diff built from the same replacements.
+//! 5. `write`: the atomic replacement of the file, with a backup (used by the CLI; the
 //!    planning functions never touch the filesystem).
 //!
 //! # Example
@@ -38,12 +41,14 @@
 //! assert_eq!(restored.text, original);
 //! ```
 
+mod derive;
 mod diff;
 mod edit;
 mod hosts;
 mod jsonc;
 mod write;
 
+pub use derive::{Assumed, DeriveContext, Derived};
 pub use edit::NO_ARGS_MARKER;
 pub use hosts::{Host, HostEnv, LocateError, Os, config_path};
 pub use write::{WriteError, WriteReport, replace_file};
@@ -63,6 +68,11 @@ pub struct WrapOptions {
     pub servers: Vec<String>,
     /// Replace rootfence's command and options in entries already wrapped differently.
     pub rewrap: bool,
+    /// Derive options from each entry (`--env` for its env names, `--root` for the
+    /// directories its command line names, `--read`/`--write` for paths in its env
+    /// values; see `docs/wrap.md`). `None` derives nothing. Derivation reads the
+    /// filesystem.
+    pub derive: Option<DeriveContext>,
 }
 
 /// How to unwrap.
@@ -104,6 +114,8 @@ pub struct ServerReport {
     pub command: Option<String>,
     /// The names in the entry's `env` object.
     pub env: Vec<String>,
+    /// The options derived from the entry (empty without [`WrapOptions::derive`]).
+    pub derived: Derived,
     /// What happened.
     pub action: Action,
 }

@@ -215,7 +215,7 @@ pub fn check_framing(input: &[u8], max: usize, script: Vec<Chunk>) -> Vec<String
                 reported += l.len();
                 got.push(Expected::InvalidUtf8(l.to_vec()));
             }
-            Frame::TooLong { len } => {
+            Frame::TooLong { len, .. } => {
                 assert!(*len > max as u64, "TooLong of {len} bytes <= max {max}");
                 reported += *len as usize;
                 got.push(Expected::TooLong(*len));

@@ -73,7 +73,11 @@ impl Proxy {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .env("RUST_LOG", "warn")
+            // ROOTFENCE_TEST_LOG=debug shows rootfence's own diagnostics in a failing test.
+            .env(
+                "RUST_LOG",
+                std::env::var("ROOTFENCE_TEST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .env("XDG_STATE_HOME", state);
         let mut child = cmd.spawn().expect("rootfence starts");
         let stdout = child.stdout.take().unwrap();

@@ -195,6 +195,61 @@ pub fn expected_wrap(original: &Value, rootfence: &str, policies: &[&str]) -> Va
                 args.push(json!("--policy"));
                 args.push(json!(p));
             }
+            // Each name the entry's env sets reaches the server (`--env`). The samples'
+            // directories and files do not exist on the test machine, so no `--root` or
+            // `--read` is derived for them; an env value under `${workspaceFolder}` (not
+            // known for these files) is trusted as the server's state (`--write`).
+            let mut writes = Vec::new();
+            if let Some(env) = e.get("env").and_then(Value::as_object) {
+                for (k, v) in env {
+                    args.push(json!("--env"));
+                    args.push(json!(k));
+                    let v = v.as_str().unwrap_or_default();
+                    if v.starts_with("${workspaceFolder}")
+                        && !v.contains(':')
+                        && !writes.contains(&v)
+                    {
+                        writes.push(v);
+                    }
+                }
+            }
+            // VS Code's `${workspaceFolder}` itself on the command line is a root, kept as the
+            // variable (not the interpreter's own program).
+            let name = cmd.rsplit(['/', '\\']).next().unwrap_or(&cmd);
+            let interpreter =
+                matches!(name, "node" | "nodejs" | "bun" | "deno") || name.starts_with("python");
+            let mut positional = 0;
+            let mut root = false;
+            for a in e
+                .get("args")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let a = a.as_str().unwrap_or_default();
+                let value = match a.strip_prefix('-') {
+                    Some(opt) => match opt.split_once('=') {
+                        Some((_, v)) => v,
+                        None => continue,
+                    },
+                    None => {
+                        positional += 1;
+                        if interpreter && positional == 1 {
+                            continue;
+                        }
+                        a
+                    }
+                };
+                root |= value.trim_end_matches('/') == "${workspaceFolder}";
+            }
+            if root {
+                args.push(json!("--root"));
+                args.push(json!("${workspaceFolder}"));
+            }
+            for w in writes {
+                args.push(json!("--write"));
+                args.push(json!(w));
+            }
             let had_args = e.contains_key("args");
             if !had_args {
                 args.push(json!("--wrapped-without-args"));

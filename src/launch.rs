@@ -1,0 +1,119 @@
+//! How a server generation is launched: the sandbox spec for a set of effective roots, from
+//! the policy and the run options; the launcher command; and the enforcement report of the
+//! process once it started. The enforcer decides *when* (see `enforce::follow`); this module
+//! decides *how*, so the same code confines the first server process and every restart.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::enforce::{ReportSlot, ServerLauncher};
+use crate::policy::Policy;
+use crate::relay::{Gen, Launch};
+use crate::roots::RootSet;
+use crate::sandbox::{self, SandboxMode, SandboxRoot, SandboxSpec, ServerGrants};
+
+/// Launches server generations confined by the OS sandbox.
+#[derive(Debug)]
+pub struct SandboxLauncher {
+    policy: Arc<Policy>,
+    mode: SandboxMode,
+    argv: Vec<OsString>,
+    /// What the host entry adds (`--env`, `--read`, `--write`).
+    host_grants: ServerGrants,
+    /// Where the host started rootfence (relative `--read`/`--write` paths).
+    cwd: PathBuf,
+}
+
+impl SandboxLauncher {
+    /// A launcher for `argv` under the policy's `[sandbox]` settings and the host entry's
+    /// grants, in `mode`.
+    pub fn new(
+        policy: Arc<Policy>,
+        mode: SandboxMode,
+        argv: Vec<OsString>,
+        host_grants: ServerGrants,
+        cwd: PathBuf,
+    ) -> SandboxLauncher {
+        SandboxLauncher {
+            policy,
+            mode,
+            argv,
+            host_grants,
+            cwd,
+        }
+    }
+
+    /// The sandbox spec for a server confined to `roots` (`sandbox::server_spec`, the one
+    /// place the policy and the command line meet; its warnings were said at start).
+    pub fn spec(&self, roots: &RootSet) -> Result<SandboxSpec, String> {
+        sandbox::server_spec(
+            &self.policy,
+            self.mode,
+            self.grants(roots),
+            &self.host_grants,
+            &self.cwd,
+        )
+        .map(|(spec, _warnings)| spec)
+        .map_err(|e| e.to_string())
+    }
+}
+
+impl ServerLauncher for SandboxLauncher {
+    fn grants(&self, roots: &RootSet) -> Vec<SandboxRoot> {
+        let access = &self.policy.sandbox();
+        let mut grants: Vec<SandboxRoot> = roots
+            .roots()
+            .iter()
+            .map(|r| SandboxRoot {
+                path: PathBuf::from(r.real_uri().path()),
+                access: access.access_for_root(r.uri().path()),
+            })
+            .collect();
+        grants.sort_by(|a, b| a.path.cmp(&b.path));
+        grants.dedup();
+        grants
+    }
+
+    fn prepare(&self, roots: &RootSet, generation: Gen) -> Result<(Launch, ReportSlot), String> {
+        let spec = self.spec(roots)?;
+        let prepared = sandbox::prepare(&spec, &self.argv).map_err(|e| e.to_string())?;
+        let session = Arc::new(Mutex::new(prepared.session));
+        let slot: ReportSlot = Arc::new(OnceLock::new());
+        let started = {
+            let session = Arc::clone(&session);
+            let slot = Arc::clone(&slot);
+            move || -> Result<(), String> {
+                let reader = session
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take_report_reader();
+                let Some(reader) = reader else {
+                    return Ok(());
+                };
+                let report = reader
+                    .read_blocking()
+                    .map_err(|e| format!("the sandbox did not start the server: {e}"))?;
+                if generation == 1 {
+                    eprintln!("rootfence: {report}");
+                } else {
+                    eprintln!("rootfence: server generation {generation}: {report}");
+                }
+                let _ = slot.set(report);
+                Ok(())
+            }
+        };
+        Ok((
+            Launch {
+                command: prepared.command,
+                started: Some(Box::new(started)),
+                keep: Some(Box::new(session)),
+            },
+            slot,
+        ))
+    }
+
+    fn confines(&self) -> bool {
+        self.mode != SandboxMode::Off
+    }
+}
