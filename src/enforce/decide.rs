@@ -22,14 +22,18 @@ pub fn rule_text(p: &crate::policy::Provenance) -> String {
 }
 
 /// Schemes hosts resolve to local files: `jar:file:…!/x`, `view-source:file:…`, VS Code's
-/// `vscode-file://vscode-app/<path>` and resource schemes, and any `scheme:file:…` form.
-fn wraps_a_file(raw: &str, scheme: &str) -> bool {
-    const LOCAL: [&str; 5] = [
+/// `vscode-file://vscode-app/<path>`, resource, remote and user-data schemes, and any
+/// `scheme:file:…` form.
+pub(super) fn wraps_a_file(raw: &str, scheme: &str) -> bool {
+    const LOCAL: [&str; 8] = [
         "jar",
         "view-source",
         "vscode-file",
         "vscode-resource",
         "vscode-webview-resource",
+        "vscode-remote",
+        "vscode-remote-resource",
+        "vscode-userdata",
     ];
     if LOCAL.contains(&scheme) {
         return true;

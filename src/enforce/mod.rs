@@ -12,11 +12,13 @@
 //! denies at once.
 
 mod decide;
+mod fields;
 pub mod follow;
 mod learn;
 mod read;
 mod recording;
 pub mod roots;
+mod tools;
 mod walk;
 
 use std::collections::HashSet;
@@ -29,7 +31,7 @@ use crate::audit::{self, AuditUri, Auditor, Direction, DroppedRoot, Event, RpcId
 use crate::jsonrpc::error::{DENIED, INVALID_PARAMS};
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::methods as m;
-use crate::policy::{ArgKind, Mode, Policy, ReadStance};
+use crate::policy::{Mode, Policy, ReadStance};
 use crate::relay::{Action, Intercepted, Interceptor, ProtocolError, Session, Side};
 use crate::roots::{RootSet, RootSpec};
 use crate::uri::FileUri;
@@ -79,6 +81,10 @@ struct Inner {
     subscriptions: Mutex<HashSet<String>>,
     /// Operator roots dropped at start, audited once the log is open.
     dropped_at_start: Mutex<Vec<DroppedRoot>>,
+    /// The server's `serverInfo.name`, once it gave one (see `tools.rs`).
+    server_name: OnceLock<String>,
+    /// What the field handlers remember (see `fields.rs`).
+    fields: fields::FieldState,
 }
 
 /// The audit log, once open: shared by the enforcer's parts.
@@ -153,6 +159,8 @@ impl Enforcer {
             read_verdicts: Mutex::default(),
             subscriptions: Mutex::default(),
             dropped_at_start: Mutex::new(dropped.clone()),
+            server_name: OnceLock::new(),
+            fields: fields::FieldState::default(),
         };
         (
             Enforcer {
@@ -203,20 +211,9 @@ fn wanted(from: Side, kind: Kind, method: &str) -> bool {
             method,
             m::ROOTS_LIST | m::SAMPLING_CREATE_MESSAGE | m::ELICITATION_CREATE
         ),
-        (Side::Server, Kind::Notification) => method == m::RESOURCES_UPDATED,
-        (Side::Server, Kind::Response) => matches!(
-            method,
-            m::INITIALIZE
-                | m::SERVER_DISCOVER
-                | m::RESOURCES_LIST
-                | m::RESOURCES_TEMPLATES_LIST
-                | m::RESOURCES_READ
-                | m::TOOLS_CALL
-                | m::TOOLS_LIST
-                | m::PROMPTS_GET
-                | m::PROMPTS_LIST
-                | m::TASKS_RESULT
-        ),
+        // Everything the server sends the host may carry a URI somewhere (`_meta`,
+        // `error.data`, log data, ...): see `fields.rs`.
+        (Side::Server, Kind::Notification | Kind::Response | Kind::ErrorResponse) => true,
         _ => false,
     }
 }
@@ -450,9 +447,14 @@ impl Inner {
                 if let Some(messages) = message.pointer_mut("/params/messages") {
                     self.filter_messages(&ctx, "params.messages", messages);
                 }
+                if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+                    self.walk_rest(&ctx, "params", params, &["messages"]);
+                }
                 self.done_ctx(&ctx, message)
             }
             (Side::Server, Kind::Notification, m::RESOURCES_UPDATED) => self.updated(&ctx, message),
+            (Side::Server, Kind::Notification, _) => self.server_notification(&ctx, message),
+            (Side::Server, Kind::ErrorResponse, _) => self.server_error(&ctx, message),
             (Side::Server, Kind::Request, m::ELICITATION_CREATE) => self.elicitation(&ctx, message),
             (Side::Server, Kind::Response, _) => {
                 if &*method == m::INITIALIZE {
@@ -586,6 +588,7 @@ impl Inner {
                     if !(c.allow && ok) && self.enforce {
                         return Action::Reply(denial(id, &raw, &c));
                     }
+                    self.remember_completion(id, &message);
                 }
                 self.done_ctx(&ctx, message)
             }
@@ -680,72 +683,6 @@ impl Inner {
         self.done_ctx(ctx, message)
     }
 
-    fn tools_call(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
-        let name = message
-            .pointer("/params/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let d = self.policy.decide_tool(&name);
-        if !d.allow || !d.provenance.is_default() {
-            let c = Checked::from_policy(&d);
-            let ok =
-                self.audit_decision(ctx, "params.name", &name, &c, audit::Action::AnsweredError);
-            if !(d.allow && ok) && self.enforce {
-                return Action::Reply(denial(id, &name, &c));
-            }
-        }
-        for tool_path in self.policy.tool_path_pointers(&name) {
-            let pointer = format!("/params/arguments{}", tool_path.pointer);
-            let field = format!("params.arguments{}", tool_path.pointer.replace('/', "."));
-            let Some(value) = message.pointer_mut(&pointer) else {
-                continue; // the argument is absent
-            };
-            let strings: Vec<&mut Value> = match value {
-                Value::Array(items) => items.iter_mut().collect(),
-                other => vec![other],
-            };
-            for v in strings {
-                let Some(raw) = v.as_str().map(str::to_owned) else {
-                    let c = Checked {
-                        rule: Some(rule_text(&tool_path.provenance)),
-                        ..Checked::deny("not_a_path")
-                    };
-                    self.audit_decision(
-                        ctx,
-                        &field,
-                        &v.to_string(),
-                        &c,
-                        audit::Action::AnsweredError,
-                    );
-                    if self.enforce {
-                        return Action::Reply(denial(id, &v.to_string(), &c));
-                    }
-                    continue;
-                };
-                let c = match tool_path.kind {
-                    ArgKind::Path => self.checker.path(&self.policy, &raw, ctx.roots),
-                    ArgKind::Uri => self.checker.uri(&self.policy, &raw, ctx.roots),
-                };
-                let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
-                if !(c.allow && ok) {
-                    if self.enforce {
-                        return Action::Reply(denial(id, &raw, &c));
-                    }
-                    continue;
-                }
-                if let Some(canonical) = &c.canonical {
-                    let canonical = match tool_path.kind {
-                        ArgKind::Path => canonical.path(),
-                        ArgKind::Uri => canonical.as_str(),
-                    };
-                    ctx.set_uri(v, canonical);
-                }
-            }
-        }
-        self.done_ctx(ctx, message)
-    }
-
     // ---- server messages --------------------------------------------------------------------
 
     fn updated(&self, ctx: &Ctx<'_>, message: Value) -> Action {
@@ -784,45 +721,17 @@ impl Inner {
         self.done_ctx(ctx, message)
     }
 
-    /// URL-mode elicitation (2025-11-25) puts a URL in front of the user: a `file:` one (as
-    /// a browser-based host reads it) is checked like any URI, and a denied one is refused
-    /// to the server.
-    fn elicitation(&self, ctx: &Ctx<'_>, message: Value) -> Action {
-        let Some(url) = message.pointer("/params/url").and_then(Value::as_str) else {
-            return Action::Forward;
-        };
-        if !walk::names_a_file(url) {
-            return Action::Forward;
-        }
-        let c = self.checker.uri(&self.policy, url, ctx.roots);
-        let ok = self.audit_decision(ctx, "params.url", url, &c, audit::Action::AnsweredError);
-        match (c.allow && ok, self.enforce, ctx.id) {
-            (false, true, Some(id)) => Action::Reply(denial(id, url, &c)),
-            _ => self.done_ctx(ctx, message),
-        }
-    }
-
     fn server_result(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
         let Some(result) = message.get_mut("result") else {
             return Action::Forward;
         };
+        self.learn_server_name(result);
         // Every checker returns false when a payload is not the shape it can check item by
         // item: then the whole result is refused rather than passed unchecked.
         let shaped = match ctx.method {
-            m::INITIALIZE | m::SERVER_DISCOVER => {
-                self.filter_icons(
-                    ctx,
-                    "result.serverInfo.icons",
-                    result.pointer_mut("/serverInfo/icons"),
-                );
-                // 2026-07-28 discovery also names the server in `_meta`.
-                self.filter_icons(
-                    ctx,
-                    "result._meta.serverInfo.icons",
-                    result.pointer_mut("/_meta/io.modelcontextprotocol~1serverInfo/icons"),
-                );
-                true
-            }
+            // `serverInfo` (icons, `websiteUrl`) and 2026-07-28's `_meta` serverInfo are
+            // walked with the rest of the result below.
+            m::INITIALIZE | m::SERVER_DISCOVER => true,
             m::RESOURCES_LIST => {
                 self.filter_entries(ctx, "result.resources", result.get_mut("resources"), "uri")
             }
@@ -854,6 +763,20 @@ impl Inner {
         };
         if !shaped && self.enforce {
             return self.refuse_result(ctx, "malformed_result");
+        }
+        // Everything the method's own handler did not judge (`fields.rs`).
+        let handled: &[&str] = match ctx.method {
+            m::RESOURCES_LIST => &["resources"],
+            m::RESOURCES_TEMPLATES_LIST => &["resourceTemplates"],
+            m::TOOLS_LIST => &["tools"],
+            m::PROMPTS_LIST => &["prompts"],
+            m::TOOLS_CALL | m::TASKS_RESULT | m::PROMPTS_GET => {
+                &["content", "messages", "inputRequests"]
+            }
+            _ => &[],
+        };
+        if let Some(result) = message.get_mut("result") {
+            self.walk_result(ctx, result, handled);
         }
         self.done_ctx(ctx, message)
     }
@@ -892,6 +815,7 @@ impl Inner {
         if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
             return;
         }
+        let mut refused = Vec::new();
         if let Some(requests) = result
             .get_mut("inputRequests")
             .and_then(Value::as_object_mut)
@@ -907,6 +831,15 @@ impl Inner {
                         );
                     }
                 }
+                if request.get("method").and_then(Value::as_str) == Some(m::ELICITATION_CREATE)
+                    && !self.input_elicitation_ok(ctx, key, request)
+                {
+                    refused.push(key.clone());
+                }
+            }
+            for key in &refused {
+                requests.remove(key);
+                ctx.mark();
             }
         }
         // A host without roots cannot answer the server's roots questions: rootfence does,
@@ -989,6 +922,9 @@ impl Inner {
                 if let Some(canonical) = &c.canonical {
                     ctx.set_uri(&mut item["uri"], canonical.as_str());
                 }
+                if let Some(obj) = item.as_object_mut() {
+                    self.walk_rest(ctx, &format!("result.contents[{i}]"), obj, &["uri"]);
+                }
                 kept.push(item);
             } else if self.enforce {
                 ctx.mark();
@@ -1002,6 +938,9 @@ impl Inner {
             if let (Some(id), Some((raw, c))) = (ctx.id, last_denied) {
                 return Action::Replace(denial(id, &raw, &c));
             }
+        }
+        if let Some(result) = message.get_mut("result") {
+            self.walk_result(ctx, result, &["contents", "inputRequests"]);
         }
         self.done_ctx(ctx, message)
     }

@@ -3,6 +3,7 @@
 //! actually opened ([`read_judged`]: identity, hard links, the policy's path rules on where it
 //! was opened), so what rootfence reads is the object it judged; and the content limits
 //! (`max_bytes`, MIME allow-list) on every content item.
+//! An item's every representation (`text`, `blob`, `data`) is checked, not just the first.
 
 use serde_json::{Value, json};
 
@@ -24,13 +25,46 @@ fn refusal(reason: &str, rule: Option<String>) -> Checked {
     }
 }
 
+/// One representation of a content item's bytes.
+enum Repr<'a> {
+    /// `text`: the bytes are its UTF-8.
+    Text(&'a str),
+    /// `blob` (and `data`, which a lenient host may read as well): base64.
+    Base64(&'a str),
+}
+
+/// Every representation an item carries: `text`, `blob` and `data`. A host may use any of
+/// them, so every one is checked; an item holding one that is not a string, or not base64,
+/// cannot be checked and is refused (`Err` with the reason).
+fn representations(item: &Value) -> Result<Vec<Repr<'_>>, &'static str> {
+    let mut out = Vec::with_capacity(1);
+    for key in ["text", "blob", "data"] {
+        match item.get(key) {
+            None => {}
+            Some(Value::String(s)) if key == "text" => out.push(Repr::Text(s)),
+            Some(Value::String(s)) if is_base64(s) => out.push(Repr::Base64(s)),
+            Some(Value::String(_)) => return Err("not_base64"),
+            Some(_) => return Err("malformed_content"),
+        }
+    }
+    Ok(out)
+}
+
 /// The policy's size and MIME limits on one content item; `Some` when they refuse it.
+/// The size is that of its largest representation (`text`, decoded `blob` or `data`).
 pub(super) fn content_refusal(policy: &Policy, item: &Value) -> Option<Checked> {
-    let bytes = match (item.get("text"), item.get("blob")) {
-        (Some(Value::String(t)), _) => t.len() as u64,
-        (_, Some(Value::String(b))) => decoded_len(b),
-        _ => 0,
+    let reprs = match representations(item) {
+        Ok(r) => r,
+        Err(reason) => return Some(refusal(reason, None)),
     };
+    let bytes = reprs
+        .iter()
+        .map(|r| match r {
+            Repr::Text(t) => t.len() as u64,
+            Repr::Base64(b) => decoded_len(b),
+        })
+        .max()
+        .unwrap_or(0);
     let mime = item.get("mimeType").and_then(Value::as_str);
     let d = policy.decide_content(mime, bytes);
     (!d.allow).then(|| Checked::from_policy(&d))
@@ -102,11 +136,17 @@ pub(super) fn verify(
         Err(ReadRefusal::Fs(e)) => return Some(refusal(e.reason().code(), None)),
         Err(ReadRefusal::Refused(c)) => return Some(*c),
     };
-    let same = match (item.get("text"), item.get("blob")) {
-        (Some(Value::String(t)), _) => t.as_bytes() == read.bytes.as_slice(),
-        (_, Some(Value::String(b))) => decode(b).is_some_and(|d| d == read.bytes),
-        _ => false,
+    // Every representation must be the file's bytes: a `text` that matches must not carry
+    // a `blob` (or `data`) with other bytes past the check.
+    let reprs = match representations(item) {
+        Ok(r) => r,
+        Err(reason) => return Some(refusal(reason, None)),
     };
+    let same = !reprs.is_empty()
+        && reprs.iter().all(|r| match r {
+            Repr::Text(t) => t.as_bytes() == read.bytes.as_slice(),
+            Repr::Base64(b) => decode(b).is_some_and(|d| d == read.bytes),
+        });
     (!same).then(|| refusal("content_mismatch", None))
 }
 
@@ -158,6 +198,15 @@ pub(super) fn decode(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Whether a text is standard base64 (padding optional, no whitespace), without decoding.
+fn is_base64(text: &str) -> bool {
+    let body = text.trim_end_matches('=');
+    text.len() - body.len() <= 2
+        && body
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'+' || c == b'/')
+}
+
 /// The decoded length of a base64 text, without decoding it.
 fn decoded_len(text: &str) -> u64 {
     (text.trim_end_matches('=').len() as u64 * 3) / 4
@@ -185,5 +234,18 @@ mod tests {
         let all: Vec<u8> = (0..=255).collect();
         assert_eq!(decode(&encode(&all)).unwrap(), all);
         assert!(decode("not base64!").is_none());
+        assert!(
+            is_base64("Zm9vYg==") && is_base64("") && !is_base64("Zm9v Yg") && !is_base64("a===")
+        );
+    }
+
+    #[test]
+    fn every_representation_counts() {
+        let item = json!({"uri": "file:///x", "text": "ok", "blob": encode(&[0u8; 300])});
+        let r = representations(&item).unwrap();
+        assert_eq!(r.len(), 2);
+        assert!(representations(&json!({"text": 3})).is_err());
+        assert!(representations(&json!({"blob": "not base64!"})).is_err());
+        assert!(representations(&json!({"data": "####"})).is_err());
     }
 }

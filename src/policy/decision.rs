@@ -161,6 +161,8 @@ pub struct ToolPath {
     pub pointer: String,
     /// Path or URI.
     pub kind: ArgKind,
+    /// The server glob of the entry (`None`: the entry applies to every server).
+    pub server: Option<String>,
     /// The `[[tools.paths]]` entry that names it.
     pub provenance: Provenance,
 }
@@ -267,15 +269,27 @@ impl Policy {
     }
 
     /// The arguments of a tool call that must be checked as paths or URIs: every
-    /// `[[tools.paths]]` entry whose `tool` glob matches the name, in declaration order.
-    pub fn tool_path_pointers(&self, tool_name: &str) -> Vec<&ToolPath> {
+    /// `[[tools.paths]]` entry whose `tool` glob matches the name and whose `server` glob
+    /// (if any) matches the server's name (`serverInfo.name`), in declaration order.
+    ///
+    /// `server` is `None` while the server's identity is unknown (a 2026-07-28 server that
+    /// has not named itself yet): then every matching entry applies, whatever server it
+    /// describes, so an unknown server is checked more, never less.
+    pub fn tool_path_pointers(&self, tool_name: &str, server: Option<&str>) -> Vec<&ToolPath> {
         let m = &self.m;
         if m.tool_paths.is_empty() {
             return Vec::new();
         }
         let mut idx = m.tool_paths_set.matches(tool_name);
         idx.sort_unstable();
-        idx.iter().flat_map(|&i| m.tool_paths[i].1.iter()).collect()
+        idx.iter()
+            .map(|&i| &m.tool_paths[i])
+            .filter(|e| match (&e.server, server) {
+                (Some(glob), Some(name)) => glob.is_match(name),
+                _ => true,
+            })
+            .flat_map(|e| e.paths.iter())
+            .collect()
     }
 }
 

@@ -353,6 +353,11 @@ impl PathGlob {
         })
     }
 
+    /// Whether this glob matches a canonical path (for a `X/**` glob, `X` too).
+    pub(crate) fn matches_path(&self, path: &str) -> bool {
+        self.match_all || self.matchers().globs.iter().any(|m| m.is_match(path))
+    }
+
     /// Whether every path this glob matches is provably matched by `self`. Conservative:
     /// `false` means "not proven", which the caller reports as widening.
     pub(crate) fn covers(&self, later: &PathGlob) -> bool {

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::decision::Provenance;
+use super::grant::{Grantable, Grants};
 // The audit log's own types: the policy only chooses among them.
 use crate::audit::{AllowedRecords, FsyncPolicy, OnFailure};
 
@@ -160,8 +161,13 @@ pub struct SandboxSettings {
     /// Resource limits.
     pub rlimits: Rlimits,
     /// Environment variables passed to the server besides the sandbox's own baseline:
-    /// exact names, or a prefix ending in `*` (e.g. `LC_*`).
+    /// exact names, or a prefix ending in `*` (e.g. `LC_*`). Every layer's entries.
     pub env: Vec<String>,
+    /// `env`, `read` and `write` with the rule that granted each (for messages).
+    pub grants: Grants,
+    /// What a grant made after the policy (`run --env`) may add: see
+    /// [`Policy::check_grant`](super::Policy::check_grant).
+    pub(crate) grantable: Grantable,
     /// Access granted to every root, unless it matches `read_only_roots`.
     pub root_access: Access,
     /// What happens when the roots change after launch.
@@ -180,6 +186,11 @@ impl SandboxSettings {
         } else {
             Access::ReadWrite
         }
+    }
+
+    /// `[sandbox.grantable]` as it stands after the last layer.
+    pub fn grantable(&self) -> &Grantable {
+        &self.grantable
     }
 
     /// Whether an environment variable name passes the policy's `env` list.

@@ -99,6 +99,8 @@ impl Tree {
             "dup.txt",
             "twice.txt",
             "hang.txt",
+            "text-and-blob.txt",
+            "big-blob.txt",
         ] {
             write(&root.join(name), "a scripted read\n");
         }
@@ -664,6 +666,11 @@ impl Host {
                 scrubbed["error"]["data"] = Value::Null;
                 scrubbed["error"]["message"] = Value::Null;
             }
+            // rootfence's own tool errors echo the path the host sent (rootfence takes this
+            // `_meta` key out of everything a server sends).
+            if m["result"]["_meta"].get(TOOL_DENIAL).is_some() {
+                scrubbed["result"] = Value::Null;
+            }
             let text = scrubbed.to_string();
             for t in &tokens {
                 assert!(
@@ -710,6 +717,42 @@ pub fn assert_denied(resp: &Value, uri: Option<&str>, reasons: &[&str]) {
         "data.rule is present (null when no rule decided): {resp}"
     );
     assert!(resp.get("result").is_none());
+}
+
+/// The `_meta` key of rootfence's own tool errors.
+pub const TOOL_DENIAL: &str = "io.rootfence/denial";
+
+/// Asserts that a `tools/call` was refused by rootfence as a tool execution error
+/// (SEP-1303): a result with `isError: true`, text that says what happened and what to do,
+/// and the denial in `_meta["io.rootfence/denial"]` with one of `reasons` (any if empty).
+/// Returns the text.
+pub fn assert_tool_denied(resp: &Value, reasons: &[&str]) -> String {
+    let r = &resp["result"];
+    assert!(
+        resp.get("error").is_none(),
+        "a tool error, not a protocol error: {resp}"
+    );
+    assert_eq!(r["isError"], true, "isError: {resp}");
+    let text = r["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        text.starts_with("rootfence refused this call"),
+        "the text says rootfence refused it: {resp}"
+    );
+    let reason = r["_meta"][TOOL_DENIAL]["reason"]
+        .as_str()
+        .unwrap_or("<missing>");
+    assert!(
+        reasons.is_empty() || reasons.contains(&reason),
+        "reason {reason:?} is not one of {reasons:?}: {resp}"
+    );
+    assert!(
+        r["_meta"][TOOL_DENIAL].get("rule").is_some(),
+        "rule is present (null when no rule decided): {resp}"
+    );
+    text
 }
 
 /// A path without a trailing slash, for comparing root URIs.
