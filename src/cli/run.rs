@@ -307,6 +307,7 @@ fn sandbox_spec(policy: &Policy, mode: SandboxMode, enforcer: &Enforcer) -> Sand
     for pattern in &policy.resources().deny_globs {
         spec.add_deny_pattern(pattern);
     }
+    spec.read_only_paths = s.read_only_paths.clone();
     spec
 }
 

@@ -124,6 +124,7 @@ pub(crate) struct RawLayer {
     pub(crate) sb_env: Strings,
     pub(crate) sb_root_access: Option<Entry<Access>>,
     pub(crate) sb_read_only_roots: Strings,
+    pub(crate) sb_read_only_paths: Strings,
     pub(crate) sb_nofile: Option<Entry<u64>>,
     pub(crate) sb_address_space: Option<Entry<u64>>,
     pub(crate) sb_cpu_seconds: Option<Entry<u64>>,
@@ -174,6 +175,7 @@ const SANDBOX_KEYS: &[&str] = &[
     "env",
     "root_access",
     "read_only_roots",
+    "read_only_paths",
     "rlimits",
 ];
 const RLIMIT_KEYS: &[&str] = &["nofile", "address_space", "cpu_seconds", "processes"];
@@ -282,6 +284,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.sb_env = w.strings(t, "sandbox", "env");
         raw.sb_root_access = w.word(t, "sandbox", "root_access", Access::WORDS);
         raw.sb_read_only_roots = w.strings(t, "sandbox", "read_only_roots");
+        raw.sb_read_only_paths = w.strings(t, "sandbox", "read_only_paths");
         if let Some(r) = w.table(t, "sandbox", "rlimits") {
             w.check_keys(r, "sandbox.rlimits", RLIMIT_KEYS);
             raw.sb_nofile = w.uint(r, "sandbox.rlimits", "nofile", 1, u64::MAX);
@@ -328,7 +331,7 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
         "audit", "rotate_bytes"; "audit", "on_failure"; "audit", "log_allowed";
         "sandbox", "mode"; "sandbox", "read"; "sandbox", "write"; "sandbox", "network";
         "sandbox", "env"; "sandbox", "root_access"; "sandbox", "read_only_roots";
-        "sandbox", "rlimits";
+        "sandbox", "read_only_paths"; "sandbox", "rlimits";
         "sandbox.rlimits", "nofile"; "sandbox.rlimits", "address_space";
         "sandbox.rlimits", "cpu_seconds"; "sandbox.rlimits", "processes";
     )

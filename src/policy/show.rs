@@ -113,6 +113,13 @@ impl Policy {
                 ));
             }
         }
+        out.push_str("\n# sandbox.read_only_paths\n");
+        if self.sandbox.read_only_paths.is_empty() {
+            out.push_str("#   (none)\n");
+        }
+        for g in &self.sandbox.read_only_paths {
+            out.push_str(&format!("#   {g:?}\n"));
+        }
         if !self.sandbox.read_only_roots.is_empty() {
             out.push_str("\n# sandbox.read_only_roots\n");
             for g in &self.sandbox.read_only_roots {
@@ -168,6 +175,7 @@ impl Policy {
                 "provenance": prov_json(&p.provenance),
             }))).collect::<Vec<_>>(),
             "sandbox_read_only_roots": self.sandbox.read_only_roots,
+            "sandbox_read_only_paths": self.sandbox.read_only_paths,
         })
     }
 }
