@@ -1180,6 +1180,7 @@ fn build(
         Vec::new()
     };
     let tool_writing = name_table(&writing).map_err(set_err)?;
+    let tool_writes = name_table(&acc.tools_writing).map_err(set_err)?;
     let mut tp = GlobSetBuilder::new();
     for (_, g, _) in &acc.tool_paths {
         tp.add(g.clone());
@@ -1212,6 +1213,7 @@ fn build(
         scheme_prov: acc.schemes.prov.clone(),
         tool_deny,
         tool_writing,
+        tool_writes,
         read_only: acc.read_only.v,
         tool_paths_set,
         tool_paths: acc

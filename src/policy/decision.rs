@@ -246,7 +246,7 @@ impl Policy {
     /// its path arguments may not name a `sandbox.read_only_paths` match.
     pub fn tool_writes(&self, tool_name: &str) -> bool {
         let c = Candidate::from_bytes(tool_name.as_bytes());
-        self.m.tool_writing.find_rare(&c).is_some()
+        self.m.tool_writes.find_rare(&c).is_some()
     }
 
     /// Decides one content item of a result: its size in bytes (text length, or decoded
