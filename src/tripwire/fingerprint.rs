@@ -12,23 +12,31 @@
 //!   its windows of [`WINDOW`] bytes every [`STRIDE`] bytes (each kept by the same test),
 //!   so any copied piece of at least `WINDOW + STRIDE - 1` bytes of it contains a whole
 //!   window.
-//! - **Binary files**: windows of [`WINDOW`] bytes every [`WINDOW`] bytes with at least 10
-//!   distinct bytes, in encoded forms only (raw binary cannot cross as JSON text).
+//! - **Binary files**: windows of [`WINDOW`] bytes every [`BINARY_STRIDE`] bytes with at
+//!   least 10 distinct bytes, in encoded forms only (raw binary cannot cross as JSON text):
+//!   an encoded piece of `WINDOW + BINARY_STRIDE - 1` bytes holds a whole window.
 //!
-//! Each needle is searched as text (ASCII case ignored), as base64 at the three byte
+//! A whole candidate is searched as text (ASCII case ignored), as base64 at the three byte
 //! alignments (standard and URL-safe alphabets; the characters that depend on neighbouring
-//! bytes left out), as hex, and, for whole candidates, percent-encoded.
+//! bytes left out), as hex, and percent-encoded; a window of it as text only (an encoded
+//! copy of the file or the value holds the encoding of the whole value, searched already).
+//! A binary file's windows (its first `MAX_BINARY_WINDOWS * BINARY_STRIDE` bytes) are
+//! searched as base64 and hex.
 
 use std::collections::HashSet;
 
 /// Shortest candidate fingerprinted.
 pub const MIN_TOKEN: usize = 10;
-/// Window length.
-pub const WINDOW: usize = 16;
+/// Window length (the matcher's long tier starts at 24 bytes).
+pub const WINDOW: usize = 24;
 /// Window step in text.
 pub const STRIDE: usize = 8;
+/// Window step in binary files.
+pub const BINARY_STRIDE: usize = 64;
 /// Needles per file at most (before encodings).
-pub const MAX_NEEDLES_PER_FILE: usize = 4096;
+pub const MAX_NEEDLES_PER_FILE: usize = 1024;
+/// Windows per binary file at most: its first `MAX_BINARY_WINDOWS * BINARY_STRIDE` bytes.
+pub const MAX_BINARY_WINDOWS: usize = 128;
 
 /// How a pattern encodes the secret.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -105,7 +113,10 @@ pub fn patterns(content: &[u8]) -> Vec<Pattern> {
             }
         }
     } else {
-        for w in windows(content, WINDOW) {
+        for w in windows(content, BINARY_STRIDE)
+            .into_iter()
+            .take(MAX_BINARY_WINDOWS)
+        {
             if distinct(w) >= 10 {
                 push(w, 0, false, &mut needles);
             }
@@ -119,6 +130,12 @@ pub fn patterns(content: &[u8]) -> Vec<Pattern> {
                 line,
                 form: Form::Text,
             });
+            // A window of a text secret is searched as text only: an encoded copy of the
+            // file or of a value holds the encoding of the whole value (or line), which is
+            // searched already. Fewer patterns keep the search fast.
+            if !whole {
+                continue;
+            }
         }
         for align in 0..3 {
             let b64 = base64_stable(&n, align, STD);
@@ -384,11 +401,11 @@ mod tests {
         let p = patterns(pem);
         let line = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7";
         assert!(p.iter().any(|x| x.bytes == line.as_bytes() && x.line == 2));
-        assert!(p.iter().any(|x| x.bytes == line.as_bytes()[8..24]));
+        assert!(p.iter().any(|x| x.bytes == line.as_bytes()[8..32]));
         let binary: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37)).collect();
         let p = patterns(&binary);
         assert!(!p.is_empty());
         assert!(p.iter().all(|x| x.form != Form::Text));
-        assert!(p.iter().any(|x| x.bytes == hex(&binary[..16])));
+        assert!(p.iter().any(|x| x.bytes == hex(&binary[..24])));
     }
 }

@@ -10,9 +10,10 @@
 //!
 //! - Fingerprints (`fingerprint.rs`) are built from the deny-glob matches the scan finds
 //!   in the roots (`sandbox::scan`), read through the root capability (`fsaccess`), and
-//!   compiled into one Aho-Corasick automaton (ASCII case ignored). They are rebuilt when
+//!   compiled into one multi-pattern matcher (ASCII case ignored). They are rebuilt when
 //!   the roots change; until the new set is built, a message waits for it (never checked
-//!   against a stale set).
+//!   against a stale set). The search (`matcher.rs`) samples each message with a bitmap
+//!   of anchors; see there why not Aho-Corasick.
 //! - A message is searched raw first (one pass, no parse: the relay's speed for messages
 //!   without a hit); then, only when it holds `\u` or `\/` escapes or several `text`
 //!   values, its decoded and joined views (`json.rs`).
@@ -21,12 +22,12 @@
 
 mod fingerprint;
 mod json;
+mod matcher;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use cap_std::fs::Dir;
 use sha2::Digest;
 
@@ -108,7 +109,7 @@ struct Origin {
 /// The compiled fingerprints of the denied files inside some roots.
 #[derive(Debug, Default)]
 pub struct Fingerprints {
-    ac: Option<AhoCorasick>,
+    matcher: matcher::Matcher,
     origins: Vec<Origin>,
     files: Vec<PathBuf>,
     /// What could not be fingerprinted, one line each (no secret in them).
@@ -194,18 +195,7 @@ impl Fingerprints {
                 "more than {MAX_PATTERNS} fingerprints; the rest are left out"
             ));
         }
-        if !patterns.is_empty() {
-            match AhoCorasickBuilder::new()
-                .ascii_case_insensitive(true)
-                .match_kind(MatchKind::Standard)
-                .build(&patterns)
-            {
-                Ok(ac) => out.ac = Some(ac),
-                Err(e) => out
-                    .gaps
-                    .push(format!("fingerprints could not be compiled: {e}")),
-            }
-        }
+        out.matcher = matcher::Matcher::new(patterns);
         out.built_in = started.elapsed();
         out
     }
@@ -222,9 +212,11 @@ impl Fingerprints {
 
     /// Searches one message (its raw JSON text).
     pub fn check(&self, line: &[u8]) -> Option<Hit> {
-        let ac = self.ac.as_ref()?;
-        if let Some(m) = ac.find(line) {
-            return Some(self.hit(m.pattern().as_usize(), View::Raw, line, m.range()));
+        if self.matcher.is_empty() {
+            return None;
+        }
+        if let Some((i, at)) = self.matcher.find(line) {
+            return Some(self.hit(i, View::Raw, line, at));
         }
         let decode = json::needs_decoding(line);
         let join = json::several_texts(line);
@@ -233,18 +225,24 @@ impl Fingerprints {
         }
         let (decoded, joined) = json::views(line, decode, join);
         for (view, hay) in [(View::Decoded, &decoded), (View::Joined, &joined)] {
-            if let Some(m) = ac.find(hay.as_slice()) {
-                return Some(self.hit(m.pattern().as_usize(), view, hay, m.range()));
+            if let Some((i, at)) = self.matcher.find(hay) {
+                return Some(self.hit(i, view, hay, at));
             }
         }
         None
     }
 
-    fn hit(&self, pattern: usize, view: View, hay: &[u8], range: std::ops::Range<usize>) -> Hit {
+    /// Bytes held by the search tables.
+    pub fn memory(&self) -> usize {
+        self.matcher.memory()
+    }
+
+    fn hit(&self, pattern: usize, view: View, hay: &[u8], at: usize) -> Hit {
         let o = &self.origins[pattern];
+        let len = self.matcher.pattern_len(pattern);
         // The matched bytes equal the pattern up to ASCII case: hash them lowercased, so
         // the record is the same whatever the case of the copy.
-        let digest = sha2::Sha256::digest(hay[range].to_ascii_lowercase());
+        let digest = sha2::Sha256::digest(hay[at..at + len].to_ascii_lowercase());
         let short: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
         Hit {
             file: self.files[o.file].clone(),
@@ -354,7 +352,7 @@ mod tests {
 
     use super::*;
 
-    const SECRET: &str = "sk-live-4f1c0ffee5e11e7c0de";
+    const SECRET: &str = "sk-live-4f1c0ffee5e11e7c0de9a8b7c6d5e4f3";
 
     fn root_with_env() -> (tempfile::TempDir, PathBuf, Dir) {
         let t = tempfile::tempdir().unwrap();
@@ -407,7 +405,7 @@ mod tests {
                 r#"{{"content":[{{"type":"text","text":"{a}"}},{{"type":"text","text":"{b}"}}]}}"#
             ),
             // Any piece of WINDOW + STRIDE - 1 bytes holds a whole window.
-            format!(r#"{{"structuredContent":{{"k":"{}"}}}}"#, &SECRET[2..25]),
+            format!(r#"{{"structuredContent":{{"k":"{}"}}}}"#, &SECRET[3..34]),
         ];
         for c in &cases {
             let hit = fp.check(c.as_bytes());
