@@ -50,6 +50,9 @@ pub struct Started {
     pub sandbox: Option<crate::sandbox::EnforcementReport>,
 }
 
+/// How often the tripwire's fingerprints are built again during a session.
+const TRIPWIRE_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The fingerprints in use and the effective root set they were looked up for.
 type FingerprintCache = (Option<Option<Arc<RootSet>>>, Arc<Fingerprints>);
 
@@ -281,12 +284,23 @@ impl Interceptor for Enforcer {
         }
         // The fingerprints follow the roots: built ahead, off the relay's thread, each
         // time they change (a message that arrives first waits for the build).
+        // Every TRIPWIRE_REFRESH they are built again, so a denied file created during the
+        // session (a new `.env`) is fingerprinted too.
         let mut changes = inner.tracker.subscribe();
         let weak = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
-            while changes.changed().await.is_ok() {
+            loop {
+                let refresh = tokio::select! {
+                    changed = changes.changed() => {
+                        if changed.is_err() {
+                            break;
+                        }
+                        false
+                    }
+                    () = tokio::time::sleep(TRIPWIRE_REFRESH) => true,
+                };
                 let Some(inner) = weak.upgrade() else { break };
-                let _ = tokio::task::spawn_blocking(move || inner.fingerprints()).await;
+                let _ = tokio::task::spawn_blocking(move || inner.fingerprints_with(refresh)).await;
             }
         });
         let dropped = std::mem::take(
@@ -620,8 +634,13 @@ impl Inner {
     /// operator roots (granted at launch) and the effective roots. Built on first use after
     /// each change of the roots (or waited for, when a build is under way).
     fn fingerprints(&self) -> Arc<Fingerprints> {
+        self.fingerprints_with(false)
+    }
+
+    /// [`Inner::fingerprints`], built again when `refresh` (denied files created since).
+    fn fingerprints_with(&self, refresh: bool) -> Arc<Fingerprints> {
         let known = self.tracker.known();
-        {
+        if !refresh {
             let cached = self.fingerprints.lock().unwrap_or_else(|e| e.into_inner());
             let same = match (&cached.0, &known) {
                 (Some(None), None) => true,
@@ -642,7 +661,7 @@ impl Inner {
             .collect();
         let roots: Vec<(&cap_std::fs::Dir, &std::path::Path)> =
             reals.iter().map(|(d, p)| (*d, p.as_path())).collect();
-        let fresh = self.tripwire.for_roots(&roots);
+        let fresh = self.tripwire.for_roots(&roots, refresh);
         drop(roots);
         *self.fingerprints.lock().unwrap_or_else(|e| e.into_inner()) =
             (Some(known.clone()), Arc::clone(&fresh));

@@ -290,11 +290,16 @@ impl Tripwire {
     }
 
     /// The fingerprints for `roots` (directory capability, real path), building them first
-    /// when they are not the current ones, or waiting for a build of them in progress.
-    pub fn for_roots(&self, roots: &[(&Dir, &Path)]) -> Arc<Fingerprints> {
+    /// when they are not the current ones, or waiting for a build of them in progress. With
+    /// `refresh`, they are built again even when current (denied files created or changed
+    /// since); callers meanwhile keep the current ones.
+    pub fn for_roots(&self, roots: &[(&Dir, &Path)], refresh: bool) -> Arc<Fingerprints> {
         let key = key_of(roots);
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
+            if refresh && st.building.is_none() {
+                break;
+            }
             if st.key.as_ref() == Some(&key) {
                 return Arc::clone(&st.current);
             }
@@ -364,7 +369,11 @@ mod tests {
     }
 
     fn wire() -> Tripwire {
-        Tripwire::new(&["**/.env".to_owned(), "**/*.pem".to_owned()])
+        Tripwire::new(&[
+            "**/.env".to_owned(),
+            "**/.env.*".to_owned(),
+            "**/*.pem".to_owned(),
+        ])
     }
 
     fn b64(b: &[u8]) -> String {
@@ -384,7 +393,7 @@ mod tests {
     fn every_covered_encoding_is_caught_and_ordinary_text_is_not() {
         let (_t, root, dir) = root_with_env();
         let w = wire();
-        let fp = w.for_roots(&[(&dir, &root)]);
+        let fp = w.for_roots(&[(&dir, &root)], false);
         assert_eq!(fp.files(), 1);
         let unicode: String = SECRET
             .chars()
@@ -431,12 +440,21 @@ mod tests {
         std::fs::write(root2.join("k.pem"), "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n").unwrap();
         let dir2 = Dir::open_ambient_dir(&root2, ambient_authority()).unwrap();
         let w = wire();
-        let first = w.for_roots(&[(&dir, &root)]);
+        let first = w.for_roots(&[(&dir, &root)], false);
         assert!(
-            Arc::ptr_eq(&first, &w.for_roots(&[(&dir, &root)])),
+            Arc::ptr_eq(&first, &w.for_roots(&[(&dir, &root)], false)),
             "cached"
         );
-        let second = w.for_roots(&[(&dir2, &root2)]);
+        // A denied file created later is fingerprinted at the next refresh.
+        std::fs::write(root.join(".env.local"), "TOKEN=ghp_0123456789abcdefABCDEF").unwrap();
+        assert!(first.check(b"ghp_0123456789abcdefABCDEF").is_none());
+        let refreshed = w.for_roots(&[(&dir, &root)], true);
+        assert!(refreshed.check(b"ghp_0123456789abcdefABCDEF").is_some());
+        assert!(Arc::ptr_eq(
+            &refreshed,
+            &w.for_roots(&[(&dir, &root)], false)
+        ));
+        let second = w.for_roots(&[(&dir2, &root2)], false);
         assert_eq!(second.files(), 1);
         assert!(second.check(SECRET.as_bytes()).is_none());
         assert!(second.check(b"MIIEvQIBADANBgkqhkiG9w0BAQEFAASC").is_some());
