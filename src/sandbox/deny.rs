@@ -184,7 +184,19 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
         if grant.rights == Rights::ReadWrite {
             add(s.read_only, CarvedKind::ReadOnly);
         }
-        add(s.git_denied, CarvedKind::LeftToGit);
+        // One entry per `.git` directory, not per file of it.
+        let mut gits: Vec<Hit> = Vec::new();
+        for h in s.git_denied {
+            let dir = h.rel.parent().map(PathBuf::from).unwrap_or_default();
+            if !gits.iter().any(|g| g.rel == dir) {
+                gits.push(Hit {
+                    rel: dir,
+                    dir: true,
+                    rule: h.rule,
+                });
+            }
+        }
+        add(gits, CarvedKind::LeftToGit);
         opened.push((dir, real));
     }
     // A root's own entry in `unscanned` (the root could not be listed at all) hides the
@@ -323,7 +335,9 @@ impl CarveReport {
         if mounted || self.method.starts_with("private") {
             later.push(
                 "names created after launch are reachable like any other, including a \
-                 denied name created later (hidden from the next server generation on)"
+                 denied name created later (hidden from the next server generation on) and \
+                 a read-only name that did not exist (e.g. .vscode/, .mcp.json: the server \
+                 can create it; writing tools are refused it on the wire)"
                     .to_owned(),
             );
         }
@@ -415,7 +429,7 @@ impl fmt::Display for CarveReport {
         if !git.is_empty() {
             writeln!(
                 f,
-                "    denied but left to git (wire and tripwire only): {}",
+                "    left to git (denied on the wire, its config fingerprinted): {}",
                 git.join(", ")
             )?;
         }
