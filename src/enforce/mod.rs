@@ -34,6 +34,7 @@ use crate::mcp::methods as m;
 use crate::policy::{Mode, Policy, ReadStance};
 use crate::relay::{Action, Intercepted, Interceptor, ProtocolError, Session, Side};
 use crate::roots::{RootSet, RootSpec};
+use crate::tripwire::{Fingerprints, Hit, Tripwire};
 use crate::uri::FileUri;
 
 pub use decide::{Checked, Checker, rule_text};
@@ -53,6 +54,12 @@ pub struct Started {
     /// The audit log's handle.
     pub auditor: Option<Auditor>,
 }
+
+/// How often the tripwire's fingerprints are built again during a session.
+const TRIPWIRE_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The fingerprints in use and the effective root set they were looked up for.
+type FingerprintCache = (Option<Option<Arc<RootSet>>>, Arc<Fingerprints>);
 
 /// Read verdicts kept for their results at most (more means results that never came).
 const READ_VERDICTS: usize = 4096;
@@ -85,6 +92,13 @@ struct Inner {
     server_name: OnceLock<String>,
     /// What the field handlers remember (see `fields.rs`).
     fields: fields::FieldState,
+    /// The content tripwire (`src/tripwire/`): fingerprints of the denied files inside
+    /// the roots the server can reach.
+    tripwire: Tripwire,
+    /// The fingerprints in use, and the effective root set they were looked up for (`None`
+    /// while unknown; `Some(None)` before the first lookup). The set is kept alive, so the
+    /// hot path can compare one pointer without another set ever taking its address.
+    fingerprints: Mutex<FingerprintCache>,
 }
 
 /// The audit log, once open: shared by the enforcer's parts.
@@ -147,6 +161,7 @@ impl Enforcer {
             audit.clone(),
             format!("io.rootfence/roots-{:016x}", random_u64()),
         );
+        let policy_deny_globs = policy.resources().deny_globs.clone();
         let inner = Inner {
             enforce: policy.mode() == Mode::Enforce,
             checker: Checker::new(&policy),
@@ -161,6 +176,8 @@ impl Enforcer {
             dropped_at_start: Mutex::new(dropped.clone()),
             server_name: OnceLock::new(),
             fields: fields::FieldState::default(),
+            tripwire: Tripwire::new(&policy_deny_globs),
+            fingerprints: Mutex::new((None, Arc::new(Fingerprints::default()))),
         };
         (
             Enforcer {
@@ -232,6 +249,21 @@ impl Interceptor for Enforcer {
         wanted(from, kind, method)
     }
 
+    fn screen(
+        &self,
+        from: Side,
+        kind: Kind,
+        id: Option<&Id>,
+        method: &str,
+        line: &[u8],
+    ) -> Option<Action> {
+        if from != Side::Server {
+            return None;
+        }
+        let hit = self.inner.fingerprints().check(line)?;
+        self.inner.withhold(kind, id, method, &hit)
+    }
+
     fn intercept(&self, session: &Arc<Session>, msg: Intercepted) -> Action {
         let inner = Arc::clone(&self.inner);
         if needs_roots(&msg) {
@@ -278,6 +310,27 @@ impl Interceptor for Enforcer {
                 }
             }
         }
+        // The fingerprints follow the roots: built ahead, off the relay's thread, each
+        // time they change (a message that arrives first waits for the build).
+        // Every TRIPWIRE_REFRESH they are built again, so a denied file created during the
+        // session (a new `.env`) is fingerprinted too.
+        let mut changes = inner.learner.tracker.subscribe();
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            loop {
+                let refresh = tokio::select! {
+                    changed = changes.changed() => {
+                        if changed.is_err() {
+                            break;
+                        }
+                        false
+                    }
+                    () = tokio::time::sleep(TRIPWIRE_REFRESH) => true,
+                };
+                let Some(inner) = weak.upgrade() else { break };
+                let _ = tokio::task::spawn_blocking(move || inner.fingerprints_with(refresh)).await;
+            }
+        });
         let dropped = std::mem::take(
             &mut *inner
                 .dropped_at_start
@@ -488,6 +541,105 @@ impl Inner {
             self.done(message)
         } else {
             Action::Forward
+        }
+    }
+
+    // ---- content tripwire ---------------------------------------------------------------------
+
+    /// The fingerprints of the denied files inside the roots the server can reach now: the
+    /// operator roots (granted at launch) and the effective roots. Built on first use after
+    /// each change of the roots (or waited for, when a build is under way).
+    fn fingerprints(&self) -> Arc<Fingerprints> {
+        self.fingerprints_with(false)
+    }
+
+    /// [`Inner::fingerprints`], built again when `refresh` (denied files created since).
+    fn fingerprints_with(&self, refresh: bool) -> Arc<Fingerprints> {
+        let known = self.learner.tracker.known();
+        if !refresh {
+            let cached = self.fingerprints.lock().unwrap_or_else(|e| e.into_inner());
+            let same = match (&cached.0, &known) {
+                (Some(None), None) => true,
+                (Some(Some(a)), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            };
+            if same {
+                return Arc::clone(&cached.1);
+            }
+        }
+        let reals: Vec<(&cap_std::fs::Dir, std::path::PathBuf)> = self
+            .operator
+            .set()
+            .roots()
+            .iter()
+            .chain(known.iter().flat_map(|k| k.roots()))
+            .map(|r| (r.dir(), std::path::PathBuf::from(r.real_uri().path())))
+            .collect();
+        let roots: Vec<(&cap_std::fs::Dir, &std::path::Path)> =
+            reals.iter().map(|(d, p)| (*d, p.as_path())).collect();
+        let fresh = self.tripwire.for_roots(&roots, refresh);
+        drop(roots);
+        *self.fingerprints.lock().unwrap_or_else(|e| e.into_inner()) =
+            (Some(known.clone()), Arc::clone(&fresh));
+        fresh
+    }
+
+    /// A server message holds a fingerprint: audit it, and (enforcing) withhold it. A
+    /// response becomes an error for the host (every request gets its one answer), a
+    /// request from the server is refused to the server, a notification is dropped.
+    fn withhold(&self, kind: Kind, id: Option<&Id>, method: &str, hit: &Hit) -> Option<Action> {
+        let uri = FileUri::from_path(&hit.file)
+            .map(|u| u.as_str().to_owned())
+            .unwrap_or_else(|_| hit.file.display().to_string());
+        let what = hit.describe();
+        tracing::warn!("withheld a message from the server (`{method}`): it holds {what}");
+        let action = match (self.enforce, kind) {
+            (false, _) => audit::Action::Forwarded,
+            (true, Kind::Notification) => audit::Action::Dropped,
+            (true, _) => audit::Action::AnsweredError,
+        };
+        self.record(Event::Decision(audit::Decision {
+            direction: Direction::ServerToHost,
+            method: method.to_owned(),
+            id: id.and_then(|i| RpcId::from_json(i.raw())),
+            field: Some("message".into()),
+            uri: AuditUri::new(&uri),
+            canonical: None,
+            decision: audit::Verdict::Deny,
+            reason: "tripwire".into(),
+            layer: None,
+            rule: Some(what.clone()),
+            root: None,
+            action,
+        }));
+        if !self.enforce {
+            return None;
+        }
+        let noun = match kind {
+            Kind::Request => format!("`{method}` request"),
+            Kind::Notification => format!("`{method}` notification"),
+            Kind::Response | Kind::ErrorResponse => format!("answer to `{method}`"),
+        };
+        let error = |id: &Id| {
+            json!({
+                "jsonrpc": "2.0",
+                "id": id.to_value(),
+                "error": {
+                    "code": DENIED,
+                    "message": format!(
+                        "rootfence: denied: the server's {noun} was withheld: it holds text \
+                         from {}, a file the policy denies (tripwire); ask for something \
+                         that does not include it",
+                        hit.file.display()
+                    ),
+                    "data": {"uri": uri, "reason": "tripwire", "rule": what},
+                }
+            })
+        };
+        match (kind, id) {
+            (Kind::Notification, _) | (_, None) => Some(Action::Drop),
+            (Kind::Request, Some(id)) => Some(Action::Reply(error(id))),
+            (Kind::Response | Kind::ErrorResponse, Some(id)) => Some(Action::Replace(error(id))),
         }
     }
 

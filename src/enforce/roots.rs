@@ -221,6 +221,12 @@ impl Tracker {
         self.tx.borrow().clone()
     }
 
+    /// A receiver that sees every change of the roots (for work that follows them, such
+    /// as the tripwire's fingerprints).
+    pub fn subscribe(&self) -> watch::Receiver<RootsState> {
+        self.tx.subscribe()
+    }
+
     /// The roots if known.
     pub fn known(&self) -> Option<Arc<RootSet>> {
         match &*self.tx.borrow() {

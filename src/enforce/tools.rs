@@ -49,6 +49,7 @@ impl Inner {
             }
         }
         let server = self.server_name.get().map(String::as_str);
+        let writes = self.policy.tool_writes(&name);
         for tool_path in self.policy.tool_path_pointers(&name, server) {
             let pointer = format!("/params/arguments{}", tool_path.pointer);
             let field = format!("params.arguments{}", tool_path.pointer.replace('/', "."));
@@ -73,10 +74,21 @@ impl Inner {
                     }
                     continue;
                 };
-                let c = match tool_path.kind {
+                let mut c = match tool_path.kind {
                     ArgKind::Path => self.checker.path(&self.policy, &raw, ctx.roots),
                     ArgKind::Uri => self.checker.uri(&self.policy, &raw, ctx.roots),
                 };
+                if c.allow && writes && self.names_read_only_path(&c, ctx.roots) {
+                    // A writing tool may not change a place where a file runs code outside
+                    // the sandbox later (a git hook, an editor's tasks, a host's MCP
+                    // configuration), even one that does not exist yet.
+                    c = Checked {
+                        rule: Some("sandbox.read_only_paths".into()),
+                        canonical: c.canonical,
+                        root: c.root,
+                        ..Checked::deny("read_only_path")
+                    };
+                }
                 let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
                 if !(c.allow && ok) {
                     if self.enforce {
@@ -94,6 +106,20 @@ impl Inner {
             }
         }
         self.done_ctx(ctx, message)
+    }
+
+    /// Whether an allowed path names a `sandbox.read_only_paths` match, by its canonical
+    /// name or by the file it resolves to.
+    fn names_read_only_path(&self, c: &Checked, roots: Option<&RootSet>) -> bool {
+        let s = self.policy.sandbox();
+        c.canonical
+            .as_ref()
+            .is_some_and(|u| s.is_read_only_path(u.path()))
+            || c.allowed
+                .as_ref()
+                .zip(roots)
+                .and_then(|(a, r)| r.real_path(a))
+                .is_some_and(|p| s.is_read_only_path(&p))
     }
 
     /// Learns the server's name from a result: `serverInfo` (`initialize`) or the

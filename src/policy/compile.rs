@@ -155,6 +155,8 @@ struct Acc {
     root_access: Setting<Access>,
     follow_roots: Setting<FollowRoots>,
     read_only_roots: Vec<(PathGlob, Provenance)>,
+    /// `None` until a layer sets it: the built-in list applies.
+    read_only_paths: Option<Vec<(PathGlob, Provenance)>>,
     rl_nofile: Setting<Option<u64>>,
     rl_as: Setting<Option<u64>>,
     rl_cpu: Setting<Option<u64>>,
@@ -220,6 +222,7 @@ impl Acc {
                 "sandbox.follow_roots = \"restart\"",
             ),
             read_only_roots: Vec::new(),
+            read_only_paths: None,
             rl_nofile: Setting::default(None, "sandbox.rlimits.nofile: inherited"),
             rl_as: Setting::default(None, "sandbox.rlimits.address_space: inherited"),
             rl_cpu: Setting::default(None, "sandbox.rlimits.cpu_seconds: inherited"),
@@ -559,6 +562,20 @@ fn path_globs(
         }
     }
     ok.then_some(out)
+}
+
+/// `sandbox.read_only_paths` when no layer sets it.
+fn default_read_only_paths() -> Vec<(PathGlob, Provenance)> {
+    crate::sandbox::scan::DEFAULT_READ_ONLY_PATHS
+        .iter()
+        .filter_map(|t| {
+            let g = glob::path_glob(t, Side::Deny).ok()?;
+            Some((
+                g,
+                Provenance::default_rule("sandbox.read_only_paths: built-in list"),
+            ))
+        })
+        .collect()
 }
 
 /// Compiles a list of name globs; `None` if any entry is bad.
@@ -1213,6 +1230,20 @@ fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
             }
         }
     }
+    if let Some(e) = &raw.sb_read_only_paths {
+        if let Some(g) = path_globs(cx, e, Side::Deny) {
+            // The first layer may replace the built-in list; a later layer only adds to
+            // what the earlier ones left (adding is narrower).
+            let base = match acc.read_only_paths.take() {
+                Some(earlier) => earlier,
+                None if cx.layer == 0 => Vec::new(),
+                None => default_read_only_paths(),
+            };
+            let mut all = base;
+            all.extend(g);
+            acc.read_only_paths = Some(all);
+        }
+    }
     apply_grantable(acc, raw, cx);
     ranked(cx, &mut acc.root_access, &raw.sb_root_access, Access::WORDS);
     // Operational, not a permission: the first layer that sets it fixes it (an org layer can
@@ -1497,6 +1528,7 @@ fn build(
         Vec::new()
     };
     let tool_writing = name_table(&writing).map_err(set_err)?;
+    let tool_writes = name_table(&acc.tools_writing).map_err(set_err)?;
     let mut tp = GlobSetBuilder::new();
     for (_, g, _, _) in &acc.tool_paths {
         tp.add(g.clone());
@@ -1509,6 +1541,17 @@ fn build(
         }
     }
     let read_only_roots_set = ro.build().map_err(set_err)?;
+    let read_only_paths = acc
+        .read_only_paths
+        .clone()
+        .unwrap_or_else(default_read_only_paths);
+    let mut rop = GlobSetBuilder::new();
+    for (g, _) in &read_only_paths {
+        for g in &g.globs {
+            rop.add(g.clone());
+        }
+    }
+    let read_only_paths_set = rop.build().map_err(set_err)?;
 
     let m = Matchers {
         root_deny,
@@ -1518,6 +1561,7 @@ fn build(
         scheme_prov: acc.schemes.prov.clone(),
         tool_deny,
         tool_writing,
+        tool_writes,
         read_only: acc.read_only.v,
         tool_paths_set,
         tool_paths: acc
@@ -1831,6 +1875,11 @@ fn build(
                 .map(|(g, _)| g.text.clone())
                 .collect(),
             read_only_roots_set,
+            read_only_paths: read_only_paths
+                .iter()
+                .map(|(g, _)| g.text.clone())
+                .collect(),
+            read_only_paths_set,
         },
         m,
         shown,
@@ -1893,6 +1942,33 @@ mod tests {
         for bad in ["", "1X", "A-B", "A*B", "**"] {
             assert!(!valid_env_pattern(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn read_only_paths_default_replace_first_and_only_add_later() {
+        let load = |layers: &[&str]| {
+            let sources: Vec<(String, String)> = layers
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (format!("l{i}.toml"), format!("version = 1\n{t}")))
+                .collect();
+            crate::policy::Policy::from_sources(&sources).unwrap()
+        };
+        let none = load(&[""]);
+        assert!(none.sandbox().is_read_only_path("/p/.git/hooks/pre-commit"));
+        assert!(none.sandbox().is_read_only_path("/p/.git/hooks"));
+        assert!(none.sandbox().is_read_only_path("/p/.MCP.json"));
+        assert!(!none.sandbox().is_read_only_path("/p/src/main.rs"));
+        // The first layer replaces the built-in list.
+        let own = load(&["[sandbox]\nread_only_paths = [\"**/Makefile\"]"]);
+        assert!(own.sandbox().is_read_only_path("/p/Makefile"));
+        assert!(!own.sandbox().is_read_only_path("/p/.vscode/tasks.json"));
+        // A later layer adds to the built-in list, never removes from it.
+        let later = load(&["", "[sandbox]\nread_only_paths = []"]);
+        assert!(later.sandbox().is_read_only_path("/p/.vscode/tasks.json"));
+        let more = load(&["", "[sandbox]\nread_only_paths = [\"**/.husky/**\"]"]);
+        assert!(more.sandbox().is_read_only_path("/p/.husky/pre-commit"));
+        assert!(more.sandbox().is_read_only_path("/p/.claude/settings.json"));
     }
 
     #[test]

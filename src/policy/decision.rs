@@ -244,6 +244,13 @@ impl Policy {
         Decision::allow(Reason::DefaultAllow, &m.default)
     }
 
+    /// Whether a tool is marked as writing (`tools.writing`), whatever `read_only` says:
+    /// its path arguments may not name a `sandbox.read_only_paths` match.
+    pub fn tool_writes(&self, tool_name: &str) -> bool {
+        let c = Candidate::from_bytes(tool_name.as_bytes());
+        self.m.tool_writes.find_rare(&c).is_some()
+    }
+
     /// Decides one content item of a result: its size in bytes (text length, or decoded
     /// blob length) against `resources.max_bytes`, and its MIME type (parameters ignored,
     /// any case) against `resources.mime`. With a MIME list in force, an item without a

@@ -137,6 +137,9 @@ pub(crate) struct Matchers {
     pub(crate) tool_deny: GlobTable,
     /// Tools marked as writing; provenance names the `read_only` setting too.
     pub(crate) tool_writing: GlobTable,
+    /// Tools marked as writing, whatever `read_only` says (their path arguments may not
+    /// name a `sandbox.read_only_paths` match).
+    pub(crate) tool_writes: GlobTable,
     pub(crate) read_only: bool,
     pub(crate) tool_paths_set: globset::GlobSet,
     pub(crate) tool_paths: Vec<ToolPaths>,

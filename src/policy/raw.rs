@@ -137,6 +137,7 @@ pub(crate) struct RawLayer {
     pub(crate) sb_grant_env: Strings,
     pub(crate) sb_grant_read: Strings,
     pub(crate) sb_grant_write: Strings,
+    pub(crate) sb_read_only_paths: Strings,
     pub(crate) sb_nofile: Option<Entry<u64>>,
     pub(crate) sb_address_space: Option<Entry<u64>>,
     pub(crate) sb_cpu_seconds: Option<Entry<u64>>,
@@ -193,6 +194,7 @@ const SANDBOX_KEYS: &[&str] = &[
     "root_access",
     "read_only_roots",
     "follow_roots",
+    "read_only_paths",
     "rlimits",
     "grantable",
 ];
@@ -310,6 +312,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.sb_root_access = w.word(t, "sandbox", "root_access", Access::WORDS);
         raw.sb_follow_roots = w.word(t, "sandbox", "follow_roots", FollowRoots::WORDS);
         raw.sb_read_only_roots = w.strings(t, "sandbox", "read_only_roots");
+        raw.sb_read_only_paths = w.strings(t, "sandbox", "read_only_paths");
         if let Some(r) = w.table(t, "sandbox", "rlimits") {
             w.check_keys(r, "sandbox.rlimits", RLIMIT_KEYS);
             raw.sb_nofile = w.uint(r, "sandbox.rlimits", "nofile", 1, u64::MAX);
@@ -365,7 +368,8 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
         "audit", "allowed"; "audit", "retain_files"; "audit", "retain_bytes";
         "sandbox", "mode"; "sandbox", "read"; "sandbox", "write"; "sandbox", "network";
         "sandbox", "env"; "sandbox", "root_access"; "sandbox", "read_only_roots";
-        "sandbox", "follow_roots"; "sandbox", "rlimits"; "sandbox", "grantable";
+        "sandbox", "follow_roots"; "sandbox", "read_only_paths"; "sandbox", "rlimits";
+        "sandbox", "grantable";
         "sandbox.grantable", "env"; "sandbox.grantable", "read"; "sandbox.grantable", "write";
         "sandbox.rlimits", "nofile"; "sandbox.rlimits", "address_space";
         "sandbox.rlimits", "cpu_seconds"; "sandbox.rlimits", "processes";

@@ -175,6 +175,10 @@ pub struct SandboxSettings {
     /// Root globs (expanded) that are read-only whatever `root_access` says.
     pub read_only_roots: Vec<String>,
     pub(crate) read_only_roots_set: globset::GlobSet,
+    /// Path globs (expanded) whose matches inside writable roots are read-only to the
+    /// server: the sandbox makes them so at launch, and writing tools may not name them.
+    pub read_only_paths: Vec<String>,
+    pub(crate) read_only_paths_set: globset::GlobSet,
 }
 
 impl SandboxSettings {
@@ -191,6 +195,12 @@ impl SandboxSettings {
     /// `[sandbox.grantable]` as it stands after the last layer.
     pub fn grantable(&self) -> &Grantable {
         &self.grantable
+    }
+
+    /// Whether a canonical path matches `read_only_paths` (a place where a file written now
+    /// runs code outside the sandbox later).
+    pub fn is_read_only_path(&self, canonical_path: &str) -> bool {
+        self.read_only_paths_set.is_match(canonical_path)
     }
 
     /// Whether an environment variable name passes the policy's `env` list.

@@ -160,6 +160,13 @@ impl Policy {
                 }
             }
         }
+        out.push_str("\n# sandbox.read_only_paths\n");
+        if self.sandbox.read_only_paths.is_empty() {
+            out.push_str("#   (none)\n");
+        }
+        for g in &self.sandbox.read_only_paths {
+            out.push_str(&format!("#   {g:?}\n"));
+        }
         if !self.sandbox.read_only_roots.is_empty() {
             out.push_str("\n# sandbox.read_only_roots\n");
             for g in &self.sandbox.read_only_roots {
@@ -232,6 +239,7 @@ impl Policy {
                 None => json!({"name": self.layers.iter().find(|l| l.base).map(|l| l.name.as_str())}),
             },
             "dropped_protections": self.dropped_protections(),
+            "sandbox_read_only_paths": self.sandbox.read_only_paths,
         })
     }
 }

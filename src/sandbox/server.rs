@@ -152,6 +152,7 @@ pub fn server_spec(
     for pattern in &policy.resources().deny_globs {
         spec.add_deny_pattern(pattern);
     }
+    spec.read_only_paths = s.read_only_paths.clone();
     Ok((spec, warnings))
 }
 

@@ -320,7 +320,7 @@ impl Host {
         Host::spawn(cmd, rev)
     }
 
-    fn spawn(mut cmd: Command, rev: &str) -> Host {
+    pub fn spawn(mut cmd: Command, rev: &str) -> Host {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
