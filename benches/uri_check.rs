@@ -11,13 +11,22 @@
 //! - `check_str/denied_symlink_escape`: `…/d1/…/d8/escape/secret` where `escape` links
 //!   out of the root (refused by the kernel beneath the root).
 //! - `parse/existing_8_deep`: the parser alone.
+//! - `page/…` (issue 14): a `resources/list` page of 10,000 `file:` entries in one
+//!   directory, as the list filter checks it: `check_each` (one `RootSet::check` per
+//!   entry, the old way), `check_page` (`RootSet::check_page`: the directory resolved once
+//!   and read once), `uris_default_policy` (`Checker::uris` on the raw texts: strict parse,
+//!   the page check and the default policy's path rules on each entry: the whole check the
+//!   list filter runs, audit aside), and `uris_default_policy_fresh_dir` (the same while
+//!   the directory changed after the session started, so each entry's link count is read).
 //!
 //! Run: `cargo bench --bench uri_check -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use rootfence::roots::{CheckOptions, RootSet, RootSpec};
+use rootfence::enforce::Checker;
+use rootfence::policy::Policy;
+use rootfence::roots::{CheckOptions, PageVerdict, RootSet, RootSpec, Stamp};
 use rootfence::uri::FileUri;
 
 fn bench(c: &mut Criterion) {
@@ -66,5 +75,69 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// A page of 10,000 entries of one directory.
+fn page(c: &mut Criterion) {
+    const N: usize = 10_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(tmp.path()).unwrap();
+    let root = top.join("root");
+    let dir = root.join("src/module");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..N {
+        std::fs::write(dir.join(format!("f{i}.txt")), b"x").unwrap();
+    }
+    let raws: Vec<String> = (0..N)
+        .map(|i| format!("file://{}/f{i}.txt", dir.display()))
+        .collect();
+    let uris: Vec<FileUri> = raws.iter().map(|r| FileUri::parse(r).unwrap()).collect();
+    let page: Vec<&FileUri> = uris.iter().collect();
+    let (set, errors) = RootSet::open([RootSpec::path(&root)]);
+    assert!(errors.is_empty());
+    // The directory predates the session (an earlier second).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let policy = Policy::builtin_default();
+    let opts = Checker::options_for(&policy, Stamp::now());
+    let checker = Checker::new(&policy);
+    assert!(
+        set.check_page(&page, &opts)
+            .iter()
+            .all(|v| matches!(v, PageVerdict::Allow { .. }))
+    );
+    assert!(
+        checker
+            .uris(&policy, raws.iter().map(String::as_str), Some(&set))
+            .iter()
+            .all(|c| c.allow)
+    );
+
+    let mut g = c.benchmark_group("page_10000_entries_one_dir");
+    g.sample_size(20);
+    g.bench_function("check_each", |b| {
+        b.iter(|| {
+            page.iter()
+                .filter(|u| set.check(u, &opts).is_allow())
+                .count()
+        })
+    });
+    g.bench_function("check_page", |b| {
+        b.iter(|| set.check_page(black_box(&page), &opts))
+    });
+    g.bench_function("uris_default_policy", |b| {
+        b.iter(|| checker.uris(&policy, raws.iter().map(String::as_str), Some(&set)))
+    });
+    // The directory changed during the session: each entry's link count is looked at.
+    let fresh = Checker::options_for(&policy, Stamp::from_parts(0, 0));
+    let fresh = CheckOptions {
+        new_links_since: Some(Stamp::now()),
+        ..fresh
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::fs::write(dir.join("touched"), b"").unwrap();
+    g.bench_function("check_page_fresh_dir", |b| {
+        b.iter(|| set.check_page(black_box(&page), &fresh))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, page);
 criterion_main!(benches);

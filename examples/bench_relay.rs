@@ -1,9 +1,13 @@
 //! The relay benchmark driver (issue 2): run it with `scripts/bench-relay.sh`, which builds
 //! the release binaries first.
 //!
-//! It plays the MCP host and measures, in one run, three ways of reaching the same fast
+//! It plays the MCP host and measures, in one run, four ways of reaching the same fast
 //! server (`bench_server`): **direct**, through the do-nothing **byte relay** (the floor:
-//! `byte_relay`, two threads copying pipes), and through **rootfence run**. For each:
+//! `byte_relay`, two threads copying pipes), through **rootfence run**, and through
+//! **rootfence run with the tripwire armed** (`--root` a temp root holding a `.env` and a
+//! PEM key, so every message from the server is searched for their fingerprints;
+//! `--payload-text` makes the payload realistic text rather than one repeated byte). For
+//! each:
 //! - round-trip latency (p50, p99, mean) of `--requests` sequential small requests (`ping`,
 //!   and a small `resources/read`), after `--warmup` unmeasured ones;
 //! - throughput of `--reads` `resources/read` calls that each return a `--payload-mib` MiB
@@ -35,6 +39,9 @@ struct Options {
     payload_mib: usize,
     pipeline: usize,
     rounds: usize,
+    payload_text: bool,
+    /// A root holding denied files (`.env`, a PEM key), for the tripwire-armed chain.
+    armed_root: PathBuf,
     rootfence: PathBuf,
     bench_server: PathBuf,
     byte_relay: PathBuf,
@@ -53,16 +60,22 @@ fn parse_options() -> Result<Options, String> {
         payload_mib: 10,
         pipeline: 1,
         rounds: 3,
+        payload_text: false,
+        armed_root: PathBuf::new(),
         rootfence: profile_dir.join("rootfence"),
         bench_server: examples.join("bench_server"),
         byte_relay: examples.join("byte_relay"),
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
+        if flag == "--payload-text" {
+            o.payload_text = true;
+            continue;
+        }
         if flag == "--help" || flag == "-h" {
             return Err(
                 "usage: bench_relay [--requests N] [--warmup N] [--reads N] \
-                 [--payload-mib N] [--pipeline K] [--rounds N] [--rootfence PATH] [--bench-server PATH] \
+                 [--payload-mib N] [--pipeline K] [--rounds N] [--payload-text] [--rootfence PATH] [--bench-server PATH] \
                  [--byte-relay PATH]"
                     .into(),
             );
@@ -107,16 +120,20 @@ enum Mode {
     Direct,
     ByteRelay,
     Rootfence,
+    /// `rootfence run --root <a root with denied files>`: the content tripwire searches
+    /// every message from the server.
+    Armed,
 }
 
 impl Mode {
-    const ALL: [Mode; 3] = [Mode::Direct, Mode::ByteRelay, Mode::Rootfence];
+    const ALL: [Mode; 4] = [Mode::Direct, Mode::ByteRelay, Mode::Rootfence, Mode::Armed];
 
     fn label(self) -> &'static str {
         match self {
             Mode::Direct => "direct",
             Mode::ByteRelay => "byte relay (floor)",
             Mode::Rootfence => "rootfence run",
+            Mode::Armed => "rootfence, tripwire",
         }
     }
 }
@@ -135,11 +152,14 @@ struct Session {
 impl Session {
     fn start(mode: Mode, o: &Options) -> Result<Session, String> {
         let payload = (o.payload_mib << 20).to_string();
-        let server = [
+        let mut server = vec![
             o.bench_server.as_os_str(),
             "--payload-bytes".as_ref(),
             payload.as_ref(),
         ];
+        if o.payload_text {
+            server.push("--payload-text".as_ref());
+        }
         let mut cmd = match mode {
             Mode::Direct => Command::new(server[0]),
             Mode::ByteRelay => {
@@ -150,6 +170,14 @@ impl Session {
             Mode::Rootfence => {
                 let mut c = Command::new(&o.rootfence);
                 c.args(["run", "--"]).arg(server[0]);
+                c
+            }
+            Mode::Armed => {
+                let mut c = Command::new(&o.rootfence);
+                c.args(["run", "--root"])
+                    .arg(&o.armed_root)
+                    .arg("--")
+                    .arg(server[0]);
                 c
             }
         };
@@ -382,7 +410,44 @@ fn summarize(mode: Mode, mut s: Samples) -> Row {
     }
 }
 
+/// A root holding what the default policy denies (a `.env` with a dozen secrets, a PEM
+/// private key), so the tripwire of the armed chain has real fingerprints to search for.
+fn armed_root() -> Result<tempfile::TempDir, String> {
+    let t = tempfile::tempdir().map_err(|e| format!("cannot make a temp dir: {e}"))?;
+    let mut seed = 0x1234_5678_9abc_def0u64;
+    let mut token = |n: usize| -> String {
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                A[(seed >> 24) as usize % A.len()] as char
+            })
+            .collect()
+    };
+    let mut env = String::from("NODE_ENV=production\n");
+    for i in 0..12 {
+        env.push_str(&format!("SECRET_{i}=sk_live_{}\n", token(32)));
+    }
+    env.push_str(&format!("DB_PASSWORD={}\n", token(14)));
+    let mut pem = String::from("-----BEGIN PRIVATE KEY-----\n");
+    for _ in 0..26 {
+        pem.push_str(&token(64));
+        pem.push('\n');
+    }
+    pem.push_str("-----END PRIVATE KEY-----\n");
+    for (name, text) in [(".env", env), ("key.pem", pem)] {
+        std::fs::write(t.path().join(name), text).map_err(|e| format!("{name}: {e}"))?;
+    }
+    Ok(t)
+}
+
 fn run(o: &Options) -> Result<(), String> {
+    let armed = armed_root()?;
+    let mut o = o.clone();
+    o.armed_root = armed.path().to_owned();
+    let o = &o;
     let mut samples: Vec<Samples> = Mode::ALL.iter().map(|_| Samples::default()).collect();
     for round in 1..=o.rounds {
         eprintln!("bench_relay: round {round}/{}", o.rounds);
@@ -446,10 +511,11 @@ fn run(o: &Options) -> Result<(), String> {
         );
     }
     let get = |m: Mode| rows.iter().find(|r| r.mode == m).expect("every mode ran");
-    let (direct, floor, fence) = (
+    let (direct, floor, fence, armed) = (
         get(Mode::Direct),
         get(Mode::ByteRelay),
         get(Mode::Rootfence),
+        get(Mode::Armed),
     );
     let added = fence.ping_p50 - floor.ping_p50;
     let ratio = fence.mib_s / direct.mib_s;
@@ -471,6 +537,13 @@ fn run(o: &Options) -> Result<(), String> {
         o.payload_mib,
         floor.mib_s / direct.mib_s,
         if ratio >= 0.8 { "met" } else { "NOT met" }
+    );
+    println!(
+        "tripwire armed (a root with a .env and a PEM key): {} MiB payload throughput {:.2}x \
+         rootfence run without it; ping p50 {:+.1} µs",
+        o.payload_mib,
+        armed.mib_s / fence.mib_s,
+        armed.ping_p50 - fence.ping_p50
     );
     Ok(())
 }

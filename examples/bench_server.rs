@@ -6,7 +6,8 @@
 //! 10 MiB), built once at start; any other URI returns a two-byte text. `resources/list`
 //! returns one page of `--list-entries N` (default 0) entries `file://<--list-dir>/f<i>.txt`,
 //! also built once (the enforcement benchmark's 10,000-entry page). Notifications are
-//! ignored; any other request gets `-32601`. One response per request, in order, each
+//! ignored; any other request gets `-32601`. `--payload-text` makes the big text
+//! source-code-like instead of one repeated byte. One response per request, in order, each
 //! written whole and flushed, so the host sees one line per answer.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -38,6 +39,7 @@ fn main() -> std::io::Result<()> {
     let mut payload_bytes: usize = 10 << 20;
     let mut list_entries: usize = 0;
     let mut list_dir = String::from("/nonexistent");
+    let mut payload_text = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -54,9 +56,10 @@ fn main() -> std::io::Result<()> {
                     .expect("--list-entries takes a count");
             }
             "--list-dir" => list_dir = args.next().expect("--list-dir takes a directory"),
+            "--payload-text" => payload_text = true,
             other => panic!(
                 "bench_server: unknown argument {other:?} (--payload-bytes N, --list-entries N, \
-                 --list-dir DIR)"
+                 --list-dir DIR, --payload-text)"
             ),
         }
     }
@@ -75,7 +78,22 @@ fn main() -> std::io::Result<()> {
     };
     // The big text, JSON-encoded once: plain ASCII needs no escaping, so it is the string
     // literal itself.
-    let big = format!("\"{}\"", "x".repeat(payload_bytes));
+    // With `--payload-text`, source-code-like text instead of one repeated byte (content
+    // searches, such as the tripwire's, see realistic bytes; the `\n` escapes are kept).
+    let big = if payload_text {
+        const CODE: &str = "    let mut total = 0usize;\\n    for (i, item) in items.iter().enumerate() {\\n        if item.len() > 42 { total += i * 3; } // see https://example.com/docs/v2\\n    }\\n";
+        let mut t = String::with_capacity(payload_bytes + CODE.len());
+        while t.len() < payload_bytes {
+            t.push_str(CODE);
+        }
+        t.truncate(payload_bytes);
+        while t.ends_with('\\') {
+            t.pop();
+        }
+        format!("\"{t}\"")
+    } else {
+        format!("\"{}\"", "x".repeat(payload_bytes))
+    };
 
     let stdin = std::io::stdin();
     let mut input = BufReader::with_capacity(1 << 16, stdin.lock());

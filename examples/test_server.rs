@@ -179,10 +179,10 @@ fn handle(line: &str, asked: &Asked, next_ask: &mut u64, caps_pid: bool) {
                 let result = json!({"content": [{"type": "text", "text": text}], "isError": r.get("error").is_some(), "structuredContent": r});
                 respond(id, &result.to_string());
             }
-            // A read answered with exactly the result text the request carries in
-            // `_rawResult` (so tests can script any server output); without it, reads are not
-            // served.
-            "resources/read" if params.get("_rawResult").is_some() => {
+            // A read (or a list) answered with exactly the result text the request carries
+            // in `_rawResult` (so tests can script any server output); without it, reads are
+            // not served.
+            "resources/read" | "resources/list" if params.get("_rawResult").is_some() => {
                 respond(id, params["_rawResult"].as_str().unwrap_or("{}"));
             }
             "echo" => respond(id, msg.params.map_or("null", RawValue::get)),

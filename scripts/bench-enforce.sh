@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The enforcement benchmark (issue 6): what rootfence's checks add over its relay alone.
-# Four chains against our fast server (examples/bench_server.rs), side by side: direct,
-# relay-only (examples/relay_passthrough.rs: the relay with nothing deciding), and
-# `rootfence run --root <tmp root>` with the default policy, allowed decisions audited or not.
-# Prints p50/p99 of a resources/read of a file: URI and of a 10,000-entry resources/list
-# page, and the two figures issue 6 sets targets for (read p50 <= 1.10x relay-only; the page
-# filter < 5 ms). Builds the release binaries first. Options go to the driver
+# The enforcement benchmark (issues 6 and 14): what rootfence's checks and audit add over its
+# relay alone. Five chains against our fast server (examples/bench_server.rs), side by side:
+# direct, relay-only (examples/relay_passthrough.rs: the relay with nothing deciding), and
+# `rootfence run --root <tmp root>` with the default policy: audited as shipped, allowed
+# decisions unlogged, and allowed list entries logged each. Prints p50/p99 of a
+# resources/read of a file: URI and of a 10,000-entry resources/list page, rootfence's peak
+# RSS, then the official Python SDK client's small read through the do-nothing byte relay,
+# relay-only and rootfence (scripts/bench_sdk_read.py, pinned SDK in tests/peers/.venv), with
+# each target (read p50 <= 1.10x relay-only; page < 5 ms added; RSS <= 32 MiB; SDK read
+# p50 <= 1.05x the byte relay). Builds the release binaries first. Options go to the driver
 # (examples/bench_enforce.rs): --requests N (2000) --warmup N (200) --lists N (40)
-# --list-entries N (10000) --rounds N (3)
+# --list-entries N (10000) --rounds N (3) --sdk-requests N (1000; 0 skips it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --quiet --bin rootfence \
-    --example bench_server --example relay_passthrough --example bench_enforce
+    --example bench_server --example relay_passthrough --example bench_enforce --example byte_relay
 exec target/release/examples/bench_enforce "$@"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The relay benchmark (issue 2): direct vs through the do-nothing byte relay (the floor) vs
-# through `rootfence run`, against our own fast server (examples/bench_server.rs), in one run.
+# through `rootfence run` vs rootfence with the content tripwire armed (a root holding a .env
+# and a PEM key; issue 13), against our own fast server (examples/bench_server.rs), in one run.
 # Prints p50/p99 round-trip latency of small requests and MiB/s of 10 MiB resources/read.
 # Builds the release binaries first. Options go to the driver (examples/bench_relay.rs):
 #   --requests N (5000)  --warmup N (500)  --reads N (20)  --payload-mib N (10)  --rounds N (3)
-#   --pipeline K (1: one big read in flight at a time)
+#   --pipeline K (1: one big read in flight at a time)  --payload-text (realistic text payload)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --quiet --bin rootfence \

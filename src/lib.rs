@@ -16,7 +16,10 @@
 //! - [`roots`]: the effective root set, one capability (`cap_std::fs::Dir`) per root.
 //! - [`fsaccess`]: the only place that opens files.
 //! - [`policy`]: raw TOML, validated and compiled policy, decisions with provenance.
-//! - [`sandbox`]: Landlock confinement of the child and its enforcement report.
+//! - [`sandbox`]: Landlock confinement of the child (with the denied paths inside the roots
+//!   hidden from it) and its enforcement report.
+//! - [`tripwire`]: fingerprints of the denied files inside the roots, searched in every
+//!   message from the server.
 //! - [`audit`]: the hash-chained JSON Lines audit log and its readers.
 //! - [`enforce`]: the relay's interceptor that checks every URI crossing rootfence against
 //!   the effective roots and the policy (see `docs/enforcement.md`), learns the roots, and
@@ -41,5 +44,6 @@ pub mod roots;
 pub mod sandbox;
 pub mod serve;
 pub mod setup;
+pub mod tripwire;
 pub mod uri;
 pub mod wrap;

@@ -82,6 +82,9 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // Whoever read our stdout went away (`rootfence policy show | head -1`): nothing
+        // is left to tell them, so exit quietly, as ripgrep does.
+        Err(err) if cli::broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             // `{:#}` prints the whole cause chain on one line, as ripgrep does.
             eprintln!("rootfence: error: {err:#}");

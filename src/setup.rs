@@ -63,6 +63,10 @@ impl Setup {
         }
         cfg.on_failure = a.on_failure;
         cfg.log_allowed = a.log_allowed;
+        if a.retain_files.is_some() {
+            cfg.retain_files = a.retain_files;
+        }
+        cfg.retain_bytes = a.retain_bytes;
         cfg
     }
 

@@ -450,6 +450,73 @@ fn records_match_the_published_json_schema() {
     let p2 = d.path().join("golden.jsonl");
     scripted_session(&p2, true);
     text.push_str(&std::fs::read_to_string(&p2).unwrap());
+    // And the records the log writes for volume: a list page summarized, repeated protocol
+    // errors counted, retention's log_pruned.
+    let d4 = tempfile::tempdir().unwrap();
+    let p4 = d4.path().join("audit.jsonl");
+    let mut cfg = config(&p4);
+    cfg.rotate_bytes = Some(2048);
+    cfg.retain_files = Some(1);
+    let log = AuditLog::open(cfg, start()).unwrap();
+    let a = log.handle();
+    for _ in 0..3 {
+        a.record(Event::ProtocolError(ProtocolError {
+            direction: Direction::ServerToHost,
+            kind: ProtocolErrorKind::InvalidJson,
+            detail: "bad_json: not valid JSON".into(),
+            len: 2,
+            sha256: Some("cd".repeat(32)),
+            id: None,
+        }))
+        .unwrap();
+    }
+    for i in 0..40 {
+        a.record(decision(i, "file:///data/x", Verdict::Allow))
+            .unwrap();
+    }
+    // Last, so retention (one rotated file kept) cannot have removed it.
+    a.record(Event::ServerStart(rootfence::audit::ServerStart {
+        generation: 2,
+        trigger: "list_changed".into(),
+        roots: vec!["file:///data".into()],
+        sandbox: Some(SandboxReport {
+            mode: "best-effort".into(),
+            landlock_abi: Some(6),
+            enforcement: "full".into(),
+            paths: vec![SandboxPath {
+                path: "/data".into(),
+                access: "read_write".into(),
+                origin: "root".into(),
+            }],
+            network: "allow".into(),
+            rlimits: Default::default(),
+            missing: vec![],
+        }),
+        differences: vec!["serverInfo.version changed".into()],
+        lost_subscriptions: vec!["file:///data/x".into()],
+    }))
+    .unwrap();
+    a.record(Event::DecisionSummary(rootfence::audit::DecisionSummary {
+        direction: Direction::ServerToHost,
+        method: "resources/list".into(),
+        id: RpcId::from_json("5"),
+        field: "result.resources".into(),
+        allowed: 3,
+        denied: 1,
+        reasons: [("default_allow".to_owned(), 3)].into_iter().collect(),
+        rules: [("default".to_owned(), 3)].into_iter().collect(),
+        dirs: vec![rootfence::audit::DirCount {
+            dir: "file:///data".into(),
+            count: 2,
+        }],
+        dirs_omitted: 0,
+        other: [("https".to_owned(), 1)].into_iter().collect(),
+    }))
+    .unwrap();
+    log.close(SessionEnd::default()).unwrap();
+    for f in family(d4.path(), "audit.jsonl") {
+        text.push_str(&std::fs::read_to_string(f).unwrap());
+    }
     let mut seen = std::collections::BTreeSet::new();
     for line in text.lines().filter(|l| l.ends_with('}')) {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -467,6 +534,10 @@ fn records_match_the_published_json_schema() {
         "session_end",
         "log_recovered",
         "log_rewound",
+        "decision_summary",
+        "protocol_error_repeated",
+        "log_pruned",
+        "server_start",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -36,6 +36,9 @@ fn a_real_session_produces_exactly_the_golden_records() {
     std::fs::create_dir(&root).unwrap();
     std::fs::write(root.join("a.txt"), "a").unwrap();
     std::fs::write(root.join(".env"), "TOKEN=x").unwrap();
+    std::fs::write(root.join("b.txt"), "b").unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub").join("c.txt"), "c").unwrap();
     let root = root.canonicalize().unwrap();
     let log = t.path().join("audit.jsonl");
     let server = test_server();
@@ -62,6 +65,38 @@ fn a_real_session_produces_exactly_the_golden_records() {
         );
         p.recv();
     }
+    // A read whose result names the URI checked on the way in (one decision, not two), plus
+    // another file inside and one outside (each its own decision).
+    let contents = json!({"contents": [
+        {"uri": file("a.txt"), "text": "a"},
+        {"uri": file("b.txt"), "text": "b"},
+        {"uri": "file:///etc/passwd", "text": "x"},
+    ]});
+    p.send_json(&json!({"jsonrpc":"2.0","id":4,"method":"resources/read",
+        "params":{"uri": file("a.txt"), "_rawResult": contents.to_string()}}));
+    let read = p.recv();
+    assert_eq!(
+        read["result"]["contents"].as_array().map(Vec::len),
+        Some(2),
+        "{read}"
+    );
+    // A list page: its allowed entries in one decision_summary, each denial on its own.
+    let page = json!({"resources": [
+        {"uri": file("a.txt"), "name": "a"},
+        {"uri": file("b.txt"), "name": "b"},
+        {"uri": file("sub/c.txt"), "name": "c"},
+        {"uri": file(".env"), "name": "env"},
+        {"uri": "file:///etc/shadow", "name": "shadow"},
+        {"uri": "https://example.com/x", "name": "web"},
+    ]});
+    p.send_json(&json!({"jsonrpc":"2.0","id":5,"method":"resources/list",
+        "params":{"_rawResult": page.to_string()}}));
+    let list = p.recv();
+    assert_eq!(
+        list["result"]["resources"].as_array().map(Vec::len),
+        Some(4),
+        "{list}"
+    );
     p.send("this line is not JSON");
     p.recv();
     p.close_stdin();

@@ -549,3 +549,426 @@ fn icons_outside_the_roots_are_removed_when_nothing_else_changes() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+// -------------------------------------------------------------------------------------------
+// Issue 13 items 6-8: every representation, every field, every URL shown to the user
+// -------------------------------------------------------------------------------------------
+
+/// No byte of the secret (nor its base64) in anything the host received.
+fn assert_no_secret(host: &Host) {
+    let needles = hostile::secret_needles();
+    for line in &host.raw {
+        let text = String::from_utf8_lossy(line);
+        for n in &needles {
+            assert!(
+                !text.contains(n.as_str()),
+                "LEAK: the host received secret bytes ({n}) in:\n{text}"
+            );
+        }
+    }
+}
+
+/// Item 6: `read = "verify"` compared only `text` when the item also had a `blob`: the file's
+/// own bytes as `text` carried the secret as `blob` (and `data`) past the check.
+#[test]
+fn verify_checks_a_blob_beside_matching_text() {
+    let tree = Tree::new();
+    let policy = "version = 1\n[resources]\nread = \"verify\"\n";
+    for rev in ["2025-06-18", "2026-07-28"] {
+        let mut host = start(&tree, rev, &[policy], &[], None);
+        let r = host.request(
+            "resources/read",
+            json!({"uri": tree.uri("text-and-blob.txt")}),
+        );
+        assert_denied(&r, None, &["content_mismatch"]);
+        assert_no_secret(&host);
+        finish(host, &tree);
+    }
+}
+
+/// Item 6: `max_bytes` measured `text` only: a small `text` let a blob of any size through.
+#[test]
+fn max_bytes_measures_a_large_blob_beside_small_text() {
+    let tree = Tree::new();
+    let policy = "version = 1\n[resources]\nmax_bytes = \"1 KiB\"\n";
+    let mut host = start(&tree, "2025-06-18", &[policy], &[], None);
+    let r = host.request("resources/read", json!({"uri": tree.uri("big-blob.txt")}));
+    assert_denied(&r, None, &["too_large"]);
+    assert_no_secret(&host);
+    let records = finish(host, &tree);
+    assert!(
+        records
+            .iter()
+            .any(|r| r["event"] == "decision" && r["reason"] == "too_large"),
+        "the refusal is audited"
+    );
+}
+
+/// Item 7: fields the contract did not list carried an outside file (its URI and its text)
+/// with the sandbox off. Each one, in a handshake revision and in 2026-07-28: the host gets
+/// an answer to every call and never the secret; the judged URI is audited.
+#[test]
+fn unlisted_fields_of_a_tool_result_do_not_carry_outside_files() {
+    for rev in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+        let tree = Tree::new();
+        let mut host = start(&tree, rev, &[], &[], None);
+        for field in [
+            "structured",
+            "structured_deep",
+            "meta",
+            "block_meta",
+            "nested",
+            "second_uri",
+            "second_uri_reverse",
+            "tool_result",
+            "tool_result_uri",
+            "website",
+        ] {
+            let (r, _) = host.call_tool("leak_field", json!({"field": field}));
+            assert!(r.get("result").is_some(), "{field}: answered: {r}");
+            assert!(
+                !r.to_string().contains("secret-place"),
+                "{field}: the outside URI is gone: {r}"
+            );
+        }
+        // What is inside stays: the nested block's inside resource, the link's `uri`.
+        let (r, _) = host.call_tool("leak_field", json!({"field": "nested"}));
+        assert_eq!(
+            r["result"]["content"][0]["resource"]["text"], "inside a\n",
+            "{r}"
+        );
+        // A second URI key outside takes the whole block away.
+        let (r, _) = host.call_tool("leak_field", json!({"field": "second_uri"}));
+        assert_eq!(r["result"]["content"], json!([]), "{r}");
+        assert_no_secret(&host);
+        host.assert_no_leak(&tree);
+        let records = finish(host, &tree);
+        assert!(
+            records.iter().any(|r| r["event"] == "decision"
+                && r["decision"] == "deny"
+                && r["field"]
+                    .as_str()
+                    .is_some_and(|f| f.starts_with("result.structuredContent"))),
+            "{rev}: structuredContent decisions are audited"
+        );
+    }
+}
+
+/// Item 7: icons whose `src` is relative (the host resolves it against its own page, often a
+/// `file:` URL) are removed; absolute `https:` icons stay.
+#[test]
+fn relative_icon_urls_are_removed() {
+    let tree = Tree::new();
+    let mut host = start(&tree, "2025-11-25", &[], &[], None);
+    let (r, _) = host.call_tool("leak_field", json!({"field": "relative_icon"}));
+    let icons = &r["result"]["content"][0]["icons"];
+    assert_eq!(icons, &json!([{"src": "https://example.com/i.png"}]), "{r}");
+    host.assert_no_leak(&tree);
+    finish(host, &tree);
+}
+
+/// Item 7: `error.data` of the answer to an allowed request, log and progress notifications,
+/// and a `-32042`-style list of URLs to open: each outside file is taken out, and every
+/// request is still answered.
+#[test]
+fn errors_and_notifications_do_not_carry_outside_files() {
+    for rev in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+        let tree = Tree::new();
+        let mut host = start(&tree, rev, &[], &[], None);
+        for field in ["error_data", "error_uri"] {
+            let (r, _) = host.call_tool("leak_field", json!({"field": field}));
+            assert_eq!(
+                r["error"]["code"], -32603,
+                "{field}: answered with its error: {r}"
+            );
+            assert!(!r.to_string().contains("secret-place"), "{field}: {r}");
+        }
+        // `data` that is itself the outside resource goes whole.
+        let (r, _) = host.call_tool("leak_field", json!({"field": "error_uri"}));
+        assert!(r["error"].get("data").is_none(), "{r}");
+        let (r, _) = host.call_tool("leak_field", json!({"field": "elicitation_error"}));
+        assert_eq!(
+            r["error"]["data"]["elicitations"],
+            json!([{"mode": "url", "elicitationId": "hostile-1", "url": "https://example.com/ok",
+                    "message": "Please open this file to continue"}]),
+            "{r}"
+        );
+        for field in ["logging", "logging_nested", "progress"] {
+            let (r, _) = host.call_tool("leak_field", json!({"field": field}));
+            assert!(r.get("result").is_some(), "{field}: {r}");
+        }
+        host.settle(300);
+        // The log message whose data was the outside file is dropped; the one that only
+        // listed it keeps its data without it.
+        let logs = host.take_notes("notifications/message");
+        assert_eq!(logs.len(), 1, "{logs:?}");
+        assert_eq!(
+            logs[0]["params"]["data"],
+            json!({"event": "read", "files": []})
+        );
+        let progress = host.take_notes("notifications/progress");
+        assert_eq!(progress.len(), 1, "the progress itself passes");
+        assert!(progress[0]["params"]["_meta"].get("file").is_none());
+        assert_no_secret(&host);
+        host.assert_no_leak(&tree);
+        finish(host, &tree);
+    }
+}
+
+/// Item 7: completion values of a `file:` template that expand outside the roots (names of
+/// outside files offered to the user) are removed; inside ones stay.
+#[test]
+fn completion_values_that_leave_the_roots_are_removed() {
+    for rev in ["2025-06-18", "2026-07-28"] {
+        let tree = Tree::new();
+        let mut host = start(&tree, rev, &[], &[], None);
+        let template = format!("file://{}/{{+path}}", tree.root_str());
+        let r = host.request(
+            "completion/complete",
+            json!({"ref": {"type": "ref/resource", "uri": template},
+                   "argument": {"name": "path", "value": ""}}),
+        );
+        assert_eq!(
+            r["result"]["completion"]["values"],
+            json!(["a.txt", "sub/b.txt"]),
+            "{r}"
+        );
+        host.assert_no_leak(&tree);
+        finish(host, &tree);
+    }
+}
+
+/// Item 7: a `tasks/get` result (any result of any method) is walked too.
+#[test]
+fn task_results_do_not_carry_outside_files() {
+    let tree = Tree::new();
+    let mut host = start(&tree, "2025-11-25", &[], &[], None);
+    let r = host.request("tasks/get", json!({"taskId": "leaky-task"}));
+    assert_eq!(r["result"]["status"], "completed", "{r}");
+    assert!(r["result"]["_meta"].get("detail").is_none(), "{r}");
+    assert_no_secret(&host);
+    host.assert_no_leak(&tree);
+    finish(host, &tree);
+}
+
+/// A server cannot pass its own text off as rootfence's tool error: `io.rootfence/*` keys
+/// are taken out of everything it sends.
+#[test]
+fn a_server_cannot_forge_rootfences_tool_denial() {
+    let tree = Tree::new();
+    let mut host = start(&tree, "2025-06-18", &[], &[], None);
+    let (r, _) = host.call_tool("leak_field", json!({"field": "forged_denial"}));
+    assert!(
+        r["result"]["_meta"].get("io.rootfence/denial").is_none(),
+        "{r}"
+    );
+    finish(host, &tree);
+}
+
+/// Item 8: URL-mode elicitation let local files through behind another scheme
+/// (`view-source:file:`, `jar:file:`, `vscode-file:`, `vscode-resource:`) and any spelling a
+/// WHATWG parser reads as `file:`. Each is refused to the server; the host is never asked.
+#[test]
+fn url_elicitation_of_a_local_file_in_any_disguise_is_refused() {
+    let tree = Tree::new();
+    let outside = tree.outside.display().to_string();
+    let urls = [
+        format!("view-source:file://{outside}"),
+        format!("VIEW-SOURCE:file://{outside}"),
+        format!("view-source: file://{outside}"),
+        format!("jar:file://{outside}!/x"),
+        format!("vscode-file://vscode-app{outside}"),
+        format!("vscode-resource:{outside}"),
+        format!("vscode-webview-resource://id/file{outside}"),
+        format!("vscode-remote://ssh-remote+host{outside}"),
+        format!("blob:file://{outside}"),
+        format!(" file://{outside}"),
+        format!("fi\tle://{outside}"),
+        format!("file://{}/../secret-place/secret.txt", tree.root_str()),
+    ];
+    let mut host = start(&tree, "2025-11-25", &[], &[], None);
+    for url in &urls {
+        let (r, _) = host.call_tool("elicit", json!({"url": url}));
+        // The server got rootfence's denial as the answer to its request, and says so.
+        assert!(
+            r["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("-32010")),
+            "{url}: {r}"
+        );
+    }
+    // An allowed one still reaches the host.
+    host.call_tool("elicit", json!({"url": "https://example.com/login"}));
+    let asked: Vec<&Value> = host
+        .requests
+        .iter()
+        .filter(|m| m["method"] == "elicitation/create")
+        .collect();
+    assert_eq!(
+        asked.len(),
+        1,
+        "only the https URL reached the host: {asked:?}"
+    );
+    assert_eq!(asked[0]["params"]["url"], "https://example.com/login");
+    assert_no_secret(&host);
+    finish(host, &tree);
+}
+
+/// Item 8, 2026-07-28: the elicitation rides in an `input_required` result's
+/// `inputRequests`; an outside `file:` URL (in any disguise) is taken out there.
+#[test]
+fn mrtr_2026_07_28_elicitation_of_a_local_file_is_taken_out() {
+    let tree = Tree::new();
+    let outside = tree.outside_uri();
+    let mut host = start(&tree, "2026-07-28", &[], &[], None);
+    for url in [outside.clone(), format!("view-source:{outside}")] {
+        let r = host.request(
+            "tools/call",
+            json!({"name": "elicit", "arguments": {"url": url}}),
+        );
+        assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+        assert!(
+            r["result"]["inputRequests"]
+                .as_object()
+                .is_none_or(|m| !m.contains_key("hostile-elicit")),
+            "{r}"
+        );
+        assert!(!r.to_string().contains("secret-place"), "{r}");
+    }
+    let r = host.request(
+        "tools/call",
+        json!({"name": "elicit", "arguments": {"url": "https://example.com/login"}}),
+    );
+    assert_eq!(
+        r["result"]["inputRequests"]["hostile-elicit"]["params"]["url"],
+        "https://example.com/login",
+        "{r}"
+    );
+    assert_no_secret(&host);
+    finish(host, &tree);
+}
+
+// -------------------------------------------------------------------------------------------
+// Issue 12: built-in tool rules for their own server only; tool denials as tool errors
+// -------------------------------------------------------------------------------------------
+
+/// desktop-commander's `read_file` takes URLs (`{"path": "https://…", "isUrl": true}`): the
+/// reference filesystem server's built-in path rules must not judge it
+/// (`denied: https://example.com/ (relative_path)` was the bug). They still judge the
+/// reference server's own `read_file`, and every server's while its name is unknown.
+#[test]
+fn builtin_tool_rules_apply_only_to_the_server_they_describe() {
+    let url_call = json!({"path": "https://example.com/", "isUrl": true});
+    for rev in ["2025-06-18", "2026-07-28"] {
+        // Another server: the call reaches it untouched.
+        let tree = Tree::new();
+        let mut host = start(&tree, rev, &[], &["--name", "desktop-commander"], None);
+        let id = host.send_request(
+            "tools/call",
+            json!({"name": "read_file", "arguments": url_call}),
+        );
+        let r = host.response(id);
+        assert!(
+            r["result"]["_meta"].get("io.rootfence/denial").is_none(),
+            "{rev}: not refused by rootfence: {r}"
+        );
+        finish(host, &tree);
+        assert!(
+            server_saw_id(&tree.file("server.log"), id),
+            "{rev}: the server got the call"
+        );
+        // The reference filesystem server (the hostile server's default name): refused,
+        // with what to send instead.
+        let tree = Tree::new();
+        let mut host = start(&tree, rev, &[], &[], None);
+        let (r, _) = host.call_tool("read_file", url_call.clone());
+        let text = hostile::assert_tool_denied(&r, &["relative_path"]);
+        assert!(
+            text.contains("Use an absolute path inside one of the allowed roots"),
+            "{text}"
+        );
+        assert!(text.contains(&tree.root_str()), "{text}");
+        finish(host, &tree);
+    }
+    // 2026-07-28 before the server has named itself (no server/discover yet): every rule
+    // applies, so the unknown server is checked more, never less.
+    let tree = Tree::new();
+    let audit = tree.file("audit.jsonl");
+    let o = opts(&tree, &audit, &[], true);
+    let mut host = Host::start(
+        &o,
+        &tree.server(&tree.file("server.log"), &["--name", "desktop-commander"]),
+        "2026-07-28",
+    );
+    host.caps = json!({});
+    let (r, _) = host.call_tool(
+        "read_file",
+        json!({"path": format!("{}/../secret-place/secret.txt", tree.root_str())}),
+    );
+    hostile::assert_tool_denied(&r, &[]);
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    finish(host, &tree);
+}
+
+/// SEP-1303: every tool-call denial is a tool execution error the model can act on, in every
+/// revision (each revision's CallToolResult has `isError`), audited as a denial; a
+/// `resources/*` denial stays a JSON-RPC error.
+#[test]
+fn tool_call_denials_are_tool_errors_that_say_what_to_do() {
+    let policy = "version = 1\n[tools]\ndeny = [\"run_*\"]\n";
+    for rev in hostile::REVISIONS {
+        let tree = Tree::new();
+        let mut host = start(&tree, rev, &[policy], &[], None);
+        let root = tree.root_str();
+        // A protected file inside the root: which rule refused it, and not to retry.
+        let (r, _) = host.call_tool("read_text_file", json!({"path": format!("{root}/.env")}));
+        let text = hostile::assert_tool_denied(&r, &["policy_deny"]);
+        assert!(
+            text.contains("is protected by the policy (rule: builtin:default line")
+                && text.contains("\"**/.env\"")
+                && text.contains("Do not retry this path"),
+            "{rev}: {text}"
+        );
+        // A relative path: send an absolute one inside the roots.
+        let (r, _) = host.call_tool("read_text_file", json!({"path": "a.txt"}));
+        let text = hostile::assert_tool_denied(&r, &["relative_path"]);
+        assert!(
+            text.contains("is a relative path")
+                && text.contains(&format!("the allowed roots are: {root}")),
+            "{rev}: {text}"
+        );
+        // A denied tool: do not call it again.
+        let (r, _) = host.call_tool("run_anything", json!({}));
+        let text = hostile::assert_tool_denied(&r, &["tool_denied"]);
+        assert!(
+            text.contains("does not allow the tool `run_anything`") && text.contains("run_*"),
+            "{rev}: {text}"
+        );
+        // A path that is not a string.
+        let (r, _) = host.call_tool("read_text_file", json!({"path": 7}));
+        hostile::assert_tool_denied(&r, &["not_a_path"]);
+        if hostile::at_least(rev, "2026-07-28") {
+            assert_eq!(r["result"]["resultType"], "complete", "{r}");
+        } else {
+            assert!(r["result"].get("resultType").is_none(), "{r}");
+        }
+        // resources/read is not a tool call: its denial stays a JSON-RPC error.
+        let r = host.request("resources/read", json!({"uri": tree.uri(".env")}));
+        assert_denied(&r, None, &["policy_deny"]);
+        let records = finish(host, &tree);
+        let denials: Vec<&Value> = records
+            .iter()
+            .filter(|r| {
+                r["event"] == "decision"
+                    && r["method"] == "tools/call"
+                    && r["decision"] == "deny"
+                    && r["action"] == "answered_error"
+            })
+            .collect();
+        assert_eq!(
+            denials.len(),
+            4,
+            "{rev}: every refused call is audited as a denial"
+        );
+    }
+}

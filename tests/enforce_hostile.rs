@@ -19,8 +19,8 @@ mod hostile;
 use std::path::PathBuf;
 
 use hostile::{
-    Host, MARKER, Tree, assert_audit_verifies, assert_denied, at_least, audit_records,
-    decisions_for, norm, opts, server_log, server_log_text, server_saw_id,
+    Host, MARKER, Tree, assert_audit_verifies, assert_denied, assert_tool_denied, at_least,
+    audit_records, decisions_for, norm, opts, server_log, server_log_text, server_saw_id,
 };
 use serde_json::{Value, json};
 
@@ -787,7 +787,21 @@ fn tool_paths(rev: &str) {
             json!({"name": "read_text_file", "arguments": {"path": path}}),
         );
         let r = s.host.response(id);
-        assert_denied(&r, None, &[]);
+        let text = assert_tool_denied(&r, &[]);
+        // Every refusal tells the model what to send instead.
+        assert!(
+            text.contains(&root) && text.contains("allowed roots"),
+            "the text names the allowed root: {text}"
+        );
+        if r["result"]["_meta"][hostile::TOOL_DENIAL]["reason"] == "outside_roots" {
+            assert!(
+                text.contains("Use an absolute path inside one of the allowed roots"),
+                "{text}"
+            );
+        }
+        if at_least(rev, "2026-07-28") {
+            assert_eq!(r["result"]["resultType"], "complete", "{r}");
+        }
         denied.push(id);
     }
     let id = s.host.send_request(
@@ -797,7 +811,7 @@ fn tool_paths(rev: &str) {
         ]}}),
     );
     let r = s.host.response(id);
-    assert_denied(&r, None, &[]);
+    assert_tool_denied(&r, &["outside_roots"]);
     denied.push(id);
     let (_, _tree, log, _) = s.finish();
     for id in denied {

@@ -97,6 +97,9 @@ fn assert_clean(t: &Value, tree: &Tree) {
             s["uri"] = Value::Null;
             s["arguments"] = Value::Null;
             s["error"]["message"] = Value::Null;
+            // A refused tool call's text and denial echo the path the script sent.
+            s["error"]["text"] = Value::Null;
+            s["error"]["denial"] = Value::Null;
         }
     }
     let text = scrubbed.to_string();
@@ -108,10 +111,23 @@ fn assert_clean(t: &Value, tree: &Tree) {
     }
 }
 
-/// Every `read-error` / `call-error` step is rootfence's denial.
+/// Every `read-error` / `call-error` step is rootfence's denial: a JSON-RPC error for a
+/// read, a tool execution error (`isError: true`, SEP-1303) for a tool call, which the real
+/// SDK client hands to its caller as a result.
 fn assert_errors_are_denials(t: &Value) {
     for s in t["steps"].as_array().unwrap() {
-        if s["step"] == "read-error" || s["step"] == "call-error" {
+        if s["step"] == "call-error" {
+            assert_eq!(s["error"]["isError"], true, "a tool execution error: {s}");
+            assert!(
+                s["error"]["text"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("rootfence refused this call")),
+                "{s}"
+            );
+            assert!(s["error"]["denial"]["reason"].is_string(), "{s}");
+            continue;
+        }
+        if s["step"] == "read-error" {
             assert_eq!(s["error"]["code"], -32010, "rootfence denied it: {s}");
             assert!(
                 s["error"]["message"]
@@ -569,10 +585,6 @@ fn filesystem_outside_calls(tree: &Tree) -> Vec<(String, Value)> {
         (
             "read_text_file".into(),
             json!({"path": format!("{root}/dir_out/secret.txt")}),
-        ),
-        (
-            "read_text_file".into(),
-            json!({"path": format!("{root}/hard_out")}),
         ),
         (
             "read_text_file".into(),

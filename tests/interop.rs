@@ -256,10 +256,16 @@ fn check_outside_denied_by_rootfence(t: &Value) {
     let errors = steps(t, "call-error");
     assert_eq!(errors.len(), 2, "{t}");
     for e in errors {
-        assert_eq!(e["error"]["code"], -32010, "rootfence denies the call: {e}");
-        let msg = e["error"]["message"].as_str().unwrap_or("");
-        assert!(msg.starts_with("rootfence: denied"), "{msg}");
-        assert!(msg.contains("outside_roots"), "{msg}");
+        // A tool execution error (SEP-1303) the model can act on, not a protocol error.
+        assert_eq!(
+            e["error"]["isError"], true,
+            "rootfence refuses the call: {e}"
+        );
+        let msg = e["error"]["text"].as_str().unwrap_or("");
+        assert!(msg.starts_with("rootfence refused this call"), "{msg}");
+        assert!(msg.contains("outside the allowed roots"), "{msg}");
+        assert!(msg.contains("Use an absolute path inside"), "{msg}");
+        assert_eq!(e["error"]["denial"]["reason"], "outside_roots", "{e}");
     }
 }
 

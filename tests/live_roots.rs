@@ -590,3 +590,48 @@ fn mrtr_roots_confine_the_server_and_a_new_answer_moves_it() {
     assert_eq!(starts[0]["roots"], json!([uri(&t.root)]));
     assert_eq!(starts[1]["roots"], json!([uri(&t.root2)]));
 }
+
+/// A cancellation of a request the previous generation holds goes to that generation (not the
+/// new one), the request gets no answer (the host cancelled it), and the previous generation,
+/// holding nothing more, is stopped at once instead of after the grace period.
+#[test]
+fn a_cancellation_follows_its_request_to_the_previous_generation() {
+    if !landlock() {
+        return;
+    }
+    let t = tree();
+    let log = t.root2.join("server.log");
+    let mut h = Host::start(
+        &["--restart-grace", "20s"],
+        &[&test_server(), "--log", log.to_str().unwrap()],
+        &[&t.root, &t.root2],
+    );
+    h.initialize("2025-06-18");
+    let first = h.server_pid();
+    h.p.send(r#"{"jsonrpc":"2.0","id":"held","method":"never"}"#);
+    h.set_roots(&[&t.root2]);
+    h.wait_for_new_generation(first);
+    h.p.send(
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"held"}}"#,
+    );
+    // Well within the 20 s grace: the previous generation holds nothing and is stopped.
+    let started = std::time::Instant::now();
+    common::eventually("the previous generation is stopped", || {
+        !common::alive(first as i32)
+    });
+    assert!(started.elapsed() < Duration::from_secs(10));
+    h.call("ping", json!({}));
+    assert!(
+        !h.seen.iter().any(|v| v["id"] == "held"),
+        "a cancelled request was answered: {:?}",
+        h.seen
+    );
+    h.p.close_stdin();
+    assert_eq!(h.p.exit_code(), 0);
+    let cancels = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("notifications/cancelled"))
+        .count();
+    assert_eq!(cancels, 1);
+}

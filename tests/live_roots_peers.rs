@@ -159,7 +159,12 @@ fn check_sdk_session(t: &Tree, transcript: &Value, audit: &Path, generations: us
         .iter()
         .find(|s| s["step"] == "call-error")
         .unwrap();
-    assert_eq!(refused["error"]["code"], -32010, "{refused}");
+    // A refused tool call is a tool execution error (SEP-1303) naming the reason.
+    assert_eq!(refused["error"]["isError"], true, "{refused}");
+    assert_eq!(
+        refused["error"]["denial"]["reason"], "outside_roots",
+        "{refused}"
+    );
     let starts: Vec<Value> = std::fs::read_to_string(audit)
         .unwrap()
         .lines()

@@ -76,20 +76,30 @@ fn check_reports_every_error_on_stderr_and_fails() {
 #[test]
 fn check_stacks_layers_unless_each() {
     let dir = tempfile::tempdir().unwrap();
-    let a = write(dir.path(), "org.toml", "version = 1\nmode = \"enforce\"\n");
+    let a = write(
+        dir.path(),
+        "org.toml",
+        "version = 1\n[resources]\nmax_bytes = \"1 MiB\"\n",
+    );
     let b = write(
         dir.path(),
         "project.toml",
-        "version = 1\nmode = \"audit\"\n",
+        "version = 1\n[resources]\nmax_bytes = \"2 MiB\"\n",
     );
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     let out = rootfence(&["policy", "check", a, b]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
-    assert!(err.contains("project.toml:2:8: error[widening]"), "{err}");
-    assert!(err.contains("org.toml:2:1: mode = \"enforce\""), "{err}");
+    assert!(err.contains("project.toml:3:13: error[widening]"), "{err}");
+    assert!(err.contains("org.toml:3:1: resources.max_bytes"), "{err}");
+    // Each on its own: both stack on the built-in default (16 MiB) and narrow it.
     let out = rootfence(&["policy", "check", "--each", a, b]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("ok: ") && stdout.contains("(stacked on builtin:default)"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -135,13 +145,17 @@ fn explain_json_for_a_layered_policy() {
             .unwrap()
             .ends_with("project-example.toml")
     );
-    assert_eq!(v["provenance"]["line"], 15);
+    assert_eq!(v["provenance"]["line"], 16);
     assert_eq!(v["provenance"]["rule"], "resources.deny = \"**/*.sqlite\"");
     assert_eq!(
         v["subject"]["path"],
         "/home/u/work/acme-api/data/customers.sqlite"
     );
-    assert_eq!(v["layers"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        v["layers"].as_array().unwrap().len(),
+        3,
+        "the built-in default, then the two files"
+    );
 
     let out = rootfence(&[
         "policy",
@@ -265,7 +279,12 @@ impl Tree {
         args.extend_from_slice(extra);
         args.push(uri);
         let out = rootfence(&args);
-        assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+        // Only the warnings of a policy that opts out of the built-in default.
+        let err = text(&out.stderr);
+        assert!(
+            err.lines().all(|l| l.starts_with("rootfence: WARNING:")),
+            "{err}"
+        );
         let v = serde_json::from_slice(&out.stdout).unwrap();
         (out.status.code(), v)
     }
@@ -346,8 +365,9 @@ fn explain_dot_dot_after_a_symlink_is_dot_segment() {
 }
 
 /// The policy's `[roots]` stances are the check options: `symlinks = "never"` refuses
-/// even a link that stays inside; `hardlinks = "deny"` (the default) refuses a file with
-/// a second name outside the root.
+/// even a link that stays inside; `hardlinks = "deny"` refuses a file with a second name
+/// outside the root, which the default (`allow-preexisting`) serves when the link predates
+/// the session.
 #[test]
 fn explain_applies_the_policys_link_stances() {
     let t = Tree::new();
@@ -358,20 +378,26 @@ fn explain_applies_the_policys_link_stances() {
     assert_eq!(code, Some(1));
     assert_eq!(v["reason"], "symlink_refused", "{v:#}");
 
+    // The link was made before this `explain` started (in an earlier second: the rule
+    // takes the session's start to the second).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
     let (code, v) = t.explain(&[], &t.uri("proj/hard.rs"));
+    assert_eq!(code, Some(0), "{v:#}");
+    let (code, v) = t.explain(&["--policy", &strict], &t.uri("proj/hard.rs"));
     assert_eq!(code, Some(1));
     assert_eq!(v["reason"], "hard_link", "{v:#}");
     let dir = tempfile::tempdir().unwrap();
-    let allow = write(
+    let deny = write(
         dir.path(),
         "links.toml",
-        "version = 1\n[roots]\nhardlinks = \"allow\"\n",
+        "version = 1\n[roots]\nhardlinks = \"deny\"\n",
     );
     let (code, v) = t.explain(
-        &["--policy", allow.to_str().unwrap()],
+        &["--policy", deny.to_str().unwrap()],
         &t.uri("proj/hard.rs"),
     );
-    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(code, Some(1), "{v:#}");
+    assert_eq!(v["reason"], "hard_link", "{v:#}");
 }
 
 /// URIs that `run` refuses before any root or policy check are denied with the parser's
@@ -484,4 +510,203 @@ fn show_prints_the_effective_policy() {
     assert_eq!(v["layers"][0]["name"], "builtin:default");
     assert_eq!(v["settings"]["mode"]["value"], "\"enforce\"");
     assert!(!v["resources_deny"].as_array().unwrap().is_empty());
+}
+
+/// Issue 12's trap: a file holding only the `env`/`read` line a server needs used to
+/// replace the built-in default (`.env` allowed, the CVE path checks gone) and stacking it
+/// on `builtin:default` was refused as widening. Now it stacks on the default, its grants
+/// are accepted, and the protections stay.
+#[test]
+fn a_file_with_only_a_grant_keeps_the_built_in_protections() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = write(
+        dir.path(),
+        "mine.toml",
+        "version = 1\n[sandbox]\nenv = [\"MEMORY_FILE_PATH\"]\nread = [\"~/.gitconfig\"]\n",
+    );
+    let mine = mine.to_str().unwrap();
+    let out = rootfence(&["policy", "check", mine]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("(stacked on builtin:default)"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(out.stderr.is_empty(), "no warning: {}", text(&out.stderr));
+    // The old workaround (naming the default first) means the same.
+    let out = rootfence(&["policy", "check", "builtin:default", mine]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = rootfence(&[
+        "policy",
+        "explain",
+        "--policy",
+        mine,
+        "file:///home/u/p/.env",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "`.env` stays denied");
+    assert!(text(&out.stdout).contains("layer:    builtin:default:"));
+    let out = rootfence(&["policy", "show", "--policy", mine]);
+    let s = text(&out.stdout);
+    assert!(
+        s.contains("[0] builtin:default (base: stacked under the files given"),
+        "{s}"
+    );
+    assert!(
+        s.contains("env \"MEMORY_FILE_PATH\"  from ") && s.contains("mine.toml:3"),
+        "{s}"
+    );
+    assert!(s.contains("read \"/home/u/.gitconfig\""), "{s}");
+    assert!(s.contains("(server \"secure-filesystem-server\")"), "{s}");
+    let out = rootfence(&["policy", "show", "--json", "--policy", mine]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["base"]["name"], "builtin:default");
+    assert_eq!(v["dropped_protections"], serde_json::json!([]));
+    assert_eq!(v["sandbox_grants"]["env"][0]["value"], "MEMORY_FILE_PATH");
+}
+
+/// Opting out is explicit (`base = "none"`) and loud: `policy check`, `policy show` and
+/// `run` name every built-in protection the file drops.
+#[test]
+fn opting_out_of_the_built_in_default_is_loud() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = write(
+        dir.path(),
+        "mine.toml",
+        "version = 1\nbase = \"none\"\n[sandbox]\nenv = [\"MEMORY_FILE_PATH\"]\n",
+    );
+    let mine = mine.to_str().unwrap();
+    let out = rootfence(&["policy", "check", mine]);
+    assert_eq!(out.status.code(), Some(0), "valid, but warned about");
+    let err = text(&out.stderr);
+    for needle in [
+        "rootfence: WARNING: ",
+        "mine.toml:2 opts out of the built-in default with `base = \"none\"`",
+        "secret deny glob resources.deny \"**/.env\"",
+        "`read_text_file` argument /path (CVE-2025-53109/53110)",
+        "hint: remove `base = \"none\"`",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
+    }
+    let out = rootfence(&["policy", "show", "--policy", mine]);
+    let s = text(&out.stdout);
+    assert!(s.contains("# base: none: "), "{s}");
+    assert!(s.contains("# WARNING: this policy drops"), "{s}");
+    let out = rootfence(&[
+        "policy",
+        "explain",
+        "--policy",
+        mine,
+        "file:///home/u/p/.env",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "what the user asked for, loudly"
+    );
+    assert!(text(&out.stderr).contains("WARNING"));
+    // run says it too, before the session starts.
+    let out = Command::new(env!("CARGO_BIN_EXE_rootfence"))
+        .args(["run", "--sandbox", "off", "--policy", mine, "--", "true"])
+        .env("HOME", "/home/u")
+        .env("XDG_STATE_HOME", dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(err.contains("WARNING") && err.contains("**/.env"), "{err}");
+    // A copy of the default that opts out keeps everything: no warning.
+    let out = rootfence(&["policy", "check", &policies("default.toml")]);
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+}
+
+/// An org layer decides what lower layers may grant: a grant it does not allow is refused
+/// with the org's rule named.
+#[test]
+fn the_org_layer_decides_what_may_be_granted() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = write(
+        dir.path(),
+        "project.toml",
+        "version = 1\n[sandbox]\nenv = [\"AWS_SECRET_ACCESS_KEY\"]\n",
+    );
+    let out = rootfence(&[
+        "policy",
+        "check",
+        &policies("org-example.toml"),
+        project.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("`sandbox.env` entry \"AWS_SECRET_ACCESS_KEY\" is not grantable here")
+            && err.contains("org-example.toml:")
+            && err.contains("sandbox.grantable.env"),
+        "{err}"
+    );
+}
+
+/// The command line is the last layer: `run --env/--read/--write` (what `wrap` writes from a
+/// host entry) may add what the policy makes grantable, and nothing else.
+#[test]
+fn run_grants_are_judged_by_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "k").unwrap();
+    std::os::unix::fs::symlink(home.join(".ssh"), home.join("innocent")).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--sandbox", "off"];
+        args.extend_from_slice(extra);
+        args.extend(["--", "true"]);
+        Command::new(env!("CARGO_BIN_EXE_rootfence"))
+            .args(&args)
+            .env("HOME", &home)
+            .env("XDG_STATE_HOME", dir.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // The built-in default: a variable a server needs, its own state.
+    let out = run(&[
+        "--env",
+        "MEMORY_FILE_PATH",
+        "--write",
+        "/tmp/rootfence-memory.json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Never a secret, also not through a link that looks innocent, nor the whole home.
+    let innocent = home.join("innocent").display().to_string();
+    let home_s = home.display().to_string();
+    for (flag, value, needle) in [
+        (
+            "--read",
+            innocent.as_str(),
+            "is denied by the policy (`**/.ssh/**`",
+        ),
+        ("--write", home_s.as_str(), "the whole home directory"),
+        ("--read", "/", "the whole filesystem"),
+    ] {
+        let out = run(&[flag, value]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(flag) && err.contains(needle),
+            "{flag} {value}: {err}"
+        );
+    }
+    // An organisation's layer decides what may be granted.
+    let out = run(&[
+        "--policy",
+        &policies("org-example.toml"),
+        "--env",
+        "AWS_SECRET_ACCESS_KEY",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--env AWS_SECRET_ACCESS_KEY")
+            && err.contains("not grantable under the policy")
+            && err.contains("org-example.toml"),
+        "{err}"
+    );
 }

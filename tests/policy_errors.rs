@@ -310,6 +310,43 @@ fn unreadable_file_is_reported_with_the_others() {
     assert!(
         errs.errors()[0]
             .to_string()
-            .contains("cannot read policy file")
+            .contains("policy file /nonexistent/rootfence/org.toml does not exist")
+    );
+}
+
+#[test]
+fn base_is_chosen_by_the_first_layer_only() {
+    case(
+        "base",
+        &[
+            ("org.toml", "version = 1\nbase = \"builtin:lenient\"\n"),
+            ("user.toml", "version = 1\nbase = \"none\"\n"),
+            ("project.toml", "version = 1\nbase = \"builtin:strict\"\n"),
+        ],
+        &[BadValue, Conflict, Conflict],
+    );
+}
+
+#[test]
+fn grants_beyond_what_is_grantable() {
+    case(
+        "grants",
+        &[
+            (
+                "org.toml",
+                "version = 1\n[resources]\ndeny = [\"**/.ssh/**\"]\n\
+                 [sandbox.grantable]\nenv = [\"*\"]\nread = [\"/**\"]\nwrite = [\"~/.cache/**\"]\n",
+            ),
+            (
+                "user.toml",
+                "version = 1\n[sandbox]\nenv = [\"MEMORY_FILE_PATH\", \"*\"]\n\
+                 read = [\"~/.gitconfig\", \"~/.ssh/config\", \"/\", \"~\", \"/home\"]\n\
+                 write = [\"~/.cache/tool\", \"~/.config/tool\"]\n\
+                 [sandbox.grantable]\nwrite = [\"~/**\"]\n",
+            ),
+        ],
+        &[
+            Widening, Widening, BadPath, BadPath, BadPath, Widening, Widening,
+        ],
     );
 }

@@ -65,11 +65,13 @@ fn narrowing_is_accepted_for_every_ordered_setting() {
     );
     assert_eq!(p.audit().fsync, Fsync::Always);
     assert_eq!(p.sandbox().network, Network::Deny);
-    assert!(p.sandbox().env.is_empty());
+    // Grants accumulate; a later entry inside an earlier grant is accepted (it adds
+    // nothing), and a later layer cannot take an earlier grant back.
+    assert_eq!(p.sandbox().env, ["LC_*", "HOME", "LC_ALL"]);
     assert_eq!(p.sandbox().access_for_root("/x"), Access::ReadOnly);
     assert_eq!(p.sandbox().rlimits.address_space, Some(512 << 20));
-    assert_eq!(p.sandbox().write.len(), 1);
-    assert_eq!(p.sandbox().read.len(), 2);
+    assert_eq!(p.sandbox().write.len(), 2);
+    assert_eq!(p.sandbox().read.len(), 3);
 }
 
 #[test]
@@ -469,17 +471,17 @@ fn tool_paths_accumulate_across_layers() {
         "[[tools.paths]]\ntool = \"read_file\"\npointers = [\"/extra/0\"]\nkind = \"uri\"",
     ]);
     let ptrs: Vec<&str> = p
-        .tool_path_pointers("read_file")
+        .tool_path_pointers("read_file", None)
         .iter()
         .map(|t| t.pointer.as_str())
         .collect();
     assert_eq!(ptrs, ["/path", "/extra/0"]);
     assert_eq!(
-        p.tool_path_pointers("READ_X").len(),
+        p.tool_path_pointers("READ_X", None).len(),
         1,
         "tool globs ignore case"
     );
-    assert!(p.tool_path_pointers("write").is_empty());
+    assert!(p.tool_path_pointers("write", None).is_empty());
 }
 
 #[test]
@@ -576,7 +578,7 @@ fn regression_tool_glob_star_spans_slash_in_names() {
     ]);
     assert_eq!(p.decide_tool("x/run_shell").reason, Reason::ToolDenied);
     assert_eq!(p.decide_tool("write_/etc").reason, Reason::ReadOnly);
-    assert_eq!(p.tool_path_pointers("read_a/b").len(), 1);
+    assert_eq!(p.tool_path_pointers("read_a/b", None).len(), 1);
     // Path globs are unchanged.
     let p = ok(&["[resources]\ndeny = [\"/srv/*.pem\"]"]);
     assert!(p.decide_resource("file", Some("/srv/a/b.pem")).allow);

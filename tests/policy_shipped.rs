@@ -356,7 +356,7 @@ fn default_policy_behaves_as_commented() {
     assert_eq!(r.list_timeout, Duration::from_secs(3));
     assert_eq!(r.on_timeout, RootsFallback::Static);
     assert_eq!(r.symlinks, SymlinkStance::FollowWithinRoot);
-    assert_eq!(r.hardlinks, HardlinkStance::Deny);
+    assert_eq!(r.hardlinks, HardlinkStance::AllowPreexisting);
     assert!(r.static_roots.is_empty());
     assert_eq!(p.resources().read, ReadStance::Forward);
     assert_eq!(p.resources().other_schemes, SchemeStance::AllowAll);
@@ -370,9 +370,19 @@ fn default_policy_behaves_as_commented() {
         p.sandbox().access_for_root("/home/u/proj"),
         Access::ReadWrite
     );
-    // The reference filesystem server's path arguments are named.
+    // The reference filesystem server's path arguments are named, for that server (and
+    // while the server's name is not known yet), not for another server's tool of the
+    // same name (desktop-commander's `read_file` takes URLs too).
+    for tool in ["read_file", "read_text_file", "move_file"] {
+        assert!(
+            p.tool_path_pointers(tool, Some("desktop-commander"))
+                .is_empty(),
+            "{tool}"
+        );
+        assert!(!p.tool_path_pointers(tool, None).is_empty(), "{tool}");
+    }
     let ptrs = |t: &str| -> Vec<(String, ArgKind)> {
-        p.tool_path_pointers(t)
+        p.tool_path_pointers(t, Some("secure-filesystem-server"))
             .iter()
             .map(|tp| (tp.pointer.clone(), tp.kind))
             .collect()
@@ -520,7 +530,11 @@ fn strict_policy_behaves_as_commented() {
         p.sandbox().access_for_root("/home/u/proj"),
         Access::ReadOnly
     );
-    assert_eq!(p.tool_path_pointers("read_text_file").len(), 1);
+    assert_eq!(
+        p.tool_path_pointers("read_text_file", Some("secure-filesystem-server"))
+            .len(),
+        1
+    );
 }
 
 #[test]
@@ -584,12 +598,20 @@ fn org_example_behaves_as_commented() {
             ),
             Row(Uri("ui://app/x"), true, "policy_allow", "other_schemes", f),
             Row(Uri("ftp://x/y"), false, "scheme_denied", "other_schemes", f),
+            // Stacked on the built-in default: its secret globs decide first.
             Row(
                 Uri("file:///home/u/work/app/.env"),
                 false,
                 "policy_deny",
                 ".env",
-                f,
+                "builtin:default",
+            ),
+            Row(
+                Uri("file:///home/u/work/app/id_rsa"),
+                false,
+                "policy_deny",
+                "id_rsa",
+                "builtin:default",
             ),
             Row(
                 Uri("file:///home/u/work/app/src/a.rs"),
@@ -601,16 +623,51 @@ fn org_example_behaves_as_commented() {
             Row(Tool("run_shell"), false, "tool_denied", "*shell*", f),
             Row(Tool("execute_command"), false, "tool_denied", "*exec*", f),
             Row(Tool("write_file"), true, "default_allow", "default", ""),
-            Row(Content(None, 32 * MIB), true, "policy_allow", "32 MiB", f),
-            Row(Content(None, 32 * MIB + 1), false, "too_large", "32 MiB", f),
+            Row(Content(None, 8 * MIB), true, "policy_allow", "8 MiB", f),
+            Row(Content(None, 8 * MIB + 1), false, "too_large", "8 MiB", f),
         ],
     );
+    assert_eq!(p.layers()[0].name, "builtin:default");
+    assert!(p.layers()[0].base);
+    assert!(p.dropped_protections().is_empty());
     assert_eq!(p.roots().list_timeout, Duration::from_secs(5));
     assert_eq!(p.resources().read, ReadStance::Verify);
     assert_eq!(p.sandbox().network, Network::Ports(vec![443]));
     assert!(p.sandbox().env_allowed("LC_ALL"));
-    assert!(p.sandbox().env_allowed("NODE_OPTIONS"));
+    assert!(
+        !p.sandbox().env_allowed("NODE_OPTIONS"),
+        "grantable, not granted"
+    );
     assert!(!p.sandbox().env_allowed("PATH_EXTRA"));
+    // What projects and users may grant, and nothing else.
+    use rootfence::policy::Grant;
+    use std::path::Path;
+    assert!(p.check_grant(Grant::Env("NODE_OPTIONS")).is_ok());
+    assert!(p.check_grant(Grant::Env("GIT_AUTHOR_NAME")).is_ok());
+    let e = p
+        .check_grant(Grant::Env("AWS_SECRET_ACCESS_KEY"))
+        .unwrap_err();
+    assert!(e.to_string().contains("org-example.toml"), "{e}");
+    assert!(
+        p.check_grant(Grant::Read(Path::new("/home/u/.gitconfig")))
+            .is_ok()
+    );
+    assert!(
+        p.check_grant(Grant::Read(Path::new("/home/u/work/x")))
+            .is_ok()
+    );
+    assert!(
+        p.check_grant(Grant::Write(Path::new("/home/u/.cache/tool")))
+            .is_ok()
+    );
+    assert!(
+        p.check_grant(Grant::Write(Path::new("/home/u/work/x")))
+            .is_err()
+    );
+    assert!(
+        p.check_grant(Grant::Read(Path::new("/home/u/work/app/.env")))
+            .is_err()
+    );
     assert!(!p.sandbox().env_allowed("AWS_SECRET_ACCESS_KEY"));
     assert_eq!(p.sandbox().rlimits.nofile, Some(4096));
 }
@@ -668,7 +725,7 @@ fn project_example_narrows_org_example() {
                 false,
                 "policy_deny",
                 ".env",
-                o,
+                "builtin:default",
             ),
             Row(
                 Uri("file:///home/u/work/acme-api/db.sqlite"),
@@ -701,13 +758,21 @@ fn project_example_narrows_org_example() {
             ),
             Row(Uri("ui://app/x"), false, "scheme_denied", "[\"https\"]", pr),
             // read_only from the project, writing marks from the org.
-            Row(Tool("write_file"), false, "read_only", "write_*", o),
-            Row(Tool("edit_file"), false, "read_only", "edit_*", o),
+            // The built-in default marks the reference server's writing tools first.
+            Row(
+                Tool("write_file"),
+                false,
+                "read_only",
+                "\"write_file\"",
+                "builtin:default",
+            ),
+            Row(Tool("write_notes"), false, "read_only", "write_*", o),
+            Row(Tool("edit_config"), false, "read_only", "edit_*", o),
             Row(Tool("delete_branch"), false, "read_only", "delete_*", o),
             Row(Tool("read_text_file"), true, "default_allow", "default", ""),
             Row(Tool("run_shell"), false, "tool_denied", "*shell*", o),
-            // Content limit lowered to 8 MiB.
-            Row(Content(None, 8 * MIB + 1), false, "too_large", "8 MiB", pr),
+            // Content limit lowered to 4 MiB.
+            Row(Content(None, 4 * MIB + 1), false, "too_large", "4 MiB", pr),
         ],
     );
     let rule = &p.decide_tool("write_file").provenance.rule;
@@ -725,17 +790,26 @@ fn project_example_narrows_org_example() {
     assert_eq!(statics, ["/home/u/work/acme-api"]);
     assert_eq!(p.roots().symlinks, SymlinkStance::Never);
     assert_eq!(p.roots().list_timeout, Duration::from_secs(5));
-    assert_eq!(p.resources().max_bytes, Some(8 * MIB));
+    assert_eq!(p.resources().max_bytes, Some(4 * MIB));
     assert_eq!(p.resources().read, ReadStance::Verify);
     assert_eq!(p.sandbox().network, Network::Deny);
-    assert_eq!(p.sandbox().env, vec!["LANG".to_string()]);
-    assert!(!p.sandbox().env_allowed("LC_ALL"));
+    // Grants accumulate: the org's, then what the project added (grantable by the org).
+    assert_eq!(p.sandbox().env, ["LANG", "LC_*", "MEMORY_FILE_PATH"]);
+    assert_eq!(
+        p.sandbox().read,
+        [std::path::PathBuf::from("/home/u/.gitconfig")]
+    );
     assert_eq!(p.sandbox().rlimits.nofile, Some(4096));
-    assert_eq!(p.layers().len(), 2);
+    assert_eq!(
+        p.layers().len(),
+        3,
+        "the built-in default, then the two files"
+    );
+    assert!(p.layers()[0].base && p.layers()[0].path.is_none());
     assert!(
-        p.layers()
+        p.layers()[1..]
             .iter()
-            .all(|l| l.sha256.len() == 64 && l.path.is_some())
+            .all(|l| l.sha256.len() == 64 && l.path.is_some() && !l.base)
     );
 }
 

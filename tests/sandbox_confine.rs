@@ -71,6 +71,10 @@ fn run_action(action: &str) -> std::io::Result<String> {
             .open(arg(1))
             .map(|_| OK.into()),
         "list" => std::fs::read_dir(arg(1)).map(|_| OK.into()),
+        "cat" => std::fs::read(arg(1)).map(|b| format!("content={}", String::from_utf8_lossy(&b))),
+        "umount" => nix::mount::umount(arg(1))
+            .map(|_| OK.into())
+            .map_err(std::io::Error::from),
         "mkdir" => std::fs::create_dir(arg(1)).map(|_| OK.into()),
         "unlink" => std::fs::remove_file(arg(1)).map(|_| OK.into()),
         "rename" => std::fs::rename(arg(1), arg(2)).map(|_| OK.into()),
@@ -474,7 +478,164 @@ fn a_denied_path_inside_a_root_stays_unreachable() {
             .all(|d| d.status == DenyStatus::CarvedOut)
     );
     assert_eq!(report.filesystem.deny_globs, vec!["**/*.key"]);
-    assert!(report.to_string().contains("not expressible in Landlock"));
+    assert!(
+        report.filesystem.carve.is_some(),
+        "the glob was matched in the root"
+    );
+}
+
+const EROFS: &str = "errno=30";
+const EBUSY: &str = "errno=16";
+
+/// A root holding what the default policy denies and protects: `.env`, `sub/key.pem`,
+/// `.git/{config,hooks/pre-commit}`, `.ssh/id_rsa`.
+fn policy_tree(t: &Tree) -> SandboxSpec {
+    let r = &t.root;
+    for (f, text) in [
+        (".env", "API_KEY=sk-live-4f1c0ffee"),
+        ("sub/key.pem", "PEM"),
+        (".git/config", "[core]"),
+        (".git/hooks/pre-commit", "#!/bin/sh"),
+        (".git/HEAD", "ref: refs/heads/main"),
+        (".ssh/id_rsa", "KEY"),
+    ] {
+        std::fs::create_dir_all(r.join(f).parent().unwrap()).unwrap();
+        std::fs::write(r.join(f), text).unwrap();
+    }
+    let mut s = with_root(spec(strict_if_supported()), r, Access::ReadWrite);
+    for g in ["**/.env", "**/*.pem", "**/.ssh/**", "**/.git/**"] {
+        s.add_deny_pattern(g);
+    }
+    s
+}
+
+#[test]
+fn deny_globs_inside_a_root_are_hidden_by_mounts_and_later_names_work() {
+    if skip_below(
+        2,
+        "deny_globs_inside_a_root_are_hidden_by_mounts_and_later_names_work",
+    ) {
+        return;
+    }
+    let t = tree();
+    let r = &t.root;
+    let s = policy_tree(&t);
+    let cases = vec![
+        // Hidden: an object no one can open where the secret was, an empty directory
+        // where a denied directory was.
+        (act(&[&"read", &r.join(".env")]), EACCES),
+        (act(&[&"write", &r.join(".env")]), EACCES),
+        (act(&[&"read", &r.join("sub/key.pem")]), EACCES),
+        (act(&[&"list", &r.join(".ssh")]), OK),
+        (act(&[&"read", &r.join(".ssh/id_rsa")]), "errno=2"),
+        // The mounts hold: no unmount, no rename or link of a covered name.
+        (act(&[&"umount", &r.join(".env")]), EPERM),
+        (act(&[&"rename", &r.join(".env"), &r.join("stolen")]), EBUSY),
+        (act(&[&"link", &r.join(".env"), &r.join("stolen")]), EXDEV),
+        // Read-only: readable, not writable, not replaceable, its parent pinned.
+        (act(&[&"cat", &r.join(".git/config")]), "content=[core]"),
+        (act(&[&"write", &r.join(".git/config")]), EROFS),
+        (act(&[&"write", &r.join(".git/hooks/pre-commit")]), EROFS),
+        (act(&[&"write", &r.join(".git/hooks/post-checkout")]), EROFS),
+        (
+            act(&[&"rename", &r.join(".git"), &r.join("git-old")]),
+            EBUSY,
+        ),
+        (
+            act(&[&"rename", &r.join("file"), &r.join(".git/config")]),
+            EXDEV,
+        ),
+        // git's own files stay writable, and so does everything else, new names included.
+        (act(&[&"write", &r.join(".git/HEAD")]), OK),
+        (act(&[&"write", &r.join(".git/index.lock")]), OK),
+        (act(&[&"write", &r.join("new.txt")]), OK),
+        (act(&[&"cat", &r.join("new.txt")]), "content=written"),
+        (act(&[&"rename", &r.join("new.txt"), &r.join("file")]), OK),
+        (act(&[&"cat", &r.join("file")]), "content=written"),
+        (act(&[&"mkdir", &r.join("newdir")]), OK),
+        // Documented: a protected name created after launch is not covered by a mount.
+        (act(&[&"mkdir", &r.join(".vscode")]), OK),
+    ];
+    let actions: Vec<String> = cases.iter().map(|(a, _)| a.clone()).collect();
+    let run = run_child(&s, &actions, &[]);
+    let report = run.report.as_ref().unwrap();
+    let carve = report.filesystem.carve.as_ref().unwrap();
+    if carve.method == "landlock" {
+        skip(format_args!(
+            "deny_globs_inside_a_root_are_hidden_by_mounts_and_later_names_work: no mount \
+             namespace here ({:?})",
+            carve.fallback
+        ));
+        return;
+    }
+    let cases: Vec<(&str, &str)> = cases.iter().map(|(a, w)| (a.as_str(), *w)).collect();
+    run.expect(&cases);
+    assert_eq!(
+        std::fs::read_to_string(r.join(".env")).unwrap(),
+        "API_KEY=sk-live-4f1c0ffee"
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.join(".git/hooks/pre-commit")).unwrap(),
+        "#!/bin/sh"
+    );
+    assert!(
+        carve
+            .paths
+            .iter()
+            .all(|p| p.by == sandbox::CarvedBy::Mount || p.kind == sandbox::CarvedKind::LeftToGit),
+        "{carve:?}"
+    );
+    let text = report.to_string();
+    assert!(
+        text.contains("names created after launch are reachable"),
+        "{text}"
+    );
+}
+
+#[test]
+fn deny_globs_fall_back_to_the_landlock_carve_out() {
+    if skip_below(2, "deny_globs_fall_back_to_the_landlock_carve_out") {
+        return;
+    }
+    let t = tree();
+    let r = &t.root;
+    let s = policy_tree(&t);
+    let cases = vec![
+        (act(&[&"read", &r.join(".env")]), EACCES),
+        (act(&[&"read", &r.join("sub/key.pem")]), EACCES),
+        (act(&[&"read", &r.join(".ssh/id_rsa")]), EACCES),
+        (act(&[&"cat", &r.join(".git/config")]), "content=[core]"),
+        (act(&[&"write", &r.join(".git/config")]), EACCES),
+        (act(&[&"write", &r.join(".git/hooks/pre-commit")]), EACCES),
+        (
+            act(&[&"write", &r.join(".git/hooks/post-checkout")]),
+            EACCES,
+        ),
+        (
+            act(&[&"rename", &r.join(".git"), &r.join("git-old")]),
+            EACCES,
+        ),
+        // What exists keeps working; subtrees without a carved path are whole.
+        (act(&[&"write", &r.join("file")]), OK),
+        (act(&[&"write", &r.join(".git/HEAD")]), OK),
+        (act(&[&"cat", &r.join("sub/inner")]), "content=in"),
+        // The documented cost: no new names directly in a carved directory.
+        (act(&[&"write", &r.join("new.txt")]), EACCES),
+        (act(&[&"mkdir", &r.join(".vscode")]), EACCES),
+        (act(&[&"write", &r.join(".git/index.lock")]), EACCES),
+    ];
+    let actions: Vec<String> = cases.iter().map(|(a, _)| a.clone()).collect();
+    let run = run_child(&s, &actions, &[(sandbox::MOUNTS_ENV, "off")]);
+    let cases: Vec<(&str, &str)> = cases.iter().map(|(a, w)| (a.as_str(), *w)).collect();
+    run.expect(&cases);
+    let report = run.report.as_ref().unwrap();
+    let carve = report.filesystem.carve.as_ref().unwrap();
+    assert_eq!(carve.method, "landlock");
+    let text = report.to_string();
+    assert!(
+        text.contains("cannot be created, read or written"),
+        "{text}"
+    );
 }
 
 #[test]

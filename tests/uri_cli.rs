@@ -1,5 +1,6 @@
 //! `rootfence check` through the real binary: one JSON verdict per URI with the stable
-//! fields, exit status 1 on any denial, clear root errors with exit status 2.
+//! fields, exit status 1 on any denial, clear root errors with exit status 2, and the same
+//! policy layers and verdicts as `run` (see also `tests/check_run.rs`).
 
 #[path = "common/uri_tree.rs"]
 mod uri_tree;
@@ -52,7 +53,9 @@ fn check_prints_one_verdict_per_uri_in_order() {
         ("deny", Some("dot_segment")),
         ("deny", Some("symlink_loop")),
         ("allow", None),
-        ("deny", Some("not_a_file_uri")),
+        // Another scheme follows the policy's `other_schemes`, as in `run`: the built-in
+        // default allows it.
+        ("allow", None),
         ("deny", Some("non_local_host")),
     ];
     let root_uri = format!("file://{root}");
@@ -63,7 +66,15 @@ fn check_prints_one_verdict_per_uri_in_order() {
             None => assert!(line["reason"].is_null()),
             Some(r) => assert_eq!(line["reason"], r, "{line}"),
         }
-        for field in ["uri", "decision", "reason", "canonical_uri", "root"] {
+        for field in [
+            "uri",
+            "decision",
+            "reason",
+            "canonical_uri",
+            "root",
+            "rule",
+            "layer",
+        ] {
             assert!(line.get(field).is_some(), "field {field} missing in {line}");
         }
     }
@@ -218,4 +229,90 @@ fn hostile_input_does_not_forge_output_lines() {
     assert_eq!(v.len(), 1, "one input, one line");
     assert_eq!(v[0]["reason"], "whitespace");
     assert_eq!(v[0]["uri"], evil.as_str());
+}
+
+#[test]
+fn check_takes_the_policy_layers_of_run() {
+    let t = uri_tree::build();
+    let root = t.root.to_str().unwrap();
+    std::fs::write(t.root.join(".env"), "x").unwrap();
+    // The built-in default, as `run` without --policy: `.env` and hard links are denied.
+    let out = rootfence(&[
+        "check",
+        "--root",
+        root,
+        &t.in_root(".env"),
+        &t.in_root("hard_out"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = verdicts(&out);
+    assert_eq!(v[0]["reason"], "policy_deny", "{}", v[0]);
+    assert_eq!(v[0]["layer"], "builtin:default");
+    assert!(
+        v[0]["rule"].as_str().unwrap().contains("\"**/.env\""),
+        "{}",
+        v[0]
+    );
+    assert!(v[0]["detail"].as_str().unwrap().contains("builtin:default"));
+    assert_eq!(v[1]["reason"], "hard_link", "{}", v[1]);
+    // A policy file stacks on the default and may narrow it further.
+    let policy = t.top.join("p.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[resources]\ndeny = [\"**/sub/**\"]\n",
+    )
+    .unwrap();
+    let out = rootfence(&[
+        "check",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--root",
+        root,
+        &t.in_root("sub/b.txt"),
+        &t.in_root(".env"),
+        &t.in_root("a.txt"),
+    ]);
+    let v = verdicts(&out);
+    assert_eq!(v[0]["reason"], "policy_deny");
+    assert!(
+        v[0]["layer"].as_str().unwrap().ends_with("p.toml"),
+        "{}",
+        v[0]
+    );
+    assert_eq!(v[1]["layer"], "builtin:default");
+    assert_eq!(v[2]["decision"], "allow");
+    // A root the policy refuses: `run` refuses to start with it, `check` says so.
+    let refused = t.top.join("rootx");
+    std::fs::write(
+        &policy,
+        format!(
+            "version = 1\n[roots]\ndeny = [\"{}/**\"]\n",
+            refused.display()
+        ),
+    )
+    .unwrap();
+    let out = rootfence(&[
+        "check",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--root",
+        refused.to_str().unwrap(),
+        &t.uri("rootx/x.txt"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("rootx") && err.contains("refuses to start") && err.contains("hint"),
+        "{err}"
+    );
+    // The built-in default's own: a root under /root (when this machine has one).
+    if std::path::Path::new("/root").is_dir() {
+        let out = rootfence(&["check", "--root", "/root", "file:///root/x"]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("policy_deny") && err.contains("roots.deny"),
+            "{err}"
+        );
+    }
 }

@@ -98,6 +98,16 @@ fn cases(t: &Tree) -> Vec<Case> {
     add("nested_root_link_to_enclosing", r("nested/link_to_parent"), D, Allow(K::Regular));
     add("nested_root_file", r("nested/n.txt"), D, Allow(K::Regular));
     add("symlinked_root_declared", top("alias_root/f.txt"), D, Allow(K::Regular));
+    // --- Allowed: absolute links that name a place inside the same root (issue 12).
+    add("symlink_absolute_to_inside", r("link_in_abs"), D, Allow(K::Regular));
+    add("symlink_absolute_dir_in", r("link_in_abs_dir/b.txt"), D, Allow(K::Regular));
+    add("symlink_absolute_chain_in", r("link_in_abs_chain"), D, Allow(K::Regular));
+    add("symlink_absolute_with_dot_and_slashes", r("link_in_abs_dots"), D, Allow(K::Regular));
+    add("missing_under_absolute_dir_link", r("link_in_abs_dir/new.txt"), D, Allow(K::Missing));
+    add("symlink_absolute_via_declared_root", top("alias_root/via_alias"), D, Allow(K::Regular));
+    add("dangling_absolute_in", r("dangling_in_abs"), D, Deny(R::DanglingSymlink));
+    add("symlink_absolute_loop", r("abs_loop1"), D, Deny(R::SymlinkLoop));
+    add("symlink_absolute_refused_when_never", r("link_in_abs"), Opts::NoSymlinks, Deny(R::SymlinkRefused));
     add("symlinked_root_real_path", top("real_root/f.txt"), D, Allow(K::Regular));
     // --- Allowed: special files are reported, and checking them never blocks.
     add("fifo_reported", r("fifo"), D, Allow(K::Fifo));
@@ -179,7 +189,8 @@ fn cases(t: &Tree) -> Vec<Case> {
     // --- Symbolic links that lead out (CVE-2025-53109 class).
     add("symlink_out_absolute", r("link_out_abs"), D, Deny(R::SymlinkEscape));
     add("symlink_out_relative", r("link_out_rel"), D, Deny(R::SymlinkEscape));
-    add("symlink_absolute_to_inside", r("link_in_abs"), D, Deny(R::SymlinkEscape));
+    add("symlink_absolute_to_outside_via_dotdot", r("link_abs_dotdot_out"), D, Deny(R::SymlinkEscape));
+    add("symlink_absolute_to_prefix_sibling", r("link_abs_sibling"), D, Deny(R::SymlinkEscape));
     add("symlinked_parent_out", r("link_out_dir/secret.txt"), D, Deny(R::SymlinkEscape));
     add("symlink_to_prefix_sibling", r("evil_rel/x.txt"), D, Deny(R::SymlinkEscape));
     add("symlink_up_out", r("sub/link_up_out"), D, Deny(R::SymlinkEscape));

@@ -7,12 +7,16 @@
 //! - the real kernel, through `std::fs::canonicalize` and `std::fs::metadata` on the
 //!   original text (ambient, unrestricted resolution), and
 //! - a small userspace walker written here that resolves the original text one name at a
-//!   time the way `openat2(RESOLVE_BENEATH)` does (absolute link or `..` above the root:
-//!   escape; 40 links: loop). Wherever it says "inside", it is checked against the kernel.
+//!   time the way `openat2(RESOLVE_BENEATH)` does (`..` above the root: escape; 40 links:
+//!   loop), except that an absolute link whose target names a place inside the root (the
+//!   root's path, then more names) continues from the root (issue 12), and any other
+//!   absolute link is an escape. Wherever it says "inside", it is checked against the
+//!   kernel.
 //!
 //! rootfence is stricter than "the final location is inside" in documented ways, which
 //! the walker models explicitly: a resolution that leaves the root even for a moment
-//! (absolute links, `../root/x` excursions) is refused, a `..` after a name that is not a
+//! (absolute links elsewhere, `../root/x` excursions, an absolute target that climbs out
+//! with `..` and back) is refused, a `..` after a name that is not a
 //! real directory inside the root is refused (`dot_segment`: the lexical and kernel
 //! meanings could differ), and a dangling link on the way to a missing path is refused.
 
@@ -22,7 +26,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
-use rootfence::roots::{CheckOptions, FileKind, RootSet, RootSpec, SymlinkStance, Verdict};
+use rootfence::roots::{
+    CheckOptions, FileKind, PageVerdict, RootSet, RootSpec, Stamp, SymlinkStance, Verdict,
+};
+use rootfence::uri::FileUri;
 
 const NAMES: &[&str] = &["a", "b", "c", "d"];
 const SECRET: &[u8] = b"SECRET";
@@ -156,9 +163,17 @@ fn walk(root: &Path, comps: &[String], follow_last: bool, follow_any: bool) -> W
                 return Walk::Loop;
             }
             let target = std::fs::read_link(&p).unwrap();
-            if target.is_absolute() {
-                return Walk::Escape;
-            }
+            let target = if target.is_absolute() {
+                match target.strip_prefix(root) {
+                    Ok(rest) => {
+                        stack.clear();
+                        rest.to_path_buf()
+                    }
+                    Err(_) => return Walk::Escape,
+                }
+            } else {
+                target
+            };
             boundaries.push(queue.len());
             for t in target.to_str().unwrap().split('/').rev() {
                 queue.push_front(t.to_owned());
@@ -317,6 +332,78 @@ proptest! {
     #[test]
     fn allow_exactly_when_the_kernel_resolves_inside(entries in tree(), comps in query()) {
         check_one(&entries, &comps)?;
+    }
+}
+
+/// A list page (issue 14) gets, entry by entry, the verdict a single check gives: the same
+/// allow or deny, the same reason, and for an allow the same root and kind.
+fn check_page_agrees(
+    entries: &[(Vec<String>, Entry)],
+    queries: &[Vec<String>],
+) -> Result<(), TestCaseError> {
+    let tmp = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(tmp.path()).unwrap();
+    let root = top.join("r");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::create_dir_all(top.join("o/b")).unwrap();
+    std::fs::write(top.join("o/a"), SECRET).unwrap();
+    build(&top, &root, entries);
+    // A hard link to an outside file, made "during the session" for half the stances.
+    let _ = std::fs::hard_link(top.join("o/a"), root.join("h"));
+    let (set, errors) = RootSet::open([RootSpec::path(&root)]);
+    prop_assert!(errors.is_empty());
+    let uris: Vec<FileUri> = queries
+        .iter()
+        .filter_map(|q| FileUri::parse(&format!("file://{}/{}", root.display(), q.join("/"))).ok())
+        .chain(
+            ["h", "a/h", "b", "c/d"]
+                .iter()
+                .map(|n| FileUri::parse(&format!("file://{}/{n}", root.display())).unwrap()),
+        )
+        .collect();
+    let page: Vec<&FileUri> = uris.iter().collect();
+    let before = Stamp::from_parts(0, 0);
+    let now = Stamp::now();
+    for (symlinks, deny, since) in [
+        (SymlinkStance::FollowWithinRoot, false, None),
+        (SymlinkStance::FollowWithinRoot, false, Some(before)),
+        (SymlinkStance::FollowWithinRoot, false, Some(now)),
+        (SymlinkStance::FollowWithinRoot, true, None),
+        (SymlinkStance::Never, false, Some(before)),
+    ] {
+        let opts = CheckOptions {
+            symlinks,
+            deny_hard_links: deny,
+            new_links_since: since,
+        };
+        let verdicts = set.check_page(&page, &opts);
+        prop_assert_eq!(verdicts.len(), page.len());
+        for (uri, v) in page.iter().zip(verdicts) {
+            let single = set.check(uri, &opts);
+            match (&v, &single) {
+                (PageVerdict::Checked(p), s) => prop_assert_eq!(&**p, s, "{}", uri),
+                (PageVerdict::Allow { root, kind, .. }, Verdict::Allow(a)) => {
+                    prop_assert_eq!(*root, a.root, "{}", uri);
+                    prop_assert_eq!(*kind, a.kind, "{}", uri);
+                }
+                (PageVerdict::Allow { .. }, Verdict::Deny(d)) => {
+                    prop_assert!(false, "{} allowed on a page, denied alone: {:?}", uri, d)
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn list_page_verdicts_equal_single_checks(
+        entries in tree(),
+        queries in prop::collection::vec(query(), 1..12),
+    ) {
+        check_page_agrees(&entries, &queries)?;
     }
 }
 

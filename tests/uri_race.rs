@@ -43,6 +43,11 @@ fn swapping_in_escaping_symlinks_never_yields_outside_content() {
     // to the outside file.
     std::os::unix::fs::symlink(&outside, root.join("d_alt")).unwrap();
     std::os::unix::fs::symlink("../outside/secret", root.join("f_alt")).unwrap();
+    // And an absolute link that names a place inside the root (followed, issue 12) whose
+    // target is itself being swapped between a directory and a link out of the root.
+    std::fs::create_dir_all(root.join("a")).unwrap();
+    std::fs::write(root.join("a/f"), INSIDE).unwrap();
+    std::os::unix::fs::symlink(root.join("d_alt"), root.join("a_alt")).unwrap();
 
     let (set, errors) = RootSet::open([RootSpec::path(&root)]);
     assert!(errors.is_empty());
@@ -55,7 +60,7 @@ fn swapping_in_escaping_symlinks_never_yields_outside_content() {
         let (root, stop, swaps) = (root.clone(), stop.clone(), swaps.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                for (a, b) in [("d", "d_alt"), ("f", "f_alt")] {
+                for (a, b) in [("d", "d_alt"), ("f", "f_alt"), ("a", "a_alt")] {
                     renameat2(
                         AT_FDCWD,
                         &root.join(a),
@@ -73,6 +78,7 @@ fn swapping_in_escaping_symlinks_never_yields_outside_content() {
     let uris = [
         format!("file://{}/d/f", root.display()),
         format!("file://{}/f", root.display()),
+        format!("file://{}/a/f", root.display()),
     ];
     let checkers: Vec<_> = (0..2)
         .map(|_| {

@@ -92,15 +92,18 @@ fn assert_wrapped(entry: &Value, server_args: &[&str]) {
 #[test]
 fn wrapped_claude_desktop_entry_serves_a_session_through_rootfence() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("server.log");
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let log = logs.join("server.log");
     let log_s = log.to_str().unwrap();
     let policy = dir.path().join("org.toml");
-    // The server may write its log: the sandbox must grant that directory.
+    // The server may write its log: the sandbox must grant that directory (not `dir`
+    // itself, which holds the fake home: a grant may not cover the home directory).
     std::fs::write(
         &policy,
         format!(
             "version = 1\n[resources]\ndeny = [\"**/.env\"]\n[sandbox]\nwrite = [\"{}\"]\n",
-            dir.path().display()
+            logs.display()
         ),
     )
     .unwrap();
@@ -154,8 +157,10 @@ fn wrapped_claude_desktop_entry_serves_a_session_through_rootfence() {
         .collect();
     assert_eq!(starts.len(), 2, "{records}");
     for s in &starts {
+        // The file stacks on the built-in default, which the record names first.
+        assert_eq!(s["policy_files"][0]["path"], "builtin:default", "{s}");
         assert_eq!(
-            s["policy_files"][0]["path"],
+            s["policy_files"][1]["path"],
             policy.to_str().unwrap(),
             "{s}"
         );

@@ -60,9 +60,9 @@ fn parse_hex(s: &[u8]) -> Option<Hash> {
     Some(h)
 }
 
-/// Builds a whole line (with its `\n`) from the envelope fields and an event body from
-/// [`Event::write_body`](super::Event::write_body).
-pub(crate) fn build_line(
+/// Appends a whole line (with its `\n`) to `out`, from the envelope fields and an event body
+/// from [`Event::write_body`](super::Event::write_body).
+pub(crate) fn append_line(
     seq: u64,
     ts_micros: i64,
     session: &str,
@@ -70,12 +70,13 @@ pub(crate) fn build_line(
     body: &[u8],
     out: &mut Vec<u8>,
 ) {
-    out.clear();
+    use std::io::Write;
     out.reserve(160 + body.len());
     out.extend_from_slice(b"{\"v\":");
-    out.extend_from_slice(super::SCHEMA_VERSION.to_string().as_bytes());
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "{}", super::SCHEMA_VERSION);
     out.extend_from_slice(b",\"seq\":");
-    out.extend_from_slice(seq.to_string().as_bytes());
+    let _ = write!(out, "{seq}");
     out.extend_from_slice(b",\"ts\":\"");
     super::time::format_micros(ts_micros, out);
     out.extend_from_slice(b"\",\"session\":\"");
@@ -208,8 +209,8 @@ mod tests {
     use super::*;
 
     fn line(seq: u64, prev: &Hash) -> Vec<u8> {
-        let mut out = Vec::new();
-        build_line(
+        let mut out = b"earlier line\n".to_vec();
+        append_line(
             seq,
             0,
             "00112233445566778899aabbccddeeff",
@@ -217,7 +218,7 @@ mod tests {
             br#""event":"decision","x":1}"#,
             &mut out,
         );
-        out
+        out.split_off("earlier line\n".len())
     }
 
     #[test]

@@ -48,6 +48,14 @@ pub enum Event {
     /// `log_rewound`: written by the writer itself when the log it is writing lost records
     /// from its end (truncated, or replaced) while it was open.
     LogRewound(LogRewound),
+    /// `decision_summary`: the allowed entries of one list page, counted instead of one
+    /// `decision` each (`audit.allowed = "summary"`); the page's denials have their own records.
+    DecisionSummary(DecisionSummary),
+    /// `protocol_error_repeated`: the protocol errors of one kind that followed a logged one
+    /// within an interval, counted (written by the log itself).
+    ProtocolErrorRepeated(ProtocolErrorRepeated),
+    /// `log_pruned`: written by the writer itself when retention removed old rotated files.
+    LogPruned(LogPruned),
 }
 
 impl Event {
@@ -63,40 +71,30 @@ impl Event {
             Event::SessionEnd(_) => "session_end",
             Event::LogRecovered(_) => "log_recovered",
             Event::LogRewound(_) => "log_rewound",
+            Event::DecisionSummary(_) => "decision_summary",
+            Event::ProtocolErrorRepeated(_) => "protocol_error_repeated",
+            Event::LogPruned(_) => "log_pruned",
         }
     }
 
     /// Serializes the event's part of a line: `"event":"<name>",<fields>}` (escaped, without
     /// the envelope's opening and without the newline).
     pub(crate) fn write_body(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.extend_from_slice(b"\"event\":\"");
-        out.extend_from_slice(self.name().as_bytes());
-        out.push(b'"');
-        let fields_at = out.len();
-        // Serializing these types to a Vec cannot fail: no maps with non-string keys, no
-        // custom Serialize that errors.
-        let r = match self {
-            Event::SessionStart(e) => serde_json::to_writer(&mut *out, e),
-            Event::Initialized(e) => serde_json::to_writer(&mut *out, e),
-            Event::RootsUpdate(e) => serde_json::to_writer(&mut *out, e),
-            Event::ServerStart(e) => serde_json::to_writer(&mut *out, e),
-            Event::Decision(e) => serde_json::to_writer(&mut *out, e),
-            Event::ProtocolError(e) => serde_json::to_writer(&mut *out, e),
-            Event::SessionEnd(e) => serde_json::to_writer(&mut *out, e),
-            Event::LogRecovered(e) => serde_json::to_writer(&mut *out, e),
-            Event::LogRewound(e) => serde_json::to_writer(&mut *out, e),
-        };
-        debug_assert!(r.is_ok());
-        // The struct came out as `{...}`: turn its `{` into the `,` after the event name,
-        // or drop it if the struct has no fields (`{}`).
-        if out.len() == fields_at + 2 {
-            out.truncate(fields_at);
-            out.push(b'}');
-        } else {
-            out[fields_at] = b',';
+        let name = self.name();
+        match self {
+            Event::SessionStart(e) => write_named(name, e, out),
+            Event::Initialized(e) => write_named(name, e, out),
+            Event::RootsUpdate(e) => write_named(name, e, out),
+            Event::ServerStart(e) => write_named(name, e, out),
+            Event::Decision(e) => write_named(name, e, out),
+            Event::ProtocolError(e) => write_named(name, e, out),
+            Event::SessionEnd(e) => write_named(name, e, out),
+            Event::LogRecovered(e) => write_named(name, e, out),
+            Event::LogRewound(e) => write_named(name, e, out),
+            Event::DecisionSummary(e) => write_named(name, e, out),
+            Event::ProtocolErrorRepeated(e) => write_named(name, e, out),
+            Event::LogPruned(e) => write_named(name, e, out),
         }
-        escape_line(out, start);
     }
 
     /// Parses the event from a record's body, `{"event":"<name>",...}`, given its name.
@@ -112,6 +110,11 @@ impl Event {
             "session_end" => Event::SessionEnd(serde_json::from_slice(body)?),
             "log_recovered" => Event::LogRecovered(serde_json::from_slice(body)?),
             "log_rewound" => Event::LogRewound(serde_json::from_slice(body)?),
+            "decision_summary" => Event::DecisionSummary(serde_json::from_slice(body)?),
+            "protocol_error_repeated" => {
+                Event::ProtocolErrorRepeated(serde_json::from_slice(body)?)
+            }
+            "log_pruned" => Event::LogPruned(serde_json::from_slice(body)?),
             _ => return Ok(None),
         }))
     }
@@ -124,10 +127,34 @@ impl Event {
             | Event::ServerStart(_)
             | Event::SessionEnd(_)
             | Event::LogRecovered(_)
-            | Event::LogRewound(_) => true,
+            | Event::LogRewound(_)
+            | Event::LogPruned(_) => true,
             _ => false,
         }
     }
+}
+
+/// Appends `"event":"<name>",<fields of value>}` (escaped, without the envelope's opening
+/// and without the newline).
+pub(crate) fn write_named<T: Serialize + ?Sized>(name: &str, value: &T, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(b"\"event\":\"");
+    out.extend_from_slice(name.as_bytes());
+    out.push(b'"');
+    let fields_at = out.len();
+    // Serializing these types to a Vec cannot fail: no maps with non-string keys, no custom
+    // Serialize that errors.
+    let r = serde_json::to_writer(&mut *out, value);
+    debug_assert!(r.is_ok());
+    // The struct came out as `{...}`: turn its `{` into the `,` after the event name, or drop
+    // it if the struct has no fields (`{}`).
+    if out.len() == fields_at + 2 {
+        out.truncate(fields_at);
+        out.push(b'}');
+    } else {
+        out[fields_at] = b',';
+    }
+    escape_line(out, start);
 }
 
 /// `session_start` fields.
@@ -299,7 +326,7 @@ pub struct NarrowedRoot {
 }
 
 /// Which way a message was going.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// From the host (MCP client) to the server.
@@ -370,8 +397,59 @@ pub struct Decision {
     pub action: Action,
 }
 
+/// A `decision`'s fields, borrowed: what the relay records on its hot path without copying
+/// each string first ([`Auditor::submit_decision`](super::Auditor::submit_decision)). It
+/// serializes exactly as the [`Decision`] with the same values.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct DecisionRef<'a> {
+    /// Which way the message was going.
+    pub direction: Direction,
+    /// The JSON-RPC method (of the request, for a result), as sent.
+    #[serde(serialize_with = "ser_text_ref")]
+    pub method: &'a str,
+    /// The JSON-RPC id, if the message had one.
+    pub id: Option<&'a RpcId>,
+    /// Where in the message the URI was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<&'a str>,
+    /// The URI as received.
+    #[serde(serialize_with = "ser_uri_ref")]
+    pub uri: &'a str,
+    /// Its canonical form, when it could be canonicalized.
+    #[serde(serialize_with = "ser_opt_uri_ref")]
+    pub canonical: Option<&'a str>,
+    /// Allowed or denied.
+    pub decision: Verdict,
+    /// Stable snake_case reason code.
+    pub reason: &'a str,
+    /// The policy layer that decided, if a rule decided.
+    pub layer: Option<&'a str>,
+    /// The rule that decided.
+    pub rule: Option<&'a str>,
+    /// The root the URI was checked against.
+    #[serde(serialize_with = "ser_opt_uri_ref")]
+    pub root: Option<&'a str>,
+    /// What was done.
+    pub action: Action,
+}
+
+fn ser_text_ref<S: Serializer>(v: &&str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&cut(v, MAX_TEXT_BYTES))
+}
+
+fn ser_uri_ref<S: Serializer>(v: &&str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&cut(v, MAX_URI_BYTES))
+}
+
+fn ser_opt_uri_ref<S: Serializer>(v: &Option<&str>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(u) => s.serialize_str(&cut(u, MAX_URI_BYTES)),
+        None => s.serialize_none(),
+    }
+}
+
 /// Kinds of protocol errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProtocolErrorKind {
     /// Not JSON (or not UTF-8).
@@ -497,6 +575,112 @@ pub struct LogRewound {
     pub found_seq: u64,
 }
 
+/// Most directories a `decision_summary` names; the entries of any further directories
+/// are counted in `dirs_omitted`.
+pub const MAX_SUMMARY_DIRS: usize = 1024;
+
+/// Most distinct keys in each count map of a `decision_summary` (reasons, rules, schemes);
+/// further keys are counted under `"…"`.
+pub const MAX_SUMMARY_KEYS: usize = 64;
+
+/// `decision_summary` fields: the allowed entries of one list page (`resources/list`,
+/// `resources/templates/list`), counted. Each denied entry of the page has its own
+/// `decision` record; `denied` says how many.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionSummary {
+    /// Which way the page was going.
+    pub direction: Direction,
+    /// The method of the request the page answers.
+    #[serde(serialize_with = "ser_text")]
+    pub method: String,
+    /// The JSON-RPC id.
+    #[serde(default)]
+    pub id: Option<RpcId>,
+    /// The list in the message, e.g. `result.resources`.
+    pub field: String,
+    /// Entries allowed (and forwarded): none of them has a record of its own.
+    pub allowed: u64,
+    /// Entries denied: each has its own `decision` record.
+    pub denied: u64,
+    /// Allowed entries by reason code.
+    #[serde(default)]
+    pub reasons: std::collections::BTreeMap<String, u64>,
+    /// Allowed entries by deciding rule (`layer: rule`, or the rule alone).
+    #[serde(default)]
+    pub rules: std::collections::BTreeMap<String, u64>,
+    /// Allowed `file:` entries by the directory that holds them (canonical), sorted.
+    #[serde(default)]
+    pub dirs: Vec<DirCount>,
+    /// Allowed `file:` entries in directories beyond the first [`MAX_SUMMARY_DIRS`].
+    #[serde(default)]
+    pub dirs_omitted: u64,
+    /// Allowed entries with no canonical `file:` URI (other schemes, templates), by scheme.
+    #[serde(default)]
+    pub other: std::collections::BTreeMap<String, u64>,
+}
+
+/// A directory and how many allowed entries of a page it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DirCount {
+    /// The directory, as a canonical `file:` URI.
+    pub dir: AuditUri,
+    /// Allowed entries in it.
+    pub count: u64,
+}
+
+/// The first repeated occurrence in a `protocol_error_repeated` record, in full.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProtocolErrorSample {
+    /// rootfence's own description (never message content).
+    #[serde(serialize_with = "ser_text")]
+    pub detail: String,
+    /// The line's length in bytes.
+    pub len: u64,
+    /// SHA-256 of the line, lowercase hex.
+    pub sha256: Option<String>,
+    /// The JSON-RPC id, when one could be read.
+    pub id: Option<RpcId>,
+}
+
+/// `protocol_error_repeated` fields: protocol errors of one kind and direction that came
+/// within an interval after one that was logged in full; written once per interval while
+/// they keep coming, so a flood of bad lines costs the log a record per interval, not one
+/// per line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtocolErrorRepeated {
+    /// Which way the lines were going.
+    pub direction: Direction,
+    /// What was wrong with them.
+    pub kind: ProtocolErrorKind,
+    /// How many.
+    pub count: u64,
+    /// Their total length in bytes.
+    pub bytes: u64,
+    /// When the interval began (RFC 3339, as `ts`); the record's `ts` is when it ended.
+    pub since: String,
+    /// The first of them, in full.
+    pub first: ProtocolErrorSample,
+}
+
+/// `log_pruned` fields: retention removed the oldest rotated files. The chain now starts at
+/// `first_seq` (whose `prev` is `first_prev`) in `first_file`; `verify` accepts a chain that
+/// starts there because this record says so.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LogPruned {
+    /// The file names (no directory) removed, oldest first.
+    pub removed: Vec<String>,
+    /// Their total size in bytes.
+    pub removed_bytes: u64,
+    /// The file the chain now starts in (the oldest kept).
+    pub first_file: String,
+    /// The seq of the first record kept.
+    pub first_seq: u64,
+    /// That record's `prev`: the hash of the last record removed.
+    pub first_prev: String,
+}
+
 /// A URI (or path) as it is logged: the text as received, cut at [`MAX_URI_BYTES`].
 #[derive(Debug, Clone, PartialEq, Eq, Default, Hash, PartialOrd, Ord)]
 pub struct AuditUri(String);
@@ -505,7 +689,7 @@ impl AuditUri {
     /// Wraps `s`; a string longer than [`MAX_URI_BYTES`] is cut at a character boundary
     /// and suffixed with `…[<len> bytes, sha256:<hex>]`.
     pub fn new(s: &str) -> Self {
-        Self(cut(s, MAX_URI_BYTES))
+        Self(cut(s, MAX_URI_BYTES).into_owned())
     }
 
     /// The logged text.
@@ -554,6 +738,22 @@ impl RpcId {
     /// From the id's raw JSON text. `None` unless it is one JSON number or string.
     pub fn from_json(raw: &str) -> Option<Self> {
         let raw = raw.trim_matches([' ', '\t', '\r', '\n']);
+        // The common case, a small integer or a plain string, without a JSON parse.
+        let digits = raw.strip_prefix('-').unwrap_or(raw);
+        let plain_int = !digits.is_empty()
+            && digits.len() <= 19
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && (digits == "0" || !digits.starts_with('0'));
+        let plain_str = raw.len() >= 2
+            && raw.len() <= MAX_ID_BYTES
+            && raw.starts_with('"')
+            && raw.ends_with('"')
+            && raw[1..raw.len() - 1]
+                .bytes()
+                .all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b < 0x7f);
+        if plain_int || plain_str {
+            return Some(Self(raw.to_owned()));
+        }
         let v: serde_json::Value = serde_json::from_str(raw).ok()?;
         if !(v.is_number() || v.is_string()) {
             return None;
@@ -601,20 +801,20 @@ fn ser_text<S: Serializer>(v: &str, s: S) -> Result<S::Ok, S::Error> {
 
 /// `s`, or its first `max` bytes (at a char boundary) plus a marker with the full length
 /// and hash.
-fn cut(s: &str, max: usize) -> String {
+fn cut(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
     if s.len() <= max {
-        return s.to_owned();
+        return std::borrow::Cow::Borrowed(s);
     }
     let mut end = max;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    format!(
+    std::borrow::Cow::Owned(format!(
         "{}…[{} bytes, sha256:{}]",
         &s[..end],
         s.len(),
         super::chain::sha256_hex(s.as_bytes())
-    )
+    ))
 }
 
 /// Argument names whose value is a secret; matched case-insensitively as a substring of the
@@ -663,15 +863,14 @@ fn redact_command(argv: &[std::ffi::OsString]) -> Vec<String> {
 }
 
 /// Escapes, in place from `start`, the characters serde_json leaves raw but that must not
-/// appear raw in a log line: DEL, C1 controls, U+2028/U+2029 and bidi controls become
-/// `\uXXXX`. They can only occur inside JSON strings (the structure is ASCII), where the
+/// appear raw in a log line: DEL, C1 controls, U+2028/U+2029, bidi controls and U+FEFF
+/// become `\uXXXX`. They can only occur inside JSON strings (the structure is ASCII), where the
 /// escape means the same character, so the JSON value is unchanged.
 pub(crate) fn escape_line(buf: &mut Vec<u8>, start: usize) {
-    // Fast path: nothing to do unless one of the lead bytes occurs.
-    let needs = buf[start..]
-        .iter()
-        .any(|&b| matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe2));
-    if !needs {
+    // Fast path: every character to escape is DEL or outside ASCII, and most lines are
+    // plain ASCII (checked a word at a time).
+    let tail = &buf[start..];
+    if tail.is_ascii() && memchr::memchr(0x7f, tail).is_none() {
         return;
     }
     let tail = buf.split_off(start);
@@ -694,6 +893,10 @@ pub(crate) fn escape_line(buf: &mut Vec<u8>, start: usize) {
             {
                 Some((0x2040 | u32::from(tail[i + 2] & 0x3f), 3))
             }
+            // U+FEFF: invisible, so `a\u{feff}b` would pass for `ab`.
+            0xef if tail.get(i + 1) == Some(&0xbb) && tail.get(i + 2) == Some(&0xbf) => {
+                Some((0xfeff, 3))
+            }
             _ => None,
         };
         match cp {
@@ -706,6 +909,38 @@ pub(crate) fn escape_line(buf: &mut Vec<u8>, start: usize) {
                 buf.push(b);
                 i += 1;
             }
+        }
+    }
+}
+
+/// Escapes, in JSON text from `start`, every character [`is_unsafe_display_char`] names
+/// from U+007F up as `\uXXXX` (a surrogate pair above U+FFFF), so JSON printed for a person
+/// or a pipe carries no raw C1 control, separator or bidi control, whatever a log holds.
+/// Below U+007F a JSON writer has already escaped everything inside strings and what
+/// remains is structure, which is left alone. The JSON value is unchanged.
+pub(crate) fn escape_json_display(buf: &mut Vec<u8>, start: usize) {
+    if buf[start..].iter().all(|&b| b < 0x7f) {
+        return;
+    }
+    let tail = buf.split_off(start);
+    let text = match String::from_utf8(tail) {
+        Ok(t) => t,
+        Err(e) => {
+            // Not UTF-8, so not JSON this function can reason about: left as it was.
+            buf.extend_from_slice(e.as_bytes());
+            return;
+        }
+    };
+    for c in text.chars() {
+        if u32::from(c) >= 0x7f && is_unsafe_display_char(c) {
+            use std::io::Write;
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                let _ = write!(buf, "\\u{u:04x}");
+            }
+        } else {
+            let mut b = [0u8; 4];
+            buf.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
         }
     }
 }
@@ -770,6 +1005,62 @@ mod tests {
         assert!(b.contains(r#""id":7"#));
         let s = RpcId::from_json(r#""7""#).unwrap();
         assert_eq!(serde_json::to_string(&s).unwrap(), r#""7""#);
+    }
+
+    #[test]
+    fn a_borrowed_decision_is_the_same_record() {
+        let long = format!("file:///{}\u{202e}", "a".repeat(5000));
+        for (uri, id) in [
+            ("file:///x", "7"),
+            (long.as_str(), "\"abc\""),
+            ("f\u{85}", "-3"),
+        ] {
+            let mut owned = decision(uri);
+            owned.id = RpcId::from_json(id);
+            owned.canonical = Some(uri.into());
+            owned.rule = Some("line 3: x".into());
+            owned.method = "m".repeat(600);
+            let id = owned.id.clone();
+            let borrowed = DecisionRef {
+                direction: owned.direction,
+                method: &owned.method,
+                id: id.as_ref(),
+                field: owned.field.as_deref(),
+                uri,
+                canonical: Some(uri),
+                decision: owned.decision,
+                reason: &owned.reason,
+                layer: owned.layer.as_deref(),
+                rule: owned.rule.as_deref(),
+                root: None,
+                action: owned.action,
+            };
+            let mut b = Vec::new();
+            write_named("decision", &borrowed, &mut b);
+            assert_eq!(String::from_utf8(b).unwrap(), body(&Event::Decision(owned)));
+        }
+    }
+
+    #[test]
+    fn plain_ids_take_the_fast_path_and_say_the_same() {
+        for raw in [
+            "0",
+            "-0",
+            "42",
+            "-17",
+            "\"a b\"",
+            "\"\"",
+            "1.5",
+            "01",
+            "\"\\u0041\"",
+            "\"é\"",
+        ] {
+            let slow = serde_json::from_str::<serde_json::Value>(raw)
+                .ok()
+                .filter(|v| v.is_number() || v.is_string())
+                .map(|_| raw.to_owned());
+            assert_eq!(RpcId::from_json(raw).map(|r| r.0), slow, "{raw}");
+        }
     }
 
     #[test]

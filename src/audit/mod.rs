@@ -11,8 +11,11 @@
 //!   contents or tool argument values) and the escaping of every string that reaches a line.
 //! - `chain`: the record envelope, the hash chain and the targeted envelope parser that
 //!   `verify` uses for speed.
-//! - `writer`: [`AuditLog`] and its cheap handle [`Auditor`]; one writer thread per log,
-//!   a bounded queue, rotation, crash recovery and the fsync policy.
+//! - `writer`: [`AuditLog`] and its cheap handle [`Auditor`]; one writer thread per log fed
+//!   through a bounded queue (group commit), receipts to wait for before acting.
+//! - `sink`: the file side of the writer: the lock, one `write()` per batch, rotation,
+//!   crash recovery and the fsync policy; `retain`: which rotated files retention removes.
+//! - `repeat`: repeated protocol errors counted per interval instead of logged each.
 //! - `verify`, `summary`, `show`: the readers behind `rootfence audit ...`.
 //! - `time`: RFC 3339 formatting and parsing (hand-written: two small functions do not
 //!   justify a date-time crate).
@@ -27,7 +30,8 @@
 //! let log = AuditLog::open(cfg, start)?;
 //! let auditor = log.handle(); // Clone + Send + Sync, one per task
 //! // auditor.record(Event::Decision(..))?;                 // hot path: enqueue only
-//! // auditor.record_durable(Event::Decision(..)).await?;   // wait until written (+fsync)
+//! // let r = auditor.submit(Event::Decision(..), false)?;  // enqueue, keep the receipt
+//! // auditor.durable(r).await?;                            // wait until written (+fsync)
 //! // tokio::select! { err = auditor.failure() => .., .. }  // stop the session on failure
 //! log.close(SessionEnd::default())?;
 //! # Ok(()) }
@@ -36,7 +40,10 @@
 mod chain;
 pub mod event;
 mod read;
+mod repeat;
+mod retain;
 mod show;
+mod sink;
 mod summary;
 mod time;
 mod verify;
@@ -48,15 +55,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use event::{
-    Action, AuditUri, Counts, Decision, Direction, DroppedRoot, EndCause, Event, Initialized,
-    LogRecovered, LogRewound, NarrowedRoot, PeerInfo, PolicyFile, ProtocolError, ProtocolErrorKind,
-    RootsUpdate, RpcId, SandboxPath, SandboxReport, ServerStart, SessionEnd, SessionStart, Verdict,
+    Action, AuditUri, Counts, Decision, DecisionRef, DecisionSummary, DirCount, Direction,
+    DroppedRoot, EndCause, Event, Initialized, LogPruned, LogRecovered, LogRewound, NarrowedRoot,
+    PeerInfo, PolicyFile, ProtocolError, ProtocolErrorKind, ProtocolErrorRepeated,
+    ProtocolErrorSample, RootsUpdate, RpcId, SandboxPath, SandboxReport, ServerStart, SessionEnd,
+    SessionStart, Verdict,
 };
+pub use repeat::REPEAT_INTERVAL;
 pub use show::{ShowFilter, show};
 pub use summary::{SummaryOptions, summarize};
 pub use time::parse_time_arg;
 pub use verify::{ChainBreak, Incomplete, VerifyOptions, VerifyReport, order_files, verify_files};
-pub use writer::{AuditLog, Auditor};
+pub use writer::{ALLOW_DELAY, AuditLog, Auditor, QUEUE_BYTES, QUEUE_DEPTH, Receipt};
 
 /// The schema version written in every record's `v` field. Readers accept records of this
 /// version; a breaking change to the format bumps it (adding an optional field does not).
@@ -67,8 +77,8 @@ pub const DEFAULT_FILE_NAME: &str = "audit.jsonl";
 
 /// When the writer calls `fdatasync` on the log.
 ///
-/// Every record is always handed to the kernel with one `write()` as soon as the writer
-/// thread sees it, so it survives a crash of rootfence; this policy is about surviving a
+/// Every record reaches the kernel (and so survives a crash of rootfence) at once when
+/// something waits for it, else within [`ALLOW_DELAY`]; this policy is about surviving a
 /// crash of the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FsyncPolicy {
@@ -155,10 +165,15 @@ pub struct AuditConfig {
     pub on_failure: OnFailure,
     /// Log `allow` decisions too (they are still counted in `session_end` when not logged).
     pub log_allowed: bool,
+    /// At each rotation, keep at most this many rotated files (the oldest go first).
+    pub retain_files: Option<u64>,
+    /// At each rotation, keep rotated files of at most this many bytes in all.
+    pub retain_bytes: Option<u64>,
 }
 
 impl AuditConfig {
-    /// The defaults: fsync denials, rotate at 64 MiB, fail closed, log allowed decisions.
+    /// The defaults: fsync denials, rotate at 64 MiB, keep 10 rotated files, fail closed,
+    /// log allowed decisions.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
@@ -166,6 +181,8 @@ impl AuditConfig {
             rotate_bytes: Some(DEFAULT_ROTATE_BYTES),
             on_failure: OnFailure::default(),
             log_allowed: true,
+            retain_files: Some(DEFAULT_RETAIN_FILES),
+            retain_bytes: None,
         }
     }
 }
@@ -173,6 +190,22 @@ impl AuditConfig {
 /// Default rotation size: large enough that rotation is rare, small enough that one file
 /// opens quickly in an editor.
 pub const DEFAULT_ROTATE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Rotated files kept by default: with the default rotation size, at most 640 MiB of them
+/// plus the active file, so a log cannot fill the disk.
+pub const DEFAULT_RETAIN_FILES: u64 = 10;
+
+/// How allowed entries of a list page (`resources/list`, `resources/templates/list`) are
+/// logged, when allowed decisions are logged at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AllowedRecords {
+    /// One `decision` record per allowed entry.
+    Each,
+    /// One `decision_summary` record per page: counts by reason and rule, and the page's
+    /// directories (the default). Denied entries always have their own records.
+    #[default]
+    Summary,
+}
 
 /// An audit log error. Cheap to clone, so the writer's failure can be handed to every task.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -130,5 +130,6 @@ fn parse_record(line: &[u8]) -> Result<Record, String> {
 }
 
 pub(crate) fn with_path(path: &Path, e: io::Error) -> io::Error {
-    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+    let file = super::show::disp(&path.display().to_string());
+    io::Error::new(e.kind(), format!("{file}: {e}"))
 }

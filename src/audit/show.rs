@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::event::{Direction, Event, Verdict, is_unsafe_display_char};
+use super::event::{Direction, Event, Verdict, escape_json_display, is_unsafe_display_char};
 use super::read::{Record, for_each_record};
 
 /// Which records [`show`] lists.
@@ -58,6 +58,7 @@ pub fn show(
     let mut io_err: Option<std::io::Error> = None;
     let mut warnings = Vec::new();
     let mut text = String::with_capacity(256);
+    let mut json = Vec::with_capacity(1024);
     for_each_record(
         &files,
         |rec, raw| {
@@ -65,7 +66,13 @@ pub fn show(
                 return;
             }
             let r = if filter.json {
-                out.write_all(raw).and_then(|()| out.write_all(b"\n"))
+                // A line rootfence wrote is already escaped; one that was put in the log by
+                // other means is escaped here, so no raw control reaches the reader.
+                json.clear();
+                json.extend_from_slice(raw);
+                escape_json_display(&mut json, 0);
+                json.push(b'\n');
+                out.write_all(&json)
             } else {
                 text.clear();
                 format_record(rec, &mut text);
@@ -78,7 +85,7 @@ pub fn show(
         |w| warnings.push(w),
     )?;
     for w in warnings {
-        writeln!(err, "rootfence: warning: {w}")?;
+        writeln!(err, "rootfence: warning: {}", disp(&w))?;
     }
     match io_err {
         Some(e) => Err(e),
@@ -121,6 +128,19 @@ fn name<T: serde::Serialize>(v: &T) -> String {
         Ok(serde_json::Value::String(s)) => s,
         _ => "?".into(),
     }
+}
+
+/// `  title: k1 n1, k2 n2` for a non-empty count map.
+fn counts(
+    o: &mut String,
+    title: &str,
+    m: &std::collections::BTreeMap<String, u64>,
+) -> std::fmt::Result {
+    if m.is_empty() {
+        return Ok(());
+    }
+    let items: Vec<String> = m.iter().map(|(k, v)| format!("{} {v}", disp(k))).collect();
+    write!(o, "  {title}: {}", items.join(", "))
 }
 
 fn format_record(r: &Record, o: &mut String) {
@@ -289,6 +309,64 @@ fn format_record(r: &Record, o: &mut String) {
             l.len,
             l.offset,
             disp(&l.sha256)
+        ),
+        Event::DecisionSummary(s) => {
+            let _ = write!(o, "allow {} {}", dir(s.direction), disp(&s.method));
+            if let Some(id) = &s.id {
+                let _ = write!(o, " id={}", disp(id.as_json()));
+            }
+            let _ = write!(
+                o,
+                " {}: {} entries allowed (summarized), {} denied (own records)",
+                disp(&s.field),
+                s.allowed,
+                s.denied
+            );
+            if !s.dirs.is_empty() {
+                let dirs: Vec<String> = s
+                    .dirs
+                    .iter()
+                    .map(|d| format!("{} ({})", disp(d.dir.as_str()), d.count))
+                    .collect();
+                let _ = write!(o, "  dirs: {}", dirs.join(", "));
+            }
+            if s.dirs_omitted > 0 {
+                let _ = write!(o, " and {} more entries", s.dirs_omitted);
+            }
+            let _ = counts(o, "other", &s.other);
+            let _ = counts(o, "reasons", &s.reasons);
+            counts(o, "rules", &s.rules)
+        }
+        Event::ProtocolErrorRepeated(p) => {
+            let _ = write!(
+                o,
+                "protocol_error {} {} repeated {} times ({} bytes) since {}; the first: {} bytes",
+                dir(p.direction),
+                name(&p.kind),
+                p.count,
+                p.bytes,
+                disp(&p.since),
+                p.first.len
+            );
+            if let Some(id) = &p.first.id {
+                let _ = write!(o, " id={}", disp(id.as_json()));
+            }
+            if let Some(h) = &p.first.sha256 {
+                let _ = write!(o, " sha256 {}", disp(h));
+            }
+            write!(o, ": {}", disp(&p.first.detail))
+        }
+        Event::LogPruned(l) => write!(
+            o,
+            "log_pruned retention removed {} ({} bytes); the chain now starts at seq {} in {}",
+            l.removed
+                .iter()
+                .map(|f| disp(f))
+                .collect::<Vec<_>>()
+                .join(", "),
+            l.removed_bytes,
+            l.first_seq,
+            disp(&l.first_file)
         ),
     };
 }

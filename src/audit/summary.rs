@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::event::{Event, Verdict};
+use super::event::{Event, Verdict, escape_json_display};
 use super::read::for_each_record;
 use super::show::disp;
 
@@ -37,6 +37,9 @@ struct Session {
     by_reason: BTreeMap<String, u64>,
     by_action: BTreeMap<String, u64>,
     protocol_errors: BTreeMap<String, u64>,
+    /// Allowed decisions counted in `decision_summary` records (included in `decisions`).
+    #[serde(skip_serializing_if = "is_zero")]
+    summarized_allows: u64,
     roots_updates: u64,
     roots_dropped: u64,
     top_denied_uris: Vec<(String, u64)>,
@@ -117,8 +120,25 @@ pub fn summarize(
                         *s.denied_rules.entry(rule).or_default() += 1;
                     }
                 }
+                Some(Event::DecisionSummary(d)) => {
+                    let n = d.allowed;
+                    *s.decisions.entry("allow".into()).or_default() += n;
+                    *s.by_method
+                        .entry(d.method.clone())
+                        .or_default()
+                        .entry("allow".into())
+                        .or_default() += n;
+                    for (reason, k) in &d.reasons {
+                        *s.by_reason.entry(reason.clone()).or_default() += k;
+                    }
+                    *s.by_action.entry("forwarded".into()).or_default() += n;
+                    s.summarized_allows += n;
+                }
                 Some(Event::ProtocolError(p)) => {
                     *s.protocol_errors.entry(enum_name(&p.kind)).or_default() += 1;
+                }
+                Some(Event::ProtocolErrorRepeated(p)) => {
+                    *s.protocol_errors.entry(enum_name(&p.kind)).or_default() += p.count;
                 }
                 Some(Event::SessionEnd(e)) => {
                     let mut end = enum_name(&e.cause);
@@ -140,11 +160,15 @@ pub fn summarize(
         s.top_denied_rules = top(&s.denied_rules, opts.top);
     }
     for w in &warnings {
-        writeln!(err, "rootfence: warning: {w}")?;
+        writeln!(err, "rootfence: warning: {}", disp(w))?;
     }
     let summary = Summary { sessions, warnings };
     if opts.json {
-        serde_json::to_writer_pretty(&mut *out, &summary)?;
+        // Strings in the log are server-controlled: printed JSON carries them escaped, never
+        // as raw C1 or bidi controls.
+        let mut json = serde_json::to_vec_pretty(&summary)?;
+        escape_json_display(&mut json, 0);
+        out.write_all(&json)?;
         writeln!(out)?;
         return Ok(());
     }
@@ -182,7 +206,15 @@ fn print_session(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
             .unwrap_or("(no session_end: still running, or killed)")
     )?;
     let d = |k: &str| s.decisions.get(k).copied().unwrap_or(0);
-    writeln!(out, "  decisions: {} allow, {} deny", d("allow"), d("deny"))?;
+    write!(out, "  decisions: {} allow, {} deny", d("allow"), d("deny"))?;
+    if s.summarized_allows > 0 {
+        write!(
+            out,
+            " ({} allowed list entries summarized per page)",
+            s.summarized_allows
+        )?;
+    }
+    writeln!(out)?;
     if !s.by_method.is_empty() {
         writeln!(out, "  by method:")?;
         for (m, v) in &s.by_method {
@@ -244,6 +276,10 @@ fn top(m: &HashMap<String, u64>, n: usize) -> Vec<(String, u64)> {
     v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     v.truncate(n);
     v
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The snake_case name serde gives a unit enum variant.

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use super::chain::{self, GENESIS, Hash};
 use super::event::Event;
 use super::read::{Item, Lines, with_path};
-use super::writer::rotation_number;
+use super::sink::rotation_number;
 
 /// Options for [`verify_files`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -40,7 +40,7 @@ pub struct ChainBreak {
 
 impl std::fmt::Display for ChainBreak {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: line {}", self.file.display(), self.line)?;
+        write!(f, "{}: line {}", file_disp(&self.file), self.line)?;
         if let Some(s) = self.seq {
             write!(f, " (seq {s})")?;
         }
@@ -89,7 +89,7 @@ impl std::fmt::Display for Incomplete {
                 "{}: line {line} is incomplete ({len} bytes at offset {offset}): the last \
                  write was cut short by a crash, a full disk or a truncation; every record \
                  before it is intact",
-                file.display()
+                file_disp(file)
             ),
             Incomplete::NoSessionEnd {
                 file,
@@ -101,7 +101,7 @@ impl std::fmt::Display for Incomplete {
                 "{}: the log ends at line {line} (seq {seq}) with a {event} record, not a \
                  session_end: a session is still running, rootfence was killed, or records \
                  after it were removed",
-                file.display()
+                file_disp(file)
             ),
         }
     }
@@ -167,6 +167,14 @@ pub fn order_files(files: &[PathBuf]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The first record given, when it is not the start of a chain.
+struct Start {
+    file: PathBuf,
+    line: u64,
+    seq: u64,
+    prev: Hash,
+}
+
 struct Prev {
     hash: Hash,
     /// Hash of the record before it, to recognise an inserted record.
@@ -190,6 +198,9 @@ pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<V
     let mut started: HashSet<String> = HashSet::new();
     let mut ended: HashSet<String> = HashSet::new();
     let mut order: Vec<String> = Vec::new();
+    // Where the given chain starts, when that is not seq 1; and what log_pruned records say.
+    let mut start: Option<Start> = None;
+    let mut pruned: Vec<(u64, String, PathBuf, u64)> = Vec::new();
 
     'files: for (fi, path) in files.iter().enumerate() {
         let mut lines = Lines::open(path).map_err(|e| with_path(path, e))?;
@@ -269,24 +280,14 @@ pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<V
             }
             match &prev {
                 None => {
-                    if seq == 1 && env.prev == GENESIS {
-                    } else if opts.partial {
-                        r.notes.push(format!(
-                            "the chain starts at seq {seq} ({}: line {no}); earlier records \
-                             were not given (--partial)",
-                            file_disp(path)
-                        ));
-                    } else {
-                        r.broken = Some(brk(
-                            Some(seq),
-                            format!(
-                                "the first record is seq {seq}, not the start of a chain (seq \
-                                 1 with a zero prev): earlier records were removed, or \
-                                 earlier rotated files were not given (give them all, or use \
-                                 --partial)"
-                            ),
-                        ));
-                        break 'files;
+                    if seq != 1 || env.prev != GENESIS {
+                        // Judged at the end: retention's log_pruned record may account for it.
+                        start = Some(Start {
+                            file: path.clone(),
+                            line: no,
+                            seq,
+                            prev: env.prev,
+                        });
                     }
                 }
                 Some(p) => {
@@ -340,6 +341,11 @@ pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<V
                 r.broken = Some(brk(Some(seq), what));
                 break 'files;
             }
+            if env.event == "log_pruned"
+                && let Ok(Some(Event::LogPruned(l))) = Event::from_body(env.event, &env.body(bytes))
+            {
+                pruned.push((l.first_seq, l.first_prev, path.clone(), no));
+            }
             match env.event {
                 "session_start" if started.insert(env.session.to_owned()) => {
                     order.push(env.session.to_owned());
@@ -364,6 +370,49 @@ pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<V
                 line: no,
                 event,
             });
+        }
+    }
+
+    if let Some(st) = start {
+        let accounted = pruned
+            .iter()
+            .find(|(seq, prev, _, _)| *seq == st.seq && *prev == chain::hex(&st.prev));
+        if let Some((_, _, file, line)) = accounted {
+            r.notes.push(format!(
+                "the chain starts at seq {} ({}: line {}): older rotated files were removed by \
+                 retention, as the log_pruned record at {}: line {line} says",
+                st.seq,
+                file_disp(&st.file),
+                st.line,
+                file_disp(file)
+            ));
+        } else if r.broken.is_some() {
+            // A break further on: the records that might account for the start were not
+            // reached, and the break is the finding.
+        } else if opts.partial {
+            r.notes.push(format!(
+                "the chain starts at seq {} ({}: line {}); earlier records were not given \
+                 (--partial)",
+                st.seq,
+                file_disp(&st.file),
+                st.line
+            ));
+        } else {
+            r.broken = Some(ChainBreak {
+                file: st.file,
+                line: st.line,
+                seq: Some(st.seq),
+                reason: format!(
+                    "the first record is seq {}, not the start of a chain (seq 1 with a zero \
+                     prev), and no log_pruned record says retention removed what came before: \
+                     earlier records were removed, or earlier rotated files were not given \
+                     (give them all, or use --partial)",
+                    st.seq
+                ),
+            });
+            r.records = 0;
+            r.seq_range = None;
+            prev = None;
         }
     }
 
@@ -499,8 +548,9 @@ fn diagnose(lines: &mut Lines, p: &Prev, path: &Path, cur: &Cur) -> std::io::Res
     )))
 }
 
+/// A file name as printed: escaped like every other string shown to a person.
 fn file_disp(p: &Path) -> String {
-    p.display().to_string()
+    super::show::disp(&p.display().to_string())
 }
 
 #[cfg(test)]

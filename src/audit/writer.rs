@@ -1,58 +1,56 @@
 //! The writer: [`AuditLog`] owns one writer thread per log; [`Auditor`] is the cheap handle
 //! the relay's tasks record through.
 //!
-//! # Why a thread and a bounded queue
+//! # Group commit
 //!
-//! `Auditor::record` runs on the relay's hot path, inside async tasks. It only serializes
-//! the event (so bad input fails at the caller) and queues the bytes; the thread does the
-//! I/O. The queue is bounded ([`QUEUE_DEPTH`]): when the disk is slower than the relay,
-//! `record` waits for room instead of growing memory without bound or dropping records
-//! (nothing may be lost). Callers that must know a record is on disk before they act (a
-//! denial answered to the host) use `record_durable`, which resolves once the record is
-//! written and, per the fsync policy, synced.
+//! `Auditor::record` runs on the relay's hot path. It serializes the event straight into the
+//! shared batch buffer (so bad input fails at the caller, and no per-record allocation or
+//! copy happens) and returns: no I/O, and no wake-up of the writer for an ordinary record.
+//! The writer thread owns the file. It takes everything that has accumulated in one go and
+//! writes it with one `write()` under one lock (see `sink`), keeping the hash chain.
 //!
-//! # Why a lock per batch
+//! When it writes:
+//! - at once for a record the fsync policy syncs for (a denial, with the default policy),
+//!   for [`Auditor::record_durable`], [`Auditor::flush`] and `session_end`, and for every
+//!   record with `fsync = "always"`;
+//! - otherwise within [`ALLOW_DELAY`] of the first record that is waiting (allowed
+//!   decisions, roots updates...), or as soon as the queue is half full.
 //!
-//! Several rootfence processes (one per wrapped server, all on the default path) may log to
-//! one file. Each batch takes an exclusive `flock` on a sidecar `.<name>.lock`, checks that
-//! its cached chain head still describes the file (same inode, same size), re-reads the
-//! tail if another writer appended or rotated, then appends. So one file carries one chain
-//! whatever the number of writers, and a lock held by a dead process is released by the
-//! kernel. The lock is on a sidecar because rotation renames the log itself.
+//! The queue is bounded ([`QUEUE_DEPTH`] records, [`QUEUE_BYTES`] bytes): when the disk is
+//! slower than the relay, `record` waits for room instead of growing memory without bound
+//! or dropping records (nothing may be lost).
 //!
-//! # Durability
+//! # Durability before effect
 //!
-//! Each record is built whole (envelope, body and `\n`) and handed to the kernel with one
-//! `write()` on an `O_APPEND` descriptor, with no user-space buffer, so a kill -9 leaves at
-//! most one incomplete final line (a short write, which only happens when the write fails,
-//! is completed by `write_all` or reported). A writer that finds a log ending with an
-//! incomplete line never edits it: it renames the file aside as the next rotated file and
-//! starts the new file with a `log_recovered` record naming it and the hash of the torn
-//! bytes, chained from the last complete record.
+//! Every record gets a [`Receipt`]. [`Auditor::durable`] resolves once the writer has
+//! written that record and, when the policy covers it, synced it. The relay answers a denial
+//! only after its receipt resolves, so the evidence is on disk before the effect; allowed
+//! messages never wait.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use nix::fcntl::{Flock, FlockArg};
-use sha2::{Digest, Sha256};
-
-use super::chain::{self, GENESIS, Hash};
-use super::event::{Event, LogRecovered, LogRewound, SessionEnd, SessionStart, Verdict};
+use super::chain::{self, Hash};
+use super::event::{DecisionRef, Event, SessionEnd, SessionStart, Verdict, write_named};
+use super::repeat::Repeats;
+use super::sink::{Item, Sink};
 use super::time::now_micros;
 use super::{AuditConfig, AuditError, FsyncPolicy, OnFailure};
 
-/// Records queued between the relay and the writer thread before `record` waits.
+/// Records queued before `record` waits for the writer.
 pub const QUEUE_DEPTH: usize = 8192;
 
-/// Most records written under one lock acquisition.
-const BATCH_MAX: usize = 512;
+/// Bytes of serialized records queued before `record` waits for the writer.
+pub const QUEUE_BYTES: usize = 2 << 20;
+
+/// Longest time a record that nothing waits for (an allowed decision, a roots update, a
+/// protocol error) stays queued before it is written.
+pub const ALLOW_DELAY: Duration = Duration::from_millis(50);
 
 /// An open audit log. Records go through [`Auditor`] handles; [`AuditLog::close`] writes the
 /// `session_end` record and waits until everything queued is written.
@@ -66,23 +64,99 @@ pub struct AuditLog {
 /// A cheap, cloneable handle for recording events from any thread or task.
 #[derive(Debug, Clone)]
 pub struct Auditor {
-    tx: SyncSender<Msg>,
     shared: Arc<Shared>,
+}
+
+/// A record's place in the log's queue, to wait for with [`Auditor::durable`]. The default
+/// receipt (of a record that was not queued, e.g. an allowed decision that is not logged)
+/// is already durable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Receipt(u64);
+
+impl Receipt {
+    /// Nothing to wait for.
+    pub const NONE: Receipt = Receipt(0);
+
+    /// Whether there is nothing to wait for.
+    pub fn is_none(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// Records waiting for the writer: their bodies back to back in one buffer.
+#[derive(Debug, Default)]
+struct Batch {
+    buf: Vec<u8>,
+    /// `(ts, end of the body in buf, critical)`.
+    recs: Vec<(i64, usize, bool)>,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.buf.clear();
+        self.recs.clear();
+    }
+}
+
+/// What a `close` hands the writer.
+type CloseRequest = (
+    i64,
+    Box<SessionEnd>,
+    mpsc::SyncSender<Result<(), AuditError>>,
+);
+
+#[derive(Debug, Default)]
+struct Queue {
+    batch: Batch,
+    /// The last receipt handed out.
+    last: u64,
+    /// The last receipt the writer has handled (written, and synced when due).
+    done: u64,
+    /// When the oldest record nothing waits for was queued.
+    oldest: Option<Instant>,
+    /// Something waits: write now.
+    urgent: bool,
+    /// `flush` asked for a sync whatever the policy.
+    sync: bool,
+    /// The writer is waiting on `wake`.
+    writer_waiting: bool,
+    /// Threads waiting on `room` (for room in the queue, or for `done` to move).
+    waiters: usize,
+    close: Option<CloseRequest>,
+    stop: bool,
+    /// No more records are taken.
+    closed: bool,
 }
 
 #[derive(Debug)]
 struct Shared {
     on_failure: OnFailure,
     log_allowed: bool,
+    /// `fsync = "always"`: every record is written at once.
+    always: bool,
     failed_flag: AtomicBool,
     failed: Mutex<Option<AuditError>>,
     failed_tx: tokio::sync::watch::Sender<bool>,
+    /// The first receipt of the first batch that could not be written (`u64::MAX`: none).
+    failed_from: AtomicU64,
     allowed: AtomicU64,
     denied: AtomicU64,
     protocol_errors: AtomicU64,
+    queue: Mutex<Queue>,
+    /// The writer waits here for records.
+    wake: Condvar,
+    /// Producers wait here for room, and blocking `durable` callers for the writer.
+    room: Condvar,
+    /// The last receipt handled, for async waiters.
+    done_tx: tokio::sync::watch::Sender<u64>,
+    repeats: Mutex<Repeats>,
 }
 
 impl Shared {
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn set_failed(&self, err: &AuditError) {
         match self.on_failure {
             OnFailure::Stop => {
@@ -108,89 +182,76 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
-}
 
-#[derive(Debug)]
-enum Ack {
-    Async(tokio::sync::oneshot::Sender<Result<(), AuditError>>),
-    Sync(mpsc::SyncSender<Result<(), AuditError>>),
-}
-
-impl Ack {
-    fn send(self, r: Result<(), AuditError>) {
-        // A receiver that went away no longer cares.
-        match self {
-            Ack::Async(tx) => {
-                let _ = tx.send(r);
-            }
-            Ack::Sync(tx) => {
-                let _ = tx.send(r);
-            }
+    /// Publishes that every receipt up to `last` is handled.
+    fn publish(&self, last: u64) {
+        let mut q = self.queue();
+        q.done = q.done.max(last);
+        if q.waiters > 0 {
+            self.room.notify_all();
         }
+        drop(q);
+        self.done_tx.send_if_modified(|d| {
+            let moved = last > *d;
+            *d = (*d).max(last);
+            moved
+        });
     }
-}
-
-#[derive(Debug)]
-struct Rec {
-    ts: i64,
-    body: Vec<u8>,
-    critical: bool,
-    ack: Option<Ack>,
-}
-
-#[derive(Debug)]
-enum Msg {
-    Record(Rec),
-    /// Write everything queued before it, fdatasync, then ack.
-    Flush(Ack),
-    /// Write `session_end` (counts filled in by the writer) and stop.
-    Close(i64, Box<SessionEnd>, Ack),
-    /// Write everything queued before it and stop (the log was dropped without `close`).
-    Stop,
 }
 
 impl AuditLog {
     /// Opens (or creates, with its directory) the log at `cfg.path` and writes the
     /// `session_start` record before returning, so a log that cannot be written is known
     /// before the session starts. An existing file's chain is continued; a file ending with
-    /// an incomplete line is set aside as described in the module docs. Prints nothing.
+    /// an incomplete line is set aside as described in `docs/audit-schema.md`. Prints
+    /// nothing.
     pub fn open(cfg: AuditConfig, session_start: SessionStart) -> Result<AuditLog, AuditError> {
         let session: Arc<str> = new_session_id().into();
         let mut sink = Sink::new(&cfg, &session)?;
         let mut body = Vec::with_capacity(512);
         Event::SessionStart(session_start).write_body(&mut body);
-        sink.write_batch(&[(now_micros(), &body[..], true)])?;
+        sink.write_batch(&[(now_micros(), &body[..], true)], false)?;
 
         let (failed_tx, _) = tokio::sync::watch::channel(false);
+        let (done_tx, _) = tokio::sync::watch::channel(0);
         let shared = Arc::new(Shared {
             on_failure: cfg.on_failure,
             log_allowed: cfg.log_allowed,
+            always: cfg.fsync == FsyncPolicy::Always,
             failed_flag: AtomicBool::new(false),
             failed: Mutex::new(None),
             failed_tx,
+            failed_from: AtomicU64::new(u64::MAX),
             allowed: AtomicU64::new(0),
             denied: AtomicU64::new(0),
             protocol_errors: AtomicU64::new(0),
+            queue: Mutex::new(Queue::default()),
+            wake: Condvar::new(),
+            room: Condvar::new(),
+            done_tx,
+            repeats: Mutex::new(Repeats::default()),
         });
-        let (tx, rx) = mpsc::sync_channel(QUEUE_DEPTH);
         let thread_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("rootfence-audit".into())
             .spawn(move || {
                 let path = sink.path.clone();
-                let run = std::panic::AssertUnwindSafe(|| sink.run(&rx, &thread_shared));
+                let run = std::panic::AssertUnwindSafe(|| run(sink, &thread_shared));
                 if std::panic::catch_unwind(run).is_err() {
                     // A writer that died must stop the session like a failed write would,
-                    // not leave the relay logging into a closed queue unnoticed.
+                    // and release everyone waiting for it.
                     thread_shared.set_failed(&AuditError::write(
                         &path,
                         io::Error::other("the audit writer thread panicked"),
                     ));
+                    thread_shared.failed_from.store(0, Ordering::Release);
+                    thread_shared.queue().closed = true;
+                    thread_shared.publish(u64::MAX);
                 }
             })
             .map_err(|e| AuditError::open(&cfg.path, e))?;
         Ok(AuditLog {
-            auditor: Auditor { tx, shared },
+            auditor: Auditor { shared },
             thread: Some(thread),
             session,
         })
@@ -211,13 +272,22 @@ impl AuditLog {
     /// Handles used afterwards get [`AuditError::Closed`].
     pub fn close(mut self, end: SessionEnd) -> Result<(), AuditError> {
         let (tx, rx) = mpsc::sync_channel(1);
-        let sent = self
-            .auditor
-            .tx
-            .send(Msg::Close(now_micros(), Box::new(end), Ack::Sync(tx)));
-        let r = match sent {
-            Ok(()) => rx.recv().unwrap_or(Err(AuditError::Closed)),
-            Err(_) => Err(self.auditor.closed_error()),
+        let shared = &self.auditor.shared;
+        let sent = {
+            let mut q = shared.queue();
+            if q.closed {
+                false
+            } else {
+                q.closed = true;
+                q.close = Some((now_micros(), Box::new(end), tx));
+                shared.wake.notify_one();
+                true
+            }
+        };
+        let r = if sent {
+            rx.recv().unwrap_or(Err(AuditError::Closed))
+        } else {
+            Err(self.auditor.closed_error())
         };
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -231,7 +301,12 @@ impl Drop for AuditLog {
         if let Some(t) = self.thread.take() {
             // Write what is queued, then stop; no session_end, so the log shows the session
             // did not end normally.
-            let _ = self.auditor.tx.send(Msg::Stop);
+            {
+                let mut q = self.auditor.shared.queue();
+                q.closed = true;
+                q.stop = true;
+                self.auditor.shared.wake.notify_one();
+            }
             let _ = t.join();
         }
     }
@@ -239,55 +314,243 @@ impl Drop for AuditLog {
 
 impl Auditor {
     /// Queues `event` and returns at once (or when the queue has room again). Cheap: one
-    /// serialization and a channel send, no I/O on the caller's thread.
+    /// serialization into the shared batch, no I/O and, for a record nothing waits for, no
+    /// wake-up of the writer.
     ///
     /// Errors: with `on_failure = "stop"`, once the log has failed every call returns the
-    /// failure; the event types `session_start`, `session_end` and `log_recovered` are
-    /// refused ([`AuditError::Reserved`]). With `on_failure = "continue"`, failures are only
-    /// warned about on stderr.
+    /// failure; the event types the log writes itself (`session_start`, `session_end`,
+    /// `log_recovered`, `log_rewound`, `log_pruned`, `protocol_error_repeated`) are refused
+    /// ([`AuditError::Reserved`]). With `on_failure = "continue"`, failures are only warned
+    /// about on stderr.
     pub fn record(&self, event: Event) -> Result<(), AuditError> {
-        match self.prepare(event)? {
-            Some(rec) => self.send(rec),
-            None => Ok(()),
-        }
+        self.submit(event, false).map(|_| ())
     }
 
-    /// Like [`record`](Self::record), then waits (asynchronously) until the record is
-    /// written and, when the fsync policy covers it, synced. Use it before acting on a
-    /// denial, so the evidence exists before the effect.
-    pub async fn record_durable(&self, event: Event) -> Result<(), AuditError> {
-        let Some(mut rec) = self.prepare(event)? else {
-            return Ok(());
+    /// Like [`record`](Self::record), and returns the record's receipt, to wait for with
+    /// [`durable`](Self::durable) before acting on it. A record the fsync policy syncs for
+    /// (a denial, by default) is written at once; others within [`ALLOW_DELAY`].
+    pub fn submit(&self, event: Event, urgent: bool) -> Result<Receipt, AuditError> {
+        let shared = &*self.shared;
+        match &event {
+            Event::SessionStart(_) => return Err(AuditError::Reserved("session_start")),
+            Event::SessionEnd(_) => return Err(AuditError::Reserved("session_end")),
+            Event::LogRecovered(_) => return Err(AuditError::Reserved("log_recovered")),
+            Event::LogRewound(_) => return Err(AuditError::Reserved("log_rewound")),
+            Event::LogPruned(_) => return Err(AuditError::Reserved("log_pruned")),
+            Event::ProtocolErrorRepeated(_) => {
+                return Err(AuditError::Reserved("protocol_error_repeated"));
+            }
+            _ => {}
+        }
+        if shared.on_failure == OnFailure::Stop
+            && let Some(e) = shared.failed()
+        {
+            return Err(e);
+        }
+        let event = match event {
+            Event::Decision(d) if d.decision == Verdict::Allow => {
+                shared.allowed.fetch_add(1, Ordering::Relaxed);
+                if !shared.log_allowed {
+                    return Ok(Receipt::default());
+                }
+                Event::Decision(d)
+            }
+            Event::Decision(d) => {
+                shared.denied.fetch_add(1, Ordering::Relaxed);
+                Event::Decision(d)
+            }
+            Event::DecisionSummary(s) => {
+                shared.allowed.fetch_add(s.allowed, Ordering::Relaxed);
+                if !shared.log_allowed {
+                    return Ok(Receipt::default());
+                }
+                Event::DecisionSummary(s)
+            }
+            Event::ProtocolError(p) => {
+                shared.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                let admitted = shared
+                    .repeats
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .admit(p, Instant::now());
+                match admitted {
+                    Some(p) => Event::ProtocolError(p),
+                    None => return Ok(Receipt::default()),
+                }
+            }
+            other => other,
         };
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        rec.ack = Some(Ack::Async(tx));
-        self.send(rec)?;
-        let r = rx.await.unwrap_or(Err(AuditError::Closed));
-        self.filter(r)
+        let critical = event.is_critical();
+        self.push(
+            |buf| event.write_body(buf),
+            critical,
+            urgent || critical || shared.always,
+        )
+    }
+
+    /// [`submit`](Self::submit) for a decision whose strings are borrowed: serialized
+    /// straight into the queue, without building an owned [`Decision`](super::Decision).
+    pub fn submit_decision(
+        &self,
+        d: &DecisionRef<'_>,
+        urgent: bool,
+    ) -> Result<Receipt, AuditError> {
+        let shared = &*self.shared;
+        if shared.on_failure == OnFailure::Stop
+            && let Some(e) = shared.failed()
+        {
+            return Err(e);
+        }
+        let critical = d.decision == Verdict::Deny;
+        if critical {
+            shared.denied.fetch_add(1, Ordering::Relaxed);
+        } else {
+            shared.allowed.fetch_add(1, Ordering::Relaxed);
+            if !shared.log_allowed {
+                return Ok(Receipt::NONE);
+            }
+        }
+        self.push(
+            |buf| write_named("decision", d, buf),
+            critical,
+            urgent || critical || shared.always,
+        )
+    }
+
+    fn push(
+        &self,
+        write: impl FnOnce(&mut Vec<u8>),
+        critical: bool,
+        urgent: bool,
+    ) -> Result<Receipt, AuditError> {
+        let shared = &*self.shared;
+        let ts = now_micros();
+        let mut q = shared.queue();
+        loop {
+            if q.closed {
+                drop(q);
+                return Err(self.closed_error());
+            }
+            if q.batch.recs.len() < QUEUE_DEPTH && q.batch.buf.len() < QUEUE_BYTES {
+                break;
+            }
+            q.urgent = true;
+            if q.writer_waiting {
+                q.writer_waiting = false;
+                shared.wake.notify_one();
+            }
+            q.waiters += 1;
+            q = shared.room.wait(q).unwrap_or_else(|p| p.into_inner());
+            q.waiters -= 1;
+        }
+        write(&mut q.batch.buf);
+        let end = q.batch.buf.len();
+        q.batch.recs.push((ts, end, critical));
+        q.last += 1;
+        let receipt = Receipt(q.last);
+        let full = q.batch.recs.len() >= QUEUE_DEPTH / 2 || end >= QUEUE_BYTES / 2;
+        // Wake the writer only when this record changes when it must write: the first
+        // record of a batch starts the delay, an urgent one ends it. Everything else rides
+        // along, so an allowed decision costs no system call here.
+        let wake = if urgent || full {
+            !std::mem::replace(&mut q.urgent, true)
+        } else if q.oldest.is_none() {
+            q.oldest = Some(Instant::now());
+            true
+        } else {
+            false
+        };
+        if wake && q.writer_waiting {
+            q.writer_waiting = false;
+            shared.wake.notify_one();
+        }
+        Ok(receipt)
+    }
+
+    /// Counts `n` allowed decisions that are not logged (`log_allowed = false`), for
+    /// `session_end`, without building their records.
+    pub fn note_allowed(&self, n: u64) {
+        self.shared.allowed.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Resolves once the record with this receipt is written and, when the fsync policy
+    /// covers it, synced; or with the failure that prevented it (`on_failure = "stop"`).
+    pub async fn durable(&self, receipt: Receipt) -> Result<(), AuditError> {
+        if receipt.is_none() {
+            return Ok(());
+        }
+        if *self.shared.done_tx.borrow() < receipt.0 {
+            let mut rx = self.shared.done_tx.subscribe();
+            // The sender lives in `shared`, which we hold: this only returns once done.
+            let _ = rx.wait_for(|&d| d >= receipt.0).await;
+        }
+        self.outcome(receipt)
+    }
+
+    /// Whether the record with this receipt is already durable (or failed).
+    pub fn is_durable(&self, receipt: Receipt) -> bool {
+        *self.shared.done_tx.borrow() >= receipt.0
+    }
+
+    /// [`durable`](Self::durable) for synchronous code (blocks the thread; never call it
+    /// from inside an async task).
+    pub fn durable_blocking(&self, receipt: Receipt) -> Result<(), AuditError> {
+        if receipt.is_none() {
+            return Ok(());
+        }
+        let mut q = self.shared.queue();
+        while q.done < receipt.0 {
+            q.waiters += 1;
+            q = self.shared.room.wait(q).unwrap_or_else(|p| p.into_inner());
+            q.waiters -= 1;
+        }
+        drop(q);
+        self.outcome(receipt)
+    }
+
+    fn outcome(&self, receipt: Receipt) -> Result<(), AuditError> {
+        if receipt.0 < self.shared.failed_from.load(Ordering::Acquire)
+            || self.shared.on_failure == OnFailure::Continue
+        {
+            return Ok(());
+        }
+        Err(self.shared.failed().unwrap_or(AuditError::Closed))
+    }
+
+    /// Records `event`, then waits (asynchronously) until it is written and, when the fsync
+    /// policy covers it, synced. Use it before acting on a denial, so the evidence exists
+    /// before the effect.
+    pub async fn record_durable(&self, event: Event) -> Result<(), AuditError> {
+        let receipt = self.submit(event, true)?;
+        self.durable(receipt).await
     }
 
     /// [`record_durable`](Self::record_durable) for synchronous code (blocks the thread;
     /// never call it from inside an async task).
     pub fn record_blocking(&self, event: Event) -> Result<(), AuditError> {
-        let Some(mut rec) = self.prepare(event)? else {
-            return Ok(());
-        };
-        let (tx, rx) = mpsc::sync_channel(1);
-        rec.ack = Some(Ack::Sync(tx));
-        self.send(rec)?;
-        let r = rx.recv().unwrap_or(Err(AuditError::Closed));
-        self.filter(r)
+        let receipt = self.submit(event, true)?;
+        self.durable_blocking(receipt)
     }
 
     /// Waits until everything queued so far is written, then fdatasyncs, whatever the
     /// policy.
     pub async fn flush(&self) -> Result<(), AuditError> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.tx
-            .send(Msg::Flush(Ack::Async(tx)))
-            .map_err(|_| self.closed_error())?;
-        let r = rx.await.unwrap_or(Err(AuditError::Closed));
-        self.filter(r)
+        let receipt = {
+            let mut q = self.shared.queue();
+            if q.closed {
+                drop(q);
+                return Err(self.closed_error());
+            }
+            q.sync = true;
+            q.urgent = true;
+            q.last += 1;
+            if q.writer_waiting {
+                q.writer_waiting = false;
+                self.shared.wake.notify_one();
+            }
+            Receipt(q.last)
+        };
+        self.durable(receipt).await
     }
 
     /// The failure that stopped the log, if any (always `None` with
@@ -305,61 +568,163 @@ impl Auditor {
         self.failed().unwrap_or(AuditError::Closed)
     }
 
-    fn prepare(&self, event: Event) -> Result<Option<Rec>, AuditError> {
-        match &event {
-            Event::SessionStart(_) => return Err(AuditError::Reserved("session_start")),
-            Event::SessionEnd(_) => return Err(AuditError::Reserved("session_end")),
-            Event::LogRecovered(_) => return Err(AuditError::Reserved("log_recovered")),
-            Event::LogRewound(_) => return Err(AuditError::Reserved("log_rewound")),
-            _ => {}
-        }
-        if self.shared.on_failure == OnFailure::Stop
-            && let Some(e) = self.shared.failed()
-        {
-            return Err(e);
-        }
-        match &event {
-            Event::Decision(d) if d.decision == Verdict::Allow => {
-                self.shared.allowed.fetch_add(1, Ordering::Relaxed);
-                if !self.shared.log_allowed {
-                    return Ok(None);
-                }
-            }
-            Event::Decision(_) => {
-                self.shared.denied.fetch_add(1, Ordering::Relaxed);
-            }
-            Event::ProtocolError(_) => {
-                self.shared.protocol_errors.fetch_add(1, Ordering::Relaxed);
-            }
-            _ => {}
-        }
-        let ts = now_micros();
-        let mut body = Vec::with_capacity(320);
-        event.write_body(&mut body);
-        Ok(Some(Rec {
-            ts,
-            body,
-            critical: event.is_critical(),
-            ack: None,
-        }))
-    }
-
-    fn send(&self, rec: Rec) -> Result<(), AuditError> {
-        self.tx
-            .send(Msg::Record(rec))
-            .map_err(|_| self.closed_error())
-    }
-
-    fn filter(&self, r: Result<(), AuditError>) -> Result<(), AuditError> {
-        match (r, self.shared.on_failure) {
-            (Err(AuditError::Closed), _) => Err(self.closed_error()),
-            (Err(_), OnFailure::Continue) => Ok(()),
-            (r, _) => r,
-        }
-    }
-
     fn closed_error(&self) -> AuditError {
         self.shared.failed().unwrap_or(AuditError::Closed)
+    }
+}
+
+/// What the writer takes from the queue in one go.
+struct Taken {
+    last: u64,
+    sync: bool,
+    close: Option<CloseRequest>,
+    stop: bool,
+}
+
+/// The writer thread: waits for work, takes the whole queue, writes it as one batch.
+fn run(mut sink: Sink, shared: &Shared) {
+    let mut spare = Batch::default();
+    let mut failing = false;
+    let mut handled: u64 = 0;
+    loop {
+        let taken = take(shared, &sink, &mut spare);
+        let closing = taken.close.is_some() || taken.stop;
+        let repeated = shared
+            .repeats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .due(Instant::now(), closing);
+        let mut extra = Vec::with_capacity(repeated.len());
+        for r in repeated {
+            let mut body = Vec::with_capacity(320);
+            Event::ProtocolErrorRepeated(r).write_body(&mut body);
+            extra.push((now_micros(), body));
+        }
+        let mut items: Vec<Item<'_>> = Vec::with_capacity(spare.recs.len() + extra.len());
+        let mut start = 0;
+        for &(ts, end, critical) in &spare.recs {
+            items.push((ts, &spare.buf[start..end], critical));
+            start = end;
+        }
+        items.extend(extra.iter().map(|(ts, b)| (*ts, &b[..], false)));
+        let r = if items.is_empty() && !taken.sync {
+            Ok(())
+        } else {
+            sink.write_batch(&items, taken.sync)
+        };
+        drop(items);
+        let r = r.and_then(|()| sync_if_due(&mut sink));
+        match &r {
+            Ok(()) => failing = false,
+            Err(e) => {
+                shared.failed_from.fetch_min(handled + 1, Ordering::AcqRel);
+                if !failing || shared.on_failure == OnFailure::Stop {
+                    shared.set_failed(e);
+                }
+                failing = true;
+            }
+        }
+        handled = taken.last;
+        shared.publish(taken.last);
+        spare.clear();
+        if let Some((ts, mut end, reply)) = taken.close {
+            end.counts.allowed = shared.allowed.load(Ordering::Relaxed);
+            end.counts.denied = shared.denied.load(Ordering::Relaxed);
+            end.counts.protocol_errors = shared.protocol_errors.load(Ordering::Relaxed);
+            end.counts.records = sink.session_records + 1;
+            let mut body = Vec::with_capacity(256);
+            Event::SessionEnd(*end).write_body(&mut body);
+            let r2 = sink.write_batch(&[(ts, &body[..], true)], false);
+            if let Err(e) = &r2 {
+                shared.set_failed(e);
+            }
+            finish(&mut sink, shared, handled);
+            let _ = reply.send(r.and(r2));
+            return;
+        }
+        if taken.stop {
+            finish(&mut sink, shared, handled);
+            return;
+        }
+    }
+}
+
+/// Whatever was written is synced before the thread ends, unless told never to; nobody may
+/// be left waiting.
+fn finish(sink: &mut Sink, shared: &Shared, handled: u64) {
+    if sink.dirty_since.is_some() {
+        let _ = sink.sync();
+    }
+    shared.queue().closed = true;
+    shared.publish(handled);
+}
+
+/// Syncs when the interval policy's time has come. A failed sync is tried again an interval
+/// later (not at once: the writer would spin).
+fn sync_if_due(sink: &mut Sink) -> Result<(), AuditError> {
+    if let (FsyncPolicy::Interval(d), Some(since)) = (sink.fsync(), sink.dirty_since)
+        && since.elapsed() >= d
+    {
+        let r = sink.sync();
+        if r.is_err() {
+            sink.dirty_since = Some(Instant::now());
+        }
+        return r;
+    }
+    Ok(())
+}
+
+/// Waits until there is something to write (or a deadline: the delay of the oldest record,
+/// the interval fsync, the end of a repeated-error interval), then takes the whole queue
+/// into `into` (which must be empty) and gives the queue its buffers back.
+fn take(shared: &Shared, sink: &Sink, into: &mut Batch) -> Taken {
+    let mut q = shared.queue();
+    loop {
+        if q.urgent || q.sync || q.close.is_some() || q.stop {
+            break;
+        }
+        let now = Instant::now();
+        let sync_at = match (sink.fsync(), sink.dirty_since) {
+            (FsyncPolicy::Interval(d), Some(since)) => Some(since + d),
+            _ => None,
+        };
+        let repeats_at = shared
+            .repeats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .next_deadline();
+        let deadline = [q.oldest.map(|o| o + ALLOW_DELAY), sync_at, repeats_at]
+            .into_iter()
+            .flatten()
+            .min();
+        q.writer_waiting = true;
+        q = match deadline {
+            Some(d) if d <= now => {
+                q.writer_waiting = false;
+                break;
+            }
+            Some(d) => {
+                shared
+                    .wake
+                    .wait_timeout(q, d - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            }
+            None => shared.wake.wait(q).unwrap_or_else(|p| p.into_inner()),
+        };
+        q.writer_waiting = false;
+    }
+    std::mem::swap(&mut q.batch, into);
+    q.urgent = false;
+    q.oldest = None;
+    if q.waiters > 0 {
+        shared.room.notify_all();
+    }
+    Taken {
+        last: q.last,
+        sync: std::mem::take(&mut q.sync),
+        close: q.close.take(),
+        stop: q.stop,
     }
 }
 
@@ -388,585 +753,6 @@ fn new_session_id() -> String {
     chain::hex(&h)[..32].to_owned()
 }
 
-/// The chain head as this writer last saw it, and which file it describes.
-#[derive(Debug, Clone, Copy)]
-struct Head {
-    seq: u64,
-    hash: Hash,
-    dev: u64,
-    ino: u64,
-    size: u64,
-}
-
-/// The writer thread's state.
-#[derive(Debug)]
-struct Sink {
-    path: PathBuf,
-    dir: PathBuf,
-    name: String,
-    fsync: FsyncPolicy,
-    rotate_bytes: Option<u64>,
-    session: Arc<str>,
-    lock: Option<File>,
-    file: Option<File>,
-    head: Option<Head>,
-    recovered: Option<LogRecovered>,
-    rewound: Option<LogRewound>,
-    line: Vec<u8>,
-    /// When a write not yet synced happened (interval policy).
-    dirty_since: Option<Instant>,
-    session_records: u64,
-    /// A failure has been reported and no write has succeeded since (warn once per streak).
-    failing: bool,
-}
-
-impl Sink {
-    fn new(cfg: &AuditConfig, session: &Arc<str>) -> Result<Sink, AuditError> {
-        let path = cfg.path.clone();
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .filter(|n| !n.is_empty())
-            .ok_or_else(|| {
-                AuditError::open(
-                    &path,
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "the audit log path must end with a UTF-8 file name",
-                    ),
-                )
-            })?
-            .to_owned();
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|e| AuditError::open(&dir, e))?;
-        let lock_path = dir.join(format!(".{name}.lock"));
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&lock_path)
-            .map_err(|e| AuditError::open(&lock_path, e))?;
-        Ok(Sink {
-            path,
-            dir,
-            name,
-            fsync: cfg.fsync,
-            rotate_bytes: cfg.rotate_bytes,
-            session: Arc::clone(session),
-            lock: Some(lock),
-            file: None,
-            head: None,
-            recovered: None,
-            rewound: None,
-            line: Vec::with_capacity(1024),
-            dirty_since: None,
-            session_records: 0,
-            failing: false,
-        })
-    }
-
-    /// The writer thread.
-    fn run(mut self, rx: &Receiver<Msg>, shared: &Shared) {
-        let mut batch: Vec<Msg> = Vec::with_capacity(BATCH_MAX);
-        loop {
-            let first = match (self.fsync, self.dirty_since) {
-                (FsyncPolicy::Interval(d), Some(since)) => {
-                    match rx.recv_timeout(d.saturating_sub(since.elapsed())) {
-                        Ok(m) => m,
-                        Err(RecvTimeoutError::Timeout) => {
-                            self.sync_if_due(shared);
-                            continue;
-                        }
-                        Err(RecvTimeoutError::Disconnected) => break,
-                    }
-                }
-                _ => match rx.recv() {
-                    Ok(m) => m,
-                    Err(_) => break,
-                },
-            };
-            batch.push(first);
-            while batch.len() < BATCH_MAX {
-                match rx.try_recv() {
-                    Ok(m) => batch.push(m),
-                    Err(_) => break,
-                }
-            }
-            let mut recs: Vec<Rec> = Vec::with_capacity(batch.len());
-            let mut stop = false;
-            for msg in batch.drain(..) {
-                match msg {
-                    Msg::Record(r) => recs.push(r),
-                    Msg::Flush(ack) => {
-                        let r = self.flush_recs(&mut recs, shared);
-                        ack.send(r.and_then(|()| self.sync(shared)));
-                    }
-                    Msg::Close(ts, mut end, ack) => {
-                        let r = self.flush_recs(&mut recs, shared);
-                        end.counts.allowed = shared.allowed.load(Ordering::Relaxed);
-                        end.counts.denied = shared.denied.load(Ordering::Relaxed);
-                        end.counts.protocol_errors = shared.protocol_errors.load(Ordering::Relaxed);
-                        end.counts.records = self.session_records + 1;
-                        let mut body = Vec::with_capacity(256);
-                        Event::SessionEnd(*end).write_body(&mut body);
-                        recs.push(Rec {
-                            ts,
-                            body,
-                            critical: true,
-                            ack: None,
-                        });
-                        let r2 = self.flush_recs(&mut recs, shared);
-                        ack.send(r.and(r2));
-                        stop = true;
-                        break;
-                    }
-                    Msg::Stop => {
-                        stop = true;
-                        break;
-                    }
-                }
-            }
-            let _ = self.flush_recs(&mut recs, shared);
-            if stop {
-                break;
-            }
-        }
-        // Whatever was written is synced before the thread ends, unless told never to.
-        if self.dirty_since.is_some() && self.fsync != FsyncPolicy::Never {
-            let _ = self.sync(shared);
-        }
-    }
-
-    /// Writes `recs` (draining it) under one lock and acks each.
-    fn flush_recs(&mut self, recs: &mut Vec<Rec>, shared: &Shared) -> Result<(), AuditError> {
-        if recs.is_empty() {
-            return Ok(());
-        }
-        let items: Vec<(i64, &[u8], bool)> = recs
-            .iter()
-            .map(|r| (r.ts, &r.body[..], r.critical))
-            .collect();
-        let r = self.write_batch(&items);
-        match &r {
-            Ok(()) => self.failing = false,
-            Err(e) => {
-                if !self.failing || shared.on_failure == OnFailure::Stop {
-                    shared.set_failed(e);
-                }
-                self.failing = true;
-            }
-        }
-        for rec in recs.drain(..) {
-            if let Some(ack) = rec.ack {
-                ack.send(r.clone());
-            }
-        }
-        r
-    }
-
-    fn sync(&mut self, _shared: &Shared) -> Result<(), AuditError> {
-        if let Some(f) = &self.file {
-            f.sync_data()
-                .map_err(|e| AuditError::write(&self.path, e))?;
-        }
-        self.dirty_since = None;
-        Ok(())
-    }
-
-    fn sync_if_due(&mut self, shared: &Shared) {
-        if let (FsyncPolicy::Interval(d), Some(since)) = (self.fsync, self.dirty_since)
-            && since.elapsed() >= d
-            && let Err(e) = self.sync(shared)
-        {
-            shared.set_failed(&e);
-        }
-    }
-
-    /// Appends records under the lock: `(ts, body, critical)` each.
-    fn write_batch(&mut self, items: &[(i64, &[u8], bool)]) -> Result<(), AuditError> {
-        let lock = self.lock.take().ok_or(AuditError::Closed)?;
-        let locked = match Flock::lock(lock, FlockArg::LockExclusive) {
-            Ok(l) => l,
-            Err((lock, errno)) => {
-                self.lock = Some(lock);
-                return Err(AuditError::write(&self.path, io::Error::from(errno)));
-            }
-        };
-        let r = self.write_locked(items);
-        if r.is_err() {
-            // Re-read the file's state next time: the failed write may have left a torn line.
-            self.head = None;
-        }
-        // Unlocking only fails on a bad descriptor; dropping the Flock unlocks too.
-        self.lock = Some(match locked.unlock() {
-            Ok(f) => f,
-            Err((l, _)) => {
-                drop(l);
-                return r.and(Err(AuditError::Closed));
-            }
-        });
-        r
-    }
-
-    fn write_locked(&mut self, items: &[(i64, &[u8], bool)]) -> Result<(), AuditError> {
-        self.ensure_head()?;
-        let mut critical = false;
-        if let Some(rec) = self.recovered.clone() {
-            let mut body = Vec::with_capacity(256);
-            Event::LogRecovered(rec).write_body(&mut body);
-            self.append(now_micros(), &body)?;
-            self.recovered = None;
-            critical = true;
-        }
-        if let Some(rew) = self.rewound.clone() {
-            let mut body = Vec::with_capacity(256);
-            Event::LogRewound(rew).write_body(&mut body);
-            self.append(now_micros(), &body)?;
-            self.rewound = None;
-            critical = true;
-        }
-        for &(ts, body, crit) in items {
-            self.append(ts, body)?;
-            critical |= crit;
-        }
-        let must_sync = match self.fsync {
-            FsyncPolicy::Always => true,
-            FsyncPolicy::Denials => critical,
-            FsyncPolicy::Interval(d) => {
-                let since = *self.dirty_since.get_or_insert_with(Instant::now);
-                since.elapsed() >= d
-            }
-            FsyncPolicy::Never => false,
-        };
-        if must_sync {
-            if let Some(f) = &self.file {
-                f.sync_data()
-                    .map_err(|e| AuditError::write(&self.path, e))?;
-            }
-            self.dirty_since = None;
-        } else if self.fsync != FsyncPolicy::Never {
-            self.dirty_since.get_or_insert_with(Instant::now);
-        }
-        Ok(())
-    }
-
-    /// Appends one record with one `write()`, rotating first if it would overflow.
-    fn append(&mut self, ts: i64, body: &[u8]) -> Result<(), AuditError> {
-        let head = self.head.ok_or(AuditError::Closed)?;
-        chain::build_line(
-            head.seq + 1,
-            ts,
-            &self.session,
-            &head.hash,
-            body,
-            &mut self.line,
-        );
-        let len = self.line.len() as u64;
-        if let Some(max) = self.rotate_bytes
-            && head.size > 0
-            && head.size + len > max
-        {
-            self.rotate()?;
-        }
-        let file = self.file.as_mut().ok_or(AuditError::Closed)?;
-        // One write() in every case but a failing one: a short write only happens when the
-        // disk is full or a limit is hit, and then the retry inside write_all reports it.
-        file.write_all(&self.line)
-            .map_err(|e| AuditError::write(&self.path, e))?;
-        let head = self.head.as_mut().ok_or(AuditError::Closed)?;
-        head.seq += 1;
-        head.hash = chain::sha256(&self.line[..self.line.len() - 1]);
-        head.size += len;
-        self.session_records += 1;
-        Ok(())
-    }
-
-    /// Makes `file` and `head` describe the log as it is now.
-    fn ensure_head(&mut self) -> Result<(), AuditError> {
-        if let (Some(file), Some(head)) = (&self.file, &self.head) {
-            let fm = file.metadata();
-            let pm = std::fs::metadata(&self.path);
-            if let (Ok(fm), Ok(pm)) = (fm, pm)
-                && fm.dev() == pm.dev()
-                && fm.ino() == pm.ino()
-                && fm.ino() == head.ino
-                && fm.len() == head.size
-            {
-                return Ok(());
-            }
-        }
-        self.reload()
-    }
-
-    /// Reads the chain head from disk (under the lock), setting aside a torn active file.
-    fn reload(&mut self) -> Result<(), AuditError> {
-        self.file = None;
-        // What this writer last knew; None after a failed write, when it knows nothing.
-        let before = self.head.take();
-        let mut file = self.open_active()?;
-        let size = file.metadata().map_err(|e| self.open_err(e))?.len();
-        let mut head: Option<(u64, Hash)> = None;
-        if size > 0 {
-            let tail = read_tail(&file, size).map_err(|e| self.open_err(e))?;
-            match tail.torn {
-                None => {
-                    let line = tail.last_line.unwrap_or_default();
-                    head = Some(head_from_line(&line, &self.path)?);
-                }
-                Some((offset, len, sha256)) => {
-                    // Evidence is never edited: the damaged file becomes a rotated file,
-                    // and the next record says so.
-                    let aside = self.set_aside()?;
-                    self.recovered = Some(LogRecovered {
-                        file: file_name(&aside),
-                        offset,
-                        len,
-                        sha256,
-                    });
-                    if let Some(line) = tail.last_line {
-                        head = Some(head_from_line(&line, &aside)?);
-                    }
-                    file = self.open_active()?;
-                }
-            }
-        }
-        if head.is_none() {
-            // An empty (or just set aside) active file continues the newest rotated file.
-            let mut newest = true;
-            for p in self.rotated_newest_first()? {
-                let f = File::open(&p).map_err(|e| AuditError::open(&p, e))?;
-                let size = f.metadata().map_err(|e| AuditError::open(&p, e))?.len();
-                let tail = read_tail(&f, size).map_err(|e| AuditError::open(&p, e))?;
-                if std::mem::take(&mut newest)
-                    && self.recovered.is_none()
-                    && let Some((offset, len, sha256)) = tail.torn
-                {
-                    // Crashed after setting this file aside, before saying so.
-                    self.recovered = Some(LogRecovered {
-                        file: file_name(&p),
-                        offset,
-                        len,
-                        sha256,
-                    });
-                }
-                if let Some(line) = tail.last_line {
-                    head = Some(head_from_line(&line, &p)?);
-                    break;
-                }
-            }
-        }
-        let (seq, hash) = head.unwrap_or((0, GENESIS));
-        // The chain only grows (other writers append, rotation and recovery keep the head).
-        // A head behind ours means records were removed while we had the log open.
-        if let Some(b) = before
-            && (seq < b.seq || (seq == b.seq && hash != b.hash))
-        {
-            self.rewound = Some(LogRewound {
-                expected_seq: b.seq,
-                expected_hash: chain::hex(&b.hash),
-                found_seq: seq,
-            });
-        }
-        let m = file.metadata().map_err(|e| self.open_err(e))?;
-        self.head = Some(Head {
-            seq,
-            hash,
-            dev: m.dev(),
-            ino: m.ino(),
-            size: m.len(),
-        });
-        self.file = Some(file);
-        Ok(())
-    }
-
-    fn open_err(&self, e: io::Error) -> AuditError {
-        AuditError::open(&self.path, e)
-    }
-
-    fn open_active(&self) -> Result<File, AuditError> {
-        OpenOptions::new()
-            .append(true)
-            .read(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(&self.path)
-            .map_err(|e| self.open_err(e))
-    }
-
-    /// Rotates the full active file (under the lock) and opens a new one.
-    fn rotate(&mut self) -> Result<(), AuditError> {
-        if let Some(f) = &self.file
-            && self.fsync != FsyncPolicy::Never
-        {
-            f.sync_data()
-                .map_err(|e| AuditError::write(&self.path, e))?;
-        }
-        self.set_aside()?;
-        let file = self.open_active()?;
-        let m = file.metadata().map_err(|e| self.open_err(e))?;
-        if let Some(h) = self.head.as_mut() {
-            h.dev = m.dev();
-            h.ino = m.ino();
-            h.size = m.len();
-        }
-        self.file = Some(file);
-        Ok(())
-    }
-
-    /// Renames the active file to the next rotated name, never replacing a file.
-    fn set_aside(&mut self) -> Result<PathBuf, AuditError> {
-        let next = self
-            .rotated_newest_first()?
-            .first()
-            .and_then(|p| rotation_number(&self.name, &file_name(p)))
-            .unwrap_or(0)
-            + 1;
-        let target = self.dir.join(format!("{}.{next:06}", self.name));
-        rename_noreplace(&self.path, &target).map_err(|e| AuditError::write(&self.path, e))?;
-        self.file = None;
-        if self.fsync != FsyncPolicy::Never {
-            // Make the rename itself durable; a failure here is not worth stopping for.
-            let _ = File::open(&self.dir).and_then(|d| d.sync_all());
-        }
-        Ok(target)
-    }
-
-    fn rotated_newest_first(&self) -> Result<Vec<PathBuf>, AuditError> {
-        let rd = std::fs::read_dir(&self.dir).map_err(|e| AuditError::open(&self.dir, e))?;
-        let mut found: Vec<(u64, PathBuf)> = Vec::new();
-        for ent in rd {
-            let ent = ent.map_err(|e| AuditError::open(&self.dir, e))?;
-            if let Some(n) = ent
-                .file_name()
-                .to_str()
-                .and_then(|s| rotation_number(&self.name, s))
-            {
-                found.push((n, ent.path()));
-            }
-        }
-        found.sort_by_key(|f| std::cmp::Reverse(f.0));
-        Ok(found.into_iter().map(|(_, p)| p).collect())
-    }
-}
-
-/// `Some(n)` when `file` is `<base>.<digits>`.
-pub(crate) fn rotation_number(base: &str, file: &str) -> Option<u64> {
-    let digits = file.strip_prefix(base)?.strip_prefix('.')?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
-fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-fn head_from_line(line: &[u8], path: &Path) -> Result<(u64, Hash), AuditError> {
-    match chain::parse_envelope(line) {
-        Ok(env) => Ok((env.seq, chain::sha256(line))),
-        Err(why) => Err(AuditError::Corrupt {
-            path: path.to_path_buf(),
-            detail: format!("its last line is not an audit record ({why})"),
-        }),
-    }
-}
-
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
-    match renameat2(AT_FDCWD, from, AT_FDCWD, to, RenameFlags::RENAME_NOREPLACE) {
-        Ok(()) => Ok(()),
-        // File systems without RENAME_NOREPLACE: we hold the lock, so check-then-rename
-        // only races with something that is not rootfence.
-        Err(nix::errno::Errno::EINVAL) => rename_checked(from, to),
-        Err(e) => Err(e.into()),
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    rename_checked(from, to)
-}
-
-fn rename_checked(from: &Path, to: &Path) -> io::Result<()> {
-    if std::fs::symlink_metadata(to).is_ok() {
-        return Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            format!("{} already exists", to.display()),
-        ));
-    }
-    std::fs::rename(from, to)
-}
-
-/// The end of a log file.
-#[derive(Debug, Default)]
-struct Tail {
-    /// The last complete line, without its `\n`.
-    last_line: Option<Vec<u8>>,
-    /// Bytes after the last `\n`: offset, length, SHA-256 hex.
-    torn: Option<(u64, u64, String)>,
-}
-
-const TAIL_CHUNK: u64 = 64 * 1024;
-
-fn read_tail(f: &File, size: u64) -> io::Result<Tail> {
-    let mut t = Tail::default();
-    if size == 0 {
-        return Ok(t);
-    }
-    let last_nl = rfind_newline(f, size)?;
-    let complete_end = last_nl.map_or(0, |p| p + 1);
-    if complete_end < size {
-        let mut h = Sha256::new();
-        let mut off = complete_end;
-        let mut buf = vec![0u8; TAIL_CHUNK as usize];
-        while off < size {
-            let n = (size - off).min(TAIL_CHUNK) as usize;
-            f.read_exact_at(&mut buf[..n], off)?;
-            h.update(&buf[..n]);
-            off += n as u64;
-        }
-        let digest: Hash = h.finalize().into();
-        t.torn = Some((complete_end, size - complete_end, chain::hex(&digest)));
-    }
-    if let Some(p) = last_nl {
-        let start = rfind_newline(f, p)?.map_or(0, |q| q + 1);
-        let mut line = vec![0u8; (p - start) as usize];
-        f.read_exact_at(&mut line, start)?;
-        t.last_line = Some(line);
-    }
-    Ok(t)
-}
-
-/// Offset of the last `\n` before `before`.
-fn rfind_newline(f: &File, before: u64) -> io::Result<Option<u64>> {
-    let mut end = before;
-    let mut buf = vec![0u8; TAIL_CHUNK as usize];
-    while end > 0 {
-        let start = end.saturating_sub(TAIL_CHUNK);
-        let n = (end - start) as usize;
-        f.read_exact_at(&mut buf[..n], start)?;
-        if let Some(i) = memchr::memrchr(b'\n', &buf[..n]) {
-            return Ok(Some(start + i as u64));
-        }
-        end = start;
-    }
-    Ok(None)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -977,53 +763,6 @@ mod tests {
         assert_send_sync_clone::<Auditor>();
         fn assert_send<T: Send>() {}
         assert_send::<AuditLog>();
-    }
-
-    #[test]
-    fn rotation_numbers() {
-        let cases = [
-            ("audit.jsonl.000001", Some(1)),
-            ("audit.jsonl.12", Some(12)),
-            ("audit.jsonl", None),
-            ("audit.jsonl.", None),
-            ("audit.jsonl.1a", None),
-            ("audit.jsonl.lock", None),
-            (".audit.jsonl.lock", None),
-            ("xaudit.jsonl.3", None),
-        ];
-        for (f, want) in cases {
-            assert_eq!(rotation_number("audit.jsonl", f), want, "{f}");
-        }
-    }
-
-    #[test]
-    fn tail_finds_last_line_and_torn_bytes() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("f");
-        type Case<'a> = (&'a [u8], Option<&'a [u8]>, Option<(u64, u64)>);
-        let cases: &[Case] = &[
-            (b"", None, None),
-            (b"a\n", Some(b"a"), None),
-            (b"a\nbc\n", Some(b"bc"), None),
-            (b"a\nbc\nde", Some(b"bc"), Some((5, 2))),
-            (b"torn", None, Some((0, 4))),
-            (b"\n", Some(b""), None),
-        ];
-        for (content, line, torn) in cases {
-            std::fs::write(&p, content).unwrap();
-            let f = File::open(&p).unwrap();
-            let t = read_tail(&f, content.len() as u64).unwrap();
-            assert_eq!(t.last_line.as_deref(), *line, "{content:?}");
-            assert_eq!(t.torn.as_ref().map(|t| (t.0, t.1)), *torn, "{content:?}");
-        }
-        // A last line longer than one read chunk.
-        let long = vec![b'x'; 3 * TAIL_CHUNK as usize + 5];
-        let mut content = b"first\n".to_vec();
-        content.extend_from_slice(&long);
-        content.push(b'\n');
-        std::fs::write(&p, &content).unwrap();
-        let t = read_tail(&File::open(&p).unwrap(), content.len() as u64).unwrap();
-        assert_eq!(t.last_line.unwrap(), long);
     }
 
     #[test]

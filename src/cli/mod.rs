@@ -25,3 +25,12 @@ pub fn init_diagnostics(level: &str) {
         .with_target(false)
         .init();
 }
+
+/// Whether an error is a write to a stdout whose reader has gone (EPIPE): every command's
+/// output is written with `?`, so a closed pipe ends it here instead of in a panic.
+pub fn broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -10,15 +10,13 @@
 //! (a URI that does not parse is denied, as `run` denies it), 2 = the policy or a `--root`
 //! could not be read; `show` 0, or 1 on policy errors.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use rootfence::policy::{
-    Decision, HardlinkStance, Mode, Policy, PolicyErrors, Provenance,
-    SymlinkStance as PolicySymlinks,
-};
-use rootfence::roots::{CheckOptions, RootErrorKind, RootSet, RootSpec, SymlinkStance, Verdict};
+use rootfence::policy::{Decision, Mode, Policy, PolicyErrors, Provenance};
+use rootfence::roots::{CheckOptions, RootErrorKind, RootSet, RootSpec, Verdict};
 use rootfence::uri::{FileUri, Reason as UriReason, scheme_of};
 use serde_json::json;
 
@@ -89,12 +87,47 @@ pub fn run(cmd: PolicyCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The policy stack every command loads (`Policy::load`: the built-in default under the
+/// files given, unless the first says `base = "none"`), with the warnings of
+/// [`warn_dropped`] on stderr.
 fn load(policies: &[PathBuf]) -> Result<Policy, PolicyErrors> {
-    if policies.is_empty() {
-        Ok(Policy::builtin_default())
-    } else {
-        Policy::load(policies)
+    let policy = Policy::load(policies)?;
+    warn_dropped(&policy);
+    Ok(policy)
+}
+
+/// Warns loudly (stderr) when a policy opted out of the built-in default and so lacks some
+/// of its protections; used by every command that loads a policy.
+pub(crate) fn warn_dropped(policy: &Policy) {
+    let dropped = policy.dropped_protections();
+    if dropped.is_empty() {
+        return;
     }
+    let why = match policy.opted_out() {
+        Some(p) => format!(
+            "{} opts out of the built-in default with `base = \"none\"`",
+            p.file.as_deref().map_or_else(
+                || "the policy".to_string(),
+                |f| match p.line {
+                    Some(l) => format!("{f}:{l}"),
+                    None => f.to_string(),
+                }
+            )
+        ),
+        None => "the policy is not stacked on the built-in default".to_string(),
+    };
+    eprintln!(
+        "rootfence: WARNING: {why} and drops {} of its protections:",
+        dropped.len()
+    );
+    for d in dropped {
+        eprintln!("rootfence: WARNING:   - {d}");
+    }
+    eprintln!(
+        "rootfence: WARNING: hint: remove `base = \"none\"` to keep them (your file then \
+         stacks on the default and may only narrow it), or copy them from \
+         `rootfence policy show --policy builtin:default`"
+    );
 }
 
 fn check(files: &[PathBuf], each: bool) -> anyhow::Result<ExitCode> {
@@ -103,17 +136,28 @@ fn check(files: &[PathBuf], each: bool) -> anyhow::Result<ExitCode> {
     } else {
         vec![files]
     };
+    let mut out = std::io::stdout().lock();
     let mut failed = false;
     for group in groups {
         let names: Vec<String> = group.iter().map(|p| p.display().to_string()).collect();
         match Policy::load(group) {
-            Ok(_) => println!("ok: {}", names.join(" + ")),
+            Ok(policy) => {
+                let base = policy
+                    .layers()
+                    .iter()
+                    .find(|l| l.base)
+                    .map(|l| format!(" (stacked on {})", l.name))
+                    .unwrap_or_default();
+                warn_dropped(&policy);
+                writeln!(out, "ok: {}{base}", names.join(" + "))?;
+            }
             Err(errs) => {
                 failed = true;
                 eprintln!("{errs}");
             }
         }
     }
+    out.flush()?;
     Ok(if failed {
         ExitCode::from(1)
     } else {
@@ -129,11 +173,17 @@ fn show(policies: &[PathBuf], as_json: bool) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
+    let mut out = std::io::stdout().lock();
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&policy.show_json())?);
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&policy.show_json())?
+        )?;
     } else {
-        print!("{}", policy.show_text());
+        write!(out, "{}", policy.show_text())?;
     }
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -234,16 +284,10 @@ fn location(p: &Provenance) -> String {
     }
 }
 
-/// The root-check options `run` derives from the policy's `[roots]` stances.
+/// The root-check options `run` derives from the policy's `[roots]` stances (the session
+/// starting now, for the hard-link stance).
 fn check_options(policy: &Policy) -> CheckOptions {
-    let roots = policy.roots();
-    CheckOptions {
-        symlinks: match roots.symlinks {
-            PolicySymlinks::FollowWithinRoot => SymlinkStance::FollowWithinRoot,
-            PolicySymlinks::Never => SymlinkStance::Never,
-        },
-        deny_hard_links: roots.hardlinks == HardlinkStance::Deny,
-    }
+    rootfence::enforce::Checker::options_for(policy, rootfence::roots::Stamp::now())
 }
 
 fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
@@ -317,8 +361,9 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| steps.last().expect("at least one step"));
     let allow = decisive.allow;
     let blocked = !allow && policy.mode() == Mode::Enforce;
+    let mut out = std::io::stdout().lock();
     if args.json {
-        let out = json!({
+        let doc = json!({
             "subject": subject,
             "decision": if allow { "allow" } else { "deny" },
             "reason": decisive.reason,
@@ -338,52 +383,58 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
             "roots_checked": !roots_unchecked,
             "layers": policy.layers().iter().map(|l| json!({"name": l.name, "sha256": l.sha256})).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
-        println!("decision: {}", if allow { "allow" } else { "deny" });
-        println!("reason:   {}", decisive.reason);
-        println!("rule:     {}", decisive.rule_text());
+        writeln!(out, "decision: {}", if allow { "allow" } else { "deny" })?;
+        writeln!(out, "reason:   {}", decisive.reason)?;
+        writeln!(out, "rule:     {}", decisive.rule_text())?;
         if let Some(detail) = &decisive.detail {
-            println!("detail:   {detail}");
+            writeln!(out, "detail:   {detail}")?;
         }
-        println!("layer:    {}", decisive.location());
+        writeln!(out, "layer:    {}", decisive.location())?;
         let mode = policy.mode().as_str();
         let effect = match (allow, blocked) {
             (true, _) => "passes",
             (false, true) => "blocked",
             (false, false) => "logged, not blocked",
         };
-        println!("mode:     {mode} ({effect})");
+        writeln!(out, "mode:     {mode} ({effect})")?;
         if roots_unchecked {
-            println!("note:     roots not checked (pass --root DIR to check containment too)");
+            writeln!(
+                out,
+                "note:     roots not checked (pass --root DIR to check containment too)"
+            )?;
         }
         for d in &dropped {
-            println!(
+            writeln!(
+                out,
                 "dropped:  --root {}: {} {}  ({})",
                 d.root,
                 d.reason,
                 d.rule.rule,
                 location(&d.rule)
-            );
+            )?;
         }
         if steps.len() > 1 {
-            println!("steps:");
+            writeln!(out, "steps:")?;
             for s in &steps {
                 let what = match (&s.rule, &s.detail) {
                     (Some(p), Some(d)) => format!("{}: {d}", p.rule),
                     (Some(p), None) => p.rule.clone(),
                     (None, d) => d.clone().unwrap_or_default(),
                 };
-                println!(
+                writeln!(
+                    out,
                     "  {:<9} {:<5} {:<14} {what}  ({})",
                     s.check,
                     if s.allow { "allow" } else { "deny" },
                     s.reason,
                     s.location()
-                );
+                )?;
             }
         }
     }
+    out.flush()?;
     Ok(if allow {
         ExitCode::SUCCESS
     } else {

@@ -239,19 +239,10 @@ fn check_command(program: &OsString) -> anyhow::Result<()> {
 }
 
 fn load_policy(files: &[PathBuf]) -> anyhow::Result<Policy> {
-    if files.is_empty() {
-        return Ok(Policy::builtin_default());
-    }
-    for f in files {
-        let builtin = f.to_str().is_some_and(|s| s.starts_with("builtin:"));
-        if !builtin && !f.exists() {
-            bail!(
-                "policy file {} does not exist (hint: check the path, or use builtin:default)",
-                f.display()
-            );
-        }
-    }
-    Policy::load(files).map_err(|e| anyhow!("invalid policy; the session was not started\n{e}"))
+    let policy = Policy::load(files)
+        .map_err(|e| anyhow!("invalid policy; the session was not started\n{e}"))?;
+    super::policy::warn_dropped(&policy);
+    Ok(policy)
 }
 
 fn root_spec(root: &str, cwd: &Path) -> anyhow::Result<RootSpec> {

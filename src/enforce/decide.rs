@@ -1,9 +1,15 @@
 //! One decision on one URI or path: scheme, strict parse, resolution beneath an effective root
 //! by the kernel, then the policy's path rules, in that order. The first refusal decides, so
-//! the reason given is the most basic thing wrong with the URI.
+//! the reason given is the most basic thing wrong with the URI. Also: a page of URIs at once
+//! ([`Checker::uris`], per directory), relative tool paths (resolved against the server's
+//! working directory when it lies inside a root), and reads judged again on the file opened
+//! ([`Checker::read`]).
 
-use crate::policy::{HardlinkStance, Policy};
-use crate::roots::{Allowed, CheckOptions, RootSet, Verdict};
+use std::path::{Path, PathBuf};
+
+use crate::fsaccess::{FileRead, FsError, Stamp};
+use crate::policy::Policy;
+use crate::roots::{Allowed, CheckOptions, PageVerdict, RootSet, Verdict};
 use crate::uri::{self, FileUri};
 
 /// A rule as the audit log and denial errors name it: the rule and its line (the file is
@@ -16,14 +22,18 @@ pub fn rule_text(p: &crate::policy::Provenance) -> String {
 }
 
 /// Schemes hosts resolve to local files: `jar:file:…!/x`, `view-source:file:…`, VS Code's
-/// `vscode-file://vscode-app/<path>` and resource schemes, and any `scheme:file:…` form.
-fn wraps_a_file(raw: &str, scheme: &str) -> bool {
-    const LOCAL: [&str; 5] = [
+/// `vscode-file://vscode-app/<path>`, resource, remote and user-data schemes, and any
+/// `scheme:file:…` form.
+pub(super) fn wraps_a_file(raw: &str, scheme: &str) -> bool {
+    const LOCAL: [&str; 8] = [
         "jar",
         "view-source",
         "vscode-file",
         "vscode-resource",
         "vscode-webview-resource",
+        "vscode-remote",
+        "vscode-remote-resource",
+        "vscode-userdata",
     ];
     if LOCAL.contains(&scheme) {
         return true;
@@ -48,8 +58,12 @@ pub struct Checked {
     pub layer: Option<String>,
     /// The rule that decided, if a rule did.
     pub rule: Option<String>,
-    /// The root verdict of an allowed `file:` URI (to read the same file later).
+    /// The root verdict of an allowed `file:` URI (to read the same file later). `None` for
+    /// the entries of a page checked with [`Checker::uris`]: nothing reads those.
     pub allowed: Option<Allowed>,
+    /// What the user or the model can do instead, for refusals where that is not obvious
+    /// from the reason (a relative path: "use an absolute path inside …").
+    pub hint: Option<String>,
 }
 
 impl Checked {
@@ -75,7 +89,14 @@ impl Checked {
             layer: None,
             rule: None,
             allowed: None,
+            hint: None,
         }
+    }
+
+    /// The same refusal with a hint.
+    pub(super) fn with_hint(mut self, hint: impl Into<String>) -> Checked {
+        self.hint = Some(hint.into());
+        self
     }
 }
 
@@ -83,17 +104,36 @@ impl Checked {
 #[derive(Debug)]
 pub struct Checker {
     opts: CheckOptions,
+    /// The server's working directory, against which it resolves relative paths.
+    server_cwd: Option<PathBuf>,
 }
 
 impl Checker {
-    /// A checker with the policy's symlink and hard-link stances.
+    /// A checker with the policy's symlink and hard-link stances. Call it before the server
+    /// starts: the session starts now, for the hard-link stance (a link made later is new).
+    /// The server's working directory is taken to be rootfence's own (it inherits it); see
+    /// [`Checker::with_server_cwd`].
     pub fn new(policy: &Policy) -> Checker {
         Checker {
-            opts: CheckOptions {
-                symlinks: policy.roots().symlinks,
-                deny_hard_links: policy.roots().hardlinks == HardlinkStance::Deny,
-            },
+            opts: Checker::options_for(policy, Stamp::now()),
+            server_cwd: std::env::current_dir().ok(),
         }
+    }
+
+    /// The check options a policy states, for a session that started at `session_start`.
+    pub fn options_for(policy: &Policy, session_start: Stamp) -> CheckOptions {
+        CheckOptions {
+            symlinks: policy.roots().symlinks,
+            ..CheckOptions::default()
+        }
+        .with_hardlinks(policy.roots().hardlinks, session_start)
+    }
+
+    /// The same checker for a server started in `cwd` (`None`: unknown, so relative paths
+    /// are refused).
+    pub fn with_server_cwd(mut self, cwd: Option<PathBuf>) -> Checker {
+        self.server_cwd = cwd;
+        self
     }
 
     /// The options every root check uses.
@@ -104,33 +144,107 @@ impl Checker {
     /// Checks a URI of any scheme. `roots` is `None` while the roots are not known: a `file:`
     /// URI is then denied (`roots_unknown`), never allowed.
     pub fn uri(&self, policy: &Policy, raw: &str, roots: Option<&RootSet>) -> Checked {
+        match self.file_uri(policy, raw, roots) {
+            Ok((uri, roots)) => self.file(policy, roots.check(&uri, &self.opts), roots),
+            Err(done) => *done,
+        }
+    }
+
+    /// Everything before the root check: scheme, roots known, strict parse. `Err` is the
+    /// decision when one of those settles it.
+    fn file_uri<'r>(
+        &self,
+        policy: &Policy,
+        raw: &str,
+        roots: Option<&'r RootSet>,
+    ) -> Result<(FileUri, &'r RootSet), Box<Checked>> {
         let Some(scheme) = uri::scheme_of(raw) else {
-            return Checked::deny("not_a_uri");
+            return Err(Box::new(Checked::deny("not_a_uri")));
         };
         if scheme != "file" {
             // Schemes that wrap a file: URI, or name local files themselves, are file access
             // in disguise to the hosts that resolve them: never waved through as "another
             // scheme".
             if wraps_a_file(raw, &scheme) {
-                return Checked::deny("wrapped_file_uri");
+                return Err(Box::new(Checked::deny("wrapped_file_uri")));
             }
-            return Checked::from_policy(&policy.decide_resource(&scheme, None));
+            return Err(Box::new(Checked::from_policy(
+                &policy.decide_resource(&scheme, None),
+            )));
         }
         let Some(roots) = roots else {
             let mut c = Checked::deny("roots_unknown");
             c.canonical = FileUri::parse(raw).ok();
-            return c;
+            return Err(Box::new(c));
         };
-        self.file(policy, roots.check_str(raw, &self.opts), roots)
+        match FileUri::parse(raw) {
+            Ok(uri) => Ok((uri, roots)),
+            Err(e) => Err(Box::new(Checked::deny(e.reason.code()))),
+        }
     }
 
-    /// Checks an absolute filesystem path (a tool argument the policy names as a path).
-    pub fn path(&self, policy: &Policy, raw: &str, roots: Option<&RootSet>) -> Checked {
-        let path = std::path::Path::new(raw);
-        if !path.is_absolute() {
-            // A relative path means whatever the server's working directory makes of it.
-            return Checked::deny("relative_path");
+    /// Checks a page of URIs (the entries of a `resources/list` result): the same decisions
+    /// as [`Checker::uri`] on each, in order, with the `file:` entries judged per directory
+    /// ([`RootSet::check_page`]). Allowed entries carry no [`Checked::allowed`].
+    pub fn uris<'a>(
+        &self,
+        policy: &Policy,
+        raws: impl IntoIterator<Item = &'a str>,
+        roots: Option<&RootSet>,
+    ) -> Vec<Checked> {
+        let mut out: Vec<Checked> = Vec::new();
+        // (slot in `out`, parsed URI) of every file: URI that parsed, while roots are known.
+        let mut files: Vec<(usize, FileUri)> = Vec::new();
+        let mut set = None;
+        for raw in raws {
+            match self.file_uri(policy, raw, roots) {
+                Ok((uri, roots)) => {
+                    set = Some(roots);
+                    files.push((out.len(), uri));
+                    out.push(Checked::deny(""));
+                }
+                Err(done) => out.push(*done),
+            }
         }
+        let Some(roots) = set else {
+            return out;
+        };
+        let page: Vec<&FileUri> = files.iter().map(|(_, u)| u).collect();
+        let verdicts = roots.check_page(&page, &self.opts);
+        let mut texts = RuleTexts::default();
+        for ((slot, uri), verdict) in files.into_iter().zip(verdicts) {
+            out[slot] = match verdict {
+                PageVerdict::Allow { root, real, .. } => {
+                    judge_paths_with(policy, uri, root, real.as_deref(), roots, None, &mut texts)
+                }
+                PageVerdict::Checked(v) => {
+                    let mut c = self.file(policy, *v, roots);
+                    c.allowed = None;
+                    c
+                }
+            };
+        }
+        out
+    }
+
+    /// Checks a filesystem path (a tool argument the policy names as a path). A relative
+    /// path is resolved against the server's working directory when that lies inside a root
+    /// (the server would resolve it there), and the absolute path checked is what the caller
+    /// forwards; otherwise it is refused with what to send instead.
+    pub fn path(&self, policy: &Policy, raw: &str, roots: Option<&RootSet>) -> Checked {
+        let path = Path::new(raw);
+        let absolute;
+        let path = if path.is_absolute() {
+            path
+        } else {
+            match self.relative_base(policy, raw, roots) {
+                Ok(base) => {
+                    absolute = base.join(path);
+                    absolute.as_path()
+                }
+                Err(refusal) => return *refusal,
+            }
+        };
         let uri = match FileUri::from_path(path) {
             Ok(u) => u,
             Err(e) => return Checked::deny(e.reason.code()),
@@ -143,54 +257,251 @@ impl Checker {
         self.file(policy, roots.check(&uri, &self.opts), roots)
     }
 
+    /// The directory a relative tool path is resolved against: the server's working
+    /// directory, when it is a directory inside a root that the policy allows. Else the
+    /// refusal, saying what to send.
+    fn relative_base(
+        &self,
+        policy: &Policy,
+        raw: &str,
+        roots: Option<&RootSet>,
+    ) -> Result<PathBuf, Box<Checked>> {
+        let inside = match roots {
+            Some(set) if !set.is_empty() => set
+                .roots()
+                .iter()
+                .map(|r| r.uri().path())
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => "a root".to_owned(),
+        };
+        let refuse = |why: String| {
+            Box::new(
+                Checked::deny("relative_path")
+                    .with_hint(format!("{why}; use an absolute path inside {inside}")),
+            )
+        };
+        if raw.starts_with('~') {
+            return Err(refuse(format!(
+                "`{}` starts with `~`, which servers expand differently (or not at all)",
+                shorten(raw)
+            )));
+        }
+        let Some(cwd) = &self.server_cwd else {
+            return Err(refuse(format!(
+                "`{}` is relative and the server's working directory is unknown",
+                shorten(raw)
+            )));
+        };
+        let Some(roots) = roots else {
+            return Err(refuse(format!(
+                "`{}` is relative and the roots are not known yet",
+                shorten(raw)
+            )));
+        };
+        let cwd_uri = FileUri::from_path(cwd).ok();
+        let c = match &cwd_uri {
+            Some(u) => self.file(policy, roots.check(u, &self.opts), roots),
+            None => Checked::deny("not_canonical"),
+        };
+        let is_dir = c
+            .allowed
+            .as_ref()
+            .is_some_and(|a| a.kind == crate::roots::FileKind::Directory);
+        if !(c.allow && is_dir) {
+            return Err(refuse(format!(
+                "`{}` is relative and the server's working directory ({}) is not inside a root",
+                shorten(raw),
+                cwd.display()
+            )));
+        }
+        Ok(cwd.clone())
+    }
+
+    /// Reads the file an allow verdict names (the `serve` and `verify` stances), judged again
+    /// on the file actually opened (see [`read_judged`]).
+    pub fn read(
+        &self,
+        policy: &Policy,
+        roots: &RootSet,
+        allowed: &Allowed,
+        limit: u64,
+    ) -> Result<FileRead, ReadRefusal> {
+        read_judged(policy, &self.opts, roots, allowed, limit)
+    }
+
     /// The policy's path rules, on a root verdict.
     fn file(&self, policy: &Policy, verdict: Verdict, roots: &RootSet) -> Checked {
-        let root_uri = |i: usize| roots.roots().get(i).map(|r| r.uri().clone());
         match verdict {
             Verdict::Deny(d) => Checked {
                 allow: false,
                 reason: d.reason.code().to_owned(),
                 canonical: d.canonical,
-                root: d.root.and_then(root_uri),
+                root: d
+                    .root
+                    .and_then(|i| roots.roots().get(i).map(|r| r.uri().clone())),
                 layer: None,
                 rule: None,
                 allowed: None,
+                hint: None,
             },
             Verdict::Allow(a) => {
-                // The path rules judge the name asked for and the file the kernel resolves it
-                // to: a link inside the root must not turn a denied file into an allowed name.
-                let named = policy.decide_resource("file", Some(a.canonical.path()));
                 let Some(real) = roots.real_path(&a) else {
                     let mut c = Checked::deny("io_error");
                     c.canonical = Some(a.canonical.clone());
                     return c;
                 };
-                let real = Some(real);
-                let resolved = match &real {
-                    Some(p) if p != a.canonical.path() => {
-                        Some(policy.decide_resource("file", Some(p.as_str())))
-                    }
-                    _ => None,
-                };
-                let d = match resolved {
-                    Some(r) if !r.allow && named.allow => r,
-                    _ => named,
-                };
-                let mut reason = d.reason.as_str().to_owned();
-                if resolved.is_some_and(|r| !r.allow) && named.allow {
-                    // Say why a name that looks allowed was refused.
-                    reason = format!("{reason}_via_symlink");
-                }
-                Checked {
-                    allow: d.allow,
-                    reason,
-                    canonical: Some(a.canonical.clone()),
-                    root: root_uri(a.root),
-                    layer: d.provenance.file.as_deref().map(str::to_owned),
-                    rule: Some(rule_text(d.provenance)),
-                    allowed: d.allow.then_some(a),
-                }
+                let real = (real != a.canonical.path()).then_some(real);
+                let (canonical, root) = (a.canonical.clone(), a.root);
+                self.judge_paths(policy, canonical, root, real.as_deref(), roots, Some(a))
             }
         }
     }
+
+    fn judge_paths(
+        &self,
+        policy: &Policy,
+        canonical: FileUri,
+        root: usize,
+        real: Option<&str>,
+        roots: &RootSet,
+        allowed: Option<Allowed>,
+    ) -> Checked {
+        judge_paths(policy, canonical, root, real, roots, allowed)
+    }
+}
+
+/// Reads the file an allow verdict names (the `serve` and `verify` stances), judged again on
+/// the file actually opened: its identity when the check saw one, the hard-link stance, and
+/// the policy's path rules on where it was opened. A path that did not exist when it was
+/// checked is only ever judged here, so a name flipped to a link (to `.env`, say) after the
+/// check is refused, never read out.
+pub fn read_judged(
+    policy: &Policy,
+    opts: &CheckOptions,
+    roots: &RootSet,
+    allowed: &Allowed,
+    limit: u64,
+) -> Result<FileRead, ReadRefusal> {
+    let read = roots.read(allowed, limit, opts).map_err(ReadRefusal::Fs)?;
+    let Some(real) = roots.real_path_at(allowed.root, &read.path) else {
+        return Err(ReadRefusal::Refused(Box::new(Checked::deny("io_error"))));
+    };
+    let c = judge_paths(
+        policy,
+        allowed.canonical.clone(),
+        allowed.root,
+        (real != allowed.canonical.path()).then_some(real.as_str()),
+        roots,
+        None,
+    );
+    if c.allow {
+        Ok(read)
+    } else {
+        Err(ReadRefusal::Refused(Box::new(c)))
+    }
+}
+
+/// The path rules on a URI inside root `root`: the name asked for, and `real`, where the
+/// kernel resolves it when that differs. A link inside the root must not turn a denied file
+/// into an allowed name.
+fn judge_paths(
+    policy: &Policy,
+    canonical: FileUri,
+    root: usize,
+    real: Option<&str>,
+    roots: &RootSet,
+    allowed: Option<Allowed>,
+) -> Checked {
+    judge_paths_with(
+        policy,
+        canonical,
+        root,
+        real,
+        roots,
+        allowed,
+        &mut RuleTexts::default(),
+    )
+}
+
+/// The texts a decision's rule is recorded with, made once per rule for a page (most entries
+/// of a page are decided by the same one or two rules).
+#[derive(Default)]
+struct RuleTexts {
+    /// (the rule, its text, its layer's name).
+    made: Vec<(*const crate::policy::Provenance, String, Option<String>)>,
+}
+
+impl RuleTexts {
+    fn of(&mut self, p: &crate::policy::Provenance) -> (String, Option<String>) {
+        let key: *const crate::policy::Provenance = p;
+        if let Some((_, rule, layer)) = self.made.iter().find(|(k, _, _)| *k == key) {
+            return (rule.clone(), layer.clone());
+        }
+        let made = (rule_text(p), p.file.as_deref().map(str::to_owned));
+        if self.made.len() < 16 {
+            self.made.push((key, made.0.clone(), made.1.clone()));
+        }
+        made
+    }
+}
+
+/// [`judge_paths`], with the rule texts of a page.
+fn judge_paths_with(
+    policy: &Policy,
+    canonical: FileUri,
+    root: usize,
+    real: Option<&str>,
+    roots: &RootSet,
+    allowed: Option<Allowed>,
+    texts: &mut RuleTexts,
+) -> Checked {
+    let named = policy.decide_resource("file", Some(canonical.path()));
+    let resolved = real.map(|p| policy.decide_resource("file", Some(p)));
+    let via_link = named.allow && resolved.is_some_and(|r| !r.allow);
+    let d = match resolved {
+        Some(r) if via_link => r,
+        _ => named,
+    };
+    let reason = if via_link {
+        // Say why a name that looks allowed was refused.
+        format!("{}_via_symlink", d.reason.as_str())
+    } else {
+        d.reason.as_str().to_owned()
+    };
+    let (rule, layer) = texts.of(d.provenance);
+    Checked {
+        allow: d.allow,
+        reason,
+        canonical: Some(canonical),
+        root: roots.roots().get(root).map(|r| r.uri().clone()),
+        layer,
+        rule: Some(rule),
+        allowed: if d.allow { allowed } else { None },
+        hint: None,
+    }
+}
+
+/// Why [`Checker::read`] refused.
+#[derive(Debug)]
+pub enum ReadRefusal {
+    /// The file could not be read as checked (gone, changed, a link now on the way, a hard
+    /// link the stance refuses, …).
+    Fs(FsError),
+    /// The file opened is one the policy denies (it was reached through a link made after
+    /// the check, say).
+    Refused(Box<Checked>),
+}
+
+/// A path for a message: whole when short, cut (at a character boundary) when long.
+fn shorten(raw: &str) -> String {
+    const MAX: usize = 120;
+    if raw.len() <= MAX {
+        return raw.to_owned();
+    }
+    let mut end = MAX;
+    while !raw.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &raw[..end])
 }

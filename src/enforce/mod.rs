@@ -12,10 +12,13 @@
 //! denies at once.
 
 mod decide;
+mod fields;
 pub mod follow;
 mod learn;
 mod read;
+mod recording;
 pub mod roots;
+mod tools;
 mod walk;
 
 use std::collections::HashSet;
@@ -28,9 +31,10 @@ use crate::audit::{self, AuditUri, Auditor, Direction, DroppedRoot, Event, RpcId
 use crate::jsonrpc::error::{DENIED, INVALID_PARAMS};
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::methods as m;
-use crate::policy::{ArgKind, Mode, Policy, ReadStance};
+use crate::policy::{Mode, Policy, ReadStance};
 use crate::relay::{Action, Intercepted, Interceptor, ProtocolError, Session, Side};
 use crate::roots::{RootSet, RootSpec};
+use crate::tripwire::{Fingerprints, Hit, Tripwire};
 use crate::uri::FileUri;
 
 pub use decide::{Checked, Checker, rule_text};
@@ -50,6 +54,12 @@ pub struct Started {
     /// The audit log's handle.
     pub auditor: Option<Auditor>,
 }
+
+/// How often the tripwire's fingerprints are built again during a session.
+const TRIPWIRE_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The fingerprints in use and the effective root set they were looked up for.
+type FingerprintCache = (Option<Option<Arc<RootSet>>>, Arc<Fingerprints>);
 
 /// Read verdicts kept for their results at most (more means results that never came).
 const READ_VERDICTS: usize = 4096;
@@ -78,6 +88,17 @@ struct Inner {
     subscriptions: Mutex<HashSet<String>>,
     /// Operator roots dropped at start, audited once the log is open.
     dropped_at_start: Mutex<Vec<DroppedRoot>>,
+    /// The server's `serverInfo.name`, once it gave one (see `tools.rs`).
+    server_name: OnceLock<String>,
+    /// What the field handlers remember (see `fields.rs`).
+    fields: fields::FieldState,
+    /// The content tripwire (`src/tripwire/`): fingerprints of the denied files inside
+    /// the roots the server can reach.
+    tripwire: Tripwire,
+    /// The fingerprints in use, and the effective root set they were looked up for (`None`
+    /// while unknown; `Some(None)` before the first lookup). The set is kept alive, so the
+    /// hot path can compare one pointer without another set ever taking its address.
+    fingerprints: Mutex<FingerprintCache>,
 }
 
 /// The audit log, once open: shared by the enforcer's parts.
@@ -140,6 +161,7 @@ impl Enforcer {
             audit.clone(),
             format!("io.rootfence/roots-{:016x}", random_u64()),
         );
+        let policy_deny_globs = policy.resources().deny_globs.clone();
         let inner = Inner {
             enforce: policy.mode() == Mode::Enforce,
             checker: Checker::new(&policy),
@@ -152,6 +174,10 @@ impl Enforcer {
             read_verdicts: Mutex::default(),
             subscriptions: Mutex::default(),
             dropped_at_start: Mutex::new(dropped.clone()),
+            server_name: OnceLock::new(),
+            fields: fields::FieldState::default(),
+            tripwire: Tripwire::new(&policy_deny_globs),
+            fingerprints: Mutex::new((None, Arc::new(Fingerprints::default()))),
         };
         (
             Enforcer {
@@ -202,20 +228,9 @@ fn wanted(from: Side, kind: Kind, method: &str) -> bool {
             method,
             m::ROOTS_LIST | m::SAMPLING_CREATE_MESSAGE | m::ELICITATION_CREATE
         ),
-        (Side::Server, Kind::Notification) => method == m::RESOURCES_UPDATED,
-        (Side::Server, Kind::Response) => matches!(
-            method,
-            m::INITIALIZE
-                | m::SERVER_DISCOVER
-                | m::RESOURCES_LIST
-                | m::RESOURCES_TEMPLATES_LIST
-                | m::RESOURCES_READ
-                | m::TOOLS_CALL
-                | m::TOOLS_LIST
-                | m::PROMPTS_GET
-                | m::PROMPTS_LIST
-                | m::TASKS_RESULT
-        ),
+        // Everything the server sends the host may carry a URI somewhere (`_meta`,
+        // `error.data`, log data, ...): see `fields.rs`.
+        (Side::Server, Kind::Notification | Kind::Response | Kind::ErrorResponse) => true,
         _ => false,
     }
 }
@@ -234,6 +249,21 @@ impl Interceptor for Enforcer {
         wanted(from, kind, method)
     }
 
+    fn screen(
+        &self,
+        from: Side,
+        kind: Kind,
+        id: Option<&Id>,
+        method: &str,
+        line: &[u8],
+    ) -> Option<Action> {
+        if from != Side::Server {
+            return None;
+        }
+        let hit = self.inner.fingerprints().check(line)?;
+        self.inner.withhold(kind, id, method, &hit)
+    }
+
     fn intercept(&self, session: &Arc<Session>, msg: Intercepted) -> Action {
         let inner = Arc::clone(&self.inner);
         if needs_roots(&msg) {
@@ -242,12 +272,16 @@ impl Interceptor for Enforcer {
                 return Action::Defer(Box::pin(async move {
                     let limit = inner.policy.roots().list_timeout;
                     let roots = inner.learner.tracker.wait(limit).await;
-                    inner.handle(&session, msg, roots)
+                    recording::start_handling();
+                    let action = inner.handle(&session, msg, roots);
+                    recording::resolve(inner.hold_for_denials(action)).await
                 }));
             }
         }
         let roots = inner.learner.tracker.known();
-        inner.handle(session, msg, roots)
+        recording::start_handling();
+        let action = inner.handle(session, msg, roots);
+        inner.hold_for_denials(action)
     }
 
     fn unlaunched_host_message(&self, session: &Arc<Session>, method: &str) {
@@ -276,6 +310,27 @@ impl Interceptor for Enforcer {
                 }
             }
         }
+        // The fingerprints follow the roots: built ahead, off the relay's thread, each
+        // time they change (a message that arrives first waits for the build).
+        // Every TRIPWIRE_REFRESH they are built again, so a denied file created during the
+        // session (a new `.env`) is fingerprinted too.
+        let mut changes = inner.learner.tracker.subscribe();
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            loop {
+                let refresh = tokio::select! {
+                    changed = changes.changed() => {
+                        if changed.is_err() {
+                            break;
+                        }
+                        false
+                    }
+                    () = tokio::time::sleep(TRIPWIRE_REFRESH) => true,
+                };
+                let Some(inner) = weak.upgrade() else { break };
+                let _ = tokio::task::spawn_blocking(move || inner.fingerprints_with(refresh)).await;
+            }
+        });
         let dropped = std::mem::take(
             &mut *inner
                 .dropped_at_start
@@ -445,9 +500,14 @@ impl Inner {
                 if let Some(messages) = message.pointer_mut("/params/messages") {
                     self.filter_messages(&ctx, "params.messages", messages);
                 }
+                if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+                    self.walk_rest(&ctx, "params", params, &["messages"]);
+                }
                 self.done_ctx(&ctx, message)
             }
             (Side::Server, Kind::Notification, m::RESOURCES_UPDATED) => self.updated(&ctx, message),
+            (Side::Server, Kind::Notification, _) => self.server_notification(&ctx, message),
+            (Side::Server, Kind::ErrorResponse, _) => self.server_error(&ctx, message),
             (Side::Server, Kind::Request, m::ELICITATION_CREATE) => self.elicitation(&ctx, message),
             (Side::Server, Kind::Response, _) => {
                 if &*method == m::INITIALIZE {
@@ -481,6 +541,105 @@ impl Inner {
             self.done(message)
         } else {
             Action::Forward
+        }
+    }
+
+    // ---- content tripwire ---------------------------------------------------------------------
+
+    /// The fingerprints of the denied files inside the roots the server can reach now: the
+    /// operator roots (granted at launch) and the effective roots. Built on first use after
+    /// each change of the roots (or waited for, when a build is under way).
+    fn fingerprints(&self) -> Arc<Fingerprints> {
+        self.fingerprints_with(false)
+    }
+
+    /// [`Inner::fingerprints`], built again when `refresh` (denied files created since).
+    fn fingerprints_with(&self, refresh: bool) -> Arc<Fingerprints> {
+        let known = self.learner.tracker.known();
+        if !refresh {
+            let cached = self.fingerprints.lock().unwrap_or_else(|e| e.into_inner());
+            let same = match (&cached.0, &known) {
+                (Some(None), None) => true,
+                (Some(Some(a)), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            };
+            if same {
+                return Arc::clone(&cached.1);
+            }
+        }
+        let reals: Vec<(&cap_std::fs::Dir, std::path::PathBuf)> = self
+            .operator
+            .set()
+            .roots()
+            .iter()
+            .chain(known.iter().flat_map(|k| k.roots()))
+            .map(|r| (r.dir(), std::path::PathBuf::from(r.real_uri().path())))
+            .collect();
+        let roots: Vec<(&cap_std::fs::Dir, &std::path::Path)> =
+            reals.iter().map(|(d, p)| (*d, p.as_path())).collect();
+        let fresh = self.tripwire.for_roots(&roots, refresh);
+        drop(roots);
+        *self.fingerprints.lock().unwrap_or_else(|e| e.into_inner()) =
+            (Some(known.clone()), Arc::clone(&fresh));
+        fresh
+    }
+
+    /// A server message holds a fingerprint: audit it, and (enforcing) withhold it. A
+    /// response becomes an error for the host (every request gets its one answer), a
+    /// request from the server is refused to the server, a notification is dropped.
+    fn withhold(&self, kind: Kind, id: Option<&Id>, method: &str, hit: &Hit) -> Option<Action> {
+        let uri = FileUri::from_path(&hit.file)
+            .map(|u| u.as_str().to_owned())
+            .unwrap_or_else(|_| hit.file.display().to_string());
+        let what = hit.describe();
+        tracing::warn!("withheld a message from the server (`{method}`): it holds {what}");
+        let action = match (self.enforce, kind) {
+            (false, _) => audit::Action::Forwarded,
+            (true, Kind::Notification) => audit::Action::Dropped,
+            (true, _) => audit::Action::AnsweredError,
+        };
+        self.record(Event::Decision(audit::Decision {
+            direction: Direction::ServerToHost,
+            method: method.to_owned(),
+            id: id.and_then(|i| RpcId::from_json(i.raw())),
+            field: Some("message".into()),
+            uri: AuditUri::new(&uri),
+            canonical: None,
+            decision: audit::Verdict::Deny,
+            reason: "tripwire".into(),
+            layer: None,
+            rule: Some(what.clone()),
+            root: None,
+            action,
+        }));
+        if !self.enforce {
+            return None;
+        }
+        let noun = match kind {
+            Kind::Request => format!("`{method}` request"),
+            Kind::Notification => format!("`{method}` notification"),
+            Kind::Response | Kind::ErrorResponse => format!("answer to `{method}`"),
+        };
+        let error = |id: &Id| {
+            json!({
+                "jsonrpc": "2.0",
+                "id": id.to_value(),
+                "error": {
+                    "code": DENIED,
+                    "message": format!(
+                        "rootfence: denied: the server's {noun} was withheld: it holds text \
+                         from {}, a file the policy denies (tripwire); ask for something \
+                         that does not include it",
+                        hit.file.display()
+                    ),
+                    "data": {"uri": uri, "reason": "tripwire", "rule": what},
+                }
+            })
+        };
+        match (kind, id) {
+            (Kind::Notification, _) | (_, None) => Some(Action::Drop),
+            (Kind::Request, Some(id)) => Some(Action::Reply(error(id))),
+            (Kind::Response | Kind::ErrorResponse, Some(id)) => Some(Action::Replace(error(id))),
         }
     }
 
@@ -581,6 +740,7 @@ impl Inner {
                     if !(c.allow && ok) && self.enforce {
                         return Action::Reply(denial(id, &raw, &c));
                     }
+                    self.remember_completion(id, &message);
                 }
                 self.done_ctx(&ctx, message)
             }
@@ -592,7 +752,9 @@ impl Inner {
     /// The `params.uri` of a request, checked and audited: its verdict if allowed, or what
     /// to do with the request (its denial, or, in audit mode, forwarding it).
     fn request_uri(&self, ctx: &Ctx<'_>, id: &Id, message: &Value) -> Result<Checked, Action> {
-        let Some(raw) = message.pointer("/params/uri").and_then(Value::as_str) else {
+        // `get` twice, not `pointer`: a JSON pointer is parsed (and allocates) on every call.
+        let raw = message.get("params").and_then(|p| p.get("uri"));
+        let Some(raw) = raw.and_then(Value::as_str) else {
             let what = format!("`{}` needs a string `params.uri`", ctx.method);
             return Err(Action::Reply(invalid_params(id, &what)));
         };
@@ -614,7 +776,7 @@ impl Inner {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
             if self.policy.resources().read == ReadStance::Serve && self.enforce {
                 if let (Some(roots), Some(allowed)) = (ctx.roots, &c.allowed) {
-                    return Action::Reply(read::serve(
+                    let (reply, refused) = read::serve(
                         &self.policy,
                         self.checker.options(),
                         roots,
@@ -622,7 +784,19 @@ impl Inner {
                         canonical,
                         id,
                         ctx.stateless,
-                    ));
+                    );
+                    if let Some(refused) = refused {
+                        // The file opened was refused when judged again: say so in the log.
+                        let raw = canonical.as_str();
+                        self.audit_decision(
+                            ctx,
+                            "params.uri",
+                            raw,
+                            &refused,
+                            audit::Action::AnsweredError,
+                        );
+                    }
+                    return Action::Reply(reply);
                 }
             }
         }
@@ -658,72 +832,6 @@ impl Inner {
             subs.remove(&key);
         }
         drop(subs);
-        self.done_ctx(ctx, message)
-    }
-
-    fn tools_call(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
-        let name = message
-            .pointer("/params/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let d = self.policy.decide_tool(&name);
-        if !d.allow || !d.provenance.is_default() {
-            let c = Checked::from_policy(&d);
-            let ok =
-                self.audit_decision(ctx, "params.name", &name, &c, audit::Action::AnsweredError);
-            if !(d.allow && ok) && self.enforce {
-                return Action::Reply(denial(id, &name, &c));
-            }
-        }
-        for tool_path in self.policy.tool_path_pointers(&name) {
-            let pointer = format!("/params/arguments{}", tool_path.pointer);
-            let field = format!("params.arguments{}", tool_path.pointer.replace('/', "."));
-            let Some(value) = message.pointer_mut(&pointer) else {
-                continue; // the argument is absent
-            };
-            let strings: Vec<&mut Value> = match value {
-                Value::Array(items) => items.iter_mut().collect(),
-                other => vec![other],
-            };
-            for v in strings {
-                let Some(raw) = v.as_str().map(str::to_owned) else {
-                    let c = Checked {
-                        rule: Some(rule_text(&tool_path.provenance)),
-                        ..Checked::deny("not_a_path")
-                    };
-                    self.audit_decision(
-                        ctx,
-                        &field,
-                        &v.to_string(),
-                        &c,
-                        audit::Action::AnsweredError,
-                    );
-                    if self.enforce {
-                        return Action::Reply(denial(id, &v.to_string(), &c));
-                    }
-                    continue;
-                };
-                let c = match tool_path.kind {
-                    ArgKind::Path => self.checker.path(&self.policy, &raw, ctx.roots),
-                    ArgKind::Uri => self.checker.uri(&self.policy, &raw, ctx.roots),
-                };
-                let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
-                if !(c.allow && ok) {
-                    if self.enforce {
-                        return Action::Reply(denial(id, &raw, &c));
-                    }
-                    continue;
-                }
-                if let Some(canonical) = &c.canonical {
-                    let canonical = match tool_path.kind {
-                        ArgKind::Path => canonical.path(),
-                        ArgKind::Uri => canonical.as_str(),
-                    };
-                    ctx.set_uri(v, canonical);
-                }
-            }
-        }
         self.done_ctx(ctx, message)
     }
 
@@ -765,45 +873,17 @@ impl Inner {
         self.done_ctx(ctx, message)
     }
 
-    /// URL-mode elicitation (2025-11-25) puts a URL in front of the user: a `file:` one (as
-    /// a browser-based host reads it) is checked like any URI, and a denied one is refused
-    /// to the server.
-    fn elicitation(&self, ctx: &Ctx<'_>, message: Value) -> Action {
-        let Some(url) = message.pointer("/params/url").and_then(Value::as_str) else {
-            return Action::Forward;
-        };
-        if !walk::names_a_file(url) {
-            return Action::Forward;
-        }
-        let c = self.checker.uri(&self.policy, url, ctx.roots);
-        let ok = self.audit_decision(ctx, "params.url", url, &c, audit::Action::AnsweredError);
-        match (c.allow && ok, self.enforce, ctx.id) {
-            (false, true, Some(id)) => Action::Reply(denial(id, url, &c)),
-            _ => self.done_ctx(ctx, message),
-        }
-    }
-
     fn server_result(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
         let Some(result) = message.get_mut("result") else {
             return Action::Forward;
         };
+        self.learn_server_name(result);
         // Every checker returns false when a payload is not the shape it can check item by
         // item: then the whole result is refused rather than passed unchecked.
         let shaped = match ctx.method {
-            m::INITIALIZE | m::SERVER_DISCOVER => {
-                self.filter_icons(
-                    ctx,
-                    "result.serverInfo.icons",
-                    result.pointer_mut("/serverInfo/icons"),
-                );
-                // 2026-07-28 discovery also names the server in `_meta`.
-                self.filter_icons(
-                    ctx,
-                    "result._meta.serverInfo.icons",
-                    result.pointer_mut("/_meta/io.modelcontextprotocol~1serverInfo/icons"),
-                );
-                true
-            }
+            // `serverInfo` (icons, `websiteUrl`) and 2026-07-28's `_meta` serverInfo are
+            // walked with the rest of the result below.
+            m::INITIALIZE | m::SERVER_DISCOVER => true,
             m::RESOURCES_LIST => {
                 self.filter_entries(ctx, "result.resources", result.get_mut("resources"), "uri")
             }
@@ -835,6 +915,20 @@ impl Inner {
         };
         if !shaped && self.enforce {
             return self.refuse_result(ctx, "malformed_result");
+        }
+        // Everything the method's own handler did not judge (`fields.rs`).
+        let handled: &[&str] = match ctx.method {
+            m::RESOURCES_LIST => &["resources"],
+            m::RESOURCES_TEMPLATES_LIST => &["resourceTemplates"],
+            m::TOOLS_LIST => &["tools"],
+            m::PROMPTS_LIST => &["prompts"],
+            m::TOOLS_CALL | m::TASKS_RESULT | m::PROMPTS_GET => {
+                &["content", "messages", "inputRequests"]
+            }
+            _ => &[],
+        };
+        if let Some(result) = message.get_mut("result") {
+            self.walk_result(ctx, result, handled);
         }
         self.done_ctx(ctx, message)
     }
@@ -873,6 +967,7 @@ impl Inner {
         if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
             return;
         }
+        let mut refused = Vec::new();
         if let Some(requests) = result
             .get_mut("inputRequests")
             .and_then(Value::as_object_mut)
@@ -888,6 +983,15 @@ impl Inner {
                         );
                     }
                 }
+                if request.get("method").and_then(Value::as_str) == Some(m::ELICITATION_CREATE)
+                    && !self.input_elicitation_ok(ctx, key, request)
+                {
+                    refused.push(key.clone());
+                }
+            }
+            for key in &refused {
+                requests.remove(key);
+                ctx.mark();
             }
         }
         // A host without roots cannot answer the server's roots questions: rootfence does,
@@ -902,7 +1006,10 @@ impl Inner {
         if let Some(result) = message.get_mut("result") {
             self.input_required(ctx, result);
         }
-        let contents = match message.pointer_mut("/result/contents") {
+        let contents = match message
+            .get_mut("result")
+            .and_then(|r| r.get_mut("contents"))
+        {
             None | Some(Value::Null) => return self.done_ctx(ctx, message),
             Some(Value::Array(contents)) => contents,
             Some(_) => {
@@ -916,7 +1023,7 @@ impl Inner {
         if contents.is_empty() {
             return self.done_ctx(ctx, message);
         }
-        let prior = ctx.id.and_then(|id| {
+        let mut prior = ctx.id.and_then(|id| {
             self.read_verdicts
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -925,16 +1032,19 @@ impl Inner {
         let mut last_denied: Option<(String, Checked)> = None;
         let mut kept = Vec::with_capacity(contents.len());
         for (i, mut item) in std::mem::take(contents).into_iter().enumerate() {
-            let field = format!("result.contents[{i}].uri");
             let raw = item
                 .get("uri")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_owned();
-            // The item names exactly the URI checked on the way in: same verdict.
-            let mut c = match &prior {
-                Some(p) if p.canonical.as_ref().is_some_and(|u| u.as_str() == raw) => p.clone(),
-                _ => self.checker.uri(&self.policy, &raw, ctx.roots),
+            // The item names exactly the URI checked on the way in: same verdict, and the
+            // request's record is its record (one decision, not two).
+            let reused = prior
+                .as_ref()
+                .is_some_and(|p| p.canonical.as_ref().is_some_and(|u| u.as_str() == raw));
+            let mut c = match prior.take_if(|_| reused) {
+                Some(p) => p,
+                None => self.checker.uri(&self.policy, &raw, ctx.roots),
             };
             if c.allow {
                 if let Some(refusal) = read::content_refusal(&self.policy, &item) {
@@ -950,10 +1060,22 @@ impl Inner {
                     }
                 }
             }
-            let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::Filtered);
+            // A reused verdict that still allows is already on record; anything that turned
+            // it into a refusal is a new decision.
+            let ok = (reused && c.allow)
+                || self.audit_decision(
+                    ctx,
+                    &format!("result.contents[{i}].uri"),
+                    &raw,
+                    &c,
+                    audit::Action::Filtered,
+                );
             if c.allow && ok {
                 if let Some(canonical) = &c.canonical {
                     ctx.set_uri(&mut item["uri"], canonical.as_str());
+                }
+                if let Some(obj) = item.as_object_mut() {
+                    self.walk_rest(ctx, &format!("result.contents[{i}]"), obj, &["uri"]);
                 }
                 kept.push(item);
             } else if self.enforce {
@@ -969,61 +1091,10 @@ impl Inner {
                 return Action::Replace(denial(id, &raw, &c));
             }
         }
+        if let Some(result) = message.get_mut("result") {
+            self.walk_result(ctx, result, &["contents", "inputRequests"]);
+        }
         self.done_ctx(ctx, message)
-    }
-
-    // ---- decisions and the audit log --------------------------------------------------------
-
-    /// Records one decision; returns false when the record could not be written and the
-    /// policy says to stop rather than run unaudited (the caller then refuses).
-    fn audit_decision(
-        &self,
-        ctx: &Ctx<'_>,
-        field: &str,
-        raw: &str,
-        c: &Checked,
-        on_deny: audit::Action,
-    ) -> bool {
-        let Some(auditor) = self.audit.get() else {
-            return true;
-        };
-        if c.allow && !self.policy.audit().log_allowed {
-            return true;
-        }
-        let action = if c.allow || !self.enforce {
-            audit::Action::Forwarded
-        } else {
-            on_deny
-        };
-        let event = Event::Decision(audit::Decision {
-            direction: direction(ctx.from),
-            method: ctx.method.to_owned(),
-            id: ctx.id.and_then(|i| RpcId::from_json(i.raw())),
-            field: Some(field.to_owned()),
-            uri: AuditUri::new(raw),
-            canonical: c.canonical.as_ref().map(|u| AuditUri::new(u.as_str())),
-            decision: if c.allow {
-                audit::Verdict::Allow
-            } else {
-                audit::Verdict::Deny
-            },
-            reason: c.reason.clone(),
-            layer: c.layer.clone(),
-            rule: c.rule.clone(),
-            root: c.root.as_ref().map(|u| AuditUri::new(u.as_str())),
-            action,
-        });
-        match auditor.record(event) {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::error!("could not audit a decision: {e}");
-                self.policy.audit().on_failure != audit::OnFailure::Stop
-            }
-        }
-    }
-
-    fn record(&self, event: Event) {
-        self.audit.record(event);
     }
 
     /// A URI or a URI template (completion references may be either).
@@ -1049,14 +1120,17 @@ impl Inner {
 
 /// The error rootfence answers a denied request with.
 pub fn denial(id: &Id, raw: &str, c: &Checked) -> Value {
+    let mut message = format!("rootfence: denied: {} ({})", shorten(raw), c.reason);
+    let mut data = json!({"uri": raw, "reason": c.reason, "rule": c.rule});
+    if let Some(hint) = &c.hint {
+        message.push_str(": ");
+        message.push_str(hint);
+        data["hint"] = json!(hint);
+    }
     json!({
         "jsonrpc": "2.0",
         "id": id.to_value(),
-        "error": {
-            "code": DENIED,
-            "message": format!("rootfence: denied: {} ({})", shorten(raw), c.reason),
-            "data": {"uri": raw, "reason": c.reason, "rule": c.rule},
-        }
+        "error": {"code": DENIED, "message": message, "data": data}
     })
 }
 

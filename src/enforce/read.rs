@@ -1,10 +1,13 @@
 //! `file:` reads answered or verified by rootfence itself (the `serve` and `verify` stances),
-//! through the same root capability and resolution as the check, so the file checked is the
-//! file read; and the content limits (`max_bytes`, MIME allow-list) on every content item.
+//! through the same root capability and resolution as the check, judged again on the file
+//! actually opened ([`read_judged`]: identity, hard links, the policy's path rules on where it
+//! was opened), so what rootfence reads is the object it judged; and the content limits
+//! (`max_bytes`, MIME allow-list) on every content item.
+//! An item's every representation (`text`, `blob`, `data`) is checked, not just the first.
 
 use serde_json::{Value, json};
 
-use super::decide::Checked;
+use super::decide::{Checked, ReadRefusal, read_judged};
 use crate::fsaccess::FsError;
 use crate::jsonrpc::Id;
 use crate::jsonrpc::error::{INVALID_PARAMS, RESOURCE_NOT_FOUND};
@@ -22,13 +25,46 @@ fn refusal(reason: &str, rule: Option<String>) -> Checked {
     }
 }
 
+/// One representation of a content item's bytes.
+enum Repr<'a> {
+    /// `text`: the bytes are its UTF-8.
+    Text(&'a str),
+    /// `blob` (and `data`, which a lenient host may read as well): base64.
+    Base64(&'a str),
+}
+
+/// Every representation an item carries: `text`, `blob` and `data`. A host may use any of
+/// them, so every one is checked; an item holding one that is not a string, or not base64,
+/// cannot be checked and is refused (`Err` with the reason).
+fn representations(item: &Value) -> Result<Vec<Repr<'_>>, &'static str> {
+    let mut out = Vec::with_capacity(1);
+    for key in ["text", "blob", "data"] {
+        match item.get(key) {
+            None => {}
+            Some(Value::String(s)) if key == "text" => out.push(Repr::Text(s)),
+            Some(Value::String(s)) if is_base64(s) => out.push(Repr::Base64(s)),
+            Some(Value::String(_)) => return Err("not_base64"),
+            Some(_) => return Err("malformed_content"),
+        }
+    }
+    Ok(out)
+}
+
 /// The policy's size and MIME limits on one content item; `Some` when they refuse it.
+/// The size is that of its largest representation (`text`, decoded `blob` or `data`).
 pub(super) fn content_refusal(policy: &Policy, item: &Value) -> Option<Checked> {
-    let bytes = match (item.get("text"), item.get("blob")) {
-        (Some(Value::String(t)), _) => t.len() as u64,
-        (_, Some(Value::String(b))) => decoded_len(b),
-        _ => 0,
+    let reprs = match representations(item) {
+        Ok(r) => r,
+        Err(reason) => return Some(refusal(reason, None)),
     };
+    let bytes = reprs
+        .iter()
+        .map(|r| match r {
+            Repr::Text(t) => t.len() as u64,
+            Repr::Base64(b) => decoded_len(b),
+        })
+        .max()
+        .unwrap_or(0);
     let mime = item.get("mimeType").and_then(Value::as_str);
     let d = policy.decide_content(mime, bytes);
     (!d.allow).then(|| Checked::from_policy(&d))
@@ -36,7 +72,8 @@ pub(super) fn content_refusal(policy: &Policy, item: &Value) -> Option<Checked> 
 
 /// Answers `resources/read` from rootfence's own read of the checked file. `stateless` peers
 /// (2026-07-28) get `resultType` on the result and `-32602` for a file that does not exist;
-/// older ones `-32002`, as each revision's resources page says.
+/// older ones `-32002`, as each revision's resources page says. Returns the reply, and the
+/// refusal when the file opened was refused (for the audit log).
 pub(super) fn serve(
     policy: &Policy,
     opts: &CheckOptions,
@@ -45,9 +82,9 @@ pub(super) fn serve(
     canonical: &FileUri,
     id: &Id,
     stateless: bool,
-) -> Value {
+) -> (Value, Option<Checked>) {
     let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
-    match roots.read(allowed, limit, opts) {
+    let refused = match read_judged(policy, opts, roots, allowed, limit) {
         Ok(read) => {
             let mut item = json!({ "uri": canonical.as_str() });
             match String::from_utf8(read.bytes) {
@@ -61,18 +98,27 @@ pub(super) fn serve(
             if stateless {
                 result["resultType"] = json!("complete");
             }
-            json!({ "jsonrpc": "2.0", "id": id.to_value(), "result": result })
+            let reply = json!({ "jsonrpc": "2.0", "id": id.to_value(), "result": result });
+            return (reply, None);
         }
-        Err(FsError::NotFound) => json!({
-            "jsonrpc": "2.0", "id": id.to_value(),
-            "error": {
-                "code": if stateless { INVALID_PARAMS } else { RESOURCE_NOT_FOUND },
-                "message": "Resource not found",
-                "data": {"uri": canonical.as_str()},
-            }
-        }),
-        Err(e) => super::denial(id, canonical.as_str(), &refusal(e.reason().code(), None)),
-    }
+        Err(ReadRefusal::Fs(FsError::NotFound)) => {
+            let reply = json!({
+                "jsonrpc": "2.0", "id": id.to_value(),
+                "error": {
+                    "code": if stateless { INVALID_PARAMS } else { RESOURCE_NOT_FOUND },
+                    "message": "Resource not found",
+                    "data": {"uri": canonical.as_str()},
+                }
+            });
+            return (reply, None);
+        }
+        Err(ReadRefusal::Fs(e)) => refusal(e.reason().code(), None),
+        Err(ReadRefusal::Refused(c)) => *c,
+    };
+    (
+        super::denial(id, canonical.as_str(), &refused),
+        Some(refused),
+    )
 }
 
 /// Compares one content item with rootfence's own read of the checked file; `Some` when the
@@ -85,15 +131,22 @@ pub(super) fn verify(
     item: &Value,
 ) -> Option<Checked> {
     let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
-    let read = match roots.read(allowed, limit, opts) {
+    let read = match read_judged(policy, opts, roots, allowed, limit) {
         Ok(r) => r,
-        Err(e) => return Some(refusal(e.reason().code(), None)),
+        Err(ReadRefusal::Fs(e)) => return Some(refusal(e.reason().code(), None)),
+        Err(ReadRefusal::Refused(c)) => return Some(*c),
     };
-    let same = match (item.get("text"), item.get("blob")) {
-        (Some(Value::String(t)), _) => t.as_bytes() == read.bytes.as_slice(),
-        (_, Some(Value::String(b))) => decode(b).is_some_and(|d| d == read.bytes),
-        _ => false,
+    // Every representation must be the file's bytes: a `text` that matches must not carry
+    // a `blob` (or `data`) with other bytes past the check.
+    let reprs = match representations(item) {
+        Ok(r) => r,
+        Err(reason) => return Some(refusal(reason, None)),
     };
+    let same = !reprs.is_empty()
+        && reprs.iter().all(|r| match r {
+            Repr::Text(t) => t.as_bytes() == read.bytes.as_slice(),
+            Repr::Base64(b) => decode(b).is_some_and(|d| d == read.bytes),
+        });
     (!same).then(|| refusal("content_mismatch", None))
 }
 
@@ -145,6 +198,15 @@ pub(super) fn decode(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Whether a text is standard base64 (padding optional, no whitespace), without decoding.
+fn is_base64(text: &str) -> bool {
+    let body = text.trim_end_matches('=');
+    text.len() - body.len() <= 2
+        && body
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'+' || c == b'/')
+}
+
 /// The decoded length of a base64 text, without decoding it.
 fn decoded_len(text: &str) -> u64 {
     (text.trim_end_matches('=').len() as u64 * 3) / 4
@@ -172,5 +234,18 @@ mod tests {
         let all: Vec<u8> = (0..=255).collect();
         assert_eq!(decode(&encode(&all)).unwrap(), all);
         assert!(decode("not base64!").is_none());
+        assert!(
+            is_base64("Zm9vYg==") && is_base64("") && !is_base64("Zm9v Yg") && !is_base64("a===")
+        );
+    }
+
+    #[test]
+    fn every_representation_counts() {
+        let item = json!({"uri": "file:///x", "text": "ok", "blob": encode(&[0u8; 300])});
+        let r = representations(&item).unwrap();
+        assert_eq!(r.len(), 2);
+        assert!(representations(&json!({"text": 3})).is_err());
+        assert!(representations(&json!({"blob": "not base64!"})).is_err());
+        assert!(representations(&json!({"data": "####"})).is_err());
     }
 }

@@ -2,9 +2,12 @@
 //! intersected with what the host declares, recomputed whenever the host's roots change, and
 //! the "not known yet" state that `file:` decisions wait on.
 //!
-//! Containment between host and operator roots is decided on canonical URIs, component-wise,
-//! with each root's real path (symlinks resolved when it was opened) as a second form, so a
-//! root named through a symlink still matches the same directory named directly.
+//! Containment between host and operator roots is decided by the kernel, not by spelling
+//! ([`Root::contains`]): the inner root's real path, expressed below the outer root's real
+//! path, must resolve beneath the outer root's descriptor to the inner root's very directory.
+//! A host root named through a symbolic link inside an operator root but leading out of it
+//! is outside, whatever its spelling says. The roots kept are the directories opened and
+//! judged (their descriptors are moved or duplicated), never looked up again by path.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -48,21 +51,15 @@ impl OperatorRoots {
     /// roots that cannot be opened, are returned as dropped (with the reason).
     pub fn open(specs: Vec<RootSpec>, policy: &Policy) -> (OperatorRoots, Vec<DroppedRoot>) {
         let (set, errors) = RootSet::open(specs);
-        let mut dropped: Vec<DroppedRoot> = errors
-            .into_iter()
-            .map(|e| DroppedRoot {
-                uri: AuditUri::new(&e.location),
-                reason: format!("unavailable: {}", e.kind),
-            })
-            .collect();
-        let (kept, refused) = filter_by_policy(&set, policy);
+        let mut dropped: Vec<DroppedRoot> = errors.into_iter().map(unavailable).collect();
+        let (kept, refused) = filter_by_policy(set.into_roots(), policy);
         dropped.extend(refused);
-        let set = if kept.len() == set.roots().len() {
-            set
-        } else {
-            RootSet::open(kept).0
-        };
-        (OperatorRoots { set }, dropped)
+        (
+            OperatorRoots {
+                set: RootSet::from_roots(kept),
+            },
+            dropped,
+        )
     }
 
     /// The operator roots.
@@ -76,11 +73,18 @@ impl OperatorRoots {
     }
 }
 
+fn unavailable(e: crate::roots::RootError) -> DroppedRoot {
+    DroppedRoot {
+        uri: AuditUri::new(&e.location),
+        reason: format!("unavailable: {}", e.kind),
+    }
+}
+
 /// Keeps the roots the policy allows; the others become dropped entries.
-fn filter_by_policy(set: &RootSet, policy: &Policy) -> (Vec<RootSpec>, Vec<DroppedRoot>) {
+fn filter_by_policy(roots: Vec<Root>, policy: &Policy) -> (Vec<Root>, Vec<DroppedRoot>) {
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
-    for root in set.roots() {
+    for root in roots {
         // Both names of the root must pass: a deny rule on the real path cannot be evaded by
         // declaring a symlink to it.
         let refusal = [root.uri(), root.real_uri()]
@@ -88,7 +92,7 @@ fn filter_by_policy(set: &RootSet, policy: &Policy) -> (Vec<RootSpec>, Vec<Dropp
             .map(|u| policy.decide_root(u.path()))
             .find(|d| !d.allow);
         match refusal {
-            None => kept.push(spec_of(root)),
+            None => kept.push(root),
             Some(d) => dropped.push(DroppedRoot {
                 uri: AuditUri::new(root.uri().as_str()),
                 reason: format!("{} ({})", d.reason.as_str(), d.provenance),
@@ -98,24 +102,15 @@ fn filter_by_policy(set: &RootSet, policy: &Policy) -> (Vec<RootSpec>, Vec<Dropp
     (kept, dropped)
 }
 
-fn spec_of(root: &Root) -> RootSpec {
-    let spec = RootSpec::uri(root.uri().as_str());
-    match root.name() {
-        Some(n) => spec.with_name(n),
-        None => spec,
+/// A duplicate of an operator root for an effective set (same directory, no lookup by path).
+fn dup(root: &Root) -> Option<Root> {
+    match root.try_clone() {
+        Ok(r) => Some(r),
+        Err(e) => {
+            tracing::warn!("cannot duplicate the root {}: {e}", root.uri());
+            None
+        }
     }
-}
-
-/// The forms a root can be named by: its declared canonical URI and its real path.
-fn forms(root: &Root) -> [&FileUri; 2] {
-    [root.uri(), root.real_uri()]
-}
-
-/// `a` is inside `b` (or is `b`), under any naming of either.
-fn inside(a: &Root, b: &Root) -> bool {
-    forms(a)
-        .iter()
-        .any(|fa| forms(b).iter().any(|fb| fa.starts_with(fb)))
 }
 
 /// The effective roots for a host answer, and the audit record of how they were formed.
@@ -135,7 +130,7 @@ pub fn effective(
     };
     if host.is_empty() {
         // A host that declares no roots leaves the operator's.
-        let set = reopen(operator.set().roots().iter().map(spec_of));
+        let set = RootSet::from_roots(operator.set().roots().iter().filter_map(dup).collect());
         update.effective = uris(&set);
         return (set, update);
     }
@@ -157,27 +152,21 @@ pub fn effective(
         }
     }
     let (host_set, errors) = RootSet::open(specs);
-    update
-        .dropped
-        .extend(errors.into_iter().map(|e| DroppedRoot {
-            uri: AuditUri::new(&e.location),
-            reason: format!("unavailable: {}", e.kind),
-        }));
-    let (allowed, refused) = filter_by_policy(&host_set, policy);
+    update.dropped.extend(errors.into_iter().map(unavailable));
+    let (host_roots, refused) = filter_by_policy(host_set.into_roots(), policy);
     update.dropped.extend(refused);
-    let host_set = reopen(allowed);
 
-    let mut out: Vec<RootSpec> = Vec::new();
-    for h in host_set.roots() {
-        if operator.is_empty() || operator.set().roots().iter().any(|o| inside(h, o)) {
-            out.push(spec_of(h));
+    let mut out: Vec<Root> = Vec::new();
+    for h in host_roots {
+        if operator.is_empty() || operator.set().roots().iter().any(|o| o.contains(&h)) {
+            out.push(h);
             continue;
         }
         let narrowed: Vec<&Root> = operator
             .set()
             .roots()
             .iter()
-            .filter(|o| inside(o, h))
+            .filter(|o| h.contains(o))
             .collect();
         if narrowed.is_empty() {
             update.dropped.push(DroppedRoot {
@@ -192,20 +181,15 @@ pub fn effective(
                     .map(|o| AuditUri::new(o.uri().as_str()))
                     .collect(),
             });
-            out.extend(narrowed.into_iter().map(spec_of));
+            out.extend(narrowed.into_iter().filter_map(dup));
         }
     }
     // The same directory named twice (two host roots narrowed to one operator root).
     let mut seen = std::collections::HashSet::new();
-    out.retain(|s| seen.insert(s.location()));
-    let set = reopen(out);
+    out.retain(|r| seen.insert(r.uri().as_str().to_owned()));
+    let set = RootSet::from_roots(out);
     update.effective = uris(&set);
     (set, update)
-}
-
-fn reopen(specs: impl IntoIterator<Item = RootSpec>) -> RootSet {
-    // These roots were opened a moment ago; one that vanished since is simply left out.
-    RootSet::open(specs).0
 }
 
 fn uris(set: &RootSet) -> Vec<AuditUri> {
@@ -235,6 +219,12 @@ impl Tracker {
     /// The current state.
     pub fn state(&self) -> RootsState {
         self.tx.borrow().clone()
+    }
+
+    /// A receiver that sees every change of the roots (for work that follows them, such
+    /// as the tripwire's fingerprints).
+    pub fn subscribe(&self) -> watch::Receiver<RootsState> {
+        self.tx.subscribe()
     }
 
     /// The roots if known.
@@ -393,6 +383,16 @@ mod tests {
         // A host that declares none leaves the operator roots.
         let (set, _) = effective(&[], &op, &policy, "test");
         assert_eq!(paths(&set), [p("ws")]);
+
+        // Named through links inside the operator root: judged by where the kernel resolves
+        // them. One leading out is dropped; one staying inside is kept.
+        std::os::unix::fs::symlink(base.join("other"), base.join("ws/out")).unwrap();
+        std::os::unix::fs::symlink(base.join("ws/a"), base.join("ws/in")).unwrap();
+        let (set, update) = effective(&host(&[u("ws/out"), u("ws/in")]), &op, &policy, "test");
+        assert_eq!(paths(&set), [p("ws/in")]);
+        assert_eq!(update.dropped.len(), 1, "{:?}", update.dropped);
+        assert_eq!(update.dropped[0].reason, "outside_operator_roots");
+        assert_eq!(set.roots()[0].real_uri().path(), p("ws/a"));
     }
 
     #[tokio::test]

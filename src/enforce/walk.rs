@@ -11,15 +11,33 @@ use crate::policy::Policy;
 use crate::roots::RootSet;
 use crate::uri::{self, FileUri};
 
-/// Whether a URI names a file to a host that parses it the WHATWG way (leading and trailing
-/// C0 controls and spaces stripped, tabs and newlines removed anywhere, scheme folded).
-pub(super) fn names_a_file(raw: &str) -> bool {
-    let cleaned: String = raw
-        .trim_matches(|c: char| c <= ' ')
+/// A URL as a WHATWG parser reads it: leading and trailing C0 controls and spaces
+/// stripped, tabs and newlines removed anywhere.
+fn whatwg_cleaned(raw: &str) -> String {
+    raw.trim_matches(|c: char| c <= ' ')
         .chars()
         .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
-        .collect();
-    uri::scheme_of(&cleaned).as_deref() == Some("file")
+        .collect()
+}
+
+/// Whether a URL names a local file to a host that parses it the WHATWG way: a `file:` URL
+/// (`" file://x"` and `"fi\tle://x"` too), or a scheme that wraps or resolves to a local
+/// file (`view-source:file:`, `jar:file:`, `vscode-file:`, `vscode-resource:`, any
+/// `<scheme>:file:`). Such a URL is judged as file access wherever it is shown; the checker
+/// denies the wrapping forms outright (`wrapped_file_uri`).
+pub(super) fn local_url(raw: &str) -> bool {
+    let cleaned = whatwg_cleaned(raw);
+    match uri::scheme_of(&cleaned) {
+        Some(s) if s == "file" => true,
+        Some(s) => super::decide::wraps_a_file(&cleaned, &s),
+        None => false,
+    }
+}
+
+/// Whether a URL is relative (no scheme): a host resolves it against its own page, which
+/// in a desktop host is often a `file:` URL.
+fn relative_url(raw: &str) -> bool {
+    uri::scheme_of(&whatwg_cleaned(raw)).is_none()
 }
 
 impl Inner {
@@ -39,6 +57,22 @@ impl Inner {
             Some(Value::Array(items)) => items,
             Some(_) => return false,
         };
+        // The page's URIs are judged together, per directory (`Checker::uris`); templates
+        // one by one.
+        let mut checks = if uri_key.is_empty() || uri_key == "uriTemplate" {
+            Vec::new()
+        } else {
+            let raws = items
+                .iter()
+                .map(|item| item.get(uri_key).and_then(Value::as_str).unwrap_or(""));
+            self.checker.uris(&self.policy, raws, ctx.roots)
+        }
+        .into_iter();
+        let mut page = if uri_key.is_empty() {
+            None
+        } else {
+            self.page_audit(field)
+        };
         let mut index = 0;
         items.retain_mut(|item| {
             let i = index;
@@ -52,11 +86,12 @@ impl Inner {
                 let c = if uri_key == "uriTemplate" {
                     template(&self.checker, &self.policy, &raw, ctx.roots)
                 } else {
-                    self.checker.uri(&self.policy, &raw, ctx.roots)
+                    checks.next().unwrap_or_else(|| Checked::deny("io_error"))
                 };
-                let ok = self.audit_decision(
+                let ok = self.audit_entry(
                     ctx,
-                    &format!("{field}[{i}].{uri_key}"),
+                    page.as_mut(),
+                    || format!("{field}[{i}].{uri_key}"),
                     &raw,
                     &c,
                     audit::Action::Filtered,
@@ -73,8 +108,15 @@ impl Inner {
                 }
             }
             self.filter_icons(ctx, &format!("{field}[{i}].icons"), item.get_mut("icons"));
+            if let Some(entry) = item.as_object_mut() {
+                let skip = [uri_key, "icons"];
+                if Inner::needs_walk(entry, &skip) {
+                    self.walk_rest(ctx, &format!("{field}[{i}]"), entry, &skip);
+                }
+            }
             true
         });
+        self.finish_page(ctx, page);
         true
     }
 
@@ -121,8 +163,10 @@ impl Inner {
         kept
     }
 
-    /// Filters icons: a `file:` icon is checked like any URI (other schemes are the host's to
-    /// judge).
+    /// Filters icons: an icon whose `src` names a local file is checked like any URI, and a
+    /// relative `src` is removed (`relative_url`: the host would resolve it against its own
+    /// page, often a `file:` URL). Other schemes are the host's to judge (the spec tells it
+    /// to accept `https:` and `data:` only).
     pub(super) fn filter_icons(&self, ctx: &Ctx<'_>, field: &str, icons: Option<&mut Value>) {
         let Some(Value::Array(icons)) = icons else {
             return;
@@ -136,10 +180,13 @@ impl Inner {
             };
             // Judged as the host's (WHATWG) parser reads it: `" file://x"` and `"fi\tle://x"`
             // are file: URIs to a browser-based host.
-            if !names_a_file(src) {
+            let c = if relative_url(src) {
+                Checked::deny("relative_url")
+            } else if local_url(src) {
+                self.checker.uri(&self.policy, src, ctx.roots)
+            } else {
                 return true;
-            }
-            let c = self.checker.uri(&self.policy, src, ctx.roots);
+            };
             let ok = self.audit_decision(
                 ctx,
                 &format!("{field}[{i}].src"),
@@ -204,59 +251,72 @@ impl Inner {
         true
     }
 
-    /// Whether one content block may cross; rewrites its URI to the canonical form.
+    /// Whether one content block may cross. Every URI position of the block is judged, not
+    /// only the one its `type` names: `uri` and `resource.uri` both (a lenient host may take
+    /// either), on any block (unknown or misspelt types too); a `resource` object without a
+    /// URI cannot be checked. Allowed `file:` URIs are rewritten to their canonical form.
+    /// Then the rest of the block is walked: nested `content` arrays (`tool_result`, or
+    /// any block), `structuredContent`, `_meta`, icons.
     fn block_ok(&self, ctx: &Ctx<'_>, field: &str, block: &mut Value) -> bool {
-        let (pointer, suffix) = match block.get("type").and_then(Value::as_str) {
-            Some("resource") => ("/resource/uri", ".resource.uri"),
-            Some("resource_link") => ("/uri", ".uri"),
-            Some("tool_result") => {
-                if let Some(inner) = block.get_mut("content") {
-                    if !self.filter_content(ctx, &format!("{field}.content"), inner) {
-                        return !self.enforce;
-                    }
+        let typed = block.get("type").and_then(Value::as_str);
+        let mut positions: Vec<(&str, &str)> = Vec::new();
+        if block.get("resource").is_some() || typed == Some("resource") {
+            positions.push(("/resource/uri", ".resource.uri"));
+        }
+        if block.get("uri").is_some() || typed == Some("resource_link") {
+            positions.push(("/uri", ".uri"));
+        }
+        for (pointer, suffix) in positions {
+            let Some(raw) = block
+                .pointer(pointer)
+                .map(|v| v.as_str().unwrap_or("").to_owned())
+            else {
+                // A resource block without a URI cannot be checked.
+                let c = Checked::deny("missing_uri");
+                self.audit_decision(
+                    ctx,
+                    &format!("{field}{suffix}"),
+                    "",
+                    &c,
+                    audit::Action::Filtered,
+                );
+                if self.enforce {
+                    return false;
                 }
-                return true;
-            }
-            // Any other block (unknown type, misspelt type, no type) that carries a resource
-            // or a `uri` is judged the same way: a lenient host may take it for one.
-            _ if block.get("resource").is_some() => ("/resource/uri", ".resource.uri"),
-            _ if block.get("uri").is_some() => ("/uri", ".uri"),
-            _ => return true,
-        };
-        let Some(raw) = block
-            .pointer(pointer)
-            .map(|v| v.as_str().unwrap_or("").to_owned())
-        else {
-            // A resource block without a URI cannot be checked.
-            let c = Checked::deny("missing_uri");
-            self.audit_decision(
+                continue;
+            };
+            let c = self.checker.uri(&self.policy, &raw, ctx.roots);
+            let ok = self.audit_decision(
                 ctx,
                 &format!("{field}{suffix}"),
-                "",
+                &raw,
                 &c,
                 audit::Action::Filtered,
             );
-            return !self.enforce;
-        };
-        let c = self.checker.uri(&self.policy, &raw, ctx.roots);
-        let ok = self.audit_decision(
-            ctx,
-            &format!("{field}{suffix}"),
-            &raw,
-            &c,
-            audit::Action::Filtered,
-        );
-        if !(c.allow && ok) {
-            return !self.enforce;
-        }
-        if let (Some(canonical), true) = (&c.canonical, self.enforce) {
-            if let Some(slot) = block.pointer_mut(pointer) {
-                ctx.set_uri(slot, canonical.as_str());
+            if !(c.allow && ok) {
+                if self.enforce {
+                    return false;
+                }
+                continue;
+            }
+            if let (Some(canonical), true) = (&c.canonical, self.enforce) {
+                if let Some(slot) = block.pointer_mut(pointer) {
+                    ctx.set_uri(slot, canonical.as_str());
+                }
             }
         }
-        if let Some(icons) = block.get_mut("icons") {
-            self.filter_icons(ctx, &format!("{field}.icons"), Some(icons));
+        let Some(obj) = block.as_object_mut() else {
+            return true;
+        };
+        if let Some(inner) = obj.get_mut("content") {
+            if !self.filter_content(ctx, &format!("{field}.content"), inner) {
+                return !self.enforce;
+            }
         }
+        if let Some(resource) = obj.get_mut("resource").and_then(Value::as_object_mut) {
+            self.walk_rest(ctx, &format!("{field}.resource"), resource, &["uri"]);
+        }
+        self.walk_rest(ctx, field, obj, &["uri", "resource", "content"]);
         true
     }
 }
@@ -336,6 +396,7 @@ fn template_dir(
                 layer: d.provenance.file.as_deref().map(str::to_owned),
                 rule: Some(rule_text(d.provenance)),
                 allowed: None,
+                hint: None,
             };
         }
         let reachable = |f: &FileUri| {

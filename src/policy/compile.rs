@@ -32,14 +32,15 @@ use globset::{Candidate, Glob, GlobSetBuilder};
 use super::decision::{ArgKind, Provenance, ToolPath};
 use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
 use super::glob::{self, GlobTable, PathGlob, Problem, Side};
+use super::grant::{self, Grantable, Grants};
 use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
 use super::settings::{
     Access, AuditSettings, FollowRoots, HardlinkStance, Mode, Network, Ranked, ReadStance,
     ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
     SchemeStance, StaticRoot, SymlinkStance, Word, env_pattern_covers, fsync_rank,
 };
-use super::{AllowTable, LayerInfo, Matchers, Policy};
-use crate::audit::{FsyncPolicy as Fsync, OnFailure};
+use super::{AllowTable, LayerInfo, Matchers, Policy, ToolPaths};
+use crate::audit::{AllowedRecords, FsyncPolicy as Fsync, OnFailure};
 
 /// Default wait for the host's `roots/list` answer.
 const DEFAULT_LIST_TIMEOUT_MS: u64 = 3_000;
@@ -55,6 +56,25 @@ pub(crate) struct LayerInput {
     pub(crate) path: Option<PathBuf>,
     pub(crate) text: String,
     pub(crate) sha256: String,
+    /// A built-in policy (`builtin:<name>`): its fixed settings are defaults, not an
+    /// operator's decision, so a later layer may change them.
+    pub(crate) builtin: bool,
+    /// Stacked under the given layers because the first of them did not opt out.
+    pub(crate) base: bool,
+}
+
+impl LayerInput {
+    /// A built-in policy as a layer.
+    pub(crate) fn builtin(name: &str, text: &str, base: bool) -> LayerInput {
+        LayerInput {
+            name: format!("builtin:{name}").into(),
+            path: None,
+            sha256: super::sha256_hex(text.as_bytes()),
+            text: text.to_owned(),
+            builtin: true,
+            base,
+        }
+    }
 }
 
 /// An effective setting and where it came from (`layer: None` is the built-in default).
@@ -76,6 +96,9 @@ impl<T> Setting<T> {
         self.prov.layer.is_some()
     }
 }
+
+/// A glob with its text as written.
+type NamedGlob = (String, Glob);
 
 /// One layer's allow-list for roots or resources.
 struct AllowList {
@@ -107,22 +130,33 @@ struct Acc {
     tools_deny: Vec<(String, Glob, Provenance)>,
     tools_writing: Vec<(String, Glob, Provenance)>,
     read_only: Setting<bool>,
-    tool_paths: Vec<(String, Glob, Vec<ToolPath>)>,
+    /// `[[tools.paths]]`: tool glob text and glob, server glob, the checked arguments.
+    tool_paths: Vec<(String, Glob, Option<NamedGlob>, Vec<ToolPath>)>,
 
     audit_path: Setting<Option<String>>,
     fsync: Setting<Fsync>,
     rotate_bytes: Setting<Option<u64>>,
     on_failure: Setting<OnFailure>,
     log_allowed: Setting<bool>,
+    allowed: Setting<AllowedRecords>,
+    retain_files: Setting<Option<u64>>,
+    retain_bytes: Setting<Option<u64>>,
 
     sb_mode: Setting<SandboxMode>,
-    sb_read: Setting<Vec<String>>,
-    sb_write: Setting<Vec<String>>,
+    /// Grants accumulate: each entry with where it was granted.
+    sb_read: Vec<(String, Provenance)>,
+    sb_write: Vec<(String, Provenance)>,
     network: Setting<Network>,
-    env: Setting<Vec<String>>,
+    env: Vec<(String, Provenance)>,
+    /// What a later layer may add to the grants above.
+    grant_env: Setting<Vec<String>>,
+    grant_read: Setting<Vec<PathGlob>>,
+    grant_write: Setting<Vec<PathGlob>>,
     root_access: Setting<Access>,
     follow_roots: Setting<FollowRoots>,
     read_only_roots: Vec<(PathGlob, Provenance)>,
+    /// `None` until a layer sets it: the built-in list applies.
+    read_only_paths: Option<Vec<(PathGlob, Provenance)>>,
     rl_nofile: Setting<Option<u64>>,
     rl_as: Setting<Option<u64>>,
     rl_cpu: Setting<Option<u64>>,
@@ -149,7 +183,10 @@ impl Acc {
                 SymlinkStance::FollowWithinRoot,
                 "roots.symlinks = \"follow-within-root\"",
             ),
-            hardlinks: Setting::default(HardlinkStance::Deny, "roots.hardlinks = \"deny\""),
+            hardlinks: Setting::default(
+                HardlinkStance::AllowPreexisting,
+                "roots.hardlinks = \"allow-preexisting\"",
+            ),
             schemes: Setting::default(None, "resources.other_schemes = \"allow\""),
             res_allow: Vec::new(),
             res_deny: Vec::new(),
@@ -165,11 +202,17 @@ impl Acc {
             rotate_bytes: Setting::default(None, "audit.rotate_bytes: the audit module's default"),
             on_failure: Setting::default(OnFailure::Stop, "audit.on_failure = \"stop\""),
             log_allowed: Setting::default(true, "audit.log_allowed = true"),
+            allowed: Setting::default(AllowedRecords::Summary, "audit.allowed = \"summary\""),
+            retain_files: Setting::default(None, "audit.retain_files: the audit module's default"),
+            retain_bytes: Setting::default(None, "audit.retain_bytes unlimited"),
             sb_mode: Setting::default(SandboxMode::BestEffort, "sandbox.mode = \"best-effort\""),
-            sb_read: Setting::default(Vec::new(), "sandbox.read = []"),
-            sb_write: Setting::default(Vec::new(), "sandbox.write = []"),
+            sb_read: Vec::new(),
+            sb_write: Vec::new(),
             network: Setting::default(Network::Allow, "sandbox.network = \"allow\""),
-            env: Setting::default(Vec::new(), "sandbox.env = []"),
+            env: Vec::new(),
+            grant_env: Setting::default(Vec::new(), "sandbox.grantable.env = []"),
+            grant_read: Setting::default(Vec::new(), "sandbox.grantable.read = []"),
+            grant_write: Setting::default(Vec::new(), "sandbox.grantable.write = []"),
             root_access: Setting::default(
                 Access::ReadWrite,
                 "sandbox.root_access = \"read-write\"",
@@ -179,6 +222,7 @@ impl Acc {
                 "sandbox.follow_roots = \"restart\"",
             ),
             read_only_roots: Vec::new(),
+            read_only_paths: None,
             rl_nofile: Setting::default(None, "sandbox.rlimits.nofile: inherited"),
             rl_as: Setting::default(None, "sandbox.rlimits.address_space: inherited"),
             rl_cpu: Setting::default(None, "sandbox.rlimits.cpu_seconds: inherited"),
@@ -196,9 +240,19 @@ struct Cx<'a, 's> {
     check: bool,
     home: Option<&'a str>,
     errs: &'a mut Vec<PolicyError>,
+    /// Per layer: whether it is a built-in policy.
+    builtin: &'a [bool],
+    /// The names of every layer of the stack (to accept a later `base` naming one).
+    names: &'a [Arc<str>],
 }
 
 impl Cx<'_, '_> {
+    /// Whether a setting's provenance is a built-in policy's (or the defaults').
+    fn set_by_builtin(&self, p: &Provenance) -> bool {
+        p.layer
+            .is_none_or(|l| self.builtin.get(l).copied().unwrap_or(false))
+    }
+
     fn at(&self, span: &Range<usize>, rule: String) -> Provenance {
         let (line, column) = self.src.line_col(span.start);
         Provenance {
@@ -265,11 +319,45 @@ fn related(p: &Provenance) -> Related {
     }
 }
 
-/// Compiles layers into a policy, or returns every error found.
-pub(crate) fn compile(inputs: Vec<LayerInput>, home: Option<&str>) -> Result<Policy, PolicyErrors> {
+/// The built-in policy a stack is based on: none when its first layer is a built-in itself
+/// or says `base = "none"`; `builtin:default` when the first layer says nothing and
+/// `implicit` (files given on the command line); the named built-in for `base =
+/// "builtin:<name>"`. A bad value is reported when the layer is applied.
+fn base_of(inputs: &[LayerInput], implicit: bool) -> Option<(&'static str, &'static str)> {
+    let first = inputs.first()?;
+    if first.builtin {
+        return None;
+    }
+    let src = Source::new(first.name.clone(), &first.text);
+    // Parsed quietly here: its errors are reported when the layer is applied.
+    let raw = raw::parse_layer(&src, &mut Vec::new());
+    match raw.as_ref().and_then(|r| r.base.as_ref()) {
+        None if implicit => super::builtin("default"),
+        None => None,
+        Some(e) => e.v.strip_prefix("builtin:").and_then(super::builtin),
+    }
+}
+
+/// Compiles layers into a policy, or returns every error found. With `implicit_base`,
+/// a first layer that does not say `base = "none"` is stacked on `builtin:default`.
+pub(crate) fn compile(
+    mut inputs: Vec<LayerInput>,
+    home: Option<&str>,
+    implicit_base: bool,
+) -> Result<Policy, PolicyErrors> {
+    if let Some((name, text)) = base_of(&inputs, implicit_base) {
+        inputs.insert(0, LayerInput::builtin(name, text, true));
+    }
+    // A built-in's `~` rules must expand even where HOME is unusable: to a home that does
+    // not exist rather than to an error the user did not write.
+    let fallback_home = home.or(Some("/nonexistent"));
+    let builtin: Vec<bool> = inputs.iter().map(|l| l.builtin).collect();
+    let names: Vec<Arc<str>> = inputs.iter().map(|l| l.name.clone()).collect();
+    let first_user = inputs.iter().position(|l| !l.base).unwrap_or(0);
     let mut errs = Vec::new();
     let mut acc = Acc::defaults();
     let mut all_parsed = true;
+    let mut opted_out = None;
     let sources: Vec<Source<'_>> = inputs
         .iter()
         .map(|l| Source::new(l.name.clone(), &l.text))
@@ -284,9 +372,20 @@ pub(crate) fn compile(inputs: Vec<LayerInput>, home: Option<&str>) -> Result<Pol
             layer: i,
             src,
             check: i > 0 && all_parsed,
-            home,
+            home: if builtin[i] { fallback_home } else { home },
             errs: &mut errs,
+            builtin: &builtin,
+            names: &names,
         };
+        // A built-in's own `base` (what a copy of it says) changes nothing.
+        let checked = if builtin[i] {
+            None
+        } else {
+            check_base(&mut cx, &raw, i == first_user)
+        };
+        if let Some(p) = checked {
+            opted_out = Some(p);
+        }
         apply_layer(&mut acc, &raw, &mut cx);
     }
     if inputs.is_empty() {
@@ -305,12 +404,14 @@ pub(crate) fn compile(inputs: Vec<LayerInput>, home: Option<&str>) -> Result<Pol
             name: l.name.to_string(),
             path: l.path.clone(),
             sha256: l.sha256.clone(),
+            base: l.base,
         })
         .collect();
     let last_name: Arc<str> = inputs
         .last()
         .map_or_else(|| "policy".into(), |l| l.name.clone());
-    build(acc, layers, &sources).map_err(|mut e| {
+    let home = home.map(str::to_owned);
+    build(acc, layers, &sources, opted_out, home).map_err(|mut e| {
         for err in &mut e {
             if err.file.is_empty() {
                 err.file = last_name.clone();
@@ -421,7 +522,7 @@ fn fixed<T: PartialEq + Clone + std::fmt::Debug>(
     new: T,
     prov: Provenance,
 ) {
-    if cx.check && set.is_set() && set.v != new {
+    if cx.check && set.is_set() && !cx.set_by_builtin(&set.prov) && set.v != new {
         let err = cx
             .src
             .error(
@@ -461,6 +562,20 @@ fn path_globs(
         }
     }
     ok.then_some(out)
+}
+
+/// `sandbox.read_only_paths` when no layer sets it.
+fn default_read_only_paths() -> Vec<(PathGlob, Provenance)> {
+    crate::sandbox::scan::DEFAULT_READ_ONLY_PATHS
+        .iter()
+        .filter_map(|t| {
+            let g = glob::path_glob(t, Side::Deny).ok()?;
+            Some((
+                g,
+                Provenance::default_rule("sandbox.read_only_paths: built-in list"),
+            ))
+        })
+        .collect()
 }
 
 /// Compiles a list of name globs; `None` if any entry is bad.
@@ -533,39 +648,42 @@ fn allow_list(cx: &mut Cx<'_, '_>, lists: &mut Vec<AllowList>, e: &Option<Entry<
     });
 }
 
-/// Applies a list of plain paths where each later path must lie inside an earlier one.
-fn path_set(
-    cx: &mut Cx<'_, '_>,
-    set: &mut Setting<Vec<String>>,
-    also_inside: &[String],
-    e: &Option<Entry<Vec<Sp<String>>>>,
-) {
-    let Some(e) = e else { return };
-    let Some(list) = paths(cx, e) else { return };
-    if cx.check {
-        let earlier: Vec<&String> = set.v.iter().chain(also_inside).collect();
-        let mut ok = true;
-        for (p, span) in &list {
-            if !earlier.iter().any(|outer| glob::path_within(p, outer)) {
-                ok = false;
-                let what = format!(
-                    "`{}` entry \"{p}\" is not inside the earlier `{}`",
-                    e.key, e.key
-                );
-                let hint = "a later layer may only narrow: each path must be equal to or \
-                            below a path of the earlier list (compared component-wise)"
-                    .to_string();
-                cx.widening(span, what, &set.prov.clone(), hint);
-            }
+/// Checks a layer's `base`. In the first layer given, `"none"` opts out of the built-in
+/// default (its provenance is returned, for `policy show` and the warnings) and
+/// `"builtin:<name>"` names the base (already stacked by [`base_of`]); a later layer may
+/// only name a built-in the stack already holds.
+fn check_base(cx: &mut Cx<'_, '_>, raw: &RawLayer, first: bool) -> Option<Provenance> {
+    let e = raw.base.as_ref()?;
+    let v = e.v.as_str();
+    let not_first = "only the first policy layer chooses what the stack is based on; remove \
+                     `base` here (a later layer always stacks on the layers before it)";
+    if v == "none" {
+        if first {
+            return Some(cx.prov(e));
         }
-        if !ok {
-            return;
-        }
+        let msg = "`base = \"none\"` in a layer that is not the first".to_string();
+        cx.error(&e.span, ErrorKind::Conflict, msg, not_first);
+        return None;
     }
-    *set = Setting {
-        v: list.into_iter().map(|(p, _)| p).collect(),
-        prov: cx.prov(e),
-    };
+    if v.strip_prefix("builtin:")
+        .and_then(super::builtin)
+        .is_none()
+    {
+        cx.error(
+            &e.span,
+            ErrorKind::BadValue,
+            format!("`base` has no value \"{v}\""),
+            "use \"builtin:default\" (what a file without `base` stacks on), \
+             \"builtin:strict\", or \"none\" (replace the built-in default entirely; \
+             `rootfence policy check` then lists the protections that drops)",
+        );
+        return None;
+    }
+    if !first && !cx.names.iter().any(|n| &**n == v) {
+        let msg = format!("`base = \"{v}\"` in a layer that is not the first");
+        cx.error(&e.span, ErrorKind::Conflict, msg, not_first);
+    }
+    None
 }
 
 fn apply_layer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
@@ -844,6 +962,22 @@ fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
             }
         };
         let kind = entry.kind.as_ref().map_or(ArgKind::Path, |k| k.v);
+        // Deny side too: a server glob that matches more servers checks more calls.
+        let server = match &entry.server {
+            None => None,
+            Some(e) => match glob::name_glob(&e.v, Side::Deny) {
+                Ok(g) => Some((e.v.clone(), g)),
+                Err(p) => {
+                    cx.problem(&e.span, p);
+                    continue;
+                }
+            },
+        };
+        let server_rule = entry
+            .server
+            .as_ref()
+            .map(|e| format!(", server = {}", cx.src.snippet(&e.span)))
+            .unwrap_or_default();
         if pointers.v.is_empty() {
             cx.error(
                 &pointers.span,
@@ -859,10 +993,11 @@ fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
                 Ok(()) => list.push(ToolPath {
                     pointer: item.v.clone(),
                     kind,
+                    server: server.as_ref().map(|(t, _)| t.clone()),
                     provenance: cx.at(
                         &item.span,
                         format!(
-                            "[[tools.paths]] tool = {}, pointers = {}, kind = \"{}\"",
+                            "[[tools.paths]] tool = {}{server_rule}, pointers = {}, kind = \"{}\"",
                             cx.src.snippet(&tool.span),
                             cx.src.snippet(&item.span),
                             kind.as_str()
@@ -879,7 +1014,7 @@ fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
             }
         }
         if list.len() == pointers.v.len() {
-            acc.tool_paths.push((tool.v.clone(), glob, list));
+            acc.tool_paths.push((tool.v.clone(), glob, server, list));
         }
     }
 }
@@ -974,6 +1109,20 @@ fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         OnFailure::WORDS,
     );
     ranked_bool(cx, &mut acc.log_allowed, &raw.audit_log_allowed);
+    ranked(
+        cx,
+        &mut acc.allowed,
+        &raw.audit_allowed,
+        AllowedRecords::WORDS,
+    );
+    if let Some(e) = &raw.audit_retain_files {
+        let prov = cx.prov(e);
+        fixed(cx, &mut acc.retain_files, &e.span, Some(e.v), prov);
+    }
+    if let Some(e) = &raw.audit_retain_bytes {
+        let prov = cx.prov(e);
+        fixed(cx, &mut acc.retain_bytes, &e.span, Some(e.v), prov);
+    }
 }
 
 fn word_of(w: FsyncWord) -> &'static str {
@@ -1013,10 +1162,28 @@ fn valid_env_pattern(s: &str) -> bool {
 
 fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     ranked(cx, &mut acc.sb_mode, &raw.sb_mode, SandboxMode::WORDS);
-    // A read path may lie inside an earlier write path (write access includes reading).
-    let earlier_write = acc.sb_write.v.clone();
-    path_set(cx, &mut acc.sb_read, &earlier_write, &raw.sb_read);
-    path_set(cx, &mut acc.sb_write, &[], &raw.sb_write);
+    // Grants are judged against what earlier layers made grantable, so a layer's own
+    // `[sandbox.grantable]` only binds the layers after it.
+    if let Some(e) = &raw.sb_read {
+        if let Some(list) = paths(cx, e) {
+            for (p, span) in list {
+                if grant_path(cx, acc, e.key, &p, &span, false) {
+                    let prov = cx.prov_item(e.key, &span);
+                    acc.sb_read.push((p, prov));
+                }
+            }
+        }
+    }
+    if let Some(e) = &raw.sb_write {
+        if let Some(list) = paths(cx, e) {
+            for (p, span) in list {
+                if grant_path(cx, acc, e.key, &p, &span, true) {
+                    let prov = cx.prov_item(e.key, &span);
+                    acc.sb_write.push((p, prov));
+                }
+            }
+        }
+    }
     if let Some(e) = &raw.sb_network {
         let new = match &e.v {
             RawNetwork::Allow => Network::Allow,
@@ -1049,35 +1216,35 @@ fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         }
     }
     if let Some(e) = &raw.sb_env {
-        let mut ok = true;
         for item in &e.v {
             if !valid_env_pattern(&item.v) {
-                ok = false;
                 cx.error(
                     &item.span,
                     ErrorKind::BadValue,
                     format!("\"{}\" is not an environment variable name", item.v),
                     "write a name such as \"RUST_LOG\", or a prefix ending in `*` such as \"LC_*\"",
                 );
-            } else if cx.check && !acc.env.v.iter().any(|o| env_pattern_covers(o, &item.v)) {
-                ok = false;
-                let what = format!(
-                    "`sandbox.env` entry \"{}\" is not in the earlier list",
-                    item.v
-                );
-                let hint = "a later layer may only narrow: each name must be in the earlier \
-                            list or match an earlier `PREFIX*`"
-                    .to_string();
-                cx.widening(&item.span, what, &acc.env.prov.clone(), hint);
+            } else if grant_env(cx, acc, &item.v, &item.span) {
+                let prov = cx.prov_item(e.key, &item.span);
+                acc.env.push((item.v.clone(), prov));
             }
         }
-        if ok {
-            acc.env = Setting {
-                v: e.v.iter().map(|s| s.v.clone()).collect(),
-                prov: cx.prov(e),
+    }
+    if let Some(e) = &raw.sb_read_only_paths {
+        if let Some(g) = path_globs(cx, e, Side::Deny) {
+            // The first layer may replace the built-in list; a later layer only adds to
+            // what the earlier ones left (adding is narrower).
+            let base = match acc.read_only_paths.take() {
+                Some(earlier) => earlier,
+                None if cx.layer == 0 => Vec::new(),
+                None => default_read_only_paths(),
             };
+            let mut all = base;
+            all.extend(g);
+            acc.read_only_paths = Some(all);
         }
     }
+    apply_grantable(acc, raw, cx);
     ranked(cx, &mut acc.root_access, &raw.sb_root_access, Access::WORDS);
     // Operational, not a permission: the first layer that sets it fixes it (an org layer can
     // pin it; otherwise a user layer may opt out for a server that cannot be restarted).
@@ -1094,6 +1261,193 @@ fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     limit(cx, &mut acc.rl_as, &raw.sb_address_space);
     limit(cx, &mut acc.rl_cpu, &raw.sb_cpu_seconds);
     limit(cx, &mut acc.rl_nproc, &raw.sb_processes);
+}
+
+/// Whether a later layer may add this `sandbox.env` entry (see `grant.rs`); reports why not.
+fn grant_env(cx: &mut Cx<'_, '_>, acc: &Acc, name: &str, span: &Range<usize>) -> bool {
+    if !cx.check {
+        return true;
+    }
+    let r = grant::judge_env(name, &acc.env, &acc.grant_env.v, &acc.grant_env.prov);
+    match r {
+        Ok(()) => true,
+        Err(refusal) => {
+            grant_error(cx, "sandbox.env", name, span, refusal);
+            false
+        }
+    }
+}
+
+/// Whether a later layer may add this `sandbox.read` (`write = false`) or `sandbox.write`
+/// path (see `grant.rs`); reports why not.
+fn grant_path(
+    cx: &mut Cx<'_, '_>,
+    acc: &Acc,
+    key: &str,
+    path: &str,
+    span: &Range<usize>,
+    write: bool,
+) -> bool {
+    if !cx.check {
+        return true;
+    }
+    let grantable = Grantable {
+        env: Vec::new(),
+        env_prov: acc.grant_env.prov.clone(),
+        read: acc.grant_read.v.clone(),
+        read_prov: acc.grant_read.prov.clone(),
+        write: acc.grant_write.v.clone(),
+        write_prov: acc.grant_write.prov.clone(),
+    };
+    let rules = grant::PathRules {
+        read: &acc.sb_read,
+        write: &acc.sb_write,
+        grantable: &grantable,
+        home: cx.home,
+    };
+    let denied = |p: &str| {
+        acc.res_deny
+            .iter()
+            .find(|(g, _)| g.matches_path(p))
+            .map(|(g, prov)| (g.text.clone(), prov.clone()))
+    };
+    match grant::judge_path(path, write, &rules, denied) {
+        Ok(()) => true,
+        Err(refusal) => {
+            grant_error(cx, key, path, span, refusal);
+            false
+        }
+    }
+}
+
+fn grant_error(
+    cx: &mut Cx<'_, '_>,
+    key: &str,
+    value: &str,
+    span: &Range<usize>,
+    refusal: grant::Refusal,
+) {
+    use grant::Refusal as R;
+    match refusal {
+        R::NotGrantable(prov) => {
+            let what = format!("`{key}` entry \"{value}\" is not grantable here");
+            let list = match key {
+                "sandbox.env" => "env",
+                "sandbox.write" => "write",
+                _ => "read` or `write",
+            };
+            let hint = format!(
+                "an earlier layer decides what later layers may grant the server: it must \
+                 cover this entry in `[sandbox.grantable] {list}`, or grant it itself"
+            );
+            cx.widening(span, what, &prov, hint);
+        }
+        R::EveryVariable => cx.error(
+            span,
+            ErrorKind::Widening,
+            format!("`{key}` entry \"*\" would pass every variable, secrets included"),
+            "name the variables the server needs (e.g. \"MEMORY_FILE_PATH\", \"GIT_*\")",
+        ),
+        R::TooWide(what) => cx.error(
+            span,
+            ErrorKind::BadPath,
+            format!("`{key}` entry \"{value}\" would grant the server {what}"),
+            "grant the server's own state only, e.g. \"~/.gitconfig\" or \"~/.cache/<tool>\"",
+        ),
+        R::Denied(glob, prov) => {
+            let err = cx
+                .src
+                .error(
+                    span,
+                    ErrorKind::Widening,
+                    format!("`{key}` entry \"{value}\" is denied by the policy (`{glob}`)"),
+                )
+                .related(Related {
+                    label: "denied by",
+                    ..related(&prov)
+                })
+                .hint(
+                    "a grant cannot reach what the policy denies: grant the server's own \
+                     state, not a secret",
+                );
+            cx.errs.push(err);
+        }
+    }
+}
+
+/// `[sandbox.grantable]`: what the layers after this one may add. Like an allow-list, a
+/// later list must lie inside the earlier one.
+fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    if let Some(e) = &raw.sb_grant_env {
+        let mut ok = true;
+        for item in &e.v {
+            if !valid_env_pattern(&item.v) {
+                ok = false;
+                cx.error(
+                    &item.span,
+                    ErrorKind::BadValue,
+                    format!("\"{}\" is not an environment variable name", item.v),
+                    "write a name such as \"RUST_LOG\", or a prefix ending in `*` such as \"LC_*\"",
+                );
+            } else if cx.check
+                && !acc
+                    .grant_env
+                    .v
+                    .iter()
+                    .any(|o| env_pattern_covers(o, &item.v))
+            {
+                ok = false;
+                let what = format!(
+                    "`sandbox.grantable.env` entry \"{}\" is not in the earlier grantable list",
+                    item.v
+                );
+                let hint = "a later layer may only narrow what is grantable: each entry must \
+                            be covered by an earlier `[sandbox.grantable] env` entry"
+                    .to_string();
+                cx.widening(&item.span, what, &acc.grant_env.prov.clone(), hint);
+            }
+        }
+        if ok {
+            acc.grant_env = Setting {
+                v: e.v.iter().map(|s| s.v.clone()).collect(),
+                prov: cx.prov(e),
+            };
+        }
+    }
+    for write in [false, true] {
+        let (entry, set) = if write {
+            (&raw.sb_grant_write, &mut acc.grant_write)
+        } else {
+            (&raw.sb_grant_read, &mut acc.grant_read)
+        };
+        let Some(e) = entry else { continue };
+        let Some(globs) = path_globs(cx, e, Side::Allow) else {
+            continue;
+        };
+        let mut ok = true;
+        if cx.check {
+            for ((g, _), item) in globs.iter().zip(&e.v) {
+                if !set.v.iter().any(|earlier| earlier.covers(g)) {
+                    ok = false;
+                    let what = format!(
+                        "`{}` entry \"{}\" is not inside the earlier grantable list",
+                        e.key, item.v
+                    );
+                    let hint = "a later layer may only narrow what is grantable: each entry \
+                                must be a literal path an earlier entry matches, or a glob \
+                                under an earlier `dir/**` entry"
+                        .to_string();
+                    cx.widening(&item.span, what, &set.prov.clone(), hint);
+                }
+            }
+        }
+        if ok {
+            *set = Setting {
+                v: globs.into_iter().map(|(g, _)| g).collect(),
+                prov: cx.prov(e),
+            };
+        }
+    }
 }
 
 fn table(rules: &[(PathGlob, Provenance)]) -> Result<GlobTable, globset::Error> {
@@ -1142,6 +1496,8 @@ fn build(
     acc: Acc,
     layers: Vec<LayerInfo>,
     sources: &[Source<'_>],
+    opted_out: Option<Provenance>,
+    home: Option<String>,
 ) -> Result<Policy, Vec<PolicyError>> {
     let mut errs = Vec::new();
     let set_err = |e: globset::Error| {
@@ -1172,8 +1528,9 @@ fn build(
         Vec::new()
     };
     let tool_writing = name_table(&writing).map_err(set_err)?;
+    let tool_writes = name_table(&acc.tools_writing).map_err(set_err)?;
     let mut tp = GlobSetBuilder::new();
-    for (_, g, _) in &acc.tool_paths {
+    for (_, g, _, _) in &acc.tool_paths {
         tp.add(g.clone());
     }
     let tool_paths_set = tp.build().map_err(set_err)?;
@@ -1184,6 +1541,17 @@ fn build(
         }
     }
     let read_only_roots_set = ro.build().map_err(set_err)?;
+    let read_only_paths = acc
+        .read_only_paths
+        .clone()
+        .unwrap_or_else(default_read_only_paths);
+    let mut rop = GlobSetBuilder::new();
+    for (g, _) in &read_only_paths {
+        for g in &g.globs {
+            rop.add(g.clone());
+        }
+    }
+    let read_only_paths_set = rop.build().map_err(set_err)?;
 
     let m = Matchers {
         root_deny,
@@ -1193,12 +1561,17 @@ fn build(
         scheme_prov: acc.schemes.prov.clone(),
         tool_deny,
         tool_writing,
+        tool_writes,
         read_only: acc.read_only.v,
         tool_paths_set,
         tool_paths: acc
             .tool_paths
             .iter()
-            .map(|(t, _, l)| (t.clone(), l.clone()))
+            .map(|(t, _, server, l)| ToolPaths {
+                tool: t.clone(),
+                server: server.as_ref().map(|(_, g)| g.compile_matcher()),
+                paths: l.clone(),
+            })
             .collect(),
         max_bytes_prov: acc.max_bytes.prov.clone(),
         mime_prov: acc.mime.prov.clone(),
@@ -1350,26 +1723,47 @@ fn build(
             acc.log_allowed.prov.clone(),
         ),
         (
+            "audit.allowed",
+            format!("\"{}\"", acc.allowed.v.word()),
+            acc.allowed.prov.clone(),
+        ),
+        (
+            "audit.retain_files",
+            acc.retain_files
+                .v
+                .map_or("(default)".into(), |n| n.to_string()),
+            acc.retain_files.prov.clone(),
+        ),
+        (
+            "audit.retain_bytes",
+            opt(acc.retain_bytes.v, true),
+            acc.retain_bytes.prov.clone(),
+        ),
+        (
             "sandbox.mode",
             format!("\"{}\"", acc.sb_mode.v.word()),
             acc.sb_mode.prov.clone(),
         ),
         (
             "sandbox.read",
-            list(&acc.sb_read.v),
-            acc.sb_read.prov.clone(),
+            list(&texts(&acc.sb_read)),
+            last_prov(&acc.sb_read, "sandbox.read = []"),
         ),
         (
             "sandbox.write",
-            list(&acc.sb_write.v),
-            acc.sb_write.prov.clone(),
+            list(&texts(&acc.sb_write)),
+            last_prov(&acc.sb_write, "sandbox.write = []"),
         ),
         (
             "sandbox.network",
             network_word(&acc.network.v),
             acc.network.prov.clone(),
         ),
-        ("sandbox.env", list(&acc.env.v), acc.env.prov.clone()),
+        (
+            "sandbox.env",
+            list(&texts(&acc.env)),
+            last_prov(&acc.env, "sandbox.env = []"),
+        ),
         (
             "sandbox.root_access",
             format!("\"{}\"", acc.root_access.v.word()),
@@ -1400,6 +1794,21 @@ fn build(
             opt(acc.rl_nproc.v, false),
             acc.rl_nproc.prov.clone(),
         ),
+        (
+            "sandbox.grantable.env",
+            list(&acc.grant_env.v),
+            acc.grant_env.prov.clone(),
+        ),
+        (
+            "sandbox.grantable.read",
+            list(&glob_texts(&acc.grant_read.v)),
+            acc.grant_read.prov.clone(),
+        ),
+        (
+            "sandbox.grantable.write",
+            list(&glob_texts(&acc.grant_write.v)),
+            acc.grant_write.prov.clone(),
+        ),
     ];
 
     Ok(Policy {
@@ -1429,11 +1838,14 @@ fn build(
             rotate_bytes: acc.rotate_bytes.v,
             on_failure: acc.on_failure.v,
             log_allowed: acc.log_allowed.v,
+            allowed: acc.allowed.v,
+            retain_files: acc.retain_files.v,
+            retain_bytes: acc.retain_bytes.v,
         },
         sandbox: SandboxSettings {
             mode: acc.sb_mode.v,
-            read: acc.sb_read.v.iter().map(PathBuf::from).collect(),
-            write: acc.sb_write.v.iter().map(PathBuf::from).collect(),
+            read: acc.sb_read.iter().map(|(p, _)| PathBuf::from(p)).collect(),
+            write: acc.sb_write.iter().map(|(p, _)| PathBuf::from(p)).collect(),
             network: acc.network.v,
             rlimits: Rlimits {
                 nofile: acc.rl_nofile.v,
@@ -1441,7 +1853,20 @@ fn build(
                 cpu_seconds: acc.rl_cpu.v,
                 processes: acc.rl_nproc.v,
             },
-            env: acc.env.v,
+            env: texts(&acc.env),
+            grants: Grants {
+                env: acc.env.clone(),
+                read: acc.sb_read.clone(),
+                write: acc.sb_write.clone(),
+            },
+            grantable: Grantable {
+                env: acc.grant_env.v.clone(),
+                env_prov: acc.grant_env.prov.clone(),
+                read: acc.grant_read.v.clone(),
+                read_prov: acc.grant_read.prov.clone(),
+                write: acc.grant_write.v.clone(),
+                write_prov: acc.grant_write.prov.clone(),
+            },
             root_access: acc.root_access.v,
             follow_roots: acc.follow_roots.v,
             read_only_roots: acc
@@ -1450,10 +1875,32 @@ fn build(
                 .map(|(g, _)| g.text.clone())
                 .collect(),
             read_only_roots_set,
+            read_only_paths: read_only_paths
+                .iter()
+                .map(|(g, _)| g.text.clone())
+                .collect(),
+            read_only_paths_set,
         },
         m,
         shown,
+        opted_out,
+        home,
+        dropped: std::sync::OnceLock::new(),
     })
+}
+
+fn texts(list: &[(String, Provenance)]) -> Vec<String> {
+    list.iter().map(|(t, _)| t.clone()).collect()
+}
+
+fn glob_texts(list: &[PathGlob]) -> Vec<String> {
+    list.iter().map(|g| g.text.clone()).collect()
+}
+
+/// The provenance shown for an accumulated list: its latest entry's.
+fn last_prov(list: &[(String, Provenance)], empty: &str) -> Provenance {
+    list.last()
+        .map_or_else(|| Provenance::default_rule(empty), |(_, p)| p.clone())
 }
 
 /// Whether `path` is a canonical absolute path (used by the decision functions).
@@ -1495,6 +1942,33 @@ mod tests {
         for bad in ["", "1X", "A-B", "A*B", "**"] {
             assert!(!valid_env_pattern(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn read_only_paths_default_replace_first_and_only_add_later() {
+        let load = |layers: &[&str]| {
+            let sources: Vec<(String, String)> = layers
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (format!("l{i}.toml"), format!("version = 1\n{t}")))
+                .collect();
+            crate::policy::Policy::from_sources(&sources).unwrap()
+        };
+        let none = load(&[""]);
+        assert!(none.sandbox().is_read_only_path("/p/.git/hooks/pre-commit"));
+        assert!(none.sandbox().is_read_only_path("/p/.git/hooks"));
+        assert!(none.sandbox().is_read_only_path("/p/.MCP.json"));
+        assert!(!none.sandbox().is_read_only_path("/p/src/main.rs"));
+        // The first layer replaces the built-in list.
+        let own = load(&["[sandbox]\nread_only_paths = [\"**/Makefile\"]"]);
+        assert!(own.sandbox().is_read_only_path("/p/Makefile"));
+        assert!(!own.sandbox().is_read_only_path("/p/.vscode/tasks.json"));
+        // A later layer adds to the built-in list, never removes from it.
+        let later = load(&["", "[sandbox]\nread_only_paths = []"]);
+        assert!(later.sandbox().is_read_only_path("/p/.vscode/tasks.json"));
+        let more = load(&["", "[sandbox]\nread_only_paths = [\"**/.husky/**\"]"]);
+        assert!(more.sandbox().is_read_only_path("/p/.husky/pre-commit"));
+        assert!(more.sandbox().is_read_only_path("/p/.claude/settings.json"));
     }
 
     #[test]

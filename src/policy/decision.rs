@@ -161,6 +161,8 @@ pub struct ToolPath {
     pub pointer: String,
     /// Path or URI.
     pub kind: ArgKind,
+    /// The server glob of the entry (`None`: the entry applies to every server).
+    pub server: Option<String>,
     /// The `[[tools.paths]]` entry that names it.
     pub provenance: Provenance,
 }
@@ -242,6 +244,13 @@ impl Policy {
         Decision::allow(Reason::DefaultAllow, &m.default)
     }
 
+    /// Whether a tool is marked as writing (`tools.writing`), whatever `read_only` says:
+    /// its path arguments may not name a `sandbox.read_only_paths` match.
+    pub fn tool_writes(&self, tool_name: &str) -> bool {
+        let c = Candidate::from_bytes(tool_name.as_bytes());
+        self.m.tool_writes.find_rare(&c).is_some()
+    }
+
     /// Decides one content item of a result: its size in bytes (text length, or decoded
     /// blob length) against `resources.max_bytes`, and its MIME type (parameters ignored,
     /// any case) against `resources.mime`. With a MIME list in force, an item without a
@@ -267,15 +276,27 @@ impl Policy {
     }
 
     /// The arguments of a tool call that must be checked as paths or URIs: every
-    /// `[[tools.paths]]` entry whose `tool` glob matches the name, in declaration order.
-    pub fn tool_path_pointers(&self, tool_name: &str) -> Vec<&ToolPath> {
+    /// `[[tools.paths]]` entry whose `tool` glob matches the name and whose `server` glob
+    /// (if any) matches the server's name (`serverInfo.name`), in declaration order.
+    ///
+    /// `server` is `None` while the server's identity is unknown (a 2026-07-28 server that
+    /// has not named itself yet): then every matching entry applies, whatever server it
+    /// describes, so an unknown server is checked more, never less.
+    pub fn tool_path_pointers(&self, tool_name: &str, server: Option<&str>) -> Vec<&ToolPath> {
         let m = &self.m;
         if m.tool_paths.is_empty() {
             return Vec::new();
         }
         let mut idx = m.tool_paths_set.matches(tool_name);
         idx.sort_unstable();
-        idx.iter().flat_map(|&i| m.tool_paths[i].1.iter()).collect()
+        idx.iter()
+            .map(|&i| &m.tool_paths[i])
+            .filter(|e| match (&e.server, server) {
+                (Some(glob), Some(name)) => glob.is_match(name),
+                _ => true,
+            })
+            .flat_map(|e| e.paths.iter())
+            .collect()
     }
 }
 

@@ -131,16 +131,29 @@ pub(crate) fn expand(raw: &str, home: Option<&str>, glob: bool) -> Result<String
 /// Whether `p` is absolute and normalized: starts with `/`, and (unless it is `/`) has no
 /// empty, `.` or `..` component, no trailing `/`, and no NUL.
 pub(crate) fn is_normalized_absolute(p: &str) -> bool {
-    if p == "/" {
+    let b = p.as_bytes();
+    if b == b"/" {
         return true;
     }
-    let Some(rest) = p.strip_prefix('/') else {
+    if b.first() != Some(&b'/') {
         return false;
-    };
-    !p.contains('\0')
-        && rest
-            .split('/')
-            .all(|c| !c.is_empty() && c != "." && c != "..")
+    }
+    // One pass over the bytes (this runs on every path decided): each name between `/`s is
+    // non-empty and neither `.` nor `..`, and there is no NUL.
+    let mut start = 1;
+    for i in 1..=b.len() {
+        if i < b.len() && b[i] != b'/' {
+            if b[i] == 0 {
+                return false;
+            }
+            continue;
+        }
+        if matches!(&b[start..i], b"" | b"." | b"..") {
+            return false;
+        }
+        start = i + 1;
+    }
+    true
 }
 
 /// Validates an expanded path (not a glob): absolute and normalized.
@@ -340,6 +353,11 @@ impl PathGlob {
         })
     }
 
+    /// Whether this glob matches a canonical path (for a `X/**` glob, `X` too).
+    pub(crate) fn matches_path(&self, path: &str) -> bool {
+        self.match_all || self.matchers().globs.iter().any(|m| m.is_match(path))
+    }
+
     /// Whether every path this glob matches is provably matched by `self`. Conservative:
     /// `false` means "not proven", which the caller reports as widening.
     pub(crate) fn covers(&self, later: &PathGlob) -> bool {
@@ -454,6 +472,19 @@ mod tests {
         )])
         .unwrap();
         t.is_match(&Candidate::from_bytes(path.as_bytes()))
+    }
+
+    #[test]
+    fn normalized_absolute_paths() {
+        for p in ["/", "/a", "/a/b.c", "/a/...", "/.a/b..", "/a b/c"] {
+            assert!(is_normalized_absolute(p), "{p}");
+        }
+        for p in [
+            "", "a", "a/b", "//", "/a/", "/a//b", "/.", "/..", "/a/./b", "/a/../b", "/a/.",
+            "/a/..", "/a\0b",
+        ] {
+            assert!(!is_normalized_absolute(p), "{p:?}");
+        }
     }
 
     /// Table of (glob, path, expected). The separator rule is the point of most rows.

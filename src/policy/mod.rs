@@ -34,6 +34,8 @@ mod compile;
 mod decision;
 mod error;
 mod glob;
+mod grant;
+mod protections;
 mod raw;
 mod settings;
 mod show;
@@ -45,6 +47,7 @@ use sha2::{Digest, Sha256};
 
 pub use decision::{ArgKind, Decision, Provenance, Reason, ToolPath};
 pub use error::{ErrorKind, PolicyError, PolicyErrors, Related};
+pub use grant::{Grant, GrantRefused, Grantable, Grants, Refusal};
 pub use settings::{
     Access, AuditSettings, FollowRoots, HardlinkStance, Mode, Network, ReadStance,
     ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
@@ -61,6 +64,15 @@ pub const STRICT_POLICY: &str = include_str!("../../policies/strict.toml");
 /// The built-in policies, by the name `Policy::load` accepts as `builtin:<name>`.
 const BUILTINS: &[(&str, &str)] = &[("default", DEFAULT_POLICY), ("strict", STRICT_POLICY)];
 
+/// A built-in policy by name: its name (static) and text.
+pub(crate) fn builtin(name: &str) -> Option<(&'static str, &'static str)> {
+    BUILTINS.iter().find(|(n, _)| *n == name).copied()
+}
+
+/// The server whose tools the built-in `[[tools.paths]]` rules describe: the reference
+/// filesystem server (`@modelcontextprotocol/server-filesystem`), by its `serverInfo.name`.
+pub const REFERENCE_FILESYSTEM_SERVER: &str = "secure-filesystem-server";
+
 /// One loaded layer, for `policy show` and the audit log's `session_start`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LayerInfo {
@@ -71,6 +83,9 @@ pub struct LayerInfo {
     pub path: Option<PathBuf>,
     /// SHA-256 of the layer's bytes, lowercase hex.
     pub sha256: String,
+    /// Stacked under the given files because the first of them did not opt out
+    /// (`base = "none"`): the built-in default, not named by the user.
+    pub base: bool,
 }
 
 /// A compiled, effective policy: immutable, `Send + Sync`, cheap to share in an `Arc`.
@@ -85,6 +100,22 @@ pub struct Policy {
     pub(crate) m: Matchers,
     /// Effective scalar settings with their origin, for `policy show`.
     pub(crate) shown: Vec<(&'static str, String, Provenance)>,
+    /// The `base = "none"` line of the first layer, when it opted out of the default.
+    pub(crate) opted_out: Option<Provenance>,
+    /// The home directory `~` was expanded with.
+    pub(crate) home: Option<String>,
+    /// The built-in protections this policy lacks, computed on first use.
+    pub(crate) dropped: std::sync::OnceLock<Vec<String>>,
+}
+
+/// One `[[tools.paths]]` entry, compiled.
+#[derive(Debug)]
+pub(crate) struct ToolPaths {
+    /// The tool-name glob as written.
+    pub(crate) tool: String,
+    /// The server it describes (`None`: every server).
+    pub(crate) server: Option<globset::GlobMatcher>,
+    pub(crate) paths: Vec<ToolPath>,
 }
 
 /// An allow-list of one layer: a path must match every layer's list.
@@ -106,9 +137,12 @@ pub(crate) struct Matchers {
     pub(crate) tool_deny: GlobTable,
     /// Tools marked as writing; provenance names the `read_only` setting too.
     pub(crate) tool_writing: GlobTable,
+    /// Tools marked as writing, whatever `read_only` says (their path arguments may not
+    /// name a `sandbox.read_only_paths` match).
+    pub(crate) tool_writes: GlobTable,
     pub(crate) read_only: bool,
     pub(crate) tool_paths_set: globset::GlobSet,
-    pub(crate) tool_paths: Vec<(String, Vec<ToolPath>)>,
+    pub(crate) tool_paths: Vec<ToolPaths>,
     pub(crate) max_bytes_prov: Provenance,
     pub(crate) mime_prov: Provenance,
     pub(crate) default: Provenance,
@@ -116,7 +150,10 @@ pub(crate) struct Matchers {
 }
 
 impl Policy {
-    /// Loads policy layers from files, in order (e.g. org, then user, then project).
+    /// Loads the policy stack `run`, `check`, `policy explain|show|check` and `wrap` use:
+    /// the files in order (e.g. org, then user, then project), stacked on the built-in
+    /// default unless the first file says `base = "none"` (or names another built-in, or is
+    /// a built-in itself). With no files, the built-in default alone.
     ///
     /// A path spelled `builtin:default` or `builtin:strict` loads the built-in policy of
     /// that name instead of a file. `~` and `${HOME}` are expanded with the current `HOME`.
@@ -126,8 +163,12 @@ impl Policy {
         Self::load_with_home(files, home.as_deref())
     }
 
-    /// [`load`](Self::load) with an explicit home directory (`None`: `~` is an error).
+    /// [`load`](Self::load) with an explicit home directory (`None`: `~` is an error in the
+    /// files; the built-in layers fall back to a home that does not exist).
     pub fn load_with_home(files: &[PathBuf], home: Option<&str>) -> Result<Policy, PolicyErrors> {
+        if files.is_empty() {
+            return Ok(Self::builtin_default_with_home(home));
+        }
         let mut inputs = Vec::with_capacity(files.len());
         let mut errs = Vec::new();
         for path in files {
@@ -138,24 +179,70 @@ impl Policy {
                     path: from_file.then(|| path.clone()),
                     sha256: sha256_hex(text.as_bytes()),
                     text,
+                    builtin: !from_file,
+                    base: false,
                 }),
-                Err(message) => errs.push(
-                    PolicyError::unlocated(&name, ErrorKind::Io, message)
-                        .hint("check the path given to --policy"),
-                ),
+                Err((message, hint)) => {
+                    errs.push(PolicyError::unlocated(&name, ErrorKind::Io, message).hint(hint))
+                }
             }
         }
         if !errs.is_empty() {
             // Still check the readable files, so every problem shows in one run.
-            if let Err(PolicyErrors(more)) = compile::compile(inputs, home) {
+            if let Err(PolicyErrors(more)) = compile::compile(inputs, home, true) {
                 errs.extend(more);
             }
             return Err(PolicyErrors(errs));
         }
-        compile::compile(inputs, home)
+        compile::compile(inputs, home, true)
     }
 
-    /// Compiles layers given as `(display name, TOML text)`, in order.
+    /// [`load`](Self::load) with one more layer after the files, given as TOML text: a
+    /// command line's narrowing options (`check --no-symlinks` is `roots.symlinks =
+    /// "never"`), judged like any later layer.
+    pub fn load_then(files: &[PathBuf], name: &str, text: &str) -> Result<Policy, PolicyErrors> {
+        let home = std::env::var("HOME").ok();
+        let mut inputs = Vec::with_capacity(files.len() + 1);
+        let mut errs = Vec::new();
+        for path in files {
+            let shown: Arc<str> = path.display().to_string().into();
+            match read_layer(path) {
+                Ok((text, from_file)) => inputs.push(compile::LayerInput {
+                    name: shown,
+                    path: from_file.then(|| path.clone()),
+                    sha256: sha256_hex(text.as_bytes()),
+                    text,
+                    builtin: !from_file,
+                    base: false,
+                }),
+                Err((message, hint)) => {
+                    errs.push(PolicyError::unlocated(&shown, ErrorKind::Io, message).hint(hint))
+                }
+            }
+        }
+        if !errs.is_empty() {
+            return Err(PolicyErrors(errs));
+        }
+        if inputs.is_empty() {
+            inputs.push(compile::LayerInput::builtin(
+                "default",
+                DEFAULT_POLICY,
+                true,
+            ));
+        }
+        inputs.push(compile::LayerInput {
+            name: name.into(),
+            path: None,
+            sha256: sha256_hex(text.as_bytes()),
+            text: text.to_owned(),
+            builtin: false,
+            base: false,
+        });
+        compile::compile(inputs, home.as_deref(), true)
+    }
+
+    /// Compiles layers given as `(display name, TOML text)`, in order, exactly as given: no
+    /// implicit base (a first layer's explicit `base = "builtin:<name>"` is honoured).
     pub fn from_sources(layers: &[(String, String)]) -> Result<Policy, PolicyErrors> {
         let home = std::env::var("HOME").ok();
         Self::from_sources_with_home(layers, home.as_deref())
@@ -173,9 +260,11 @@ impl Policy {
                 path: None,
                 sha256: sha256_hex(text.as_bytes()),
                 text: text.clone(),
+                builtin: false,
+                base: false,
             })
             .collect();
-        compile::compile(inputs, home)
+        compile::compile(inputs, home, false)
     }
 
     /// The built-in default policy (`policies/default.toml`).
@@ -186,15 +275,39 @@ impl Policy {
     /// is unusable, the `~` rules cannot be expanded, so this falls back to `/nonexistent`
     /// as home rather than dropping them.
     pub fn builtin_default() -> Policy {
-        let home = std::env::var("HOME")
-            .ok()
-            .filter(|h| glob::is_normalized_absolute(h.trim_end_matches('/')) || h == "/");
-        let home = home.as_deref().unwrap_or("/nonexistent");
-        let layer = [("builtin:default".to_string(), DEFAULT_POLICY.to_string())];
-        match Self::from_sources_with_home(&layer, Some(home)) {
+        let home = std::env::var("HOME").ok();
+        Self::builtin_default_with_home(home.as_deref())
+    }
+
+    fn builtin_default_with_home(home: Option<&str>) -> Policy {
+        let home =
+            home.filter(|h| glob::is_normalized_absolute(h.trim_end_matches('/')) || *h == "/");
+        let home = home.unwrap_or("/nonexistent");
+        let layer = compile::LayerInput::builtin("default", DEFAULT_POLICY, false);
+        match compile::compile(vec![layer], Some(home), false) {
             Ok(p) => p,
             Err(e) => panic!("the built-in default policy does not compile: {e}"),
         }
+    }
+
+    /// The `base = "none"` line of the first layer, when the stack opted out of the
+    /// built-in default.
+    pub fn opted_out(&self) -> Option<&Provenance> {
+        self.opted_out.as_ref()
+    }
+
+    /// The protections of the built-in default this policy does not have: its secret deny
+    /// globs (`resources.deny`) and the path checks of the reference filesystem server's
+    /// tools (`[[tools.paths]]`, the CVE-2025-53109/53110 surface), one line each. Empty
+    /// when the stack includes the built-in default (the usual case) or repeats them.
+    pub fn dropped_protections(&self) -> &[String] {
+        self.dropped.get_or_init(|| {
+            if self.layers.iter().any(|l| l.name == "builtin:default") {
+                return Vec::new();
+            }
+            let reference = Self::builtin_default_with_home(self.home.as_deref());
+            protections::dropped(&reference, self)
+        })
     }
 
     /// Enforce or audit.
@@ -233,30 +346,47 @@ impl Policy {
     }
 }
 
-/// Reads one layer's text; `builtin:<name>` is served from the binary.
+/// Reads one layer's text; `builtin:<name>` is served from the binary. Returns the text and
+/// whether it came from a file, or the message and hint of why it cannot be read.
 ///
 /// # Ambient authority
 ///
 /// Policy files are operator configuration named on the command line and read once,
 /// before any session exists, so they are read by path here rather than beneath a root.
-fn read_layer(path: &Path) -> Result<(String, bool), String> {
+fn read_layer(path: &Path) -> Result<(String, bool), (String, &'static str)> {
     let shown = path.display();
     if let Some(name) = path.to_str().and_then(|s| s.strip_prefix("builtin:")) {
-        return match BUILTINS.iter().find(|(n, _)| *n == name) {
-            Some((_, text)) => Ok(((*text).to_string(), false)),
-            None => Err(format!(
-                "unknown built-in policy `{shown}`; built-ins are builtin:default and \
-                 builtin:strict"
+        return match builtin(name) {
+            Some((_, text)) => Ok((text.to_string(), false)),
+            None => Err((
+                format!("unknown built-in policy `{shown}`"),
+                "the built-ins are builtin:default and builtin:strict",
             )),
         };
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read policy file: {e}"))?;
-    String::from_utf8(bytes)
-        .map(|t| (t, true))
-        .map_err(|_| "policy file is not UTF-8".to_string())
+    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => (
+            format!("policy file {shown} does not exist"),
+            "check the path given to --policy, or use builtin:default",
+        ),
+        std::io::ErrorKind::IsADirectory => (
+            format!("policy {shown} is a directory"),
+            "give a policy file (a .toml file)",
+        ),
+        _ => (
+            format!("cannot read policy file: {e}"),
+            "check the path given to --policy and its permissions",
+        ),
+    })?;
+    String::from_utf8(bytes).map(|t| (t, true)).map_err(|_| {
+        (
+            "policy file is not UTF-8".to_string(),
+            "save it as UTF-8 text",
+        )
+    })
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     let mut out = String::with_capacity(64);
     for b in digest {

@@ -19,7 +19,7 @@ use super::settings::{
     Access, FollowRoots, HardlinkStance, Mode, ReadStance, RootsFallback, SandboxMode,
     SymlinkStance,
 };
-use crate::audit::OnFailure;
+use crate::audit::{AllowedRecords, OnFailure};
 
 /// The only schema version this build understands.
 pub(crate) const SCHEMA_VERSION: i64 = 1;
@@ -81,6 +81,8 @@ pub(crate) struct RawToolPath {
     pub(crate) tool: Option<Entry<String>>,
     pub(crate) pointers: Option<Entry<Vec<Sp<String>>>>,
     pub(crate) kind: Option<Entry<ArgKind>>,
+    /// The server this entry describes (a name glob over its `serverInfo.name`).
+    pub(crate) server: Option<Entry<String>>,
 }
 
 type Strings = Option<Entry<Vec<Sp<String>>>>;
@@ -89,6 +91,8 @@ type Strings = Option<Entry<Vec<Sp<String>>>>;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RawLayer {
     pub(crate) version: Option<Entry<i64>>,
+    /// What the layer stacks on (`builtin:<name>` or `none`); read in the first layer.
+    pub(crate) base: Option<Entry<String>>,
     pub(crate) mode: Option<Entry<Mode>>,
 
     pub(crate) roots_allow: Strings,
@@ -118,6 +122,9 @@ pub(crate) struct RawLayer {
     pub(crate) audit_rotate_bytes: Option<Entry<u64>>,
     pub(crate) audit_on_failure: Option<Entry<OnFailure>>,
     pub(crate) audit_log_allowed: Option<Entry<bool>>,
+    pub(crate) audit_allowed: Option<Entry<AllowedRecords>>,
+    pub(crate) audit_retain_files: Option<Entry<u64>>,
+    pub(crate) audit_retain_bytes: Option<Entry<u64>>,
 
     pub(crate) sb_mode: Option<Entry<SandboxMode>>,
     pub(crate) sb_read: Strings,
@@ -127,6 +134,10 @@ pub(crate) struct RawLayer {
     pub(crate) sb_root_access: Option<Entry<Access>>,
     pub(crate) sb_follow_roots: Option<Entry<FollowRoots>>,
     pub(crate) sb_read_only_roots: Strings,
+    pub(crate) sb_grant_env: Strings,
+    pub(crate) sb_grant_read: Strings,
+    pub(crate) sb_grant_write: Strings,
+    pub(crate) sb_read_only_paths: Strings,
     pub(crate) sb_nofile: Option<Entry<u64>>,
     pub(crate) sb_address_space: Option<Entry<u64>>,
     pub(crate) sb_cpu_seconds: Option<Entry<u64>>,
@@ -135,6 +146,7 @@ pub(crate) struct RawLayer {
 
 const TOP_KEYS: &[&str] = &[
     "version",
+    "base",
     "mode",
     "roots",
     "resources",
@@ -161,7 +173,7 @@ const RESOURCES_KEYS: &[&str] = &[
     "read",
 ];
 const TOOLS_KEYS: &[&str] = &["deny", "writing", "read_only", "paths"];
-const TOOL_PATH_KEYS: &[&str] = &["tool", "pointers", "kind"];
+const TOOL_PATH_KEYS: &[&str] = &["tool", "pointers", "kind", "server"];
 const AUDIT_KEYS: &[&str] = &[
     "path",
     "fsync",
@@ -169,6 +181,9 @@ const AUDIT_KEYS: &[&str] = &[
     "rotate_bytes",
     "on_failure",
     "log_allowed",
+    "allowed",
+    "retain_files",
+    "retain_bytes",
 ];
 const SANDBOX_KEYS: &[&str] = &[
     "mode",
@@ -179,8 +194,11 @@ const SANDBOX_KEYS: &[&str] = &[
     "root_access",
     "read_only_roots",
     "follow_roots",
+    "read_only_paths",
     "rlimits",
+    "grantable",
 ];
+const GRANTABLE_KEYS: &[&str] = &["env", "read", "write"];
 const RLIMIT_KEYS: &[&str] = &["nofile", "address_space", "cpu_seconds", "processes"];
 
 /// Every table and its keys, for "did you mean" across tables.
@@ -193,6 +211,7 @@ const ALL_TABLES: &[(&str, &[&str])] = &[
     ("audit", AUDIT_KEYS),
     ("sandbox", SANDBOX_KEYS),
     ("sandbox.rlimits", RLIMIT_KEYS),
+    ("sandbox.grantable", GRANTABLE_KEYS),
 ];
 
 /// Parses one layer. Returns `None` when the file is not TOML at all (the syntax error is
@@ -241,6 +260,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         ),
         Some(_) => {}
     }
+    raw.base = w.string(top, "", "base");
     raw.mode = w.word(top, "", "mode", Mode::WORDS);
 
     if let Some(t) = w.table(top, "", "roots") {
@@ -278,6 +298,9 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.audit_rotate_bytes = w.size(t, "audit", "rotate_bytes");
         raw.audit_on_failure = w.word(t, "audit", "on_failure", OnFailure::WORDS);
         raw.audit_log_allowed = w.boolean(t, "audit", "log_allowed");
+        raw.audit_allowed = w.word(t, "audit", "allowed", AllowedRecords::WORDS);
+        raw.audit_retain_files = w.uint(t, "audit", "retain_files", 0, 1_000_000);
+        raw.audit_retain_bytes = w.size(t, "audit", "retain_bytes");
     }
     if let Some(t) = w.table(top, "", "sandbox") {
         w.check_keys(t, "sandbox", SANDBOX_KEYS);
@@ -289,12 +312,19 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.sb_root_access = w.word(t, "sandbox", "root_access", Access::WORDS);
         raw.sb_follow_roots = w.word(t, "sandbox", "follow_roots", FollowRoots::WORDS);
         raw.sb_read_only_roots = w.strings(t, "sandbox", "read_only_roots");
+        raw.sb_read_only_paths = w.strings(t, "sandbox", "read_only_paths");
         if let Some(r) = w.table(t, "sandbox", "rlimits") {
             w.check_keys(r, "sandbox.rlimits", RLIMIT_KEYS);
             raw.sb_nofile = w.uint(r, "sandbox.rlimits", "nofile", 1, u64::MAX);
             raw.sb_address_space = w.size(r, "sandbox.rlimits", "address_space");
             raw.sb_cpu_seconds = w.uint(r, "sandbox.rlimits", "cpu_seconds", 1, u64::MAX);
             raw.sb_processes = w.uint(r, "sandbox.rlimits", "processes", 1, u64::MAX);
+        }
+        if let Some(g) = w.table(t, "sandbox", "grantable") {
+            w.check_keys(g, "sandbox.grantable", GRANTABLE_KEYS);
+            raw.sb_grant_env = w.strings(g, "sandbox.grantable", "env");
+            raw.sb_grant_read = w.strings(g, "sandbox.grantable", "read");
+            raw.sb_grant_write = w.strings(g, "sandbox.grantable", "write");
         }
     }
     Some(raw)
@@ -324,7 +354,7 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
         };
     }
     names!(
-        "", "version"; "", "mode";
+        "", "version"; "", "base"; "", "mode";
         "roots", "allow"; "roots", "deny"; "roots", "static"; "roots", "list_timeout_ms";
         "roots", "launch_wait_ms";
         "roots", "on_timeout"; "roots", "symlinks"; "roots", "hardlinks";
@@ -332,11 +362,15 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
         "resources", "max_bytes"; "resources", "mime"; "resources", "read";
         "tools", "deny"; "tools", "writing"; "tools", "read_only"; "tools", "paths";
         "tools.paths", "tool"; "tools.paths", "pointers"; "tools.paths", "kind";
+        "tools.paths", "server";
         "audit", "path"; "audit", "fsync"; "audit", "fsync_interval_ms";
         "audit", "rotate_bytes"; "audit", "on_failure"; "audit", "log_allowed";
+        "audit", "allowed"; "audit", "retain_files"; "audit", "retain_bytes";
         "sandbox", "mode"; "sandbox", "read"; "sandbox", "write"; "sandbox", "network";
         "sandbox", "env"; "sandbox", "root_access"; "sandbox", "read_only_roots";
-        "sandbox", "follow_roots"; "sandbox", "rlimits";
+        "sandbox", "follow_roots"; "sandbox", "read_only_paths"; "sandbox", "rlimits";
+        "sandbox", "grantable";
+        "sandbox.grantable", "env"; "sandbox.grantable", "read"; "sandbox.grantable", "write";
         "sandbox.rlimits", "nofile"; "sandbox.rlimits", "address_space";
         "sandbox.rlimits", "cpu_seconds"; "sandbox.rlimits", "processes";
     )
@@ -708,6 +742,7 @@ impl Walker<'_, '_> {
                 tool: self.string(t, "tools.paths", "tool"),
                 pointers: self.strings(t, "tools.paths", "pointers"),
                 kind: self.word(t, "tools.paths", "kind", ARG_KIND_WORDS),
+                server: self.string(t, "tools.paths", "server"),
             };
             for (missing, what) in [
                 (

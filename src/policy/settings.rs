@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::decision::Provenance;
+use super::grant::{Grantable, Grants};
 // The audit log's own types: the policy only chooses among them.
-use crate::audit::{FsyncPolicy, OnFailure};
+use crate::audit::{AllowedRecords, FsyncPolicy, OnFailure};
 
 /// Whether decisions block (enforce) or are only recorded (audit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -36,15 +37,9 @@ pub use crate::fsaccess::SymlinkStance;
 /// The sandbox's own types, so what a policy states is exactly what the sandbox applies.
 pub use crate::sandbox::{Access, Network, Rlimits, SandboxMode};
 
-/// How regular files with more than one hard link are treated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HardlinkStance {
-    /// Files with several links are served like any other.
-    Allow,
-    /// Files with several links are refused: another name of the same file may be outside
-    /// the roots.
-    Deny,
-}
+/// How files with more than one hard link are treated: the resolver's own type, so the
+/// stance a policy states is exactly the one the checks apply.
+pub use crate::fsaccess::HardlinkStance;
 
 /// Which non-`file:` URI schemes are allowed. `file:` is always checked against the roots
 /// and the path rules, whatever this says.
@@ -129,6 +124,12 @@ pub struct AuditSettings {
     pub on_failure: OnFailure,
     /// Whether allowed decisions are logged too.
     pub log_allowed: bool,
+    /// How the allowed entries of a list page are logged (when allowed decisions are).
+    pub allowed: AllowedRecords,
+    /// Rotated files kept; `None` means the audit module's default.
+    pub retain_files: Option<u64>,
+    /// Bytes of rotated files kept; `None` means no limit by size.
+    pub retain_bytes: Option<u64>,
 }
 
 /// `sandbox.follow_roots`: what happens when the effective roots change after the server
@@ -160,8 +161,13 @@ pub struct SandboxSettings {
     /// Resource limits.
     pub rlimits: Rlimits,
     /// Environment variables passed to the server besides the sandbox's own baseline:
-    /// exact names, or a prefix ending in `*` (e.g. `LC_*`).
+    /// exact names, or a prefix ending in `*` (e.g. `LC_*`). Every layer's entries.
     pub env: Vec<String>,
+    /// `env`, `read` and `write` with the rule that granted each (for messages).
+    pub grants: Grants,
+    /// What a grant made after the policy (`run --env`) may add: see
+    /// [`Policy::check_grant`](super::Policy::check_grant).
+    pub(crate) grantable: Grantable,
     /// Access granted to every root, unless it matches `read_only_roots`.
     pub root_access: Access,
     /// What happens when the roots change after launch.
@@ -169,6 +175,10 @@ pub struct SandboxSettings {
     /// Root globs (expanded) that are read-only whatever `root_access` says.
     pub read_only_roots: Vec<String>,
     pub(crate) read_only_roots_set: globset::GlobSet,
+    /// Path globs (expanded) whose matches inside writable roots are read-only to the
+    /// server: the sandbox makes them so at launch, and writing tools may not name them.
+    pub read_only_paths: Vec<String>,
+    pub(crate) read_only_paths_set: globset::GlobSet,
 }
 
 impl SandboxSettings {
@@ -180,6 +190,17 @@ impl SandboxSettings {
         } else {
             Access::ReadWrite
         }
+    }
+
+    /// `[sandbox.grantable]` as it stands after the last layer.
+    pub fn grantable(&self) -> &Grantable {
+        &self.grantable
+    }
+
+    /// Whether a canonical path matches `read_only_paths` (a place where a file written now
+    /// runs code outside the sandbox later).
+    pub fn is_read_only_path(&self, canonical_path: &str) -> bool {
+        self.read_only_paths_set.is_match(canonical_path)
     }
 
     /// Whether an environment variable name passes the policy's `env` list.
@@ -233,7 +254,8 @@ impl Ranked for HardlinkStance {
     fn rank(&self) -> u64 {
         match self {
             HardlinkStance::Deny => 0,
-            HardlinkStance::Allow => 1,
+            HardlinkStance::AllowPreexisting => 1,
+            HardlinkStance::Allow => 2,
         }
     }
 }
@@ -244,6 +266,15 @@ impl Ranked for ReadStance {
             ReadStance::Serve => 0,
             ReadStance::Verify => 1,
             ReadStance::Forward => 2,
+        }
+    }
+}
+
+impl Ranked for AllowedRecords {
+    fn rank(&self) -> u64 {
+        match self {
+            AllowedRecords::Each => 0,
+            AllowedRecords::Summary => 1,
         }
     }
 }
@@ -328,13 +359,18 @@ words!(SymlinkStance {
     SymlinkStance::FollowWithinRoot => "follow-within-root",
     SymlinkStance::Never => "never",
 });
-words!(HardlinkStance { HardlinkStance::Allow => "allow", HardlinkStance::Deny => "deny" });
+words!(HardlinkStance {
+    HardlinkStance::Allow => "allow",
+    HardlinkStance::AllowPreexisting => "allow-preexisting",
+    HardlinkStance::Deny => "deny",
+});
 words!(ReadStance {
     ReadStance::Forward => "forward",
     ReadStance::Verify => "verify",
     ReadStance::Serve => "serve",
 });
 words!(OnFailure { OnFailure::Stop => "stop", OnFailure::Continue => "continue" });
+words!(AllowedRecords { AllowedRecords::Each => "each", AllowedRecords::Summary => "summary" });
 words!(SandboxMode {
     SandboxMode::Off => "off",
     SandboxMode::BestEffort => "best-effort",

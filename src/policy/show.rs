@@ -31,7 +31,36 @@ impl Policy {
         let mut out = String::new();
         out.push_str("# effective rootfence policy\n# layers, in order:\n");
         for (i, l) in self.layers.iter().enumerate() {
-            out.push_str(&format!("#   [{i}] {}  sha256:{}\n", l.name, l.sha256));
+            let base = if l.base {
+                " (base: stacked under the files given; `base = \"none\"` in the first file \
+                 opts out)"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "#   [{i}] {}{base}  sha256:{}\n",
+                l.name, l.sha256
+            ));
+        }
+        if let Some(p) = &self.opted_out {
+            out.push_str(&format!(
+                "# base: none: {} replaces the built-in default policy\n",
+                origin(p)
+            ));
+        }
+        let dropped = self.dropped_protections();
+        if !dropped.is_empty() {
+            out.push_str(&format!(
+                "# WARNING: this policy drops {} protection(s) of the built-in default:\n",
+                dropped.len()
+            ));
+            for d in dropped {
+                out.push_str(&format!("#   - {d}\n"));
+            }
+            out.push_str(
+                "#   hint: remove `base = \"none\"` to keep them, or copy them from \
+                 `rootfence policy show --policy builtin:default`\n",
+            );
         }
         let width = self
             .shown
@@ -103,15 +132,40 @@ impl Policy {
         if m.tool_paths.is_empty() {
             out.push_str("#   (none)\n");
         }
-        for (tool, ptrs) in &m.tool_paths {
-            for p in ptrs {
+        for entry in &m.tool_paths {
+            for p in &entry.paths {
+                let server = p
+                    .server
+                    .as_ref()
+                    .map_or_else(|| "any server".to_string(), |s| format!("server {s:?}"));
                 out.push_str(&format!(
-                    "#   tool {tool:?} pointer {:?} kind {}  from {}\n",
+                    "#   tool {:?} ({server}) pointer {:?} kind {}  from {}\n",
+                    entry.tool,
                     p.pointer,
                     p.kind.as_str(),
                     origin(&p.provenance)
                 ));
             }
+        }
+        let grants = &self.sandbox.grants;
+        if !(grants.env.is_empty() && grants.read.is_empty() && grants.write.is_empty()) {
+            out.push_str("\n# sandbox grants (accumulate over the layers)\n");
+            for (what, list) in [
+                ("env", &grants.env),
+                ("read", &grants.read),
+                ("write", &grants.write),
+            ] {
+                for (g, p) in list {
+                    out.push_str(&format!("#   {what} {g:?}  from {}\n", origin(p)));
+                }
+            }
+        }
+        out.push_str("\n# sandbox.read_only_paths\n");
+        if self.sandbox.read_only_paths.is_empty() {
+            out.push_str("#   (none)\n");
+        }
+        for g in &self.sandbox.read_only_paths {
+            out.push_str(&format!("#   {g:?}\n"));
         }
         if !self.sandbox.read_only_roots.is_empty() {
             out.push_str("\n# sandbox.read_only_roots\n");
@@ -148,9 +202,15 @@ impl Policy {
                 )
             })
             .collect();
+        let grant_list = |list: &[(String, Provenance)]| -> Value {
+            list.iter()
+                .map(|(g, p)| json!({"value": g, "provenance": prov_json(p)}))
+                .collect()
+        };
         json!({
             "layers": self.layers.iter().map(|l| json!({
                 "name": l.name,
+                "base": l.base,
                 "path": l.path.as_ref().map(|p| p.display().to_string()),
                 "sha256": l.sha256,
             })).collect::<Vec<_>>(),
@@ -161,13 +221,25 @@ impl Policy {
             "resources_allow": allow(&m.res_allow),
             "tools_deny": table(&m.tool_deny),
             "tools_writing_denied": table(&m.tool_writing),
-            "tools_paths": m.tool_paths.iter().flat_map(|(tool, ptrs)| ptrs.iter().map(move |p| json!({
-                "tool": tool,
+            "tools_paths": m.tool_paths.iter().flat_map(|e| e.paths.iter().map(move |p| json!({
+                "tool": e.tool,
+                "server": p.server,
                 "pointer": p.pointer,
                 "kind": p.kind.as_str(),
                 "provenance": prov_json(&p.provenance),
             }))).collect::<Vec<_>>(),
             "sandbox_read_only_roots": self.sandbox.read_only_roots,
+            "sandbox_grants": {
+                "env": grant_list(&self.sandbox.grants.env),
+                "read": grant_list(&self.sandbox.grants.read),
+                "write": grant_list(&self.sandbox.grants.write),
+            },
+            "base": match &self.opted_out {
+                Some(p) => json!({"name": "none", "provenance": prov_json(p)}),
+                None => json!({"name": self.layers.iter().find(|l| l.base).map(|l| l.name.as_str())}),
+            },
+            "dropped_protections": self.dropped_protections(),
+            "sandbox_read_only_paths": self.sandbox.read_only_paths,
         })
     }
 }

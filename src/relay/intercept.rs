@@ -1,6 +1,7 @@
 //! The interception point: where policy plugs into the relay without touching the pumps.
 //!
-//! For every message the pumps ask [`Interceptor::wants`] (a cheap test on side, kind and
+//! For every message the pumps first call [`Interceptor::screen`] on its raw text (the
+//! content tripwire), then ask [`Interceptor::wants`] (a cheap test on side, kind and
 //! method, on the hot path). Only when it says yes is the message parsed into a full
 //! [`Value`] and handed to [`Interceptor::intercept`], which returns an [`Action`]. Everything
 //! else is forwarded byte for byte.
@@ -100,6 +101,22 @@ pub trait Interceptor: Send + Sync + 'static {
     fn wants(&self, from: Side, kind: Kind, method: &str) -> bool {
         let _ = (from, kind, method);
         false
+    }
+
+    /// Screens the raw text of every message before [`Interceptor::wants`] is asked (the
+    /// content tripwire); `Some(action)` replaces whatever would have happened to it. A
+    /// response must then get an answer ([`Action::Replace`] with an error), never a drop.
+    /// Called for every message: keep it cheap when there is nothing to find.
+    fn screen(
+        &self,
+        from: Side,
+        kind: Kind,
+        id: Option<&Id>,
+        method: &str,
+        line: &[u8],
+    ) -> Option<Action> {
+        let _ = (from, kind, id, method, line);
+        None
     }
 
     /// Decides what happens to a message [`Interceptor::wants`] asked for.

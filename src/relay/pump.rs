@@ -639,6 +639,16 @@ impl<I: Interceptor> Router<'_, I> {
 
     /// Asks the interceptor (when it wants the message) and turns its action into a step.
     fn decide(&self, routed: Routed, text: &str, internal: Internal) -> Step {
+        let screened = self.icpt.screen(
+            routed.origin.side,
+            routed.kind,
+            routed.id.as_ref(),
+            &routed.method,
+            text.as_bytes(),
+        );
+        if let Some(action) = screened {
+            return finish(routed, action, self.session);
+        }
         let wants = self
             .icpt
             .wants(routed.origin.side, routed.kind, &routed.method);

@@ -29,12 +29,15 @@ use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, OpenOptionsExt as _};
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus, NetPort,
     PathBeneath, RestrictSelf, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 use super::Network;
+use super::deny::Target;
 use super::plan::{Grant, LaunchPlan};
 use super::profile::Rights;
 use super::report::{
@@ -103,6 +106,9 @@ pub(crate) struct Outcome {
     /// Requested but not enforced, human-readable.
     pub missing: Vec<String>,
     pub enforcement: Enforcement,
+    /// Directories the carve-out left with listing only (names created in them later
+    /// are unreachable).
+    pub carved_dirs: Vec<PathBuf>,
 }
 
 /// Why [`restrict`] did not confine.
@@ -115,12 +121,17 @@ pub(crate) enum Failure {
 
 /// Builds the ruleset from the plan and restricts the calling thread (and, through
 /// exec, the server). Sets `no_new_privs`.
-pub(crate) fn restrict(plan: &LaunchPlan) -> Result<Outcome, Failure> {
+pub(crate) fn restrict(plan: &LaunchPlan, targets: &[Target]) -> Result<Outcome, Failure> {
     let strict = plan.mode == SandboxMode::Strict;
     let abi = kernel_abi();
     let k = abi.unwrap_or(0);
 
-    let (rules, grants, deny) = resolve_paths(&plan.grants, &plan.deny);
+    let Resolved {
+        rules,
+        grants,
+        deny,
+        carved_dirs,
+    } = resolve_paths(&plan.grants, &plan.deny, targets);
 
     // What the kernel cannot do, computed from its ABI so the report names each missing
     // feature; the crate's own status is cross-checked below.
@@ -192,6 +203,7 @@ pub(crate) fn restrict(plan: &LaunchPlan) -> Result<Outcome, Failure> {
         no_new_privs: false,
         enforcement: Enforcement::None,
         missing,
+        carved_dirs,
     };
     if strict && !outcome.missing.is_empty() {
         return Err(Failure::Refused(Box::new(outcome)));
@@ -273,19 +285,46 @@ fn build_and_restrict(
     created.no_new_privs(true).restrict_self()
 }
 
-/// Resolves grants and denies into opened path rules, with the carve-out, and the report
-/// entries for both.
-fn resolve_paths(
-    grants: &[Grant],
-    denies: &[PathBuf],
-) -> (Vec<PathRule>, Vec<GrantReport>, Vec<DenyReport>) {
+/// A path to carve out of every grant that contains it.
+struct Carve {
+    /// Canonical absolute path.
+    path: PathBuf,
+    /// `None`: nothing at all (hidden); `Some`: at most these rights (read-only).
+    rights: Option<BitFlags<AccessFs>>,
+}
+
+/// What [`resolve_paths`] produced.
+struct Resolved {
+    rules: Vec<PathRule>,
+    grants: Vec<GrantReport>,
+    deny: Vec<DenyReport>,
+    /// Directories the carve-out left with listing only.
+    carved_dirs: Vec<PathBuf>,
+}
+
+/// Resolves grants, literal denies and the targets found inside the roots (`deny.rs`) into
+/// opened path rules, with the carve-out, and the report entries.
+fn resolve_paths(grants: &[Grant], denies: &[PathBuf], targets: &[Target]) -> Resolved {
     let denies: Vec<(PathBuf, PathBuf)> = denies
         .iter()
         .map(|d| (d.clone(), canonical_or_lexical(d)))
         .collect();
+    let read_only = access_of(Rights::ReadExec);
+    let carves: Vec<Carve> = denies
+        .iter()
+        .map(|(_, c)| Carve {
+            path: c.clone(),
+            rights: None,
+        })
+        .chain(targets.iter().map(|t| Carve {
+            path: t.path.clone(),
+            rights: (!t.hide).then_some(read_only),
+        }))
+        .collect();
     let mut deny_hits: Vec<Vec<String>> = vec![Vec::new(); denies.len()];
     let mut rules = Vec::new();
     let mut reports = Vec::new();
+    let mut carved_dirs = Vec::new();
 
     for g in grants {
         let mut report = GrantReport {
@@ -314,22 +353,42 @@ fn resolve_paths(
         if resolved != g.path {
             report.resolved = Some(resolved.display().to_string());
         }
-        if let Some((orig, _)) = denies.iter().find(|(_, c)| resolved.starts_with(c)) {
+        if let Some(c) = carves
+            .iter()
+            .find(|c| c.rights.is_none() && resolved.starts_with(&c.path))
+        {
             report.status = GrantStatus::Denied {
-                deny: orig.display().to_string(),
+                deny: c.path.display().to_string(),
             };
             reports.push(report);
             continue;
         }
-        // Only a directory can hold a denied path (one "beneath" a file cannot exist).
+        let mut access = access_of(g.rights);
+        // A read-only target at or above the grant caps the whole grant.
+        for c in &carves {
+            if let Some(r) = c.rights {
+                if resolved.starts_with(&c.path) {
+                    access &= r;
+                }
+            }
+        }
+        // Only a directory can hold a carved path (one "beneath" a file cannot exist), and
+        // a read-only target matters only where the grant gives more than read.
         let is_dir = file.metadata().map(|m| m.is_dir()).unwrap_or(false);
-        let inside: Vec<usize> = denies
+        let inside: Vec<(PathBuf, Option<BitFlags<AccessFs>>)> = carves
             .iter()
-            .enumerate()
-            .filter(|(_, (_, c))| is_dir && c.starts_with(&resolved))
-            .map(|(i, _)| i)
+            .filter(|c| is_dir && c.path != resolved && c.path.starts_with(&resolved))
+            .filter(|c| c.rights.is_none_or(|r| !r.contains(access)))
+            .filter_map(|c| {
+                let rel = c.path.strip_prefix(&resolved).ok()?.to_owned();
+                Some((rel, c.rights))
+            })
             .collect();
-        let access = access_of(g.rights);
+        for (i, (_, c)) in denies.iter().enumerate() {
+            if is_dir && c != &resolved && c.starts_with(&resolved) {
+                deny_hits[i].push(resolved.display().to_string());
+            }
+        }
         if inside.is_empty() {
             if let Some(r) = path_rule(file, access) {
                 rules.push(r);
@@ -337,17 +396,28 @@ fn resolve_paths(
             reports.push(report);
             continue;
         }
-        drop(file);
-        let targets: Vec<PathBuf> = inside.iter().map(|i| denies[*i].1.clone()).collect();
+        // The carve-out lists and opens everything relative to the grant's descriptor,
+        // never by path again: a directory swapped for a symbolic link meanwhile is
+        // refused instead of followed.
+        let dir = match Dir::from_std_file(file).open_dir(".") {
+            Ok(d) => d,
+            Err(_) => {
+                // Fail closed: a grant that cannot be listed grants nothing beneath it.
+                report.status = GrantStatus::Carved {
+                    entries: 0,
+                    directories: 0,
+                };
+                reports.push(report);
+                continue;
+            }
+        };
         let mut stats = CarveStats::default();
-        carve(&resolved, access, &targets, &mut rules, &mut stats);
-        for i in &inside {
-            deny_hits[*i].push(resolved.display().to_string());
-        }
+        carve(&dir, &resolved, access, &inside, &mut rules, &mut stats);
         report.status = GrantStatus::Carved {
             entries: stats.entries,
-            directories: stats.directories,
+            directories: stats.dirs.len(),
         };
+        carved_dirs.extend(stats.dirs);
         reports.push(report);
     }
 
@@ -379,65 +449,92 @@ fn resolve_paths(
             }
         })
         .collect();
-    (rules, reports, deny_reports)
+    Resolved {
+        rules,
+        grants: reports,
+        deny: deny_reports,
+        carved_dirs,
+    }
 }
 
 #[derive(Default)]
 struct CarveStats {
     entries: usize,
-    directories: usize,
+    dirs: Vec<PathBuf>,
 }
 
-/// Grants `dir`'s entries one by one, except the denied ones, recursing into the
-/// directories that contain denied paths. `denies` are all strictly beneath `dir`.
+/// Grants `dir`'s entries one by one around the carved paths (relative to `dir`),
+/// recursing into the directories that contain carved paths. A hidden path gets nothing,
+/// a read-only one the read subset; the directories on the way get listing only.
 fn carve(
-    dir: &Path,
+    dir: &Dir,
+    dir_path: &Path,
     access: BitFlags<AccessFs>,
-    denies: &[PathBuf],
+    carves: &[(PathBuf, Option<BitFlags<AccessFs>>)],
     rules: &mut Vec<PathRule>,
     stats: &mut CarveStats,
 ) {
-    stats.directories += 1;
+    stats.dirs.push(dir_path.to_owned());
     if access.contains(AccessFs::ReadDir) {
-        if let Ok(file) = open_path(dir, false) {
+        if let Ok(file) = dir.try_clone() {
             rules.push(PathRule {
-                file,
+                file: file.into_std_file(),
                 access: AccessFs::ReadDir.into(),
             });
         }
     }
     // Fail closed: a directory that cannot be listed grants nothing beneath it.
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = dir.entries() else {
         return;
     };
     for entry in entries.flatten() {
-        let child = dir.join(entry.file_name());
-        if denies.contains(&child) {
-            continue;
-        }
+        let name = entry.file_name();
+        let direct = carves.iter().find(|(rel, _)| rel.as_os_str() == name);
+        let beneath: Vec<(PathBuf, Option<BitFlags<AccessFs>>)> = carves
+            .iter()
+            .filter_map(|(rel, r)| {
+                let rest = rel.strip_prefix(&name).ok()?;
+                (!rest.as_os_str().is_empty()).then(|| (rest.to_owned(), *r))
+            })
+            .collect();
+        let child_access = match direct {
+            Some((_, None)) => continue,
+            Some((_, Some(r))) => access & *r,
+            None => access,
+        };
         // O_NOFOLLOW: a symlink is opened as itself, never as its target.
-        let Ok(file) = open_path(&child, false) else {
+        let Ok(file) = dir.open_with(
+            &name,
+            cap_std::fs::OpenOptions::new()
+                .read(true)
+                .follow(FollowSymlinks::No)
+                .custom_flags(libc::O_PATH),
+        ) else {
             continue;
         };
         let Ok(meta) = file.metadata() else { continue };
         if meta.file_type().is_symlink() {
             continue;
         }
-        let beneath: Vec<PathBuf> = denies
-            .iter()
-            .filter(|d| d.starts_with(&child))
-            .cloned()
-            .collect();
         if beneath.is_empty() || !meta.is_dir() {
-            // Only a directory can hold a denied path: one "beneath" a file cannot exist,
-            // and the file itself is not denied.
-            if let Some(r) = path_rule(file, access) {
+            // Only a directory can hold a carved path: one "beneath" a file cannot exist.
+            if let Some(r) = path_rule(file.into_std(), child_access) {
                 rules.push(r);
                 stats.entries += 1;
             }
         } else {
             drop(file);
-            carve(&child, access, &beneath, rules, stats);
+            let Ok(child) = dir.open_dir_nofollow(&name) else {
+                continue;
+            };
+            carve(
+                &child,
+                &dir_path.join(&name),
+                child_access,
+                &beneath,
+                rules,
+                stats,
+            );
         }
     }
 }
@@ -582,8 +679,16 @@ mod tests {
         // A symlink in a carved directory pointing at the secret must not be granted.
         symlink(root.join("sub/.env"), root.join("sub/alias")).unwrap();
 
-        let (rules, grants, deny) =
-            resolve_paths(&[grant(&root, Rights::ReadWrite)], &[root.join("sub/.env")]);
+        let Resolved {
+            rules,
+            grants,
+            deny,
+            ..
+        } = resolve_paths(
+            &[grant(&root, Rights::ReadWrite)],
+            &[root.join("sub/.env")],
+            &[],
+        );
         let ruled: Vec<(PathBuf, BitFlags<AccessFs>)> = rules
             .iter()
             .map(|r| {
@@ -661,10 +766,11 @@ mod tests {
                     let _ = std::fs::write(&p, "x");
                 }
                 let denies: Vec<PathBuf> = denies.iter().map(|d| root.join(d)).collect();
-                let (rules, _, _) = resolve_paths(
+                let rules = resolve_paths(
                     &[grant(&root, Rights::ReadWrite)],
                     &denies,
-                );
+                    &[],
+                ).rules;
                 let ruled: Vec<(PathBuf, BitFlags<AccessFs>)> = rules
                     .iter()
                     .map(|r| (fd_path(&r.file).unwrap(), r.access))
@@ -700,8 +806,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::write(root.join("f"), "x").unwrap();
-        let (rules, grants, _) =
-            resolve_paths(&[grant(&root.join("f"), Rights::Read)], &[root.join("f/x")]);
+        let Resolved { rules, grants, .. } = resolve_paths(
+            &[grant(&root.join("f"), Rights::Read)],
+            &[root.join("f/x")],
+            &[],
+        );
         assert_eq!(rules.len(), 1);
         assert_eq!(grants[0].status, GrantStatus::Granted);
     }
@@ -712,7 +821,12 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir_all(root.join("secrets/inner")).unwrap();
         std::fs::create_dir_all(root.join("pub")).unwrap();
-        let (rules, grants, deny) = resolve_paths(
+        let Resolved {
+            rules,
+            grants,
+            deny,
+            ..
+        } = resolve_paths(
             &[
                 grant(&root.join("secrets/inner"), Rights::Read),
                 grant(&root.join("pub"), Rights::Read),
@@ -722,6 +836,7 @@ mod tests {
                 root.join("secrets"),
                 PathBuf::from("/nonexistent/rf/secret"),
             ],
+            &[],
         );
         assert!(matches!(grants[0].status, GrantStatus::Denied { .. }));
         assert_eq!(grants[1].status, GrantStatus::Granted);
@@ -740,16 +855,18 @@ mod tests {
         std::fs::write(base.join("real/ok"), "o").unwrap();
         symlink(base.join("real"), base.join("alias")).unwrap();
         // Granted through the alias, denied through the real path.
-        let (_, grants, deny) = resolve_paths(
+        let Resolved { grants, deny, .. } = resolve_paths(
             &[grant(&base.join("alias"), Rights::Read)],
             &[base.join("real/key")],
+            &[],
         );
         assert!(matches!(grants[0].status, GrantStatus::Carved { .. }));
         assert_eq!(deny[0].status, DenyStatus::CarvedOut);
         // And the other way round.
-        let (_, grants, _) = resolve_paths(
+        let Resolved { grants, .. } = resolve_paths(
             &[grant(&base.join("real"), Rights::Read)],
             &[base.join("alias/key")],
+            &[],
         );
         assert!(matches!(grants[0].status, GrantStatus::Carved { .. }));
     }

@@ -9,7 +9,8 @@
 //! 3. mark every other inherited descriptor close-on-exec;
 //! 4. build the environment from the allow-list and look the command up on its `PATH`
 //!    (before Landlock, so "not found" and "denied" stay distinct errors);
-//! 5. `no_new_privs`, resource limits, then Landlock;
+//! 5. `no_new_privs`, resource limits, the scan of the roots for denied and read-only
+//!    paths and their mount namespace (`deny.rs`), then Landlock;
 //! 6. write the report (strict mode: refuse instead if anything is missing);
 //! 7. exec; the report pipe closes on exec, which tells rootfence the exec happened.
 //!
@@ -24,7 +25,6 @@ use std::process::ExitCode;
 
 use nix::sys::resource::{Resource, getrlimit, setrlimit};
 
-use super::fds;
 use super::landlock::{self, Failure};
 use super::plan::{LaunchPlan, MAX_PLAN_BYTES, env_allowed};
 use super::profile::{DEFAULT_PATH, ENV_BASELINE, lookup};
@@ -35,6 +35,7 @@ use super::report::{
 use super::{
     EXIT_EXEC_FAILED, EXIT_LAUNCHER_ERROR, EXIT_NOT_FOUND, EXIT_REFUSED, LAUNCHER_ARG, SandboxMode,
 };
+use super::{deny, fds};
 
 /// Entry point of the launcher; `main` calls it when `argv[1]` is [`LAUNCHER_ARG`]. Never
 /// returns on success (the process becomes the server).
@@ -141,7 +142,11 @@ pub fn launcher_main() -> ExitCode {
         }
     }
 
-    let (outcome, refused) = match landlock::restrict(&plan) {
+    // What the policy denies or protects inside the roots: covered in a private mount
+    // namespace where the kernel allows it, the rest carved out by Landlock.
+    let inside = deny::prepare(&plan);
+    missing.extend(inside.missing);
+    let (outcome, refused) = match landlock::restrict(&plan, &inside.targets) {
         Ok(o) => (o, false),
         Err(Failure::Refused(o)) => (*o, true),
         Err(Failure::Error(e)) => {
@@ -152,6 +157,13 @@ pub fn launcher_main() -> ExitCode {
     if !no_new_privs && !outcome.missing.iter().any(|m| m.contains("no_new_privs")) {
         missing.push("no_new_privs could not be set".into());
     }
+    let carve = inside.report.map(|mut r| {
+        r.finish(
+            &outcome.carved_dirs,
+            outcome.landlock.ruleset != super::Enforcement::None,
+        );
+        r
+    });
     let mut all_missing = outcome.missing;
     all_missing.extend(missing);
     let enforcement = match outcome.enforcement {
@@ -166,6 +178,7 @@ pub fn launcher_main() -> ExitCode {
             grants: outcome.grants,
             deny: outcome.deny,
             deny_globs: plan.deny_globs.clone(),
+            carve,
         },
         network: outcome.network,
         scopes: outcome.scopes,

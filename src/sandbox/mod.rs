@@ -23,8 +23,11 @@
 //!
 //! - `profile.rs`: the documented default profile (system, interpreters, caches, devices).
 //! - `plan.rs`: spec + profile → the serialized plan the launcher executes.
+//! - `scan.rs`: the bounded scan of the roots for deny and read-only globs.
+//! - `deny.rs`: what the scan found, covered in a private mount namespace (`mounts.rs`)
+//!   or handed to the Landlock carve-out; its part of the report.
 //! - `landlock.rs`: ruleset construction with an explicit compatibility level, and the
-//!   carve-out of denied paths inside granted trees.
+//!   carve-out of denied and read-only paths inside granted trees.
 //! - `launcher.rs`: the launcher process itself.
 //! - `fds.rs`: the only unsafe code: descriptor inheritance before exec and the fd sweep.
 //! - `report.rs`: the enforcement report, its wire format and its reader.
@@ -32,14 +35,17 @@
 //!   `--env`/`--read`/`--write` (shared by `run` and `sandbox probe`).
 //! - `probe.rs`: `rootfence sandbox probe`: strace log and stderr analysis.
 
+mod deny;
 mod fds;
 mod landlock;
 pub mod launcher;
+mod mounts;
 mod plan;
 pub mod probe;
 mod profile;
 mod report;
 mod server;
+pub mod scan;
 
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -48,6 +54,8 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
+pub use deny::{CarveReport, CarvedBy, CarvedKind, CarvedPath, RootScan};
+pub use mounts::MOUNTS_ENV;
 pub use profile::{
     DefaultProfile, ProfileEntry, Rights, ToolFamily, Withheld, default_profile, tool_families,
 };
@@ -178,9 +186,15 @@ pub struct SandboxSpec {
     /// Literal paths denied by the policy: kept unreachable even inside a granted root, by
     /// granting the root's other entries individually (see `docs/sandbox.md`).
     pub deny: Vec<PathBuf>,
-    /// Deny globs of the policy. Landlock cannot express them; they are listed in the
-    /// report as enforced by the protocol layer only.
+    /// Deny globs of the policy. Their matches inside the roots are found at launch and
+    /// hidden from the server (a private mount namespace, or the Landlock carve-out; see
+    /// `docs/sandbox.md`); elsewhere they are enforced by the protocol layer.
     pub deny_globs: Vec<String>,
+    /// Read-only globs (the policy's `sandbox.read_only_paths`): their matches inside
+    /// writable roots are found at launch and made read-only to the server.
+    pub read_only_paths: Vec<String>,
+    /// Bounds of the scan of the roots for `deny_globs` and `read_only_paths`.
+    pub scan_limits: scan::Limits,
     /// TCP network stance.
     pub network: Network,
     /// Landlock scopes.
@@ -201,7 +215,7 @@ pub struct SandboxSpec {
 
 impl SandboxSpec {
     /// A spec with the given mode, the default profile, a private temp dir, network
-    /// allowed, both scopes on, no roots and no limits.
+    /// allowed, both scopes on, the default read-only paths, no roots and no limits.
     pub fn new(mode: SandboxMode) -> Self {
         SandboxSpec {
             mode,
@@ -210,6 +224,11 @@ impl SandboxSpec {
             write: Vec::new(),
             deny: Vec::new(),
             deny_globs: Vec::new(),
+            read_only_paths: scan::DEFAULT_READ_ONLY_PATHS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            scan_limits: scan::Limits::default(),
             network: Network::Allow,
             scopes: Scopes::default(),
             rlimits: Rlimits::default(),
@@ -220,8 +239,8 @@ impl SandboxSpec {
     }
 
     /// Adds a policy deny pattern: a literal absolute path goes to [`SandboxSpec::deny`]
-    /// (enforced by the carve-out), anything with glob syntax to
-    /// [`SandboxSpec::deny_globs`] (reported as not expressible).
+    /// (carved out of every grant), anything with glob syntax to
+    /// [`SandboxSpec::deny_globs`] (its matches inside the roots are hidden at launch).
     pub fn add_deny_pattern(&mut self, pattern: &str) {
         let is_glob = pattern.contains(['*', '?', '[', ']', '{', '}']);
         if !is_glob && Path::new(pattern).is_absolute() {

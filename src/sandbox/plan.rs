@@ -16,7 +16,7 @@ use super::{Access, Network, Rlimits, SandboxError, SandboxMode, SandboxSpec, Sc
 
 /// Version of the plan format; the launcher refuses any other, so a rootfence upgraded
 /// while a session starts fails closed instead of misreading the plan.
-pub(crate) const PLAN_VERSION: u32 = 1;
+pub(crate) const PLAN_VERSION: u32 = 2;
 
 /// Upper bound on the plan size the launcher reads.
 pub(crate) const MAX_PLAN_BYTES: u64 = 16 << 20;
@@ -29,7 +29,12 @@ pub(crate) struct LaunchPlan {
     pub grants: Vec<Grant>,
     #[serde(with = "bytes::paths")]
     pub deny: Vec<PathBuf>,
+    /// Deny globs: matched inside the roots at launch (`deny.rs`), hidden from the server.
     pub deny_globs: Vec<String>,
+    /// Read-only globs: matched inside writable roots at launch, read-only to the server.
+    pub read_only_globs: Vec<String>,
+    /// Bounds of the scan of the roots.
+    pub scan_limits: super::scan::Limits,
     pub network: Network,
     pub scopes: Scopes,
     pub rlimits: Rlimits,
@@ -193,6 +198,8 @@ pub(crate) fn build(
         grants,
         deny: spec.deny.clone(),
         deny_globs: spec.deny_globs.clone(),
+        read_only_globs: spec.read_only_paths.clone(),
+        scan_limits: spec.scan_limits,
         network,
         scopes: spec.scopes,
         rlimits: spec.rlimits,

@@ -101,8 +101,13 @@ pub struct FsReport {
     pub grants: Vec<GrantReport>,
     /// One entry per literal denied path.
     pub deny: Vec<DenyReport>,
-    /// Deny globs Landlock cannot express: enforced by the protocol layer only.
+    /// Deny globs of the policy: matched inside the roots at launch (`carve`); enforced
+    /// by the protocol layer everywhere.
     pub deny_globs: Vec<String>,
+    /// What the deny and read-only globs matched inside the roots, and how each path is
+    /// kept from the server (`None`: nothing to match, or the sandbox is off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carve: Option<super::CarveReport>,
 }
 
 /// One requested grant and what became of it.
@@ -277,6 +282,7 @@ impl EnforcementReport {
                 grants: Vec::new(),
                 deny: Vec::new(),
                 deny_globs: Vec::new(),
+                carve: None,
             },
             network: NetworkReport {
                 requested: Network::Allow,
@@ -362,12 +368,8 @@ impl fmt::Display for EnforcementReport {
             }
             writeln!(f)?;
         }
-        if !fs.deny_globs.is_empty() {
-            writeln!(
-                f,
-                "  deny globs ({}): not expressible in Landlock, enforced by the protocol layer only",
-                fs.deny_globs.join(", ")
-            )?;
+        if let Some(carve) = &fs.carve {
+            write!(f, "{carve}")?;
         }
         let net = match &self.network.requested {
             Network::Allow => "allow".to_owned(),

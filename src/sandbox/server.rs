@@ -37,6 +37,18 @@ pub enum GrantError {
         /// What is wrong, with what to give instead.
         why: String,
     },
+    /// A grant the policy does not let the command line add: the policy layers decide
+    /// what later layers, the command line included, may grant (`[sandbox.grantable]`;
+    /// see `Policy::check_grant`).
+    #[error("{flag} {given}: {refused}")]
+    Refused {
+        /// `--env`, `--read` or `--write`.
+        flag: &'static str,
+        /// The value given.
+        given: String,
+        /// Why, with the rule and what to do.
+        refused: Box<crate::policy::GrantRefused>,
+    },
 }
 
 /// Checks one `--env` value: a variable name, or a prefix ending in `*`. `*` alone would
@@ -85,6 +97,14 @@ pub fn server_spec(
 ) -> Result<(SandboxSpec, Vec<String>), GrantError> {
     for name in &grants.env {
         check_env_name(name)?;
+        // The command line is the last layer: it may add what the policy makes grantable.
+        policy
+            .check_grant(crate::policy::Grant::Env(name))
+            .map_err(|refused| GrantError::Refused {
+                flag: "--env",
+                given: name.clone(),
+                refused: Box::new(refused),
+            })?;
     }
     let s = policy.sandbox();
     let mut warnings = Vec::new();
@@ -98,9 +118,23 @@ pub fn server_spec(
     ] {
         for p in given {
             match host_path(p, cwd) {
-                Ok(p) => {
-                    if !out.contains(&p) {
-                        out.push(p);
+                Ok(path) => {
+                    // Judged where the kernel will resolve it (a link to ~/.ssh is ~/.ssh).
+                    let judged = std::fs::canonicalize(&path).unwrap_or_else(|_| lexical(&path));
+                    let grant = if flag == "--write" {
+                        crate::policy::Grant::Write(&judged)
+                    } else {
+                        crate::policy::Grant::Read(&judged)
+                    };
+                    if let Err(refused) = policy.check_grant(grant) {
+                        return Err(GrantError::Refused {
+                            flag,
+                            given: p.display().to_string(),
+                            refused: Box::new(refused),
+                        });
+                    }
+                    if !out.contains(&path) {
+                        out.push(path);
                     }
                 }
                 Err(why) => warnings.push(format!("{flag} {}: {why}", p.display())),
@@ -118,7 +152,23 @@ pub fn server_spec(
     for pattern in &policy.resources().deny_globs {
         spec.add_deny_pattern(pattern);
     }
+    spec.read_only_paths = s.read_only_paths.clone();
     Ok((spec, warnings))
+}
+
+/// `.` and `..` taken out by name (for judging a path that does not exist yet).
+fn lexical(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// A path from a host entry: absolute as given, relative to `cwd`, or refused when it

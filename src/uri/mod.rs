@@ -104,11 +104,16 @@ impl UriError {
 pub struct FileUri {
     /// The canonical serialization (`file:///…`, never a host).
     uri: String,
-    /// The decoded absolute path, `/`-separated, `/` for the filesystem root.
-    path: String,
+    /// The decoded absolute path, `/`-separated, `/` for the filesystem root, when it
+    /// differs from `uri` after `file://` (some byte had to be percent-encoded). Most paths
+    /// need no escape: one string holds both, so a parse or a clone is one allocation.
+    decoded: Option<Box<str>>,
     /// What the original text's dot segments require (None when it had none).
     lexical: Option<Box<Lexical>>,
 }
+
+/// `file://`: what the canonical form puts before the path.
+const SCHEME_AND_EMPTY_HOST: usize = "file://".len();
 
 /// Obligations the original text put on the filesystem, checked by [`crate::roots`] so
 /// that the lexical reading (the canonical form) and the kernel's reading agree.
@@ -138,7 +143,9 @@ impl FileUri {
 
     /// The canonical decoded absolute path, `/`-separated (`/` for the filesystem root).
     pub fn path(&self) -> &str {
-        &self.path
+        self.decoded
+            .as_deref()
+            .unwrap_or(&self.uri[SCHEME_AND_EMPTY_HOST..])
     }
 
     /// The canonical URI, `file:///…`: what rootfence forwards in place of the input.
@@ -148,15 +155,16 @@ impl FileUri {
 
     /// The decoded path's names, from the filesystem root down.
     pub fn components(&self) -> impl Iterator<Item = &str> + '_ {
-        self.path.split('/').filter(|s| !s.is_empty())
+        self.path().split('/').filter(|s| !s.is_empty())
     }
 
     /// The number of names in the path (0 for `/`).
     pub fn depth(&self) -> usize {
-        if self.path == "/" {
+        let path = self.path();
+        if path == "/" {
             0
         } else {
-            self.path.bytes().filter(|&b| b == b'/').count()
+            memchr::memchr_iter(b'/', path.as_bytes()).count()
         }
     }
 
@@ -171,8 +179,8 @@ impl FileUri {
     pub fn relative_to(&self, root: &FileUri) -> Option<&str> {
         // Both paths are canonical (absolute, no empty, `.` or `..` names, no trailing
         // `/`), so a prefix that ends exactly at a separator is a component-wise prefix.
-        let r = root.path.as_str();
-        let p = self.path.as_str();
+        let r = root.path();
+        let p = self.path();
         if r == "/" {
             return Some(&p[1..]);
         }

@@ -41,7 +41,13 @@ pub(super) fn parse_uri(raw: &str) -> Result<FileUri, UriError> {
             ),
         ));
     }
-    scan_raw(raw)?;
+    // One pass over the text: when every byte is one the canonical form writes as is
+    // (letters, digits, `-._~!$&'()*+,;=:@/`), there is no whitespace, control, backslash,
+    // `?`, `#` or `%` to look at, and no name needs decoding or the path escaping.
+    let plain = raw.bytes().all(keep);
+    if !plain {
+        scan_raw(raw)?;
+    }
 
     match super::scheme_of(raw) {
         Some(s) if s == "file" => {}
@@ -73,7 +79,7 @@ pub(super) fn parse_uri(raw: &str) -> Result<FileUri, UriError> {
     }
     // "file:" is ASCII, so byte 5 is a char boundary.
     let rest = &raw[5..];
-    if let Some(i) = rest.find(['?', '#']) {
+    if let Some(i) = memchr::memchr2(b'?', b'#', rest.as_bytes()) {
         let what = if rest.as_bytes()[i] == b'?' {
             "query"
         } else {
@@ -131,13 +137,16 @@ pub(super) fn parse_uri(raw: &str) -> Result<FileUri, UriError> {
     };
 
     let mut b = Builder::new(path.len());
-    let mut segs = path[1..].split('/').peekable();
+    // Most paths hold no escape: their names are the raw segments, already checked to be
+    // printable text, and need no decoding, copying or UTF-8 validation.
+    let escapes = !plain && memchr::memchr(b'%', path.as_bytes()).is_some();
     let mut buf = Vec::new();
-    while let Some(seg) = segs.next() {
-        let last = segs.peek().is_none();
+    for (seg, last) in segments(&path[1..]) {
         match seg {
             "" | "." => b.skip(last),
             ".." => b.pop(raw, last)?,
+            _ if plain => b.push_plain(raw, seg)?,
+            _ if !escapes => b.push(raw, seg)?,
             _ => {
                 let had_escape = decode_segment(raw, seg, &mut buf)?;
                 let name = std::str::from_utf8(&buf).map_err(|_| {
@@ -163,7 +172,7 @@ pub(super) fn parse_uri(raw: &str) -> Result<FileUri, UriError> {
             }
         }
     }
-    b.finish(raw)
+    b.finish(raw, plain)
 }
 
 pub(super) fn from_path(path: &Path) -> Result<FileUri, UriError> {
@@ -191,16 +200,38 @@ pub(super) fn from_path(path: &Path) -> Result<FileUri, UriError> {
         ));
     }
     let mut b = Builder::new(text.len());
-    let mut segs = text[1..].split('/').peekable();
-    while let Some(seg) = segs.next() {
-        let last = segs.peek().is_none();
+    for (seg, last) in segments(&text[1..]) {
         match seg {
             "" | "." => b.skip(last),
             ".." => b.pop(text, last)?,
             name => b.push(text, name)?,
         }
     }
-    b.finish(text)
+    b.finish(text, false)
+}
+
+/// The `/`-separated segments of `path`, each with whether it is the last.
+fn segments(path: &str) -> impl Iterator<Item = (&str, bool)> {
+    let mut start = 0;
+    let mut cuts = memchr::memchr_iter(b'/', path.as_bytes());
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        match cuts.next() {
+            Some(cut) => {
+                // `/` is ASCII: both cuts are character boundaries.
+                let seg = &path[start..cut];
+                start = cut + 1;
+                Some((seg, false))
+            }
+            None => {
+                done = true;
+                Some((&path[start..], true))
+            }
+        }
+    })
 }
 
 /// Refuses raw characters that some parser would strip, repair or treat specially.
@@ -337,61 +368,98 @@ fn decode_segment(raw: &str, seg: &str, buf: &mut Vec<u8>) -> Result<bool, UriEr
     Ok(true)
 }
 
-/// Accumulates the canonical path, one checked name at a time.
+/// Accumulates the canonical path, one checked name at a time, after a `file://` prefix in
+/// the same buffer: when no byte needs escaping, that buffer is the canonical URI itself.
 struct Builder {
-    path: String,
+    buf: String,
     lexical: Lexical,
 }
 
+/// Where the path starts in [`Builder::buf`].
+const PATH_AT: usize = "file://".len();
+
 impl Builder {
     fn new(cap: usize) -> Builder {
+        let mut buf = String::with_capacity(cap + PATH_AT);
+        buf.push_str("file://");
         Builder {
-            path: String::with_capacity(cap),
+            buf,
             lexical: Lexical::default(),
         }
     }
 
+    fn path(&self) -> &str {
+        &self.buf[PATH_AT..]
+    }
+
     /// An empty or `.` segment: nothing to add; at the end it asks for a directory.
     fn skip(&mut self, last: bool) {
-        if last && !self.path.is_empty() {
+        if last && !self.path().is_empty() {
             self.lexical.trailing_dir = true;
         }
     }
 
     fn pop(&mut self, raw: &str, last: bool) -> Result<(), UriError> {
-        let Some(cut) = self.path.rfind('/') else {
+        let Some(cut) = self.path().rfind('/') else {
             return Err(err(
                 Reason::DotSegment,
                 format!("{} climbs above `/` with `..`", quote(raw)),
             ));
         };
-        self.lexical.parents.push(self.path.clone());
-        self.path.truncate(cut);
-        if last && !self.path.is_empty() {
+        self.lexical.parents.push(self.path().to_owned());
+        self.buf.truncate(PATH_AT + cut);
+        if last && !self.path().is_empty() {
             self.lexical.trailing_dir = true;
         }
         Ok(())
     }
 
     fn push(&mut self, raw: &str, name: &str) -> Result<(), UriError> {
-        check_name(raw, name, self.path.is_empty())?;
-        self.path.push('/');
-        self.path.push_str(name);
+        check_name(raw, name, self.path().is_empty())?;
+        self.buf.push('/');
+        self.buf.push_str(name);
         self.lexical.trailing_dir = false;
-        if self.path.len() > MAX_PATH_BYTES {
-            return Err(too_long_path(raw, self.path.len()));
+        if self.buf.len() - PATH_AT > MAX_PATH_BYTES {
+            return Err(too_long_path(raw, self.buf.len() - PATH_AT));
         }
         Ok(())
     }
 
-    fn finish(mut self, raw: &str) -> Result<FileUri, UriError> {
-        if self.path.is_empty() {
-            self.path.push('/');
+    /// [`Builder::push`] for a name of a plain text (every byte one that is written as is:
+    /// no control, backslash, space, `%` or non-ASCII byte can be in it).
+    fn push_plain(&mut self, raw: &str, name: &str) -> Result<(), UriError> {
+        let bytes = name.as_bytes();
+        if name.len() > MAX_NAME_BYTES
+            || bytes[0] == b'.' && bytes.iter().all(|&b| b == b'.')
+            || self.path().is_empty() && starts_with_drive(name)
+        {
+            // Let the full rules say what is wrong.
+            return self.push(raw, name);
         }
-        if self.path.len() > MAX_PATH_BYTES {
-            return Err(too_long_path(raw, self.path.len()));
+        self.buf.push('/');
+        self.buf.push_str(name);
+        self.lexical.trailing_dir = false;
+        if self.buf.len() - PATH_AT > MAX_PATH_BYTES {
+            return Err(too_long_path(raw, self.buf.len() - PATH_AT));
         }
-        let uri = serialize(&self.path);
+        Ok(())
+    }
+
+    /// The URI; `plain`: the text had no byte to escape, so the path has none either.
+    fn finish(mut self, raw: &str, plain: bool) -> Result<FileUri, UriError> {
+        if self.path().is_empty() {
+            self.buf.push('/');
+        }
+        let len = self.buf.len() - PATH_AT;
+        if len > MAX_PATH_BYTES {
+            return Err(too_long_path(raw, len));
+        }
+        let (uri, decoded) = if plain || self.path().bytes().all(keep) {
+            (self.buf, None)
+        } else {
+            let decoded: Box<str> = self.path().into();
+            (serialize(&decoded), Some(decoded))
+        };
         let lexical = if self.lexical == Lexical::default() {
             None
         } else {
@@ -399,7 +467,7 @@ impl Builder {
         };
         Ok(FileUri {
             uri,
-            path: self.path,
+            decoded,
             lexical,
         })
     }
@@ -426,6 +494,9 @@ fn check_name(raw: &str, name: &str, first: bool) -> Result<(), UriError> {
                 name.len()
             ),
         ));
+    }
+    if name.is_ascii() {
+        return check_ascii_name(raw, name, first);
     }
     if let Some(c) = name.chars().find(|c| c.is_control()) {
         return Err(err(
@@ -496,6 +567,60 @@ fn check_name(raw: &str, name: &str, first: bool) -> Result<(), UriError> {
     Ok(())
 }
 
+/// [`check_name`] for an ASCII name (nearly all of them), in one pass over its bytes: the
+/// same rules (no look-alike can hide in ASCII), without decoding characters.
+fn check_ascii_name(raw: &str, name: &str, first: bool) -> Result<(), UriError> {
+    let bytes = name.as_bytes();
+    let mut dots_and_spaces = true;
+    let mut percent = false;
+    for &b in bytes {
+        if b < 0x20 || b == 0x7f {
+            return Err(err(
+                Reason::ControlCharacter,
+                format!("{} has control character U+{b:04X} in a name", quote(raw)),
+            ));
+        }
+        if b == b'\\' {
+            // Only reachable from `from_path`: parse refuses raw and encoded backslashes.
+            return Err(err(
+                Reason::Backslash,
+                format!("{} has a backslash in a name", quote(raw)),
+            ));
+        }
+        dots_and_spaces &= b == b'.' || b == b' ';
+        percent |= b == b'%';
+    }
+    if percent && has_percent_escape(name) {
+        return Err(err(
+            Reason::DoubleEncoding,
+            format!(
+                "{} has a name that still holds a percent escape after decoding once ({}); \
+                 a parser that decodes twice would read another name",
+                quote(raw),
+                quote(name)
+            ),
+        ));
+    }
+    if dots_and_spaces {
+        return Err(err(
+            Reason::DotSegment,
+            format!(
+                "{} has a name {} that is a dot segment (or empty) under windows rules or \
+                 unicode normalization",
+                quote(raw),
+                quote(name)
+            ),
+        ));
+    }
+    if first && starts_with_drive(name) {
+        return Err(err(
+            Reason::WindowsPath,
+            format!("{} starts with a windows drive {}", quote(raw), quote(name)),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 pub(super) fn has_percent_escape_for_tests(s: &str) -> bool {
     has_percent_escape(s)
@@ -534,6 +659,43 @@ fn fold_lookalikes(name: &str) -> String {
     out
 }
 
+/// Whether a path byte is written as is in the canonical form: RFC 3986 `pchar` minus `%`
+/// (unreserved, sub-delims, `:` and `@`), and `/`.
+fn keep(b: u8) -> bool {
+    /// One entry per byte value.
+    const KEEP: [bool; 256] = {
+        let mut table = [false; 256];
+        let mut b = 0u8;
+        while b < 128 {
+            let keep = b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'/' | b'-'
+                        | b'.'
+                        | b'_'
+                        | b'~'
+                        | b'!'
+                        | b'$'
+                        | b'&'
+                        | b'\''
+                        | b'('
+                        | b')'
+                        | b'*'
+                        | b'+'
+                        | b','
+                        | b';'
+                        | b'='
+                        | b':'
+                        | b'@'
+                );
+            table[b as usize] = keep;
+            b += 1;
+        }
+        table
+    };
+    KEEP[b as usize]
+}
+
 /// The canonical serialization: `file://` and the path, percent-encoding every byte
 /// outside RFC 3986 `pchar` minus `%` (unreserved, sub-delims, `:` and `@`), uppercase.
 fn serialize(path: &str) -> String {
@@ -541,28 +703,7 @@ fn serialize(path: &str) -> String {
     let mut out = String::with_capacity(path.len() + 7);
     out.push_str("file://");
     for &b in path.as_bytes() {
-        let keep = b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'/' | b'-'
-                    | b'.'
-                    | b'_'
-                    | b'~'
-                    | b'!'
-                    | b'$'
-                    | b'&'
-                    | b'\''
-                    | b'('
-                    | b')'
-                    | b'*'
-                    | b'+'
-                    | b','
-                    | b';'
-                    | b'='
-                    | b':'
-                    | b'@'
-            );
-        if keep {
+        if keep(b) {
             out.push(b as char);
         } else {
             out.push('%');

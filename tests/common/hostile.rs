@@ -47,8 +47,9 @@ pub fn at_least(rev: &str, min: &str) -> bool {
 // -------------------------------------------------------------------------------------------
 
 /// `<base>/root` (the root), `<base>/root_evil` (the CVE-2025-53110 sibling),
-/// `<base>/secret-place/secret.txt` (the outside secret), and symlinks and hard links in the
-/// root that lead out. Paths are canonical.
+/// `<base>/secret-place/secret.txt` (the outside secret), and symlinks in the root that lead
+/// out (the hostile server adds a hard link to an outside file when it starts). Paths are
+/// canonical.
 pub struct Tree {
     _tmp: tempfile::TempDir,
     pub base: PathBuf,
@@ -98,6 +99,8 @@ impl Tree {
             "dup.txt",
             "twice.txt",
             "hang.txt",
+            "text-and-blob.txt",
+            "big-blob.txt",
         ] {
             write(&root.join(name), "a scripted read\n");
         }
@@ -117,7 +120,9 @@ impl Tree {
         symlink("loop2", root.join("loop1")).unwrap();
         symlink("loop1", root.join("loop2")).unwrap();
         symlink("../secret-place/nothing.txt", root.join("dangle")).unwrap();
-        std::fs::hard_link(secret_place.join("hard-secret.txt"), root.join("hard_out")).unwrap();
+        // `hard_out`, a hard link to `hard-secret.txt`, is planted by the hostile server when it
+        // starts: a link made during the session (one that predates the session is the
+        // user's own, and allowed by default: see docs/policy.md, `roots.hardlinks`).
         Tree {
             _tmp: tmp,
             base,
@@ -295,6 +300,18 @@ impl Host {
         Host::spawn(cmd, rev)
     }
 
+    /// Starts `rootfence run <opts> -- <server>` in the working directory `cwd` (the server
+    /// inherits it, as a host's `cwd` setting gives it).
+    pub fn start_in(opts: &[String], server: &[String], rev: &str, cwd: &Path) -> Host {
+        let mut cmd = Command::new(crate::common::rootfence());
+        cmd.arg("run")
+            .args(opts)
+            .arg("--")
+            .args(server)
+            .current_dir(cwd);
+        Host::spawn(cmd, rev)
+    }
+
     /// Starts `server` with nothing in between (to show what the host would get without
     /// rootfence: the harness's own proof that the leaks are real).
     pub fn direct(server: &[String], rev: &str) -> Host {
@@ -303,7 +320,7 @@ impl Host {
         Host::spawn(cmd, rev)
     }
 
-    fn spawn(mut cmd: Command, rev: &str) -> Host {
+    pub fn spawn(mut cmd: Command, rev: &str) -> Host {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -649,6 +666,11 @@ impl Host {
                 scrubbed["error"]["data"] = Value::Null;
                 scrubbed["error"]["message"] = Value::Null;
             }
+            // rootfence's own tool errors echo the path the host sent (rootfence takes this
+            // `_meta` key out of everything a server sends).
+            if m["result"]["_meta"].get(TOOL_DENIAL).is_some() {
+                scrubbed["result"] = Value::Null;
+            }
             let text = scrubbed.to_string();
             for t in &tokens {
                 assert!(
@@ -695,6 +717,42 @@ pub fn assert_denied(resp: &Value, uri: Option<&str>, reasons: &[&str]) {
         "data.rule is present (null when no rule decided): {resp}"
     );
     assert!(resp.get("result").is_none());
+}
+
+/// The `_meta` key of rootfence's own tool errors.
+pub const TOOL_DENIAL: &str = "io.rootfence/denial";
+
+/// Asserts that a `tools/call` was refused by rootfence as a tool execution error
+/// (SEP-1303): a result with `isError: true`, text that says what happened and what to do,
+/// and the denial in `_meta["io.rootfence/denial"]` with one of `reasons` (any if empty).
+/// Returns the text.
+pub fn assert_tool_denied(resp: &Value, reasons: &[&str]) -> String {
+    let r = &resp["result"];
+    assert!(
+        resp.get("error").is_none(),
+        "a tool error, not a protocol error: {resp}"
+    );
+    assert_eq!(r["isError"], true, "isError: {resp}");
+    let text = r["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        text.starts_with("rootfence refused this call"),
+        "the text says rootfence refused it: {resp}"
+    );
+    let reason = r["_meta"][TOOL_DENIAL]["reason"]
+        .as_str()
+        .unwrap_or("<missing>");
+    assert!(
+        reasons.is_empty() || reasons.contains(&reason),
+        "reason {reason:?} is not one of {reasons:?}: {resp}"
+    );
+    assert!(
+        r["_meta"][TOOL_DENIAL].get("rule").is_some(),
+        "rule is present (null when no rule decided): {resp}"
+    );
+    text
 }
 
 /// A path without a trailing slash, for comparing root URIs.

@@ -79,10 +79,34 @@ pub fn build() -> Tree {
     symlink("..", root.join("sub/link_root")).unwrap();
     symlink("../a.txt", root.join("nested/link_to_parent")).unwrap();
     symlink("nonexistent", root.join("dangling_in")).unwrap();
-    // Links that lead out.
+    // Absolute links that name a place inside the same root (issue 12: followed).
     symlink(root.join("a.txt"), root.join("link_in_abs")).unwrap();
+    symlink(root.join("sub"), root.join("link_in_abs_dir")).unwrap();
+    symlink(root.join("link_in_abs"), root.join("link_in_abs_chain")).unwrap();
+    symlink(
+        format!("{}/./sub//b.txt", root.display()),
+        root.join("link_in_abs_dots"),
+    )
+    .unwrap();
+    symlink(root.join("nonexistent"), root.join("dangling_in_abs")).unwrap();
+    symlink(root.join("abs_loop2"), root.join("abs_loop1")).unwrap();
+    symlink(root.join("abs_loop1"), root.join("abs_loop2")).unwrap();
+    // Through the declared (symlinked) spelling of the alias root, from inside it.
+    symlink(
+        top.join("alias_root/f.txt"),
+        top.join("real_root/via_alias"),
+    )
+    .unwrap();
+    // Links that lead out.
     symlink(outside.join("secret.txt"), root.join("link_out_abs")).unwrap();
     symlink("../outside/secret.txt", root.join("link_out_rel")).unwrap();
+    // Absolute, spelled from the root but climbing out with `..`; to the prefix sibling.
+    symlink(
+        format!("{}/../outside/secret.txt", root.display()),
+        root.join("link_abs_dotdot_out"),
+    )
+    .unwrap();
+    symlink(top.join("root_evil/x.txt"), root.join("link_abs_sibling")).unwrap();
     symlink("../outside", root.join("link_out_dir")).unwrap();
     symlink("../root_evil", root.join("evil_rel")).unwrap();
     symlink("../../outside/secret.txt", root.join("sub/link_up_out")).unwrap();

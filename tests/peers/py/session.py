@@ -266,11 +266,19 @@ class Session:
         except MCPError as e:
             raise SessionFailure(f"{step} {what}: unexpected JSON-RPC error {e.code}: {e}") from e
 
-    async def expect_error(self, step: str, what: str, coro: Any) -> dict[str, Any]:
+    async def expect_error(self, step: str, what: str, coro: Any, tool: bool = False) -> dict[str, Any]:
         try:
             result = await coro
         except MCPError as e:
             return {"code": e.code, "message": e.error.message}
+        # A refused tool call is a tool execution error (SEP-1303): `isError: true`.
+        d = dump(result) if tool else {}
+        if isinstance(d, dict) and d.get("isError") is True:
+            return {
+                "isError": True,
+                "text": (d.get("content") or [{}])[0].get("text"),
+                "denial": (d.get("_meta") or {}).get("io.rootfence/denial"),
+            }
         raise SessionFailure(f"{step} {what}: expected a JSON-RPC error, got {dump(result)!r}")
 
     # -- callbacks from the server ----------------------------------------------------------
@@ -398,7 +406,7 @@ class Session:
                 self.record("call", name=name, arguments=args, result=dump(result))
             for spec in a.call_error:
                 name, args = parse_named_json(spec, "tool")
-                error = await self.expect_error("call-error", name, self.call(session, name, args))
+                error = await self.expect_error("call-error", name, self.call(session, name, args), tool=True)
                 self.record("call-error", name=name, arguments=args, error=error)
         if "list-prompts" in steps:
             result = await self.expect_ok("list-prompts", "", session.list_prompts())

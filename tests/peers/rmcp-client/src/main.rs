@@ -458,7 +458,18 @@ impl Session {
                         CallToolRequestParams::new(name.clone()).with_arguments(args.clone()),
                     )
                     .await;
-                let error = Self::expect_error("call-error", &name, r)?;
+                // A refused call is a tool execution error (SEP-1303): `isError: true`.
+                let error = match r {
+                    Ok(result) if result.is_error == Some(true) => {
+                        let v = to_json(&result);
+                        json!({
+                            "isError": true,
+                            "text": v["content"][0]["text"],
+                            "denial": v["_meta"]["io.rootfence/denial"],
+                        })
+                    }
+                    r => Self::expect_error("call-error", &name, r)?,
+                };
                 self.record(
                     "call-error",
                     json!({ "name": name, "arguments": args, "error": error }),

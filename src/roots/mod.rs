@@ -1,7 +1,8 @@
-//! The effective root set: each root canonicalized and held as one `cap_std::fs::Dir`,
+//! The effective root set: each root canonicalized and held as one directory descriptor,
 //! matched component-wise, with resolution beneath the root decided by the kernel.
 //!
-//! Owned by issue 3 (checks) and issue 6 (host roots ∩ operator bounds).
+//! Owned by issue 3 (checks), issue 6 (host roots ∩ operator bounds), issue 12 (links that
+//! stay inside, hard links) and issue 14 (list pages, [`RootSet::check_page`]).
 //!
 //! # How a check decides
 //!
@@ -15,30 +16,40 @@
 //!    real directory strictly inside the root (not a symbolic link, file, or missing
 //!    name), so the kernel's reading of the original text and the canonical form agree
 //!    (see [`crate::uri`]).
-//! 4. The remainder below the root is resolved beneath the root's `Dir` by the kernel
-//!    (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`, through cap-std) with
-//!    `O_PATH`, which never blocks and needs no read permission: symbolic links that stay
-//!    inside are followed; any that lead out (absolute, `..` above the root, `/proc`) give
-//!    `symlink_escape` (CVE-2025-53109); loops give `symlink_loop` at once.
+//! 4. The remainder below the root is resolved beneath the root's descriptor
+//!    ([`crate::fsaccess`]) with `O_PATH`, which never blocks and needs no read permission:
+//!    symbolic links that stay inside are followed, relative ones and absolute ones that
+//!    name a place inside the same root (by its real or declared path); any that lead out
+//!    (absolute elsewhere, `..` above the root, `/proc` magic links) give `symlink_escape`
+//!    (CVE-2025-53109) or `symlink_loop`; loops give `symlink_loop` at once.
 //! 5. A path that does not exist yet is judged by its deepest existing ancestor (which
 //!    must be a directory reached beneath the root) plus the remaining names, which must
 //!    not exist at all: a dangling symbolic link there is refused, because where it leads
 //!    once its target is created cannot be decided now.
+//! 6. A non-directory with more than one hard link is judged by the hard-link stance
+//!    ([`CheckOptions`]): refused outright (`deny_hard_links`), or refused when it was linked
+//!    during the session (`new_links_since`: its status-change time, and its directory's,
+//!    are at or after the session's start), or allowed.
 //!
 //! An allow verdict is a statement about the moment of the check. Reads go through
-//! [`RootSet::read`], which resolves beneath the same `Dir` again (so a file swapped for
-//! an escaping link in between is refused by the kernel) and checks the inode is the one
-//! that was checked.
+//! [`RootSet::read`], which resolves beneath the same descriptor again (so a file swapped
+//! for an escaping link in between is refused by the kernel), checks the inode is the one
+//! that was checked when one was, applies the hard-link stance to the file opened, and
+//! reports where the opened file lies so the caller can judge it again.
+
+mod batch;
 
 use std::io;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use cap_std::fs::Dir;
 
-use crate::fsaccess::{self, Failure, FileRead, Found, FsError};
+use crate::fsaccess::{self, Beneath, Failure, FileRead, Found, FsError};
 use crate::uri::{FileUri, Reason, UriError};
 
-pub use crate::fsaccess::{FileKind, SymlinkStance};
+pub use crate::fsaccess::{FileKind, HardlinkStance, Stamp, SymlinkStance};
+pub use batch::PageVerdict;
 
 /// A root as named by the operator (`--root`) or the host (`roots/list`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,6 +187,58 @@ impl Root {
     fn forms(&self) -> impl Iterator<Item = &FileUri> {
         std::iter::once(&self.uri).chain((self.real != self.uri).then_some(&self.real))
     }
+
+    /// The root as resolution beneath it needs it: its descriptor and the absolute paths
+    /// an absolute symbolic link may name a place inside it by.
+    pub(crate) fn beneath(&self) -> Beneath<'_> {
+        Beneath::new(
+            self.dir.as_fd(),
+            Path::new(self.real.path()),
+            Path::new(self.uri.path()),
+        )
+    }
+
+    /// The same root, sharing nothing but the directory it holds (a duplicated
+    /// descriptor): no path is looked up again.
+    pub fn try_clone(&self) -> io::Result<Root> {
+        Ok(Root {
+            uri: self.uri.clone(),
+            real: self.real.clone(),
+            name: self.name.clone(),
+            dir: self.dir.try_clone()?,
+            dev: self.dev,
+            ino: self.ino,
+        })
+    }
+
+    /// The same root under another display name.
+    pub fn with_name(mut self, name: Option<String>) -> Root {
+        self.name = name;
+        self
+    }
+
+    /// Whether `other` is this root or lies beneath it, as the kernel resolves it: `other`'s
+    /// real path, expressed below this root's real path, resolved beneath this root's
+    /// descriptor (links inside followed), must be `other`'s very directory (same device
+    /// and inode). A root named through a link that leads elsewhere is not inside, whatever
+    /// its spelling.
+    pub fn contains(&self, other: &Root) -> bool {
+        let Some(rel) = other.real.relative_to(&self.real) else {
+            return false;
+        };
+        match fsaccess::resolve(
+            &self.beneath(),
+            Path::new(rel),
+            SymlinkStance::FollowWithinRoot,
+            true,
+        ) {
+            Ok(r) => {
+                r.found.kind == FileKind::Directory
+                    && (r.found.dev, r.found.ino) == (other.dev, other.ino)
+            }
+            Err(_) => false,
+        }
+    }
 }
 
 /// How a check treats what it finds.
@@ -185,6 +248,61 @@ pub struct CheckOptions {
     pub symlinks: SymlinkStance,
     /// Refuse non-directories with more than one hard link (`hard_link`).
     pub deny_hard_links: bool,
+    /// Refuse non-directories with more than one hard link whose status changed at or after
+    /// this moment (a `link(2)` or `rename(2)` updates it), unless their directory is older
+    /// than it (then no name in it was added since). `None`: no such rule. Set to the
+    /// session's start ([`Stamp::now`] before the server runs), this refuses links made
+    /// during the session and keeps those that predate it.
+    pub new_links_since: Option<Stamp>,
+}
+
+impl CheckOptions {
+    /// The options for a hard-link stance, with the session starting at `session_start`.
+    /// The start is taken to the whole second: a filesystem that keeps coarser inode times
+    /// (ext4 with 128-byte inodes keeps seconds) truncates a link's time, and a link made in
+    /// the session's first second must still count as made during the session.
+    pub fn with_hardlinks(mut self, stance: HardlinkStance, session_start: Stamp) -> Self {
+        self.deny_hard_links = stance == HardlinkStance::Deny;
+        self.new_links_since =
+            (stance == HardlinkStance::AllowPreexisting).then(|| session_start.whole_second());
+        self
+    }
+}
+
+/// Why a file with several hard links is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LinkRefusal {
+    /// The stance refuses every such file.
+    Denied,
+    /// It was linked (or changed status) during the session, in a directory that changed
+    /// too.
+    New,
+}
+
+/// The hard-link stance on what a resolution found at `path` (a link-free path beneath
+/// `b`). Looks at the directory holding it only when the file itself is new.
+pub(crate) fn link_refusal(
+    b: &Beneath<'_>,
+    found: &Found,
+    path: &Path,
+    opts: &CheckOptions,
+) -> Option<LinkRefusal> {
+    if !found.is_linked() {
+        return None;
+    }
+    if opts.deny_hard_links {
+        return Some(LinkRefusal::Denied);
+    }
+    let since = opts.new_links_since?;
+    if found.changed < since {
+        return None;
+    }
+    // The file changed during the session; a directory unchanged since then holds only
+    // names that predate it (adding or renaming a name updates the directory).
+    match fsaccess::parent_changed(b, path) {
+        Some(dir) if dir < since => None,
+        _ => Some(LinkRefusal::New),
+    }
 }
 
 /// The outcome of a check.
@@ -264,6 +382,16 @@ impl RootSet {
     /// A set with no roots: every check is `outside_roots`.
     pub fn empty() -> RootSet {
         RootSet::default()
+    }
+
+    /// A set of roots already opened (in this order).
+    pub fn from_roots(roots: Vec<Root>) -> RootSet {
+        RootSet { roots }
+    }
+
+    /// The roots, taken out of the set.
+    pub fn into_roots(self) -> Vec<Root> {
+        self.roots
     }
 
     /// Opens each root once. A root that fails is reported and left out; the others are
@@ -352,6 +480,7 @@ impl RootSet {
         opts: &CheckOptions,
     ) -> Result<Allowed, Denied> {
         let root = &self.roots[index];
+        let b = root.beneath();
         let deny = |reason: Reason, detail: String| Denied {
             reason,
             detail,
@@ -375,7 +504,7 @@ impl RootSet {
                         ),
                     ));
                 };
-                match fsaccess::lstat_beneath(&root.dir, Path::new(prel)) {
+                match fsaccess::lstat_beneath(&b, Path::new(prel)) {
                     Ok(found) if found.kind == FileKind::Directory => {}
                     Ok(found) => {
                         return Err(deny(
@@ -401,25 +530,9 @@ impl RootSet {
             }
         }
 
-        let allowed = |(found, resolved): (Found, PathBuf)| Allowed {
-            root: index,
-            canonical: uri.clone(),
-            relative: rel.to_path_buf(),
-            resolved,
-            kind: found.kind,
-            nlink: found.nlink,
-            file_id: (found.kind != FileKind::Missing).then_some((found.dev, found.ino)),
-        };
-        // Without symbolic links followed, the resolution is the text itself.
-        let resolve = |rel: &Path| -> Result<PathBuf, Denied> {
-            match opts.symlinks {
-                SymlinkStance::Never => Ok(rel.to_path_buf()),
-                SymlinkStance::FollowWithinRoot => fsaccess::resolve_beneath(&root.dir, rel)
-                    .map_err(|e| deny(Reason::IoError, format!("{uri}: cannot resolve: {e}"))),
-            }
-        };
-        match fsaccess::stat_beneath(&root.dir, rel, opts.symlinks) {
-            Ok(found) => {
+        match fsaccess::resolve(&b, rel, opts.symlinks, true) {
+            Ok(r) => {
+                let found = r.found;
                 let trailing_dir = uri.lexical().is_some_and(|l| l.trailing_dir);
                 if trailing_dir && found.kind != FileKind::Directory {
                     return Err(deny(
@@ -430,36 +543,47 @@ impl RootSet {
                         ),
                     ));
                 }
-                if opts.deny_hard_links && found.kind != FileKind::Directory && found.nlink > 1 {
-                    return Err(deny(
-                        Reason::HardLink,
-                        format!(
-                            "{uri} has {} hard links; the same file may be reachable from \
-                             outside the root",
-                            found.nlink
-                        ),
-                    ));
+                if let Some(why) = link_refusal(&b, &found, &r.path, opts) {
+                    return Err(deny(Reason::HardLink, hard_link_detail(uri, &found, why)));
                 }
-                Ok(allowed((found, resolve(rel)?)))
+                Ok(Allowed {
+                    root: index,
+                    canonical: uri.clone(),
+                    relative: rel.to_path_buf(),
+                    resolved: r.path,
+                    kind: found.kind,
+                    nlink: found.nlink,
+                    file_id: Some((found.dev, found.ino)),
+                })
             }
             Err((Failure::NotFound, _)) => {
-                let (found, ancestor, rest) = self.check_missing(index, uri, rel, opts)?;
-                Ok(allowed((found, resolve(&ancestor)?.join(rest))))
+                let (ancestor, rest) = self.check_missing(index, uri, rel, opts)?;
+                Ok(Allowed {
+                    root: index,
+                    canonical: uri.clone(),
+                    relative: rel.to_path_buf(),
+                    resolved: ancestor.join(rest),
+                    kind: FileKind::Missing,
+                    nlink: 0,
+                    file_id: None,
+                })
             }
             Err((failure, err)) => Err(deny_failure(&deny, uri, failure, &err)),
         }
     }
 
-    /// A path that does not resolve: judge it by its deepest existing ancestor. Returns the
-    /// verdict, that ancestor, and the names after it.
+    /// A path that does not resolve: judge it by its deepest existing ancestor. Returns
+    /// where that ancestor resolves (below the root's real directory) and the names after
+    /// it.
     fn check_missing(
         &self,
         index: usize,
         uri: &FileUri,
         rel: &Path,
         opts: &CheckOptions,
-    ) -> Result<(Found, PathBuf, PathBuf), Denied> {
+    ) -> Result<(PathBuf, PathBuf), Denied> {
         let root = &self.roots[index];
+        let b = root.beneath();
         let deny = |reason: Reason, detail: String| Denied {
             reason,
             detail,
@@ -469,12 +593,12 @@ impl RootSet {
         let names: Vec<&std::ffi::OsStr> = rel.iter().collect();
         for k in (0..names.len()).rev() {
             let ancestor: PathBuf = names[..k].iter().collect();
-            match fsaccess::stat_beneath(&root.dir, &ancestor, opts.symlinks) {
-                Ok(found) if found.kind == FileKind::Directory => {
+            match fsaccess::resolve(&b, &ancestor, opts.symlinks, true) {
+                Ok(r) if r.found.kind == FileKind::Directory => {
                     // The first missing name must not exist at all: a dangling symbolic
                     // link would lead wherever its target is created.
                     let first_missing = ancestor.join(names[k]);
-                    if let Ok(entry) = fsaccess::lstat_beneath(&root.dir, &first_missing) {
+                    if let Ok(entry) = fsaccess::lstat_beneath(&b, &first_missing) {
                         if entry.kind == FileKind::Symlink {
                             return Err(deny(
                                 Reason::DanglingSymlink,
@@ -487,24 +611,15 @@ impl RootSet {
                         }
                     }
                     let rest: PathBuf = names[k..].iter().collect();
-                    return Ok((
-                        Found {
-                            kind: FileKind::Missing,
-                            nlink: 0,
-                            dev: 0,
-                            ino: 0,
-                        },
-                        ancestor,
-                        rest,
-                    ));
+                    return Ok((r.path, rest));
                 }
-                Ok(found) => {
+                Ok(r) => {
                     return Err(deny(
                         Reason::NotADirectory,
                         format!(
                             "{uri}: `{}` is a {}, not a directory",
                             ancestor.display(),
-                            found.kind
+                            r.found.kind
                         ),
                     ));
                 }
@@ -521,9 +636,15 @@ impl RootSet {
     /// The absolute real path an allow verdict resolves to (the root's real path joined with
     /// [`Allowed::resolved`]).
     pub fn real_path(&self, allowed: &Allowed) -> Option<String> {
-        let root = self.roots.get(allowed.root)?;
+        self.real_path_at(allowed.root, &allowed.resolved)
+    }
+
+    /// The absolute real path of `below` (a resolved, link-free path below root `root`'s
+    /// real directory, as [`Allowed::resolved`] or [`FileRead::path`]).
+    pub fn real_path_at(&self, root: usize, below: &Path) -> Option<String> {
+        let root = self.roots.get(root)?;
         let mut path = root.real_uri().path().to_owned();
-        for c in allowed.resolved.components() {
+        for c in below.components() {
             match c {
                 std::path::Component::Normal(name) => {
                     if !path.ends_with('/') {
@@ -540,7 +661,10 @@ impl RootSet {
     }
 
     /// Reads the regular file an allow verdict names, at most `max_bytes`, beneath the same
-    /// root, refusing it if it is no longer the file that was checked.
+    /// root. Refused if it is no longer the file that was checked (when one was: a path
+    /// that did not exist at check time has no identity to compare, and the caller must
+    /// judge the opened file again by [`FileRead::path`]), or if the hard-link stance
+    /// refuses the file opened.
     pub fn read(
         &self,
         allowed: &Allowed,
@@ -548,14 +672,24 @@ impl RootSet {
         opts: &CheckOptions,
     ) -> Result<FileRead, FsError> {
         let root = self.roots.get(allowed.root).ok_or(FsError::Changed)?;
-        let read = fsaccess::read_beneath(&root.dir, &allowed.relative, max_bytes, opts.symlinks)?;
+        let b = root.beneath();
+        let read = fsaccess::read_in(&b, &allowed.relative, max_bytes, opts.symlinks)?;
         if allowed.file_id.is_some_and(|id| id != (read.dev, read.ino)) {
             return Err(FsError::Changed);
         }
-        if opts.deny_hard_links && read.nlink > 1 {
-            return Err(FsError::HardLink { nlink: read.nlink });
+        let found = Found {
+            kind: FileKind::Regular,
+            nlink: read.nlink,
+            dev: read.dev,
+            ino: read.ino,
+            size: read.bytes.len() as u64,
+            changed: read.changed,
+        };
+        match link_refusal(&b, &found, &read.path, opts) {
+            None => Ok(read),
+            Some(LinkRefusal::Denied) => Err(FsError::HardLink { nlink: read.nlink }),
+            Some(LinkRefusal::New) => Err(FsError::NewHardLink { nlink: read.nlink }),
         }
-        Ok(read)
     }
 
     /// Re-checks that each root's declared and real paths still name the directory that
@@ -575,6 +709,23 @@ impl RootSet {
             }
         }
         errors
+    }
+}
+
+/// The explanation of a hard-link refusal, with what to do about it.
+fn hard_link_detail(uri: &FileUri, found: &Found, why: LinkRefusal) -> String {
+    match why {
+        LinkRefusal::Denied => format!(
+            "{uri} has {} hard links; the same file may be reachable from outside the root \
+             (the policy sets roots.hardlinks = \"deny\")",
+            found.nlink
+        ),
+        LinkRefusal::New => format!(
+            "{uri} has {} hard links and was linked or changed after this session started; \
+             a link the server planted to a file outside the root looks the same (hint: if \
+             you made it, restart the session; roots.hardlinks = \"allow\" serves such files)",
+            found.nlink
+        ),
     }
 }
 

@@ -1,0 +1,425 @@
+//! The server's fields beyond the lists and content arrays `walk.rs` filters: every other
+//! part of a result (`structuredContent`, `_meta`, task results, completion values, ...),
+//! `error.data` of error responses, the params of the server's notifications and requests,
+//! and the URLs a host puts in front of the user (URL-mode elicitation, `-32042` errors,
+//! `websiteUrl`). docs/enforcement.md's table lists each field and what happens to it.
+//!
+//! These fields are free-form JSON. rootfence judges their *URI positions*: an object's
+//! `uri`, its `resource.uri`, `uriTemplate`, `url`, `resourceUri` (MCP Apps) and
+//! `websiteUrl`, and `icons` arrays. In free-form data only URLs that name a local file (a
+//! `file:` URL as a WHATWG parser reads it, or a scheme that wraps or resolves to one:
+//! `view-source:file:`, `jar:file:`, `vscode-file:`, ...) are judged, because a tool's own
+//! relative names are its data, not MCP URIs; a denied one takes the object that holds it
+//! away (its text with it), a denied link key (`url`, `websiteUrl`, `resourceUri`) only
+//! itself. Free text is not judged here: the content tripwire covers it.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::{Map, Value};
+
+use super::decide::Checked;
+use super::walk::{self, local_url};
+use super::{Ctx, Inner};
+use crate::audit;
+use crate::jsonrpc::{Id, IdKey};
+use crate::mcp::methods as m;
+use crate::relay::Action;
+
+/// The logging notification, whose `data` it must carry.
+const LOGGING_MESSAGE: &str = "notifications/message";
+
+/// Completion requests remembered at most (more means answers that never came).
+const COMPLETIONS: usize = 1024;
+
+/// Keys whose string value is a link the host may open: judged when it names a local file,
+/// and only the key is removed when it is refused.
+const LINK_KEYS: [&str; 3] = ["url", "websiteUrl", "resourceUri"];
+
+/// What the field handlers remember between a request and its result.
+#[derive(Debug, Default)]
+pub(super) struct FieldState {
+    /// `completion/complete` of a `file:` template, by request id: the template and the
+    /// argument being completed, to judge each value by the URI it expands to.
+    completions: Mutex<HashMap<IdKey, (String, String)>>,
+}
+
+impl Inner {
+    /// Walks the parts of a result the method's own handler did not judge (`skip`).
+    pub(super) fn walk_result(&self, ctx: &Ctx<'_>, result: &mut Value, skip: &[&str]) {
+        let Some(obj) = result.as_object_mut() else {
+            return;
+        };
+        self.walk_rest(ctx, "result", obj, skip);
+        if ctx.method == m::COMPLETION_COMPLETE {
+            self.completion_values(ctx, obj);
+        }
+    }
+
+    /// Walks every key of `obj` but `skip`, removing what may not cross.
+    pub(super) fn walk_rest(
+        &self,
+        ctx: &Ctx<'_>,
+        field: &str,
+        obj: &mut Map<String, Value>,
+        skip: &[&str],
+    ) {
+        let mut gone = Vec::new();
+        for (key, value) in obj.iter_mut() {
+            // Most values are plain strings and numbers with nothing to judge: skipped before
+            // any field name is built (list pages hold thousands of entries).
+            if skip.contains(&key.as_str()) || !walkable(key, value) {
+                continue;
+            }
+            if !self.walk_key(ctx, &format!("{field}.{key}"), key, value) {
+                gone.push(key.clone());
+            }
+        }
+        if self.enforce {
+            for key in gone {
+                obj.remove(&key);
+                ctx.mark();
+            }
+        }
+    }
+
+    /// Whether `walk_rest` has anything to do in `obj` (without building a field name).
+    pub(super) fn needs_walk(obj: &Map<String, Value>, skip: &[&str]) -> bool {
+        obj.iter()
+            .any(|(k, v)| !skip.contains(&k.as_str()) && walkable(k, v))
+    }
+
+    /// One value under `key`: a link key is judged on its own; anything else is walked.
+    fn walk_key(&self, ctx: &Ctx<'_>, field: &str, key: &str, value: &mut Value) -> bool {
+        if key == "_meta" {
+            self.strip_own_meta(ctx, value);
+        }
+        if key == "icons" {
+            self.filter_icons(ctx, field, Some(value));
+            return true;
+        }
+        if let (true, Some(url)) = (LINK_KEYS.contains(&key), value.as_str()) {
+            return self.url_ok(ctx, field, url);
+        }
+        self.walk(ctx, field, value)
+    }
+
+    /// Walks a free-form value. Returns false when it must go: an object whose `uri`,
+    /// `resource.uri` or `uriTemplate` names a local file rootfence refuses.
+    pub(super) fn walk(&self, ctx: &Ctx<'_>, field: &str, value: &mut Value) -> bool {
+        match value {
+            Value::Array(items) => {
+                let mut index = 0;
+                items.retain_mut(|item| {
+                    let i = index;
+                    index += 1;
+                    let keep = self.walk(ctx, &format!("{field}[{i}]"), item) || !self.enforce;
+                    if !keep {
+                        ctx.mark();
+                    }
+                    keep
+                });
+                true
+            }
+            Value::Object(obj) => {
+                if let Some(raw) = obj.get("uri").and_then(Value::as_str) {
+                    if local_url(raw) && !self.judge(ctx, &format!("{field}.uri"), raw) {
+                        return false;
+                    }
+                }
+                if let Some(raw) = obj.get("uriTemplate").and_then(Value::as_str) {
+                    if local_url(raw) {
+                        let c = walk::template(&self.checker, &self.policy, raw, ctx.roots);
+                        let f = format!("{field}.uriTemplate");
+                        if !self.keep_after(ctx, &f, raw, &c) {
+                            return false;
+                        }
+                    }
+                }
+                // `resource` (and every other nested value) is walked: a refused
+                // `resource.uri` takes the resource away, and with it this object's claim.
+                let had_resource = obj.get("resource").is_some_and(Value::is_object);
+                self.walk_rest(ctx, field, obj, &["uri", "uriTemplate"]);
+                !(had_resource && self.enforce && !obj.contains_key("resource"))
+            }
+            _ => true,
+        }
+    }
+
+    /// Judges a URI in a free-form position and audits it; whether it may stay.
+    fn judge(&self, ctx: &Ctx<'_>, field: &str, raw: &str) -> bool {
+        let c = self.checker.uri(&self.policy, raw, ctx.roots);
+        self.keep_after(ctx, field, raw, &c)
+    }
+
+    /// Audits a decision on a free-form position; whether the value may stay.
+    fn keep_after(&self, ctx: &Ctx<'_>, field: &str, raw: &str, c: &Checked) -> bool {
+        let ok = self.audit_decision(ctx, field, raw, c, audit::Action::Filtered);
+        (c.allow && ok) || !self.enforce
+    }
+
+    /// A URL a host may put in front of the user: judged when it names a local file in any
+    /// disguise (other schemes are the host's to judge). Whether it may stay.
+    pub(super) fn url_ok(&self, ctx: &Ctx<'_>, field: &str, url: &str) -> bool {
+        !local_url(url) || self.judge(ctx, field, url)
+    }
+
+    /// Takes rootfence's own `_meta` keys (`io.rootfence/…`) out of a server's `_meta`:
+    /// only rootfence speaks for rootfence (its tool errors carry `io.rootfence/denial`).
+    fn strip_own_meta(&self, ctx: &Ctx<'_>, meta: &mut Value) {
+        let Some(obj) = meta.as_object_mut() else {
+            return;
+        };
+        if self.enforce && obj.keys().any(|k| k.starts_with("io.rootfence/")) {
+            obj.retain(|k, _| !k.starts_with("io.rootfence/"));
+            ctx.mark();
+        }
+    }
+
+    /// An error response from the server: its `data` is walked like a result, and the URLs
+    /// of a URL-elicitation-required error (`-32042`, 2025-11-25) are judged like URL-mode
+    /// elicitation (a refused one is removed).
+    pub(super) fn server_error(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
+        if let Some(data) = message.pointer_mut("/error/data") {
+            if let Some(list) = data.get_mut("elicitations").and_then(Value::as_array_mut) {
+                let mut index = 0;
+                list.retain(|e| {
+                    let i = index;
+                    index += 1;
+                    let field = format!("error.data.elicitations[{i}].url");
+                    let url = e.get("url").and_then(Value::as_str).unwrap_or("");
+                    let keep = self.url_ok(ctx, &field, url);
+                    if !keep {
+                        ctx.mark();
+                    }
+                    keep
+                });
+            }
+            if !self.walk(ctx, "error.data", data) && self.enforce {
+                if let Some(err) = message.get_mut("error").and_then(Value::as_object_mut) {
+                    err.remove("data");
+                }
+                ctx.mark();
+            }
+        }
+        self.done_ctx(ctx, message)
+    }
+
+    /// A notification from the server (other than `resources/updated`): its params are
+    /// walked; one left without what it must carry (a log message's `data`) is dropped.
+    pub(super) fn server_notification(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
+        let Some(params) = message.get_mut("params") else {
+            return Action::Forward;
+        };
+        let kept = self.walk(ctx, "params", params);
+        let required_gone =
+            ctx.method == LOGGING_MESSAGE && self.enforce && params.get("data").is_none();
+        if (!kept && self.enforce) || required_gone {
+            return Action::Drop;
+        }
+        self.done_ctx(ctx, message)
+    }
+
+    /// URL-mode elicitation (2025-11-25): a URL that names a local file outside what the
+    /// policy allows is refused to the server with the denial error; the rest of the
+    /// request is walked.
+    pub(super) fn elicitation(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
+        if let Some(url) = message.pointer("/params/url").and_then(Value::as_str) {
+            if local_url(url) {
+                let c = self.checker.uri(&self.policy, url, ctx.roots);
+                let ok =
+                    self.audit_decision(ctx, "params.url", url, &c, audit::Action::AnsweredError);
+                if !(c.allow && ok) && self.enforce {
+                    if let Some(id) = ctx.id {
+                        return Action::Reply(super::denial(id, url, &c));
+                    }
+                    return Action::Drop;
+                }
+            }
+        }
+        if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+            self.walk_rest(ctx, "params", params, &["url"]);
+        }
+        self.done_ctx(ctx, message)
+    }
+
+    /// A 2026-07-28 `input_required` elicitation request (`inputRequests[key]`): whether
+    /// it may reach the host (its URL, if it names a local file, must be allowed).
+    pub(super) fn input_elicitation_ok(&self, ctx: &Ctx<'_>, key: &str, request: &Value) -> bool {
+        match request.pointer("/params/url").and_then(Value::as_str) {
+            Some(url) => {
+                let field = format!("result.inputRequests.{key}.params.url");
+                self.url_ok(ctx, &field, url)
+            }
+            None => true,
+        }
+    }
+
+    /// Remembers what a `completion/complete` of a `file:` template completes.
+    pub(super) fn remember_completion(&self, id: &Id, message: &Value) {
+        let template = message.pointer("/params/ref/uri").and_then(Value::as_str);
+        let arg = message
+            .pointer("/params/argument/name")
+            .and_then(Value::as_str);
+        let (Some(template), Some(arg)) = (template, arg) else {
+            return;
+        };
+        if !local_url(template) {
+            return;
+        }
+        let mut kept = self
+            .fields
+            .completions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= COMPLETIONS {
+            kept.clear();
+        }
+        kept.insert(id.key().clone(), (template.to_owned(), arg.to_owned()));
+    }
+
+    /// Completion values of a `file:` template: each value is judged by the URI the
+    /// template expands to with it, and one that would leave the roots is removed (a
+    /// server cannot list outside names through completion). Every expansion is checked
+    /// again when it is read.
+    fn completion_values(&self, ctx: &Ctx<'_>, result: &mut Map<String, Value>) {
+        let Some(id) = ctx.id else { return };
+        let remembered = self
+            .fields
+            .completions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id.key());
+        let Some((template, arg)) = remembered else {
+            return;
+        };
+        let Some(values) = result
+            .get_mut("completion")
+            .and_then(|c| c.get_mut("values"))
+            .and_then(Value::as_array_mut)
+        else {
+            return;
+        };
+        let mut index = 0;
+        values.retain(|v| {
+            let i = index;
+            index += 1;
+            let field = format!("result.completion.values[{i}]");
+            let Some(value) = v.as_str() else {
+                let c = Checked::deny("not_a_string");
+                let keep = self.keep_after(ctx, &field, &v.to_string(), &c);
+                if !keep {
+                    ctx.mark();
+                }
+                return keep;
+            };
+            let uri = expand(&template, &arg, value);
+            let c = self.checker.uri(&self.policy, &uri, ctx.roots);
+            let keep = self.keep_after(ctx, &field, &uri, &c);
+            if !keep {
+                ctx.mark();
+            }
+            keep
+        });
+    }
+}
+
+/// Whether a value under `key` may hold something to judge: an object or an array, or a
+/// string under a link key.
+fn walkable(key: &str, value: &Value) -> bool {
+    match value {
+        Value::Object(_) | Value::Array(_) => true,
+        Value::String(_) => LINK_KEYS.contains(&key),
+        _ => false,
+    }
+}
+
+/// Expands an RFC 6570 template for one argument, as a host would to read the value it
+/// picked: the expression naming `arg` gets `value` (percent-encoded as its operator
+/// says), every other expression a placeholder name (`_`).
+fn expand(template: &str, arg: &str, value: &str) -> String {
+    let mut out = String::with_capacity(template.len() + value.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else {
+            out.push_str(&rest[open..]);
+            return out;
+        };
+        let expr = &rest[open + 1..open + close];
+        let (op, names) = match expr.chars().next() {
+            Some(c @ ('+' | '#' | '.' | '/' | ';' | '?' | '&')) => (Some(c), &expr[1..]),
+            _ => (None, expr),
+        };
+        let ours = names
+            .split(',')
+            .any(|n| n.trim_end_matches('*').split(':').next() == Some(arg));
+        if ours {
+            let reserved = matches!(op, Some('+' | '#'));
+            if let Some(p) = op.filter(|c| matches!(c, '#' | '.' | '/' | ';' | '?' | '&')) {
+                out.push(p);
+            }
+            out.push_str(&encode(value, reserved));
+        } else {
+            if let Some(p) = op.filter(|c| matches!(c, '#' | '.' | '/' | ';' | '?' | '&')) {
+                out.push(p);
+            }
+            out.push('_');
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// RFC 6570 encoding: unreserved characters as they are; with `reserved`, reserved
+/// characters and existing percent escapes too; everything else percent-encoded.
+fn encode(value: &str, reserved: bool) -> String {
+    let mut out = String::with_capacity(value.len());
+    let bytes = value.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let unreserved = b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
+        let kept_reserved = reserved && b":/?#[]@!$&'()*+,;=".contains(&b);
+        let escape = reserved
+            && b == b'%'
+            && bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+            && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
+        if unreserved || kept_reserved || escape {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expansion_follows_the_operator() {
+        let t = "file:///srv/root/{path}";
+        assert_eq!(expand(t, "path", "a b"), "file:///srv/root/a%20b");
+        assert_eq!(
+            expand(t, "path", "../x"),
+            "file:///srv/root/..%2Fx",
+            "simple expansion encodes `/`"
+        );
+        assert_eq!(
+            expand("file:///srv/root{+path}", "path", "/../x"),
+            "file:///srv/root/../x"
+        );
+        assert_eq!(
+            expand("file:///srv/root{/dir,path}", "path", "x"),
+            "file:///srv/root/x"
+        );
+        assert_eq!(
+            expand("file:///srv/{other}/{path}", "path", "x"),
+            "file:///srv/_/x"
+        );
+    }
+}

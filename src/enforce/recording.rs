@@ -1,0 +1,417 @@
+//! The enforcer's audit calls: one record per decision (or one per list page for its allowed
+//! entries), and the rule that a denial reaches its recipient only once its record is durable.
+//!
+//! # Evidence before effect, without slowing what is allowed
+//!
+//! Handlers are synchronous and return an [`Action`]. A denial's record is queued like any
+//! other (no I/O in the handler); its receipt is noted in a thread-local slot, because the
+//! denial may be decided deep inside a filter while the action leaves from `intercept`.
+//! [`Inner::hold_for_denials`] then turns an action that follows a denial into a deferred one
+//! that resolves once the record is written (and synced, per the fsync policy). A message
+//! that only allowed things carries no receipt and is never held.
+//!
+//! # List pages
+//!
+//! With `audit.allowed = "summary"` (the default), the allowed entries of a
+//! `resources/list` or `resources/templates/list` page are counted into one
+//! `decision_summary` record (by reason, rule, directory and scheme) instead of a record
+//! each; every denied entry still has its own `decision` record.
+
+use std::cell::Cell;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use super::decide::Checked;
+use super::{Ctx, Inner, direction};
+use crate::audit::event::{MAX_SUMMARY_DIRS, MAX_SUMMARY_KEYS};
+use crate::audit::{self, AllowedRecords, AuditUri, Event, Receipt, RpcId};
+use crate::relay::Action;
+
+/// Held actions whose denial records are not yet durable, at most, process-wide. Past this
+/// (a flood of denials faster than the disk syncs), a handler waits for the records itself:
+/// the flood then slows its source instead of filling memory or the relay's own bound on held
+/// messages (1024 per direction, past which it refuses messages; a refusal must not reach the
+/// host before the denial's record). Held actions whose records are durable are polled by
+/// their pump before it reads on, so they do not accumulate.
+const MAX_HELD: usize = 256;
+
+/// The receipts of held actions, oldest first (receipts only grow).
+static HELD: Mutex<VecDeque<Receipt>> = Mutex::new(VecDeque::new());
+
+thread_local! {
+    /// The latest receipt of a denial recorded while the current message was handled.
+    static PENDING: Cell<Receipt> = const { Cell::new(Receipt::NONE) };
+}
+
+/// Forgets receipts noted outside a handler (none are expected; this keeps one message's
+/// denials from ever holding another).
+pub(super) fn start_handling() {
+    PENDING.with(|p| p.set(Receipt::NONE));
+}
+
+/// Resolves a possibly deferred action.
+pub(super) async fn resolve(action: Action) -> Action {
+    match action {
+        Action::Defer(later) => later.await,
+        other => other,
+    }
+}
+
+/// A deciding rule: its layer and its text.
+type RuleKey = (Option<String>, Option<String>);
+
+/// The allowed entries of one list page, counted.
+#[derive(Debug)]
+pub(super) struct PageAudit {
+    field: String,
+    allowed: u64,
+    denied: u64,
+    reasons: Vec<(String, u64)>,
+    rules: Vec<(RuleKey, u64)>,
+    dirs: HashMap<String, u64>,
+    /// The directory of the latest entries and how many (a page lists a directory's entries
+    /// together, so most entries only compare their directory with this one).
+    run: Option<(String, u64)>,
+    dirs_omitted: u64,
+    other: Vec<(String, u64)>,
+}
+
+impl PageAudit {
+    fn allowed(&mut self, raw: &str, c: &Checked) {
+        self.allowed += 1;
+        bump(
+            &mut self.reasons,
+            |r| r == &c.reason,
+            || c.reason.clone(),
+            || MORE.into(),
+        );
+        bump(
+            &mut self.rules,
+            |(l, r)| l == &c.layer && r == &c.rule,
+            || (c.layer.clone(), c.rule.clone()),
+            || (None, Some(MORE.into())),
+        );
+        match &c.canonical {
+            Some(uri) => {
+                let s = uri.as_str();
+                // The directory holding the entry: everything before its last name.
+                let dir = match s.rfind('/') {
+                    Some(i) if i > "file://".len() => &s[..i],
+                    _ => "file:///",
+                };
+                match &mut self.run {
+                    Some((d, n)) if d == dir => *n += 1,
+                    run => {
+                        if let Some((d, n)) = run.replace((dir.to_owned(), 1)) {
+                            self.count_dir(d, n);
+                        }
+                    }
+                }
+            }
+            None => {
+                let scheme = crate::uri::scheme_of(raw);
+                let scheme = scheme.as_deref().unwrap_or("(none)");
+                bump(
+                    &mut self.other,
+                    |s| s == scheme,
+                    || scheme.to_owned(),
+                    || MORE.into(),
+                );
+            }
+        }
+    }
+
+    fn count_dir(&mut self, dir: String, n: u64) {
+        if let Some(c) = self.dirs.get_mut(&dir) {
+            *c += n;
+        } else if self.dirs.len() < MAX_SUMMARY_DIRS {
+            self.dirs.insert(dir, n);
+        } else {
+            self.dirs_omitted += n;
+        }
+    }
+
+    fn into_event(mut self, ctx: &Ctx<'_>) -> Event {
+        if let Some((d, n)) = self.run.take() {
+            self.count_dir(d, n);
+        }
+        let text = |m: Vec<(String, u64)>| m.into_iter().collect();
+        let mut dirs: Vec<audit::DirCount> = self
+            .dirs
+            .into_iter()
+            .map(|(dir, count)| audit::DirCount {
+                dir: AuditUri::from(dir),
+                count,
+            })
+            .collect();
+        dirs.sort_by(|a, b| a.dir.cmp(&b.dir));
+        Event::DecisionSummary(audit::DecisionSummary {
+            direction: direction(ctx.from),
+            method: ctx.method.to_owned(),
+            id: ctx.id.and_then(|i| RpcId::from_json(i.raw())),
+            field: self.field,
+            allowed: self.allowed,
+            denied: self.denied,
+            reasons: text(self.reasons),
+            rules: self
+                .rules
+                .into_iter()
+                .map(|((layer, rule), n)| {
+                    let key = match (layer, rule) {
+                        (Some(l), Some(r)) => format!("{l}: {r}"),
+                        (None, Some(r)) => r,
+                        (Some(l), None) => l,
+                        (None, None) => "(no rule)".into(),
+                    };
+                    (key, n)
+                })
+                .collect(),
+            dirs,
+            dirs_omitted: self.dirs_omitted,
+            other: text(self.other),
+        })
+    }
+}
+
+/// Counts one more under the key `is` recognises (made by `make` when new); past
+/// [`MAX_SUMMARY_KEYS`] distinct keys, under a last key made by `overflow`.
+fn bump<K>(
+    v: &mut Vec<(K, u64)>,
+    is: impl Fn(&K) -> bool,
+    make: impl FnOnce() -> K,
+    overflow: impl FnOnce() -> K,
+) {
+    if let Some((_, n)) = v.iter_mut().find(|(k, _)| is(k)) {
+        *n += 1;
+    } else if v.len() + 1 < MAX_SUMMARY_KEYS {
+        v.push((make(), 1));
+    } else if let Some((_, n)) = v.get_mut(MAX_SUMMARY_KEYS - 1) {
+        *n += 1;
+    } else {
+        v.push((overflow(), 1));
+    }
+}
+
+/// The key other keys are counted under past [`MAX_SUMMARY_KEYS`].
+const MORE: &str = "…";
+
+impl Inner {
+    /// Records one decision; returns false when the record could not be written and the
+    /// policy says to stop rather than run unaudited (the caller then refuses).
+    pub(super) fn audit_decision(
+        &self,
+        ctx: &Ctx<'_>,
+        field: &str,
+        raw: &str,
+        c: &Checked,
+        on_deny: audit::Action,
+    ) -> bool {
+        let Some(auditor) = self.audit.get() else {
+            return true;
+        };
+        if c.allow && !self.policy.audit().log_allowed {
+            auditor.note_allowed(1);
+            return true;
+        }
+        let action = if c.allow || !self.enforce {
+            audit::Action::Forwarded
+        } else {
+            on_deny
+        };
+        let id = ctx.id.and_then(|i| RpcId::from_json(i.raw()));
+        let record = audit::DecisionRef {
+            direction: direction(ctx.from),
+            method: ctx.method,
+            id: id.as_ref(),
+            field: Some(field),
+            uri: raw,
+            canonical: c.canonical.as_ref().map(|u| u.as_str()),
+            decision: if c.allow {
+                audit::Verdict::Allow
+            } else {
+                audit::Verdict::Deny
+            },
+            reason: &c.reason,
+            layer: c.layer.as_deref(),
+            rule: c.rule.as_deref(),
+            root: c.root.as_ref().map(|u| u.as_str()),
+            action,
+        };
+        match auditor.submit_decision(&record, false) {
+            Ok(receipt) => {
+                if !c.allow {
+                    PENDING.with(|p| p.set(p.get().max(receipt)));
+                }
+                true
+            }
+            Err(e) => {
+                tracing::error!("could not audit a decision: {e}");
+                self.policy.audit().on_failure != audit::OnFailure::Stop
+            }
+        }
+    }
+
+    /// Records an event that holds nothing back (roots updates, the handshake).
+    pub(super) fn record(&self, event: Event) {
+        if let Some(auditor) = self.audit.get() {
+            if let Err(e) = auditor.record(event) {
+                tracing::error!("could not write an audit record: {e}");
+            }
+        }
+    }
+
+    /// A page whose allowed entries are to be counted into one record, or `None` when each
+    /// entry is logged on its own (`audit.allowed = "each"`) or allowed ones are not logged.
+    pub(super) fn page_audit(&self, field: &str) -> Option<PageAudit> {
+        self.audit.get()?;
+        let settings = self.policy.audit();
+        if !settings.log_allowed || settings.allowed != AllowedRecords::Summary {
+            return None;
+        }
+        Some(PageAudit {
+            field: field.to_owned(),
+            allowed: 0,
+            denied: 0,
+            reasons: Vec::new(),
+            rules: Vec::new(),
+            dirs: HashMap::new(),
+            run: None,
+            dirs_omitted: 0,
+            other: Vec::new(),
+        })
+    }
+
+    /// One entry of a list page: counted into `page` when allowed and the page is
+    /// summarized, else recorded on its own (see [`audit_decision`](Self::audit_decision),
+    /// whose return value this shares). `field` is only built when a record needs it.
+    pub(super) fn audit_entry(
+        &self,
+        ctx: &Ctx<'_>,
+        page: Option<&mut PageAudit>,
+        field: impl FnOnce() -> String,
+        raw: &str,
+        c: &Checked,
+        on_deny: audit::Action,
+    ) -> bool {
+        match page {
+            Some(page) if c.allow => {
+                page.allowed(raw, c);
+                true
+            }
+            Some(page) => {
+                page.denied += 1;
+                self.audit_decision(ctx, &field(), raw, c, on_deny)
+            }
+            None if c.allow && !self.policy.audit().log_allowed => {
+                // Counted, not logged: no field name to build.
+                if let Some(auditor) = self.audit.get() {
+                    auditor.note_allowed(1);
+                }
+                true
+            }
+            None => self.audit_decision(ctx, &field(), raw, c, on_deny),
+        }
+    }
+
+    /// Records a page's summary, if it allowed anything.
+    pub(super) fn finish_page(&self, ctx: &Ctx<'_>, page: Option<PageAudit>) {
+        if let Some(page) = page.filter(|p| p.allowed > 0) {
+            self.record(page.into_event(ctx));
+        }
+    }
+
+    /// `action`, held back until the denials recorded while deciding it are durable (see the
+    /// module docs). Actions that follow no denial pass at once.
+    pub(super) fn hold_for_denials(&self, action: Action) -> Action {
+        let pending = PENDING.with(|p| p.replace(Receipt::NONE));
+        if pending.is_none() {
+            return action;
+        }
+        let Some(auditor) = self.audit.get().cloned() else {
+            return action;
+        };
+        {
+            let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+            while held.front().is_some_and(|r| auditor.is_durable(*r)) {
+                held.pop_front();
+            }
+            if held.len() >= MAX_HELD {
+                // Waiting for this record waits for every one queued before it: the writer
+                // syncs them together, and nothing held is outstanding afterwards.
+                held.clear();
+                drop(held);
+                if let Err(e) = auditor.durable_blocking(pending) {
+                    tracing::error!("a denial's audit record could not be written: {e}");
+                }
+                return action;
+            }
+            held.push_back(pending);
+        }
+        Action::Defer(Box::pin(async move {
+            if let Err(e) = auditor.durable(pending).await {
+                // The session is being stopped (the log failed); the denial stands.
+                tracing::error!("a denial's audit record could not be written: {e}");
+            }
+            resolve(action).await
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::uri::FileUri;
+
+    fn allowed_at(uri: &str) -> Checked {
+        Checked {
+            allow: true,
+            reason: "default_allow".into(),
+            canonical: FileUri::parse(uri).ok(),
+            rule: Some("default".into()),
+            ..Checked::deny("")
+        }
+    }
+
+    #[test]
+    fn a_page_counts_its_entries_by_directory_reason_and_scheme() {
+        let mut page = PageAudit {
+            field: "result.resources".into(),
+            allowed: 0,
+            denied: 0,
+            reasons: Vec::new(),
+            rules: Vec::new(),
+            dirs: HashMap::new(),
+            run: None,
+            dirs_omitted: 0,
+            other: Vec::new(),
+        };
+        for uri in [
+            "file:///r/a/1",
+            "file:///r/a/2",
+            "file:///r/b/1",
+            "file:///r/a/3",
+            "file:///top",
+        ] {
+            page.allowed(uri, &allowed_at(uri));
+        }
+        let mut web = allowed_at("https://x/y");
+        web.canonical = None;
+        page.allowed("https://x/y", &web);
+        if let Some((d, n)) = page.run.take() {
+            page.count_dir(d, n);
+        }
+        let mut dirs: Vec<(String, u64)> = page.dirs.into_iter().collect();
+        dirs.sort();
+        assert_eq!(
+            dirs,
+            [
+                ("file:///".to_owned(), 1),
+                ("file:///r/a".to_owned(), 3),
+                ("file:///r/b".to_owned(), 1)
+            ]
+        );
+        assert_eq!(page.allowed, 6);
+        assert_eq!(page.reasons, [("default_allow".to_owned(), 6)]);
+        assert_eq!(page.other, [("https".to_owned(), 1)]);
+    }
+}

@@ -1,0 +1,280 @@
+//! `tools/call`: the tool name (`[tools]`) and the arguments the policy names as paths or
+//! URIs (`[[tools.paths]]`), judged against the roots and the path rules before the server
+//! sees the call.
+//!
+//! Built-in path rules describe one server's arguments, so they apply only to that server:
+//! the server's identity is the `serverInfo.name` it gives (`initialize`, or in 2026-07-28
+//! `_meta["io.modelcontextprotocol/serverInfo"]` on `server/discover` and other results).
+//! While it is unknown, every rule applies (checking more, never less). A server may lie
+//! about its name; that only stops rootfence from checking arguments *for* it, which
+//! protects a buggy honest server from hostile arguments, not the user from a hostile
+//! server (that is the sandbox's job and the result filters').
+//!
+//! A refused call is answered as a tool execution error (SEP-1303): a `CallToolResult` with
+//! `isError: true` whose text tells the model what went wrong and what to send instead,
+//! with the machine-readable denial in `_meta["io.rootfence/denial"]`. Every revision's
+//! `CallToolResult` has `isError`. The denial is audited as before (`answered_error`).
+
+use serde_json::{Value, json};
+
+use super::decide::{Checked, rule_text};
+use super::{Ctx, Inner};
+use crate::audit;
+use crate::jsonrpc::Id;
+use crate::policy::ArgKind;
+use crate::relay::Action;
+use crate::roots::RootSet;
+
+/// The `_meta` key of rootfence's own tool errors (and taken out of a server's results, so
+/// a server cannot pass its text off as rootfence's).
+pub(super) const DENIAL_META: &str = "io.rootfence/denial";
+
+/// Roots named in a tool error at most.
+const ROOTS_SHOWN: usize = 8;
+
+impl Inner {
+    pub(super) fn tools_call(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
+        let name = message
+            .pointer("/params/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let d = self.policy.decide_tool(&name);
+        if !d.allow || !d.provenance.is_default() {
+            let c = Checked::from_policy(&d);
+            let ok =
+                self.audit_decision(ctx, "params.name", &name, &c, audit::Action::AnsweredError);
+            if !(d.allow && ok) && self.enforce {
+                return Action::Reply(tool_error(ctx, id, &name, None, &name, &c));
+            }
+        }
+        let server = self.server_name.get().map(String::as_str);
+        let writes = self.policy.tool_writes(&name);
+        for tool_path in self.policy.tool_path_pointers(&name, server) {
+            let pointer = format!("/params/arguments{}", tool_path.pointer);
+            let field = format!("params.arguments{}", tool_path.pointer.replace('/', "."));
+            let arg = tool_path.pointer.trim_start_matches('/');
+            let Some(value) = message.pointer_mut(&pointer) else {
+                continue; // the argument is absent
+            };
+            let strings: Vec<&mut Value> = match value {
+                Value::Array(items) => items.iter_mut().collect(),
+                other => vec![other],
+            };
+            for v in strings {
+                let Some(raw) = v.as_str().map(str::to_owned) else {
+                    let c = Checked {
+                        rule: Some(rule_text(&tool_path.provenance)),
+                        ..Checked::deny("not_a_path")
+                    };
+                    let shown = v.to_string();
+                    self.audit_decision(ctx, &field, &shown, &c, audit::Action::AnsweredError);
+                    if self.enforce {
+                        return Action::Reply(tool_error(ctx, id, &name, Some(arg), &shown, &c));
+                    }
+                    continue;
+                };
+                let mut c = match tool_path.kind {
+                    ArgKind::Path => self.checker.path(&self.policy, &raw, ctx.roots),
+                    ArgKind::Uri => self.checker.uri(&self.policy, &raw, ctx.roots),
+                };
+                if c.allow && writes && self.names_read_only_path(&c, ctx.roots) {
+                    // A writing tool may not change a place where a file runs code outside
+                    // the sandbox later (a git hook, an editor's tasks, a host's MCP
+                    // configuration), even one that does not exist yet.
+                    c = Checked {
+                        rule: Some("sandbox.read_only_paths".into()),
+                        canonical: c.canonical,
+                        root: c.root,
+                        ..Checked::deny("read_only_path")
+                    };
+                }
+                let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
+                if !(c.allow && ok) {
+                    if self.enforce {
+                        return Action::Reply(tool_error(ctx, id, &name, Some(arg), &raw, &c));
+                    }
+                    continue;
+                }
+                if let Some(canonical) = &c.canonical {
+                    let canonical = match tool_path.kind {
+                        ArgKind::Path => canonical.path(),
+                        ArgKind::Uri => canonical.as_str(),
+                    };
+                    ctx.set_uri(v, canonical);
+                }
+            }
+        }
+        self.done_ctx(ctx, message)
+    }
+
+    /// Whether an allowed path names a `sandbox.read_only_paths` match, by its canonical
+    /// name or by the file it resolves to.
+    fn names_read_only_path(&self, c: &Checked, roots: Option<&RootSet>) -> bool {
+        let s = self.policy.sandbox();
+        c.canonical
+            .as_ref()
+            .is_some_and(|u| s.is_read_only_path(u.path()))
+            || c.allowed
+                .as_ref()
+                .zip(roots)
+                .and_then(|(a, r)| r.real_path(a))
+                .is_some_and(|p| s.is_read_only_path(&p))
+    }
+
+    /// Learns the server's name from a result: `serverInfo` (`initialize`) or the
+    /// 2026-07-28 `_meta` serverInfo. The first name given sticks.
+    pub(super) fn learn_server_name(&self, result: &Value) {
+        if self.server_name.get().is_some() {
+            return;
+        }
+        let info = result
+            .get("serverInfo")
+            .or_else(|| result.pointer("/_meta/io.modelcontextprotocol~1serverInfo"));
+        if let Some(name) = info.and_then(|i| i.get("name")).and_then(Value::as_str) {
+            let _ = self.server_name.set(name.to_owned());
+        }
+    }
+}
+
+/// A refused tool call as a tool execution error the model can act on.
+fn tool_error(
+    ctx: &Ctx<'_>,
+    id: &Id,
+    tool: &str,
+    arg: Option<&str>,
+    raw: &str,
+    c: &Checked,
+) -> Value {
+    let text = advice(tool, arg, raw, c, ctx.roots);
+    let mut result = json!({
+        "content": [{"type": "text", "text": text}],
+        "isError": true,
+        "_meta": {DENIAL_META: {
+            "uri": raw,
+            "reason": c.reason,
+            "rule": c.rule,
+            "argument": arg,
+        }},
+    });
+    if ctx.stateless {
+        result["resultType"] = json!("complete");
+    }
+    json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result})
+}
+
+/// What went wrong and what to send instead, for the model.
+fn advice(
+    tool: &str,
+    arg: Option<&str>,
+    raw: &str,
+    c: &Checked,
+    roots: Option<&RootSet>,
+) -> String {
+    let rule = c
+        .rule
+        .as_deref()
+        .map(|r| match &c.layer {
+            Some(layer) => format!(" (rule: {layer} {r})"),
+            None => format!(" (rule: {r})"),
+        })
+        .unwrap_or_default();
+    let Some(arg) = arg else {
+        let why = match c.reason.as_str() {
+            "read_only" => format!("the policy is read-only and `{tool}` writes{rule}"),
+            _ => format!("the policy does not allow the tool `{tool}`{rule}"),
+        };
+        return format!(
+            "rootfence refused this call: {why}. Do not call `{tool}` again; use another tool, \
+             or ask the user to change the rootfence policy."
+        );
+    };
+    let shown = super::shorten(raw);
+    let reason = c.reason.as_str();
+    let why = match reason {
+        "outside_roots" => "is outside the allowed roots".to_owned(),
+        "relative_path" => "is a relative path, which the server would resolve against its \
+                            own working directory"
+            .to_owned(),
+        "roots_unknown" => "cannot be checked yet: the allowed roots are not known".to_owned(),
+        "not_a_path" => "is not a string".to_owned(),
+        "policy_deny" => format!("is protected by the policy{rule}"),
+        "policy_deny_via_symlink" => {
+            format!("resolves through a symbolic link to a file the policy protects{rule}")
+        }
+        "not_allowed" => format!("is not in the policy's allow-list{rule}"),
+        "symlink_escape" => "goes through a symbolic link that leads outside its root".to_owned(),
+        "symlink_refused" => "goes through a symbolic link, and the policy follows none".to_owned(),
+        "hard_link" => "is a file with several hard links (another name of the same file may \
+                        lie outside the roots)"
+            .to_owned(),
+        _ => format!("was refused ({reason})"),
+    };
+    let allowed = || match roots.map(RootSet::roots) {
+        None | Some([]) => "no roots are allowed in this session".to_owned(),
+        Some(list) => {
+            let mut names: Vec<String> = list
+                .iter()
+                .take(ROOTS_SHOWN)
+                .map(|r| r.uri().path().to_owned())
+                .collect();
+            if list.len() > ROOTS_SHOWN {
+                names.push(format!("and {} more", list.len() - ROOTS_SHOWN));
+            }
+            format!("the allowed roots are: {}", names.join(", "))
+        }
+    };
+    let next = match reason {
+        "roots_unknown" => "Try the call again in a moment.".to_owned(),
+        "policy_deny"
+        | "policy_deny_via_symlink"
+        | "not_allowed"
+        | "hard_link"
+        | "symlink_escape"
+        | "symlink_refused" => format!(
+            "Do not retry this path; {} (choose another file inside them, or ask the user).",
+            allowed()
+        ),
+        _ => format!(
+            "Use an absolute path inside one of the allowed roots; {}.",
+            allowed()
+        ),
+    };
+    format!(
+        "rootfence refused this call to `{tool}`: the argument `{arg}` (\"{shown}\") {why}. {next}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advice_names_the_roots_and_what_to_send() {
+        let c = Checked::deny("outside_roots");
+        let roots = RootSet::empty();
+        let text = advice("read_file", Some("path"), "/etc/passwd", &c, Some(&roots));
+        assert!(
+            text.contains("`path` (\"/etc/passwd\") is outside the allowed roots"),
+            "{text}"
+        );
+        assert!(text.contains("no roots are allowed"), "{text}");
+        let c = Checked {
+            rule: Some("line 3: resources.deny = \"**/.env\"".into()),
+            layer: Some("org.toml".into()),
+            ..Checked::deny("policy_deny")
+        };
+        let text = advice("read_file", Some("path"), "/p/.env", &c, None);
+        assert!(
+            text.contains("protected by the policy (rule: org.toml line 3"),
+            "{text}"
+        );
+        assert!(text.contains("Do not retry this path"), "{text}");
+        let c = Checked::deny("tool_denied");
+        let text = advice("run_shell", None, "run_shell", &c, None);
+        assert!(
+            text.contains("does not allow the tool `run_shell`"),
+            "{text}"
+        );
+    }
+}

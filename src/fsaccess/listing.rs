@@ -1,0 +1,72 @@
+//! One read of a directory for a list page: entry names and types straight from `getdents`
+//! into a reused buffer (no allocation, no system call per entry), and the single-name
+//! `fstatat` for an entry whose status is needed.
+
+use std::ffi::CStr;
+use std::mem::MaybeUninit;
+use std::os::fd::BorrowedFd;
+
+use rustix::fs::{AtFlags, FileType, OFlags, RawDir, openat, statat};
+use rustix::io::Errno;
+
+use super::{FileKind, Found, NO_MODE};
+
+/// An entry's type as the directory read reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryKind {
+    /// A type the directory read gave (`d_type`).
+    Known(FileKind),
+    /// The filesystem does not report types in directory reads (`DT_UNKNOWN`).
+    Unknown,
+}
+
+impl EntryKind {
+    fn of(ft: FileType) -> EntryKind {
+        match ft {
+            FileType::Unknown => EntryKind::Unknown,
+            ft => EntryKind::Known(FileKind::of(ft)),
+        }
+    }
+}
+
+/// Reads the directory `dir` (an `O_PATH` descriptor of it is enough) and calls `each` with
+/// every entry's name and type, until `each` returns false or `budget` entries were read.
+/// `buf` is the read buffer, kept by the caller across directories. Returns whether the
+/// read stopped early (on `each` or on the budget).
+pub(crate) fn list_dir(
+    dir: BorrowedFd<'_>,
+    budget: usize,
+    buf: &mut Vec<MaybeUninit<u8>>,
+    mut each: impl FnMut(&CStr, EntryKind) -> bool,
+) -> Result<bool, Errno> {
+    let fd = openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        NO_MODE,
+    )?;
+    if buf.len() < 32 * 1024 {
+        buf.resize(32 * 1024, MaybeUninit::uninit());
+    }
+    let mut entries = RawDir::new(fd, buf.as_mut_slice());
+    let mut read = 0usize;
+    while let Some(entry) = entries.next() {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name.to_bytes() == b"." || name.to_bytes() == b".." {
+            continue;
+        }
+        read += 1;
+        if !each(name, EntryKind::of(entry.file_type())) || read >= budget {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The status of the entry `name` (one name, no `/`) of the directory `dir`, without
+/// following it if it is a link.
+pub(crate) fn stat_entry(dir: BorrowedFd<'_>, name: &str) -> Result<Found, Errno> {
+    debug_assert!(!name.contains('/') && name != "." && name != "..");
+    statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map(|st| Found::of(&st))
+}
