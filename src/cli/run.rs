@@ -176,7 +176,11 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
     for w in warnings {
         eprintln!("rootfence: warning: {w}");
     }
-    let audit_path = match opts.audit_log.clone().or_else(|| policy.audit().path.clone()) {
+    let audit_path = match opts
+        .audit_log
+        .clone()
+        .or_else(|| policy.audit().path.clone())
+    {
         Some(p) => p,
         None => audit::default_log_path().map_err(|e| anyhow!("{e}"))?,
     };

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use rootfence::serve::auth::{Auth, JwtCheck};
+use rootfence::serve::auth::Auth;
 use rootfence::serve::stateless::StatelessConfig;
 use rootfence::serve::{self, ServeConfig};
 
@@ -24,7 +24,7 @@ use super::run::{ServerOptions, parse_duration, setup};
 /// roots they run under. /healthz and /readyz are for probes.
 ///
 /// Security: bind to loopback unless clients are elsewhere; beyond loopback, authenticate
-/// (--auth-token-file, or --auth-jwks with --auth-issuer and --auth-audience) and use TLS
+/// (--auth-token-file, or an authenticating proxy in front) and use TLS
 /// or a TLS-terminating proxy. Browser origins are refused unless listed (--allowed-origin).
 /// SIGTERM or SIGINT drains: no new sessions, requests in flight finish, servers stop.
 ///
@@ -56,33 +56,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", help_heading = "HTTP")]
     pub auth_token_file: Option<PathBuf>,
 
-    /// Require a JWT access token signed by a key in this JWK Set file (the authorization
-    /// server's jwks_uri document); needs --auth-issuer and --auth-audience.
-    #[arg(long, value_name = "FILE", help_heading = "HTTP")]
-    pub auth_jwks: Option<PathBuf>,
-
-    /// The authorization server that issues the tokens (the `iss` claim).
-    #[arg(long, value_name = "URL", help_heading = "HTTP")]
-    pub auth_issuer: Option<String>,
-
-    /// This server's audience (the `aud` claim tokens must carry: its resource identifier,
-    /// normally its public /mcp URL). Default: --public-url.
-    #[arg(long, value_name = "AUD", help_heading = "HTTP")]
-    pub auth_audience: Option<String>,
-
-    /// A scope every token must carry (repeatable).
-    #[arg(long = "auth-scope", value_name = "SCOPE", help_heading = "HTTP")]
-    pub auth_scopes: Vec<String>,
-
     /// Serve without authentication on a non-loopback address (an authenticating proxy in
     /// front does it).
     #[arg(long, help_heading = "HTTP")]
     pub allow_unauthenticated: bool,
-
-    /// The public URL of the MCP endpoint (e.g. https://mcp.example.com/mcp), as clients
-    /// reach it through any proxy: the OAuth resource identifier.
-    #[arg(long, value_name = "URL", help_heading = "HTTP")]
-    pub public_url: Option<String>,
 
     /// TLS certificate chain (PEM, leaf first). Without it, plain HTTP (put a TLS proxy in
     /// front beyond loopback).
@@ -90,7 +67,12 @@ pub struct ServeArgs {
     pub tls_cert: Option<PathBuf>,
 
     /// TLS private key (PEM) of --tls-cert.
-    #[arg(long, value_name = "FILE", requires = "tls_cert", help_heading = "HTTP")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_cert",
+        help_heading = "HTTP"
+    )]
     pub tls_key: Option<PathBuf>,
 
     /// Most sessions open at once (each runs its own server process); more get 503.
@@ -135,8 +117,14 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let listener = std::net::TcpListener::bind(addr)
         .with_context(|| format!("cannot listen on {addr} (is it in use? try another --listen)"))?;
-    let local = listener.local_addr().context("cannot read the listening address")?;
-    let scheme = if args.tls_cert.is_some() { "https" } else { "http" };
+    let local = listener
+        .local_addr()
+        .context("cannot read the listening address")?;
+    let scheme = if args.tls_cert.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     eprintln!("rootfence: serving {scheme}://{local}/mcp");
     let cfg = ServeConfig {
         listener,
@@ -144,8 +132,6 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         origins: args.origins.clone(),
         hosts: args.hosts.clone(),
         auth,
-        resource: args.public_url.clone(),
-        issuer: args.auth_issuer.clone().filter(|_| args.auth_jwks.is_some()),
         max_sessions: args.max_sessions,
         idle: args.session_idle,
         drain: args.drain_timeout,
@@ -181,37 +167,19 @@ fn resolve(listen: &str) -> anyhow::Result<SocketAddr> {
 }
 
 fn auth(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<Auth> {
-    let auth = match (&args.auth_token_file, &args.auth_jwks) {
-        (Some(_), Some(_)) => bail!("give --auth-token-file or --auth-jwks, not both"),
-        (Some(file), None) => Auth::token_file(file)?,
-        (None, Some(jwks)) => {
-            let issuer = args
-                .auth_issuer
-                .clone()
-                .context("--auth-jwks needs --auth-issuer (the authorization server's URL)")?;
-            let audience = args
-                .auth_audience
-                .clone()
-                .or_else(|| args.public_url.clone())
-                .context(
-                    "--auth-jwks needs --auth-audience or --public-url (this server's resource identifier, e.g. https://mcp.example.com/mcp)",
-                )?;
-            Auth::Jwt(Box::new(JwtCheck::new(
-                jwks,
-                issuer,
-                vec![audience],
-                args.auth_scopes.clone(),
-            )?))
-        }
-        (None, None) => Auth::Open,
+    let auth = match &args.auth_token_file {
+        Some(file) => Auth::token_file(file)?,
+        None => Auth::Open,
     };
     if auth.is_open() && !addr.ip().is_loopback() {
         if !args.allow_unauthenticated {
             bail!(
-                "--listen {addr} is reachable beyond this machine and no authentication is set: anyone who reaches it could use the server; give --auth-token-file or --auth-jwks, or --allow-unauthenticated if a proxy in front authenticates"
+                "--listen {addr} is reachable beyond this machine and no authentication is set: anyone who reaches it could use the server; give --auth-token-file, or --allow-unauthenticated if a proxy in front authenticates"
             );
         }
-        eprintln!("rootfence: warning: serving {addr} without authentication (--allow-unauthenticated)");
+        eprintln!(
+            "rootfence: warning: serving {addr} without authentication (--allow-unauthenticated)"
+        );
     }
     if !addr.ip().is_loopback() && args.tls_cert.is_none() {
         eprintln!(

@@ -1,5 +1,5 @@
 //! HTTP routing: the MCP endpoint (`POST`, `GET`, `DELETE` on `/mcp`), health and
-//! readiness, the OAuth protected-resource metadata, and the status code of every refusal.
+//! readiness, and the status code of every refusal.
 //!
 //! Every request to `/mcp` passes, in order: Host and Origin (403), authentication (401, or
 //! 403 for a missing scope), then its method's own checks. A POST body must be JSON
@@ -13,6 +13,10 @@
 //! as `application/json` when the response is the first thing for it, else as an SSE stream
 //! carrying what comes before it. Notifications and responses get 202. 2026-07-28 requests
 //! (no session, `_meta` protocol version) go to the stateless handler.
+
+// A refusal is a whole `Response`, built once per refused request and returned at once: boxing
+// it would buy nothing on the path that matters (accepted requests carry no `Response`).
+#![allow(clippy::result_large_err)]
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -29,7 +33,7 @@ use axum::routing::get;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 
-use super::auth::{Auth, AuthError};
+use super::auth::Auth;
 use super::origin::OriginRules;
 use super::router::{Out, RegisterError, Stream, request_progress_token};
 use super::session::HttpSession;
@@ -59,10 +63,6 @@ pub struct App {
     pub origin: OriginRules,
     /// Authentication.
     pub auth: Auth,
-    /// This server's resource identifier (its public `/mcp` URL), for OAuth metadata.
-    pub resource: Option<String>,
-    /// The authorization server, for OAuth metadata.
-    pub issuer: Option<String>,
     /// How long a stream may go unread before it is closed.
     pub stall: Duration,
     /// Set when the server is shutting down: no new sessions, not ready.
@@ -83,11 +83,6 @@ pub fn routes(app: Arc<App>) -> Router {
         )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .route("/.well-known/oauth-protected-resource", get(resource_metadata))
-        .route(
-            "/.well-known/oauth-protected-resource/mcp",
-            get(resource_metadata),
-        )
         .fallback(not_found)
         .with_state(app)
 }
@@ -127,45 +122,6 @@ async fn readyz(State(app): State<Arc<App>>) -> Response {
     (StatusCode::OK, "ready\n").into_response()
 }
 
-/// RFC 9728 protected resource metadata, when tokens come from an authorization server.
-async fn resource_metadata(State(app): State<Arc<App>>, parts: Parts) -> Response {
-    let Some(issuer) = &app.issuer else {
-        return not_found().await;
-    };
-    let resource = app
-        .resource
-        .clone()
-        .unwrap_or_else(|| format!("{}/mcp", base_url(&app, &parts)));
-    let scopes = match &app.auth {
-        Auth::Jwt(j) => j.scopes.clone(),
-        _ => Vec::new(),
-    };
-    let body = serde_json::json!({
-        "resource": resource,
-        "authorization_servers": [issuer],
-        "bearer_methods_supported": ["header"],
-        "scopes_supported": scopes,
-    });
-    (
-        StatusCode::OK,
-        [(CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
-}
-
-/// The URL this request reached, without the path (for metadata links).
-fn base_url(app: &App, parts: &Parts) -> String {
-    let host = parts
-        .headers
-        .get(axum::http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| parts.uri.authority().map(|a| a.as_str()))
-        .unwrap_or("localhost");
-    let scheme = if app.stateless.tls { "https" } else { "http" };
-    format!("{scheme}://{host}")
-}
-
 // ---- the gate -------------------------------------------------------------------------------
 
 /// Host, Origin and authentication; the principal, or the refusal.
@@ -183,17 +139,7 @@ fn admit(app: &App, parts: &Parts) -> Result<Option<String>, Response> {
         if let Some(code) = e.code() {
             challenge.push_str(&format!(", error=\"{code}\""));
         }
-        if app.issuer.is_some() {
-            challenge.push_str(&format!(
-                ", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
-                base_url(app, parts)
-            ));
-        }
-        let status = match e {
-            AuthError::Scope(_) => StatusCode::FORBIDDEN,
-            _ => StatusCode::UNAUTHORIZED,
-        };
-        let mut resp = refuse(status, &e.to_string());
+        let mut resp = refuse(StatusCode::UNAUTHORIZED, &e.to_string());
         if let Ok(v) = HeaderValue::from_str(&challenge) {
             resp.headers_mut().insert(WWW_AUTHENTICATE, v);
         }
@@ -204,7 +150,10 @@ fn admit(app: &App, parts: &Parts) -> Result<Option<String>, Response> {
 /// CORS for an allowed browser origin: what it may read of the response.
 fn with_cors(app: &App, headers: &HeaderMap, mut resp: Response) -> Response {
     if let Some(origin) = headers.get(ORIGIN) {
-        if app.origin.origin_allowed(&String::from_utf8_lossy(origin.as_bytes())) {
+        if app
+            .origin
+            .origin_allowed(&String::from_utf8_lossy(origin.as_bytes()))
+        {
             let h = resp.headers_mut();
             h.insert("access-control-allow-origin", origin.clone());
             h.insert("vary", HeaderValue::from_static("Origin"));
@@ -341,7 +290,10 @@ impl Incoming {
 
     /// The request ids, as keys.
     pub fn ids(&self) -> Vec<IdKey> {
-        self.requests.iter().map(|(id, _)| id.key().clone()).collect()
+        self.requests
+            .iter()
+            .map(|(id, _)| id.key().clone())
+            .collect()
     }
 }
 
@@ -377,7 +329,12 @@ fn accepts(headers: &HeaderMap, kind: &str) -> bool {
     };
     let (major, _) = kind.split_once('/').unwrap_or((kind, ""));
     accept.split(',').any(|item| {
-        let t = item.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let t = item
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
         t == kind || t == "*/*" || t == format!("{major}/*")
     })
 }
@@ -387,9 +344,7 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<
     let too_large = || {
         refuse(
             StatusCode::PAYLOAD_TOO_LARGE,
-            &format!(
-                "the message is larger than the limit of {limit} bytes (--max-message-size)"
-            ),
+            &format!("the message is larger than the limit of {limit} bytes (--max-message-size)"),
         )
     };
     let declared = headers
@@ -401,7 +356,10 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<
     }
     match http_body_util::Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
             Err(too_large())
         }
         Err(e) => Err(refuse(
@@ -503,10 +461,7 @@ async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Response {
             .is_some_and(|v| Revision::parse(v).is_stateless())
             || version.as_ref().is_some_and(Revision::is_stateless));
     if stateless {
-        return app
-            .stateless
-            .handle(app, principal, &parts, incoming)
-            .await;
+        return app.stateless.handle(app, principal, &parts, incoming).await;
     }
     if incoming.is_initialize() {
         if session_id(headers).is_some() {
@@ -553,7 +508,11 @@ async fn initialize(app: &Arc<App>, principal: Option<String>, incoming: Incomin
 }
 
 /// Sends a message into a session and answers the POST.
-async fn forward(session: &Arc<HttpSession>, incoming: Incoming, new_session: Option<String>) -> Response {
+async fn forward(
+    session: &Arc<HttpSession>,
+    incoming: Incoming,
+    new_session: Option<String>,
+) -> Response {
     if incoming.requests.is_empty() {
         if session.send(incoming.line).await.is_err() {
             return session_ended();
@@ -570,7 +529,9 @@ async fn forward(session: &Arc<HttpSession>, incoming: Incoming, new_session: Op
                 StatusCode::BAD_REQUEST,
                 incoming.requests.first().map(|(id, _)| id),
                 INVALID_REQUEST,
-                &format!("a request with id {id} is already in flight in this session; use a new id"),
+                &format!(
+                    "a request with id {id} is already in flight in this session; use a new id"
+                ),
             );
         }
         Err(RegisterError::Ended) => return session_ended(),
@@ -649,7 +610,10 @@ pub async fn answer(mut stream: Stream, incoming: &Incoming) -> Response {
                     return json_answer(responses, incoming);
                 }
             }
-            Some(Out { line, answers: None }) => {
+            Some(Out {
+                line,
+                answers: None,
+            }) => {
                 // Something before the response: stream it all as SSE.
                 responses.push(line);
                 let requests = incoming.requests.clone();
@@ -671,12 +635,10 @@ pub async fn answer(mut stream: Stream, incoming: &Incoming) -> Response {
 
 fn json_answer(mut responses: Vec<Bytes>, incoming: &Incoming) -> Response {
     let outcome = incoming.is_initialize().then(|| {
-        InitializeOutcome(
-            responses.first().is_some_and(|r| {
-                scan_message(crate::jsonrpc::framing::line_str(r))
-                    .is_ok_and(|env| env.kind == Kind::Response)
-            }),
-        )
+        InitializeOutcome(responses.first().is_some_and(|r| {
+            scan_message(crate::jsonrpc::framing::line_str(r))
+                .is_ok_and(|env| env.kind == Kind::Response)
+        }))
     });
     let body = if incoming.batch {
         let mut out = BytesMut::new();
@@ -793,7 +755,10 @@ mod tests {
             Ok(_) => StatusCode::OK,
             Err(r) => r.status(),
         };
-        assert_eq!(status(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), StatusCode::OK);
+        assert_eq!(
+            status(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            StatusCode::OK
+        );
         assert_eq!(status(b"{not json"), StatusCode::BAD_REQUEST);
         assert_eq!(status(b"\xff\xfe"), StatusCode::BAD_REQUEST);
         assert_eq!(
@@ -806,7 +771,9 @@ mod tests {
             StatusCode::BAD_REQUEST
         );
         assert_eq!(
-            status(br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]"#),
+            status(
+                br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]"#
+            ),
             StatusCode::BAD_REQUEST
         );
     }
@@ -815,7 +782,10 @@ mod tests {
     fn accept_headers() {
         let mut h = HeaderMap::new();
         assert!(accepts(&h, "text/event-stream"));
-        h.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+        h.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
         assert!(accepts(&h, "text/event-stream") && accepts(&h, "application/json"));
         h.insert(ACCEPT, HeaderValue::from_static("text/html"));
         assert!(!accepts(&h, "text/event-stream") && !accepts(&h, "application/json"));

@@ -2,7 +2,7 @@
 //!
 //! - `http.rs`: the endpoint (`/mcp`), health and readiness, status codes.
 //! - `origin.rs`: Host and Origin validation (DNS rebinding).
-//! - `auth.rs`: bearer tokens (a token file, or JWTs from an OAuth 2.1 authorization server).
+//! - `auth.rs`: bearer tokens from a token file.
 //! - `table.rs`: the session table (cap, idle reaper).
 //! - `session.rs`: one 2025-03-26…2025-11-25 session: a relay of its own over in-memory
 //!   streams (`pipe.rs`), with its own sandboxed server, roots and audit session.
@@ -69,10 +69,6 @@ pub struct ServeConfig {
     pub hosts: Vec<String>,
     /// Authentication.
     pub auth: Auth,
-    /// This server's resource identifier (its public `/mcp` URL).
-    pub resource: Option<String>,
-    /// The authorization server tokens come from (for the protected-resource metadata).
-    pub issuer: Option<String>,
     /// Most sessions open at once.
     pub max_sessions: usize,
     /// A session idle this long is ended.
@@ -118,8 +114,6 @@ pub async fn serve(
         table: Arc::clone(&table),
         origin: OriginRules::new(local.ip(), &cfg.origins, &cfg.hosts),
         auth: cfg.auth,
-        resource: cfg.resource,
-        issuer: cfg.issuer,
         stall: cfg.stall,
         draining: Default::default(),
     });

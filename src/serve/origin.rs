@@ -71,7 +71,7 @@ impl OriginRules {
     /// Whether `origin` may use this server (for CORS answers).
     pub fn origin_allowed(&self, origin: &str) -> bool {
         let origin = origin.trim_end_matches('/').to_ascii_lowercase();
-        self.origins.iter().any(|o| *o == origin)
+        self.origins.contains(&origin)
     }
 
     /// Checks a request's `Origin` and `Host` (`authority` is the URI's authority, which
@@ -142,12 +142,24 @@ mod tests {
 
     #[test]
     fn any_browser_origin_is_refused_unless_allowed() {
-        let r = OriginRules::new("127.0.0.1".parse().unwrap(), &["http://localhost:6274/".into()], &[]);
+        let r = OriginRules::new(
+            "127.0.0.1".parse().unwrap(),
+            &["http://localhost:6274/".into()],
+            &[],
+        );
         let h = |o: &str| headers(&[("host", "localhost"), ("origin", o)]);
         assert_eq!(r.check(&h("http://localhost:6274"), None), Ok(()));
         assert_eq!(r.check(&h("HTTP://LOCALHOST:6274"), None), Ok(()));
-        for bad in ["http://evil.example", "null", "http://localhost:6275", "http://localhost"] {
-            assert!(matches!(r.check(&h(bad), None), Err(OriginError::Origin(_))), "{bad}");
+        for bad in [
+            "http://evil.example",
+            "null",
+            "http://localhost:6275",
+            "http://localhost",
+        ] {
+            assert!(
+                matches!(r.check(&h(bad), None), Err(OriginError::Origin(_))),
+                "{bad}"
+            );
         }
     }
 
@@ -155,10 +167,23 @@ mod tests {
     fn a_public_listener_checks_hosts_only_when_told() {
         let any = OriginRules::new("0.0.0.0".parse().unwrap(), &[], &[]);
         assert!(!any.checks_host());
-        assert_eq!(any.check(&headers(&[("host", "mcp.example.com")]), None), Ok(()));
+        assert_eq!(
+            any.check(&headers(&[("host", "mcp.example.com")]), None),
+            Ok(())
+        );
         let named = OriginRules::new("0.0.0.0".parse().unwrap(), &[], &["mcp.example.com".into()]);
-        assert_eq!(named.check(&headers(&[("host", "mcp.example.com:443")]), None), Ok(()));
-        assert!(named.check(&headers(&[("host", "other.example.com")]), None).is_err());
-        assert_eq!(named.check(&HeaderMap::new(), Some("mcp.example.com")), Ok(()));
+        assert_eq!(
+            named.check(&headers(&[("host", "mcp.example.com:443")]), None),
+            Ok(())
+        );
+        assert!(
+            named
+                .check(&headers(&[("host", "other.example.com")]), None)
+                .is_err()
+        );
+        assert_eq!(
+            named.check(&HeaderMap::new(), Some("mcp.example.com")),
+            Ok(())
+        );
     }
 }

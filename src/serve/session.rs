@@ -42,7 +42,12 @@ pub struct HttpSession {
 
 impl HttpSession {
     /// Starts a session's relay (its server starts once the enforcer knows the roots).
-    pub fn start(setup: &Setup, id: String, principal: Option<String>, stall: Duration) -> Arc<Self> {
+    pub fn start(
+        setup: &Setup,
+        id: String,
+        principal: Option<String>,
+        stall: Duration,
+    ) -> Arc<Self> {
         let (input, reader) = pipe::host_input();
         let (relay_out, router_in) = tokio::io::duplex(pipe::OUTPUT_PIPE);
         let router = Router::new(stall, Some(&input));
@@ -76,9 +81,7 @@ impl HttpSession {
             }
             let _ = done_tx.send(true);
         });
-        tokio::spawn(
-            Arc::clone(&router).run(LineReader::new(router_in, setup.max_message.max(1))),
-        );
+        tokio::spawn(Arc::clone(&router).run(LineReader::new(router_in, setup.max_message.max(1))));
         Arc::new(HttpSession {
             id,
             principal,
@@ -92,11 +95,7 @@ impl HttpSession {
 
     /// Sends one message (without a newline) to the relay.
     pub async fn send(&self, message: Bytes) -> Result<(), Closed> {
-        let input = self
-            .input
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let input = self.input.lock().unwrap_or_else(|e| e.into_inner()).clone();
         match input {
             Some(input) => input.send(message).await,
             None => Err(Closed),
@@ -105,10 +104,7 @@ impl HttpSession {
 
     /// Ends the session: the relay sees its host close the input.
     pub fn close(&self) {
-        self.input
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        self.input.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 
     /// Whether the session still takes messages.

@@ -31,7 +31,10 @@ pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, TlsError> {
         .collect::<Result<_, _>>()
         .map_err(|e| TlsError::Cert(cert.to_owned(), e.to_string()))?;
     if chain.is_empty() {
-        return Err(TlsError::Cert(cert.to_owned(), "the file holds none".into()));
+        return Err(TlsError::Cert(
+            cert.to_owned(),
+            "the file holds none".into(),
+        ));
     }
     let key = PrivateKeyDer::from_pem_file(key)
         .map_err(|e| TlsError::Key(key.to_owned(), e.to_string()))?;
