@@ -264,3 +264,54 @@ fn python_filesystem_denials_over_http_match_rootfence_run() {
         assert_eq!(e["error"]["denial"]["reason"], "outside_roots", "{e}");
     }
 }
+
+/// Two clients at once through one `rootfence serve`, each declaring its own root: each reads
+/// its own file, and the other's is refused as outside its roots (no session sees another's
+/// roots or files).
+#[test]
+fn python_sessions_do_not_see_each_others_roots() {
+    require_peers();
+    let (server, base) = filesystem();
+    let root = base.join("root");
+    for (dir, file) in [("a", "mine-a.txt"), ("b", "mine-b.txt")] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+        std::fs::write(root.join(dir).join(file), format!("{dir}\n")).unwrap();
+    }
+    let serve = Serve::start(&[], &as_strs(&server.argv));
+    let script = |mine: &str, theirs: &str| -> Vec<String> {
+        let own = root.join(mine);
+        let other = root.join(theirs);
+        vec![
+            "--steps".into(),
+            "call".into(),
+            "--roots".into(),
+            format!("file://{}", own.display()),
+            "--call".into(),
+            format!(
+                r#"read_text_file={{"path":{:?}}}"#,
+                own.join(format!("mine-{mine}.txt")).display().to_string()
+            ),
+            "--call-error".into(),
+            format!(
+                r#"read_text_file={{"path":{:?}}}"#,
+                other.join(format!("mine-{theirs}.txt")).display().to_string()
+            ),
+            "--http".into(),
+            serve.url.clone(),
+        ]
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| session(Client::Python, &script("a", "b"), &[], &Via::Direct));
+        let b = s.spawn(|| session(Client::Python, &script("b", "a"), &[], &Via::Direct));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    for (t, mine) in [(&a, "a"), (&b, "b")] {
+        assert_eq!(
+            steps(t, "call")[0]["result"]["content"][0]["text"],
+            format!("{mine}\n"),
+            "{t}"
+        );
+        let denied = &steps(t, "call-error")[0]["error"];
+        assert_eq!(denied["denial"]["reason"], "outside_roots", "{t}");
+    }
+}

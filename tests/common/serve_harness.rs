@@ -198,10 +198,9 @@ pub fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
-    if !headers
-        .iter()
-        .any(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-    {
+    if !headers.iter().any(|(k, _)| {
+        k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("transfer-encoding")
+    }) {
         req.push_str(&format!("Content-Length: {}\r\n", body.len()));
     }
     req.push_str("Connection: close\r\n\r\n");
