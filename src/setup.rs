@@ -10,6 +10,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -47,6 +48,9 @@ pub struct Setup {
     pub shutdown_grace: Duration,
     /// How long a replaced server generation may finish what it holds.
     pub restart_grace: Duration,
+    /// Shared by every session's launcher when set: the sandbox report is printed once
+    /// (`rootfence serve`), not once per session.
+    pub report_once: Option<Arc<AtomicBool>>,
 }
 
 /// The audit session of one relay session, once its start hook opened it.
@@ -74,13 +78,17 @@ impl Setup {
     /// launcher, under `roots` as the operator roots (normally [`Setup::roots`]). Returns the
     /// operator roots that were dropped (unopenable, or refused by the policy).
     pub fn enforcer(&self, roots: Vec<RootSpec>) -> (Enforcer, Vec<DroppedRoot>) {
-        let launcher = Arc::new(SandboxLauncher::new(
+        let mut launcher = SandboxLauncher::new(
             Arc::clone(&self.policy),
             self.sandbox,
             self.command.clone(),
             self.grants.clone(),
             self.cwd.clone(),
-        ));
+        );
+        if let Some(flag) = &self.report_once {
+            launcher = launcher.report_once(Arc::clone(flag));
+        }
+        let launcher = Arc::new(launcher);
         Enforcer::new(Arc::clone(&self.policy), roots, Some(launcher))
     }
 

@@ -307,3 +307,121 @@ fn a_request_in_flight_is_answered_across_a_drain() {
     assert_eq!(r.json()["result"], serde_json::json!({}), "{r:?}");
     assert!(status.success());
 }
+
+/// A `tools/call` 2026-07-28 request from a client that declares the roots capability.
+fn stateless_call(path: &Path, extra_params: serde_json::Value) -> String {
+    let mut params = serde_json::json!({
+        "name": "read_path",
+        "arguments": {"path": path},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"roots": {}}
+        }
+    });
+    for (k, v) in extra_params.as_object().unwrap() {
+        params[k] = v.clone();
+    }
+    serde_json::json!({"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":params})
+        .to_string()
+}
+
+const V2026: (&str, &str) = ("MCP-Protocol-Version", "2026-07-28");
+
+/// 2026-07-28 across replicas: replica A asks for the roots (`input_required`) and signs
+/// the state; replica B, with the same key, serves the retry under those roots (and refuses
+/// a path outside them); a tampered state, or one signed with another key, is refused with
+/// -32602 and never reaches a server.
+#[test]
+fn stateless_requests_are_served_by_any_replica_with_the_key() {
+    let t = tempdir();
+    let data = t.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("a.txt"), "inside the declared root").unwrap();
+    let key = t.path().join("key");
+    std::fs::write(&key, "0123456789abcdef0123456789abcdef-shared").unwrap();
+    let other_key = t.path().join("other-key");
+    std::fs::write(&other_key, "another key entirely, also 32 bytes long").unwrap();
+    let logs = t.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let key_s = key.to_str().unwrap();
+    let (a, _) = start(&logs, &["--state-key-file", key_s]);
+    let (b, log_b) = start(&logs, &["--state-key-file", key_s]);
+    let (c, _) = start(&logs, &["--state-key-file", other_key.to_str().unwrap()]);
+
+    // A: no roots known yet → rootfence asks, MRTR style.
+    let r = a.post(
+        &[V2026],
+        &stateless_call(&data.join("a.txt"), serde_json::json!({})),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let asked = r.json();
+    assert_eq!(asked["id"], "call-1");
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let q = &asked["result"]["inputRequests"]["io.rootfence/http-roots"];
+    assert_eq!(q["method"], "roots/list", "{asked}");
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    assert!(state.starts_with("rf1."), "{state}");
+    assert!(a.stderr().contains("serving"), "no session needed");
+
+    // B serves the retry.
+    let roots = serde_json::json!({"roots":[{"uri": format!("file://{}", data.display())}]});
+    let retry = |path: &Path, state: &str| {
+        stateless_call(
+            path,
+            serde_json::json!({
+                "inputResponses": {"io.rootfence/http-roots": roots},
+                "requestState": state,
+            }),
+        )
+    };
+    let r = b.post(&[V2026], &retry(&data.join("a.txt"), &state));
+    assert_eq!(r.status, 200, "{r:?}\n{}", b.stderr());
+    let v = r.json();
+    assert_eq!(v["id"], "call-1", "the client's id is restored: {v}");
+    assert_eq!(
+        v["result"]["structuredContent"]["text"], "inside the declared root",
+        "{v}"
+    );
+    // Outside the declared root: rootfence refuses the read itself.
+    let read = serde_json::json!({"jsonrpc":"2.0","id":7,"method":"resources/read","params":{
+        "uri": "file:///etc/passwd",
+        "_rawResult": "{\"contents\":[]}",
+        "inputResponses": {"io.rootfence/http-roots": roots},
+        "requestState": state,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"roots": {}}
+        }
+    }});
+    let r = b.post(&[V2026], &read.to_string());
+    let v = r.json();
+    assert_eq!(v["id"], 7, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("outside"),
+        "{v}"
+    );
+    assert!(
+        !received(&log_b).contains("/etc/passwd"),
+        "the denied read never reached the server"
+    );
+
+    // Tampered: one character of the payload changed.
+    let mut bytes = state.clone().into_bytes();
+    bytes[6] = if bytes[6] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(bytes).unwrap();
+    let marker = t.path().join("never-read.txt");
+    for (replica, token) in [(&b, tampered.as_str()), (&c, state.as_str())] {
+        let r = replica.post(&[V2026], &retry(&marker, token));
+        assert_eq!(r.status, 400, "{r:?}");
+        assert_eq!(r.json()["error"]["code"], -32602, "{r:?}");
+        assert!(r.body.contains("requestState"), "{r:?}");
+    }
+    let seen = received(&log_b);
+    assert!(
+        !seen.contains("never-read"),
+        "a request with a refused state reached a server: {seen}"
+    );
+}

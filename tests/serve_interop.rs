@@ -294,7 +294,10 @@ fn python_sessions_do_not_see_each_others_roots() {
             "--call-error".into(),
             format!(
                 r#"read_text_file={{"path":{:?}}}"#,
-                other.join(format!("mine-{theirs}.txt")).display().to_string()
+                other
+                    .join(format!("mine-{theirs}.txt"))
+                    .display()
+                    .to_string()
             ),
             "--http".into(),
             serve.url.clone(),
@@ -313,5 +316,56 @@ fn python_sessions_do_not_see_each_others_roots() {
         );
         let denied = &steps(t, "call-error")[0]["error"];
         assert_eq!(denied["denial"]["reason"], "outside_roots", "{t}");
+    }
+}
+
+/// A 2026-07-28 session (`server/discover`, then stateless requests carrying `_meta`) against
+/// the Python SDK's own server: over HTTP through rootfence serve as over stdio. With
+/// `--roots`, rootfence asks the client for its roots MRTR style (`input_required`), which
+/// the SDK's driver answers, and carries them between requests in the signed requestState.
+#[test]
+fn python_2026_07_28_over_http_matches_stdio() {
+    require_peers();
+    for roots in [false, true] {
+        let mut args = vec![
+            "--protocol",
+            "2026-07-28",
+            "--steps",
+            "list-resources,list-templates,read,list-tools,call,list-prompts,get-prompt",
+            "--read-listed",
+            "2",
+            "--read",
+            "py://item/42",
+            "--read-error",
+            "py://no-such-resource",
+            "--call",
+            r#"echo={"message":"stateless"}"#,
+            "--call",
+            r#"add={"a":20,"b":22}"#,
+            "--prompt",
+            r#"greet={"name":"Ada"}"#,
+        ];
+        if roots {
+            args.extend(["--roots", "file:///tmp/rootfence-interop-root"]);
+        }
+        // With roots, rootfence (run or serve) asks the client for them; the bare server never
+        // does: compare with `rootfence run` over stdio.
+        let via = if roots { Via::Rootfence } else { Via::Direct };
+        let t = same_over_http(
+            Client::Python,
+            &args,
+            &interop_peers::python_server(),
+            &via,
+            &[],
+        );
+        if roots {
+            assert_eq!(t["server_requests"], serde_json::json!(["roots/list"]));
+        }
+        assert_eq!(steps(&t, "discover").len(), 1);
+        assert!(steps(&t, "initialize").is_empty());
+        assert_eq!(
+            steps(&t, "call")[0]["result"]["content"][0]["text"],
+            "Echo: stateless"
+        );
     }
 }

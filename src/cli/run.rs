@@ -195,6 +195,7 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
         max_message: opts.max_message_size,
         shutdown_grace: opts.shutdown_grace,
         restart_grace: opts.restart_grace,
+        report_once: None,
     };
     let (_, dropped) = setup.enforcer(setup.roots.clone());
     for d in &dropped {

@@ -108,7 +108,8 @@ pub struct ServeArgs {
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let setup = setup(&args.options, &args.command)?;
+    let mut setup = setup(&args.options, &args.command)?;
+    setup.report_once = Some(Default::default());
     let addr = resolve(&args.listen)?;
     let auth = auth(&args, addr)?;
     let key = state_key(args.state_key_file.as_deref())?;

@@ -102,6 +102,10 @@ pub struct Router {
     inject: Option<WeakHostInput>,
     epoch: Instant,
     last_active: AtomicU64,
+    /// Serving a pool shared by many clients (2026-07-28): only responses, routed by the ids
+    /// the pool gave, are delivered; anything else could reach the wrong client and is dropped
+    /// (a request toward the client is answered with an error instead).
+    pooled: bool,
 }
 
 /// Where a stream's messages are read: a POST's answer (and what comes before it), or the
@@ -138,6 +142,8 @@ enum Target {
     Get,
     Backlog,
     Nowhere,
+    /// A request toward the client that cannot be delivered: answer it with an error.
+    Refuse,
 }
 
 impl Router {
@@ -149,6 +155,19 @@ impl Router {
             inject: inject.map(HostInput::downgrade),
             epoch: Instant::now(),
             last_active: AtomicU64::new(0),
+            pooled: false,
+        })
+    }
+
+    /// A router for a pooled relay (see [`Router::pooled`]).
+    pub fn new_pooled(stall: Duration, inject: &HostInput) -> Arc<Router> {
+        Arc::new(Router {
+            state: Mutex::new(State::default()),
+            stall,
+            inject: Some(inject.downgrade()),
+            epoch: Instant::now(),
+            last_active: AtomicU64::new(0),
+            pooled: true,
         })
     }
 
@@ -306,6 +325,17 @@ impl Router {
 
     fn target(&self, env: &Envelope<'_>, text: &str) -> Target {
         let mut st = self.lock();
+        if self.pooled && !env.kind.is_response() {
+            tracing::debug!(
+                method = env.method.as_deref().unwrap_or(""),
+                "a message from a pooled server that belongs to no request was dropped"
+            );
+            return if env.kind == Kind::Request {
+                Target::Refuse
+            } else {
+                Target::Nowhere
+            };
+        }
         let newest_post = st.posts.keys().next_back().copied();
         let get = st.get.is_some();
         match env.kind {
@@ -362,6 +392,11 @@ impl Router {
                 Target::Nowhere => {
                     tracing::debug!("a message for a stream that is gone was dropped");
                     None
+                }
+                Target::Refuse => {
+                    drop(st);
+                    self.refuse(line, id);
+                    return;
                 }
                 Target::Backlog => {
                     if let Some(refused) = push_backlog(&mut st, line, is_request) {

@@ -48,9 +48,34 @@ impl HttpSession {
         principal: Option<String>,
         stall: Duration,
     ) -> Arc<Self> {
+        Self::start_with(setup, id, principal, stall, false)
+    }
+
+    /// A relay for the 2026-07-28 pool: shared by every request of one principal under one
+    /// set of roots, delivering only responses (by the ids the pool gives).
+    pub fn start_pooled(
+        setup: &Setup,
+        id: String,
+        principal: Option<String>,
+        stall: Duration,
+    ) -> Arc<Self> {
+        Self::start_with(setup, id, principal, stall, true)
+    }
+
+    fn start_with(
+        setup: &Setup,
+        id: String,
+        principal: Option<String>,
+        stall: Duration,
+        pooled: bool,
+    ) -> Arc<Self> {
         let (input, reader) = pipe::host_input();
         let (relay_out, router_in) = tokio::io::duplex(pipe::OUTPUT_PIPE);
-        let router = Router::new(stall, Some(&input));
+        let router = if pooled {
+            Router::new_pooled(stall, &input)
+        } else {
+            Router::new(stall, Some(&input))
+        };
         let (enforcer, audit) = setup.session(setup.roots.clone(), |_| {});
         let mut config = setup.relay_config();
         // The process's signals mean "drain", handled once for every session.
