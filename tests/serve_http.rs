@@ -425,3 +425,100 @@ fn stateless_requests_are_served_by_any_replica_with_the_key() {
         "a request with a refused state reached a server: {seen}"
     );
 }
+
+/// TLS terminated by rootfence itself (rustls): a client that trusts the certificate gets a
+/// session over HTTPS (HTTP/2 by ALPN); plain HTTP to the TLS port gets nothing. Needs the
+/// `openssl` and `curl` command-line tools (skipped with a note when either is missing).
+#[test]
+fn tls_serves_mcp_over_https() {
+    let have = |tool: &str| {
+        std::process::Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !have("curl")
+        || !std::process::Command::new("openssl")
+            .arg("version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped: openssl or curl is not installed");
+        return;
+    }
+    let t = tempdir();
+    let (cert, key) = (t.path().join("cert.pem"), t.path().join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-keyout",
+        ])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let (serve, _log) = start(
+        t.path(),
+        &[
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    assert!(serve.url.starts_with("https://"), "{}", serve.url);
+    let url = format!("https://{}/mcp", serve.addr);
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "--max-time", "20", "--cacert"])
+        .arg(&cert)
+        .args(["-D", "-", "-H", "Content-Type: application/json", "-H", "Accept: application/json, text/event-stream", "--data"])
+        .arg(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}"#)
+        .arg(&url)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.starts_with("http/2 200"), "HTTP/2 by ALPN: {text}");
+    assert!(text.contains("mcp-session-id:"), "{text}");
+    assert!(
+        text.contains("\"protocolversion\":\"2025-11-25\""),
+        "{text}"
+    );
+    // Plain HTTP to the TLS port is not served.
+    let plain = std::process::Command::new("curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "10",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+        ])
+        .arg(format!("http://{}/healthz", serve.addr))
+        .output()
+        .unwrap();
+    assert_ne!(String::from_utf8_lossy(&plain.stdout), "200");
+}

@@ -63,6 +63,7 @@ impl Serve {
             }
         };
         let addr = url
+            .trim_start_matches("https://")
             .trim_start_matches("http://")
             .trim_end_matches("/mcp")
             .to_owned();
