@@ -517,3 +517,28 @@ impl fmt::Display for CarveReport {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::placeholder_names;
+
+    #[test]
+    fn placeholders_only_for_literal_directory_names() {
+        let globs: Vec<String> = [
+            "**/.git/hooks/**",
+            "**/.git/config",
+            "**/.vscode/**",
+            "**/.mcp.json",
+            "**/.claude/**",
+            "**/*.d/**",
+            "**/../**",
+            "**/a[b]/**",
+            "/abs/.vscode/**",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let names: Vec<&str> = placeholder_names(&globs).iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, [".vscode", ".claude"]);
+    }
+}

@@ -1054,4 +1054,3 @@ mod tests {
         assert_eq!(v["network"]["requested"]["ports"][0], 443);
     }
 }
-
