@@ -27,6 +27,9 @@ pub struct SandboxLauncher {
     /// Set once some launcher sharing it printed its report: `rootfence serve` starts a
     /// server per session, and prints the (same) report once, not once per session.
     reported: Option<Arc<AtomicBool>>,
+    /// The placeholders every generation's launcher created (`CarveReport`), removed by
+    /// [`SandboxLauncher::remove_placeholders`] when the session is over.
+    placeholders: Arc<Mutex<Vec<PathBuf>>>,
 }
 
 impl SandboxLauncher {
@@ -46,6 +49,7 @@ impl SandboxLauncher {
             host_grants,
             cwd,
             reported: None,
+            placeholders: Arc::default(),
         }
     }
 
@@ -54,6 +58,14 @@ impl SandboxLauncher {
     pub fn report_once(mut self, reported: Arc<AtomicBool>) -> SandboxLauncher {
         self.reported = Some(reported);
         self
+    }
+
+    /// Removes the placeholders of every generation that are still empty. Call it once the
+    /// session is over (no server runs): see [`sandbox::remove_placeholders`].
+    pub fn remove_placeholders(&self) {
+        let paths =
+            std::mem::take(&mut *self.placeholders.lock().unwrap_or_else(|e| e.into_inner()));
+        sandbox::remove_placeholders(&paths);
     }
 
     /// The sandbox spec for a server confined to `roots` (`sandbox::server_spec`, the one
@@ -96,6 +108,7 @@ impl ServerLauncher for SandboxLauncher {
             let session = Arc::clone(&session);
             let slot = Arc::clone(&slot);
             let reported = self.reported.clone();
+            let placeholders = Arc::clone(&self.placeholders);
             move || -> Result<(), String> {
                 let reader = session
                     .lock()
@@ -114,6 +127,10 @@ impl ServerLauncher for SandboxLauncher {
                 } else {
                     eprintln!("rootfence: server generation {generation}: {report}");
                 }
+                placeholders
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend(report.placeholders());
                 let _ = slot.set(report);
                 Ok(())
             }

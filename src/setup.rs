@@ -76,8 +76,13 @@ impl Setup {
 
     /// An enforcer for one session, confining its server generations with the sandbox
     /// launcher, under `roots` as the operator roots (normally [`Setup::roots`]). Returns the
-    /// operator roots that were dropped (unopenable, or refused by the policy).
-    pub fn enforcer(&self, roots: Vec<RootSpec>) -> (Enforcer, Vec<DroppedRoot>) {
+    /// operator roots that were dropped (unopenable, or refused by the policy), and the
+    /// launcher, whose placeholders the caller removes once the session is over
+    /// ([`SandboxLauncher::remove_placeholders`]).
+    pub fn enforcer(
+        &self,
+        roots: Vec<RootSpec>,
+    ) -> (Enforcer, Vec<DroppedRoot>, Arc<SandboxLauncher>) {
         let mut launcher = SandboxLauncher::new(
             Arc::clone(&self.policy),
             self.sandbox,
@@ -89,18 +94,24 @@ impl Setup {
             launcher = launcher.report_once(Arc::clone(flag));
         }
         let launcher = Arc::new(launcher);
-        Enforcer::new(Arc::clone(&self.policy), roots, Some(launcher))
+        let (enforcer, dropped) = Enforcer::new(
+            Arc::clone(&self.policy),
+            roots,
+            Some(Arc::clone(&launcher) as Arc<dyn crate::enforce::ServerLauncher>),
+        );
+        (enforcer, dropped, launcher)
     }
 
     /// One session's enforcer, with the hook that opens its audit session when the relay
-    /// starts (`describe` may add to the `session_start` record), and the slot that then
-    /// holds the audit log until [`Setup::finish`].
+    /// starts (`describe` may add to the `session_start` record), the slot that then holds
+    /// the audit log until [`Setup::finish`], and the session's launcher (remove its
+    /// placeholders once every server of the session has stopped).
     pub fn session(
         &self,
         roots: Vec<RootSpec>,
         describe: impl FnOnce(&mut SessionStart) + Send + 'static,
-    ) -> (Enforcer, AuditSlot) {
-        let (enforcer, _dropped) = self.enforcer(roots);
+    ) -> (Enforcer, AuditSlot, Arc<SandboxLauncher>) {
+        let (enforcer, _dropped, launcher) = self.enforcer(roots);
         let mut start = self.session_start(&enforcer);
         describe(&mut start);
         let slot: AuditSlot = Arc::default();
@@ -115,7 +126,7 @@ impl Setup {
                 auditor: Some(auditor),
             })
         });
-        (enforcer.with_start(hook), slot)
+        (enforcer.with_start(hook), slot, launcher)
     }
 
     /// The relay settings: the message limit and the grace periods.

@@ -107,7 +107,7 @@ pub struct ServerOptions {
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let setup = setup(&args.options, &args.command)?;
-    let (enforcer, audit) = setup.session(setup.roots.clone(), |_| {});
+    let (enforcer, audit, launcher) = setup.session(setup.roots.clone(), |_| {});
 
     // One thread: the relay is two pumps and two writers, all I/O-bound; a single-threaded
     // runtime keeps every hand-off on one core with no cross-thread wake-ups.
@@ -118,6 +118,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let outcome = runtime.block_on(relay::run(setup.relay_config(), Arc::new(enforcer)));
     // A read of a terminal stdin may still be parked on a blocking thread; don't wait for it.
     runtime.shutdown_background();
+    // Every server of the session has stopped: the placeholders can go.
+    launcher.remove_placeholders();
     let outcome = outcome?;
 
     if let Err(e) = Setup::finish(&audit, &outcome) {
@@ -197,7 +199,7 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
         restart_grace: opts.restart_grace,
         report_once: None,
     };
-    let (_, dropped) = setup.enforcer(setup.roots.clone());
+    let (_, dropped, _) = setup.enforcer(setup.roots.clone());
     for d in &dropped {
         let given = opts
             .roots

@@ -76,7 +76,7 @@ impl HttpSession {
         } else {
             Router::new(stall, Some(&input))
         };
-        let (enforcer, audit) = setup.session(setup.roots.clone(), |_| {});
+        let (enforcer, audit, launcher) = setup.session(setup.roots.clone(), |_| {});
         let mut config = setup.relay_config();
         // The process's signals mean "drain", handled once for every session.
         config.forward_signals = false;
@@ -85,6 +85,8 @@ impl HttpSession {
         let audit_for_log = Arc::clone(&audit);
         tokio::spawn(async move {
             let outcome = relay::run_with(config, Arc::new(enforcer), reader, relay_out).await;
+            // Every server of the session has stopped: the placeholders can go.
+            launcher.remove_placeholders();
             match outcome {
                 Ok(outcome) => {
                     let audit_session = audit_for_log
