@@ -457,7 +457,12 @@ fn server_filesystem_edits_at_the_top_of_a_root_that_holds_env_and_git() {
         "read_text_file",
         json!({"path": format!("{root}/.env")}),
     );
-    assert_eq!(r["error"]["code"], -32010, "{r}");
+    // A tool call's denial is a tool execution error (SEP-1303) the model can act on.
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(
+        r["result"]["_meta"]["io.rootfence/denial"]["reason"], "policy_deny",
+        "{r}"
+    );
     for (path, reason) in [
         (".mcp.json", "read_only_path"),
         (".claude/settings.json", "read_only_path"),
@@ -470,7 +475,9 @@ fn server_filesystem_edits_at_the_top_of_a_root_that_holds_env_and_git() {
             "write_file",
             json!({"path": format!("{root}/{path}"), "content": "{}"}),
         );
-        assert_eq!(r["error"]["data"]["reason"], reason, "{path}: {r}");
+        let denial = &r["result"]["_meta"]["io.rootfence/denial"];
+        assert_eq!(denial["reason"], reason, "{path}: {r}");
+        assert_eq!(r["result"]["isError"], true, "{path}: {r}");
     }
     assert_eq!(host.finish(), 0);
     assert_no_secret(&host);
