@@ -19,6 +19,12 @@
 //!   server's own tool error where the sandbox stopped the server's own system call;
 //! - the secret marker (in the `.env` and in the file outside) never reaches the client.
 //!
+//! A case may name a known product problem (`Case::known`): it still runs every check, its row
+//! says **no** with the reason, and it passes only while the wrapped transcript differs in
+//! exactly that way and no other (and fails once the problem is gone, so the row is updated).
+//! Today: the sandbox's `.claude/`/`.cursor/`/`.vscode/` placeholders show up in
+//! server-filesystem's listing of a root.
+//!
 //! Each case appends its outcome (server, version, host style, works wrapped by default,
 //! what failed) as one JSON line to the results file (`target/compat-results.jsonl`, or
 //! `$ROOTFENCE_COMPAT_RESULTS`), and checks that README.md's compatibility table says the
@@ -40,7 +46,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use interop_peers::{first_difference, node_entry, peers_dir, python, require_peers};
+use interop_peers::{node_entry, peers_dir, python, require_peers};
 use serde_json::{Value, json};
 
 /// In the `.env` inside a root and in the file outside every root.
@@ -104,7 +110,24 @@ struct Case {
     wrap_adds: &'static str,
     /// What the suite shows for this case (the table's last column).
     checked: &'static str,
+    /// A product problem this case is known to show (then its row says **no** with the
+    /// reason). The case still runs every check; it passes only if the wrapped transcript
+    /// differs from the direct one in exactly the way `known` describes and in no other, and
+    /// it fails once the problem is gone, so that the row is updated.
+    known: Option<Known>,
 }
+
+/// A known difference between the direct and the wrapped transcript.
+#[derive(Clone, Copy)]
+struct Known {
+    /// The table's reason (after "**no**: ").
+    reason: &'static str,
+    /// True when every difference is this problem.
+    explains: fn(&[Difference]) -> bool,
+}
+
+/// A JSON path where two transcripts differ, with the direct and the wrapped value.
+type Difference = (String, Value, Value);
 
 const FILESYSTEM: Package = Package::Npm {
     name: "@modelcontextprotocol/server-filesystem",
@@ -130,6 +153,7 @@ const CASES: &[Case] = &[
         style: "directory argument, no host roots",
         wrap_adds: "--root <project>",
         checked: "read, write, edit, list, tree; outside path and `.env` refused (tool error)",
+        known: Some(PLACEHOLDERS),
     },
     Case {
         id: "filesystem_vscode",
@@ -139,6 +163,7 @@ const CASES: &[Case] = &[
         style: "`${workspaceFolder}` argument, host roots",
         wrap_adds: "--root ${workspaceFolder}",
         checked: "the same, and relative paths from the workspace folder; outside path and `.env` refused (tool error)",
+        known: Some(PLACEHOLDERS),
     },
     Case {
         id: "memory_claude_desktop",
@@ -148,6 +173,7 @@ const CASES: &[Case] = &[
         style: "`MEMORY_FILE_PATH` in `env`, no host roots",
         wrap_adds: "--env MEMORY_FILE_PATH --write ~/.mcp-memory",
         checked: "reads and extends the graph in the file `MEMORY_FILE_PATH` names; outside `file:` URI refused (JSON-RPC error)",
+        known: None,
     },
     Case {
         id: "git_claude_desktop",
@@ -157,6 +183,7 @@ const CASES: &[Case] = &[
         style: "`--repository` argument, `~/.gitconfig`, no host roots",
         wrap_adds: "--root <project>/repo",
         checked: "status, diffs, add, commit authored from `~/.gitconfig`, log, show; `git add .env` fails in the sandbox, outside repository refused (tool errors)",
+        known: None,
     },
     Case {
         id: "time_claude_desktop",
@@ -166,6 +193,7 @@ const CASES: &[Case] = &[
         style: "no arguments, no host roots",
         wrap_adds: "",
         checked: "current time, conversion; outside `file:` URI refused (JSON-RPC error)",
+        known: None,
     },
     Case {
         id: "everything_claude_desktop",
@@ -175,6 +203,7 @@ const CASES: &[Case] = &[
         style: "`stdio` argument, no host roots",
         wrap_adds: "",
         checked: "resources, templates, tools, prompts; outside `file:` URI refused (JSON-RPC error)",
+        known: None,
     },
     Case {
         id: "python_sdk_roots_files_vscode",
@@ -187,8 +216,38 @@ const CASES: &[Case] = &[
         style: "token in `env`, files from the host's roots",
         wrap_adds: "--env FILES_SERVER_TOKEN",
         checked: "starts only with its `env` token; lists and reads `file:` resources of the roots; `.env` and outside `file:` URIs refused (JSON-RPC error)",
+        known: None,
     },
 ];
+
+/// rootfence's sandbox creates an empty read-only `.claude/`, `.cursor/` and `.vscode/` at the
+/// top of each writable root that lacks them, for the session (src/sandbox/deny.rs, "an empty
+/// read-only placeholder"), so that the server cannot plant an editor's or a host's settings
+/// there. The server's listing of a root then shows directories the user does not have.
+const PLACEHOLDERS: Known = Known {
+    reason: "a listing of the root shows `.claude/`, `.cursor/`, `.vscode/` where the project has none: \
+             empty read-only placeholders the default sandbox creates for the session (src/sandbox/deny.rs); \
+             everything else matches",
+    explains: only_placeholder_lines,
+};
+
+/// Every difference is a listing whose wrapped text has `[DIR] .claude`, `[DIR] .cursor` or
+/// `[DIR] .vscode` lines more than the direct text, and nothing else.
+fn only_placeholder_lines(diffs: &[Difference]) -> bool {
+    const EXTRA: [&str; 3] = ["[DIR] .claude", "[DIR] .cursor", "[DIR] .vscode"];
+    !diffs.is_empty()
+        && diffs.iter().all(|(_, direct, wrapped)| {
+            let (Some(d), Some(w)) = (direct.as_str(), wrapped.as_str()) else {
+                return false;
+            };
+            let direct: Vec<&str> = d.lines().collect();
+            let kept: Vec<&str> = w
+                .lines()
+                .filter(|l| !EXTRA.contains(l) || direct.contains(l))
+                .collect();
+            kept.len() < w.lines().count() && kept == direct
+        })
+}
 
 fn case(id: &str) -> &'static Case {
     CASES
@@ -528,6 +587,35 @@ fn call(tool: &str, args: Value) -> (&'static str, String) {
     ("--call", format!("{tool}={args}"))
 }
 
+/// Every place two JSON values differ (`first_difference` reports only the first).
+fn differences(a: &Value, b: &Value, path: String, out: &mut Vec<Difference>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                let sub = format!("{path}.{k}");
+                match (x.get(k), y.get(k)) {
+                    (Some(va), Some(vb)) => differences(va, vb, sub, out),
+                    (va, vb) => out.push((
+                        sub,
+                        va.cloned().unwrap_or(Value::Null),
+                        vb.cloned().unwrap_or(Value::Null),
+                    )),
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                differences(va, vb, format!("{path}[{i}]"), out);
+            }
+        }
+        _ if a != b => out.push((path, a.clone(), b.clone())),
+        _ => {}
+    }
+}
+
 /// The transcript's steps that are not refusals.
 fn allowed_steps(t: &Value) -> Value {
     let mut t = t.clone();
@@ -577,7 +665,8 @@ fn run_case(id: &str, build: impl FnOnce(&World) -> Spec<'_>) {
     require_peers();
     let version = version_of(case.package);
     let started = Instant::now();
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    // Ok(true): the case showed its known problem and passed every other check.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> bool {
         let w = world();
         let spec = build(&w);
         let wrapped = wrap(&w, case.host, "server", &spec.entry);
@@ -617,12 +706,22 @@ fn run_case(id: &str, build: impl FnOnce(&World) -> Spec<'_>) {
             allowed_steps(&direct.transcript),
             allowed_steps(&through.transcript),
         );
-        if let Some((path, a, b)) = first_difference(&d, &t, "$".into()) {
-            panic!(
-                "the wrapped transcript differs from the direct one at {path}\n  direct:  {a}\n  wrapped: {b}\nrootfence's stderr:\n{}",
+        let mut diffs = Vec::new();
+        differences(&d, &t, "$".into(), &mut diffs);
+        let known = case.known.is_some_and(|k| (k.explains)(&diffs));
+        // The refusals and the checks on disk run whatever the transcripts show.
+        let transcript_failure = (!diffs.is_empty() && !known).then(|| {
+            let shown: Vec<String> = diffs
+                .iter()
+                .take(5)
+                .map(|(path, a, b)| format!("at {path}\n  direct:  {a}\n  wrapped: {b}"))
+                .collect();
+            format!(
+                "the wrapped transcript differs from the direct one {}\nrootfence's stderr:\n{}",
+                shown.join("\n"),
                 through.stderr
-            );
-        }
+            )
+        });
         let refused: Vec<&Value> = through.transcript["steps"]
             .as_array()
             .unwrap()
@@ -647,19 +746,37 @@ fn run_case(id: &str, build: impl FnOnce(&World) -> Spec<'_>) {
         }
         (spec.after)(&through);
         (spec.after_wrapped)(&through);
+        if let Some(f) = transcript_failure {
+            panic!("{f}");
+        }
+        known
     }));
-    let failed = outcome.as_ref().err().map(|p| {
-        p.downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "panicked".into())
-    });
+    let failed = match &outcome {
+        Ok(true) => Some(case.known.unwrap().reason.to_owned()),
+        Ok(false) => None,
+        Err(p) => Some(
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panicked".into()),
+        ),
+    };
     record(case, &version, failed.as_deref(), started.elapsed());
-    if let Err(p) = outcome {
-        std::panic::resume_unwind(p);
+    match outcome {
+        Err(p) => std::panic::resume_unwind(p),
+        Ok(true) => eprintln!(
+            "KNOWN PROBLEM {id}: {} (recorded as works: false)",
+            case.known.unwrap().reason
+        ),
+        Ok(false) => assert!(
+            case.known.is_none(),
+            "{id}: the known problem no longer shows ({}): remove `known` from this case in \
+             tests/compat.rs and run scripts/compat-table.sh",
+            case.known.unwrap().reason
+        ),
     }
     if !update_mode() {
-        check_readme_row(case, &version);
+        check_readme_row(case, &version, failed.as_deref());
     }
 }
 
@@ -688,7 +805,7 @@ fn update_mode() -> bool {
 fn reason(failed: &str) -> String {
     let line = failed.lines().next().unwrap_or_default();
     let line = line.replace('|', "\\|");
-    let mut short: String = line.chars().take(160).collect();
+    let mut short: String = line.chars().take(320).collect();
     if short.len() < line.len() {
         short.push('…');
     }
@@ -783,10 +900,10 @@ fn render(rows: &[String], abi: &str) -> String {
     )
 }
 
-fn check_readme_row(case: &Case, version: &str) {
+fn check_readme_row(case: &Case, version: &str, failed: Option<&str>) {
     let readme = std::fs::read_to_string(readme_path()).unwrap();
     let section = readme_section(&readme).expect("README.md has the compatibility table markers");
-    let want = case_row(case, version, None);
+    let want = case_row(case, version, failed);
     let prefix = format!("| {} | ", case.server);
     let host = format!(" | {} | {} | ", case.host.label(), case.style);
     let have = section
@@ -922,7 +1039,9 @@ fn filesystem_tree(w: &World) {
     let _ = std::fs::remove_file(p.join("new.txt"));
 }
 
-fn filesystem_spec<'a>(w: &'a World, dir_arg: &str, relative: bool) -> Spec<'a> {
+/// `vscode`: the VS Code entry (`${workspaceFolder}`, whose `.vscode/mcp.json` is in the
+/// project; relative paths resolve in the workspace folder, the server's working directory).
+fn filesystem_spec<'a>(w: &'a World, dir_arg: &str, vscode: bool) -> Spec<'a> {
     filesystem_tree(w);
     let p = &w.project;
     let mut calls = vec![
@@ -943,7 +1062,7 @@ fn filesystem_spec<'a>(w: &'a World, dir_arg: &str, relative: bool) -> Spec<'a> 
             json!({"paths": [p.join("new.txt"), p.join("sub/b.txt")]}),
         ),
     ];
-    if relative {
+    if vscode {
         // VS Code starts the server in the workspace folder: relative paths resolve there.
         calls.push(call("read_text_file", json!({"path": "sub/b.txt"})));
     }
@@ -974,6 +1093,17 @@ fn filesystem_spec<'a>(w: &'a World, dir_arg: &str, relative: bool) -> Spec<'a> 
         ],
         reset: Box::new(move || filesystem_tree(wref)),
         after: Box::new(move |_| {
+            // The user's tree is what the session's work made it, nothing more.
+            let mut top: Vec<String> = std::fs::read_dir(&p2)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            top.sort();
+            let mut want = vec![".env", "new.txt", "notes.txt", "sub"];
+            if vscode {
+                want.insert(1, ".vscode");
+            }
+            assert_eq!(top, want, "the project's top level after the session");
             assert_eq!(
                 std::fs::read_to_string(p2.join("new.txt")).unwrap(),
                 "written by the client\n"
