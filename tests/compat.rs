@@ -226,7 +226,7 @@ const CASES: &[Case] = &[
 /// there. The server's listing of a root then shows directories the user does not have.
 const PLACEHOLDERS: Known = Known {
     reason: "a listing of the root shows `.claude/`, `.cursor/`, `.vscode/` where the project has none: \
-             empty read-only placeholders the default sandbox creates for the session (src/sandbox/deny.rs); \
+             empty read-only placeholders the default sandbox makes for the session (src/sandbox/placeholder.rs); \
              everything else matches",
     explains: only_placeholder_lines,
 };
