@@ -15,6 +15,7 @@
 //!   through a bounded queue (group commit), receipts to wait for before acting.
 //! - `sink`: the file side of the writer: the lock, one `write()` per batch, rotation,
 //!   crash recovery and the fsync policy; `retain`: which rotated files retention removes.
+//! - [`checkpoint`]: signed checkpoints of the chain head, their file, and the keys.
 //! - `repeat`: repeated protocol errors counted per interval instead of logged each.
 //! - `verify`, `summary`, `show`: the readers behind `rootfence audit ...`.
 //! - `time`: RFC 3339 formatting and parsing (hand-written: two small functions do not
@@ -38,6 +39,7 @@
 //! ```
 
 mod chain;
+pub mod checkpoint;
 pub mod event;
 mod read;
 mod repeat;
@@ -65,7 +67,10 @@ pub use repeat::REPEAT_INTERVAL;
 pub use show::{ShowFilter, show};
 pub use summary::{SummaryOptions, summarize};
 pub use time::parse_time_arg;
-pub use verify::{ChainBreak, Incomplete, VerifyOptions, VerifyReport, order_files, verify_files};
+pub use verify::{
+    ChainBreak, CheckpointFindings, Incomplete, VerifyOptions, VerifyReport, order_files,
+    verify_files, verify_files_with,
+};
 pub use writer::{ALLOW_DELAY, AuditLog, Auditor, QUEUE_BYTES, QUEUE_DEPTH, Receipt};
 
 /// The schema version written in every record's `v` field. Readers accept records of this
@@ -169,6 +174,8 @@ pub struct AuditConfig {
     pub retain_files: Option<u64>,
     /// At each rotation, keep rotated files of at most this many bytes in all.
     pub retain_bytes: Option<u64>,
+    /// Signed checkpoints of the chain head (`None`: none are written).
+    pub checkpoint: Option<checkpoint::CheckpointConfig>,
 }
 
 impl AuditConfig {
@@ -183,6 +190,7 @@ impl AuditConfig {
             log_allowed: true,
             retain_files: Some(DEFAULT_RETAIN_FILES),
             retain_bytes: None,
+            checkpoint: None,
         }
     }
 }

@@ -34,6 +34,7 @@ use nix::fcntl::{Flock, FlockArg};
 use sha2::{Digest, Sha256};
 
 use super::chain::{self, GENESIS, Hash};
+use super::checkpoint::Checkpointer;
 use super::event::{Event, LogPruned, LogRecovered, LogRewound};
 use super::retain;
 use super::time::now_micros;
@@ -76,6 +77,8 @@ pub(super) struct Sink {
     pub(super) dirty_since: Option<Instant>,
     /// Records this session wrote, for `session_end`.
     pub(super) session_records: u64,
+    /// Signed checkpoints of the chain head, when configured.
+    pub(super) checkpoint: Option<Checkpointer>,
 }
 
 impl Sink {
@@ -130,6 +133,7 @@ impl Sink {
             out: Vec::with_capacity(64 * 1024),
             dirty_since: None,
             session_records: 0,
+            checkpoint: cfg.checkpoint.clone().map(Checkpointer::new),
         })
     }
 
@@ -155,6 +159,23 @@ impl Sink {
         items: &[Item<'_>],
         force_sync: bool,
     ) -> Result<(), AuditError> {
+        self.locked(|s| {
+            let r = s.write_locked(items, force_sync);
+            if r.is_err() {
+                // Re-read the file's state next time: the failed write may have left a torn
+                // line.
+                s.head = None;
+                s.out.clear();
+            }
+            r
+        })
+    }
+
+    /// Runs `f` holding the log's lock.
+    fn locked(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<(), AuditError>,
+    ) -> Result<(), AuditError> {
         let lock = self.lock.take().ok_or(AuditError::Closed)?;
         let locked = match Flock::lock(lock, FlockArg::LockExclusive) {
             Ok(l) => l,
@@ -163,12 +184,7 @@ impl Sink {
                 return Err(AuditError::write(&self.path, io::Error::from(errno)));
             }
         };
-        let r = self.write_locked(items, force_sync);
-        if r.is_err() {
-            // Re-read the file's state next time: the failed write may have left a torn line.
-            self.head = None;
-            self.out.clear();
-        }
+        let r = f(self);
         // Unlocking only fails on a bad descriptor; dropping the Flock unlocks too.
         self.lock = Some(match locked.unlock() {
             Ok(f) => f,
@@ -177,6 +193,40 @@ impl Sink {
                 return r.and(Err(AuditError::Closed));
             }
         });
+        r
+    }
+
+    /// When a checkpoint is due by time (records wait for one).
+    pub(super) fn checkpoint_deadline(&self) -> Option<Instant> {
+        self.checkpoint.as_ref().and_then(Checkpointer::deadline)
+    }
+
+    /// Signs the chain head and appends a checkpoint, when one is due (after N records or
+    /// T time) or, with `force`, whenever records wait for one (session end). Under the
+    /// log's lock, with the head brought up to date: it covers every writer's records, and
+    /// writers sharing the log take turns on the checkpoint file too.
+    pub(super) fn checkpoint(&mut self, force: bool) -> Result<(), AuditError> {
+        let Some(mut c) = self.checkpoint.take() else {
+            return Ok(());
+        };
+        let due = c.due(Instant::now()) || (force && c.pending());
+        let r = if due {
+            self.locked(|s| {
+                s.ensure_head()?;
+                match s.head {
+                    Some(h) if h.seq > 0 && h.seq != c.last_seq() => {
+                        c.write(&s.session, &s.name, h.seq, &h.hash)
+                    }
+                    _ => Ok(()),
+                }
+            })
+        } else {
+            Ok(())
+        };
+        if r.is_err() {
+            c.retry_later();
+        }
+        self.checkpoint = Some(c);
         r
     }
 
@@ -226,6 +276,13 @@ impl Sink {
     /// Adds one record to the batch, chained from the head; when it would overflow the
     /// active file, writes what is before it and rotates first.
     fn push_line(&mut self, ts: i64, body: &[u8]) -> Result<(), AuditError> {
+        self.push_line_once(ts, body, true)
+    }
+
+    /// `may_rotate` is false once this line caused a rotation: retention's `log_pruned`
+    /// record opens the new file, and when it and the line together exceed
+    /// `rotate_bytes`, rotating again would loop forever (each turn pruning a file).
+    fn push_line_once(&mut self, ts: i64, body: &[u8], may_rotate: bool) -> Result<(), AuditError> {
         let head = self.head.ok_or(AuditError::Closed)?;
         let start = self.out.len();
         chain::append_line(
@@ -236,20 +293,23 @@ impl Sink {
             body,
             &mut self.out,
         );
-        if let Some(max) = self.rotate_bytes {
+        if let Some(max) = self.rotate_bytes.filter(|_| may_rotate) {
             let before = head.size + start as u64;
             if before > 0 && before + (self.out.len() - start) as u64 > max {
                 self.out.truncate(start);
                 self.write_out()?;
                 self.rotate()?;
                 // The line is built again: rotation may have added a record before it.
-                return self.push_line(ts, body);
+                return self.push_line_once(ts, body, false);
             }
         }
         let head = self.head.as_mut().ok_or(AuditError::Closed)?;
         head.seq += 1;
         head.hash = chain::sha256(&self.out[start..self.out.len() - 1]);
         self.session_records += 1;
+        if let Some(c) = self.checkpoint.as_mut() {
+            c.wrote(1);
+        }
         Ok(())
     }
 

@@ -613,7 +613,9 @@ fn run(mut sink: Sink, shared: &Shared) {
             sink.write_batch(&items, taken.sync)
         };
         drop(items);
-        let r = r.and_then(|()| sync_if_due(&mut sink));
+        let r = r
+            .and_then(|()| sync_if_due(&mut sink))
+            .and_then(|()| sink.checkpoint(false));
         match &r {
             Ok(()) => failing = false,
             Err(e) => {
@@ -638,12 +640,12 @@ fn run(mut sink: Sink, shared: &Shared) {
             if let Err(e) = &r2 {
                 shared.set_failed(e);
             }
-            finish(&mut sink, shared, handled);
-            let _ = reply.send(r.and(r2));
+            let r3 = finish(&mut sink, shared, handled);
+            let _ = reply.send(r.and(r2).and(r3));
             return;
         }
         if taken.stop {
-            finish(&mut sink, shared, handled);
+            let _ = finish(&mut sink, shared, handled);
             return;
         }
     }
@@ -651,12 +653,18 @@ fn run(mut sink: Sink, shared: &Shared) {
 
 /// Whatever was written is synced before the thread ends, unless told never to; nobody may
 /// be left waiting.
-fn finish(sink: &mut Sink, shared: &Shared, handled: u64) {
+/// The session's last checkpoint covers its last record (`session_end`, when closed).
+fn finish(sink: &mut Sink, shared: &Shared, handled: u64) -> Result<(), AuditError> {
     if sink.dirty_since.is_some() {
         let _ = sink.sync();
     }
+    let r = sink.checkpoint(true);
+    if let Err(e) = &r {
+        shared.set_failed(e);
+    }
     shared.queue().closed = true;
     shared.publish(handled);
+    r
 }
 
 /// Syncs when the interval policy's time has come. A failed sync is tried again an interval
@@ -693,10 +701,15 @@ fn take(shared: &Shared, sink: &Sink, into: &mut Batch) -> Taken {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .next_deadline();
-        let deadline = [q.oldest.map(|o| o + ALLOW_DELAY), sync_at, repeats_at]
-            .into_iter()
-            .flatten()
-            .min();
+        let deadline = [
+            q.oldest.map(|o| o + ALLOW_DELAY),
+            sync_at,
+            repeats_at,
+            sink.checkpoint_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         q.writer_waiting = true;
         q = match deadline {
             Some(d) if d <= now => {

@@ -1,5 +1,5 @@
-//! `rootfence audit verify|summary|show` (issue 5): thin front ends over the readers in
-//! `rootfence::audit`.
+//! `rootfence audit verify|summary|show|keygen` (issues 5, 15): thin front ends over the
+//! readers and the checkpoint keys in `rootfence::audit`.
 //!
 //! Exit codes of `verify`: 0 the chain is intact and the log ends with a `session_end`;
 //! 1 the chain is broken (tampering or corruption; the first bad record is named);
@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use rootfence::audit::{self, ShowFilter, SummaryOptions, VerifyOptions};
+use rootfence::audit::{self, ShowFilter, SummaryOptions, VerifyOptions, checkpoint};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum AuditCommand {
@@ -27,9 +27,25 @@ pub enum AuditCommand {
         /// Print only problems.
         #[arg(long, short)]
         quiet: bool,
+        /// Check the log against this file of signed checkpoints (`[audit]
+        /// checkpoint_path`): finds records removed from the end, a rewritten tail and a
+        /// re-hashed chain. Needs --pubkey.
+        #[arg(long, value_name = "FILE", requires = "pubkey")]
+        checkpoints: Option<PathBuf>,
+        /// The checkpoint signer's public key (the `.pub` file of `rootfence audit keygen`).
+        #[arg(long, value_name = "KEY", requires = "checkpoints")]
+        pubkey: Option<PathBuf>,
         /// The log files: the active file and its rotated files.
         #[arg(value_name = "FILE", required = true)]
         files: Vec<PathBuf>,
+    },
+    /// Make an Ed25519 key pair for signed checkpoints: FILE (private, mode 0600) and
+    /// FILE.pub (public). Keep FILE outside every root and sandbox grant, name it in the
+    /// policy's `[audit] checkpoint_key`, and give FILE.pub to whoever verifies.
+    Keygen {
+        /// The private key file to create (never replaced).
+        #[arg(value_name = "FILE")]
+        out: PathBuf,
     },
     /// Per session: counts by decision, method and reason, top denied URIs and rules.
     Summary {
@@ -71,11 +87,47 @@ pub fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
         AuditCommand::Verify {
             partial,
             quiet,
+            checkpoints,
+            pubkey,
             files,
         } => {
-            let r = audit::verify_files(&files, VerifyOptions { partial })
+            let ck = match (checkpoints, pubkey) {
+                (Some(file), Some(key)) => {
+                    let key = checkpoint::load_public_key(&key)?;
+                    Some(
+                        checkpoint::Checkpoints::read(&file, &key)
+                            .context("cannot read the checkpoints")?,
+                    )
+                }
+                _ => None,
+            };
+            let r = audit::verify_files_with(&files, VerifyOptions { partial }, ck.as_ref())
                 .context("cannot verify the audit log")?;
             verify_output(&r, quiet, &mut out)?
+        }
+        AuditCommand::Keygen { out: private } => {
+            let mut public = private.clone().into_os_string();
+            public.push(".pub");
+            let public = PathBuf::from(public);
+            checkpoint::keygen(&private, &public)?;
+            writeln!(
+                out,
+                "private key: {} (mode 0600: keep it outside every root and sandbox grant)",
+                private.display()
+            )?;
+            writeln!(out, "public key:  {}", public.display())?;
+            writeln!(out, "policy:      [audit]")?;
+            writeln!(
+                out,
+                "             checkpoint_key = {:?}",
+                private.display().to_string()
+            )?;
+            writeln!(
+                out,
+                "verify with: rootfence audit verify --checkpoints <checkpoint file> --pubkey {} <log files>",
+                public.display()
+            )?;
+            ExitCode::SUCCESS
         }
         AuditCommand::Summary { top, json, files } => {
             audit::summarize(&files, SummaryOptions { top, json }, &mut out, &mut err)
@@ -115,6 +167,10 @@ fn verify_output(
     quiet: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
+    let ck_broken = r.checkpoints.as_ref().and_then(|c| c.broken.as_ref());
+    if let Some(b) = ck_broken {
+        writeln!(out, "BROKEN: checkpoint: {b}")?;
+    }
     if let Some(b) = &r.broken {
         writeln!(out, "BROKEN: {b}")?;
         writeln!(
@@ -127,8 +183,15 @@ fn verify_output(
         )?;
         return Ok(ExitCode::from(1));
     }
+    if ck_broken.is_some() {
+        return Ok(ExitCode::from(1));
+    }
     if !quiet {
-        for n in &r.notes {
+        for n in r
+            .notes
+            .iter()
+            .chain(r.checkpoints.iter().flat_map(|c| c.notes.iter()))
+        {
             writeln!(out, "note: {n}")?;
         }
     }
@@ -151,6 +214,17 @@ fn verify_output(
         writeln!(out, "ok: chain intact: {summary}")?;
     }
     if !quiet {
+        if let Some(c) = &r.checkpoints {
+            writeln!(
+                out,
+                "checkpoints: {} of {} signed checkpoints match the log{}",
+                c.matched,
+                c.total,
+                c.covered
+                    .map(|s| format!("; covered up to seq {s}"))
+                    .unwrap_or_default()
+            )?;
+        }
         if !r.unended.is_empty() {
             writeln!(
                 out,

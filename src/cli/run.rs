@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
 use rootfence::audit::{
-    self, AuditConfig, AuditLog, AuditUri, PolicyFile, SessionEnd, SessionStart,
+    self, AuditConfig, AuditLog, AuditUri, PolicyFile, SessionEnd, SessionStart, checkpoint,
 };
 use rootfence::enforce::{Enforcer, StartHook, Started};
 use rootfence::launch::SandboxLauncher;
@@ -137,7 +137,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         read: args.read.clone(),
         write: args.write.clone(),
     };
-    let (_, warnings) = sandbox::server_spec(&policy, mode, Vec::new(), &grants, &cwd)?;
+    let (spec, warnings) = sandbox::server_spec(&policy, mode, Vec::new(), &grants, &cwd)?;
     for w in warnings {
         eprintln!("rootfence: warning: {w}");
     }
@@ -173,7 +173,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         None => audit::default_log_path().map_err(|e| anyhow!("{e}"))?,
     };
     eprintln!("rootfence: audit log: {}", audit_path.display());
-    let audit_cfg = audit_config(&policy, audit_path);
+    let mut audit_cfg = audit_config(&policy, audit_path);
+    audit_cfg.checkpoint = checkpoint_config(&policy, &audit_cfg.path, &enforcer, &spec)?;
     let session_start = session_start(&args.command, &cwd, &policy, &enforcer);
 
     let hook_state = Arc::clone(&start);
@@ -321,6 +322,51 @@ fn audit_config(policy: &Policy, path: PathBuf) -> AuditConfig {
     }
     cfg.retain_bytes = a.retain_bytes;
     cfg
+}
+
+/// The checkpoint signer, when the policy names a key: the key is read now (a bad one stops
+/// the start), and neither it nor the checkpoint file may be where the server can reach
+/// (its operator roots and sandbox grants; the server could read the key, or rewrite the
+/// checkpoints, there).
+fn checkpoint_config(
+    policy: &Policy,
+    log: &Path,
+    enforcer: &Enforcer,
+    spec: &sandbox::SandboxSpec,
+) -> anyhow::Result<Option<checkpoint::CheckpointConfig>> {
+    let a = policy.audit();
+    let Some(key_path) = &a.checkpoint_key else {
+        return Ok(None);
+    };
+    let mut reach: checkpoint::Reach = Vec::new();
+    for r in enforcer.operator_roots().roots() {
+        reach.push((r.identity(), format!("the root {}", r.uri().as_str())));
+    }
+    for (list, what) in [(&spec.read, "read"), (&spec.write, "write")] {
+        for p in list {
+            if let Some(id) = checkpoint::identity(p) {
+                reach.push((id, format!("the sandbox {what} grant {}", p.display())));
+            }
+        }
+    }
+    checkpoint::outside_reach("audit.checkpoint_key", key_path, &reach)
+        .map_err(|e| anyhow!("{e}; the session was not started"))?;
+    let key = checkpoint::CheckpointKey::load(key_path)
+        .map_err(|e| anyhow!("{e}; the session was not started"))?;
+    let mut cfg = checkpoint::CheckpointConfig::new(key, log);
+    if let Some(p) = &a.checkpoint_path {
+        cfg.path = p.clone();
+    }
+    checkpoint::outside_reach("audit.checkpoint_path", &cfg.path, &reach)
+        .map_err(|e| anyhow!("{e}; the session was not started"))?;
+    if let Some(n) = a.checkpoint_every_records {
+        cfg.every_records = n;
+    }
+    if let Some(ms) = a.checkpoint_every_ms {
+        cfg.every = Duration::from_millis(ms);
+    }
+    eprintln!("rootfence: audit checkpoints: {}", cfg.path.display());
+    Ok(Some(cfg))
 }
 
 fn session_start(

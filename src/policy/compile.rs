@@ -18,7 +18,7 @@
 //! - `roots.static` is replaced by a later layer that sets it; every static root must
 //!   pass the root rules of all layers, which are the actual bound;
 //! - fixed operational settings (`roots.list_timeout_ms`, `roots.launch_wait_ms`, `audit.path`,
-//!   `audit.rotate_bytes`, `sandbox.follow_roots`) are not permissions: the first layer that sets one fixes it,
+//!   `audit.rotate_bytes`, `audit.checkpoint_*`, `sandbox.follow_roots`) are not permissions: the first layer that sets one fixes it,
 //!   and a later layer may only repeat the same value.
 
 use std::collections::BTreeSet;
@@ -141,6 +141,10 @@ struct Acc {
     allowed: Setting<AllowedRecords>,
     retain_files: Setting<Option<u64>>,
     retain_bytes: Setting<Option<u64>>,
+    checkpoint_key: Setting<Option<String>>,
+    checkpoint_path: Setting<Option<String>>,
+    checkpoint_every_records: Setting<Option<u64>>,
+    checkpoint_every_ms: Setting<Option<u64>>,
 
     sb_mode: Setting<SandboxMode>,
     /// Grants accumulate: each entry with where it was granted.
@@ -205,6 +209,16 @@ impl Acc {
             allowed: Setting::default(AllowedRecords::Summary, "audit.allowed = \"summary\""),
             retain_files: Setting::default(None, "audit.retain_files: the audit module's default"),
             retain_bytes: Setting::default(None, "audit.retain_bytes unlimited"),
+            checkpoint_key: Setting::default(None, "audit.checkpoint_key: no checkpoints"),
+            checkpoint_path: Setting::default(None, "audit.checkpoint_path: beside the log"),
+            checkpoint_every_records: Setting::default(
+                None,
+                "audit.checkpoint_every_records: the audit module's default",
+            ),
+            checkpoint_every_ms: Setting::default(
+                None,
+                "audit.checkpoint_every_ms: the audit module's default",
+            ),
             sb_mode: Setting::default(SandboxMode::BestEffort, "sandbox.mode = \"best-effort\""),
             sb_read: Vec::new(),
             sb_write: Vec::new(),
@@ -1123,6 +1137,35 @@ fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         let prov = cx.prov(e);
         fixed(cx, &mut acc.retain_bytes, &e.span, Some(e.v), prov);
     }
+    // Checkpoints are operational, like the log's path: the first layer that sets one fixes
+    // it (a project layer cannot move the org's checkpoints or swap its key).
+    for (raw_e, set) in [
+        (&raw.audit_checkpoint_key, &mut acc.checkpoint_key),
+        (&raw.audit_checkpoint_path, &mut acc.checkpoint_path),
+    ] {
+        if let Some(e) = raw_e {
+            match glob::expand(&e.v, cx.home, false).and_then(|p| glob::check_path(&p).map(|()| p))
+            {
+                Ok(p) => {
+                    let prov = cx.prov(e);
+                    fixed(cx, set, &e.span, Some(p), prov);
+                }
+                Err(p) => cx.problem(&e.span, p),
+            }
+        }
+    }
+    for (raw_e, set) in [
+        (
+            &raw.audit_checkpoint_every_records,
+            &mut acc.checkpoint_every_records,
+        ),
+        (&raw.audit_checkpoint_every_ms, &mut acc.checkpoint_every_ms),
+    ] {
+        if let Some(e) = raw_e {
+            let prov = cx.prov(e);
+            fixed(cx, set, &e.span, Some(e.v), prov);
+        }
+    }
 }
 
 fn word_of(w: FsyncWord) -> &'static str {
@@ -1740,6 +1783,36 @@ fn build(
             acc.retain_bytes.prov.clone(),
         ),
         (
+            "audit.checkpoint_key",
+            acc.checkpoint_key
+                .v
+                .as_deref()
+                .map_or("(none: no checkpoints)".into(), |p| format!("{p:?}")),
+            acc.checkpoint_key.prov.clone(),
+        ),
+        (
+            "audit.checkpoint_path",
+            acc.checkpoint_path
+                .v
+                .as_deref()
+                .map_or("(beside the log)".into(), |p| format!("{p:?}")),
+            acc.checkpoint_path.prov.clone(),
+        ),
+        (
+            "audit.checkpoint_every_records",
+            acc.checkpoint_every_records
+                .v
+                .map_or("(default)".into(), |n| n.to_string()),
+            acc.checkpoint_every_records.prov.clone(),
+        ),
+        (
+            "audit.checkpoint_every_ms",
+            acc.checkpoint_every_ms
+                .v
+                .map_or("(default)".into(), |n| n.to_string()),
+            acc.checkpoint_every_ms.prov.clone(),
+        ),
+        (
             "sandbox.mode",
             format!("\"{}\"", acc.sb_mode.v.word()),
             acc.sb_mode.prov.clone(),
@@ -1841,6 +1914,10 @@ fn build(
             allowed: acc.allowed.v,
             retain_files: acc.retain_files.v,
             retain_bytes: acc.retain_bytes.v,
+            checkpoint_key: acc.checkpoint_key.v.map(PathBuf::from),
+            checkpoint_path: acc.checkpoint_path.v.map(PathBuf::from),
+            checkpoint_every_records: acc.checkpoint_every_records.v,
+            checkpoint_every_ms: acc.checkpoint_every_ms.v,
         },
         sandbox: SandboxSettings {
             mode: acc.sb_mode.v,

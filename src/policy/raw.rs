@@ -125,6 +125,10 @@ pub(crate) struct RawLayer {
     pub(crate) audit_allowed: Option<Entry<AllowedRecords>>,
     pub(crate) audit_retain_files: Option<Entry<u64>>,
     pub(crate) audit_retain_bytes: Option<Entry<u64>>,
+    pub(crate) audit_checkpoint_key: Option<Entry<String>>,
+    pub(crate) audit_checkpoint_path: Option<Entry<String>>,
+    pub(crate) audit_checkpoint_every_records: Option<Entry<u64>>,
+    pub(crate) audit_checkpoint_every_ms: Option<Entry<u64>>,
 
     pub(crate) sb_mode: Option<Entry<SandboxMode>>,
     pub(crate) sb_read: Strings,
@@ -184,6 +188,10 @@ const AUDIT_KEYS: &[&str] = &[
     "allowed",
     "retain_files",
     "retain_bytes",
+    "checkpoint_key",
+    "checkpoint_path",
+    "checkpoint_every_records",
+    "checkpoint_every_ms",
 ];
 const SANDBOX_KEYS: &[&str] = &[
     "mode",
@@ -301,6 +309,11 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.audit_allowed = w.word(t, "audit", "allowed", AllowedRecords::WORDS);
         raw.audit_retain_files = w.uint(t, "audit", "retain_files", 0, 1_000_000);
         raw.audit_retain_bytes = w.size(t, "audit", "retain_bytes");
+        raw.audit_checkpoint_key = w.string(t, "audit", "checkpoint_key");
+        raw.audit_checkpoint_path = w.string(t, "audit", "checkpoint_path");
+        raw.audit_checkpoint_every_records =
+            w.uint(t, "audit", "checkpoint_every_records", 1, 100_000_000);
+        raw.audit_checkpoint_every_ms = w.uint(t, "audit", "checkpoint_every_ms", 100, 86_400_000);
     }
     if let Some(t) = w.table(top, "", "sandbox") {
         w.check_keys(t, "sandbox", SANDBOX_KEYS);
@@ -366,6 +379,8 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
         "audit", "path"; "audit", "fsync"; "audit", "fsync_interval_ms";
         "audit", "rotate_bytes"; "audit", "on_failure"; "audit", "log_allowed";
         "audit", "allowed"; "audit", "retain_files"; "audit", "retain_bytes";
+        "audit", "checkpoint_key"; "audit", "checkpoint_path";
+        "audit", "checkpoint_every_records"; "audit", "checkpoint_every_ms";
         "sandbox", "mode"; "sandbox", "read"; "sandbox", "write"; "sandbox", "network";
         "sandbox", "env"; "sandbox", "root_access"; "sandbox", "read_only_roots";
         "sandbox", "follow_roots"; "sandbox", "read_only_paths"; "sandbox", "rlimits";

@@ -44,8 +44,8 @@ mod plan;
 pub mod probe;
 mod profile;
 mod report;
-mod server;
 pub mod scan;
+mod server;
 
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
