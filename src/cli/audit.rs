@@ -3,8 +3,10 @@
 //!
 //! Exit codes of `verify`: 0 the chain is intact and the log ends with a `session_end`;
 //! 1 the chain is broken (tampering or corruption; the first bad record is named);
-//! 3 the chain is intact but the log is incomplete (a torn final line, or it does not end
-//! with a `session_end`); 2 an error (unreadable file, bad arguments).
+//! 3 the chain is intact but the log is incomplete (a torn final line, it does not end
+//! with a `session_end`, or no signed checkpoint covers that `session_end`); 2 an error
+//! (unreadable file, bad arguments). With `--checkpoints`, a contradiction between the log
+//! and its signed checkpoints is a break (1).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -18,8 +20,13 @@ pub enum AuditCommand {
     /// Check the hash chain of audit log files (rotated files first; the order is worked
     /// out from the names `<log>.<N>`, so `audit.jsonl*` works).
     ///
+    /// With --checkpoints and --pubkey, the log is also checked against its signed
+    /// checkpoints: records removed from the end, a rewritten tail, a re-hashed chain and
+    /// forged or reordered checkpoints are breaks.
+    ///
     /// Exit status: 0 intact, 1 broken (the first bad record is named), 3 intact but
-    /// incomplete (torn final line, or no final session_end), 2 error.
+    /// incomplete (torn final line, no final session_end, or a final session_end no
+    /// checkpoint covers), 2 error.
     Verify {
         /// Accept a chain that starts after seq 1 (older rotated files were deleted).
         #[arg(long)]
