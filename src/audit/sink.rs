@@ -35,8 +35,9 @@ use sha2::{Digest, Sha256};
 
 use super::chain::{self, GENESIS, Hash};
 use super::checkpoint::Checkpointer;
-use super::event::{Event, LogPruned, LogRecovered, LogRewound};
+use super::event::{Event, LogPruned, LogRecovered, LogRewound, SinkDropped};
 use super::retain;
+use super::syslog::{REPORT_INTERVAL, Syslog};
 use super::time::now_micros;
 use super::{AuditConfig, AuditError, FsyncPolicy};
 
@@ -79,6 +80,8 @@ pub(super) struct Sink {
     pub(super) session_records: u64,
     /// Signed checkpoints of the chain head, when configured.
     pub(super) checkpoint: Option<Checkpointer>,
+    /// Every written line is also queued here, when configured.
+    pub(super) syslog: Option<Syslog>,
 }
 
 impl Sink {
@@ -116,7 +119,20 @@ impl Sink {
             .mode(0o600)
             .open(&lock_path)
             .map_err(|e| AuditError::open(&lock_path, e))?;
+        let syslog = match &cfg.syslog {
+            Some(c) => {
+                Some(Syslog::start(c.clone(), session).map_err(|e| AuditError::open(&path, e))?)
+            }
+            None => None,
+        };
+        let mut checkpoint = cfg.checkpoint.clone().map(Checkpointer::new);
+        if let (Some(c), Some(s)) = (checkpoint.as_mut(), syslog.as_ref()) {
+            let h = s.handle().clone();
+            c.copy = Some(Box::new(move |line| h.push_checkpoint(line)));
+        }
         Ok(Sink {
+            syslog,
+            checkpoint,
             path,
             dir,
             name,
@@ -133,7 +149,6 @@ impl Sink {
             out: Vec::with_capacity(64 * 1024),
             dirty_since: None,
             session_records: 0,
-            checkpoint: cfg.checkpoint.clone().map(Checkpointer::new),
         })
     }
 
@@ -194,6 +209,45 @@ impl Sink {
             }
         });
         r
+    }
+
+    /// A `sink_dropped` record when the syslog sink dropped lines since the last one, at
+    /// most every [`REPORT_INTERVAL`] (at once when `closing`).
+    pub(super) fn sink_dropped_due(&mut self, now: Instant, closing: bool) -> Option<SinkDropped> {
+        let s = self.syslog.as_mut()?;
+        let (total, reason) = s.handle().dropped();
+        if total <= s.reported
+            || (!closing
+                && s.reported_at
+                    .is_some_and(|t| now.duration_since(t) < REPORT_INTERVAL))
+        {
+            return None;
+        }
+        let d = SinkDropped {
+            sink: "syslog".into(),
+            dropped: total - s.reported,
+            total,
+            reason,
+        };
+        s.reported = total;
+        s.reported_at = Some(now);
+        Some(d)
+    }
+
+    /// Sends what the syslog queue holds (for a short grace) and stops its thread; says on
+    /// stderr how many lines never reached syslog beyond those already audited.
+    pub(super) fn close_syslog(&mut self) {
+        if let Some(mut s) = self.syslog.take() {
+            let lost = s.close(super::syslog::CLOSE_GRACE);
+            if lost > s.reported {
+                let (_, why) = s.handle().dropped();
+                tracing::warn!(
+                    "syslog: {} audit records were not delivered at session end ({why}); the \
+                     log file has them all",
+                    lost - s.reported
+                );
+            }
+        }
     }
 
     /// When a checkpoint is due by time (records wait for one).
@@ -323,6 +377,11 @@ impl Sink {
         let file = self.file.as_mut().ok_or(AuditError::Closed)?;
         file.write_all(&self.out)
             .map_err(|e| AuditError::write(&self.path, e))?;
+        if let Some(s) = &self.syslog {
+            for line in self.out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                s.handle().push(line);
+            }
+        }
         let head = self.head.as_mut().ok_or(AuditError::Closed)?;
         head.size += self.out.len() as u64;
         self.out.clear();

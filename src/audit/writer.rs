@@ -340,6 +340,7 @@ impl Auditor {
             Event::ProtocolErrorRepeated(_) => {
                 return Err(AuditError::Reserved("protocol_error_repeated"));
             }
+            Event::SinkDropped(_) => return Err(AuditError::Reserved("sink_dropped")),
             _ => {}
         }
         if shared.on_failure == OnFailure::Stop
@@ -600,6 +601,11 @@ fn run(mut sink: Sink, shared: &Shared) {
             Event::ProtocolErrorRepeated(r).write_body(&mut body);
             extra.push((now_micros(), body));
         }
+        if let Some(d) = sink.sink_dropped_due(Instant::now(), closing) {
+            let mut body = Vec::with_capacity(160);
+            Event::SinkDropped(d).write_body(&mut body);
+            extra.push((now_micros(), body));
+        }
         let mut items: Vec<Item<'_>> = Vec::with_capacity(spare.recs.len() + extra.len());
         let mut start = 0;
         for &(ts, end, critical) in &spare.recs {
@@ -662,6 +668,7 @@ fn finish(sink: &mut Sink, shared: &Shared, handled: u64) -> Result<(), AuditErr
     if let Err(e) = &r {
         shared.set_failed(e);
     }
+    sink.close_syslog();
     shared.queue().closed = true;
     shared.publish(handled);
     r

@@ -77,9 +77,13 @@ pub enum AuditCommand {
         /// Only records at or after T: RFC 3339, a date, or a duration ago (15m, 2h, 7d).
         #[arg(long, value_name = "T", value_parser = audit::parse_time_arg)]
         since: Option<i64>,
-        /// Print the stored JSON lines.
-        #[arg(long)]
+        /// Print the stored JSON lines (the same as --format json).
+        #[arg(long, conflicts_with = "format")]
         json: bool,
+        /// Output format: text, json (the stored lines) or ocsf (each record mapped to
+        /// OCSF 1.3 field names, one JSON object per line; docs/audit-schema.md).
+        #[arg(long, value_name = "FORMAT", value_parser = ["text", "json", "ocsf"])]
+        format: Option<String>,
         /// The log file (and its rotated files, if wanted).
         #[arg(value_name = "FILE", required = true)]
         files: Vec<PathBuf>,
@@ -146,13 +150,15 @@ pub fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
             session,
             since,
             json,
+            format,
             files,
         } => {
             let filter = ShowFilter {
                 denied,
                 session,
                 since,
-                json,
+                json: json || format.as_deref() == Some("json"),
+                ocsf: format.as_deref() == Some("ocsf"),
             };
             match audit::show(&files, &filter, &mut out, &mut err) {
                 // `show | head` is not an error.

@@ -321,6 +321,7 @@ fn audit_config(policy: &Policy, path: PathBuf) -> AuditConfig {
         cfg.retain_files = a.retain_files;
     }
     cfg.retain_bytes = a.retain_bytes;
+    cfg.syslog = a.syslog.clone();
     cfg
 }
 

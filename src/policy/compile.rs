@@ -40,6 +40,7 @@ use super::settings::{
     SchemeStance, StaticRoot, SymlinkStance, Word, env_pattern_covers, fsync_rank,
 };
 use super::{AllowTable, LayerInfo, Matchers, Policy, ToolPaths};
+use crate::audit::syslog::{SyslogConfig, Transport};
 use crate::audit::{AllowedRecords, FsyncPolicy as Fsync, OnFailure};
 
 /// Default wait for the host's `roots/list` answer.
@@ -145,6 +146,7 @@ struct Acc {
     checkpoint_path: Setting<Option<String>>,
     checkpoint_every_records: Setting<Option<u64>>,
     checkpoint_every_ms: Setting<Option<u64>>,
+    syslog: Setting<Option<SyslogConfig>>,
 
     sb_mode: Setting<SandboxMode>,
     /// Grants accumulate: each entry with where it was granted.
@@ -219,6 +221,7 @@ impl Acc {
                 None,
                 "audit.checkpoint_every_ms: the audit module's default",
             ),
+            syslog: Setting::default(None, "audit.syslog: none"),
             sb_mode: Setting::default(SandboxMode::BestEffort, "sandbox.mode = \"best-effort\""),
             sb_read: Vec::new(),
             sb_write: Vec::new(),
@@ -1166,6 +1169,86 @@ fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
             fixed(cx, set, &e.span, Some(e.v), prov);
         }
     }
+    apply_syslog(acc, raw, cx);
+}
+
+/// `[audit.syslog]`: one fixed setting as a whole (the first layer that configures it
+/// fixes where records go; a later layer may only repeat it).
+fn apply_syslog(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    let Some(addr) = &raw.syslog_address else {
+        for (set, span) in [
+            (
+                raw.syslog_facility.is_some(),
+                raw.syslog_facility.as_ref().map(|e| e.key_span.clone()),
+            ),
+            (
+                raw.syslog_format.is_some(),
+                raw.syslog_format.as_ref().map(|e| e.key_span.clone()),
+            ),
+            (
+                raw.syslog_queue.is_some(),
+                raw.syslog_queue.as_ref().map(|e| e.key_span.clone()),
+            ),
+            (
+                raw.syslog_sd_id.is_some(),
+                raw.syslog_sd_id.as_ref().map(|e| e.key_span.clone()),
+            ),
+        ] {
+            if let (true, Some(span)) = (set, span) {
+                cx.error(
+                    &span,
+                    ErrorKind::BadValue,
+                    "`[audit.syslog]` without `address`".into(),
+                    "add `address = \"udp://host:514\"`, `\"tcp://host:601\"` or `\"unix:///dev/log\"`",
+                );
+                return;
+            }
+        }
+        return;
+    };
+    let transport = match addr.v.parse::<Transport>() {
+        Ok(t) => t,
+        Err(e) => {
+            cx.error(
+                &addr.span,
+                ErrorKind::BadValue,
+                e,
+                "e.g. `address = \"tcp://logs.example.org:601\"`",
+            );
+            return;
+        }
+    };
+    let mut c = SyslogConfig::new(transport);
+    if let Some(f) = &raw.syslog_facility {
+        c.facility = f.v;
+    }
+    if let Some(f) = &raw.syslog_format {
+        c.format = f.v;
+    }
+    if let Some(q) = &raw.syslog_queue {
+        c.queue = q.v as usize;
+    }
+    if let Some(id) = &raw.syslog_sd_id {
+        let ok = !id.v.is_empty()
+            && id.v.len() <= 32
+            && id
+                .v
+                .bytes()
+                .all(|b| (33..=126).contains(&b) && !matches!(b, b'=' | b']' | b'"'));
+        if !ok {
+            cx.error(
+                &id.span,
+                ErrorKind::BadValue,
+                format!("invalid syslog SD-ID `{}`", id.v),
+                "1 to 32 printable ASCII characters without `=`, `]`, `\"` or spaces, e.g. \
+                 `rootfence@<your private enterprise number>`",
+            );
+            return;
+        }
+        c.sd_id = id.v.clone();
+    }
+    let prov = cx.prov(addr);
+    fixed(cx, &mut acc.syslog, &addr.span, Some(c), prov);
 }
 
 fn word_of(w: FsyncWord) -> &'static str {
@@ -1806,6 +1889,14 @@ fn build(
             acc.checkpoint_every_records.prov.clone(),
         ),
         (
+            "audit.syslog",
+            acc.syslog
+                .v
+                .as_ref()
+                .map_or("(none)".into(), |c| format!("{:?}", c.transport)),
+            acc.syslog.prov.clone(),
+        ),
+        (
             "audit.checkpoint_every_ms",
             acc.checkpoint_every_ms
                 .v
@@ -1918,6 +2009,7 @@ fn build(
             checkpoint_path: acc.checkpoint_path.v.map(PathBuf::from),
             checkpoint_every_records: acc.checkpoint_every_records.v,
             checkpoint_every_ms: acc.checkpoint_every_ms.v,
+            syslog: acc.syslog.v.clone(),
         },
         sandbox: SandboxSettings {
             mode: acc.sb_mode.v,

@@ -138,6 +138,8 @@ pub struct AuditSettings {
     pub checkpoint_every_records: Option<u64>,
     /// Checkpoint at least this often (ms) while records are written; `None`: default.
     pub checkpoint_every_ms: Option<u64>,
+    /// `[audit.syslog]`: a copy of every record to syslog; `None`: none.
+    pub syslog: Option<crate::audit::syslog::SyslogConfig>,
 }
 
 /// `sandbox.follow_roots`: what happens when the effective roots change after the server
