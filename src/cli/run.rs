@@ -188,11 +188,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         })
     });
     let enforcer = enforcer.with_start(hook);
+    let reloader = enforcer.clone();
 
     let mut config = RelayConfig::deferred();
     config.max_line = args.max_message_size;
     config.shutdown_grace = args.shutdown_grace;
     config.timing.grace = args.restart_grace;
+    // SIGHUP reloads the policy (it is not forwarded to the server).
+    config.forward_hangup = false;
 
     // One thread: the relay is two pumps and two writers, all I/O-bound; a single-threaded
     // runtime keeps every hand-off on one core with no cross-thread wake-ups.
@@ -200,7 +203,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let outcome = runtime.block_on(relay::run(config, Arc::new(enforcer)));
+    let policy_files = args.policies.clone();
+    let outcome = runtime.block_on(async move {
+        let reloads = tokio::spawn(reload_on_sighup(reloader, policy_files));
+        let outcome = relay::run(config, Arc::new(enforcer)).await;
+        reloads.abort();
+        outcome
+    });
     // A read of a terminal stdin may still be parked on a blocking thread; don't wait for it.
     runtime.shutdown_background();
     let outcome = outcome?;
@@ -247,6 +256,86 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::from(outcome.exit_code))
+}
+
+/// Reloads the policy files on each SIGHUP, off the relay's thread. A policy that does not
+/// load (the same validation as at start and as `policy check`, layering rules included)
+/// is refused: the previous one stays in force, and stderr and the audit log say why.
+async fn reload_on_sighup(enforcer: Enforcer, files: Vec<PathBuf>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hup = match signal(SignalKind::hangup()) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("rootfence: warning: cannot listen for SIGHUP, policy reload is off: {e}");
+            return;
+        }
+    };
+    while hup.recv().await.is_some() {
+        let (e, f) = (enforcer.clone(), files.clone());
+        let _ = tokio::task::spawn_blocking(move || reload_policy(&e, &f)).await;
+    }
+}
+
+fn reload_policy(enforcer: &Enforcer, files: &[PathBuf]) {
+    use rootfence::audit::{Event, PolicyReload};
+    let shown = if files.is_empty() {
+        "the built-in default policy".to_owned()
+    } else {
+        files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match Policy::load(files) {
+        Ok(new) => {
+            super::policy::warn_dropped(&new);
+            let deferred = rootfence::enforce::reload_deferred(&enforcer.policy(), &new);
+            let policy_files = new
+                .layers()
+                .iter()
+                .map(|l| PolicyFile {
+                    path: l.name.clone(),
+                    sha256: l.sha256.clone(),
+                })
+                .collect();
+            enforcer.reload(Arc::new(new));
+            eprintln!("rootfence: policy reloaded from {shown}: decisions from now on use it");
+            for d in &deferred {
+                eprintln!("rootfence: policy reload: not applied now: {d}");
+            }
+            enforcer.record(Event::PolicyReload(PolicyReload {
+                ok: true,
+                policy_files,
+                error: None,
+                deferred,
+            }));
+        }
+        Err(e) => {
+            eprintln!("rootfence: policy reload refused; the previous policy stays in force\n{e}");
+            // The files as they are now (one that cannot be read is named in the error).
+            let policy_files = files
+                .iter()
+                .filter_map(|f| {
+                    use sha2::Digest;
+                    let b = std::fs::read(f).ok()?;
+                    Some(PolicyFile {
+                        path: f.display().to_string(),
+                        sha256: sha2::Sha256::digest(&b)
+                            .iter()
+                            .map(|x| format!("{x:02x}"))
+                            .collect(),
+                    })
+                })
+                .collect();
+            enforcer.record(Event::PolicyReload(PolicyReload {
+                ok: false,
+                policy_files,
+                error: Some(e.to_string()),
+                deferred: Vec::new(),
+            }));
+        }
+    }
 }
 
 /// What the start hook hands back to `run` for the end of the session.

@@ -23,6 +23,8 @@
 //!
 //! SIGINT, SIGTERM and SIGHUP sent to rootfence are forwarded to every live generation's
 //! process group; the server decides what they mean, and its exit ends the session.
+//! (`RelayConfig::forward_hangup = false` keeps SIGHUP for the caller: `rootfence run`
+//! reloads its policy on it.)
 
 mod child;
 pub mod generation;
@@ -69,6 +71,9 @@ pub struct RelayConfig {
     pub drain: Duration,
     /// How generations are brought up and retired.
     pub timing: GenTiming,
+    /// Whether SIGHUP is forwarded to the server (true) or left to the caller (false:
+    /// `rootfence run` reloads its policy on SIGHUP instead).
+    pub forward_hangup: bool,
 }
 
 impl RelayConfig {
@@ -92,6 +97,7 @@ impl RelayConfig {
                 start_timeout: Duration::from_secs(30),
                 grace: Duration::from_secs(5),
             },
+            forward_hangup: true,
         }
     }
 }
@@ -201,7 +207,8 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let mut signals = Signals::new().map_err(io_err("cannot install signal handlers"))?;
+    let mut signals =
+        Signals::new(cfg.forward_hangup).map_err(io_err("cannot install signal handlers"))?;
     let first_command = cfg.command.take();
     let (to_host, host_lanes) = Lanes::new();
     let (first_lanes, first_receivers) = Lanes::new();
@@ -718,27 +725,37 @@ impl Stoppers {
     }
 }
 
-/// SIGINT, SIGTERM and SIGHUP, merged into one stream.
+/// SIGINT, SIGTERM and (unless the caller takes it) SIGHUP, merged into one stream.
 struct Signals {
     int: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
+    hup: Option<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
-    fn new() -> std::io::Result<Self> {
+    fn new(hangup: bool) -> std::io::Result<Self> {
         Ok(Signals {
             int: signal(SignalKind::interrupt())?,
             term: signal(SignalKind::terminate())?,
-            hup: signal(SignalKind::hangup())?,
+            hup: if hangup {
+                Some(signal(SignalKind::hangup())?)
+            } else {
+                None
+            },
         })
     }
 
     async fn recv(&mut self) -> Option<Signal> {
+        let hup = async {
+            match self.hup.as_mut() {
+                Some(h) => h.recv().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             Some(()) = self.int.recv() => Some(Signal::SIGINT),
             Some(()) = self.term.recv() => Some(Signal::SIGTERM),
-            Some(()) = self.hup.recv() => Some(Signal::SIGHUP),
+            Some(()) = hup => Some(Signal::SIGHUP),
             else => None,
         }
     }
