@@ -62,7 +62,7 @@ pub use profile::{
 pub use report::{
     DenyReport, DenyStatus, Enforcement, EnforcementReport, EnvPath, EnvReport, FsReport,
     GrantReport, GrantStatus, LandlockReport, LaunchError, NetworkReport, ReportReader,
-    RlimitReport, RlimitStatus, ScopeReport, WithheldReport,
+    RlimitReport, RlimitStatus, ScopeReport, WithheldReport, remove_placeholders,
 };
 pub use server::{GrantError, ServerGrants, check_env_name, server_spec};
 
