@@ -458,3 +458,41 @@ fn key_inside_the_roots_or_readable_by_others_is_refused() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("chmod 600"), "{err}");
 }
+
+#[test]
+fn checkpoints_by_time_while_a_session_idles() {
+    // Far more records than a session writes per checkpoint, but 150 ms between checkpoints:
+    // the writer signs the head while the session waits between requests.
+    let s = setup("");
+    let text = std::fs::read_to_string(&s.policy).unwrap().replace(
+        "checkpoint_every_records = 5",
+        "checkpoint_every_records = 100000",
+    ) + "checkpoint_every_ms = 150\n";
+    std::fs::write(&s.policy, text).unwrap();
+    let server = test_server();
+    let mut cmd = Command::new(rootfence());
+    cmd.current_dir(&s.project)
+        .args(["run", "--policy"])
+        .arg(&s.policy)
+        .arg("--")
+        .arg(&server);
+    let mut p = Proxy::spawn(cmd);
+    p.initialize("2025-06-18");
+    for i in 0..3 {
+        p.send_json(&json!({"jsonrpc":"2.0","id":i + 1,"method":"ping"}));
+        p.recv();
+        p.send_json(
+            &json!({"jsonrpc":"2.0","id":100 + i,"method":"resources/read",
+            "params":{"uri":"file:///etc/passwd"}}),
+        );
+        p.recv();
+        std::thread::sleep(std::time::Duration::from_millis(400));
+    }
+    common::eventually("a checkpoint by time", || {
+        std::fs::read_to_string(&s.checkpoints).is_ok_and(|t| t.lines().count() >= 3)
+    });
+    p.close_stdin();
+    assert_eq!(p.exit_code(), 0, "{}", p.stderr());
+    let (code, out) = verify_ck(&s);
+    assert_eq!(code, 0, "{out}");
+}
