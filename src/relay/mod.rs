@@ -71,7 +71,11 @@ pub struct RelayConfig {
     pub drain: Duration,
     /// How generations are brought up and retired.
     pub timing: GenTiming,
-    /// Whether SIGHUP is forwarded to the server (true) or left to the caller (false:
+    /// Forward SIGINT, SIGTERM and SIGHUP sent to rootfence to the server (true for
+    /// `rootfence run`, whose signals are the session's). `rootfence serve` runs many
+    /// sessions in one process and turns its own signals into a drain instead.
+    pub forward_signals: bool,
+    /// Whether SIGHUP is among the signals forwarded (true) or left to the caller (false:
     /// `rootfence run` reloads its policy on SIGHUP instead).
     pub forward_hangup: bool,
 }
@@ -97,6 +101,7 @@ impl RelayConfig {
                 start_timeout: Duration::from_secs(30),
                 grace: Duration::from_secs(5),
             },
+            forward_signals: true,
             forward_hangup: true,
         }
     }
@@ -207,8 +212,11 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let mut signals =
-        Signals::new(cfg.forward_hangup).map_err(io_err("cannot install signal handlers"))?;
+    let mut signals = if cfg.forward_signals {
+        Some(Signals::new(cfg.forward_hangup).map_err(io_err("cannot install signal handlers"))?)
+    } else {
+        None
+    };
     let first_command = cfg.command.take();
     let (to_host, host_lanes) = Lanes::new();
     let (first_lanes, first_receivers) = Lanes::new();
@@ -347,7 +355,7 @@ where
                     launch_wait = Some(tokio::time::Instant::now() + cfg.drain);
                 }
             }
-            Some(sig) = signals.recv() => {
+            Some(sig) = Signals::recv_opt(&mut signals) => {
                 tracing::info!("forwarding {sig} to the server");
                 for r in loop_state.running.values() {
                     child::signal_group(r.pgid, sig);
@@ -743,6 +751,14 @@ impl Signals {
                 None
             },
         })
+    }
+
+    /// The next signal; never, without signal handling.
+    async fn recv_opt(signals: &mut Option<Signals>) -> Option<Signal> {
+        match signals {
+            Some(s) => s.recv().await,
+            None => std::future::pending().await,
+        }
     }
 
     async fn recv(&mut self) -> Option<Signal> {
