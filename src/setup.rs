@@ -71,6 +71,7 @@ impl Setup {
             cfg.retain_files = a.retain_files;
         }
         cfg.retain_bytes = a.retain_bytes;
+        cfg.syslog = a.syslog.clone();
         cfg
     }
 

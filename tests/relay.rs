@@ -372,10 +372,10 @@ fn host_requests_after_the_server_closed_its_output_get_errors() {
 
 #[test]
 fn signals_to_rootfence_are_forwarded_to_the_server() {
+    // SIGHUP is not among them: `rootfence run` reloads its policy on it (tests/policy_reload.rs).
     for (sig, code) in [
         (nix::sys::signal::Signal::SIGTERM, 143),
         (nix::sys::signal::Signal::SIGINT, 130),
-        (nix::sys::signal::Signal::SIGHUP, 129),
     ] {
         let mut p = Proxy::run(&[], &[&test_server()]);
         p.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
@@ -384,6 +384,22 @@ fn signals_to_rootfence_are_forwarded_to_the_server() {
         nix::sys::signal::kill(pid, sig).unwrap();
         assert_eq!(p.exit_code(), code, "after {sig}");
     }
+}
+
+#[test]
+fn sighup_reloads_the_policy_and_the_server_keeps_running() {
+    let mut p = Proxy::run(&[], &[&test_server()]);
+    p.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    assert_eq!(p.recv()["id"], 1);
+    let pid = nix::unistd::Pid::from_raw(p.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+    eventually("the reload is reported", || {
+        p.stderr().contains("policy reloaded")
+    });
+    p.send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
+    assert_eq!(p.recv()["id"], 2, "the server was not sent SIGHUP");
+    p.close_stdin();
+    assert_eq!(p.exit_code(), 0, "{}", p.stderr());
 }
 
 #[test]

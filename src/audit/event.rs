@@ -56,6 +56,11 @@ pub enum Event {
     ProtocolErrorRepeated(ProtocolErrorRepeated),
     /// `log_pruned`: written by the writer itself when retention removed old rotated files.
     LogPruned(LogPruned),
+    /// `sink_dropped`: records a shipping sink (syslog) could not take, counted (written by
+    /// the log itself, at most once per interval).
+    SinkDropped(SinkDropped),
+    /// `policy_reload`: a policy reload was asked for (SIGHUP): applied, or refused with why.
+    PolicyReload(PolicyReload),
 }
 
 impl Event {
@@ -74,6 +79,8 @@ impl Event {
             Event::DecisionSummary(_) => "decision_summary",
             Event::ProtocolErrorRepeated(_) => "protocol_error_repeated",
             Event::LogPruned(_) => "log_pruned",
+            Event::SinkDropped(_) => "sink_dropped",
+            Event::PolicyReload(_) => "policy_reload",
         }
     }
 
@@ -94,6 +101,8 @@ impl Event {
             Event::DecisionSummary(e) => write_named(name, e, out),
             Event::ProtocolErrorRepeated(e) => write_named(name, e, out),
             Event::LogPruned(e) => write_named(name, e, out),
+            Event::SinkDropped(e) => write_named(name, e, out),
+            Event::PolicyReload(e) => write_named(name, e, out),
         }
     }
 
@@ -115,6 +124,8 @@ impl Event {
                 Event::ProtocolErrorRepeated(serde_json::from_slice(body)?)
             }
             "log_pruned" => Event::LogPruned(serde_json::from_slice(body)?),
+            "sink_dropped" => Event::SinkDropped(serde_json::from_slice(body)?),
+            "policy_reload" => Event::PolicyReload(serde_json::from_slice(body)?),
             _ => return Ok(None),
         }))
     }
@@ -128,7 +139,8 @@ impl Event {
             | Event::SessionEnd(_)
             | Event::LogRecovered(_)
             | Event::LogRewound(_)
-            | Event::LogPruned(_) => true,
+            | Event::LogPruned(_)
+            | Event::PolicyReload(_) => true,
             _ => false,
         }
     }
@@ -679,6 +691,42 @@ pub struct LogPruned {
     pub first_seq: u64,
     /// That record's `prev`: the hash of the last record removed.
     pub first_prev: String,
+}
+
+/// `sink_dropped` fields: records a shipping sink could not take since the last such record
+/// (its queue was full: the receiver down or slower than the log). The log itself keeps
+/// every record; only the copy shipped elsewhere is missing.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SinkDropped {
+    /// The sink: `syslog`.
+    pub sink: String,
+    /// Records dropped since the last `sink_dropped` record.
+    pub dropped: u64,
+    /// Records dropped by this session so far.
+    pub total: u64,
+    /// Why, in words (the last connection error, or "queue full").
+    pub reason: String,
+}
+
+/// `policy_reload` fields: a reload of the policy files (SIGHUP). With `ok`, new decisions
+/// use the new policy from this record on; without, the old policy stays and `error` says
+/// why.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PolicyReload {
+    /// Whether the new policy was applied.
+    pub ok: bool,
+    /// The layers as read (name or path, and SHA-256 of the text).
+    pub policy_files: Vec<PolicyFile>,
+    /// Why the reload was refused (the validation errors, as `policy check` prints them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Settings that changed but only take effect at the next server generation (the
+    /// sandbox of the running server cannot change) or at the next session (the audit
+    /// log's settings).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deferred: Vec<String>,
 }
 
 /// A URI (or path) as it is logged: the text as received, cut at [`MAX_URI_BYTES`].

@@ -15,6 +15,9 @@
 //!   through a bounded queue (group commit), receipts to wait for before acting.
 //! - `sink`: the file side of the writer: the lock, one `write()` per batch, rotation,
 //!   crash recovery and the fsync policy; `retain`: which rotated files retention removes.
+//! - [`checkpoint`]: signed checkpoints of the chain head, their file, and the keys.
+//! - [`syslog`]: the syslog sink (RFC 5424 over UDP, TCP, unix socket), fed by the writer;
+//!   [`ocsf`]: the record mapped to OCSF field names.
 //! - `repeat`: repeated protocol errors counted per interval instead of logged each.
 //! - `verify`, `summary`, `show`: the readers behind `rootfence audit ...`.
 //! - `time`: RFC 3339 formatting and parsing (hand-written: two small functions do not
@@ -38,13 +41,16 @@
 //! ```
 
 mod chain;
+pub mod checkpoint;
 pub mod event;
+pub mod ocsf;
 mod read;
 mod repeat;
 mod retain;
 mod show;
 mod sink;
 mod summary;
+pub mod syslog;
 mod time;
 mod verify;
 mod writer;
@@ -57,15 +63,18 @@ use std::time::Duration;
 pub use event::{
     Action, AuditUri, Counts, Decision, DecisionRef, DecisionSummary, DirCount, Direction,
     DroppedRoot, EndCause, Event, Initialized, LogPruned, LogRecovered, LogRewound, NarrowedRoot,
-    PeerInfo, PolicyFile, ProtocolError, ProtocolErrorKind, ProtocolErrorRepeated,
+    PeerInfo, PolicyFile, PolicyReload, ProtocolError, ProtocolErrorKind, ProtocolErrorRepeated,
     ProtocolErrorSample, RootsUpdate, RpcId, SandboxPath, SandboxReport, ServerStart, SessionEnd,
-    SessionStart, Verdict,
+    SessionStart, SinkDropped, Verdict,
 };
 pub use repeat::REPEAT_INTERVAL;
 pub use show::{ShowFilter, show};
 pub use summary::{SummaryOptions, summarize};
 pub use time::parse_time_arg;
-pub use verify::{ChainBreak, Incomplete, VerifyOptions, VerifyReport, order_files, verify_files};
+pub use verify::{
+    ChainBreak, CheckpointFindings, Incomplete, VerifyOptions, VerifyReport, order_files,
+    verify_files, verify_files_with,
+};
 pub use writer::{ALLOW_DELAY, AuditLog, Auditor, QUEUE_BYTES, QUEUE_DEPTH, Receipt};
 
 /// The schema version written in every record's `v` field. Readers accept records of this
@@ -169,6 +178,10 @@ pub struct AuditConfig {
     pub retain_files: Option<u64>,
     /// At each rotation, keep rotated files of at most this many bytes in all.
     pub retain_bytes: Option<u64>,
+    /// Signed checkpoints of the chain head (`None`: none are written).
+    pub checkpoint: Option<checkpoint::CheckpointConfig>,
+    /// A copy of every record (and checkpoint) to syslog (`None`: none).
+    pub syslog: Option<syslog::SyslogConfig>,
 }
 
 impl AuditConfig {
@@ -183,6 +196,8 @@ impl AuditConfig {
             log_allowed: true,
             retain_files: Some(DEFAULT_RETAIN_FILES),
             retain_bytes: None,
+            checkpoint: None,
+            syslog: None,
         }
     }
 }

@@ -3,7 +3,8 @@
 //! Every string from the log is shown through [`disp`], which escapes control characters,
 //! line separators, bidi controls and backslashes, so a URI cannot move the cursor, start a
 //! fake line, or reorder text on the reviewer's terminal. `--json` prints the matching lines
-//! exactly as stored (the writer already escaped them).
+//! exactly as stored (the writer already escaped them); `--format ocsf` each one mapped to
+//! OCSF (`ocsf`).
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -23,6 +24,8 @@ pub struct ShowFilter {
     pub since: Option<i64>,
     /// Print the stored JSON lines instead of text.
     pub json: bool,
+    /// Print each record mapped to OCSF (one JSON object per line) instead of text.
+    pub ocsf: bool,
 }
 
 impl ShowFilter {
@@ -65,7 +68,20 @@ pub fn show(
             if io_err.is_some() || !filter.accepts(rec) {
                 return;
             }
-            let r = if filter.json {
+            let r = if filter.ocsf {
+                match serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(raw) {
+                    Ok(obj) => {
+                        json.clear();
+                        // serde_json escapes every control; the mapped values are the
+                        // record's own, so the same display escaping applies.
+                        let _ = serde_json::to_writer(&mut json, &super::ocsf::map(&obj));
+                        escape_json_display(&mut json, 0);
+                        json.push(b'\n');
+                        out.write_all(&json)
+                    }
+                    Err(_) => Ok(()),
+                }
+            } else if filter.json {
                 // A line rootfence wrote is already escaped; one that was put in the log by
                 // other means is escaped here, so no raw control reaches the reader.
                 json.clear();
@@ -368,6 +384,40 @@ fn format_record(r: &Record, o: &mut String) {
             l.first_seq,
             disp(&l.first_file)
         ),
+        Event::SinkDropped(d) => write!(
+            o,
+            "sink_dropped {} dropped {} records ({} this session): {}",
+            disp(&d.sink),
+            d.dropped,
+            d.total,
+            disp(&d.reason)
+        ),
+        Event::PolicyReload(r) => {
+            let files = r
+                .policy_files
+                .iter()
+                .map(|f| disp(&f.path))
+                .collect::<Vec<_>>()
+                .join(", ");
+            match &r.error {
+                None => {
+                    let _ = write!(o, "policy_reload applied {files}");
+                    if !r.deferred.is_empty() {
+                        let _ = write!(
+                            o,
+                            "; at the next generation: {}",
+                            r.deferred
+                                .iter()
+                                .map(|d| disp(d))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        );
+                    }
+                    Ok(())
+                }
+                Some(e) => write!(o, "policy_reload REFUSED {files}: {}", disp(e)),
+            }
+        }
     };
 }
 

@@ -34,8 +34,10 @@ use nix::fcntl::{Flock, FlockArg};
 use sha2::{Digest, Sha256};
 
 use super::chain::{self, GENESIS, Hash};
-use super::event::{Event, LogPruned, LogRecovered, LogRewound};
+use super::checkpoint::Checkpointer;
+use super::event::{Event, LogPruned, LogRecovered, LogRewound, SinkDropped};
 use super::retain;
+use super::syslog::{REPORT_INTERVAL, Syslog};
 use super::time::now_micros;
 use super::{AuditConfig, AuditError, FsyncPolicy};
 
@@ -76,6 +78,10 @@ pub(super) struct Sink {
     pub(super) dirty_since: Option<Instant>,
     /// Records this session wrote, for `session_end`.
     pub(super) session_records: u64,
+    /// Signed checkpoints of the chain head, when configured.
+    pub(super) checkpoint: Option<Checkpointer>,
+    /// Every written line is also queued here, when configured.
+    pub(super) syslog: Option<Syslog>,
 }
 
 impl Sink {
@@ -113,7 +119,20 @@ impl Sink {
             .mode(0o600)
             .open(&lock_path)
             .map_err(|e| AuditError::open(&lock_path, e))?;
+        let syslog = match &cfg.syslog {
+            Some(c) => {
+                Some(Syslog::start(c.clone(), session).map_err(|e| AuditError::open(&path, e))?)
+            }
+            None => None,
+        };
+        let mut checkpoint = cfg.checkpoint.clone().map(Checkpointer::new);
+        if let (Some(c), Some(s)) = (checkpoint.as_mut(), syslog.as_ref()) {
+            let h = s.handle().clone();
+            c.copy = Some(Box::new(move |line| h.push_checkpoint(line)));
+        }
         Ok(Sink {
+            syslog,
+            checkpoint,
             path,
             dir,
             name,
@@ -155,6 +174,23 @@ impl Sink {
         items: &[Item<'_>],
         force_sync: bool,
     ) -> Result<(), AuditError> {
+        self.locked(|s| {
+            let r = s.write_locked(items, force_sync);
+            if r.is_err() {
+                // Re-read the file's state next time: the failed write may have left a torn
+                // line.
+                s.head = None;
+                s.out.clear();
+            }
+            r
+        })
+    }
+
+    /// Runs `f` holding the log's lock.
+    fn locked(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<(), AuditError>,
+    ) -> Result<(), AuditError> {
         let lock = self.lock.take().ok_or(AuditError::Closed)?;
         let locked = match Flock::lock(lock, FlockArg::LockExclusive) {
             Ok(l) => l,
@@ -163,12 +199,7 @@ impl Sink {
                 return Err(AuditError::write(&self.path, io::Error::from(errno)));
             }
         };
-        let r = self.write_locked(items, force_sync);
-        if r.is_err() {
-            // Re-read the file's state next time: the failed write may have left a torn line.
-            self.head = None;
-            self.out.clear();
-        }
+        let r = f(self);
         // Unlocking only fails on a bad descriptor; dropping the Flock unlocks too.
         self.lock = Some(match locked.unlock() {
             Ok(f) => f,
@@ -177,6 +208,79 @@ impl Sink {
                 return r.and(Err(AuditError::Closed));
             }
         });
+        r
+    }
+
+    /// A `sink_dropped` record when the syslog sink dropped lines since the last one, at
+    /// most every [`REPORT_INTERVAL`] (at once when `closing`).
+    pub(super) fn sink_dropped_due(&mut self, now: Instant, closing: bool) -> Option<SinkDropped> {
+        let s = self.syslog.as_mut()?;
+        let (total, reason) = s.handle().dropped();
+        if total <= s.reported
+            || (!closing
+                && s.reported_at
+                    .is_some_and(|t| now.duration_since(t) < REPORT_INTERVAL))
+        {
+            return None;
+        }
+        let d = SinkDropped {
+            sink: "syslog".into(),
+            dropped: total - s.reported,
+            total,
+            reason,
+        };
+        s.reported = total;
+        s.reported_at = Some(now);
+        Some(d)
+    }
+
+    /// Sends what the syslog queue holds (for a short grace) and stops its thread; says on
+    /// stderr how many lines never reached syslog beyond those already audited.
+    pub(super) fn close_syslog(&mut self) {
+        if let Some(mut s) = self.syslog.take() {
+            let lost = s.close(super::syslog::CLOSE_GRACE);
+            if lost > s.reported {
+                let (_, why) = s.handle().dropped();
+                tracing::warn!(
+                    "syslog: {} audit records were not delivered at session end ({why}); the \
+                     log file has them all",
+                    lost - s.reported
+                );
+            }
+        }
+    }
+
+    /// When a checkpoint is due by time (records wait for one).
+    pub(super) fn checkpoint_deadline(&self) -> Option<Instant> {
+        self.checkpoint.as_ref().and_then(Checkpointer::deadline)
+    }
+
+    /// Signs the chain head and appends a checkpoint, when one is due (after N records or
+    /// T time) or, with `force`, whenever records wait for one (session end). Under the
+    /// log's lock, with the head brought up to date: it covers every writer's records, and
+    /// writers sharing the log take turns on the checkpoint file too.
+    pub(super) fn checkpoint(&mut self, force: bool) -> Result<(), AuditError> {
+        let Some(mut c) = self.checkpoint.take() else {
+            return Ok(());
+        };
+        let due = c.due(Instant::now()) || (force && c.pending());
+        let r = if due {
+            self.locked(|s| {
+                s.ensure_head()?;
+                match s.head {
+                    Some(h) if h.seq > 0 && h.seq != c.last_seq() => {
+                        c.write(&s.session, &s.name, h.seq, &h.hash)
+                    }
+                    _ => Ok(()),
+                }
+            })
+        } else {
+            Ok(())
+        };
+        if r.is_err() {
+            c.retry_later();
+        }
+        self.checkpoint = Some(c);
         r
     }
 
@@ -226,6 +330,13 @@ impl Sink {
     /// Adds one record to the batch, chained from the head; when it would overflow the
     /// active file, writes what is before it and rotates first.
     fn push_line(&mut self, ts: i64, body: &[u8]) -> Result<(), AuditError> {
+        self.push_line_once(ts, body, true)
+    }
+
+    /// `may_rotate` is false once this line caused a rotation: retention's `log_pruned`
+    /// record opens the new file, and when it and the line together exceed
+    /// `rotate_bytes`, rotating again would loop forever (each turn pruning a file).
+    fn push_line_once(&mut self, ts: i64, body: &[u8], may_rotate: bool) -> Result<(), AuditError> {
         let head = self.head.ok_or(AuditError::Closed)?;
         let start = self.out.len();
         chain::append_line(
@@ -236,20 +347,23 @@ impl Sink {
             body,
             &mut self.out,
         );
-        if let Some(max) = self.rotate_bytes {
+        if let Some(max) = self.rotate_bytes.filter(|_| may_rotate) {
             let before = head.size + start as u64;
             if before > 0 && before + (self.out.len() - start) as u64 > max {
                 self.out.truncate(start);
                 self.write_out()?;
                 self.rotate()?;
                 // The line is built again: rotation may have added a record before it.
-                return self.push_line(ts, body);
+                return self.push_line_once(ts, body, false);
             }
         }
         let head = self.head.as_mut().ok_or(AuditError::Closed)?;
         head.seq += 1;
         head.hash = chain::sha256(&self.out[start..self.out.len() - 1]);
         self.session_records += 1;
+        if let Some(c) = self.checkpoint.as_mut() {
+            c.wrote(1);
+        }
         Ok(())
     }
 
@@ -263,6 +377,11 @@ impl Sink {
         let file = self.file.as_mut().ok_or(AuditError::Closed)?;
         file.write_all(&self.out)
             .map_err(|e| AuditError::write(&self.path, e))?;
+        if let Some(s) = &self.syslog {
+            for line in self.out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                s.handle().push(line);
+            }
+        }
         let head = self.head.as_mut().ok_or(AuditError::Closed)?;
         head.size += self.out.len() as u64;
         self.out.clear();

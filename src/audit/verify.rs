@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::chain::{self, GENESIS, Hash};
+use super::checkpoint::Checkpoints;
 use super::event::Event;
 use super::read::{Item, Lines, with_path};
 use super::sink::rotation_number;
@@ -63,6 +64,15 @@ pub enum Incomplete {
         /// Its length.
         len: u64,
     },
+    /// The log ends with a `session_end` that no signed checkpoint covers: the
+    /// session's final checkpoint is missing (removed from the checkpoint file, or it
+    /// could not be written), so records removed from the end could go unnoticed.
+    Uncovered {
+        /// The first seq not covered.
+        from: u64,
+        /// The last seq of the log.
+        to: u64,
+    },
     /// The last record is not a `session_end`.
     NoSessionEnd {
         /// The file.
@@ -90,6 +100,12 @@ impl std::fmt::Display for Incomplete {
                  write was cut short by a crash, a full disk or a truncation; every record \
                  before it is intact",
                 file_disp(file)
+            ),
+            Incomplete::Uncovered { from, to } => write!(
+                f,
+                "records seq {from} to {to} (the end of the log, with its session_end) are \
+                 covered by no signed checkpoint: the session's final checkpoint is missing \
+                 from the checkpoint file (removed, or it could not be written)"
             ),
             Incomplete::NoSessionEnd {
                 file,
@@ -128,6 +144,26 @@ pub struct VerifyReport {
     pub broken: Option<ChainBreak>,
     /// How the log is incomplete, if it is.
     pub incomplete: Option<Incomplete>,
+    /// What the signed checkpoints say about the log, when they were given.
+    pub checkpoints: Option<CheckpointFindings>,
+}
+
+/// The log checked against its signed checkpoints.
+#[derive(Debug, Clone, Default)]
+pub struct CheckpointFindings {
+    /// The checkpoint file.
+    pub file: PathBuf,
+    /// Valid checkpoints in it (up to its first bad line).
+    pub total: u64,
+    /// Checkpoints whose record is in the log with the signed hash.
+    pub matched: u64,
+    /// The highest seq a matching checkpoint covers.
+    pub covered: Option<u64>,
+    /// The first contradiction between the log and a checkpoint, or a bad checkpoint:
+    /// the log (or the checkpoint file) was tampered with.
+    pub broken: Option<String>,
+    /// Things a reviewer should know.
+    pub notes: Vec<String>,
 }
 
 /// Puts log files in chain order: rotated files `<name>.<N>` by N, then the active file
@@ -188,6 +224,24 @@ struct Prev {
 /// Checks the chain through `files` (ordered with [`order_files`] first). I/O errors are
 /// returned; everything found in the data is in the report.
 pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<VerifyReport> {
+    verify_files_with(files, opts, None)
+}
+
+/// [`verify_files`], and the log checked against signed checkpoints (already read and
+/// verified with [`Checkpoints::read`]): records removed from the end, a rewritten tail and
+/// a re-hashed chain contradict them.
+pub fn verify_files_with(
+    files: &[PathBuf],
+    opts: VerifyOptions,
+    checkpoints: Option<&Checkpoints>,
+) -> std::io::Result<VerifyReport> {
+    let want = checkpoints.map(Checkpoints::by_seq).unwrap_or_default();
+    let mut ck = checkpoints.map(|c| CheckpointFindings {
+        file: c.file.clone(),
+        total: c.list.len() as u64,
+        broken: c.broken.clone(),
+        ..CheckpointFindings::default()
+    });
     let files = order_files(files);
     let mut r = VerifyReport {
         files: files.clone(),
@@ -356,6 +410,31 @@ pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<V
                 _ => {}
             }
             let hash = chain::sha256(bytes);
+            if let (Some(c), Some(f)) = (want.get(&seq), ck.as_mut()) {
+                if c.head == hash {
+                    f.matched += 1;
+                    f.covered = Some(seq);
+                } else if f.broken.is_none() {
+                    let after = f.covered.map_or(String::new(), |s| {
+                        format!(" (an earlier checkpoint matches seq {s}: the change is after it)")
+                    });
+                    f.broken = Some(format!(
+                        "{}: line {no} (seq {seq}) is not the record checkpoint n {} signed \
+                         ({}: line {}, at {}): the records up to seq {seq} were rewritten{after}; \
+                         the hash chain {} so every hash after the change was recomputed",
+                        file_disp(path),
+                        c.n,
+                        file_disp(&f.file),
+                        c.line,
+                        c.ts,
+                        if r.broken.is_none() {
+                            "is intact,"
+                        } else {
+                            "breaks too,"
+                        },
+                    ));
+                }
+            }
             r.records += 1;
             r.seq_range = Some(match r.seq_range {
                 None => (seq, seq),
@@ -416,10 +495,26 @@ pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<V
         }
     }
 
+    if let (Some(f), Some(c)) = (ck.as_mut(), checkpoints) {
+        judge_checkpoints(f, c, &r, prev.as_ref());
+    }
+    r.checkpoints = ck;
     r.head = prev.as_ref().map(|p| chain::hex(&p.hash));
     r.sessions = started.len() as u64;
     r.unended = order.into_iter().filter(|s| !ended.contains(s)).collect();
     if r.broken.is_none() {
+        let uncovered = r.checkpoints.as_ref().and_then(|f| {
+            let (_, last) = r.seq_range?;
+            let ended = prev.as_ref().is_some_and(|p| p.event == "session_end");
+            (f.broken.is_none() && ended && f.covered.is_none_or(|c| c < last)).then(|| {
+                Incomplete::Uncovered {
+                    from: f
+                        .covered
+                        .map_or(r.seq_range.map_or(1, |(a, _)| a), |c| c + 1),
+                    to: last,
+                }
+            })
+        });
         if let Some((file, line, offset, len, _)) = torn {
             r.incomplete = Some(Incomplete::TornTail {
                 file,
@@ -436,9 +531,63 @@ pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<V
                 seq: p.seq,
                 event: p.event.clone(),
             });
+        } else if let Some(u) = uncovered {
+            r.incomplete = Some(u);
         }
     }
     Ok(r)
+}
+
+/// What the checkpoints that no record was compared with say: a seq past the end of the
+/// log means records were removed from its end; one before its start was pruned.
+fn judge_checkpoints(
+    f: &mut CheckpointFindings,
+    c: &Checkpoints,
+    r: &VerifyReport,
+    last: Option<&Prev>,
+) {
+    let (first, end) = r.seq_range.unwrap_or((1, 0));
+    let before = c.list.iter().filter(|k| k.seq < first).count();
+    if before > 0 {
+        f.notes.push(format!(
+            "{before} checkpoint{} cover records before seq {first}, where the given log \
+             starts (removed by retention, or not given): not checked",
+            if before == 1 { "" } else { "s" }
+        ));
+    }
+    // Records after a break were not read: only an intact chain can show a cut end.
+    if f.broken.is_none()
+        && r.broken.is_none()
+        && let Some(k) = c.list.iter().filter(|k| k.seq > end).max_by_key(|k| k.seq)
+    {
+        let removed = if end + 1 == k.seq {
+            format!("record seq {}", k.seq)
+        } else {
+            format!("records seq {} to {}", end + 1, k.seq)
+        };
+        let ends = last.map_or("the log is empty".to_owned(), |p| {
+            format!("the log ends at {}", at(p))
+        });
+        f.broken = Some(format!(
+            "{removed} were removed from the end of the log: checkpoint n {} ({}: line {}, \
+             signed at {}) covers seq {}, and {ends}",
+            k.n,
+            file_disp(&f.file),
+            k.line,
+            k.ts,
+            k.seq
+        ));
+    }
+    if f.broken.is_none()
+        && let Some(c) = f.covered
+        && c < end
+    {
+        f.notes.push(format!(
+            "records seq {} to {end} come after the last checkpoint: no signature covers them \
+             yet",
+            c + 1
+        ));
+    }
 }
 
 fn at(p: &Prev) -> String {

@@ -340,6 +340,7 @@ impl Auditor {
             Event::ProtocolErrorRepeated(_) => {
                 return Err(AuditError::Reserved("protocol_error_repeated"));
             }
+            Event::SinkDropped(_) => return Err(AuditError::Reserved("sink_dropped")),
             _ => {}
         }
         if shared.on_failure == OnFailure::Stop
@@ -600,6 +601,11 @@ fn run(mut sink: Sink, shared: &Shared) {
             Event::ProtocolErrorRepeated(r).write_body(&mut body);
             extra.push((now_micros(), body));
         }
+        if let Some(d) = sink.sink_dropped_due(Instant::now(), closing) {
+            let mut body = Vec::with_capacity(160);
+            Event::SinkDropped(d).write_body(&mut body);
+            extra.push((now_micros(), body));
+        }
         let mut items: Vec<Item<'_>> = Vec::with_capacity(spare.recs.len() + extra.len());
         let mut start = 0;
         for &(ts, end, critical) in &spare.recs {
@@ -613,7 +619,9 @@ fn run(mut sink: Sink, shared: &Shared) {
             sink.write_batch(&items, taken.sync)
         };
         drop(items);
-        let r = r.and_then(|()| sync_if_due(&mut sink));
+        let r = r
+            .and_then(|()| sync_if_due(&mut sink))
+            .and_then(|()| sink.checkpoint(false));
         match &r {
             Ok(()) => failing = false,
             Err(e) => {
@@ -638,12 +646,12 @@ fn run(mut sink: Sink, shared: &Shared) {
             if let Err(e) = &r2 {
                 shared.set_failed(e);
             }
-            finish(&mut sink, shared, handled);
-            let _ = reply.send(r.and(r2));
+            let r3 = finish(&mut sink, shared, handled);
+            let _ = reply.send(r.and(r2).and(r3));
             return;
         }
         if taken.stop {
-            finish(&mut sink, shared, handled);
+            let _ = finish(&mut sink, shared, handled);
             return;
         }
     }
@@ -651,12 +659,19 @@ fn run(mut sink: Sink, shared: &Shared) {
 
 /// Whatever was written is synced before the thread ends, unless told never to; nobody may
 /// be left waiting.
-fn finish(sink: &mut Sink, shared: &Shared, handled: u64) {
+/// The session's last checkpoint covers its last record (`session_end`, when closed).
+fn finish(sink: &mut Sink, shared: &Shared, handled: u64) -> Result<(), AuditError> {
     if sink.dirty_since.is_some() {
         let _ = sink.sync();
     }
+    let r = sink.checkpoint(true);
+    if let Err(e) = &r {
+        shared.set_failed(e);
+    }
+    sink.close_syslog();
     shared.queue().closed = true;
     shared.publish(handled);
+    r
 }
 
 /// Syncs when the interval policy's time has come. A failed sync is tried again an interval
@@ -693,10 +708,15 @@ fn take(shared: &Shared, sink: &Sink, into: &mut Batch) -> Taken {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .next_deadline();
-        let deadline = [q.oldest.map(|o| o + ALLOW_DELAY), sync_at, repeats_at]
-            .into_iter()
-            .flatten()
-            .min();
+        let deadline = [
+            q.oldest.map(|o| o + ALLOW_DELAY),
+            sync_at,
+            repeats_at,
+            sink.checkpoint_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         q.writer_waiting = true;
         q = match deadline {
             Some(d) if d <= now => {

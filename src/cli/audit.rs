@@ -1,25 +1,32 @@
-//! `rootfence audit verify|summary|show` (issue 5): thin front ends over the readers in
-//! `rootfence::audit`.
+//! `rootfence audit verify|summary|show|keygen` (issues 5, 15): thin front ends over the
+//! readers and the checkpoint keys in `rootfence::audit`.
 //!
 //! Exit codes of `verify`: 0 the chain is intact and the log ends with a `session_end`;
 //! 1 the chain is broken (tampering or corruption; the first bad record is named);
-//! 3 the chain is intact but the log is incomplete (a torn final line, or it does not end
-//! with a `session_end`); 2 an error (unreadable file, bad arguments).
+//! 3 the chain is intact but the log is incomplete (a torn final line, it does not end
+//! with a `session_end`, or no signed checkpoint covers that `session_end`); 2 an error
+//! (unreadable file, bad arguments). With `--checkpoints`, a contradiction between the log
+//! and its signed checkpoints is a break (1).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use rootfence::audit::{self, ShowFilter, SummaryOptions, VerifyOptions};
+use rootfence::audit::{self, ShowFilter, SummaryOptions, VerifyOptions, checkpoint};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum AuditCommand {
     /// Check the hash chain of audit log files (rotated files first; the order is worked
     /// out from the names `<log>.<N>`, so `audit.jsonl*` works).
     ///
+    /// With --checkpoints and --pubkey, the log is also checked against its signed
+    /// checkpoints: records removed from the end, a rewritten tail, a re-hashed chain and
+    /// forged or reordered checkpoints are breaks.
+    ///
     /// Exit status: 0 intact, 1 broken (the first bad record is named), 3 intact but
-    /// incomplete (torn final line, or no final session_end), 2 error.
+    /// incomplete (torn final line, no final session_end, or a final session_end no
+    /// checkpoint covers), 2 error.
     Verify {
         /// Accept a chain that starts after seq 1 (older rotated files were deleted).
         #[arg(long)]
@@ -27,9 +34,25 @@ pub enum AuditCommand {
         /// Print only problems.
         #[arg(long, short)]
         quiet: bool,
+        /// Check the log against this file of signed checkpoints (`[audit]
+        /// checkpoint_path`): finds records removed from the end, a rewritten tail and a
+        /// re-hashed chain. Needs --pubkey.
+        #[arg(long, value_name = "FILE", requires = "pubkey")]
+        checkpoints: Option<PathBuf>,
+        /// The checkpoint signer's public key (the `.pub` file of `rootfence audit keygen`).
+        #[arg(long, value_name = "KEY", requires = "checkpoints")]
+        pubkey: Option<PathBuf>,
         /// The log files: the active file and its rotated files.
         #[arg(value_name = "FILE", required = true)]
         files: Vec<PathBuf>,
+    },
+    /// Make an Ed25519 key pair for signed checkpoints: FILE (private, mode 0600) and
+    /// FILE.pub (public). Keep FILE outside every root and sandbox grant, name it in the
+    /// policy's `[audit] checkpoint_key`, and give FILE.pub to whoever verifies.
+    Keygen {
+        /// The private key file to create (never replaced).
+        #[arg(value_name = "FILE")]
+        out: PathBuf,
     },
     /// Per session: counts by decision, method and reason, top denied URIs and rules.
     Summary {
@@ -54,9 +77,13 @@ pub enum AuditCommand {
         /// Only records at or after T: RFC 3339, a date, or a duration ago (15m, 2h, 7d).
         #[arg(long, value_name = "T", value_parser = audit::parse_time_arg)]
         since: Option<i64>,
-        /// Print the stored JSON lines.
-        #[arg(long)]
+        /// Print the stored JSON lines (the same as --format json).
+        #[arg(long, conflicts_with = "format")]
         json: bool,
+        /// Output format: text, json (the stored lines) or ocsf (each record mapped to
+        /// OCSF 1.3 field names, one JSON object per line; docs/audit-schema.md).
+        #[arg(long, value_name = "FORMAT", value_parser = ["text", "json", "ocsf"])]
+        format: Option<String>,
         /// The log file (and its rotated files, if wanted).
         #[arg(value_name = "FILE", required = true)]
         files: Vec<PathBuf>,
@@ -71,11 +98,47 @@ pub fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
         AuditCommand::Verify {
             partial,
             quiet,
+            checkpoints,
+            pubkey,
             files,
         } => {
-            let r = audit::verify_files(&files, VerifyOptions { partial })
+            let ck = match (checkpoints, pubkey) {
+                (Some(file), Some(key)) => {
+                    let key = checkpoint::load_public_key(&key)?;
+                    Some(
+                        checkpoint::Checkpoints::read(&file, &key)
+                            .context("cannot read the checkpoints")?,
+                    )
+                }
+                _ => None,
+            };
+            let r = audit::verify_files_with(&files, VerifyOptions { partial }, ck.as_ref())
                 .context("cannot verify the audit log")?;
             verify_output(&r, quiet, &mut out)?
+        }
+        AuditCommand::Keygen { out: private } => {
+            let mut public = private.clone().into_os_string();
+            public.push(".pub");
+            let public = PathBuf::from(public);
+            checkpoint::keygen(&private, &public)?;
+            writeln!(
+                out,
+                "private key: {} (mode 0600: keep it outside every root and sandbox grant)",
+                private.display()
+            )?;
+            writeln!(out, "public key:  {}", public.display())?;
+            writeln!(out, "policy:      [audit]")?;
+            writeln!(
+                out,
+                "             checkpoint_key = {:?}",
+                private.display().to_string()
+            )?;
+            writeln!(
+                out,
+                "verify with: rootfence audit verify --checkpoints <checkpoint file> --pubkey {} <log files>",
+                public.display()
+            )?;
+            ExitCode::SUCCESS
         }
         AuditCommand::Summary { top, json, files } => {
             audit::summarize(&files, SummaryOptions { top, json }, &mut out, &mut err)
@@ -87,13 +150,15 @@ pub fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
             session,
             since,
             json,
+            format,
             files,
         } => {
             let filter = ShowFilter {
                 denied,
                 session,
                 since,
-                json,
+                json: json || format.as_deref() == Some("json"),
+                ocsf: format.as_deref() == Some("ocsf"),
             };
             match audit::show(&files, &filter, &mut out, &mut err) {
                 // `show | head` is not an error.
@@ -115,6 +180,10 @@ fn verify_output(
     quiet: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
+    let ck_broken = r.checkpoints.as_ref().and_then(|c| c.broken.as_ref());
+    if let Some(b) = ck_broken {
+        writeln!(out, "BROKEN: checkpoint: {b}")?;
+    }
     if let Some(b) = &r.broken {
         writeln!(out, "BROKEN: {b}")?;
         writeln!(
@@ -127,8 +196,15 @@ fn verify_output(
         )?;
         return Ok(ExitCode::from(1));
     }
+    if ck_broken.is_some() {
+        return Ok(ExitCode::from(1));
+    }
     if !quiet {
-        for n in &r.notes {
+        for n in r
+            .notes
+            .iter()
+            .chain(r.checkpoints.iter().flat_map(|c| c.notes.iter()))
+        {
             writeln!(out, "note: {n}")?;
         }
     }
@@ -151,6 +227,17 @@ fn verify_output(
         writeln!(out, "ok: chain intact: {summary}")?;
     }
     if !quiet {
+        if let Some(c) = &r.checkpoints {
+            writeln!(
+                out,
+                "checkpoints: {} of {} signed checkpoints match the log{}",
+                c.matched,
+                c.total,
+                c.covered
+                    .map(|s| format!("; covered up to seq {s}"))
+                    .unwrap_or_default()
+            )?;
+        }
         if !r.unended.is_empty() {
             writeln!(
                 out,

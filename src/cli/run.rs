@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
-use rootfence::audit;
+use rootfence::audit::{self, PolicyFile, checkpoint};
+use rootfence::enforce::Enforcer;
 use rootfence::policy::Policy;
 use rootfence::relay::{self, EndCause};
 use rootfence::roots::RootSpec;
@@ -108,6 +109,11 @@ pub struct ServerOptions {
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let setup = setup(&args.options, &args.command)?;
     let (enforcer, audit, launcher) = setup.session(setup.roots.clone(), |_| {});
+    let reloader = enforcer.clone();
+    let mut config = setup.relay_config();
+    // SIGHUP reloads the policy (it is not forwarded to the server).
+    config.forward_hangup = false;
+    let policy_files = args.options.policies.clone();
 
     // One thread: the relay is two pumps and two writers, all I/O-bound; a single-threaded
     // runtime keeps every hand-off on one core with no cross-thread wake-ups.
@@ -115,7 +121,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let outcome = runtime.block_on(relay::run(setup.relay_config(), Arc::new(enforcer)));
+    let outcome = runtime.block_on(async move {
+        let reloads = tokio::spawn(reload_on_sighup(reloader, policy_files));
+        let outcome = relay::run(config, Arc::new(enforcer)).await;
+        reloads.abort();
+        outcome
+    });
     // A read of a terminal stdin may still be parked on a blocking thread; don't wait for it.
     runtime.shutdown_background();
     // Every server of the session has stopped: the placeholders can go.
@@ -174,7 +185,7 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
         read: opts.read.clone(),
         write: opts.write.clone(),
     };
-    let (_, warnings) = sandbox::server_spec(&policy, mode, Vec::new(), &grants, &cwd)?;
+    let (spec, warnings) = sandbox::server_spec(&policy, mode, Vec::new(), &grants, &cwd)?;
     for w in warnings {
         eprintln!("rootfence: warning: {w}");
     }
@@ -186,7 +197,7 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
         Some(p) => p,
         None => audit::default_log_path().map_err(|e| anyhow!("{e}"))?,
     };
-    let setup = Setup {
+    let mut setup = Setup {
         audit: Setup::audit_config(&policy, audit_path),
         policy,
         roots: specs,
@@ -199,7 +210,7 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
         restart_grace: opts.restart_grace,
         report_once: None,
     };
-    let (_, dropped, _) = setup.enforcer(setup.roots.clone());
+    let (enforcer, dropped, _) = setup.enforcer(setup.roots.clone());
     for d in &dropped {
         let given = opts
             .roots
@@ -215,7 +226,133 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
         );
     }
     eprintln!("rootfence: audit log: {}", setup.audit.path.display());
+    setup.audit.checkpoint = checkpoint_config(&setup.policy, &setup.audit.path, &enforcer, &spec)?;
     Ok(setup)
+}
+
+/// The checkpoint signer, when the policy names a key: the key is read now (a bad one stops
+/// the start), and neither it nor the checkpoint file may be where the server can reach
+/// (its operator roots and sandbox grants; the server could read the key, or rewrite the
+/// checkpoints, there).
+fn checkpoint_config(
+    policy: &Policy,
+    log: &Path,
+    enforcer: &Enforcer,
+    spec: &sandbox::SandboxSpec,
+) -> anyhow::Result<Option<checkpoint::CheckpointConfig>> {
+    let a = policy.audit();
+    let Some(key_path) = &a.checkpoint_key else {
+        return Ok(None);
+    };
+    let mut reach: checkpoint::Reach = Vec::new();
+    for r in enforcer.operator_roots().roots() {
+        reach.push((r.identity(), format!("the root {}", r.uri().as_str())));
+    }
+    for (list, what) in [(&spec.read, "read"), (&spec.write, "write")] {
+        for p in list {
+            if let Some(id) = checkpoint::identity(p) {
+                reach.push((id, format!("the sandbox {what} grant {}", p.display())));
+            }
+        }
+    }
+    checkpoint::outside_reach("audit.checkpoint_key", key_path, &reach)
+        .map_err(|e| anyhow!("{e}; the session was not started"))?;
+    let key = checkpoint::CheckpointKey::load(key_path)
+        .map_err(|e| anyhow!("{e}; the session was not started"))?;
+    let mut cfg = checkpoint::CheckpointConfig::new(key, log);
+    if let Some(p) = &a.checkpoint_path {
+        cfg.path = p.clone();
+    }
+    checkpoint::outside_reach("audit.checkpoint_path", &cfg.path, &reach)
+        .map_err(|e| anyhow!("{e}; the session was not started"))?;
+    if let Some(n) = a.checkpoint_every_records {
+        cfg.every_records = n;
+    }
+    if let Some(ms) = a.checkpoint_every_ms {
+        cfg.every = Duration::from_millis(ms);
+    }
+    eprintln!("rootfence: audit checkpoints: {}", cfg.path.display());
+    Ok(Some(cfg))
+}
+
+/// Reloads the policy files on each SIGHUP, off the relay's thread. A policy that does not
+/// load (the same validation as at start and as `policy check`, layering rules included)
+/// is refused: the previous one stays in force, and stderr and the audit log say why.
+async fn reload_on_sighup(enforcer: Enforcer, files: Vec<PathBuf>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hup = match signal(SignalKind::hangup()) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("rootfence: warning: cannot listen for SIGHUP, policy reload is off: {e}");
+            return;
+        }
+    };
+    while hup.recv().await.is_some() {
+        let (e, f) = (enforcer.clone(), files.clone());
+        let _ = tokio::task::spawn_blocking(move || reload_policy(&e, &f)).await;
+    }
+}
+
+fn reload_policy(enforcer: &Enforcer, files: &[PathBuf]) {
+    use rootfence::audit::{Event, PolicyReload};
+    let shown = if files.is_empty() {
+        "the built-in default policy".to_owned()
+    } else {
+        files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match Policy::load(files) {
+        Ok(new) => {
+            super::policy::warn_dropped(&new);
+            let deferred = rootfence::enforce::reload_deferred(&enforcer.policy(), &new);
+            let policy_files = new
+                .layers()
+                .iter()
+                .map(|l| PolicyFile {
+                    path: l.name.clone(),
+                    sha256: l.sha256.clone(),
+                })
+                .collect();
+            enforcer.reload(Arc::new(new));
+            eprintln!("rootfence: policy reloaded from {shown}: decisions from now on use it");
+            for d in &deferred {
+                eprintln!("rootfence: policy reload: not applied now: {d}");
+            }
+            enforcer.record(Event::PolicyReload(PolicyReload {
+                ok: true,
+                policy_files,
+                error: None,
+                deferred,
+            }));
+        }
+        Err(e) => {
+            eprintln!("rootfence: policy reload refused; the previous policy stays in force\n{e}");
+            // The files as they are now (one that cannot be read is named in the error).
+            let policy_files = files
+                .iter()
+                .filter_map(|f| {
+                    use sha2::Digest;
+                    let b = std::fs::read(f).ok()?;
+                    Some(PolicyFile {
+                        path: f.display().to_string(),
+                        sha256: sha2::Sha256::digest(&b)
+                            .iter()
+                            .map(|x| format!("{x:02x}"))
+                            .collect(),
+                    })
+                })
+                .collect();
+            enforcer.record(Event::PolicyReload(PolicyReload {
+                ok: false,
+                policy_files,
+                error: Some(e.to_string()),
+                deferred: Vec::new(),
+            }));
+        }
+    }
 }
 
 /// Refuses a server command that cannot run, before anything starts, with the same clear

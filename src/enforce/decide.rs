@@ -106,6 +106,8 @@ pub struct Checker {
     opts: CheckOptions,
     /// The server's working directory, against which it resolves relative paths.
     server_cwd: Option<PathBuf>,
+    /// When the session started (the hard-link stance's "new" is after it).
+    session_start: Stamp,
 }
 
 impl Checker {
@@ -114,9 +116,21 @@ impl Checker {
     /// The server's working directory is taken to be rootfence's own (it inherits it); see
     /// [`Checker::with_server_cwd`].
     pub fn new(policy: &Policy) -> Checker {
+        let session_start = Stamp::now();
         Checker {
-            opts: Checker::options_for(policy, Stamp::now()),
+            opts: Checker::options_for(policy, session_start),
             server_cwd: std::env::current_dir().ok(),
+            session_start,
+        }
+    }
+
+    /// The same checker under a reloaded policy: its stances, the same session start and
+    /// server working directory.
+    pub fn reloaded(&self, policy: &Policy) -> Checker {
+        Checker {
+            opts: Checker::options_for(policy, self.session_start),
+            server_cwd: self.server_cwd.clone(),
+            session_start: self.session_start,
         }
     }
 

@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use serde_json::{Map, Value};
 
 use super::decide::Checked;
-use super::walk::{self, local_url};
+use super::walk::local_url;
 use super::{Ctx, Inner};
 use crate::audit;
 use crate::jsonrpc::{Id, IdKey};
@@ -75,7 +75,7 @@ impl Inner {
                 gone.push(key.clone());
             }
         }
-        if self.enforce {
+        if self.live().enforce {
             for key in gone {
                 obj.remove(&key);
                 ctx.mark();
@@ -113,7 +113,8 @@ impl Inner {
                 items.retain_mut(|item| {
                     let i = index;
                     index += 1;
-                    let keep = self.walk(ctx, &format!("{field}[{i}]"), item) || !self.enforce;
+                    let keep =
+                        self.walk(ctx, &format!("{field}[{i}]"), item) || !self.live().enforce;
                     if !keep {
                         ctx.mark();
                     }
@@ -129,7 +130,7 @@ impl Inner {
                 }
                 if let Some(raw) = obj.get("uriTemplate").and_then(Value::as_str) {
                     if local_url(raw) {
-                        let c = walk::template(&self.checker, &self.policy, raw, ctx.roots);
+                        let c = self.live().template(raw, ctx.roots);
                         let f = format!("{field}.uriTemplate");
                         if !self.keep_after(ctx, &f, raw, &c) {
                             return false;
@@ -140,7 +141,7 @@ impl Inner {
                 // `resource.uri` takes the resource away, and with it this object's claim.
                 let had_resource = obj.get("resource").is_some_and(Value::is_object);
                 self.walk_rest(ctx, field, obj, &["uri", "uriTemplate"]);
-                !(had_resource && self.enforce && !obj.contains_key("resource"))
+                !(had_resource && self.live().enforce && !obj.contains_key("resource"))
             }
             _ => true,
         }
@@ -148,14 +149,14 @@ impl Inner {
 
     /// Judges a URI in a free-form position and audits it; whether it may stay.
     fn judge(&self, ctx: &Ctx<'_>, field: &str, raw: &str) -> bool {
-        let c = self.checker.uri(&self.policy, raw, ctx.roots);
+        let c = self.live().uri(raw, ctx.roots);
         self.keep_after(ctx, field, raw, &c)
     }
 
     /// Audits a decision on a free-form position; whether the value may stay.
     fn keep_after(&self, ctx: &Ctx<'_>, field: &str, raw: &str, c: &Checked) -> bool {
         let ok = self.audit_decision(ctx, field, raw, c, audit::Action::Filtered);
-        (c.allow && ok) || !self.enforce
+        (c.allow && ok) || !self.live().enforce
     }
 
     /// A URL a host may put in front of the user: judged when it names a local file in any
@@ -170,7 +171,7 @@ impl Inner {
         let Some(obj) = meta.as_object_mut() else {
             return;
         };
-        if self.enforce && obj.keys().any(|k| k.starts_with("io.rootfence/")) {
+        if self.live().enforce && obj.keys().any(|k| k.starts_with("io.rootfence/")) {
             obj.retain(|k, _| !k.starts_with("io.rootfence/"));
             ctx.mark();
         }
@@ -195,7 +196,7 @@ impl Inner {
                     keep
                 });
             }
-            if !self.walk(ctx, "error.data", data) && self.enforce {
+            if !self.walk(ctx, "error.data", data) && self.live().enforce {
                 if let Some(err) = message.get_mut("error").and_then(Value::as_object_mut) {
                     err.remove("data");
                 }
@@ -213,8 +214,8 @@ impl Inner {
         };
         let kept = self.walk(ctx, "params", params);
         let required_gone =
-            ctx.method == LOGGING_MESSAGE && self.enforce && params.get("data").is_none();
-        if (!kept && self.enforce) || required_gone {
+            ctx.method == LOGGING_MESSAGE && self.live().enforce && params.get("data").is_none();
+        if (!kept && self.live().enforce) || required_gone {
             return Action::Drop;
         }
         self.done_ctx(ctx, message)
@@ -226,10 +227,10 @@ impl Inner {
     pub(super) fn elicitation(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
         if let Some(url) = message.pointer("/params/url").and_then(Value::as_str) {
             if local_url(url) {
-                let c = self.checker.uri(&self.policy, url, ctx.roots);
+                let c = self.live().uri(url, ctx.roots);
                 let ok =
                     self.audit_decision(ctx, "params.url", url, &c, audit::Action::AnsweredError);
-                if !(c.allow && ok) && self.enforce {
+                if !(c.allow && ok) && self.live().enforce {
                     if let Some(id) = ctx.id {
                         return Action::Reply(super::denial(id, url, &c));
                     }
@@ -314,7 +315,7 @@ impl Inner {
                 return keep;
             };
             let uri = expand(&template, &arg, value);
-            let c = self.checker.uri(&self.policy, &uri, ctx.roots);
+            let c = self.live().uri(&uri, ctx.roots);
             let keep = self.keep_after(ctx, &field, &uri, &c);
             if !keep {
                 ctx.mark();

@@ -28,7 +28,8 @@ const INJECTIONS: usize = 1024;
 
 /// Learns, tracks and hands out the roots.
 pub(super) struct Learner {
-    policy: Arc<Policy>,
+    /// Swapped by a policy reload: the next effective roots follow the new roots rules.
+    policy: arc_swap::ArcSwap<Policy>,
     enforce: bool,
     operator: Arc<OperatorRoots>,
     pub(super) tracker: Tracker,
@@ -86,7 +87,7 @@ impl Learner {
     ) -> Learner {
         Learner {
             enforce: policy.mode() == crate::policy::Mode::Enforce,
-            policy,
+            policy: arc_swap::ArcSwap::new(policy),
             operator,
             tracker: Tracker::new(),
             follow,
@@ -101,6 +102,12 @@ impl Learner {
         }
     }
 
+    /// A reloaded policy: its roots rules bound the next effective roots. (Whether rootfence
+    /// answers roots requests itself follows the mode the session started in.)
+    pub(super) fn reload(&self, policy: Arc<Policy>) {
+        self.policy.store(policy);
+    }
+
     pub(super) fn host_has_roots(&self) -> Option<bool> {
         *lock(&self.host_roots)
     }
@@ -111,7 +118,7 @@ impl Learner {
 
     /// The operator's roots as the effective roots (a host without roots, a fallback).
     fn operator_set(&self, trigger: &str) -> (RootSet, audit::RootsUpdate) {
-        roots::effective(&[], &self.operator, &self.policy, trigger)
+        roots::effective(&[], &self.operator, &self.policy.load(), trigger)
     }
 
     /// The roots are settled without the host (it has none): the operator's, if nothing was
@@ -192,7 +199,7 @@ impl Learner {
             if self.follow.waits_for_roots() {
                 let me = Arc::clone(self);
                 let session = Arc::clone(session);
-                let wait = self.policy.roots().launch_wait;
+                let wait = self.policy.load().roots().launch_wait;
                 tokio::spawn(async move {
                     tokio::time::sleep(wait).await;
                     if me.follow.unlaunched() {
@@ -263,7 +270,7 @@ impl Learner {
         let me = Arc::clone(self);
         let session = Arc::clone(session);
         let trigger = trigger.to_owned();
-        let limit = self.policy.roots().list_timeout;
+        let limit = self.policy.load().roots().list_timeout;
         tokio::spawn(async move {
             match tokio::time::timeout(limit, answer).await {
                 Ok(Ok(response)) => match parse_roots(&response["result"]) {
@@ -296,7 +303,7 @@ impl Learner {
         if self.tracker.known().is_some() {
             return;
         }
-        let set = match self.policy.roots().on_timeout {
+        let set = match self.policy.load().roots().on_timeout {
             RootsFallback::Static => self.operator_set(trigger).0,
             RootsFallback::Deny => RootSet::empty(),
         };
@@ -324,7 +331,8 @@ impl Learner {
         trigger: &str,
     ) {
         self.host_answered.store(true, Ordering::Relaxed);
-        let (set, mut update) = roots::effective(&host, &self.operator, &self.policy, trigger);
+        let (set, mut update) =
+            roots::effective(&host, &self.operator, &self.policy.load(), trigger);
         update.outside_sandbox = self.follow.follow(session, &set, trigger);
         self.tracker.remember_host(host);
         self.tracker.set(set);

@@ -70,10 +70,57 @@ pub struct Enforcer {
     inner: Arc<Inner>,
 }
 
+/// What a policy reload swaps: the policy and what is derived from it, read together
+/// (one load per use, a few nanoseconds: `arc-swap`), so a decision never mixes two
+/// policies' parts.
+pub(crate) struct Live {
+    pub(crate) policy: Arc<Policy>,
+    pub(crate) enforce: bool,
+    pub(crate) checker: Checker,
+}
+
+impl Live {
+    fn new(policy: Arc<Policy>, checker: Checker) -> Live {
+        Live {
+            enforce: policy.mode() == Mode::Enforce,
+            checker,
+            policy,
+        }
+    }
+
+    fn uri(&self, raw: &str, roots: Option<&RootSet>) -> Checked {
+        self.checker.uri(&self.policy, raw, roots)
+    }
+
+    fn uris<'a>(
+        &self,
+        raws: impl IntoIterator<Item = &'a str>,
+        roots: Option<&RootSet>,
+    ) -> Vec<Checked> {
+        self.checker.uris(&self.policy, raws, roots)
+    }
+
+    fn path(&self, raw: &str, roots: Option<&RootSet>) -> Checked {
+        self.checker.path(&self.policy, raw, roots)
+    }
+
+    fn template(&self, raw: &str, roots: Option<&RootSet>) -> Checked {
+        walk::template(&self.checker, &self.policy, raw, roots)
+    }
+
+    fn verify(
+        &self,
+        roots: &RootSet,
+        allowed: &crate::roots::Allowed,
+        item: &Value,
+    ) -> Option<Checked> {
+        read::verify(&self.policy, self.checker.options(), roots, allowed, item)
+    }
+}
+
 struct Inner {
-    policy: Arc<Policy>,
-    enforce: bool,
-    checker: Checker,
+    /// The policy in force (swapped by [`Enforcer::reload`]).
+    live: arc_swap::ArcSwap<Live>,
     operator: Arc<OperatorRoots>,
     /// The roots: learning them from the host, and the server generations that follow them.
     learner: Arc<Learner>,
@@ -127,7 +174,7 @@ impl Recorder {
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Enforcer")
-            .field("enforce", &self.enforce)
+            .field("enforce", &self.live().enforce)
             .field("roots", &self.learner.tracker.state())
             .finish_non_exhaustive()
     }
@@ -163,9 +210,10 @@ impl Enforcer {
         );
         let policy_deny_globs = policy.resources().deny_globs.clone();
         let inner = Inner {
-            enforce: policy.mode() == Mode::Enforce,
-            checker: Checker::new(&policy),
-            policy,
+            live: arc_swap::ArcSwap::from_pointee(Live::new(
+                Arc::clone(&policy),
+                Checker::new(&policy),
+            )),
             operator,
             learner: Arc::new(learner),
             audit,
@@ -202,6 +250,87 @@ impl Enforcer {
     pub fn effective_roots(&self) -> Option<Arc<RootSet>> {
         self.inner.learner.tracker.known()
     }
+
+    /// The policy in force.
+    pub fn policy(&self) -> Arc<Policy> {
+        Arc::clone(&self.inner.live().policy)
+    }
+
+    /// Puts `policy` (already loaded and validated, as `Policy::load` does) in force for the
+    /// decisions made from now on, and for the next effective roots computed from the
+    /// host's roots. What the running session cannot change is not applied: see
+    /// [`reload_deferred`] (the caller reports it). The audit record is the caller's, with
+    /// [`Enforcer::record`].
+    pub fn reload(&self, policy: Arc<Policy>) {
+        let inner = &self.inner;
+        let checker = inner.live().checker.reloaded(&policy);
+        inner.learner.reload(Arc::clone(&policy));
+        inner.live.store(Arc::new(Live::new(policy, checker)));
+    }
+
+    /// Writes one audit record (once the log is open; before that it is dropped).
+    pub fn record(&self, event: Event) {
+        self.inner.audit.record(event);
+    }
+}
+
+/// The settings of `new` that differ from `old` but stay as they were for this session,
+/// in words: the audit log's settings and the sandbox of the running server are fixed when
+/// the session starts; the static roots, the roots timeouts and the sandbox when rootfence
+/// starts again. Everything else applies to the next decision.
+pub fn reload_deferred(old: &Policy, new: &Policy) -> Vec<String> {
+    let mut out = Vec::new();
+    let (o, n) = (old.roots(), new.roots());
+    let statics = |r: &crate::policy::RootsSettings| {
+        r.static_roots
+            .iter()
+            .map(|s| s.path.clone())
+            .collect::<Vec<_>>()
+    };
+    if statics(o) != statics(n) {
+        out.push("roots.static: takes effect when rootfence next starts".to_owned());
+    }
+    if (o.list_timeout, o.launch_wait, o.on_timeout)
+        != (n.list_timeout, n.launch_wait, n.on_timeout)
+    {
+        out.push(
+            "roots.list_timeout_ms, launch_wait_ms, on_timeout: take effect when rootfence \
+             next starts"
+                .to_owned(),
+        );
+    }
+    let (a, b) = (old.audit(), new.audit());
+    if format!("{a:?}") != format!("{b:?}") {
+        out.push(
+            "[audit]: the log of this session stays as it was opened; the new settings take \
+             effect when rootfence next starts"
+                .to_owned(),
+        );
+    }
+    let (x, y) = (old.sandbox(), new.sandbox());
+    let sb = |s: &crate::policy::SandboxSettings| {
+        format!(
+            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            s.mode,
+            s.read,
+            s.write,
+            s.network,
+            s.rlimits,
+            s.env,
+            s.root_access,
+            s.follow_roots,
+            s.read_only_roots,
+            s.read_only_paths
+        )
+    };
+    if sb(x) != sb(y) {
+        out.push(
+            "[sandbox]: the running server's sandbox cannot change; the new settings take \
+             effect when rootfence next starts"
+                .to_owned(),
+        );
+    }
+    out
 }
 
 /// What the enforcer wants to see: a static table, cheap on the hot path.
@@ -270,7 +399,7 @@ impl Interceptor for Enforcer {
             if let RootsState::Unknown { asking: true } = inner.learner.tracker.state() {
                 let session = Arc::clone(session);
                 return Action::Defer(Box::pin(async move {
-                    let limit = inner.policy.roots().list_timeout;
+                    let limit = inner.live().policy.roots().list_timeout;
                     let roots = inner.learner.tracker.wait(limit).await;
                     recording::start_handling();
                     let action = inner.handle(&session, msg, roots);
@@ -296,7 +425,7 @@ impl Interceptor for Enforcer {
                 Ok(Started { auditor }) => {
                     if let Some(auditor) = auditor {
                         inner.audit.set(auditor.clone());
-                        if inner.policy.audit().on_failure == audit::OnFailure::Stop {
+                        if inner.live().policy.audit().on_failure == audit::OnFailure::Stop {
                             let fatal = inner.fatal.clone();
                             tokio::spawn(async move {
                                 let e = auditor.failure().await;
@@ -439,6 +568,11 @@ impl Ctx<'_> {
 }
 
 impl Inner {
+    /// The policy in force, for one decision.
+    fn live(&self) -> arc_swap::Guard<Arc<Live>> {
+        self.live.load()
+    }
+
     fn handle(
         self: &Arc<Self>,
         session: &Arc<Session>,
@@ -525,7 +659,7 @@ impl Inner {
     /// The checked message, forwarded as exactly that value (or, in audit mode, the
     /// original bytes).
     fn done(&self, message: Value) -> Action {
-        if self.enforce {
+        if self.live().enforce {
             Action::Replace(message)
         } else {
             Action::Forward
@@ -593,7 +727,7 @@ impl Inner {
             .unwrap_or_else(|_| hit.file.display().to_string());
         let what = hit.describe();
         tracing::warn!("withheld a message from the server (`{method}`): it holds {what}");
-        let action = match (self.enforce, kind) {
+        let action = match (self.live().enforce, kind) {
             (false, _) => audit::Action::Forwarded,
             (true, Kind::Notification) => audit::Action::Dropped,
             (true, _) => audit::Action::AnsweredError,
@@ -612,7 +746,7 @@ impl Inner {
             root: None,
             action,
         }));
-        if !self.enforce {
+        if !self.live().enforce {
             return None;
         }
         let noun = match kind {
@@ -656,7 +790,7 @@ impl Inner {
         };
         if ctx.method == m::INITIALIZE {
             return match self.learner.initialize(session, &mut message) {
-                Some(changed) if self.enforce => Action::Replace(changed),
+                Some(changed) if self.live().enforce => Action::Replace(changed),
                 _ => Action::Forward,
             };
         }
@@ -692,7 +826,7 @@ impl Inner {
         };
         // 2026-07-28 host that has roots we do not know yet: ask it, MRTR style.
         if stateless
-            && self.enforce
+            && self.live().enforce
             && ctx.roots.is_none()
             && self.learner.host_has_roots() == Some(true)
             && matches!(
@@ -737,7 +871,7 @@ impl Inner {
                         &c,
                         audit::Action::AnsweredError,
                     );
-                    if !(c.allow && ok) && self.enforce {
+                    if !(c.allow && ok) && self.live().enforce {
                         return Action::Reply(denial(id, &raw, &c));
                     }
                     self.remember_completion(id, &message);
@@ -758,9 +892,9 @@ impl Inner {
             let what = format!("`{}` needs a string `params.uri`", ctx.method);
             return Err(Action::Reply(invalid_params(id, &what)));
         };
-        let c = self.checker.uri(&self.policy, raw, ctx.roots);
+        let c = self.live().uri(raw, ctx.roots);
         let ok = self.audit_decision(ctx, "params.uri", raw, &c, audit::Action::AnsweredError);
-        match (c.allow && ok, self.enforce) {
+        match (c.allow && ok, self.live().enforce) {
             (true, _) => Ok(c),
             (false, true) => Err(Action::Reply(denial(id, raw, &c))),
             (false, false) => Err(Action::Forward),
@@ -774,11 +908,12 @@ impl Inner {
         };
         if let Some(canonical) = &c.canonical {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
-            if self.policy.resources().read == ReadStance::Serve && self.enforce {
+            let live = self.live();
+            if live.policy.resources().read == ReadStance::Serve && live.enforce {
                 if let (Some(roots), Some(allowed)) = (ctx.roots, &c.allowed) {
                     let (reply, refused) = read::serve(
-                        &self.policy,
-                        self.checker.options(),
+                        &live.policy,
+                        live.checker.options(),
                         roots,
                         allowed,
                         canonical,
@@ -843,7 +978,7 @@ impl Inner {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
-        let mut c = self.checker.uri(&self.policy, &raw, ctx.roots);
+        let mut c = self.live().uri(&raw, ctx.roots);
         if c.allow {
             let subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
             let subscribed = match &c.canonical {
@@ -860,7 +995,7 @@ impl Inner {
         }
         let ok = self.audit_decision(ctx, "params.uri", &raw, &c, audit::Action::Dropped);
         if !(c.allow && ok) {
-            return if self.enforce {
+            return if self.live().enforce {
                 Action::Drop
             } else {
                 Action::Forward
@@ -913,7 +1048,7 @@ impl Inner {
             }
             _ => true,
         };
-        if !shaped && self.enforce {
+        if !shaped && self.live().enforce {
             return self.refuse_result(ctx, "malformed_result");
         }
         // Everything the method's own handler did not judge (`fields.rs`).
@@ -1013,7 +1148,7 @@ impl Inner {
             None | Some(Value::Null) => return self.done_ctx(ctx, message),
             Some(Value::Array(contents)) => contents,
             Some(_) => {
-                return if self.enforce {
+                return if self.live().enforce {
                     self.refuse_result(ctx, "malformed_result")
                 } else {
                     Action::Forward
@@ -1044,18 +1179,16 @@ impl Inner {
                 .is_some_and(|p| p.canonical.as_ref().is_some_and(|u| u.as_str() == raw));
             let mut c = match prior.take_if(|_| reused) {
                 Some(p) => p,
-                None => self.checker.uri(&self.policy, &raw, ctx.roots),
+                None => self.live().uri(&raw, ctx.roots),
             };
             if c.allow {
-                if let Some(refusal) = read::content_refusal(&self.policy, &item) {
+                if let Some(refusal) = read::content_refusal(&self.live().policy, &item) {
                     c = refusal;
                 }
             }
-            if c.allow && self.policy.resources().read == ReadStance::Verify {
+            if c.allow && self.live().policy.resources().read == ReadStance::Verify {
                 if let (Some(roots), Some(allowed)) = (ctx.roots, &c.allowed) {
-                    if let Some(refusal) =
-                        read::verify(&self.policy, self.checker.options(), roots, allowed, &item)
-                    {
+                    if let Some(refusal) = self.live().verify(roots, allowed, &item) {
                         c = refusal;
                     }
                 }
@@ -1078,7 +1211,7 @@ impl Inner {
                     self.walk_rest(ctx, &format!("result.contents[{i}]"), obj, &["uri"]);
                 }
                 kept.push(item);
-            } else if self.enforce {
+            } else if self.live().enforce {
                 ctx.mark();
                 last_denied = Some((raw, c));
             } else {
@@ -1100,9 +1233,9 @@ impl Inner {
     /// A URI or a URI template (completion references may be either).
     fn template_or_uri(&self, ctx: &Ctx<'_>, raw: &str) -> Checked {
         if raw.contains('{') {
-            walk::template(&self.checker, &self.policy, raw, ctx.roots)
+            self.live().template(raw, ctx.roots)
         } else {
-            self.checker.uri(&self.policy, raw, ctx.roots)
+            self.live().uri(raw, ctx.roots)
         }
     }
 

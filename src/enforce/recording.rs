@@ -209,11 +209,11 @@ impl Inner {
         let Some(auditor) = self.audit.get() else {
             return true;
         };
-        if c.allow && !self.policy.audit().log_allowed {
+        if c.allow && !self.live().policy.audit().log_allowed {
             auditor.note_allowed(1);
             return true;
         }
-        let action = if c.allow || !self.enforce {
+        let action = if c.allow || !self.live().enforce {
             audit::Action::Forwarded
         } else {
             on_deny
@@ -246,7 +246,7 @@ impl Inner {
             }
             Err(e) => {
                 tracing::error!("could not audit a decision: {e}");
-                self.policy.audit().on_failure != audit::OnFailure::Stop
+                self.live().policy.audit().on_failure != audit::OnFailure::Stop
             }
         }
     }
@@ -264,7 +264,8 @@ impl Inner {
     /// entry is logged on its own (`audit.allowed = "each"`) or allowed ones are not logged.
     pub(super) fn page_audit(&self, field: &str) -> Option<PageAudit> {
         self.audit.get()?;
-        let settings = self.policy.audit();
+        let live = self.live();
+        let settings = live.policy.audit();
         if !settings.log_allowed || settings.allowed != AllowedRecords::Summary {
             return None;
         }
@@ -302,7 +303,7 @@ impl Inner {
                 page.denied += 1;
                 self.audit_decision(ctx, &field(), raw, c, on_deny)
             }
-            None if c.allow && !self.policy.audit().log_allowed => {
+            None if c.allow && !self.live().policy.audit().log_allowed => {
                 // Counted, not logged: no field name to build.
                 if let Some(auditor) = self.audit.get() {
                     auditor.note_allowed(1);

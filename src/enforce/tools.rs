@@ -39,18 +39,19 @@ impl Inner {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
-        let d = self.policy.decide_tool(&name);
+        let live = self.live();
+        let d = live.policy.decide_tool(&name);
         if !d.allow || !d.provenance.is_default() {
             let c = Checked::from_policy(&d);
             let ok =
                 self.audit_decision(ctx, "params.name", &name, &c, audit::Action::AnsweredError);
-            if !(d.allow && ok) && self.enforce {
+            if !(d.allow && ok) && live.enforce {
                 return Action::Reply(tool_error(ctx, id, &name, None, &name, &c));
             }
         }
         let server = self.server_name.get().map(String::as_str);
-        let writes = self.policy.tool_writes(&name);
-        for tool_path in self.policy.tool_path_pointers(&name, server) {
+        let writes = live.policy.tool_writes(&name);
+        for tool_path in live.policy.tool_path_pointers(&name, server) {
             let pointer = format!("/params/arguments{}", tool_path.pointer);
             let field = format!("params.arguments{}", tool_path.pointer.replace('/', "."));
             let arg = tool_path.pointer.trim_start_matches('/');
@@ -69,14 +70,14 @@ impl Inner {
                     };
                     let shown = v.to_string();
                     self.audit_decision(ctx, &field, &shown, &c, audit::Action::AnsweredError);
-                    if self.enforce {
+                    if live.enforce {
                         return Action::Reply(tool_error(ctx, id, &name, Some(arg), &shown, &c));
                     }
                     continue;
                 };
                 let mut c = match tool_path.kind {
-                    ArgKind::Path => self.checker.path(&self.policy, &raw, ctx.roots),
-                    ArgKind::Uri => self.checker.uri(&self.policy, &raw, ctx.roots),
+                    ArgKind::Path => live.path(&raw, ctx.roots),
+                    ArgKind::Uri => live.uri(&raw, ctx.roots),
                 };
                 if c.allow && writes && self.names_read_only_path(&c, ctx.roots) {
                     // A writing tool may not change a place where a file runs code outside
@@ -91,7 +92,7 @@ impl Inner {
                 }
                 let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
                 if !(c.allow && ok) {
-                    if self.enforce {
+                    if live.enforce {
                         return Action::Reply(tool_error(ctx, id, &name, Some(arg), &raw, &c));
                     }
                     continue;
@@ -111,7 +112,8 @@ impl Inner {
     /// Whether an allowed path names a `sandbox.read_only_paths` match, by its canonical
     /// name or by the file it resolves to.
     fn names_read_only_path(&self, c: &Checked, roots: Option<&RootSet>) -> bool {
-        let s = self.policy.sandbox();
+        let live = self.live();
+        let s = live.policy.sandbox();
         c.canonical
             .as_ref()
             .is_some_and(|u| s.is_read_only_path(u.path()))

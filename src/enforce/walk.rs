@@ -65,7 +65,7 @@ impl Inner {
             let raws = items
                 .iter()
                 .map(|item| item.get(uri_key).and_then(Value::as_str).unwrap_or(""));
-            self.checker.uris(&self.policy, raws, ctx.roots)
+            self.live().uris(raws, ctx.roots)
         }
         .into_iter();
         let mut page = if uri_key.is_empty() {
@@ -84,7 +84,7 @@ impl Inner {
                     .unwrap_or("")
                     .to_owned();
                 let c = if uri_key == "uriTemplate" {
-                    template(&self.checker, &self.policy, &raw, ctx.roots)
+                    self.live().template(&raw, ctx.roots)
                 } else {
                     checks.next().unwrap_or_else(|| Checked::deny("io_error"))
                 };
@@ -97,7 +97,7 @@ impl Inner {
                     audit::Action::Filtered,
                 );
                 if !(c.allow && ok) {
-                    if self.enforce {
+                    if self.live().enforce {
                         ctx.mark();
                         return false;
                     }
@@ -138,7 +138,7 @@ impl Inner {
             let i = index;
             index += 1;
             let raw = as_uri(item).unwrap_or_default();
-            let c = self.checker.uri(&self.policy, &raw, ctx.roots);
+            let c = self.live().uri(&raw, ctx.roots);
             let ok = self.audit_decision(
                 ctx,
                 &format!("{field}[{i}]"),
@@ -148,16 +148,16 @@ impl Inner {
             );
             if c.allow && ok {
                 let key = c.canonical.as_ref().map_or(raw, |u| u.as_str().to_owned());
-                if self.enforce {
+                if self.live().enforce {
                     ctx.set_uri(item, &key);
                 }
                 kept.push(key);
                 true
             } else {
-                if self.enforce {
+                if self.live().enforce {
                     ctx.mark();
                 }
-                !self.enforce
+                !self.live().enforce
             }
         });
         kept
@@ -183,7 +183,7 @@ impl Inner {
             let c = if relative_url(src) {
                 Checked::deny("relative_url")
             } else if local_url(src) {
-                self.checker.uri(&self.policy, src, ctx.roots)
+                self.live().uri(src, ctx.roots)
             } else {
                 return true;
             };
@@ -194,7 +194,7 @@ impl Inner {
                 &c,
                 audit::Action::Filtered,
             );
-            let keep = (c.allow && ok) || !self.enforce;
+            let keep = (c.allow && ok) || !self.live().enforce;
             if !keep {
                 ctx.mark();
             }
@@ -242,7 +242,7 @@ impl Inner {
             let was_nonempty = content.as_array().is_none_or(|a| !a.is_empty());
             let keep = self.filter_content(ctx, &format!("{field}[{i}].content"), content);
             let emptied = was_nonempty && content.as_array().is_some_and(Vec::is_empty);
-            let keep = (keep && !emptied) || !self.enforce;
+            let keep = (keep && !emptied) || !self.live().enforce;
             if !keep {
                 ctx.mark();
             }
@@ -280,12 +280,12 @@ impl Inner {
                     &c,
                     audit::Action::Filtered,
                 );
-                if self.enforce {
+                if self.live().enforce {
                     return false;
                 }
                 continue;
             };
-            let c = self.checker.uri(&self.policy, &raw, ctx.roots);
+            let c = self.live().uri(&raw, ctx.roots);
             let ok = self.audit_decision(
                 ctx,
                 &format!("{field}{suffix}"),
@@ -294,12 +294,12 @@ impl Inner {
                 audit::Action::Filtered,
             );
             if !(c.allow && ok) {
-                if self.enforce {
+                if self.live().enforce {
                     return false;
                 }
                 continue;
             }
-            if let (Some(canonical), true) = (&c.canonical, self.enforce) {
+            if let (Some(canonical), true) = (&c.canonical, self.live().enforce) {
                 if let Some(slot) = block.pointer_mut(pointer) {
                     ctx.set_uri(slot, canonical.as_str());
                 }
@@ -310,7 +310,7 @@ impl Inner {
         };
         if let Some(inner) = obj.get_mut("content") {
             if !self.filter_content(ctx, &format!("{field}.content"), inner) {
-                return !self.enforce;
+                return !self.live().enforce;
             }
         }
         if let Some(resource) = obj.get_mut("resource").and_then(Value::as_object_mut) {

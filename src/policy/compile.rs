@@ -18,7 +18,7 @@
 //! - `roots.static` is replaced by a later layer that sets it; every static root must
 //!   pass the root rules of all layers, which are the actual bound;
 //! - fixed operational settings (`roots.list_timeout_ms`, `roots.launch_wait_ms`, `audit.path`,
-//!   `audit.rotate_bytes`, `sandbox.follow_roots`) are not permissions: the first layer that sets one fixes it,
+//!   `audit.rotate_bytes`, `audit.checkpoint_*`, `sandbox.follow_roots`) are not permissions: the first layer that sets one fixes it,
 //!   and a later layer may only repeat the same value.
 
 use std::collections::BTreeSet;
@@ -40,6 +40,7 @@ use super::settings::{
     SchemeStance, StaticRoot, SymlinkStance, Word, env_pattern_covers, fsync_rank,
 };
 use super::{AllowTable, LayerInfo, Matchers, Policy, ToolPaths};
+use crate::audit::syslog::{SyslogConfig, Transport};
 use crate::audit::{AllowedRecords, FsyncPolicy as Fsync, OnFailure};
 
 /// Default wait for the host's `roots/list` answer.
@@ -141,6 +142,11 @@ struct Acc {
     allowed: Setting<AllowedRecords>,
     retain_files: Setting<Option<u64>>,
     retain_bytes: Setting<Option<u64>>,
+    checkpoint_key: Setting<Option<String>>,
+    checkpoint_path: Setting<Option<String>>,
+    checkpoint_every_records: Setting<Option<u64>>,
+    checkpoint_every_ms: Setting<Option<u64>>,
+    syslog: Setting<Option<SyslogConfig>>,
 
     sb_mode: Setting<SandboxMode>,
     /// Grants accumulate: each entry with where it was granted.
@@ -205,6 +211,17 @@ impl Acc {
             allowed: Setting::default(AllowedRecords::Summary, "audit.allowed = \"summary\""),
             retain_files: Setting::default(None, "audit.retain_files: the audit module's default"),
             retain_bytes: Setting::default(None, "audit.retain_bytes unlimited"),
+            checkpoint_key: Setting::default(None, "audit.checkpoint_key: no checkpoints"),
+            checkpoint_path: Setting::default(None, "audit.checkpoint_path: beside the log"),
+            checkpoint_every_records: Setting::default(
+                None,
+                "audit.checkpoint_every_records: the audit module's default",
+            ),
+            checkpoint_every_ms: Setting::default(
+                None,
+                "audit.checkpoint_every_ms: the audit module's default",
+            ),
+            syslog: Setting::default(None, "audit.syslog: none"),
             sb_mode: Setting::default(SandboxMode::BestEffort, "sandbox.mode = \"best-effort\""),
             sb_read: Vec::new(),
             sb_write: Vec::new(),
@@ -1123,6 +1140,115 @@ fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         let prov = cx.prov(e);
         fixed(cx, &mut acc.retain_bytes, &e.span, Some(e.v), prov);
     }
+    // Checkpoints are operational, like the log's path: the first layer that sets one fixes
+    // it (a project layer cannot move the org's checkpoints or swap its key).
+    for (raw_e, set) in [
+        (&raw.audit_checkpoint_key, &mut acc.checkpoint_key),
+        (&raw.audit_checkpoint_path, &mut acc.checkpoint_path),
+    ] {
+        if let Some(e) = raw_e {
+            match glob::expand(&e.v, cx.home, false).and_then(|p| glob::check_path(&p).map(|()| p))
+            {
+                Ok(p) => {
+                    let prov = cx.prov(e);
+                    fixed(cx, set, &e.span, Some(p), prov);
+                }
+                Err(p) => cx.problem(&e.span, p),
+            }
+        }
+    }
+    for (raw_e, set) in [
+        (
+            &raw.audit_checkpoint_every_records,
+            &mut acc.checkpoint_every_records,
+        ),
+        (&raw.audit_checkpoint_every_ms, &mut acc.checkpoint_every_ms),
+    ] {
+        if let Some(e) = raw_e {
+            let prov = cx.prov(e);
+            fixed(cx, set, &e.span, Some(e.v), prov);
+        }
+    }
+    apply_syslog(acc, raw, cx);
+}
+
+/// `[audit.syslog]`: one fixed setting as a whole (the first layer that configures it
+/// fixes where records go; a later layer may only repeat it).
+fn apply_syslog(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    let Some(addr) = &raw.syslog_address else {
+        for (set, span) in [
+            (
+                raw.syslog_facility.is_some(),
+                raw.syslog_facility.as_ref().map(|e| e.key_span.clone()),
+            ),
+            (
+                raw.syslog_format.is_some(),
+                raw.syslog_format.as_ref().map(|e| e.key_span.clone()),
+            ),
+            (
+                raw.syslog_queue.is_some(),
+                raw.syslog_queue.as_ref().map(|e| e.key_span.clone()),
+            ),
+            (
+                raw.syslog_sd_id.is_some(),
+                raw.syslog_sd_id.as_ref().map(|e| e.key_span.clone()),
+            ),
+        ] {
+            if let (true, Some(span)) = (set, span) {
+                cx.error(
+                    &span,
+                    ErrorKind::BadValue,
+                    "`[audit.syslog]` without `address`".into(),
+                    "add `address = \"udp://host:514\"`, `\"tcp://host:601\"` or `\"unix:///dev/log\"`",
+                );
+                return;
+            }
+        }
+        return;
+    };
+    let transport = match addr.v.parse::<Transport>() {
+        Ok(t) => t,
+        Err(e) => {
+            cx.error(
+                &addr.span,
+                ErrorKind::BadValue,
+                e,
+                "e.g. `address = \"tcp://logs.example.org:601\"`",
+            );
+            return;
+        }
+    };
+    let mut c = SyslogConfig::new(transport);
+    if let Some(f) = &raw.syslog_facility {
+        c.facility = f.v;
+    }
+    if let Some(f) = &raw.syslog_format {
+        c.format = f.v;
+    }
+    if let Some(q) = &raw.syslog_queue {
+        c.queue = q.v as usize;
+    }
+    if let Some(id) = &raw.syslog_sd_id {
+        let ok = !id.v.is_empty()
+            && id.v.len() <= 32
+            && id
+                .v
+                .bytes()
+                .all(|b| (33..=126).contains(&b) && !matches!(b, b'=' | b']' | b'"'));
+        if !ok {
+            cx.error(
+                &id.span,
+                ErrorKind::BadValue,
+                format!("invalid syslog SD-ID `{}`", id.v),
+                "1 to 32 printable ASCII characters without `=`, `]`, `\"` or spaces, e.g. \
+                 `rootfence@<your private enterprise number>`",
+            );
+            return;
+        }
+        c.sd_id = id.v.clone();
+    }
+    let prov = cx.prov(addr);
+    fixed(cx, &mut acc.syslog, &addr.span, Some(c), prov);
 }
 
 fn word_of(w: FsyncWord) -> &'static str {
@@ -1740,6 +1866,44 @@ fn build(
             acc.retain_bytes.prov.clone(),
         ),
         (
+            "audit.checkpoint_key",
+            acc.checkpoint_key
+                .v
+                .as_deref()
+                .map_or("(none: no checkpoints)".into(), |p| format!("{p:?}")),
+            acc.checkpoint_key.prov.clone(),
+        ),
+        (
+            "audit.checkpoint_path",
+            acc.checkpoint_path
+                .v
+                .as_deref()
+                .map_or("(beside the log)".into(), |p| format!("{p:?}")),
+            acc.checkpoint_path.prov.clone(),
+        ),
+        (
+            "audit.checkpoint_every_records",
+            acc.checkpoint_every_records
+                .v
+                .map_or("(default)".into(), |n| n.to_string()),
+            acc.checkpoint_every_records.prov.clone(),
+        ),
+        (
+            "audit.syslog",
+            acc.syslog
+                .v
+                .as_ref()
+                .map_or("(none)".into(), |c| format!("{:?}", c.transport)),
+            acc.syslog.prov.clone(),
+        ),
+        (
+            "audit.checkpoint_every_ms",
+            acc.checkpoint_every_ms
+                .v
+                .map_or("(default)".into(), |n| n.to_string()),
+            acc.checkpoint_every_ms.prov.clone(),
+        ),
+        (
             "sandbox.mode",
             format!("\"{}\"", acc.sb_mode.v.word()),
             acc.sb_mode.prov.clone(),
@@ -1841,6 +2005,11 @@ fn build(
             allowed: acc.allowed.v,
             retain_files: acc.retain_files.v,
             retain_bytes: acc.retain_bytes.v,
+            checkpoint_key: acc.checkpoint_key.v.map(PathBuf::from),
+            checkpoint_path: acc.checkpoint_path.v.map(PathBuf::from),
+            checkpoint_every_records: acc.checkpoint_every_records.v,
+            checkpoint_every_ms: acc.checkpoint_every_ms.v,
+            syslog: acc.syslog.v.clone(),
         },
         sandbox: SandboxSettings {
             mode: acc.sb_mode.v,

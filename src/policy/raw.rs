@@ -19,6 +19,7 @@ use super::settings::{
     Access, FollowRoots, HardlinkStance, Mode, ReadStance, RootsFallback, SandboxMode,
     SymlinkStance,
 };
+use crate::audit::syslog::{FACILITIES, MsgFormat};
 use crate::audit::{AllowedRecords, OnFailure};
 
 /// The only schema version this build understands.
@@ -125,6 +126,15 @@ pub(crate) struct RawLayer {
     pub(crate) audit_allowed: Option<Entry<AllowedRecords>>,
     pub(crate) audit_retain_files: Option<Entry<u64>>,
     pub(crate) audit_retain_bytes: Option<Entry<u64>>,
+    pub(crate) audit_checkpoint_key: Option<Entry<String>>,
+    pub(crate) audit_checkpoint_path: Option<Entry<String>>,
+    pub(crate) audit_checkpoint_every_records: Option<Entry<u64>>,
+    pub(crate) audit_checkpoint_every_ms: Option<Entry<u64>>,
+    pub(crate) syslog_address: Option<Entry<String>>,
+    pub(crate) syslog_facility: Option<Entry<u8>>,
+    pub(crate) syslog_format: Option<Entry<MsgFormat>>,
+    pub(crate) syslog_queue: Option<Entry<u64>>,
+    pub(crate) syslog_sd_id: Option<Entry<String>>,
 
     pub(crate) sb_mode: Option<Entry<SandboxMode>>,
     pub(crate) sb_read: Strings,
@@ -184,7 +194,13 @@ const AUDIT_KEYS: &[&str] = &[
     "allowed",
     "retain_files",
     "retain_bytes",
+    "checkpoint_key",
+    "checkpoint_path",
+    "checkpoint_every_records",
+    "checkpoint_every_ms",
+    "syslog",
 ];
+const SYSLOG_KEYS: &[&str] = &["address", "facility", "format", "queue", "sd_id"];
 const SANDBOX_KEYS: &[&str] = &[
     "mode",
     "read",
@@ -209,6 +225,7 @@ const ALL_TABLES: &[(&str, &[&str])] = &[
     ("tools", TOOLS_KEYS),
     ("tools.paths", TOOL_PATH_KEYS),
     ("audit", AUDIT_KEYS),
+    ("audit.syslog", SYSLOG_KEYS),
     ("sandbox", SANDBOX_KEYS),
     ("sandbox.rlimits", RLIMIT_KEYS),
     ("sandbox.grantable", GRANTABLE_KEYS),
@@ -301,6 +318,19 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.audit_allowed = w.word(t, "audit", "allowed", AllowedRecords::WORDS);
         raw.audit_retain_files = w.uint(t, "audit", "retain_files", 0, 1_000_000);
         raw.audit_retain_bytes = w.size(t, "audit", "retain_bytes");
+        raw.audit_checkpoint_key = w.string(t, "audit", "checkpoint_key");
+        raw.audit_checkpoint_path = w.string(t, "audit", "checkpoint_path");
+        raw.audit_checkpoint_every_records =
+            w.uint(t, "audit", "checkpoint_every_records", 1, 100_000_000);
+        raw.audit_checkpoint_every_ms = w.uint(t, "audit", "checkpoint_every_ms", 100, 86_400_000);
+        if let Some(sy) = w.table(t, "audit", "syslog") {
+            w.check_keys(sy, "audit.syslog", SYSLOG_KEYS);
+            raw.syslog_address = w.string(sy, "audit.syslog", "address");
+            raw.syslog_facility = w.word(sy, "audit.syslog", "facility", FACILITIES);
+            raw.syslog_format = w.word(sy, "audit.syslog", "format", MsgFormat::WORDS);
+            raw.syslog_queue = w.uint(sy, "audit.syslog", "queue", 16, 10_000_000);
+            raw.syslog_sd_id = w.string(sy, "audit.syslog", "sd_id");
+        }
     }
     if let Some(t) = w.table(top, "", "sandbox") {
         w.check_keys(t, "sandbox", SANDBOX_KEYS);
@@ -366,6 +396,11 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
         "audit", "path"; "audit", "fsync"; "audit", "fsync_interval_ms";
         "audit", "rotate_bytes"; "audit", "on_failure"; "audit", "log_allowed";
         "audit", "allowed"; "audit", "retain_files"; "audit", "retain_bytes";
+        "audit", "checkpoint_key"; "audit", "checkpoint_path";
+        "audit", "checkpoint_every_records"; "audit", "checkpoint_every_ms";
+        "audit", "syslog";
+        "audit.syslog", "address"; "audit.syslog", "facility"; "audit.syslog", "format";
+        "audit.syslog", "queue"; "audit.syslog", "sd_id";
         "sandbox", "mode"; "sandbox", "read"; "sandbox", "write"; "sandbox", "network";
         "sandbox", "env"; "sandbox", "root_access"; "sandbox", "read_only_roots";
         "sandbox", "follow_roots"; "sandbox", "read_only_paths"; "sandbox", "rlimits";

@@ -130,6 +130,16 @@ pub struct AuditSettings {
     pub retain_files: Option<u64>,
     /// Bytes of rotated files kept; `None` means no limit by size.
     pub retain_bytes: Option<u64>,
+    /// The Ed25519 private key that signs checkpoints; `None`: no checkpoints.
+    pub checkpoint_key: Option<PathBuf>,
+    /// The checkpoint file; `None` means beside the log (`<stem>.checkpoints.jsonl`).
+    pub checkpoint_path: Option<PathBuf>,
+    /// Checkpoint after this many records; `None` means the audit module's default.
+    pub checkpoint_every_records: Option<u64>,
+    /// Checkpoint at least this often (ms) while records are written; `None`: default.
+    pub checkpoint_every_ms: Option<u64>,
+    /// `[audit.syslog]`: a copy of every record to syslog; `None`: none.
+    pub syslog: Option<crate::audit::syslog::SyslogConfig>,
 }
 
 /// `sandbox.follow_roots`: what happens when the effective roots change after the server

@@ -23,6 +23,8 @@
 //!
 //! SIGINT, SIGTERM and SIGHUP sent to rootfence are forwarded to every live generation's
 //! process group; the server decides what they mean, and its exit ends the session.
+//! (`RelayConfig::forward_hangup = false` keeps SIGHUP for the caller: `rootfence run`
+//! reloads its policy on it.)
 
 mod child;
 pub mod generation;
@@ -73,6 +75,9 @@ pub struct RelayConfig {
     /// `rootfence run`, whose signals are the session's). `rootfence serve` runs many
     /// sessions in one process and turns its own signals into a drain instead.
     pub forward_signals: bool,
+    /// Whether SIGHUP is among the signals forwarded (true) or left to the caller (false:
+    /// `rootfence run` reloads its policy on SIGHUP instead).
+    pub forward_hangup: bool,
 }
 
 impl RelayConfig {
@@ -97,6 +102,7 @@ impl RelayConfig {
                 grace: Duration::from_secs(5),
             },
             forward_signals: true,
+            forward_hangup: true,
         }
     }
 }
@@ -207,7 +213,7 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let mut signals = if cfg.forward_signals {
-        Some(Signals::new().map_err(io_err("cannot install signal handlers"))?)
+        Some(Signals::new(cfg.forward_hangup).map_err(io_err("cannot install signal handlers"))?)
     } else {
         None
     };
@@ -727,19 +733,23 @@ impl Stoppers {
     }
 }
 
-/// SIGINT, SIGTERM and SIGHUP, merged into one stream.
+/// SIGINT, SIGTERM and (unless the caller takes it) SIGHUP, merged into one stream.
 struct Signals {
     int: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
+    hup: Option<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
-    fn new() -> std::io::Result<Self> {
+    fn new(hangup: bool) -> std::io::Result<Self> {
         Ok(Signals {
             int: signal(SignalKind::interrupt())?,
             term: signal(SignalKind::terminate())?,
-            hup: signal(SignalKind::hangup())?,
+            hup: if hangup {
+                Some(signal(SignalKind::hangup())?)
+            } else {
+                None
+            },
         })
     }
 
@@ -752,10 +762,16 @@ impl Signals {
     }
 
     async fn recv(&mut self) -> Option<Signal> {
+        let hup = async {
+            match self.hup.as_mut() {
+                Some(h) => h.recv().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             Some(()) = self.int.recv() => Some(Signal::SIGINT),
             Some(()) = self.term.recv() => Some(Signal::SIGTERM),
-            Some(()) = self.hup.recv() => Some(Signal::SIGHUP),
+            Some(()) = hup => Some(Signal::SIGHUP),
             else => None,
         }
     }

@@ -1,0 +1,204 @@
+//! The record mapped to OCSF (Open Cybersecurity Schema Framework, 1.3) field names, for
+//! SIEMs that ingest OCSF: `audit show --format ocsf` and the syslog MSG with
+//! `format = "ocsf"`. The mapping is documented in docs/audit-schema.md, "OCSF".
+//!
+//! - `decision` → API Activity (class 6003): the MCP request is the API call
+//!   (`api.operation` the method, `api.request.uid` the JSON-RPC id), the URI the resource,
+//!   the verdict `action_id`/`disposition_id` (1 allowed, 2 denied/blocked);
+//! - `session_start`, `session_end` → Application Lifecycle (class 6002), Start / Stop;
+//! - everything else → Base Event (class 0), activity "Other".
+//!
+//! Every record keeps its envelope in `metadata` (`sequence` the seq, `correlation_uid` the
+//! session, `uid` `session:seq`), and the fields OCSF has no place for under `unmapped`,
+//! so nothing is lost.
+
+use serde_json::{Map, Value, json};
+
+/// The OCSF schema version the mapping follows.
+pub const OCSF_VERSION: &str = "1.3.0";
+
+/// Maps one record (a parsed line) to an OCSF event.
+pub fn map(rec: &Map<String, Value>) -> Value {
+    let s = |k: &str| rec.get(k).and_then(Value::as_str);
+    let event = s("event").unwrap_or("");
+    let seq = rec.get("seq").cloned().unwrap_or(Value::Null);
+    let session = s("session").unwrap_or("");
+    let time = s("ts")
+        .and_then(super::time::parse_rfc3339)
+        .map_or(Value::Null, |us| json!(us / 1000));
+    let mut used: Vec<&str> = vec!["v", "seq", "ts", "session", "prev", "event"];
+    let mut out = Map::new();
+    let (class_uid, class_name, category_uid, category_name, activity_id, activity_name);
+    let mut severity_id = 1; // Informational
+    match event {
+        "decision" => {
+            class_uid = 6003;
+            class_name = "API Activity";
+            category_uid = 6;
+            category_name = "Application Activity";
+            let method = s("method").unwrap_or("");
+            (activity_id, activity_name) = match method {
+                "resources/read"
+                | "resources/list"
+                | "resources/templates/list"
+                | "resources/subscribe"
+                | "prompts/get"
+                | "roots/list" => (2, "Read"),
+                _ => (99, "Other"),
+            };
+            let allowed = s("decision") == Some("allow");
+            if !allowed {
+                severity_id = 3; // Medium
+            }
+            out.insert("action_id".into(), json!(if allowed { 1 } else { 2 }));
+            out.insert(
+                "action".into(),
+                json!(if allowed { "Allowed" } else { "Denied" }),
+            );
+            out.insert("disposition_id".into(), json!(if allowed { 1 } else { 2 }));
+            out.insert(
+                "disposition".into(),
+                json!(if allowed { "Allowed" } else { "Blocked" }),
+            );
+            out.insert("status_id".into(), json!(if allowed { 1 } else { 2 }));
+            out.insert(
+                "status".into(),
+                json!(if allowed { "Success" } else { "Failure" }),
+            );
+            if let Some(r) = s("reason") {
+                out.insert("status_detail".into(), json!(r));
+            }
+            let mut api = Map::new();
+            api.insert("operation".into(), json!(method));
+            if let Some(id) = rec.get("id") {
+                api.insert("request".into(), json!({"uid": id.to_string()}));
+            }
+            api.insert("service".into(), json!({"name": "mcp"}));
+            out.insert("api".into(), Value::Object(api));
+            if let Some(uri) = s("uri") {
+                let mut res = Map::new();
+                res.insert("uid".into(), json!(s("canonical").unwrap_or(uri)));
+                res.insert("name".into(), json!(uri));
+                res.insert("type".into(), json!("uri"));
+                out.insert("resources".into(), json!([res]));
+            }
+            if let Some(rule) = s("rule") {
+                let mut policy = json!({"name": rule});
+                if let Some(l) = s("layer") {
+                    policy["uid"] = json!(l);
+                }
+                out.insert("policy".into(), policy);
+            }
+            used.extend([
+                "method",
+                "decision",
+                "reason",
+                "id",
+                "uri",
+                "canonical",
+                "rule",
+                "layer",
+            ]);
+        }
+        "session_start" | "session_end" => {
+            class_uid = 6002;
+            class_name = "Application Lifecycle";
+            category_uid = 6;
+            category_name = "Application Activity";
+            (activity_id, activity_name) = if event == "session_start" {
+                (3, "Start")
+            } else {
+                (4, "Stop")
+            };
+        }
+        _ => {
+            class_uid = 0;
+            class_name = "Base Event";
+            category_uid = 0;
+            category_name = "Uncategorized";
+            (activity_id, activity_name) = (99, "Other");
+            if matches!(event, "log_rewound" | "log_recovered") {
+                severity_id = 4; // High: the log was damaged or cut
+            }
+        }
+    }
+    out.insert("class_uid".into(), json!(class_uid));
+    out.insert("class_name".into(), json!(class_name));
+    out.insert("category_uid".into(), json!(category_uid));
+    out.insert("category_name".into(), json!(category_name));
+    out.insert("activity_id".into(), json!(activity_id));
+    out.insert("activity_name".into(), json!(activity_name));
+    out.insert("type_uid".into(), json!(class_uid * 100 + activity_id));
+    out.insert("severity_id".into(), json!(severity_id));
+    out.insert("time".into(), time);
+    out.insert("message".into(), json!(event));
+    out.insert(
+        "metadata".into(),
+        json!({
+            "version": OCSF_VERSION,
+            "product": {"name": "rootfence", "vendor_name": "rootfence", "version": env!("CARGO_PKG_VERSION")},
+            "log_name": "rootfence audit",
+            "event_code": event,
+            "uid": format!("{session}:{seq}"),
+            "sequence": seq,
+            "correlation_uid": session,
+        }),
+    );
+    let unmapped: Map<String, Value> = rec
+        .iter()
+        .filter(|(k, _)| !used.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !unmapped.is_empty() {
+        out.insert("unmapped".into(), Value::Object(unmapped));
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(s: &str) -> Map<String, Value> {
+        serde_json::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn a_denial_maps_to_api_activity_blocked() {
+        let r = rec(
+            r#"{"v":1,"seq":5,"ts":"2026-01-02T03:04:05.123456Z","session":"ab","prev":"00","event":"decision","direction":"host_to_server","method":"resources/read","id":3,"uri":"file:///etc/passwd","canonical":"file:///etc/passwd","decision":"deny","reason":"outside_roots","layer":null,"rule":null,"root":null,"action":"answered_error"}"#,
+        );
+        let o = map(&r);
+        assert_eq!(o["class_uid"], 6003);
+        assert_eq!(o["type_uid"], 600302);
+        assert_eq!(o["action_id"], 2);
+        assert_eq!(o["disposition"], "Blocked");
+        assert_eq!(o["status_detail"], "outside_roots");
+        assert_eq!(o["api"]["operation"], "resources/read");
+        assert_eq!(o["api"]["request"]["uid"], "3");
+        assert_eq!(o["resources"][0]["uid"], "file:///etc/passwd");
+        assert_eq!(o["time"], 1_767_323_045_123_i64);
+        assert_eq!(o["metadata"]["sequence"], 5);
+        assert_eq!(o["metadata"]["uid"], "ab:5");
+        assert_eq!(o["unmapped"]["direction"], "host_to_server");
+        assert_eq!(o["unmapped"]["action"], "answered_error");
+        assert!(o["unmapped"].get("prev").is_none());
+    }
+
+    #[test]
+    fn lifecycle_and_other_events() {
+        let o = map(&rec(
+            r#"{"seq":1,"session":"a","event":"session_start","pid":3}"#,
+        ));
+        assert_eq!(
+            (o["class_uid"].clone(), o["activity_id"].clone()),
+            (json!(6002), json!(3))
+        );
+        assert_eq!(o["unmapped"]["pid"], 3);
+        let o = map(&rec(r#"{"seq":9,"session":"a","event":"log_rewound"}"#));
+        assert_eq!(
+            (o["class_uid"].clone(), o["severity_id"].clone()),
+            (json!(0), json!(4))
+        );
+    }
+}
