@@ -64,6 +64,7 @@ pub use event::{
 pub use repeat::REPEAT_INTERVAL;
 pub use show::{ShowFilter, show};
 pub use summary::{SummaryOptions, summarize};
+pub(crate) use time::parse_rfc3339 as parse_ts_micros;
 pub use time::parse_time_arg;
 pub use verify::{ChainBreak, Incomplete, VerifyOptions, VerifyReport, order_files, verify_files};
 pub use writer::{ALLOW_DELAY, AuditLog, Auditor, QUEUE_BYTES, QUEUE_DEPTH, Receipt};
@@ -169,6 +170,33 @@ pub struct AuditConfig {
     pub retain_files: Option<u64>,
     /// At each rotation, keep rotated files of at most this many bytes in all.
     pub retain_bytes: Option<u64>,
+    /// Also hands every record written to this function, on the writer's thread (whole
+    /// lines, after they are in the file): how telemetry exports the records.
+    pub tee: Option<LineTee>,
+}
+
+/// A function the audit writer's thread hands every batch of records it wrote to (whole
+/// `\n`-terminated lines, as in the file). It must return at once: it runs between writes.
+#[derive(Clone)]
+pub struct LineTee(std::sync::Arc<TeeFn>);
+
+type TeeFn = dyn Fn(&[u8]) + Send + Sync;
+
+impl LineTee {
+    /// Wraps `f`.
+    pub fn new(f: impl Fn(&[u8]) + Send + Sync + 'static) -> LineTee {
+        LineTee(std::sync::Arc::new(f))
+    }
+
+    pub(crate) fn call(&self, lines: &[u8]) {
+        (self.0)(lines);
+    }
+}
+
+impl std::fmt::Debug for LineTee {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineTee(..)")
+    }
 }
 
 impl AuditConfig {
@@ -183,6 +211,7 @@ impl AuditConfig {
             log_allowed: true,
             retain_files: Some(DEFAULT_RETAIN_FILES),
             retain_bytes: None,
+            tee: None,
         }
     }
 }

@@ -76,6 +76,8 @@ pub(super) struct Sink {
     pub(super) dirty_since: Option<Instant>,
     /// Records this session wrote, for `session_end`.
     pub(super) session_records: u64,
+    /// Handed every batch written (see [`super::LineTee`]).
+    tee: Option<super::LineTee>,
 }
 
 impl Sink {
@@ -130,6 +132,7 @@ impl Sink {
             out: Vec::with_capacity(64 * 1024),
             dirty_since: None,
             session_records: 0,
+            tee: cfg.tee.clone(),
         })
     }
 
@@ -263,6 +266,9 @@ impl Sink {
         let file = self.file.as_mut().ok_or(AuditError::Closed)?;
         file.write_all(&self.out)
             .map_err(|e| AuditError::write(&self.path, e))?;
+        if let Some(tee) = &self.tee {
+            tee.call(&self.out);
+        }
         let head = self.head.as_mut().ok_or(AuditError::Closed)?;
         head.size += self.out.len() as u64;
         self.out.clear();

@@ -149,6 +149,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         cwd.clone(),
     ));
     let (enforcer, dropped) = Enforcer::new(Arc::clone(&policy), specs, Some(launcher));
+    // OpenTelemetry, when the policy or the environment names a collector (off otherwise,
+    // and then nothing below touches it).
+    let telemetry = rootfence::telemetry::Telemetry::start(&policy);
+    let enforcer = match &telemetry {
+        Some(t) => enforcer.with_telemetry(t.clone()),
+        None => enforcer,
+    };
     for d in &dropped {
         let given = args
             .roots
@@ -173,13 +180,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         None => audit::default_log_path().map_err(|e| anyhow!("{e}"))?,
     };
     eprintln!("rootfence: audit log: {}", audit_path.display());
-    let audit_cfg = audit_config(&policy, audit_path);
+    let mut audit_cfg = audit_config(&policy, audit_path);
+    audit_cfg.tee = telemetry.as_ref().map(|t| t.audit_tee());
     let session_start = session_start(&args.command, &cwd, &policy, &enforcer);
 
     let hook_state = Arc::clone(&start);
+    let hook_telemetry = telemetry.clone();
     let hook: StartHook = Box::new(move |_session| {
         let log = AuditLog::open(audit_cfg, session_start)
             .map_err(|e| format!("cannot open the audit log: {e}"))?;
+        if let Some(t) = &hook_telemetry {
+            t.set_session(log.session_id());
+        }
         let auditor = log.handle();
         *hook_state.lock().unwrap_or_else(|e| e.into_inner()) = Some(StartState { log });
         Ok(Started {
@@ -192,6 +204,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     config.max_line = args.max_message_size;
     config.shutdown_grace = args.shutdown_grace;
     config.timing.grace = args.restart_grace;
+    config.observer = telemetry
+        .clone()
+        .map(|t| Arc::new(t) as Arc<dyn relay::Observer>);
 
     // One thread: the relay is two pumps and two writers, all I/O-bound; a single-threaded
     // runtime keeps every hand-off on one core with no cross-thread wake-ups.
@@ -235,10 +250,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 ..audit::Counts::default()
             },
         };
-        if let Err(e) = log.close(end) {
+        let closed = log.close(end);
+        if let Some(t) = &telemetry {
+            t.shutdown();
+        }
+        if let Err(e) = closed {
             eprintln!("rootfence: error: could not finish the audit log: {e}");
             return Ok(ExitCode::from(2));
         }
+    } else if let Some(t) = &telemetry {
+        t.shutdown();
     }
     if matches!(outcome.cause, EndCause::Stopped | EndCause::ServerFailed) {
         // rootfence ended the session itself (its error is on stderr): its own failure code,

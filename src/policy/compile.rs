@@ -18,8 +18,9 @@
 //! - `roots.static` is replaced by a later layer that sets it; every static root must
 //!   pass the root rules of all layers, which are the actual bound;
 //! - fixed operational settings (`roots.list_timeout_ms`, `roots.launch_wait_ms`, `audit.path`,
-//!   `audit.rotate_bytes`, `sandbox.follow_roots`) are not permissions: the first layer that sets one fixes it,
-//!   and a later layer may only repeat the same value.
+//!   `audit.rotate_bytes`, `sandbox.follow_roots`, every `telemetry.*` key) are not
+//!   permissions: the first layer that sets one fixes it, and a later layer may only repeat
+//!   the same value.
 
 use std::collections::BTreeSet;
 use std::ops::Range;
@@ -37,7 +38,8 @@ use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
 use super::settings::{
     Access, AuditSettings, FollowRoots, HardlinkStance, Mode, Network, Ranked, ReadStance,
     ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
-    SchemeStance, StaticRoot, SymlinkStance, Word, env_pattern_covers, fsync_rank,
+    SchemeStance, StaticRoot, SymlinkStance, TelemetrySettings, Word, env_pattern_covers,
+    fsync_rank,
 };
 use super::{AllowTable, LayerInfo, Matchers, Policy, ToolPaths};
 use crate::audit::{AllowedRecords, FsyncPolicy as Fsync, OnFailure};
@@ -161,6 +163,11 @@ struct Acc {
     rl_as: Setting<Option<u64>>,
     rl_cpu: Setting<Option<u64>>,
     rl_nproc: Setting<Option<u64>>,
+
+    tel_endpoint: Setting<Option<String>>,
+    tel_protocol: Setting<Option<String>>,
+    tel_service_name: Setting<Option<String>>,
+    tel_resource_attributes: Setting<Option<String>>,
 }
 
 impl Acc {
@@ -227,6 +234,13 @@ impl Acc {
             rl_as: Setting::default(None, "sandbox.rlimits.address_space: inherited"),
             rl_cpu: Setting::default(None, "sandbox.rlimits.cpu_seconds: inherited"),
             rl_nproc: Setting::default(None, "sandbox.rlimits.processes: inherited"),
+            tel_endpoint: Setting::default(None, "telemetry.endpoint: OTEL_EXPORTER_OTLP_ENDPOINT"),
+            tel_protocol: Setting::default(None, "telemetry.protocol: http/protobuf"),
+            tel_service_name: Setting::default(None, "telemetry.service_name: OTEL_SERVICE_NAME"),
+            tel_resource_attributes: Setting::default(
+                None,
+                "telemetry.resource_attributes: OTEL_RESOURCE_ATTRIBUTES",
+            ),
         }
     }
 }
@@ -693,6 +707,73 @@ fn apply_layer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     apply_tools(acc, raw, cx);
     apply_audit(acc, raw, cx);
     apply_sandbox(acc, raw, cx);
+    apply_telemetry(acc, raw, cx);
+}
+
+fn apply_telemetry(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    if let Some(e) = &raw.tel_endpoint {
+        match crate::telemetry::config::check_endpoint(&e.v) {
+            Ok(()) => {
+                let prov = cx.prov(e);
+                fixed(cx, &mut acc.tel_endpoint, &e.span, Some(e.v.clone()), prov);
+            }
+            Err(why) => cx.error(
+                &e.span,
+                ErrorKind::BadValue,
+                format!("`telemetry.endpoint = \"{}\"`: {why}", e.v),
+                "e.g. endpoint = \"http://localhost:4318\"",
+            ),
+        }
+    }
+    if let Some(e) = &raw.tel_protocol {
+        let prov = cx.prov(e);
+        fixed(
+            cx,
+            &mut acc.tel_protocol,
+            &e.span,
+            Some(e.v.to_owned()),
+            prov,
+        );
+    }
+    if let Some(e) = &raw.tel_service_name {
+        if e.v.trim().is_empty() {
+            cx.error(
+                &e.span,
+                ErrorKind::BadValue,
+                "`telemetry.service_name` is empty".into(),
+                "name the service, e.g. service_name = \"rootfence\", or remove the key",
+            );
+        } else {
+            let prov = cx.prov(e);
+            fixed(
+                cx,
+                &mut acc.tel_service_name,
+                &e.span,
+                Some(e.v.clone()),
+                prov,
+            );
+        }
+    }
+    if let Some(e) = &raw.tel_resource_attributes {
+        match crate::telemetry::config::parse_attributes(&e.v) {
+            Ok(_) => {
+                let prov = cx.prov(e);
+                fixed(
+                    cx,
+                    &mut acc.tel_resource_attributes,
+                    &e.span,
+                    Some(e.v.clone()),
+                    prov,
+                );
+            }
+            Err(why) => cx.error(
+                &e.span,
+                ErrorKind::BadValue,
+                format!("`telemetry.resource_attributes`: {why}"),
+                "write key=value pairs separated by commas, e.g. \"team=sec,deployment.environment.name=prod\"",
+            ),
+        }
+    }
 }
 
 fn apply_roots(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
@@ -1795,6 +1876,22 @@ fn build(
             acc.rl_nproc.prov.clone(),
         ),
         (
+            "telemetry.endpoint",
+            acc.tel_endpoint
+                .v
+                .as_deref()
+                .map_or("(environment)".into(), |e| format!("{e:?}")),
+            acc.tel_endpoint.prov.clone(),
+        ),
+        (
+            "telemetry.service_name",
+            acc.tel_service_name
+                .v
+                .as_deref()
+                .map_or("(environment)".into(), |e| format!("{e:?}")),
+            acc.tel_service_name.prov.clone(),
+        ),
+        (
             "sandbox.grantable.env",
             list(&acc.grant_env.v),
             acc.grant_env.prov.clone(),
@@ -1880,6 +1977,12 @@ fn build(
                 .map(|(g, _)| g.text.clone())
                 .collect(),
             read_only_paths_set,
+        },
+        telemetry: TelemetrySettings {
+            endpoint: acc.tel_endpoint.v,
+            protocol: acc.tel_protocol.v,
+            service_name: acc.tel_service_name.v,
+            resource_attributes: acc.tel_resource_attributes.v,
         },
         m,
         shown,
