@@ -2048,6 +2048,53 @@ mod tests {
     }
 
     #[test]
+    fn the_telemetry_table_is_validated_and_fixed_by_its_first_layer() {
+        let load = |layers: &[&str]| {
+            let sources: Vec<(String, String)> = layers
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (format!("l{i}.toml"), format!("version = 1\n{t}")))
+                .collect();
+            crate::policy::Policy::from_sources(&sources)
+        };
+        let p = load(&["[telemetry]\nendpoint = \"http://localhost:4318\"\n\
+                        protocol = \"http/protobuf\"\nservice_name = \"fleet\"\n\
+                        resource_attributes = \"team=sec\""])
+        .unwrap();
+        assert_eq!(
+            p.telemetry().endpoint.as_deref(),
+            Some("http://localhost:4318")
+        );
+        assert_eq!(p.telemetry().service_name.as_deref(), Some("fleet"));
+        assert_eq!(
+            p.telemetry().resource_attributes.as_deref(),
+            Some("team=sec")
+        );
+        assert_eq!(
+            load(&[""]).unwrap().telemetry(),
+            &TelemetrySettings::default()
+        );
+        for (bad, says) in [
+            ("endpoint = \"https://c:4318\"", "plain HTTP"),
+            ("endpoint = \"c:4318\"", "http:// URL"),
+            ("protocol = \"grpc\"", "http/protobuf"),
+            ("service_name = \" \"", "empty"),
+            ("resource_attributes = \"team\"", "key=value"),
+            ("endpont = \"http://c:4318\"", "endpoint"),
+        ] {
+            let err = load(&[&format!("[telemetry]\n{bad}")])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        // A later layer may repeat the organisation's collector, not move it.
+        let org = "[telemetry]\nendpoint = \"http://localhost:4318\"";
+        assert!(load(&[org, org]).is_ok());
+        let moved = load(&[org, "[telemetry]\nendpoint = \"http://elsewhere:4318\""]);
+        assert!(moved.unwrap_err().to_string().contains("conflicts"));
+    }
+
+    #[test]
     fn read_only_paths_default_replace_first_and_only_add_later() {
         let load = |layers: &[&str]| {
             let sources: Vec<(String, String)> = layers

@@ -1139,9 +1139,12 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
     };
     let from = routed.origin.side;
     let is_initialize = from == Side::Host && &*routed.method == methods::INITIALIZE;
+    // A server's answer that rootfence replaced is observed once its bytes are built (what
+    // was withheld is measured on them); every other final action, here.
+    let replaced_answer = from == Side::Server && matches!(action, Action::Replace(_));
     if let (Some(observed), Some(id), Some(o)) = (&routed.observed, &routed.id, session.observer())
     {
-        if !matches!(action, Action::Defer(_)) {
+        if !matches!(action, Action::Defer(_)) && !replaced_answer {
             observe(o, from, id, observed, &action);
         }
     }
@@ -1189,7 +1192,24 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
             let note =
                 (from == Side::Host).then(|| (Arc::clone(&routed.method), routed.id.clone()));
             let bytes = match action {
-                Action::Replace(v) => Some(to_bytes(&v)),
+                Action::Replace(v) => {
+                    let bytes = to_bytes(&v);
+                    if let (true, Some(observed), Some(id), Some(o)) = (
+                        replaced_answer,
+                        &routed.observed,
+                        &routed.id,
+                        session.observer(),
+                    ) {
+                        o.answered(
+                            id,
+                            super::Answer::Server {
+                                error: v.get("error").and_then(|e| e.get("code")?.as_i64()),
+                                withheld: (observed.len as u64).saturating_sub(bytes.len() as u64),
+                            },
+                        );
+                    }
+                    Some(bytes)
+                }
                 _ => None,
             };
             Step::Send {
@@ -1243,7 +1263,7 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
 
 /// Tells the observer how a host request was answered, from the final action on it (a host
 /// request) or on its answer (a server response). (A host request that is forwarded is
-/// answered later, by the server.)
+/// answered later, by the server; a server answer rootfence replaced is told in `finish`.)
 fn observe(o: &dyn super::Observer, from: Side, id: &Id, observed: &Observed, action: &Action) {
     use super::Answer;
     let error_of = |v: &Value| v.get("error")?.get("code")?.as_i64();
@@ -1262,16 +1282,8 @@ fn observe(o: &dyn super::Observer, from: Side, id: &Id, observed: &Observed, ac
             error: observed.error,
             withheld: 0,
         },
-        (Side::Server, Action::Replace(v)) => {
-            // Only the size of what was withheld is wanted: the value is measured, not
-            // kept (it is serialized again for sending).
-            let sent = serde_json::to_vec(v).map_or(0, |b| b.len() as u64);
-            Answer::Server {
-                error: error_of(v),
-                withheld: len.saturating_sub(sent),
-            }
-        }
-        (Side::Server, Action::Reply(_) | Action::Drop | Action::Defer(_)) => Answer::Server {
+        (Side::Server, Action::Replace(_) | Action::Defer(_)) => return,
+        (Side::Server, Action::Reply(_) | Action::Drop) => Answer::Server {
             error: None,
             withheld: len,
         },

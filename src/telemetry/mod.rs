@@ -6,13 +6,14 @@
 //! # Never in the relay's way
 //!
 //! The relay's thread only notes facts: a host request's id, method and times, the decisions
-//! made on it, how it was answered. Each note is one `try_send` on a bounded queue
-//! ([`QUEUE`] entries) to the telemetry thread, which builds the spans, metrics and log
-//! records with the SDK; the SDK's batch processors export from threads of their own. When
-//! the queue is full (a collector that is down or slow backs up the SDK, which backs up
-//! nothing: the SDK drops too), the note is dropped and counted, and the count is itself
-//! exported (`rootfence.telemetry.dropped`). Nothing here ever waits on a collector except
-//! [`Telemetry::shutdown`], bounded by [`SHUTDOWN_WAIT`].
+//! made on it, how it was answered. Each note is pushed on a bounded inbox ([`QUEUE`]
+//! entries; one uncontended lock, no system call: the telemetry thread is never woken per
+//! note, it takes the whole inbox every [`TICK`]) and the telemetry thread builds the spans,
+//! metrics and log records with the SDK; the SDK's batch processors export from threads of
+//! their own. When the inbox is full, the note is dropped and counted, and the count is
+//! itself exported (`rootfence.telemetry.dropped`); a collector that is down or slow backs up
+//! the SDK's own bounded queues, which drop too, never the inbox. Nothing here ever waits on
+//! a collector except [`Telemetry::shutdown`], bounded by [`SHUTDOWN_WAIT`].
 //!
 //! The one thing done on the relay's thread besides the note: choosing the span id of the
 //! request's span (random), so that a host `traceparent` can be rewritten to name it before
@@ -27,7 +28,6 @@ mod http;
 mod worker;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -43,6 +43,9 @@ pub use config::Config;
 /// Notes queued for the telemetry thread, at most.
 pub const QUEUE: usize = 8192;
 
+/// How often the telemetry thread takes the notes queued.
+pub const TICK: Duration = Duration::from_millis(25);
+
 /// How long the end of a session waits for the last telemetry to be exported.
 pub const SHUTDOWN_WAIT: Duration = Duration::from_millis(1500);
 
@@ -54,7 +57,7 @@ pub struct Telemetry {
 
 #[derive(Debug)]
 struct Shared {
-    tx: SyncSender<worker::Msg>,
+    inbox: Arc<worker::Inbox>,
     dropped: Arc<AtomicU64>,
     ids: RandomIdGenerator,
     /// The audit session id, once the log is open (`mcp.session.id` of every span).
@@ -108,22 +111,29 @@ impl Telemetry {
 
     /// Starts the telemetry thread and the SDK's exporters for `config`.
     pub fn with_config(config: &Config) -> Result<Telemetry, String> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        let inbox = Arc::new(worker::Inbox::new(QUEUE));
         let dropped = Arc::new(AtomicU64::new(0));
         let session = Arc::new(OnceLock::new());
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let sdk = worker::Sdk::new(config, Arc::clone(&dropped))?;
+        let dropped_for_worker = Arc::clone(&dropped);
         let session_for_worker = Arc::clone(&session);
+        let inbox_for_worker = Arc::clone(&inbox);
         std::thread::Builder::new()
             .name("rootfence-telemetry".into())
             .spawn(move || {
-                worker::run(sdk, rx, session_for_worker);
+                worker::run(
+                    sdk,
+                    &inbox_for_worker,
+                    session_for_worker,
+                    dropped_for_worker,
+                );
                 let _ = done_tx.send(());
             })
             .map_err(|e| format!("cannot start the telemetry thread: {e}"))?;
         Ok(Telemetry {
             shared: Arc::new(Shared {
-                tx,
+                inbox,
                 dropped,
                 ids: RandomIdGenerator::default(),
                 session,
@@ -143,11 +153,8 @@ impl Telemetry {
     }
 
     fn send(&self, msg: worker::Msg) {
-        match self.shared.tx.try_send(msg) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.shared.dropped.fetch_add(1, Ordering::Relaxed);
-            }
+        if !self.shared.inbox.push(msg) {
+            self.shared.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -179,20 +186,7 @@ impl Telemetry {
     /// delays rootfence's exit longer).
     pub fn shutdown(&self) {
         let deadline = Instant::now() + SHUTDOWN_WAIT;
-        let mut msg = worker::Msg::Shutdown;
-        loop {
-            match self.shared.tx.try_send(msg) {
-                Ok(()) => break,
-                Err(TrySendError::Disconnected(_)) => return,
-                Err(TrySendError::Full(back)) => {
-                    if Instant::now() >= deadline {
-                        return;
-                    }
-                    msg = back;
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            }
-        }
+        self.shared.inbox.close();
         let done = self
             .shared
             .done

@@ -8,8 +8,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::Receiver;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, LoggerProvider as _, Severity};
@@ -52,7 +51,62 @@ pub(super) enum Msg {
     },
     /// Whole audit records, one per line, as written.
     Audit(Vec<u8>),
-    Shutdown,
+}
+
+/// The notes waiting for the telemetry thread: bounded, and taken whole every
+/// [`super::TICK`], so a note costs its sender one uncontended lock and never a wake-up.
+#[derive(Debug)]
+pub(super) struct Inbox {
+    state: Mutex<InboxState>,
+    closed: Condvar,
+    cap: usize,
+}
+
+#[derive(Debug, Default)]
+struct InboxState {
+    items: Vec<Msg>,
+    closed: bool,
+}
+
+impl Inbox {
+    pub(super) fn new(cap: usize) -> Inbox {
+        Inbox {
+            state: Mutex::new(InboxState {
+                items: Vec::with_capacity(256),
+                closed: false,
+            }),
+            closed: Condvar::new(),
+            cap,
+        }
+    }
+
+    /// Queues a note; false (dropped) when the inbox is full or closed.
+    pub(super) fn push(&self, msg: Msg) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.closed || st.items.len() >= self.cap {
+            return false;
+        }
+        st.items.push(msg);
+        true
+    }
+
+    /// Stops taking notes and wakes the telemetry thread for its last round.
+    pub(super) fn close(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.closed.notify_all();
+    }
+
+    /// Waits one tick (or until closed), then takes everything queued; the flag says the
+    /// inbox is closed (this is the last round).
+    fn take(&self, into: &mut Vec<Msg>) -> bool {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut st, _) = self
+            .closed
+            .wait_timeout_while(st, super::TICK, |st| !st.closed)
+            .unwrap_or_else(|e| e.into_inner());
+        std::mem::swap(&mut st.items, into);
+        st.closed
+    }
 }
 
 /// A host request, as it arrived.
@@ -363,15 +417,44 @@ struct Verdict {
     uri: Box<str>,
 }
 
-/// The telemetry thread's loop: until [`Msg::Shutdown`] or every sender is gone.
-pub(super) fn run(sdk: Sdk, rx: Receiver<Msg>, session: Arc<OnceLock<String>>) {
+/// The telemetry thread's loop: until the inbox is closed.
+pub(super) fn run(
+    sdk: Sdk,
+    inbox: &Inbox,
+    session: Arc<OnceLock<String>>,
+    dropped: Arc<AtomicU64>,
+) {
     let mut open: HashMap<IdKey, Open> = HashMap::new();
-    let w = Worker { sdk, session };
-    while let Ok(msg) = rx.recv() {
+    let w = Worker {
+        sdk,
+        session,
+        dropped,
+    };
+    let mut batch = Vec::with_capacity(256);
+    loop {
+        let last = inbox.take(&mut batch);
+        for msg in batch.drain(..) {
+            w.handle(msg, &mut open);
+        }
+        if last {
+            break;
+        }
+    }
+    let now = Instant::now();
+    for (_, o) in open.drain() {
+        w.finish(o, now, None);
+    }
+    w.sdk.shutdown();
+}
+
+impl Worker {
+    fn handle(&self, msg: Msg, open: &mut HashMap<IdKey, Open>) {
+        let w = self;
         match msg {
             Msg::Start(start) => {
                 if open.len() >= MAX_OPEN {
-                    continue;
+                    w.dropped.fetch_add(1, Ordering::Relaxed);
+                    return;
                 }
                 let key = start.key.clone();
                 let fresh = Open {
@@ -414,19 +497,14 @@ pub(super) fn run(sdk: Sdk, rx: Receiver<Msg>, session: Arc<OnceLock<String>>) {
                 started,
             } => w.generation(generation, started),
             Msg::Audit(lines) => w.audit(&lines),
-            Msg::Shutdown => break,
         }
     }
-    let now = Instant::now();
-    for (_, o) in open.drain() {
-        w.finish(o, now, None);
-    }
-    w.sdk.shutdown();
 }
 
 struct Worker {
     sdk: Sdk,
     session: Arc<OnceLock<String>>,
+    dropped: Arc<AtomicU64>,
 }
 
 impl Worker {
