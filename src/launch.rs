@@ -23,6 +23,9 @@ pub struct SandboxLauncher {
     host_grants: ServerGrants,
     /// Where the host started rootfence (relative `--read`/`--write` paths).
     cwd: PathBuf,
+    /// The placeholders every generation's launcher created (`CarveReport`), removed by
+    /// [`SandboxLauncher::remove_placeholders`] when the session is over.
+    placeholders: Arc<Mutex<Vec<PathBuf>>>,
 }
 
 impl SandboxLauncher {
@@ -41,7 +44,16 @@ impl SandboxLauncher {
             argv,
             host_grants,
             cwd,
+            placeholders: Arc::default(),
         }
+    }
+
+    /// Removes the placeholders of every generation that are still empty. Call it once the
+    /// session is over (no server runs): see [`sandbox::remove_placeholders`].
+    pub fn remove_placeholders(&self) {
+        let paths =
+            std::mem::take(&mut *self.placeholders.lock().unwrap_or_else(|e| e.into_inner()));
+        sandbox::remove_placeholders(&paths);
     }
 
     /// The sandbox spec for a server confined to `roots` (`sandbox::server_spec`, the one
@@ -83,6 +95,7 @@ impl ServerLauncher for SandboxLauncher {
         let started = {
             let session = Arc::clone(&session);
             let slot = Arc::clone(&slot);
+            let placeholders = Arc::clone(&self.placeholders);
             move || -> Result<(), String> {
                 let reader = session
                     .lock()
@@ -99,6 +112,10 @@ impl ServerLauncher for SandboxLauncher {
                 } else {
                     eprintln!("rootfence: server generation {generation}: {report}");
                 }
+                placeholders
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend(report.placeholders());
                 let _ = slot.set(report);
                 Ok(())
             }

@@ -336,12 +336,20 @@ fn a_server_cannot_write_where_code_runs_later() {
                 "{method:?}: {tool} {args} succeeded: {t}"
             );
         }
-        // A protected name that does not exist yet: the Landlock carve-out refuses it by
-        // construction; the mount namespace cannot (documented), the protocol layer and the
-        // report say so.
-        let (resp, _) = host.call_tool("mkdir", json!({"path": format!("{root}/.claude")}));
-        let created = text_of(&resp) == "mkdir ok";
-        assert_eq!(created, method == Method::Mounts, "{method:?}: {resp}");
+        // A protected directory name that does not exist yet: the Landlock carve-out refuses
+        // it by construction; the mount namespace covers an empty read-only placeholder
+        // (Claude Code runs the hooks of `.claude/settings.json`).
+        let _ = host.call_tool("mkdir", json!({"path": format!("{root}/.claude")}));
+        let (resp, _) = host.call_tool(
+            "write",
+            json!({"path": format!("{root}/.claude/settings.json"), "text": "{\"hooks\":{}}"}),
+        );
+        assert!(text_of(&resp).contains(" error "), "{method:?}: {resp}");
+        let (resp, _) = host.call_tool(
+            "rename",
+            json!({"from": format!("{root}/.claude"), "to": format!("{root}/claude-old")}),
+        );
+        assert!(text_of(&resp).contains(" error "), "{method:?}: {resp}");
         // Ordinary work in the root goes on.
         let (resp, _) = host.call_tool(
             "write",
@@ -359,8 +367,54 @@ fn a_server_cannot_write_where_code_runs_later() {
         assert!(!r.join(".git/hooks/post-checkout").exists());
         assert!(!r.join(".vscode/tasks.json").exists());
         assert!(r.join(".git").is_dir() && !r.join("git-old").exists());
+        // The placeholder went with the session; nothing was written under that name.
+        assert!(
+            !r.join(".claude").exists(),
+            "{method:?}: .claude is left behind"
+        );
         assert_no_secret(&host);
     }
+}
+
+/// The placeholder is the user's tree's only change, and only while it is empty: a file
+/// the user puts there during the session (outside the server's namespace) stays, and a
+/// protected name the user already has is left alone.
+#[test]
+fn a_hostile_server_cannot_create_claude_settings_hooks_at_the_top_of_a_root() {
+    let tree = tree();
+    let root = tree.root_str();
+    let r = &tree.root;
+    let mut host = start(&tree, Method::Mounts, &exfil(None));
+    for dir in [".claude", ".cursor"] {
+        let (resp, _) = host.call_tool(
+            "write",
+            json!({"path": format!("{root}/{dir}/settings.json"), "text": "{\"hooks\":{}}"}),
+        );
+        assert!(text_of(&resp).contains(" error "), "{dir}: {resp}");
+        assert!(r.join(dir).is_dir(), "{dir}: the placeholder is there");
+    }
+    // The user (not the server) adds a file under one placeholder meanwhile.
+    std::fs::write(r.join(".cursor/mine.json"), "{}").unwrap();
+    let (resp, _) = host.call_tool(
+        "write",
+        json!({"path": format!("{root}/sub/b.txt"), "text": "edited"}),
+    );
+    assert_eq!(text_of(&resp), "write ok");
+    assert_eq!(host.finish(), 0);
+    assert!(
+        !r.join(".claude").exists(),
+        "an empty placeholder is removed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.join(".cursor/mine.json")).unwrap(),
+        "{}",
+        "the user's file stays"
+    );
+    assert!(
+        r.join(".vscode/settings.json").is_file(),
+        "existing names untouched"
+    );
+    assert!(host.stderr().contains("placeholder"), "{}", host.stderr());
 }
 
 // -------------------------------------------------------------------------------------------
@@ -457,7 +511,12 @@ fn server_filesystem_edits_at_the_top_of_a_root_that_holds_env_and_git() {
         "read_text_file",
         json!({"path": format!("{root}/.env")}),
     );
-    assert_eq!(r["error"]["code"], -32010, "{r}");
+    // A tool call's denial is a tool execution error (SEP-1303) the model can act on.
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(
+        r["result"]["_meta"]["io.rootfence/denial"]["reason"], "policy_deny",
+        "{r}"
+    );
     for (path, reason) in [
         (".mcp.json", "read_only_path"),
         (".claude/settings.json", "read_only_path"),
@@ -470,7 +529,9 @@ fn server_filesystem_edits_at_the_top_of_a_root_that_holds_env_and_git() {
             "write_file",
             json!({"path": format!("{root}/{path}"), "content": "{}"}),
         );
-        assert_eq!(r["error"]["data"]["reason"], reason, "{path}: {r}");
+        let denial = &r["result"]["_meta"]["io.rootfence/denial"];
+        assert_eq!(denial["reason"], reason, "{path}: {r}");
+        assert_eq!(r["result"]["isError"], true, "{path}: {r}");
     }
     assert_eq!(host.finish(), 0);
     assert_no_secret(&host);

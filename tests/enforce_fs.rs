@@ -407,14 +407,20 @@ fn relative_tool_path_outside_the_roots_is_refused_with_what_to_send() {
     let (r, _) = host.call_tool("read_text_file", json!({"path": tree.root.join("a.txt")}));
     assert_eq!(tool_text(&r), "inside a\n", "an absolute path works: {r}");
     let (r, _) = host.call_tool("read_text_file", json!({"path": "a.txt"}));
-    let text = r.to_string();
+    let text = r.to_string().to_lowercase();
     assert!(text.contains("relative_path"), "{r}");
     assert!(
-        text.contains("use an absolute path inside") && text.contains(&tree.root_str()),
+        text.contains("use an absolute path inside")
+            && text.contains(&tree.root_str().to_lowercase()),
         "the refusal says what to send: {r}"
     );
     let (r, _) = host.call_tool("read_text_file", json!({"path": "~/secret.txt"}));
-    assert!(r.to_string().contains("use an absolute path inside"), "{r}");
+    assert!(
+        r.to_string()
+            .to_lowercase()
+            .contains("use an absolute path inside"),
+        "{r}"
+    );
     finish(host, &tree);
 }
 
@@ -497,11 +503,15 @@ fn verify_toctou_link_made_after_the_check_is_never_verified() {
         "2025-06-18",
     );
     host.begin(json!({}));
-    let uri = tree.uri("plant-.env");
+    // A denied file too short for the content tripwire to fingerprint (under
+    // `tripwire::MIN_TOKEN` bytes): only the re-judgement of the file opened can stop it.
+    let tiny = "k=v9#";
+    std::fs::write(tree.root.join(".env.tiny"), tiny).unwrap();
+    let uri = tree.uri("plant-.env.tiny");
     for _ in 0..5 {
-        let _ = std::fs::remove_file(tree.root.join("plant-.env"));
+        let _ = std::fs::remove_file(tree.root.join("plant-.env.tiny"));
         let r = host.request("resources/read", json!({"uri": uri}));
-        assert!(!r.to_string().contains(POLICY_MARKER), "{r}");
+        assert!(!r.to_string().contains(tiny), "{r}");
         assert!(r.get("error").is_some(), "{r}");
     }
     let records = finish(host, &tree);

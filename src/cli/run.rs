@@ -148,7 +148,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         grants,
         cwd.clone(),
     ));
-    let (enforcer, dropped) = Enforcer::new(Arc::clone(&policy), specs, Some(launcher));
+    let (enforcer, dropped) = Enforcer::new(
+        Arc::clone(&policy),
+        specs,
+        Some(Arc::clone(&launcher) as Arc<dyn rootfence::enforce::ServerLauncher>),
+    );
     // OpenTelemetry, when the policy or the environment names a collector (off otherwise,
     // and then nothing below touches it).
     let telemetry = rootfence::telemetry::Telemetry::start(&policy);
@@ -217,6 +221,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let outcome = runtime.block_on(relay::run(config, Arc::new(enforcer)));
     // A read of a terminal stdin may still be parked on a blocking thread; don't wait for it.
     runtime.shutdown_background();
+    // Every server of the session has stopped: the placeholders can go.
+    launcher.remove_placeholders();
     let outcome = outcome?;
 
     if let Some(StartState { log }) = start.lock().unwrap_or_else(|e| e.into_inner()).take() {

@@ -208,6 +208,10 @@ fn advice(
         "hard_link" => "is a file with several hard links (another name of the same file may \
                         lie outside the roots)"
             .to_owned(),
+        "read_only_path" => format!(
+            "is a place where a file written now runs code outside the sandbox later (a git \
+             hook, editor tasks, a host's MCP configuration), so no tool may write it{rule}"
+        ),
         _ => format!("was refused ({reason})"),
     };
     let allowed = || match roots.map(RootSet::roots) {
@@ -231,7 +235,8 @@ fn advice(
         | "not_allowed"
         | "hard_link"
         | "symlink_escape"
-        | "symlink_refused" => format!(
+        | "symlink_refused"
+        | "read_only_path" => format!(
             "Do not retry this path; {} (choose another file inside them, or ask the user).",
             allowed()
         ),

@@ -83,6 +83,11 @@ pub struct CarvedPath {
     /// Why the namespace could not cover it, when it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// An empty directory rootfence created for a protected name that did not exist, so
+    /// that the server cannot create it (see [`placeholder_names`]); removed at the end of
+    /// the session if it is still empty.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub placeholder: bool,
 }
 
 /// The scan of one root.
@@ -158,6 +163,9 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
         scans: Vec::new(),
         later: String::new(),
     };
+    let names = placeholder_names(&plan.read_only_globs);
+    // Protected directory names absent from a writable root: (root index, name, glob).
+    let mut absent: Vec<(usize, &str, &str)> = Vec::new();
     // (root dir, real path, relative path, what, rule, is dir)
     let mut work: Vec<(usize, PathBuf, CarvedKind, String, bool)> = Vec::new();
     let mut opened: Vec<(Dir, PathBuf)> = Vec::new();
@@ -197,12 +205,21 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
             }
         }
         add(gits, CarvedKind::LeftToGit);
+        if grant.rights == Rights::ReadWrite {
+            for (name, glob) in &names {
+                if matches!(dir.symlink_metadata(name), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+                {
+                    absent.push((i, name, glob));
+                }
+            }
+        }
         opened.push((dir, real));
     }
     // A root's own entry in `unscanned` (the root could not be listed at all) hides the
     // whole root: the carve-out handles the empty relative path as the grant itself.
-    let needs_cover = work.iter().any(|w| w.2 != CarvedKind::LeftToGit);
-    let mut results: Vec<(CarvedBy, Option<String>)> = vec![(CarvedBy::Landlock, None); work.len()];
+    let needs_cover = work.iter().any(|w| w.2 != CarvedKind::LeftToGit) || !absent.is_empty();
+    let mut results: Vec<(CarvedBy, Option<String>)> = Vec::new();
+    let mut created: Vec<usize> = Vec::new();
     if needs_cover {
         match mounts::enter() {
             Ok(ns) => {
@@ -217,6 +234,24 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
                     })
                     .collect();
                 if here.len() == opened.len() {
+                    // A protected name that does not exist yet would be the server's to
+                    // create (a `.claude/settings.json` with hooks, a `.vscode/tasks.json`):
+                    // an empty directory under it, bound read-only below, keeps it from
+                    // that. Only with a namespace: in the Landlock fallback a read-only
+                    // directory at the top of a root would cost every edit there.
+                    for (i, name, glob) in &absent {
+                        if here[*i].0.create_dir(name).is_ok() {
+                            created.push(work.len());
+                            work.push((
+                                *i,
+                                PathBuf::from(name),
+                                CarvedKind::ReadOnly,
+                                format!("{glob} (absent: an empty read-only placeholder)"),
+                                true,
+                            ));
+                        }
+                    }
+                    results = vec![(CarvedBy::Landlock, None); work.len()];
                     cover_all(&here, &work, &mut results);
                 } else {
                     report.fallback = Some("a root could not be opened again".into());
@@ -228,6 +263,7 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
             }
         }
     }
+    results.resize(work.len(), (CarvedBy::Landlock, None));
     for (n, (i, rel, kind, rule, dir)) in work.into_iter().enumerate() {
         let path = opened[i].1.join(&rel);
         let (mut by, error) = results[n].clone();
@@ -247,6 +283,7 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
                 rule,
                 by,
                 error,
+                placeholder: created.contains(&n),
             });
         } else {
             report.more += 1;
@@ -254,6 +291,25 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
     }
     out.report = Some(report);
     out
+}
+
+/// The protected names a placeholder can stand in for: read-only globs `**/NAME/**` with a
+/// literal NAME (`.vscode`, `.cursor`, `.claude` in the default list), each with its glob.
+/// Only at the top of each root, where hosts and editors look for them; files
+/// (`.mcp.json`) get none, since an empty directory there would break the host that reads
+/// it (the wire refuses writing tools those names; see docs/sandbox.md for what remains).
+pub(crate) fn placeholder_names(read_only_globs: &[String]) -> Vec<(&str, &str)> {
+    read_only_globs
+        .iter()
+        .filter_map(|g| {
+            let name = g.strip_prefix("**/")?.strip_suffix("/**")?;
+            let literal = !name.is_empty()
+                && name != "."
+                && name != ".."
+                && !name.contains(['/', '*', '?', '[', ']', '{', '}', '\\']);
+            literal.then_some((name, g.as_str()))
+        })
+        .collect()
 }
 
 /// Pins, then read-only binds, then hidden covers (a hidden path inside a read-only
@@ -336,8 +392,10 @@ impl CarveReport {
             later.push(
                 "names created after launch are reachable like any other, including a \
                  denied name created later (hidden from the next server generation on) and \
-                 a read-only name that did not exist (e.g. .vscode/, .mcp.json: the server \
-                 can create it; writing tools are refused it on the wire)"
+                 a protected file name that did not exist (.mcp.json: the server can create \
+                 it; writing tools are refused it on the wire); a protected directory that \
+                 did not exist (.vscode/, .cursor/, .claude/) got an empty read-only \
+                 placeholder, removed at the end of the session if still empty"
                     .to_owned(),
             );
         }
@@ -457,5 +515,30 @@ impl fmt::Display for CarveReport {
             writeln!(f, "    later: {}", self.later)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::placeholder_names;
+
+    #[test]
+    fn placeholders_only_for_literal_directory_names() {
+        let globs: Vec<String> = [
+            "**/.git/hooks/**",
+            "**/.git/config",
+            "**/.vscode/**",
+            "**/.mcp.json",
+            "**/.claude/**",
+            "**/*.d/**",
+            "**/../**",
+            "**/a[b]/**",
+            "/abs/.vscode/**",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let names: Vec<&str> = placeholder_names(&globs).iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, [".vscode", ".claude"]);
     }
 }

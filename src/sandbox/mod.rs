@@ -44,8 +44,8 @@ mod plan;
 pub mod probe;
 mod profile;
 mod report;
-mod server;
 pub mod scan;
+mod server;
 
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -62,7 +62,7 @@ pub use profile::{
 pub use report::{
     DenyReport, DenyStatus, Enforcement, EnforcementReport, EnvPath, EnvReport, FsReport,
     GrantReport, GrantStatus, LandlockReport, LaunchError, NetworkReport, ReportReader,
-    RlimitReport, RlimitStatus, ScopeReport, WithheldReport,
+    RlimitReport, RlimitStatus, ScopeReport, WithheldReport, remove_placeholders,
 };
 pub use server::{GrantError, ServerGrants, check_env_name, server_spec};
 

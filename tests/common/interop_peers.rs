@@ -176,6 +176,12 @@ pub fn filesystem() -> (Server, PathBuf) {
     let root = base.join("root");
     std::fs::create_dir_all(root.join("sub")).unwrap();
     std::fs::create_dir_all(base.join("root_evil")).unwrap();
+    // A project that has its editors' directories already. Without them, the default sandbox
+    // adds empty read-only placeholders for the session (docs/sandbox.md, "Read-only
+    // paths"), which a listing of the root shows and a direct run does not.
+    for dir in [".vscode", ".cursor", ".claude"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
     std::fs::write(root.join("a.txt"), "hello from inside the root\n").unwrap();
     std::fs::write(root.join("sub/b.txt"), "nested file\n").unwrap();
     std::fs::write(base.join("root_evil/secret.txt"), "outside\n").unwrap();
