@@ -5,6 +5,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::enforce::{ReportSlot, ServerLauncher};
@@ -23,6 +24,9 @@ pub struct SandboxLauncher {
     host_grants: ServerGrants,
     /// Where the host started rootfence (relative `--read`/`--write` paths).
     cwd: PathBuf,
+    /// Set once some launcher sharing it printed its report: `rootfence serve` starts a
+    /// server per session, and prints the (same) report once, not once per session.
+    reported: Option<Arc<AtomicBool>>,
     /// The placeholders every generation's launcher created (`CarveReport`), removed by
     /// [`SandboxLauncher::remove_placeholders`] when the session is over.
     placeholders: Arc<Mutex<Vec<PathBuf>>>,
@@ -44,8 +48,16 @@ impl SandboxLauncher {
             argv,
             host_grants,
             cwd,
+            reported: None,
             placeholders: Arc::default(),
         }
+    }
+
+    /// Prints the enforcement report only if no launcher sharing `reported` printed one yet
+    /// (later reports go to the debug log).
+    pub fn report_once(mut self, reported: Arc<AtomicBool>) -> SandboxLauncher {
+        self.reported = Some(reported);
+        self
     }
 
     /// Removes the placeholders of every generation that are still empty. Call it once the
@@ -95,6 +107,7 @@ impl ServerLauncher for SandboxLauncher {
         let started = {
             let session = Arc::clone(&session);
             let slot = Arc::clone(&slot);
+            let reported = self.reported.clone();
             let placeholders = Arc::clone(&self.placeholders);
             move || -> Result<(), String> {
                 let reader = session
@@ -107,7 +120,9 @@ impl ServerLauncher for SandboxLauncher {
                 let report = reader
                     .read_blocking()
                     .map_err(|e| format!("the sandbox did not start the server: {e}"))?;
-                if generation == 1 {
+                if reported.is_some_and(|r| r.swap(true, Ordering::Relaxed)) {
+                    tracing::debug!(%generation, "sandbox: {report}");
+                } else if generation == 1 {
                     eprintln!("rootfence: {report}");
                 } else {
                     eprintln!("rootfence: server generation {generation}: {report}");

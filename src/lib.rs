@@ -27,6 +27,9 @@
 //!   the effective roots and the policy (see `docs/enforcement.md`), learns the roots, and
 //!   decides when the server (re)starts so its OS sandbox follows them.
 //! - [`launch`]: how a server generation is confined and started for a set of roots.
+//! - [`setup`]: what one guarded session is built from (policy, roots, launcher, audit),
+//!   shared by `rootfence run` and `rootfence serve`.
+//! - [`serve`]: `rootfence serve`, the same enforcement over MCP Streamable HTTP.
 //! - [`wrap`]: rewriting host configuration files so their servers run behind rootfence.
 //!
 //! The binary (`src/main.rs`, `src/cli/`) is a thin clap front end over these modules.
@@ -41,6 +44,8 @@ pub mod policy;
 pub mod relay;
 pub mod roots;
 pub mod sandbox;
+pub mod serve;
+pub mod setup;
 pub mod telemetry;
 pub mod tripwire;
 pub mod uri;

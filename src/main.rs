@@ -34,6 +34,8 @@ struct Cli {
 enum Command {
     /// Run an MCP server behind rootfence, relaying its stdio.
     Run(cli::run::RunArgs),
+    /// Serve an MCP server over Streamable HTTP behind rootfence.
+    Serve(Box<cli::serve::ServeArgs>),
     /// Check URIs against a set of roots and print one JSON verdict per URI.
     Check(cli::check::CheckArgs),
     /// Validate, explain and show policies.
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
     cli::init_diagnostics(&cli.log_level);
     let result = match cli.command {
         Command::Run(args) => cli::run::run(args),
+        Command::Serve(args) => cli::serve::serve(*args),
         Command::Check(args) => cli::check::run(args),
         Command::Policy(cmd) => cli::policy::run(cmd),
         Command::Audit(cmd) => cli::audit::run(cmd),

@@ -7,6 +7,7 @@ pub mod completions;
 pub mod policy;
 pub mod run;
 pub mod sandbox;
+pub mod serve;
 pub mod wrap;
 
 use tracing_subscriber::EnvFilter;

@@ -4,19 +4,16 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
-use rootfence::audit::{
-    self, AuditConfig, AuditLog, AuditUri, PolicyFile, SessionEnd, SessionStart,
-};
-use rootfence::enforce::{Enforcer, StartHook, Started};
-use rootfence::launch::SandboxLauncher;
-use rootfence::policy::{Mode, Policy};
-use rootfence::relay::{self, EndCause, RelayConfig};
+use rootfence::audit;
+use rootfence::policy::Policy;
+use rootfence::relay::{self, EndCause};
 use rootfence::roots::RootSpec;
 use rootfence::sandbox::{self, SandboxMode};
+use rootfence::setup::Setup;
 
 /// Runs an MCP server behind rootfence.
 ///
@@ -34,6 +31,24 @@ use rootfence::sandbox::{self, SandboxMode};
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub options: ServerOptions,
+
+    /// No effect. `rootfence wrap` writes it into a host entry that had no `args` key, so
+    /// that `rootfence unwrap` removes the key again instead of leaving an empty one.
+    #[arg(long, hide = true)]
+    #[allow(dead_code)] // read from host configurations by `unwrap`, never here
+    pub wrapped_without_args: bool,
+
+    /// The server command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// The options of a guarded server, shared by `rootfence run` and `rootfence serve`: the
+/// policy, the roots, the sandbox and what it passes, the audit log, limits and grace periods.
+#[derive(Debug, clap::Args)]
+pub struct ServerOptions {
     /// A policy file (repeatable: org, then user, then project; later files may only
     /// narrow). Without any, the built-in default policy applies (`rootfence policy show`).
     #[arg(long = "policy", value_name = "FILE")]
@@ -77,8 +92,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
     pub max_message_size: usize,
 
-    /// After the host closes rootfence's stdin, how long the server gets to exit after its
-    /// stdin is closed, and again after SIGTERM, before SIGKILL (e.g. 500ms, 2s).
+    /// When a session ends (the host closes rootfence's stdin; over HTTP, the session is
+    /// deleted, reaped or drained), how long the server gets to exit after its stdin is
+    /// closed, and again after SIGTERM, before SIGKILL (e.g. 500ms, 2s).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
 
@@ -87,130 +103,13 @@ pub struct RunArgs {
     /// answered with an error asking the host to send them again (e.g. 500ms, 5s).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub restart_grace: Duration,
-
-    /// No effect. `rootfence wrap` writes it into a host entry that had no `args` key, so
-    /// that `rootfence unwrap` removes the key again instead of leaving an empty one.
-    #[arg(long, hide = true)]
-    #[allow(dead_code)] // read from host configurations by `unwrap`, never here
-    pub wrapped_without_args: bool,
-
-    /// The server command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
-    pub command: Vec<OsString>,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    if args.command.is_empty() {
-        bail!("no server command given; put it after `--`");
-    }
-    check_command(&args.command[0])?;
-    let policy = Arc::new(load_policy(&args.policies)?);
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-
-    // Operator roots: --root (must exist: a typo must not silently leave the server without
-    // its root), then the policy's static roots (may be absent on this machine).
-    let mut specs = Vec::new();
-    for root in &args.roots {
-        if root.contains("${") {
-            // VS Code expands ${workspaceFolder} only with a folder open; without one the
-            // entry still starts, with one root fewer.
-            eprintln!(
-                "rootfence: warning: --root {root}: the host did not expand this variable \
-                 (is a folder open?); not used as a root"
-            );
-            continue;
-        }
-        specs.push(root_spec(root, &cwd)?);
-    }
-    for root in &policy.roots().static_roots {
-        specs.push(RootSpec::path(&root.path));
-    }
-    let start: Arc<Mutex<Option<StartState>>> = Arc::default();
-    // The server is started by the enforcer, once the roots it must be confined to are known
-    // (the host's, asked for before its `initialize` is answered), and started again under
-    // new grants whenever they move (`[sandbox] follow_roots`).
-    let mode = args.sandbox.unwrap_or(policy.sandbox().mode);
-    // What the host entry adds to the sandbox (--env, --read, --write): checked once now, so
-    // a bad value stops the start with its reason, and its warnings are said once.
-    let grants = sandbox::ServerGrants {
-        env: args.env.clone(),
-        read: args.read.clone(),
-        write: args.write.clone(),
-    };
-    let (_, warnings) = sandbox::server_spec(&policy, mode, Vec::new(), &grants, &cwd)?;
-    for w in warnings {
-        eprintln!("rootfence: warning: {w}");
-    }
-    let launcher = Arc::new(SandboxLauncher::new(
-        Arc::clone(&policy),
-        mode,
-        args.command.clone(),
-        grants,
-        cwd.clone(),
-    ));
-    let (enforcer, dropped) = Enforcer::new(
-        Arc::clone(&policy),
-        specs,
-        Some(Arc::clone(&launcher) as Arc<dyn rootfence::enforce::ServerLauncher>),
-    );
-    // OpenTelemetry, when the policy or the environment names a collector (off otherwise,
-    // and then nothing below touches it).
-    let telemetry = rootfence::telemetry::Telemetry::start(&policy);
-    let enforcer = match &telemetry {
-        Some(t) => enforcer.with_telemetry(t.clone()),
-        None => enforcer,
-    };
-    for d in &dropped {
-        let given = args
-            .roots
-            .iter()
-            .any(|r| d.uri.as_str().contains(r.trim_end_matches('/')));
-        if given {
-            bail!("--root {}: {}", d.uri.as_str(), d.reason);
-        }
-        eprintln!(
-            "rootfence: warning: static root {} dropped: {}",
-            d.uri.as_str(),
-            d.reason
-        );
-    }
-
-    let audit_path = match args
-        .audit_log
-        .clone()
-        .or_else(|| policy.audit().path.clone())
-    {
-        Some(p) => p,
-        None => audit::default_log_path().map_err(|e| anyhow!("{e}"))?,
-    };
-    eprintln!("rootfence: audit log: {}", audit_path.display());
-    let mut audit_cfg = audit_config(&policy, audit_path);
-    audit_cfg.tee = telemetry.as_ref().map(|t| t.audit_tee());
-    let session_start = session_start(&args.command, &cwd, &policy, &enforcer);
-
-    let hook_state = Arc::clone(&start);
-    let hook_telemetry = telemetry.clone();
-    let hook: StartHook = Box::new(move |_session| {
-        let log = AuditLog::open(audit_cfg, session_start)
-            .map_err(|e| format!("cannot open the audit log: {e}"))?;
-        if let Some(t) = &hook_telemetry {
-            t.set_session(log.session_id());
-        }
-        let auditor = log.handle();
-        *hook_state.lock().unwrap_or_else(|e| e.into_inner()) = Some(StartState { log });
-        Ok(Started {
-            auditor: Some(auditor),
-        })
-    });
-    let enforcer = enforcer.with_start(hook);
-
-    let mut config = RelayConfig::deferred();
-    config.max_line = args.max_message_size;
-    config.shutdown_grace = args.shutdown_grace;
-    config.timing.grace = args.restart_grace;
-    config.observer = telemetry
-        .clone()
-        .map(|t| Arc::new(t) as Arc<dyn relay::Observer>);
+    let setup = setup(&args.options, &args.command)?;
+    let (enforcer, audit, launcher) = setup.session(setup.roots.clone(), |_| {});
+    let mut config = setup.relay_config();
+    config.observer = enforcer.observer();
 
     // One thread: the relay is two pumps and two writers, all I/O-bound; a single-threaded
     // runtime keeps every hand-off on one core with no cross-thread wake-ups.
@@ -225,47 +124,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     launcher.remove_placeholders();
     let outcome = outcome?;
 
-    if let Some(StartState { log }) = start.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        let end = SessionEnd {
-            cause: match outcome.cause {
-                EndCause::HostClosedInput | EndCause::HostClosedOutput => {
-                    audit::EndCause::HostClosed
-                }
-                EndCause::ServerClosedOutput | EndCause::ServerExited => {
-                    audit::EndCause::ServerExited
-                }
-                EndCause::Stopped => audit::EndCause::AuditFailure,
-                EndCause::ServerFailed => audit::EndCause::Error,
-            },
-            detail: (outcome.cause == EndCause::ServerFailed)
-                .then(|| "a server generation could not be started".to_owned()),
-            exit_code: outcome.status.code(),
-            signal: std::os::unix::process::ExitStatusExt::signal(&outcome.status),
-            protocol_version: outcome.session.revision().map(|r| r.to_string()),
-            counts: audit::Counts {
-                from_host: outcome
-                    .session
-                    .counters
-                    .from_host
-                    .load(std::sync::atomic::Ordering::Relaxed),
-                from_server: outcome
-                    .session
-                    .counters
-                    .from_server
-                    .load(std::sync::atomic::Ordering::Relaxed),
-                ..audit::Counts::default()
-            },
-        };
-        let closed = log.close(end);
-        if let Some(t) = &telemetry {
-            t.shutdown();
-        }
-        if let Err(e) = closed {
-            eprintln!("rootfence: error: could not finish the audit log: {e}");
-            return Ok(ExitCode::from(2));
-        }
-    } else if let Some(t) = &telemetry {
+    let finished = Setup::finish(&audit, &outcome);
+    // After the audit log's last record (`session_end`) went to the telemetry too.
+    if let Some(t) = &setup.telemetry {
         t.shutdown();
+    }
+    if let Err(e) = finished {
+        eprintln!("rootfence: error: could not finish the audit log: {e}");
+        return Ok(ExitCode::from(2));
     }
     if matches!(outcome.cause, EndCause::Stopped | EndCause::ServerFailed) {
         // rootfence ended the session itself (its error is on stderr): its own failure code,
@@ -275,9 +141,94 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(outcome.exit_code))
 }
 
-/// What the start hook hands back to `run` for the end of the session.
-struct StartState {
-    log: AuditLog,
+/// Checks the shared options and the server command into a [`Setup`] (what every session is
+/// built from), saying on stderr what the user should know: dropped variables, static roots
+/// that could not be used, where the audit log goes.
+pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Result<Setup> {
+    if command.is_empty() {
+        bail!("no server command given; put it after `--`");
+    }
+    check_command(&command[0])?;
+    let policy = Arc::new(load_policy(&opts.policies)?);
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+
+    // Operator roots: --root (must exist: a typo must not silently leave the server without
+    // its root), then the policy's static roots (may be absent on this machine).
+    let mut specs = Vec::new();
+    for root in &opts.roots {
+        if root.contains("${") {
+            // VS Code expands ${workspaceFolder} only with a folder open; without one the
+            // entry still starts, with one root fewer.
+            eprintln!(
+                "rootfence: warning: --root {root}: the host did not expand this variable \
+                 (is a folder open?); not used as a root"
+            );
+            continue;
+        }
+        specs.push(root_spec(root, &cwd)?);
+    }
+    for root in &policy.roots().static_roots {
+        specs.push(RootSpec::path(&root.path));
+    }
+    // The server is started by the enforcer, once the roots it must be confined to are known
+    // (the host's, asked for before its `initialize` is answered), and started again under
+    // new grants whenever they move (`[sandbox] follow_roots`).
+    let mode = opts.sandbox.unwrap_or(policy.sandbox().mode);
+    // What the host entry adds to the sandbox (--env, --read, --write): checked once now, so
+    // a bad value stops the start with its reason, and its warnings are said once.
+    let grants = sandbox::ServerGrants {
+        env: opts.env.clone(),
+        read: opts.read.clone(),
+        write: opts.write.clone(),
+    };
+    let (_, warnings) = sandbox::server_spec(&policy, mode, Vec::new(), &grants, &cwd)?;
+    for w in warnings {
+        eprintln!("rootfence: warning: {w}");
+    }
+    let audit_path = match opts
+        .audit_log
+        .clone()
+        .or_else(|| policy.audit().path.clone())
+    {
+        Some(p) => p,
+        None => audit::default_log_path().map_err(|e| anyhow!("{e}"))?,
+    };
+    // OpenTelemetry, when the policy or the environment names a collector (off otherwise,
+    // and then nothing touches it).
+    let telemetry = rootfence::telemetry::Telemetry::start(&policy);
+    let mut audit = Setup::audit_config(&policy, audit_path);
+    audit.tee = telemetry.as_ref().map(|t| t.audit_tee());
+    let setup = Setup {
+        audit,
+        telemetry,
+        policy,
+        roots: specs,
+        sandbox: mode,
+        command: command.to_vec(),
+        grants,
+        cwd,
+        max_message: opts.max_message_size,
+        shutdown_grace: opts.shutdown_grace,
+        restart_grace: opts.restart_grace,
+        report_once: None,
+    };
+    let (_, dropped, _) = setup.enforcer(setup.roots.clone());
+    for d in &dropped {
+        let given = opts
+            .roots
+            .iter()
+            .any(|r| d.uri.as_str().contains(r.trim_end_matches('/')));
+        if given {
+            bail!("--root {}: {}", d.uri.as_str(), d.reason);
+        }
+        eprintln!(
+            "rootfence: warning: static root {} dropped: {}",
+            d.uri.as_str(),
+            d.reason
+        );
+    }
+    eprintln!("rootfence: audit log: {}", setup.audit.path.display());
+    Ok(setup)
 }
 
 /// Refuses a server command that cannot run, before anything starts, with the same clear
@@ -332,53 +283,6 @@ fn root_spec(root: &str, cwd: &Path) -> anyhow::Result<RootSpec> {
         );
     }
     Ok(RootSpec::path(path))
-}
-
-fn audit_config(policy: &Policy, path: PathBuf) -> AuditConfig {
-    let a = policy.audit();
-    let mut cfg = AuditConfig::new(path);
-    cfg.fsync = a.fsync;
-    if a.rotate_bytes.is_some() {
-        cfg.rotate_bytes = a.rotate_bytes;
-    }
-    cfg.on_failure = a.on_failure;
-    cfg.log_allowed = a.log_allowed;
-    if a.retain_files.is_some() {
-        cfg.retain_files = a.retain_files;
-    }
-    cfg.retain_bytes = a.retain_bytes;
-    cfg
-}
-
-fn session_start(
-    command: &[OsString],
-    cwd: &Path,
-    policy: &Policy,
-    enforcer: &Enforcer,
-) -> SessionStart {
-    let mut ss = SessionStart::new(command, cwd);
-    ss.policy_files = policy
-        .layers()
-        .iter()
-        .map(|l| PolicyFile {
-            path: l.name.clone(),
-            sha256: l.sha256.clone(),
-        })
-        .collect();
-    ss.mode = Some(
-        match policy.mode() {
-            Mode::Enforce => "enforce",
-            Mode::Audit => "audit",
-        }
-        .to_owned(),
-    );
-    ss.effective_roots = enforcer
-        .operator_roots()
-        .roots()
-        .iter()
-        .map(|r| AuditUri::new(r.uri().as_str()))
-        .collect();
-    ss
 }
 
 fn parse_sandbox_mode(s: &str) -> Result<SandboxMode, String> {

@@ -350,7 +350,7 @@ fn check_run_args(run_args: &[String]) -> anyhow::Result<()> {
     // host's working directory and are not judged.
     let parsed = <super::run::RunArgs as clap::FromArgMatches>::from_arg_matches(&matches)
         .map_err(|e| anyhow::anyhow!("--run-arg: {e}"))?;
-    for root in &parsed.roots {
+    for root in &parsed.options.roots {
         let path = root.strip_prefix("file://").unwrap_or(root);
         if Path::new(path).is_absolute() && !path.contains('%') && !Path::new(path).is_dir() {
             eprintln!(

@@ -196,6 +196,15 @@ impl Enforcer {
         self
     }
 
+    /// The relay observer for this enforcer's session: its telemetry, when on (set it as
+    /// [`crate::relay::RelayConfig::observer`]).
+    pub fn observer(&self) -> Option<Arc<dyn crate::relay::Observer>> {
+        self.inner
+            .telemetry
+            .get()
+            .map(|t| Arc::new(t.clone()) as Arc<dyn crate::relay::Observer>)
+    }
+
     /// Sets the hook that runs once the server is running (see [`StartHook`]).
     pub fn with_start(self, hook: StartHook) -> Enforcer {
         *self.inner.start.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);

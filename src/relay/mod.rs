@@ -73,6 +73,10 @@ pub struct RelayConfig {
     pub timing: GenTiming,
     /// Who is told about each host request's life (telemetry); `None` costs nothing.
     pub observer: Option<Arc<dyn Observer>>,
+    /// Forward SIGINT, SIGTERM and SIGHUP sent to rootfence to the server (true for
+    /// `rootfence run`, whose signals are the session's). `rootfence serve` runs many
+    /// sessions in one process and turns its own signals into a drain instead.
+    pub forward_signals: bool,
 }
 
 impl RelayConfig {
@@ -97,6 +101,7 @@ impl RelayConfig {
                 grace: Duration::from_secs(5),
             },
             observer: None,
+            forward_signals: true,
         }
     }
 }
@@ -206,7 +211,11 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let mut signals = Signals::new().map_err(io_err("cannot install signal handlers"))?;
+    let mut signals = if cfg.forward_signals {
+        Some(Signals::new().map_err(io_err("cannot install signal handlers"))?)
+    } else {
+        None
+    };
     let first_command = cfg.command.take();
     let (to_host, host_lanes) = Lanes::new();
     let (first_lanes, first_receivers) = Lanes::new();
@@ -346,7 +355,7 @@ where
                     launch_wait = Some(tokio::time::Instant::now() + cfg.drain);
                 }
             }
-            Some(sig) = signals.recv() => {
+            Some(sig) = Signals::recv_opt(&mut signals) => {
                 tracing::info!("forwarding {sig} to the server");
                 for r in loop_state.running.values() {
                     child::signal_group(r.pgid, sig);
@@ -744,6 +753,14 @@ impl Signals {
             term: signal(SignalKind::terminate())?,
             hup: signal(SignalKind::hangup())?,
         })
+    }
+
+    /// The next signal; never, without signal handling.
+    async fn recv_opt(signals: &mut Option<Signals>) -> Option<Signal> {
+        match signals {
+            Some(s) => s.recv().await,
+            None => std::future::pending().await,
+        }
     }
 
     async fn recv(&mut self) -> Option<Signal> {

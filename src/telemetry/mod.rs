@@ -49,10 +49,13 @@ pub const TICK: Duration = Duration::from_millis(25);
 /// How long the end of a session waits for the last telemetry to be exported.
 pub const SHUTDOWN_WAIT: Duration = Duration::from_millis(1500);
 
-/// The telemetry handle: cheap to clone; every method returns at once.
+/// The telemetry handle: cheap to clone; every method returns at once. Each relay session
+/// uses a handle of its own ([`Telemetry::for_session`]), so request ids of different
+/// sessions (`rootfence serve`) never meet.
 #[derive(Clone, Debug)]
 pub struct Telemetry {
     shared: Arc<Shared>,
+    session: Arc<worker::SessionSlot>,
 }
 
 #[derive(Debug)]
@@ -60,8 +63,7 @@ struct Shared {
     inbox: Arc<worker::Inbox>,
     dropped: Arc<AtomicU64>,
     ids: RandomIdGenerator,
-    /// The audit session id, once the log is open (`mcp.session.id` of every span).
-    session: Arc<OnceLock<String>>,
+    next_session: AtomicU64,
     done: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
 }
 
@@ -113,21 +115,14 @@ impl Telemetry {
     pub fn with_config(config: &Config) -> Result<Telemetry, String> {
         let inbox = Arc::new(worker::Inbox::new(QUEUE));
         let dropped = Arc::new(AtomicU64::new(0));
-        let session = Arc::new(OnceLock::new());
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let sdk = worker::Sdk::new(config, Arc::clone(&dropped))?;
         let dropped_for_worker = Arc::clone(&dropped);
-        let session_for_worker = Arc::clone(&session);
         let inbox_for_worker = Arc::clone(&inbox);
         std::thread::Builder::new()
             .name("rootfence-telemetry".into())
             .spawn(move || {
-                worker::run(
-                    sdk,
-                    &inbox_for_worker,
-                    session_for_worker,
-                    dropped_for_worker,
-                );
+                worker::run(sdk, &inbox_for_worker, dropped_for_worker);
                 let _ = done_tx.send(());
             })
             .map_err(|e| format!("cannot start the telemetry thread: {e}"))?;
@@ -136,15 +131,28 @@ impl Telemetry {
                 inbox,
                 dropped,
                 ids: RandomIdGenerator::default(),
-                session,
+                next_session: AtomicU64::new(1),
                 done: Mutex::new(Some(done_rx)),
             }),
+            session: Arc::default(),
         })
     }
 
-    /// Sets the session id every span carries (the audit log's, so spans and records join).
+    /// A handle for one more relay session (its requests' ids are its own).
+    pub fn for_session(&self) -> Telemetry {
+        Telemetry {
+            shared: Arc::clone(&self.shared),
+            session: Arc::new(worker::SessionSlot {
+                n: self.shared.next_session.fetch_add(1, Ordering::Relaxed),
+                id: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// Sets the session id this session's spans carry (the audit log's, so spans and
+    /// records join).
     pub fn set_session(&self, id: &str) {
-        let _ = self.shared.session.set(id.to_owned());
+        let _ = self.session.id.set(id.to_owned());
     }
 
     /// Notes dropped so far because the telemetry thread was behind.
@@ -161,7 +169,7 @@ impl Telemetry {
     /// Notes one decision of the enforcer.
     pub fn decision(&self, d: &DecisionNote<'_>) {
         self.send(worker::Msg::Decision(Box::new(worker::Decision {
-            key: d.request.map(|id| id.key().clone()),
+            key: d.request.map(|id| (self.session.n, id.key().clone())),
             from: d.from,
             method: d.method.into(),
             allow: d.allow,
@@ -221,7 +229,8 @@ impl Observer for Telemetry {
         };
         let rewrite = parent.as_ref().map(|p| context::format(p, span_id));
         self.send(worker::Msg::Start(Box::new(worker::Start {
-            key: id.key().clone(),
+            key: (self.session.n, id.key().clone()),
+            session: Arc::clone(&self.session),
             id: match id.key() {
                 IdKey::Str(s) => s.to_string(),
                 IdKey::Int(i) => i.to_string(),
@@ -240,7 +249,7 @@ impl Observer for Telemetry {
 
     fn answered(&self, id: &Id, answer: Answer) {
         self.send(worker::Msg::Answered {
-            key: id.key().clone(),
+            key: (self.session.n, id.key().clone()),
             at: Instant::now(),
             answer,
         });

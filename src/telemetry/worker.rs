@@ -35,13 +35,25 @@ const MAX_OPEN: usize = 16_384;
 /// The instrumentation scope of everything rootfence exports.
 const SCOPE: &str = "rootfence";
 
+/// A request's key: its session's number and its id.
+pub(super) type Key = (u64, IdKey);
+
+/// One relay session, as its spans name it.
+#[derive(Debug, Default)]
+pub(crate) struct SessionSlot {
+    /// Distinguishes the session's request ids from other sessions'.
+    pub n: u64,
+    /// The audit session id (`mcp.session.id`), once its log is open.
+    pub id: OnceLock<String>,
+}
+
 /// What the relay, the enforcer and the audit writer tell the telemetry thread.
 #[derive(Debug)]
 pub(super) enum Msg {
     Start(Box<Start>),
     Decision(Box<Decision>),
     Answered {
-        key: IdKey,
+        key: Key,
         at: Instant,
         answer: Answer,
     },
@@ -112,7 +124,8 @@ impl Inbox {
 /// A host request, as it arrived.
 #[derive(Debug)]
 pub(super) struct Start {
-    pub key: IdKey,
+    pub key: Key,
+    pub session: Arc<SessionSlot>,
     /// `jsonrpc.request.id`: the id's value as a string.
     pub id: String,
     pub method: Box<str>,
@@ -131,7 +144,7 @@ pub(super) struct Start {
 /// One decision (or a list page's allowed entries, counted).
 #[derive(Debug)]
 pub(super) struct Decision {
-    pub key: Option<IdKey>,
+    pub key: Option<Key>,
     pub from: Side,
     pub method: Box<str>,
     pub allow: bool,
@@ -418,18 +431,9 @@ struct Verdict {
 }
 
 /// The telemetry thread's loop: until the inbox is closed.
-pub(super) fn run(
-    sdk: Sdk,
-    inbox: &Inbox,
-    session: Arc<OnceLock<String>>,
-    dropped: Arc<AtomicU64>,
-) {
-    let mut open: HashMap<IdKey, Open> = HashMap::new();
-    let w = Worker {
-        sdk,
-        session,
-        dropped,
-    };
+pub(super) fn run(sdk: Sdk, inbox: &Inbox, dropped: Arc<AtomicU64>) {
+    let mut open: HashMap<Key, Open> = HashMap::new();
+    let w = Worker { sdk, dropped };
     let mut batch = Vec::with_capacity(256);
     loop {
         let last = inbox.take(&mut batch);
@@ -448,7 +452,7 @@ pub(super) fn run(
 }
 
 impl Worker {
-    fn handle(&self, msg: Msg, open: &mut HashMap<IdKey, Open>) {
+    fn handle(&self, msg: Msg, open: &mut HashMap<Key, Open>) {
         let w = self;
         match msg {
             Msg::Start(start) => {
@@ -503,7 +507,6 @@ impl Worker {
 
 struct Worker {
     sdk: Sdk,
-    session: Arc<OnceLock<String>>,
     dropped: Arc<AtomicU64>,
 }
 
@@ -591,7 +594,7 @@ impl Worker {
         attrs.push(KeyValue::new("jsonrpc.request.id", s.id.clone()));
         attrs.push(KeyValue::new("network.transport", "pipe"));
         attrs.push(KeyValue::new("rootfence.answered_by", answered_by));
-        if let Some(session) = self.session.get() {
+        if let Some(session) = s.session.id.get() {
             attrs.push(KeyValue::new("mcp.session.id", session.clone()));
         }
         let name = match (&*s.method, &s.target) {

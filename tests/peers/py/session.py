@@ -35,6 +35,7 @@ import mcp_types as types
 from mcp.client._input_required import run_input_required_driver
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
@@ -129,10 +130,13 @@ def parse_named_json(spec: str, what: str) -> tuple[str, dict[str, Any]]:
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     if "--" not in argv:
-        raise SystemExit("session.py: give the server command after `--` (see --help)")
+        if "--http" in argv:
+            argv = [*argv, "--"]
+        else:
+            raise SystemExit("session.py: give the server command after `--` (see --help)")
     split = argv.index("--")
     own, server = argv[:split], argv[split + 1 :]
-    if not server:
+    if not server and "--http" not in own:
         raise SystemExit("session.py: the server command after `--` is empty")
     p = argparse.ArgumentParser(
         prog="session.py",
@@ -220,6 +224,12 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         "--allow-sdk-warnings",
         action="store_true",
         help="record SDK warnings in the transcript instead of failing on them",
+    )
+    p.add_argument(
+        "--http",
+        metavar="URL",
+        help="connect to this Streamable HTTP endpoint (e.g. http://127.0.0.1:8080/mcp) instead of "
+        "launching the server command over stdio",
     )
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECS", help="whole-run limit")
     args = p.parse_args(own)
@@ -312,9 +322,12 @@ class Session:
 
     async def run(self) -> dict[str, Any]:
         a = self.args
-        params = StdioServerParameters(command=self.server[0], args=self.server[1:], env=dict(os.environ))
         async with AsyncExitStack() as stack:
-            read, write = await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
+            if a.http:
+                read, write = await stack.enter_async_context(streamable_http_client(a.http))
+            else:
+                params = StdioServerParameters(command=self.server[0], args=self.server[1:], env=dict(os.environ))
+                read, write = await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
             session = ClientSession(
                 read,
                 write,

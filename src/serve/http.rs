@@ -1,0 +1,795 @@
+//! HTTP routing: the MCP endpoint (`POST`, `GET`, `DELETE` on `/mcp`), health and
+//! readiness, and the status code of every refusal.
+//!
+//! Every request to `/mcp` passes, in order: Host and Origin (403), authentication (401, or
+//! 403 for a missing scope), then its method's own checks. A POST body must be JSON
+//! (`Content-Type`, 415), at most the message limit (413), valid UTF-8 JSON-RPC without
+//! duplicate keys (400 with a JSON-RPC error: `-32700` not JSON, `-32600` not a message).
+//! Nothing refused here reaches the server.
+//!
+//! Sessions (2025-03-26 to 2025-11-25): `initialize` without `Mcp-Session-Id` opens one (503
+//! at the cap or while draining); every other message needs the id (400 without, 404 for an
+//! unknown or ended session, or one opened by another principal). A request's answer comes
+//! as `application/json` when the response is the first thing for it, else as an SSE stream
+//! carrying what comes before it. Notifications and responses get 202. 2026-07-28 requests
+//! (no session, `_meta` protocol version) go to the stateless handler.
+
+// A refusal is a whole `Response`, built once per refused request and returned at once: boxing
+// it would buy nothing on the path that matters (accepted requests carry no `Response`).
+#![allow(clippy::result_large_err)]
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, ORIGIN, WWW_AUTHENTICATE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, request::Parts};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
+
+use super::auth::Auth;
+use super::origin::OriginRules;
+use super::router::{Out, RegisterError, Stream, request_progress_token};
+use super::session::HttpSession;
+use super::sse::SseBody;
+use super::stateless::Stateless;
+use super::table::Table;
+use crate::jsonrpc::envelope::{Kind, Scanned, scan, scan_message};
+use crate::jsonrpc::error::{INVALID_REQUEST, PARSE_ERROR, SERVER_GONE, error_response};
+use crate::jsonrpc::{Id, IdKey};
+use crate::mcp::Revision;
+use crate::mcp::methods as m;
+use crate::setup::Setup;
+
+/// The session id header (case-insensitive; 2025-11-25 spells it `MCP-Session-Id`).
+pub const SESSION_HEADER: &str = "mcp-session-id";
+/// The protocol version header (2025-06-18 and later).
+pub const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// Everything the handlers share.
+#[derive(Debug)]
+pub struct App {
+    /// What each session is built from.
+    pub setup: Setup,
+    /// The live sessions.
+    pub table: Arc<Table>,
+    /// Host and Origin rules.
+    pub origin: OriginRules,
+    /// Authentication.
+    pub auth: Auth,
+    /// How long a stream may go unread before it is closed.
+    pub stall: Duration,
+    /// Set when the server is shutting down: no new sessions, not ready.
+    pub draining: AtomicBool,
+    /// 2026-07-28 requests.
+    pub stateless: Stateless,
+}
+
+/// The axum router for `app`.
+pub fn routes(app: Arc<App>) -> Router {
+    Router::new()
+        .route(
+            "/mcp",
+            get(get_mcp)
+                .post(post_mcp)
+                .delete(delete_mcp)
+                .options(options_mcp),
+        )
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .fallback(not_found)
+        .with_state(app)
+}
+
+// ---- responses ------------------------------------------------------------------------------
+
+/// A JSON-RPC error body (id `null` unless known) with an HTTP status.
+pub fn rpc_error(status: StatusCode, id: Option<&Id>, code: i64, message: &str) -> Response {
+    let body = error_response(id, code, &format!("rootfence: {message}"), None);
+    (status, [(CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// A plain refusal with a JSON-RPC error body (`-32600`, no id).
+fn refuse(status: StatusCode, message: &str) -> Response {
+    rpc_error(status, None, INVALID_REQUEST, message)
+}
+
+async fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        "rootfence serve: the MCP endpoint is /mcp\n",
+    )
+        .into_response()
+}
+
+async fn healthz() -> impl IntoResponse {
+    (StatusCode::OK, "ok\n")
+}
+
+async fn readyz(State(app): State<Arc<App>>) -> Response {
+    if app.draining.load(Ordering::Relaxed) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "draining\n").into_response();
+    }
+    if app.table.len() >= app.table.max {
+        return (StatusCode::SERVICE_UNAVAILABLE, "at the session limit\n").into_response();
+    }
+    (StatusCode::OK, "ready\n").into_response()
+}
+
+// ---- the gate -------------------------------------------------------------------------------
+
+/// Host, Origin and authentication; the principal, or the refusal.
+fn admit(app: &App, parts: &Parts) -> Result<Option<String>, Response> {
+    if let Err(e) = app
+        .origin
+        .check(&parts.headers, parts.uri.authority().map(|a| a.as_str()))
+    {
+        tracing::warn!(refused = %e, "request refused");
+        return Err(refuse(StatusCode::FORBIDDEN, &e.to_string()));
+    }
+    app.auth.check(&parts.headers).map_err(|e| {
+        tracing::info!(refused = %e, "request not authenticated");
+        let mut challenge = String::from("Bearer realm=\"rootfence\"");
+        if let Some(code) = e.code() {
+            challenge.push_str(&format!(", error=\"{code}\""));
+        }
+        let mut resp = refuse(StatusCode::UNAUTHORIZED, &e.to_string());
+        if let Ok(v) = HeaderValue::from_str(&challenge) {
+            resp.headers_mut().insert(WWW_AUTHENTICATE, v);
+        }
+        resp
+    })
+}
+
+/// CORS for an allowed browser origin: what it may read of the response.
+fn with_cors(app: &App, headers: &HeaderMap, mut resp: Response) -> Response {
+    if let Some(origin) = headers.get(ORIGIN) {
+        if app
+            .origin
+            .origin_allowed(&String::from_utf8_lossy(origin.as_bytes()))
+        {
+            let h = resp.headers_mut();
+            h.insert("access-control-allow-origin", origin.clone());
+            h.insert("vary", HeaderValue::from_static("Origin"));
+            h.insert(
+                "access-control-expose-headers",
+                HeaderValue::from_static("Mcp-Session-Id, WWW-Authenticate"),
+            );
+        }
+    }
+    resp
+}
+
+async fn options_mcp(State(app): State<Arc<App>>, parts: Parts) -> Response {
+    if let Err(e) = app
+        .origin
+        .check(&parts.headers, parts.uri.authority().map(|a| a.as_str()))
+    {
+        return refuse(StatusCode::FORBIDDEN, &e.to_string());
+    }
+    let mut resp = StatusCode::NO_CONTENT.into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        "access-control-allow-methods",
+        HeaderValue::from_static("GET, POST, DELETE"),
+    );
+    h.insert(
+        "access-control-allow-headers",
+        HeaderValue::from_static(
+            "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name",
+        ),
+    );
+    h.insert("access-control-max-age", HeaderValue::from_static("600"));
+    with_cors(&app, &parts.headers, resp)
+}
+
+// ---- POST -----------------------------------------------------------------------------------
+
+/// A POST body, scanned.
+#[derive(Debug)]
+pub struct Incoming {
+    /// The message as forwarded: the body, with raw newlines (whitespace in valid JSON)
+    /// replaced by spaces so it is one line.
+    pub line: Bytes,
+    /// The requests, in order: id and method.
+    pub requests: Vec<(Id, String)>,
+    /// Their progress tokens.
+    pub tokens: Vec<Box<str>>,
+    /// A batch (2025-03-26).
+    pub batch: bool,
+    /// The single message's method (requests and notifications).
+    pub method: Option<String>,
+    /// The single message's kind.
+    pub kind: Option<Kind>,
+    /// `params._meta` protocol version of the single message (2026-07-28 requests).
+    pub meta_version: Option<String>,
+}
+
+impl Incoming {
+    /// Scans a body; a refusal is a 400 with the JSON-RPC error.
+    pub fn parse(body: Bytes) -> Result<Incoming, Response> {
+        let bad = |e: &crate::jsonrpc::ScanError| {
+            rpc_error(StatusCode::BAD_REQUEST, e.id(), e.code(), &e.to_string())
+        };
+        let text = std::str::from_utf8(&body).map_err(|_| {
+            rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                PARSE_ERROR,
+                "the body is not UTF-8 text",
+            )
+        })?;
+        let mut incoming = Incoming {
+            line: Bytes::new(),
+            requests: Vec::new(),
+            tokens: Vec::new(),
+            batch: false,
+            method: None,
+            kind: None,
+            meta_version: None,
+        };
+        let mut note = |text: &str, env: &crate::jsonrpc::Envelope<'_>| {
+            if env.kind == Kind::Request {
+                if let Some(id) = &env.id {
+                    let method = env.method.as_deref().unwrap_or("").to_owned();
+                    incoming.requests.push((id.clone(), method));
+                }
+                if let Some(t) = request_progress_token(text) {
+                    incoming.tokens.push(t);
+                }
+            }
+        };
+        match scan(text).map_err(|e| bad(&e))? {
+            Scanned::Single(env) => {
+                note(text, &env);
+                incoming.method = env.method.as_deref().map(str::to_owned);
+                incoming.kind = Some(env.kind);
+                incoming.meta_version = env.meta_protocol_version.as_deref().map(str::to_owned);
+            }
+            Scanned::Batch(elements) => {
+                incoming.batch = true;
+                for e in elements {
+                    let env = scan_message(e.get()).map_err(|e| bad(&e))?;
+                    if env.method.as_deref() == Some(m::INITIALIZE) {
+                        return Err(refuse(
+                            StatusCode::BAD_REQUEST,
+                            "initialize must not be part of a batch",
+                        ));
+                    }
+                    note(e.get(), &env);
+                }
+                let mut seen = HashSet::new();
+                if let Some((dup, _)) = incoming
+                    .requests
+                    .iter()
+                    .find(|(id, _)| !seen.insert(id.key().clone()))
+                {
+                    return Err(rpc_error(
+                        StatusCode::BAD_REQUEST,
+                        Some(dup),
+                        INVALID_REQUEST,
+                        "the batch uses the same request id twice",
+                    ));
+                }
+            }
+        }
+        incoming.line = one_line(body);
+        Ok(incoming)
+    }
+
+    /// Whether this is the client's `initialize`.
+    pub fn is_initialize(&self) -> bool {
+        !self.batch && self.method.as_deref() == Some(m::INITIALIZE)
+    }
+
+    /// The request ids, as keys.
+    pub fn ids(&self) -> Vec<IdKey> {
+        self.requests
+            .iter()
+            .map(|(id, _)| id.key().clone())
+            .collect()
+    }
+}
+
+/// The body as one line: raw CR and LF bytes of a valid JSON text are whitespace outside
+/// strings (inside strings they must be escaped), so spaces mean the same value.
+fn one_line(body: Bytes) -> Bytes {
+    if memchr::memchr2(b'\r', b'\n', &body).is_none() {
+        return body;
+    }
+    let mut out = BytesMut::from(&body[..]);
+    for b in out.iter_mut() {
+        if *b == b'\r' || *b == b'\n' {
+            *b = b' ';
+        }
+    }
+    out.freeze()
+}
+
+/// Whether the body is declared JSON.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Whether the client accepts `kind` (`application/json` or `text/event-stream`); a missing
+/// Accept accepts everything.
+fn accepts(headers: &HeaderMap, kind: &str) -> bool {
+    let Some(accept) = headers.get(ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return true;
+    };
+    let (major, _) = kind.split_once('/').unwrap_or((kind, ""));
+    accept.split(',').any(|item| {
+        let t = item
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        t == kind || t == "*/*" || t == format!("{major}/*")
+    })
+}
+
+/// Reads a body of at most `limit` bytes (413 beyond).
+pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, Response> {
+    let too_large = || {
+        refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("the message is larger than the limit of {limit} bytes (--max-message-size)"),
+        )
+    };
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    match http_body_util::Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(too_large())
+        }
+        Err(e) => Err(refuse(
+            StatusCode::BAD_REQUEST,
+            &format!("the body could not be read: {e}"),
+        )),
+    }
+}
+
+/// The session id header's value.
+fn session_id(headers: &HeaderMap) -> Option<&str> {
+    headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+}
+
+/// Checks `MCP-Protocol-Version` when present: a revision rootfence knows.
+fn check_version_header(headers: &HeaderMap) -> Result<Option<Revision>, Response> {
+    let Some(v) = headers.get(VERSION_HEADER) else {
+        return Ok(None);
+    };
+    let text = v.to_str().unwrap_or("");
+    let rev = Revision::parse(text);
+    if Revision::KNOWN.contains(&rev) {
+        Ok(Some(rev))
+    } else {
+        Err(refuse(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "unsupported MCP-Protocol-Version {text:?}; supported: 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28"
+            ),
+        ))
+    }
+}
+
+/// Looks up the session a request names, for its principal.
+fn find_session(
+    app: &App,
+    headers: &HeaderMap,
+    principal: &Option<String>,
+) -> Result<Arc<HttpSession>, Response> {
+    let Some(id) = session_id(headers) else {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            "this request needs an Mcp-Session-Id header; start a session with initialize first",
+        ));
+    };
+    match app.table.get(id) {
+        // Another principal's session is as unknown as a session that never existed.
+        Some(s) if s.principal == *principal => Ok(s),
+        _ => Err(rpc_error(
+            StatusCode::NOT_FOUND,
+            None,
+            INVALID_REQUEST,
+            "session not found (it ended or never existed); start a new session with initialize",
+        )),
+    }
+}
+
+async fn post_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers.clone();
+    let response = post_inner(&app, parts, body).await;
+    with_cors(&app, &headers, response)
+}
+
+async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Response {
+    let principal = match admit(app, &parts) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let headers = &parts.headers;
+    if !is_json(headers) {
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "the body must be a JSON-RPC message with Content-Type: application/json",
+        );
+    }
+    if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
+        return refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            "the client must accept application/json and text/event-stream",
+        );
+    }
+    let version = match check_version_header(headers) {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let body = match read_body(headers, body, app.setup.max_message).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let incoming = match Incoming::parse(body) {
+        Ok(i) => i,
+        Err(r) => return r,
+    };
+    let stateless = session_id(headers).is_none()
+        && (incoming
+            .meta_version
+            .as_deref()
+            .is_some_and(|v| Revision::parse(v).is_stateless())
+            || version.as_ref().is_some_and(Revision::is_stateless));
+    if stateless {
+        return app.stateless.handle(app, principal, &parts, incoming).await;
+    }
+    if incoming.is_initialize() {
+        if session_id(headers).is_some() {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                "initialize starts a new session; send it without Mcp-Session-Id",
+            );
+        }
+        return initialize(app, principal, incoming).await;
+    }
+    let session = match find_session(app, headers, &principal) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    forward(&session, incoming, None).await
+}
+
+/// Opens a session for an `initialize` and answers it.
+async fn initialize(app: &Arc<App>, principal: Option<String>, incoming: Incoming) -> Response {
+    if app.draining.load(Ordering::Relaxed) {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is shutting down; try another replica or again shortly",
+        );
+    }
+    let opened = app
+        .table
+        .open(|id| HttpSession::start(&app.setup, id, principal.clone(), app.stall));
+    let session = match opened {
+        Ok(s) => s,
+        Err(full) => {
+            let mut resp = refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("{full}; try again later (or raise --max-sessions)"),
+            );
+            resp.headers_mut()
+                .insert("retry-after", HeaderValue::from_static("5"));
+            return resp;
+        }
+    };
+    tracing::info!(session = %session.id, principal = principal.as_deref().unwrap_or("-"), "session opened");
+    let id = session.id.clone();
+    forward(&session, incoming, Some(id)).await
+}
+
+/// Sends a message into a session and answers the POST.
+async fn forward(
+    session: &Arc<HttpSession>,
+    incoming: Incoming,
+    new_session: Option<String>,
+) -> Response {
+    if incoming.requests.is_empty() {
+        if session.send(incoming.line).await.is_err() {
+            return session_ended();
+        }
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let stream = match session
+        .router
+        .register_post(incoming.ids(), incoming.tokens.clone())
+    {
+        Ok(s) => s,
+        Err(RegisterError::DuplicateId(id)) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                incoming.requests.first().map(|(id, _)| id),
+                INVALID_REQUEST,
+                &format!(
+                    "a request with id {id} is already in flight in this session; use a new id"
+                ),
+            );
+        }
+        Err(RegisterError::Ended) => return session_ended(),
+    };
+    if session.send(incoming.line.clone()).await.is_err() {
+        return session_ended();
+    }
+    let initialize = incoming.is_initialize();
+    let mut resp = answer(stream, &incoming).await;
+    if let Some(id) = new_session {
+        if initialize && resp.status() == StatusCode::OK {
+            if let Some(ok) = resp.extensions_mut().remove::<InitializeOutcome>() {
+                if ok.0 {
+                    session.set_initialized();
+                } else {
+                    // A refused initialize opens nothing.
+                    session.close();
+                    return resp;
+                }
+            } else {
+                session.set_initialized();
+            }
+            if let Ok(v) = HeaderValue::from_str(&id) {
+                resp.headers_mut().insert(SESSION_HEADER, v);
+            }
+        }
+    }
+    resp
+}
+
+fn session_ended() -> Response {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        None,
+        INVALID_REQUEST,
+        "session not found (it ended); start a new session with initialize",
+    )
+}
+
+/// Whether a JSON answer to `initialize` was a success (known only in JSON mode).
+#[derive(Clone, Copy, Debug)]
+struct InitializeOutcome(bool);
+
+/// The answers for requests a session ended without answering.
+pub fn ended_answers(requests: &[(Id, String)], waiting: &HashSet<IdKey>) -> Vec<Bytes> {
+    requests
+        .iter()
+        .filter(|(id, _)| waiting.contains(id.key()))
+        .map(|(id, method)| {
+            Bytes::from(error_response(
+                Some(id),
+                SERVER_GONE,
+                &format!(
+                    "rootfence: the session ended before `{method}` was answered; start a new session and send it again"
+                ),
+                Some(serde_json::json!({"method": method})),
+            ))
+        })
+        .collect()
+}
+
+/// Waits for what the POST's requests bring: their responses alone as JSON, or an SSE
+/// stream when something else comes first.
+pub async fn answer(mut stream: Stream, incoming: &Incoming) -> Response {
+    let mut waiting: HashSet<IdKey> = incoming.ids().into_iter().collect();
+    let mut responses: Vec<Bytes> = Vec::new();
+    loop {
+        match stream.rx.recv().await {
+            Some(Out {
+                line,
+                answers: Some(id),
+            }) => {
+                waiting.remove(&id);
+                responses.push(line);
+                if waiting.is_empty() {
+                    return json_answer(responses, incoming);
+                }
+            }
+            Some(Out {
+                line,
+                answers: None,
+            }) => {
+                // Something before the response: stream it all as SSE.
+                responses.push(line);
+                let requests = incoming.requests.clone();
+                let body = SseBody::post(
+                    responses,
+                    stream,
+                    waiting,
+                    Box::new(move |w| ended_answers(&requests, w)),
+                );
+                return sse_response(body);
+            }
+            None => {
+                responses.extend(ended_answers(&incoming.requests, &waiting));
+                return json_answer(responses, incoming);
+            }
+        }
+    }
+}
+
+fn json_answer(mut responses: Vec<Bytes>, incoming: &Incoming) -> Response {
+    let outcome = incoming.is_initialize().then(|| {
+        InitializeOutcome(responses.first().is_some_and(|r| {
+            scan_message(crate::jsonrpc::framing::line_str(r))
+                .is_ok_and(|env| env.kind == Kind::Response)
+        }))
+    });
+    let body = if incoming.batch {
+        let mut out = BytesMut::new();
+        out.extend_from_slice(b"[");
+        for (i, r) in responses.iter().enumerate() {
+            if i > 0 {
+                out.extend_from_slice(b",");
+            }
+            out.extend_from_slice(r);
+        }
+        out.extend_from_slice(b"]");
+        out.freeze()
+    } else {
+        responses.pop().unwrap_or_default()
+    };
+    let mut resp = (StatusCode::OK, [(CONTENT_TYPE, "application/json")], body).into_response();
+    if let Some(o) = outcome {
+        resp.extensions_mut().insert(o);
+    }
+    resp
+}
+
+/// An SSE response.
+pub fn sse_response(body: SseBody) -> Response {
+    let mut resp = Response::new(Body::new(body));
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert("cache-control", HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+// ---- GET and DELETE -------------------------------------------------------------------------
+
+async fn get_mcp(State(app): State<Arc<App>>, parts: Parts) -> Response {
+    let resp = get_inner(&app, &parts);
+    with_cors(&app, &parts.headers, resp)
+}
+
+fn get_inner(app: &Arc<App>, parts: &Parts) -> Response {
+    let principal = match admit(app, parts) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    if !accepts(&parts.headers, "text/event-stream") {
+        return refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            "GET opens the session's event stream: send Accept: text/event-stream",
+        );
+    }
+    if session_id(&parts.headers).is_none() {
+        // 2026-07-28 has no GET stream; older clients always name their session.
+        let mut resp = refuse(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "GET needs an Mcp-Session-Id (2026-07-28 has no GET stream: use POST)",
+        );
+        resp.headers_mut()
+            .insert("allow", HeaderValue::from_static("POST"));
+        return resp;
+    }
+    if app.draining.load(Ordering::Relaxed) {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is shutting down; no new streams",
+        );
+    }
+    let session = match find_session(app, &parts.headers, &principal) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    match session.router.open_get() {
+        Ok(stream) => sse_response(SseBody::get(stream)),
+        Err(_) => session_ended(),
+    }
+}
+
+async fn delete_mcp(State(app): State<Arc<App>>, parts: Parts) -> Response {
+    let principal = match admit(&app, &parts) {
+        Ok(p) => p,
+        Err(r) => return with_cors(&app, &parts.headers, r),
+    };
+    let resp = match find_session(&app, &parts.headers, &principal) {
+        Ok(session) => {
+            app.table.remove(&session.id);
+            session.close();
+            tracing::info!(session = %session.id, "session deleted by the client");
+            // Its relay shuts the server down and closes the audit session in the background.
+            let s = Arc::clone(&session);
+            tokio::spawn(async move { s.wait().await });
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(r) => r,
+    };
+    with_cors(&app, &parts.headers, resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pretty_printed_bodies_become_one_line_with_the_same_value() {
+        let body = Bytes::from_static(b"{\n  \"jsonrpc\": \"2.0\",\r\n  \"method\": \"x\"\n}");
+        let line = one_line(body.clone());
+        assert!(!line.contains(&b'\n') && !line.contains(&b'\r'));
+        let a: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let b: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn bodies_are_scanned_before_anything_is_sent() {
+        let status = |b: &'static [u8]| match Incoming::parse(Bytes::from_static(b)) {
+            Ok(_) => StatusCode::OK,
+            Err(r) => r.status(),
+        };
+        assert_eq!(
+            status(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            StatusCode::OK
+        );
+        assert_eq!(status(b"{not json"), StatusCode::BAD_REQUEST);
+        assert_eq!(status(b"\xff\xfe"), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            status(br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(status(br#"{"jsonrpc":"2.0"}"#), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            status(br#"[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}]"#),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            status(
+                br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]"#
+            ),
+            StatusCode::BAD_REQUEST
+        );
+    }
+
+    #[test]
+    fn accept_headers() {
+        let mut h = HeaderMap::new();
+        assert!(accepts(&h, "text/event-stream"));
+        h.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        assert!(accepts(&h, "text/event-stream") && accepts(&h, "application/json"));
+        h.insert(ACCEPT, HeaderValue::from_static("text/html"));
+        assert!(!accepts(&h, "text/event-stream") && !accepts(&h, "application/json"));
+        h.insert(ACCEPT, HeaderValue::from_static("*/*"));
+        assert!(accepts(&h, "application/json"));
+    }
+}

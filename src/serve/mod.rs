@@ -1,0 +1,221 @@
+//! `rootfence serve`: the same enforcement as `rootfence run`, over MCP Streamable HTTP.
+//!
+//! - `http.rs`: the endpoint (`/mcp`), health and readiness, status codes.
+//! - `origin.rs`: Host and Origin validation (DNS rebinding).
+//! - `auth.rs`: bearer tokens from a token file.
+//! - `table.rs`: the session table (cap, idle reaper).
+//! - `session.rs`: one 2025-03-26…2025-11-25 session: a relay of its own over in-memory
+//!   streams (`pipe.rs`), with its own sandboxed server, roots and audit session.
+//! - `router.rs`: delivers a relay's output to the right HTTP stream; `sse.rs` streams it.
+//! - `stateless.rs`, `state.rs`: 2026-07-28 requests, served by a pool of server processes
+//!   keyed by the grants they run under, with the state the protocol echoes signed.
+//! - `tls.rs`: rustls.
+//!
+//! Messages are never re-serialized on their way through: a POST body is scanned (the same
+//! strict envelope scan as stdio), put on one line, and handed to the relay, which checks it
+//! and forwards exactly what it checked; what the relay writes toward the host goes out as
+//! the HTTP body or SSE event data byte for byte.
+//!
+//! [`serve`] runs until its shutdown future resolves, then drains: readiness turns 503, new
+//! sessions are refused, GET streams are closed, requests in flight are given
+//! [`ServeConfig::drain`] to finish, then every session is ended (its server gets the stdio
+//! shutdown sequence, its audit session is closed).
+
+pub mod auth;
+pub mod http;
+pub mod origin;
+pub mod pipe;
+pub mod router;
+pub mod session;
+pub mod sse;
+pub mod state;
+pub mod stateless;
+pub mod table;
+pub mod tls;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+
+use crate::setup::Setup;
+use auth::Auth;
+use http::App;
+use origin::OriginRules;
+use table::Table;
+
+/// How long a TLS handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take to send a request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How `rootfence serve` listens and whom it serves.
+#[derive(Debug)]
+pub struct ServeConfig {
+    /// The listening socket (already bound, so the caller can report the real port).
+    pub listener: std::net::TcpListener,
+    /// TLS certificate chain and key (PEM), or `None` for plain HTTP (behind a TLS proxy).
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// Allowed browser origins.
+    pub origins: Vec<String>,
+    /// Allowed host names.
+    pub hosts: Vec<String>,
+    /// Authentication.
+    pub auth: Auth,
+    /// Most sessions open at once.
+    pub max_sessions: usize,
+    /// A session idle this long is ended.
+    pub idle: Duration,
+    /// How long requests in flight may take to finish at shutdown.
+    pub drain: Duration,
+    /// How long a client may leave one of its streams unread before it is closed.
+    pub stall: Duration,
+    /// 2026-07-28 requests.
+    pub stateless: stateless::StatelessConfig,
+}
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// TLS could not be set up.
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
+    /// The listener could not be used.
+    #[error("cannot listen: {0}")]
+    Listen(std::io::Error),
+}
+
+/// Serves until `shutdown` resolves, then drains.
+pub async fn serve(
+    setup: Setup,
+    cfg: ServeConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    cfg.listener
+        .set_nonblocking(true)
+        .map_err(ServeError::Listen)?;
+    let local: SocketAddr = cfg.listener.local_addr().map_err(ServeError::Listen)?;
+    let listener = TcpListener::from_std(cfg.listener).map_err(ServeError::Listen)?;
+    let tls = match &cfg.tls {
+        Some((cert, key)) => Some(tls::acceptor(cert, key)?),
+        None => None,
+    };
+    let table = Table::new(cfg.max_sessions, cfg.idle);
+    let app = Arc::new(App {
+        stateless: stateless::Stateless::new(&setup, cfg.stateless, tls.is_some()),
+        setup,
+        table: Arc::clone(&table),
+        origin: OriginRules::new(local.ip(), &cfg.origins, &cfg.hosts),
+        auth: cfg.auth,
+        stall: cfg.stall,
+        draining: Default::default(),
+    });
+    let reaper = tokio::spawn(Arc::clone(&table).reaper());
+    let pool_reaper = tokio::spawn(Arc::clone(&app).stateless_reaper());
+    let service = TowerToHyperService::new(http::routes(Arc::clone(&app)));
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT);
+    let builder = Arc::new(builder);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tracing::info!(
+        address = %local,
+        tls = tls.is_some(),
+        "rootfence serve is listening; the MCP endpoint is /mcp"
+    );
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of descriptors or similar: wait a moment instead of spinning.
+                    tracing::warn!("accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let watcher = graceful.watcher();
+        let service = service.clone();
+        let builder = Arc::clone(&builder);
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let result = match tls {
+                Some(acceptor) => {
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                        Ok(Ok(stream)) => {
+                            let conn = builder
+                                .serve_connection_with_upgrades(TokioIo::new(stream), service);
+                            watcher.watch(conn.into_owned()).await
+                        }
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, "TLS handshake failed: {e}");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!(%peer, "TLS handshake timed out");
+                            return;
+                        }
+                    }
+                }
+                None => {
+                    let conn =
+                        builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                    watcher.watch(conn.into_owned()).await
+                }
+            };
+            if let Err(e) = result {
+                tracing::debug!(%peer, "connection ended: {e}");
+            }
+        });
+    }
+
+    // Drain.
+    tracing::info!("shutting down: draining sessions");
+    app.draining.store(true, Ordering::Relaxed);
+    drop(listener);
+    for s in table.all() {
+        s.router.close_get();
+    }
+    app.stateless.close_streams();
+    if tokio::time::timeout(cfg.drain, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "requests were still in flight after {:?}; ending their sessions",
+            cfg.drain
+        );
+    }
+    reaper.abort();
+    pool_reaper.abort();
+    let sessions = table.all();
+    for s in &sessions {
+        s.close();
+    }
+    app.stateless.close_all();
+    let grace = app.setup.shutdown_grace * 2 + Duration::from_secs(5);
+    let all_done = async {
+        for s in &sessions {
+            s.wait().await;
+        }
+        app.stateless.wait_all().await;
+    };
+    if tokio::time::timeout(grace, all_done).await.is_err() {
+        tracing::warn!("some sessions did not end within {grace:?}");
+    }
+    tracing::info!("rootfence serve stopped");
+    Ok(())
+}

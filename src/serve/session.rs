@@ -1,0 +1,169 @@
+//! One HTTP session (2025-03-26 to 2025-11-25, `Mcp-Session-Id`): a relay of its own, run over
+//! in-memory host streams, with its own enforcer, sandboxed server process (and generations),
+//! roots and audit session, and the router that delivers the relay's output to the
+//! session's HTTP streams.
+//!
+//! The session ends when its input is closed ([`HttpSession::close`]: DELETE, the idle
+//! reaper, a drain), which the relay sees as the host closing its stdin: the server gets the
+//! stdio shutdown sequence and every request still waiting is answered; or when its server
+//! ends. Either way the router then closes every stream and the audit session is closed.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::watch;
+
+use super::pipe::{self, Closed, HostInput};
+use super::router::Router;
+use crate::jsonrpc::LineReader;
+use crate::relay;
+use crate::setup::Setup;
+
+/// A live HTTP session.
+#[derive(Debug)]
+pub struct HttpSession {
+    /// Its `Mcp-Session-Id`.
+    pub id: String,
+    /// Who opened it (the authenticated principal); only they may use it.
+    pub principal: Option<String>,
+    /// Routes the relay's output to this session's streams.
+    pub router: Arc<Router>,
+    /// When it was opened.
+    pub opened: Instant,
+    /// The relay's input; `None` once closed.
+    input: Mutex<Option<HostInput>>,
+    /// Set when the relay has ended and its audit session is closed.
+    done: watch::Receiver<bool>,
+    /// The client's `initialize` was answered successfully.
+    initialized: AtomicBool,
+}
+
+impl HttpSession {
+    /// Starts a session's relay (its server starts once the enforcer knows the roots).
+    pub fn start(
+        setup: &Setup,
+        id: String,
+        principal: Option<String>,
+        stall: Duration,
+    ) -> Arc<Self> {
+        Self::start_with(setup, id, principal, stall, false)
+    }
+
+    /// A relay for the 2026-07-28 pool: shared by every request of one principal under one
+    /// set of roots, delivering only responses (by the ids the pool gives).
+    pub fn start_pooled(
+        setup: &Setup,
+        id: String,
+        principal: Option<String>,
+        stall: Duration,
+    ) -> Arc<Self> {
+        Self::start_with(setup, id, principal, stall, true)
+    }
+
+    fn start_with(
+        setup: &Setup,
+        id: String,
+        principal: Option<String>,
+        stall: Duration,
+        pooled: bool,
+    ) -> Arc<Self> {
+        let (input, reader) = pipe::host_input();
+        let (relay_out, router_in) = tokio::io::duplex(pipe::OUTPUT_PIPE);
+        let router = if pooled {
+            Router::new_pooled(stall, &input)
+        } else {
+            Router::new(stall, Some(&input))
+        };
+        let (enforcer, audit, launcher) = setup.session(setup.roots.clone(), |_| {});
+        let mut config = setup.relay_config();
+        config.observer = enforcer.observer();
+        // The process's signals mean "drain", handled once for every session.
+        config.forward_signals = false;
+        let (done_tx, done) = watch::channel(false);
+        let label = id.clone();
+        let audit_for_log = Arc::clone(&audit);
+        tokio::spawn(async move {
+            let outcome = relay::run_with(config, Arc::new(enforcer), reader, relay_out).await;
+            // Every server of the session has stopped: the placeholders can go.
+            launcher.remove_placeholders();
+            match outcome {
+                Ok(outcome) => {
+                    let audit_session = audit_for_log
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .as_ref()
+                        .map(|l| l.session_id().to_owned());
+                    tracing::info!(
+                        session = %label,
+                        audit_session = audit_session.as_deref().unwrap_or("-"),
+                        cause = outcome.cause.as_str(),
+                        "session ended"
+                    );
+                    if let Err(e) = Setup::finish(&audit, &outcome) {
+                        tracing::error!(session = %label, "could not finish the audit log: {e}");
+                    }
+                }
+                Err(e) => tracing::error!(session = %label, "the session could not run: {e}"),
+            }
+            let _ = done_tx.send(true);
+        });
+        tokio::spawn(Arc::clone(&router).run(LineReader::new(router_in, setup.max_message.max(1))));
+        Arc::new(HttpSession {
+            id,
+            principal,
+            router,
+            opened: Instant::now(),
+            input: Mutex::new(Some(input)),
+            done,
+            initialized: AtomicBool::new(false),
+        })
+    }
+
+    /// Sends one message (without a newline) to the relay.
+    pub async fn send(&self, message: Bytes) -> Result<(), Closed> {
+        let input = self.input.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        match input {
+            Some(input) => input.send(message).await,
+            None => Err(Closed),
+        }
+    }
+
+    /// Ends the session: the relay sees its host close the input.
+    pub fn close(&self) {
+        self.input.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    /// Whether the session still takes messages.
+    pub fn is_open(&self) -> bool {
+        !*self.done.borrow()
+            && !self.router.ended()
+            && self
+                .input
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some()
+    }
+
+    /// Whether the relay has ended (and the audit session is closed).
+    pub fn is_done(&self) -> bool {
+        *self.done.borrow()
+    }
+
+    /// Waits until the relay has ended and the audit session is closed.
+    pub async fn wait(&self) {
+        let mut done = self.done.clone();
+        let _ = done.wait_for(|d| *d).await;
+    }
+
+    /// Notes that the client's `initialize` succeeded.
+    pub fn set_initialized(&self) {
+        self.initialized.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the client's `initialize` succeeded.
+    pub fn initialized(&self) -> bool {
+        self.initialized.load(Ordering::Relaxed)
+    }
+}

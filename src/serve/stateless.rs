@@ -1,0 +1,409 @@
+//! 2026-07-28 stateless requests: no session, any replica serves any request.
+//!
+//! A stateless request is served by a pooled relay (its own enforcer, sandboxed server
+//! process and audit session, as a session has) chosen by the principal and the roots the
+//! client declared; pooled relays are shared by the requests of one principal under one set
+//! of roots, started on demand, stopped when idle or least recently used beyond
+//! `--pool-size`.
+//!
+//! Roots come from the client exactly as on stdio, MRTR style: a `tools/call`,
+//! `prompts/get` or `resources/read` from a client that declares the roots capability, with
+//! no roots known for it, is answered `input_required` with a `roots/list` input request
+//! (key [`ROOTS_KEY`]); the retry carries the answer in `inputResponses`. What rootfence needs
+//! on a retry travels in the `requestState` the protocol echoes, signed ([`super::state`]):
+//! the declared roots and the server's own `requestState`, which is restored before the
+//! server sees the retry. A pooled relay's enforcer learns the roots through its own MRTR
+//! question, which this handler answers from the roots it holds; the enforcer intersects
+//! them with `--root` and the policy exactly as on stdio.
+//!
+//! Request ids are renamed to ids unique within the pooled relay (clients' ids collide) and
+//! restored on the response. Only responses come back from a pooled relay: progress and log
+//! notifications of stateless requests are not relayed (they could not be told apart from
+//! another client's), and `subscriptions/listen` is refused.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::http::{App, Incoming, rpc_error};
+use super::router::RegisterError;
+use super::session::HttpSession;
+use super::state::{PREFIX, Signer};
+use crate::jsonrpc::IdKey;
+use crate::jsonrpc::envelope::Kind;
+use crate::jsonrpc::error::{INVALID_PARAMS, INVALID_REQUEST, SERVER_GONE};
+use crate::mcp::methods as m;
+use crate::setup::Setup;
+
+/// The `inputRequests` key of the roots question this handler asks.
+pub const ROOTS_KEY: &str = "io.rootfence/http-roots";
+/// Where a request's client capabilities are.
+const CAPS: &str = "/params/_meta/io.modelcontextprotocol~1clientCapabilities";
+/// Rounds of the pooled enforcer's own roots question answered for one request.
+const MAX_INNER_ROUNDS: usize = 3;
+
+/// How stateless requests are served.
+#[derive(Debug, Clone)]
+pub struct StatelessConfig {
+    /// The key that signs the state requests carry (shared by every replica).
+    pub key: Vec<u8>,
+    /// Pooled relays kept at once.
+    pub pool: usize,
+    /// How long signed state stays valid, and how long an idle pooled relay is kept.
+    pub ttl: Duration,
+}
+
+/// A pooled relay's key: the principal and the client's declared roots (as JSON text).
+type PoolKey = (Option<String>, Option<String>);
+
+/// The stateless handler.
+#[derive(Debug)]
+pub struct Stateless {
+    /// Whether the listener speaks TLS.
+    pub tls: bool,
+    signer: Signer,
+    max: usize,
+    idle: Duration,
+    pool: Mutex<HashMap<PoolKey, Arc<HttpSession>>>,
+    next_id: AtomicU64,
+    next_relay: AtomicU64,
+}
+
+impl Stateless {
+    /// The handler for `setup`'s server.
+    pub fn new(_setup: &Setup, cfg: StatelessConfig, tls: bool) -> Stateless {
+        Stateless {
+            tls,
+            signer: Signer::new(cfg.key, cfg.ttl),
+            max: cfg.pool.max(1),
+            idle: cfg.ttl,
+            pool: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            next_relay: AtomicU64::new(1),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PoolKey, Arc<HttpSession>>> {
+        self.pool.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The pooled relay for `key`, started if need be; `None` when the pool is full of busy
+    /// relays.
+    fn relay(&self, app: &App, key: PoolKey) -> Option<Arc<HttpSession>> {
+        let mut pool = self.lock();
+        if let Some(s) = pool.get(&key) {
+            if s.is_open() {
+                return Some(Arc::clone(s));
+            }
+        }
+        pool.retain(|_, s| s.is_open());
+        if pool.len() >= self.max {
+            let lru = pool
+                .iter()
+                .filter(|(_, s)| s.router.open_streams() == 0)
+                .max_by_key(|(_, s)| s.router.idle_for())
+                .map(|(k, _)| k.clone())?;
+            if let Some(old) = pool.remove(&lru) {
+                tracing::info!(relay = %old.id, "stopping the least recently used pooled server");
+                old.close();
+            }
+        }
+        let n = self.next_relay.fetch_add(1, Ordering::Relaxed);
+        let relay =
+            HttpSession::start_pooled(&app.setup, format!("pool-{n}"), key.0.clone(), app.stall);
+        tracing::info!(relay = %relay.id, principal = key.0.as_deref().unwrap_or("-"), "started a pooled server for 2026-07-28 requests");
+        pool.insert(key, Arc::clone(&relay));
+        Some(relay)
+    }
+
+    /// Answers one stateless request.
+    pub async fn handle(
+        &self,
+        app: &Arc<App>,
+        principal: Option<String>,
+        _parts: &Parts,
+        incoming: Incoming,
+    ) -> Response {
+        if incoming.batch {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                INVALID_REQUEST,
+                "2026-07-28 has no batches; send each request on its own",
+            );
+        }
+        if incoming.kind != Some(Kind::Request) {
+            // Notifications (e.g. cancellation, advisory) and stray responses: nothing to do.
+            return StatusCode::ACCEPTED.into_response();
+        }
+        if app.draining.load(Ordering::Relaxed) {
+            return rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                INVALID_REQUEST,
+                "the server is shutting down; try another replica or again shortly",
+            );
+        }
+        let Some((id, method)) = incoming.requests.first().cloned() else {
+            return StatusCode::ACCEPTED.into_response();
+        };
+        let bad = |message: String| {
+            rpc_error(StatusCode::BAD_REQUEST, Some(&id), INVALID_PARAMS, &message)
+        };
+        if method == m::SUBSCRIPTIONS_LISTEN {
+            return bad(
+                "subscriptions/listen is not served over stateless HTTP by rootfence yet; poll with resources/read".into(),
+            );
+        }
+        let Ok(mut message) = serde_json::from_slice::<Value>(&incoming.line) else {
+            return bad("the request could not be read".into());
+        };
+        let has_roots_cap = message
+            .pointer(CAPS)
+            .is_some_and(|c| c.get("roots").is_some());
+
+        // What the client echoes: rootfence's state (verified, then replaced by the server's
+        // own), and the answer to rootfence's roots question.
+        let mut roots: Option<Value> = None;
+        if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+            if let Some(token) = params.get("requestState").and_then(Value::as_str) {
+                if token.starts_with(PREFIX) {
+                    match self.signer.verify(token, principal.as_deref()) {
+                        Ok(state) => {
+                            roots = state.r;
+                            match state.s {
+                                Some(inner) => params.insert("requestState".into(), inner),
+                                None => params.remove("requestState"),
+                            };
+                        }
+                        Err(e) => {
+                            tracing::warn!(refused = %e, "a stateless request's requestState was refused");
+                            return bad(format!(
+                                "{e}; send the request again without requestState"
+                            ));
+                        }
+                    }
+                }
+            }
+            if let Some(responses) = params
+                .get_mut("inputResponses")
+                .and_then(Value::as_object_mut)
+            {
+                if responses
+                    .keys()
+                    .any(|k| k.starts_with("io.rootfence/") && k != ROOTS_KEY)
+                {
+                    return bad("inputResponses names a key rootfence did not ask for".into());
+                }
+                if let Some(answer) = responses.remove(ROOTS_KEY) {
+                    if answer.get("roots").and_then(Value::as_array).is_none() {
+                        return bad(
+                            "the answer to rootfence's roots/list has no roots array".into()
+                        );
+                    }
+                    roots = Some(answer);
+                }
+                if responses.is_empty() {
+                    params.remove("inputResponses");
+                }
+            }
+        }
+        let needs_roots = matches!(
+            method.as_str(),
+            m::TOOLS_CALL | m::PROMPTS_GET | m::RESOURCES_READ
+        );
+        if has_roots_cap && roots.is_none() && needs_roots {
+            let inner = message.pointer("/params/requestState").cloned();
+            let state = self.signer.sign(principal.as_deref(), None, inner);
+            let body = json!({
+                "jsonrpc": "2.0", "id": id.to_value(),
+                "result": {
+                    "resultType": "input_required",
+                    "inputRequests": {ROOTS_KEY: {"method": m::ROOTS_LIST}},
+                    "requestState": state,
+                }
+            });
+            return json_response(body.to_string());
+        }
+        let key: PoolKey = (
+            principal.clone(),
+            roots
+                .as_ref()
+                .filter(|_| has_roots_cap)
+                .map(|r| r["roots"].to_string()),
+        );
+        let Some(relay) = self.relay(app, key) else {
+            let mut resp = rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(&id),
+                INVALID_REQUEST,
+                "every pooled server is busy; try again shortly (or raise --pool-size)",
+            );
+            resp.headers_mut()
+                .insert("retry-after", axum::http::HeaderValue::from_static("1"));
+            return resp;
+        };
+
+        let mut rounds = 0;
+        loop {
+            let answer = match self.exchange(&relay, &mut message).await {
+                Ok(a) => a,
+                Err(resp) => {
+                    return resp(&id);
+                }
+            };
+            let Ok(mut answer) = serde_json::from_slice::<Value>(&answer) else {
+                return rpc_error(
+                    StatusCode::OK,
+                    Some(&id),
+                    SERVER_GONE,
+                    "the server's answer could not be read",
+                );
+            };
+            answer["id"] = id.to_value();
+            let input_required = answer.pointer("/result/resultType").and_then(Value::as_str)
+                == Some("input_required");
+            if !input_required {
+                return json_response(answer.to_string());
+            }
+            // The pooled enforcer's own roots question: answered here from the roots held.
+            let result = &mut answer["result"];
+            let ours: Vec<String> = result
+                .get("inputRequests")
+                .and_then(Value::as_object)
+                .map(|reqs| {
+                    reqs.iter()
+                        .filter(|(k, r)| {
+                            k.starts_with("io.rootfence/roots-")
+                                && r.get("method").and_then(Value::as_str) == Some(m::ROOTS_LIST)
+                        })
+                        .map(|(k, _)| k.clone())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let (false, Some(r)) = (ours.is_empty(), &roots) {
+                if rounds < MAX_INNER_ROUNDS
+                    && ours.len() == result["inputRequests"].as_object().map_or(0, |o| o.len())
+                {
+                    rounds += 1;
+                    let params = message
+                        .get_mut("params")
+                        .and_then(Value::as_object_mut)
+                        .expect("a request with roots has params");
+                    let responses = params.entry("inputResponses").or_insert_with(|| json!({}));
+                    for k in ours {
+                        responses[k] = r.clone();
+                    }
+                    match result.get("requestState") {
+                        Some(s) => params.insert("requestState".into(), s.clone()),
+                        None => params.remove("requestState"),
+                    };
+                    continue;
+                }
+            }
+            // The server's (or the enforcer's) question goes to the client; what rootfence
+            // needs on the retry rides in the signed state.
+            let inner = result.get("requestState").cloned();
+            if let Some(obj) = result.as_object_mut() {
+                obj.insert(
+                    "requestState".into(),
+                    Value::String(
+                        self.signer
+                            .sign(principal.as_deref(), roots.as_ref(), inner),
+                    ),
+                );
+            }
+            return json_response(answer.to_string());
+        }
+    }
+
+    /// Sends `message` (its id renamed) through a pooled relay; the response line.
+    async fn exchange(
+        &self,
+        relay: &Arc<HttpSession>,
+        message: &mut Value,
+    ) -> Result<Bytes, Box<dyn FnOnce(&crate::jsonrpc::Id) -> Response + Send>> {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        message["id"] = json!(n);
+        let gone = |why: &'static str| -> Box<dyn FnOnce(&crate::jsonrpc::Id) -> Response + Send> {
+            Box::new(move |id| rpc_error(StatusCode::OK, Some(id), SERVER_GONE, why))
+        };
+        let mut stream = match relay
+            .router
+            .register_post(vec![IdKey::Int(n.to_string().into())], Vec::new())
+        {
+            Ok(s) => s,
+            Err(RegisterError::DuplicateId(_) | RegisterError::Ended) => {
+                return Err(gone("the pooled server ended; send the request again"));
+            }
+        };
+        if relay.send(Bytes::from(message.to_string())).await.is_err() {
+            return Err(gone("the pooled server ended; send the request again"));
+        }
+        loop {
+            match stream.rx.recv().await {
+                Some(out) if out.answers.is_some() => return Ok(out.line),
+                Some(_) => continue,
+                None => {
+                    return Err(gone(
+                        "the pooled server ended before answering; send the request again",
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Closes long-lived streams (at shutdown): stateless requests have none.
+    pub fn close_streams(&self) {}
+
+    /// Ends every pooled relay.
+    pub fn close_all(&self) {
+        for s in self.lock().values() {
+            s.close();
+        }
+    }
+
+    /// Waits until every pooled relay has ended.
+    pub async fn wait_all(&self) {
+        let all: Vec<_> = self.lock().values().cloned().collect();
+        for s in all {
+            s.wait().await;
+        }
+    }
+
+    /// Stops pooled relays idle for longer than the state lifetime.
+    fn reap(&self) {
+        self.lock().retain(|_, s| {
+            let idle = s.router.open_streams() == 0 && s.router.idle_for() >= self.idle;
+            if idle {
+                tracing::info!(relay = %s.id, "stopping an idle pooled server");
+                s.close();
+            }
+            !idle && s.is_open()
+        });
+    }
+}
+
+fn json_response(body: String) -> Response {
+    (StatusCode::OK, [(CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+impl App {
+    /// Stops idle pooled relays, until the process ends.
+    pub async fn stateless_reaper(self: Arc<Self>) {
+        let period =
+            (self.stateless.idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(30));
+        loop {
+            tokio::time::sleep(period).await;
+            self.stateless.reap();
+        }
+    }
+}

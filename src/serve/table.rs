@@ -1,0 +1,133 @@
+//! The session table: live HTTP sessions by `Mcp-Session-Id`, the cap on how many may be
+//! open at once, and the reaper that ends idle sessions and forgets ended ones.
+//!
+//! Session ids are 128 random bits from the OS (hex): unguessable, and only ever valid for
+//! the principal that opened the session.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::session::HttpSession;
+
+/// The live sessions.
+#[derive(Debug)]
+pub struct Table {
+    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    /// Most sessions open at once.
+    pub max: usize,
+    /// A session with no open stream and no message for this long is ended.
+    pub idle: Duration,
+}
+
+/// The table is full.
+#[derive(Debug, thiserror::Error)]
+#[error("rootfence is serving its maximum of {0} sessions")]
+pub struct Full(pub usize);
+
+impl Table {
+    /// An empty table.
+    pub fn new(max: usize, idle: Duration) -> Arc<Table> {
+        Arc::new(Table {
+            sessions: Mutex::default(),
+            max,
+            idle,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A fresh session id.
+    pub fn new_id() -> String {
+        let mut bytes = [0u8; 16];
+        getrandom::getrandom(&mut bytes).expect("the OS random source is available");
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Reserves room for one more session and builds it with `open` (which receives its id).
+    pub fn open(
+        &self,
+        open: impl FnOnce(String) -> Arc<HttpSession>,
+    ) -> Result<Arc<HttpSession>, Full> {
+        let mut sessions = self.lock();
+        sessions.retain(|_, s| !s.is_done());
+        if sessions.len() >= self.max {
+            return Err(Full(self.max));
+        }
+        let session = open(Self::new_id());
+        sessions.insert(session.id.clone(), Arc::clone(&session));
+        Ok(session)
+    }
+
+    /// The live session with this id.
+    pub fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
+        let session = self.lock().get(id).cloned()?;
+        session.is_open().then_some(session)
+    }
+
+    /// Takes a session out of the table (it is then ended by the caller).
+    pub fn remove(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.lock().remove(id)
+    }
+
+    /// How many sessions are open.
+    pub fn len(&self) -> usize {
+        self.lock().values().filter(|s| !s.is_done()).count()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every session (for a drain).
+    pub fn all(&self) -> Vec<Arc<HttpSession>> {
+        self.lock().values().cloned().collect()
+    }
+
+    /// Ends sessions idle for longer than [`Table::idle`] and forgets ended ones; returns
+    /// how many were ended.
+    pub fn reap(&self) -> usize {
+        let mut ended = 0;
+        let mut sessions = self.lock();
+        sessions.retain(|id, s| {
+            if s.is_done() {
+                return false;
+            }
+            let idle = s.router.open_streams() == 0 && s.router.idle_for() >= self.idle;
+            if idle || !s.is_open() {
+                tracing::info!(session = %id, "ending an idle or finished session");
+                s.close();
+                ended += 1;
+            }
+            // Kept until its relay is done, so its audit session closes before it is gone.
+            true
+        });
+        ended
+    }
+
+    /// Runs the reaper until the process ends.
+    pub async fn reaper(self: Arc<Self>) {
+        let period = (self.idle / 4).clamp(Duration::from_millis(200), Duration::from_secs(30));
+        loop {
+            tokio::time::sleep(period).await;
+            self.reap();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_128_random_bits_in_hex() {
+        let a = Table::new_id();
+        let b = Table::new_id();
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}
