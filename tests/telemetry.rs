@@ -10,6 +10,8 @@
 
 mod common;
 mod otlp;
+#[path = "common/serve_harness.rs"]
+mod serve_harness;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -474,4 +476,51 @@ fn telemetry_rootfence_cannot_send_is_refused_with_a_hint_and_the_session_runs()
         err.contains("telemetry is off") && err.contains("http/protobuf"),
         "{err}"
     );
+}
+
+/// `rootfence serve`: every HTTP session is a relay session of its own; the same request id
+/// in two sessions makes two spans, each with its own session's `mcp.session.id` (the
+/// collector named by the policy, as an organisation ships it).
+#[test]
+fn serve_sessions_each_get_their_own_spans() {
+    let rx = Receiver::start();
+    let t = tempdir();
+    let policy = t.path().join("org.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "version = 1\n[telemetry]\nendpoint = \"{}\"\n",
+            rx.endpoint()
+        ),
+    )
+    .unwrap();
+    let log = t.path().join("server.log");
+    let dir = t.path().display().to_string();
+    let mut serve = serve_harness::Serve::start(
+        &["--write", &dir, "--policy", policy.to_str().unwrap()],
+        &[&test_server(), "--log", log.to_str().unwrap()],
+    );
+    for _ in 0..2 {
+        let id = serve.open_session(&[]);
+        let r = serve.post(
+            &[("Mcp-Session-Id", &id)],
+            r#"{"jsonrpc":"2.0","id":2,"method":"pid"}"#,
+        );
+        assert_eq!(r.status, 200, "{r:?}");
+    }
+    assert!(serve.stop().success(), "{}", serve.stderr());
+    rx.wait_for("a pid span per session", |r| {
+        r.spans().iter().filter(|s| s.name == "pid").count() >= 2
+    });
+    let sessions: std::collections::BTreeSet<String> = rx
+        .spans()
+        .iter()
+        .filter(|s| s.name == "pid")
+        .map(|s| {
+            assert_eq!(attr_str(&s.attributes, "jsonrpc.request.id"), "2");
+            attr_str(&s.attributes, "mcp.session.id")
+        })
+        .collect();
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    assert!(sessions.iter().all(|s| !s.is_empty()), "{sessions:?}");
 }
