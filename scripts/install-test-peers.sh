@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Installs the pinned third-party MCP peers the interop tests (tests/interop.rs) run against:
+# Installs the pinned third-party MCP peers the interop and compatibility tests (tests/interop.rs,
+# tests/compat.rs) run against:
 #   - npm:  @modelcontextprotocol/server-everything 2025.11.25 and 2026.8.31,
 #           @modelcontextprotocol/server-filesystem 2026.8.31 and
 #           @modelcontextprotocol/server-memory 2026.8.31, from tests/peers/node/package-lock.json
 #           (npm ci) into tests/peers/node/node_modules;
 #   - PyPI: the official `mcp` SDK 2.3.0, the reference git server mcp-server-git 2026.10.19,
-#           and their dependencies, every file hash-pinned in
-#           tests/peers/python/requirements.txt, into the venv tests/peers/.venv;
+#           the reference time server mcp-server-time 2026.10.19, and their dependencies,
+#           every file hash-pinned in tests/peers/python/requirements.txt, into the venv
+#           tests/peers/.venv;
 #   - crates.io: the rmcp client (tests/peers/rmcp-client, its own Cargo.lock and target dir,
 #           never part of the rootfence build), built with `cargo build --release --locked`.
 # Each part is skipped when a stamp file shows it was installed from the same lock files with
@@ -72,7 +74,7 @@ install_python() {
     # builds (no build-time code from the registry); --no-deps: the lock is complete.
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
         --require-hashes --only-binary :all: --no-deps -r "$req" >&2
-    "$venv/bin/python" -c 'import mcp, mcp_types, mcp_server_git' || die "the mcp SDK or mcp-server-git does not import in $venv"
+    "$venv/bin/python" -c 'import mcp, mcp_types, mcp_server_git, mcp_server_time' || die "the mcp SDK, mcp-server-git or mcp-server-time does not import in $venv"
     printf '%s\n' "$key" >"$stamp"
 }
 

@@ -27,9 +27,9 @@ pub struct SandboxLauncher {
     /// Set once some launcher sharing it printed its report: `rootfence serve` starts a
     /// server per session, and prints the (same) report once, not once per session.
     reported: Option<Arc<AtomicBool>>,
-    /// The placeholders every generation's launcher created (`CarveReport`), removed by
-    /// [`SandboxLauncher::remove_placeholders`] when the session is over.
-    placeholders: Arc<Mutex<Vec<PathBuf>>>,
+    /// The placeholders of protected directory names held for the session (made before
+    /// each generation's launch), released by [`SandboxLauncher::remove_placeholders`].
+    placeholders: sandbox::Placeholders,
 }
 
 impl SandboxLauncher {
@@ -49,7 +49,7 @@ impl SandboxLauncher {
             host_grants,
             cwd,
             reported: None,
-            placeholders: Arc::default(),
+            placeholders: sandbox::Placeholders::default(),
         }
     }
 
@@ -60,12 +60,10 @@ impl SandboxLauncher {
         self
     }
 
-    /// Removes the placeholders of every generation that are still empty. Call it once the
-    /// session is over (no server runs): see [`sandbox::remove_placeholders`].
+    /// Releases the session's placeholders: those no other session holds are removed while
+    /// still empty. Call it once the session is over (no server runs).
     pub fn remove_placeholders(&self) {
-        let paths =
-            std::mem::take(&mut *self.placeholders.lock().unwrap_or_else(|e| e.into_inner()));
-        sandbox::remove_placeholders(&paths);
+        self.placeholders.release();
     }
 
     /// The sandbox spec for a server confined to `roots` (`sandbox::server_spec`, the one
@@ -101,6 +99,9 @@ impl ServerLauncher for SandboxLauncher {
 
     fn prepare(&self, roots: &RootSet, generation: Gen) -> Result<(Launch, ReportSlot), String> {
         let spec = self.spec(roots)?;
+        if spec.mode != SandboxMode::Off && sandbox::mount_namespace_likely() {
+            self.placeholders.hold(&spec.roots, &spec.read_only_paths);
+        }
         let prepared = sandbox::prepare(&spec, &self.argv).map_err(|e| e.to_string())?;
         let session = Arc::new(Mutex::new(prepared.session));
         let slot: ReportSlot = Arc::new(OnceLock::new());
@@ -108,7 +109,6 @@ impl ServerLauncher for SandboxLauncher {
             let session = Arc::clone(&session);
             let slot = Arc::clone(&slot);
             let reported = self.reported.clone();
-            let placeholders = Arc::clone(&self.placeholders);
             move || -> Result<(), String> {
                 let reader = session
                     .lock()
@@ -127,10 +127,6 @@ impl ServerLauncher for SandboxLauncher {
                 } else {
                     eprintln!("rootfence: server generation {generation}: {report}");
                 }
-                placeholders
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .extend(report.placeholders());
                 let _ = slot.set(report);
                 Ok(())
             }

@@ -376,6 +376,29 @@ fn a_server_cannot_write_where_code_runs_later() {
     }
 }
 
+/// Two sessions on one root (e.g. server-filesystem and mcp-server-git wrapped on the same
+/// project): the first to end must not remove a placeholder the other still holds, which
+/// would lift the read-only mount in the other server's namespace.
+#[test]
+fn a_session_ending_first_leaves_the_other_sessions_placeholder_in_force() {
+    let tree = tree();
+    let root = tree.root_str();
+    let r = &tree.root;
+    let mut a = start(&tree, Method::Mounts, &exfil(None));
+    let mut b = start(&tree, Method::Mounts, &exfil(None));
+    assert!(r.join(".claude").is_dir());
+    assert_eq!(a.finish(), 0);
+    assert!(r.join(".claude").is_dir(), "b still holds the placeholder");
+    let (resp, _) = b.call_tool(
+        "write",
+        json!({"path": format!("{root}/.claude/settings.json"), "text": "{\"hooks\":{}}"}),
+    );
+    assert!(text_of(&resp).contains(" error "), "{resp}");
+    assert!(!r.join(".claude/settings.json").exists());
+    assert_eq!(b.finish(), 0);
+    assert!(!r.join(".claude").exists(), "the last session removes it");
+}
+
 /// The placeholder is the user's tree's only change, and only while it is empty: a file
 /// the user puts there during the session (outside the server's namespace) stays, and a
 /// protected name the user already has is left alone.

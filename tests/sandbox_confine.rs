@@ -484,7 +484,6 @@ fn a_denied_path_inside_a_root_stays_unreachable() {
     );
 }
 
-const EEXIST: &str = "errno=17";
 const EROFS: &str = "errno=30";
 const EBUSY: &str = "errno=16";
 
@@ -554,13 +553,9 @@ fn deny_globs_inside_a_root_are_hidden_by_mounts_and_later_names_work() {
         (act(&[&"rename", &r.join("new.txt"), &r.join("file")]), OK),
         (act(&[&"cat", &r.join("file")]), "content=written"),
         (act(&[&"mkdir", &r.join("newdir")]), OK),
-        // A protected directory name absent at launch: an empty read-only placeholder.
-        (act(&[&"mkdir", &r.join(".vscode")]), EEXIST),
-        (act(&[&"write", &r.join(".vscode/tasks.json")]), EROFS),
-        (
-            act(&[&"rename", &r.join(".vscode"), &r.join("vscode-old")]),
-            EBUSY,
-        ),
+        // A protected name absent at launch: the launcher alone covers nothing there
+        // (`rootfence run` makes a placeholder before the launch: tests/deny_inside_roots.rs).
+        (act(&[&"mkdir", &r.join(".vscode")]), OK),
         // Documented: a protected *file* name absent at launch gets no placeholder.
         (act(&[&"write", &r.join(".mcp.json")]), OK),
     ];

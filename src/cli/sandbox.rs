@@ -247,21 +247,19 @@ fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let reader = session
         .take_report_reader()
         .context("report reader already taken")?;
-    let placeholders = match reader.read_blocking() {
+    match reader.read_blocking() {
         Ok(report) => {
             if !args.quiet {
                 print_report(&report);
             }
-            report.placeholders()
         }
         Err(e) => {
             let status = child.wait()?;
             eprintln!("rootfence: error: {e}");
             return Ok(exit_code_of(status));
         }
-    };
+    }
     let status = child.wait().context("cannot wait for the command")?;
-    sandbox::remove_placeholders(&placeholders);
     drop(session);
     Ok(exit_code_of(status))
 }
@@ -343,9 +341,6 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     })?;
     runtime.shutdown_background();
     let report = report.join().unwrap_or(Err(sandbox::LaunchError::NoReport));
-    if let Ok(r) = &report {
-        sandbox::remove_placeholders(&r.placeholders());
-    }
     if let Err(e) = &report {
         eprintln!("rootfence: error: {e}");
     }

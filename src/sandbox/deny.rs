@@ -83,9 +83,8 @@ pub struct CarvedPath {
     /// Why the namespace could not cover it, when it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// An empty directory rootfence created for a protected name that did not exist, so
-    /// that the server cannot create it (see [`placeholder_names`]); removed at the end of
-    /// the session if it is still empty.
+    /// An empty directory rootfence made for a protected name that did not exist, so that
+    /// the server cannot create it (`placeholder.rs`; marked `user.rootfence.placeholder`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub placeholder: bool,
 }
@@ -163,9 +162,6 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
         scans: Vec::new(),
         later: String::new(),
     };
-    let names = placeholder_names(&plan.read_only_globs);
-    // Protected directory names absent from a writable root: (root index, name, glob).
-    let mut absent: Vec<(usize, &str, &str)> = Vec::new();
     // (root dir, real path, relative path, what, rule, is dir)
     let mut work: Vec<(usize, PathBuf, CarvedKind, String, bool)> = Vec::new();
     let mut opened: Vec<(Dir, PathBuf)> = Vec::new();
@@ -205,21 +201,12 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
             }
         }
         add(gits, CarvedKind::LeftToGit);
-        if grant.rights == Rights::ReadWrite {
-            for (name, glob) in &names {
-                if matches!(dir.symlink_metadata(name), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
-                {
-                    absent.push((i, name, glob));
-                }
-            }
-        }
         opened.push((dir, real));
     }
     // A root's own entry in `unscanned` (the root could not be listed at all) hides the
     // whole root: the carve-out handles the empty relative path as the grant itself.
-    let needs_cover = work.iter().any(|w| w.2 != CarvedKind::LeftToGit) || !absent.is_empty();
-    let mut results: Vec<(CarvedBy, Option<String>)> = Vec::new();
-    let mut created: Vec<usize> = Vec::new();
+    let needs_cover = work.iter().any(|w| w.2 != CarvedKind::LeftToGit);
+    let mut results: Vec<(CarvedBy, Option<String>)> = vec![(CarvedBy::Landlock, None); work.len()];
     if needs_cover {
         match mounts::enter() {
             Ok(ns) => {
@@ -234,24 +221,6 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
                     })
                     .collect();
                 if here.len() == opened.len() {
-                    // A protected name that does not exist yet would be the server's to
-                    // create (a `.claude/settings.json` with hooks, a `.vscode/tasks.json`):
-                    // an empty directory under it, bound read-only below, keeps it from
-                    // that. Only with a namespace: in the Landlock fallback a read-only
-                    // directory at the top of a root would cost every edit there.
-                    for (i, name, glob) in &absent {
-                        if here[*i].0.create_dir(name).is_ok() {
-                            created.push(work.len());
-                            work.push((
-                                *i,
-                                PathBuf::from(name),
-                                CarvedKind::ReadOnly,
-                                format!("{glob} (absent: an empty read-only placeholder)"),
-                                true,
-                            ));
-                        }
-                    }
-                    results = vec![(CarvedBy::Landlock, None); work.len()];
                     cover_all(&here, &work, &mut results);
                 } else {
                     report.fallback = Some("a root could not be opened again".into());
@@ -263,7 +232,6 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
             }
         }
     }
-    results.resize(work.len(), (CarvedBy::Landlock, None));
     for (n, (i, rel, kind, rule, dir)) in work.into_iter().enumerate() {
         let path = opened[i].1.join(&rel);
         let (mut by, error) = results[n].clone();
@@ -283,7 +251,9 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
                 rule,
                 by,
                 error,
-                placeholder: created.contains(&n),
+                placeholder: kind == CarvedKind::ReadOnly
+                    && dir
+                    && super::placeholder::is_marked(&path),
             });
         } else {
             report.more += 1;
@@ -293,11 +263,11 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
     out
 }
 
-/// The protected names a placeholder can stand in for: read-only globs `**/NAME/**` with a
-/// literal NAME (`.vscode`, `.cursor`, `.claude` in the default list), each with its glob.
-/// Only at the top of each root, where hosts and editors look for them; files
-/// (`.mcp.json`) get none, since an empty directory there would break the host that reads
-/// it (the wire refuses writing tools those names; see docs/sandbox.md for what remains).
+/// The protected names a placeholder can stand in for (`placeholder.rs`): read-only globs
+/// `**/NAME/**` with a literal NAME (`.vscode`, `.cursor`, `.claude` in the default list),
+/// each with its glob. Only at the top of each root, where hosts and editors look for them;
+/// files (`.mcp.json`) get none, since an empty directory there would break the host that
+/// reads it (the wire refuses writing tools those names; see docs/sandbox.md).
 pub(crate) fn placeholder_names(read_only_globs: &[String]) -> Vec<(&str, &str)> {
     read_only_globs
         .iter()
@@ -395,7 +365,8 @@ impl CarveReport {
                  a protected file name that did not exist (.mcp.json: the server can create \
                  it; writing tools are refused it on the wire); a protected directory that \
                  did not exist (.vscode/, .cursor/, .claude/) got an empty read-only \
-                 placeholder, removed at the end of the session if still empty"
+                 placeholder, removed at the end of the session if still empty and no other \
+                 session holds it"
                     .to_owned(),
             );
         }
@@ -451,7 +422,16 @@ impl fmt::Display for CarveReport {
                         (CarvedBy::Landlock, Some(e)) => format!(" [landlock: {e}]"),
                         (CarvedBy::Landlock, None) => " [landlock]".into(),
                     };
-                    format!("{}{}{by}", p.path, if p.dir { "/" } else { "" })
+                    let placeholder = if p.placeholder {
+                        " (empty placeholder)"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "{}{}{placeholder}{by}",
+                        p.path,
+                        if p.dir { "/" } else { "" }
+                    )
                 })
                 .collect()
         };

@@ -40,6 +40,7 @@ mod fds;
 mod landlock;
 pub mod launcher;
 mod mounts;
+mod placeholder;
 mod plan;
 pub mod probe;
 mod profile;
@@ -56,13 +57,14 @@ use serde::{Deserialize, Serialize};
 
 pub use deny::{CarveReport, CarvedBy, CarvedKind, CarvedPath, RootScan};
 pub use mounts::MOUNTS_ENV;
+pub use placeholder::{Placeholders, mount_namespace_likely};
 pub use profile::{
     DefaultProfile, ProfileEntry, Rights, ToolFamily, Withheld, default_profile, tool_families,
 };
 pub use report::{
     DenyReport, DenyStatus, Enforcement, EnforcementReport, EnvPath, EnvReport, FsReport,
     GrantReport, GrantStatus, LandlockReport, LaunchError, NetworkReport, ReportReader,
-    RlimitReport, RlimitStatus, ScopeReport, WithheldReport, remove_placeholders,
+    RlimitReport, RlimitStatus, ScopeReport, WithheldReport,
 };
 pub use server::{GrantError, ServerGrants, check_env_name, server_spec};
 

@@ -267,19 +267,6 @@ pub struct EnvPath {
 }
 
 impl EnforcementReport {
-    /// The empty read-only placeholders the launcher created for protected names that did
-    /// not exist (`CarvedPath::placeholder`): to give to [`remove_placeholders`] once no
-    /// server of the session runs any more.
-    pub fn placeholders(&self) -> Vec<std::path::PathBuf> {
-        self.filesystem
-            .carve
-            .iter()
-            .flat_map(|c| c.paths.iter())
-            .filter(|p| p.placeholder)
-            .map(|p| std::path::PathBuf::from(&p.path))
-            .collect()
-    }
-
     /// The report of a session with the sandbox off.
     pub fn off() -> EnforcementReport {
         EnforcementReport {
@@ -847,19 +834,6 @@ impl EnforcementReport {
             network,
             rlimits,
             missing,
-        }
-    }
-}
-
-/// Removes the placeholders of a session that are still empty directories (`rmdir` only:
-/// whatever the user put there since stays, and so does a name that is no longer a
-/// directory). Call it once no server of the session runs: removing a placeholder lifts
-/// its read-only mount in a running server's namespace too.
-pub fn remove_placeholders(paths: &[std::path::PathBuf]) {
-    for p in paths {
-        match std::fs::remove_dir(p) {
-            Ok(()) => tracing::debug!("removed the placeholder {}", p.display()),
-            Err(e) => tracing::debug!("kept {}: {e}", p.display()),
         }
     }
 }

@@ -1,0 +1,1439 @@
+//! The compatibility suite (issue 12): real MCP servers, each wrapped exactly as
+//! `rootfence wrap` writes its host entry, started the way that host starts it, with the
+//! default sandbox and the default policy, and driven by the official Python SDK client.
+//!
+//! For every case the test writes the host's config file (Claude Desktop's
+//! `claude_desktop_config.json`, or VS Code's `.vscode/mcp.json` with `${workspaceFolder}`),
+//! runs the real `rootfence wrap` on it, reads back the entry it wrote, and starts it as the
+//! host would: `command` and `args` as written (VS Code's `${workspaceFolder}` expanded), the
+//! entry's `env` on top of the host's environment, the host's working directory (`/` for
+//! Claude Desktop, the workspace folder for VS Code), no shell, the host sending roots (VS
+//! Code) or not (Claude Desktop). The same session runs against the original entry (no
+//! rootfence) and against the wrapped one, on the same tree (restored in between), and:
+//!
+//! - the transcripts of the allowed work are identical (only clock times, dates, UUIDs and,
+//!   for git, commit hashes are masked: they differ from one run to the next);
+//! - the wrapped run also asks for what must be refused (a file outside the roots, a `.env`
+//!   inside one), and each refusal is the expected kind: a tool error (`isError`, rootfence's
+//!   text and `io.rootfence/denial`), a JSON-RPC error (`rootfence: denied: ...`), or the
+//!   server's own tool error where the sandbox stopped the server's own system call;
+//! - the secret marker (in the `.env` and in the file outside) never reaches the client.
+//!
+//! A case may name a known product problem (`Case::known`): it still runs every check, its row
+//! says **no** with the reason, and it passes only while the wrapped transcript differs in
+//! exactly that way and no other (and fails once the problem is gone, so the row is updated).
+//! Today: the sandbox's `.claude/`/`.cursor/`/`.vscode/` placeholders show up in
+//! server-filesystem's listing of a root.
+//!
+//! Each case appends its outcome (server, version, host style, works wrapped by default,
+//! what failed) as one JSON line to the results file (`target/compat-results.jsonl`, or
+//! `$ROOTFENCE_COMPAT_RESULTS`), and checks that README.md's compatibility table says the
+//! same for its row. `scripts/compat-table.sh` runs the suite on a fresh results file and
+//! writes the table into README.md from it (`readme_compat_table_is_the_suite_results`, with
+//! `ROOTFENCE_COMPAT_UPDATE=1`).
+//!
+//! Hermetic: every tree, the home directory (`HOME`, with its `.gitconfig`, npm cache and
+//! audit log) and the config files are temporary; no server needs the network (which is why
+//! mcp-server-fetch is not here). The pinned servers come from `scripts/install-test-peers.sh`.
+
+mod common;
+#[path = "common/interop_peers.rs"]
+mod interop_peers;
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use interop_peers::{node_entry, peers_dir, python, require_peers};
+use serde_json::{Value, json};
+
+/// In the `.env` inside a root and in the file outside every root.
+const SECRET: &str = "compat-secret-9c41e7";
+
+/// The token the Python SDK server's host entry sets (`tests/peers/py/roots_files_server.py`
+/// compares it with its own copy and never echoes it).
+const FILES_TOKEN: &str = "compat-token-5d1e";
+
+/// One client run's limit (the client also bounds itself with `--timeout`).
+const RUN_LIMIT: Duration = Duration::from_secs(90);
+
+// -------------------------------------------------------------------------------------------
+// The cases: one row of README.md's table each
+// -------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Host {
+    /// `claude_desktop_config.json`: `mcpServers`, started in `/`, no roots from the host.
+    ClaudeDesktop,
+    /// `.vscode/mcp.json`: `servers` with `"type": "stdio"`, started in the workspace folder,
+    /// `${workspaceFolder}` expanded, the workspace folder sent as the host's root.
+    VsCode,
+}
+
+impl Host {
+    fn label(self) -> &'static str {
+        match self {
+            Host::ClaudeDesktop => "Claude Desktop",
+            Host::VsCode => "VS Code",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Package {
+    /// An npm package installed under `tests/peers/node/node_modules/<dir>`.
+    Npm {
+        name: &'static str,
+        dir: &'static str,
+    },
+    /// A PyPI distribution installed in `tests/peers/.venv`.
+    PyPi(&'static str),
+    /// A server script of this repository on a PyPI distribution (the SDK).
+    Script {
+        path: &'static str,
+        on: &'static str,
+    },
+}
+
+struct Case {
+    /// The test's own key (the results file's `case`).
+    id: &'static str,
+    server: &'static str,
+    package: Package,
+    host: Host,
+    /// How the host entry gives the server its places (the table's host style column).
+    style: &'static str,
+    /// The options `rootfence wrap` derives from the entry (between `run` and `--`), with
+    /// the temporary home shown as `~` and the project as `<project>`.
+    wrap_adds: &'static str,
+    /// What the suite shows for this case (the table's last column).
+    checked: &'static str,
+    /// A product problem this case is known to show (then its row says **no** with the
+    /// reason). The case still runs every check; it passes only if the wrapped transcript
+    /// differs from the direct one in exactly the way `known` describes and in no other, and
+    /// it fails once the problem is gone, so that the row is updated.
+    known: Option<Known>,
+}
+
+/// A known difference between the direct and the wrapped transcript.
+#[derive(Clone, Copy)]
+struct Known {
+    /// The table's reason (after "**no**: ").
+    reason: &'static str,
+    /// True when every difference is this problem.
+    explains: fn(&[Difference]) -> bool,
+}
+
+/// A JSON path where two transcripts differ, with the direct and the wrapped value.
+type Difference = (String, Value, Value);
+
+const FILESYSTEM: Package = Package::Npm {
+    name: "@modelcontextprotocol/server-filesystem",
+    dir: "@modelcontextprotocol/server-filesystem",
+};
+const MEMORY: Package = Package::Npm {
+    name: "@modelcontextprotocol/server-memory",
+    dir: "@modelcontextprotocol/server-memory",
+};
+const EVERYTHING: Package = Package::Npm {
+    name: "@modelcontextprotocol/server-everything",
+    dir: "everything-latest",
+};
+const ROOTS_FILES_SERVER: &str = "tests/peers/py/roots_files_server.py";
+
+/// In the order of README.md's table.
+const CASES: &[Case] = &[
+    Case {
+        id: "filesystem_claude_desktop",
+        server: "server-filesystem",
+        package: FILESYSTEM,
+        host: Host::ClaudeDesktop,
+        style: "directory argument, no host roots",
+        wrap_adds: "--root <project>",
+        checked: "read, write, edit, list, tree; outside path and `.env` refused (tool error)",
+        known: Some(PLACEHOLDERS),
+    },
+    Case {
+        id: "filesystem_vscode",
+        server: "server-filesystem",
+        package: FILESYSTEM,
+        host: Host::VsCode,
+        style: "`${workspaceFolder}` argument, host roots",
+        wrap_adds: "--root ${workspaceFolder}",
+        checked: "the same, and relative paths from the workspace folder; outside path and `.env` refused (tool error)",
+        known: Some(PLACEHOLDERS),
+    },
+    Case {
+        id: "memory_claude_desktop",
+        server: "server-memory",
+        package: MEMORY,
+        host: Host::ClaudeDesktop,
+        style: "`MEMORY_FILE_PATH` in `env`, no host roots",
+        wrap_adds: "--env MEMORY_FILE_PATH --write ~/.mcp-memory",
+        checked: "reads and extends the graph in the file `MEMORY_FILE_PATH` names; outside `file:` URI refused (JSON-RPC error)",
+        known: None,
+    },
+    Case {
+        id: "git_claude_desktop",
+        server: "mcp-server-git",
+        package: Package::PyPi("mcp-server-git"),
+        host: Host::ClaudeDesktop,
+        style: "`--repository` argument, `~/.gitconfig`, no host roots",
+        wrap_adds: "--root <project>/repo",
+        checked: "status, diffs, add, commit authored from `~/.gitconfig`, log, show; `git add .env` fails in the sandbox, outside repository refused (tool errors)",
+        known: None,
+    },
+    Case {
+        id: "time_claude_desktop",
+        server: "mcp-server-time",
+        package: Package::PyPi("mcp-server-time"),
+        host: Host::ClaudeDesktop,
+        style: "no arguments, no host roots",
+        wrap_adds: "",
+        checked: "current time, conversion; outside `file:` URI refused (JSON-RPC error)",
+        known: None,
+    },
+    Case {
+        id: "everything_claude_desktop",
+        server: "server-everything",
+        package: EVERYTHING,
+        host: Host::ClaudeDesktop,
+        style: "`stdio` argument, no host roots",
+        wrap_adds: "",
+        checked: "resources, templates, tools, prompts; outside `file:` URI refused (JSON-RPC error)",
+        known: None,
+    },
+    Case {
+        id: "python_sdk_roots_files_vscode",
+        server: "Python `mcp` SDK server",
+        package: Package::Script {
+            path: ROOTS_FILES_SERVER,
+            on: "mcp",
+        },
+        host: Host::VsCode,
+        style: "token in `env`, files from the host's roots",
+        wrap_adds: "--env FILES_SERVER_TOKEN",
+        checked: "starts only with its `env` token; lists and reads `file:` resources of the roots; `.env` and outside `file:` URIs refused (JSON-RPC error)",
+        known: None,
+    },
+];
+
+/// rootfence's sandbox creates an empty read-only `.claude/`, `.cursor/` and `.vscode/` at the
+/// top of each writable root that lacks them, for the session (src/sandbox/deny.rs, "an empty
+/// read-only placeholder"), so that the server cannot plant an editor's or a host's settings
+/// there. The server's listing of a root then shows directories the user does not have.
+const PLACEHOLDERS: Known = Known {
+    reason: "a listing of the root shows `.claude/`, `.cursor/`, `.vscode/` where the project has none: \
+             empty read-only placeholders the default sandbox makes for the session (src/sandbox/placeholder.rs); \
+             everything else matches",
+    explains: only_placeholder_lines,
+};
+
+/// Every difference is a listing whose wrapped text has `[DIR] .claude`, `[DIR] .cursor` or
+/// `[DIR] .vscode` lines more than the direct text, and nothing else.
+fn only_placeholder_lines(diffs: &[Difference]) -> bool {
+    const EXTRA: [&str; 3] = ["[DIR] .claude", "[DIR] .cursor", "[DIR] .vscode"];
+    !diffs.is_empty()
+        && diffs.iter().all(|(_, direct, wrapped)| {
+            let (Some(d), Some(w)) = (direct.as_str(), wrapped.as_str()) else {
+                return false;
+            };
+            let direct: Vec<&str> = d.lines().collect();
+            let kept: Vec<&str> = w
+                .lines()
+                .filter(|l| !EXTRA.contains(l) || direct.contains(l))
+                .collect();
+            kept.len() < w.lines().count() && kept == direct
+        })
+}
+
+fn case(id: &str) -> &'static Case {
+    CASES
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no case {id}"))
+}
+
+// -------------------------------------------------------------------------------------------
+// Versions, from what is installed (so the table names what actually ran)
+// -------------------------------------------------------------------------------------------
+
+fn site_packages() -> PathBuf {
+    let lib = peers_dir().join(".venv/lib");
+    std::fs::read_dir(&lib)
+        .unwrap_or_else(|e| panic!("{}: {e} (run scripts/install-test-peers.sh)", lib.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("site-packages"))
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| panic!("no site-packages under {}", lib.display()))
+}
+
+fn pypi_version(dist: &str) -> String {
+    let prefix = format!("{}-", dist.replace('-', "_"));
+    std::fs::read_dir(site_packages())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .find_map(|n| {
+            n.strip_prefix(&prefix)
+                .and_then(|rest| rest.strip_suffix(".dist-info"))
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "{dist} is not installed in tests/peers/.venv (run scripts/install-test-peers.sh)"
+            )
+        })
+}
+
+fn npm_version(dir: &str) -> String {
+    let manifest = peers_dir()
+        .join("node/node_modules")
+        .join(dir)
+        .join("package.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run scripts/install-test-peers.sh)",
+            manifest.display()
+        )
+    }))
+    .unwrap();
+    v["version"].as_str().unwrap().to_owned()
+}
+
+/// `name version`, as the table shows it.
+fn version_of(p: Package) -> String {
+    match p {
+        Package::Npm { name, dir } => format!("`{name}` {}", npm_version(dir)),
+        Package::PyPi(dist) => format!("`{dist}` {}", pypi_version(dist)),
+        Package::Script { path, on } => format!("`{path}` on `{on}` {}", pypi_version(on)),
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// The user's machine: a temporary home and tree
+// -------------------------------------------------------------------------------------------
+
+struct World {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    /// The user's project (VS Code's workspace folder; Claude Desktop's directory argument).
+    project: PathBuf,
+    /// A directory outside every root, holding the secret.
+    outside: PathBuf,
+}
+
+fn world() -> World {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    // Canonical: servers realpath their directories, and the transcripts name them.
+    let base = tmp.path().canonicalize().unwrap();
+    let (home, project, outside) = (
+        base.join("home"),
+        base.join("project"),
+        base.join("outside"),
+    );
+    for d in [&home, &project, &outside] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(outside.join("secret.txt"), format!("{SECRET}\n")).unwrap();
+    World {
+        _tmp: tmp,
+        home,
+        project,
+        outside,
+    }
+}
+
+fn uri(p: &Path) -> String {
+    format!("file://{}", p.display())
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// The host's own environment: the test's, with a temporary `HOME` and none of the user's
+/// XDG directories (so caches, the audit log and configuration all live in the temp home).
+fn host_env(w: &World) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = std::env::vars()
+        .filter(|(k, _)| !k.starts_with("XDG_") && k != "RUST_LOG")
+        .collect();
+    env.insert("HOME".into(), s(&w.home));
+    env
+}
+
+/// Where the host keeps its config, and the key of its server map.
+fn config_file(w: &World, host: Host) -> (PathBuf, &'static str) {
+    match host {
+        Host::ClaudeDesktop => (
+            w.home.join(".config/Claude/claude_desktop_config.json"),
+            "mcpServers",
+        ),
+        Host::VsCode => (w.project.join(".vscode/mcp.json"), "servers"),
+    }
+}
+
+/// Writes the host config holding `entry` as server `name`, runs the real `rootfence wrap`
+/// on it (the built-in default policy: no `--policy`), and returns the entry it wrote.
+fn wrap(w: &World, host: Host, name: &str, entry: &Value) -> Value {
+    let (file, key) = config_file(w, host);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let mut entry = entry.clone();
+    if host == Host::VsCode {
+        entry
+            .as_object_mut()
+            .unwrap()
+            .insert("type".into(), json!("stdio"));
+    }
+    let text = serde_json::to_string_pretty(&json!({ key: { name: entry } })).unwrap();
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rootfence"))
+        .arg("wrap")
+        .arg(&file)
+        .args(["--rootfence-path", env!("CARGO_BIN_EXE_rootfence")])
+        .env_clear()
+        .envs(host_env(w))
+        .output()
+        .expect("rootfence wrap runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "rootfence wrap failed:\n{err}");
+    let wrapped: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap())
+        .expect("the wrapped config is JSON");
+    let wrapped = wrapped[key][name].clone();
+    assert_eq!(
+        wrapped["command"],
+        env!("CARGO_BIN_EXE_rootfence"),
+        "wrap did not wrap the entry:\n{err}\n{wrapped}"
+    );
+    wrapped
+}
+
+/// The options wrap put between `run` and `--`, shown without the run's temporary paths.
+fn derived_options(w: &World, wrapped: &Value) -> String {
+    let args: Vec<&str> = wrapped["args"]
+        .as_array()
+        .expect("wrapped args")
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let end = args
+        .iter()
+        .position(|a| *a == "--")
+        .expect("`--` in the wrapped args");
+    assert_eq!(args[0], "run", "{wrapped}");
+    args[1..end]
+        .join(" ")
+        .replace(&s(&w.project), "<project>")
+        .replace(&s(&w.home), "~")
+}
+
+// -------------------------------------------------------------------------------------------
+// Starting an entry as the host does, with the SDK client
+// -------------------------------------------------------------------------------------------
+
+struct Run {
+    transcript: Value,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `session.py <args> -- <the entry's command line>` as `host` starts the entry.
+fn run_entry(w: &World, host: Host, entry: &Value, args: &[String]) -> Run {
+    let ws = s(&w.project);
+    let expand = |v: &str| match host {
+        Host::VsCode => v.replace("${workspaceFolder}", &ws),
+        Host::ClaudeDesktop => v.to_owned(),
+    };
+    let mut argv = vec![expand(entry["command"].as_str().expect("a command"))];
+    argv.extend(
+        entry["args"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|v| expand(v.as_str().unwrap()))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default(),
+    );
+    let mut env = host_env(w);
+    for (k, v) in entry["env"].as_object().into_iter().flatten() {
+        env.insert(k.clone(), expand(v.as_str().unwrap()));
+    }
+    let cwd = match host {
+        Host::ClaudeDesktop => PathBuf::from("/"),
+        Host::VsCode => w.project.clone(),
+    };
+    let mut cmd = Command::new(python());
+    cmd.arg(peers_dir().join("py/session.py"));
+    if host == Host::VsCode {
+        cmd.args(["--roots", &uri(&w.project)]);
+    }
+    cmd.args(["--timeout", "60"])
+        .args(args)
+        .arg("--")
+        .args(&argv)
+        .env_clear()
+        .envs(&env)
+        .current_dir(&cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("the Python SDK client starts");
+    let mut out_pipe = child.stdout.take().unwrap();
+    let mut err_pipe = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut out_pipe, &mut v).ok();
+        v
+    });
+    let err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut err_pipe, &mut v).ok();
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the session did not end within {RUN_LIMIT:?}: {argv:?}\n{}",
+                String::from_utf8_lossy(&err.join().unwrap_or_default())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
+    let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned();
+    assert!(
+        status.success(),
+        "the session failed ({status}): {argv:?}\nstderr:\n{stderr}"
+    );
+    let transcript = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("the transcript is not JSON ({e}):\n{stdout}\n{stderr}"));
+    Run {
+        transcript,
+        stdout,
+        stderr,
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// What a case runs and expects
+// -------------------------------------------------------------------------------------------
+
+/// Who refuses a request of the wrapped run, and how the client sees it.
+#[derive(Clone, Debug)]
+enum Refusal {
+    /// rootfence, as a tool execution error (SEP-1303) with this denial reason.
+    RootfenceTool(&'static str),
+    /// rootfence, as a JSON-RPC error with this denial reason.
+    RootfenceRpc(&'static str),
+    /// The server's own tool error: the sandbox (or the server's own check) stopped it.
+    ServerTool,
+}
+
+/// A request the wrapped run makes that must be refused.
+struct Denial {
+    /// `--call-error NAME=JSON` or `--read-error URI`.
+    arg: (&'static str, String),
+    by: Refusal,
+}
+
+fn call_error(tool: &str, args: Value, by: Refusal) -> Denial {
+    Denial {
+        arg: ("--call-error", format!("{tool}={args}")),
+        by,
+    }
+}
+
+fn read_error(u: String, by: Refusal) -> Denial {
+    Denial {
+        arg: ("--read-error", u),
+        by,
+    }
+}
+
+type Check<'a> = Box<dyn Fn(&Run) + 'a>;
+
+struct Spec<'a> {
+    /// The entry as the user writes it (before wrap).
+    entry: Value,
+    /// session.py options for the allowed work, the same in both runs.
+    session: Vec<String>,
+    /// What the wrapped run also asks for, and must be refused.
+    denials: Vec<Denial>,
+    /// Puts the tree back as it was before the first run.
+    reset: Box<dyn Fn() + 'a>,
+    /// Checks after each run (on the transcript and on disk).
+    after: Check<'a>,
+    /// Checks after the wrapped run only.
+    after_wrapped: Check<'a>,
+}
+
+fn opts(pairs: &[(&str, String)]) -> Vec<String> {
+    pairs
+        .iter()
+        .flat_map(|(k, v)| [k.to_string(), v.clone()])
+        .collect()
+}
+
+fn call(tool: &str, args: Value) -> (&'static str, String) {
+    ("--call", format!("{tool}={args}"))
+}
+
+/// Every place two JSON values differ (`first_difference` reports only the first).
+fn differences(a: &Value, b: &Value, path: String, out: &mut Vec<Difference>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                let sub = format!("{path}.{k}");
+                match (x.get(k), y.get(k)) {
+                    (Some(va), Some(vb)) => differences(va, vb, sub, out),
+                    (va, vb) => out.push((
+                        sub,
+                        va.cloned().unwrap_or(Value::Null),
+                        vb.cloned().unwrap_or(Value::Null),
+                    )),
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                differences(va, vb, format!("{path}[{i}]"), out);
+            }
+        }
+        _ if a != b => out.push((path, a.clone(), b.clone())),
+        _ => {}
+    }
+}
+
+/// The transcript's steps that are not refusals.
+fn allowed_steps(t: &Value) -> Value {
+    let mut t = t.clone();
+    if let Some(steps) = t["steps"].as_array_mut() {
+        steps.retain(|s| s["step"] != "call-error" && s["step"] != "read-error");
+    }
+    t
+}
+
+fn check_refusal(step: &Value, by: &Refusal) {
+    let error = &step["error"];
+    match by {
+        Refusal::RootfenceTool(reason) => {
+            assert_eq!(error["isError"], true, "not a tool error: {step}");
+            assert_eq!(error["denial"]["reason"], *reason, "{step}");
+            let text = error["text"].as_str().unwrap_or_default();
+            assert!(
+                text.starts_with("rootfence refused this call"),
+                "not rootfence's text: {step}"
+            );
+            assert!(text.contains("allowed roots"), "no hint: {step}");
+        }
+        Refusal::RootfenceRpc(reason) => {
+            assert!(error["code"].is_i64(), "not a JSON-RPC error: {step}");
+            let message = error["message"].as_str().unwrap_or_default();
+            assert!(
+                message.starts_with("rootfence: denied: ")
+                    && message.ends_with(&format!("({reason})")),
+                "not rootfence's {reason} denial: {step}"
+            );
+        }
+        Refusal::ServerTool => {
+            assert_eq!(error["isError"], true, "not a tool error: {step}");
+            assert!(error["denial"].is_null(), "{step}");
+        }
+    }
+}
+
+/// Runs a case: the entry directly, the tree restored, the wrapped entry with the denials;
+/// compares, checks, and records the outcome.
+fn run_case(id: &str, build: impl FnOnce(&World) -> Spec<'_>) {
+    let case = case(id);
+    if rootfence::sandbox::landlock_abi().is_none() {
+        eprintln!("SKIPPED {id}: Landlock is not available on this kernel");
+        return;
+    }
+    require_peers();
+    let version = version_of(case.package);
+    let started = Instant::now();
+    // Ok(true): the case showed its known problem and passed every other check.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> bool {
+        let w = world();
+        let spec = build(&w);
+        let wrapped = wrap(&w, case.host, "server", &spec.entry);
+        assert_eq!(
+            derived_options(&w, &wrapped),
+            case.wrap_adds,
+            "rootfence wrap derived other options from the entry: {wrapped}"
+        );
+
+        let direct = run_entry(&w, case.host, &spec.entry, &spec.session);
+        assert!(
+            !direct.stdout.contains(SECRET),
+            "the direct session's allowed work reached the secret (a test bug)"
+        );
+        (spec.after)(&direct);
+        (spec.reset)();
+
+        let mut args = spec.session.clone();
+        for d in &spec.denials {
+            args.extend([d.arg.0.to_owned(), d.arg.1.clone()]);
+        }
+        let through = run_entry(&w, case.host, &wrapped, &args);
+        // rootfence was in the path, with the sandbox on (its start-up report).
+        assert!(
+            through
+                .stderr
+                .contains("rootfence: sandbox (best-effort): landlock ABI"),
+            "no sandbox report from rootfence:\n{}",
+            through.stderr
+        );
+        assert!(
+            !through.stdout.contains(SECRET),
+            "the secret reached the client through rootfence:\n{}",
+            through.stdout
+        );
+        let (d, t) = (
+            allowed_steps(&direct.transcript),
+            allowed_steps(&through.transcript),
+        );
+        let mut diffs = Vec::new();
+        differences(&d, &t, "$".into(), &mut diffs);
+        let known = case.known.is_some_and(|k| (k.explains)(&diffs));
+        // The refusals and the checks on disk run whatever the transcripts show.
+        let transcript_failure = (!diffs.is_empty() && !known).then(|| {
+            let shown: Vec<String> = diffs
+                .iter()
+                .take(5)
+                .map(|(path, a, b)| format!("at {path}\n  direct:  {a}\n  wrapped: {b}"))
+                .collect();
+            format!(
+                "the wrapped transcript differs from the direct one {}\nrootfence's stderr:\n{}",
+                shown.join("\n"),
+                through.stderr
+            )
+        });
+        let refused: Vec<&Value> = through.transcript["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["step"] == "call-error" || s["step"] == "read-error")
+            .collect();
+        assert_eq!(refused.len(), spec.denials.len(), "{refused:?}");
+        for d in &spec.denials {
+            let step = refused
+                .iter()
+                .find(|s| match d.arg.0 {
+                    "--read-error" => s["uri"] == d.arg.1.as_str(),
+                    _ => {
+                        let (name, args) = d.arg.1.split_once('=').unwrap();
+                        s["name"] == name
+                            && serde_json::from_str::<Value>(args)
+                                .is_ok_and(|a| s["arguments"] == a)
+                    }
+                })
+                .unwrap_or_else(|| panic!("no step for {:?} in {refused:?}", d.arg));
+            check_refusal(step, &d.by);
+        }
+        (spec.after)(&through);
+        (spec.after_wrapped)(&through);
+        if let Some(f) = transcript_failure {
+            panic!("{f}");
+        }
+        known
+    }));
+    let failed = match &outcome {
+        Ok(true) => Some(case.known.unwrap().reason.to_owned()),
+        Ok(false) => None,
+        Err(p) => Some(
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panicked".into()),
+        ),
+    };
+    record(case, &version, failed.as_deref(), started.elapsed());
+    match outcome {
+        Err(p) => std::panic::resume_unwind(p),
+        Ok(true) => eprintln!(
+            "KNOWN PROBLEM {id}: {} (recorded as works: false)",
+            case.known.unwrap().reason
+        ),
+        Ok(false) => assert!(
+            case.known.is_none(),
+            "{id}: the known problem no longer shows ({}): remove `known` from this case in \
+             tests/compat.rs and run scripts/compat-table.sh",
+            case.known.unwrap().reason
+        ),
+    }
+    if !update_mode() {
+        check_readme_row(case, &version, failed.as_deref());
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// Results and README.md's table
+// -------------------------------------------------------------------------------------------
+
+fn results_file() -> PathBuf {
+    std::env::var_os("ROOTFENCE_COMPAT_RESULTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            // target/<profile>/rootfence -> target/compat-results.jsonl
+            Path::new(env!("CARGO_BIN_EXE_rootfence"))
+                .parent()
+                .and_then(Path::parent)
+                .expect("the binary lives in target/<profile>/")
+                .join("compat-results.jsonl")
+        })
+}
+
+fn update_mode() -> bool {
+    std::env::var_os("ROOTFENCE_COMPAT_UPDATE").is_some_and(|v| v == "1")
+}
+
+/// The first line of a failure, without the run's temporary paths, for the table.
+fn reason(failed: &str) -> String {
+    let line = failed.lines().next().unwrap_or_default();
+    let line = line.replace('|', "\\|");
+    let mut short: String = line.chars().take(320).collect();
+    if short.len() < line.len() {
+        short.push('…');
+    }
+    short
+}
+
+fn record(case: &Case, version: &str, failed: Option<&str>, took: Duration) {
+    let line = json!({
+        "case": case.id,
+        "server": case.server,
+        "version": version,
+        "host": case.host.label(),
+        "style": case.style,
+        "wrap_adds": case.wrap_adds,
+        "works": failed.is_none(),
+        "failed": failed.map(reason),
+        "checked": case.checked,
+        "landlock_abi": rootfence::sandbox::landlock_abi().map(|a| a.to_string()),
+        "seconds": (took.as_secs_f64() * 10.0).round() / 10.0,
+    });
+    let path = results_file();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    // One write of one line with O_APPEND: concurrent cases never interleave.
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    f.write_all(format!("{line}\n").as_bytes()).unwrap();
+}
+
+const START: &str = "<!-- compat-table:start: generated by scripts/compat-table.sh from tests/compat.rs; do not edit -->";
+const END: &str = "<!-- compat-table:end -->";
+const HEADER: &str = "| Server | Version | Host | The host entry gives | `rootfence wrap` adds | Works wrapped by default | What the suite checks |\n|---|---|---|---|---|---|---|";
+/// Below the table; `{abi}` is the Landlock ABI of the run.
+const NOTE: &str = "Each host entry is wrapped by `rootfence wrap` without `--policy` (the built-in default \
+policy, the default sandbox) and started as its host starts it; the transcript of the allowed \
+work is compared with the same session run without rootfence, and what must be refused is asked \
+for too; the secret planted in a `.env` inside the root and in a file outside never reaches the \
+client. Linux, Landlock ABI {abi}, the official Python `mcp` SDK client, `~` a temporary home. \
+Not in the suite: `mcp-server-fetch`, which needs the network (the suite runs without it).";
+
+/// One row of the table: server, version, host, style, wrap's options, works, checked.
+fn row(cells: [&str; 7]) -> String {
+    let [server, version, host, style, adds, works, checked] = cells;
+    let adds = if adds.is_empty() {
+        "(nothing)".to_owned()
+    } else {
+        format!("`{adds}`")
+    };
+    format!("| {server} | {version} | {host} | {style} | {adds} | {works} | {checked} |")
+}
+
+fn case_row(case: &Case, version: &str, failed: Option<&str>) -> String {
+    let works = match failed {
+        None => "yes".to_owned(),
+        Some(f) => format!("**no**: {}", reason(f)),
+    };
+    row([
+        case.server,
+        version,
+        case.host.label(),
+        case.style,
+        case.wrap_adds,
+        &works,
+        case.checked,
+    ])
+}
+
+fn readme_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")
+}
+
+/// The byte range of README.md's generated section (between the markers, exclusive).
+fn readme_range(readme: &str) -> Option<std::ops::Range<usize>> {
+    let start = readme.find(START)? + START.len();
+    let end = start + readme[start..].find(END)?;
+    Some(start..end)
+}
+
+fn readme_section(readme: &str) -> Option<&str> {
+    readme_range(readme).map(|r| &readme[r])
+}
+
+fn render(rows: &[String], abi: &str) -> String {
+    format!(
+        "\n{HEADER}\n{}\n\n{}\n",
+        rows.join("\n"),
+        NOTE.replace("{abi}", abi)
+    )
+}
+
+fn check_readme_row(case: &Case, version: &str, failed: Option<&str>) {
+    let readme = std::fs::read_to_string(readme_path()).unwrap();
+    let section = readme_section(&readme).expect("README.md has the compatibility table markers");
+    let want = case_row(case, version, failed);
+    let prefix = format!("| {} | ", case.server);
+    let host = format!(" | {} | {} | ", case.host.label(), case.style);
+    let have = section
+        .lines()
+        .find(|l| l.starts_with(&prefix) && l.contains(&host));
+    assert_eq!(
+        have,
+        Some(want.as_str()),
+        "README.md's compatibility table does not say what this run shows for {}: run \
+         scripts/compat-table.sh to regenerate it from a full run",
+        case.id
+    );
+}
+
+/// The latest result of each case, when every case has one.
+fn complete_results() -> Option<Vec<Value>> {
+    let text = std::fs::read_to_string(results_file()).ok()?;
+    let mut latest: BTreeMap<String, Value> = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).ok()?;
+        latest.insert(v["case"].as_str()?.to_owned(), v);
+    }
+    CASES.iter().map(|c| latest.get(c.id).cloned()).collect()
+}
+
+/// README.md's table is exactly what the results of a complete run say (every case has a
+/// result). With `ROOTFENCE_COMPAT_UPDATE=1` (scripts/compat-table.sh) it writes the table
+/// instead. Without a complete results file it checks that the table has one row per case.
+#[test]
+fn readme_compat_table_is_the_suite_results() {
+    let path = readme_path();
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let section = readme_section(&readme).unwrap_or_else(|| {
+        panic!("README.md has no `{START}` ... `{END}` section for the compatibility table")
+    });
+    let Some(results) = complete_results() else {
+        assert!(
+            !update_mode(),
+            "{} does not hold a result for every case: run the whole suite first \
+             (scripts/compat-table.sh does)",
+            results_file().display()
+        );
+        eprintln!(
+            "{} does not hold a result for every case: checking the table's rows only",
+            results_file().display()
+        );
+        let rows: Vec<&str> = section.lines().filter(|l| l.starts_with("| ")).collect();
+        assert_eq!(rows.len(), CASES.len() + 1, "{section}");
+        for c in CASES {
+            let key = format!("| {} | ", c.server);
+            let host = format!(" | {} | {} | ", c.host.label(), c.style);
+            assert!(
+                rows.iter()
+                    .any(|r| r.starts_with(&key) && r.contains(&host)),
+                "no row for {} in README.md",
+                c.id
+            );
+        }
+        return;
+    };
+    let rows: Vec<String> = results
+        .iter()
+        .map(|r| {
+            let works = if r["works"] == true {
+                "yes".to_owned()
+            } else {
+                format!("**no**: {}", r["failed"].as_str().unwrap_or("failed"))
+            };
+            let str_of = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            row([
+                &str_of("server"),
+                &str_of("version"),
+                &str_of("host"),
+                &str_of("style"),
+                &str_of("wrap_adds"),
+                &works,
+                &str_of("checked"),
+            ])
+        })
+        .collect();
+    let mut abis: Vec<&str> = results
+        .iter()
+        .map(|r| r["landlock_abi"].as_str().unwrap_or("none"))
+        .collect();
+    abis.sort_unstable();
+    abis.dedup();
+    let want = render(&rows, &abis.join(", "));
+    if update_mode() {
+        let mut updated = readme.clone();
+        updated.replace_range(readme_range(&readme).unwrap(), &want);
+        std::fs::write(&path, updated).unwrap();
+        eprintln!("wrote the compatibility table into {}", path.display());
+        return;
+    }
+    assert_eq!(
+        section,
+        want,
+        "README.md's compatibility table differs from {}: run scripts/compat-table.sh",
+        results_file().display()
+    );
+}
+
+// -------------------------------------------------------------------------------------------
+// The servers
+// -------------------------------------------------------------------------------------------
+
+fn node() -> String {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("node"))
+        .find(|p| p.is_file())
+        .map(|p| s(&p))
+        .expect("node is on PATH (the npm test servers need Node.js 20 or later)")
+}
+
+fn venv_bin(name: &str) -> String {
+    let p = peers_dir().join(".venv/bin").join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/install-test-peers.sh",
+        p.display()
+    );
+    s(&p)
+}
+
+/// The project tree the filesystem cases work on.
+fn filesystem_tree(w: &World) {
+    let p = &w.project;
+    std::fs::create_dir_all(p.join("sub")).unwrap();
+    std::fs::write(p.join("notes.txt"), "inside the project\n").unwrap();
+    std::fs::write(p.join("sub/b.txt"), "nested\n").unwrap();
+    std::fs::write(p.join(".env"), format!("API_KEY={SECRET}\n")).unwrap();
+    let _ = std::fs::remove_file(p.join("new.txt"));
+}
+
+/// `vscode`: the VS Code entry (`${workspaceFolder}`, whose `.vscode/mcp.json` is in the
+/// project; relative paths resolve in the workspace folder, the server's working directory).
+fn filesystem_spec<'a>(w: &'a World, dir_arg: &str, vscode: bool) -> Spec<'a> {
+    filesystem_tree(w);
+    let p = &w.project;
+    let mut calls = vec![
+        call("list_allowed_directories", json!({})),
+        call("read_text_file", json!({"path": p.join("notes.txt")})),
+        call(
+            "write_file",
+            json!({"path": p.join("new.txt"), "content": "written by the client\n"}),
+        ),
+        call(
+            "edit_file",
+            json!({"path": p.join("notes.txt"), "edits": [{"oldText": "inside", "newText": "edited inside"}]}),
+        ),
+        call("list_directory", json!({"path": p})),
+        call("directory_tree", json!({"path": p.join("sub")})),
+        call(
+            "read_multiple_files",
+            json!({"paths": [p.join("new.txt"), p.join("sub/b.txt")]}),
+        ),
+    ];
+    if vscode {
+        // VS Code starts the server in the workspace folder: relative paths resolve there.
+        calls.push(call("read_text_file", json!({"path": "sub/b.txt"})));
+    }
+    let mut session = vec!["--steps".into(), "list-tools,call".into()];
+    session.extend(opts(&calls));
+    let p2 = p.clone();
+    let p3 = p.clone();
+    let wref = w;
+    Spec {
+        entry: json!({"command": node(), "args": [s(&node_entry("@modelcontextprotocol/server-filesystem")), dir_arg]}),
+        session,
+        denials: vec![
+            call_error(
+                "read_text_file",
+                json!({"path": p.join(".env")}),
+                Refusal::RootfenceTool("policy_deny"),
+            ),
+            call_error(
+                "read_text_file",
+                json!({"path": w.outside.join("secret.txt")}),
+                Refusal::RootfenceTool("outside_roots"),
+            ),
+            call_error(
+                "write_file",
+                json!({"path": w.outside.join("planted.txt"), "content": "x"}),
+                Refusal::RootfenceTool("outside_roots"),
+            ),
+        ],
+        reset: Box::new(move || filesystem_tree(wref)),
+        after: Box::new(move |_| {
+            // The user's tree is what the session's work made it, nothing more.
+            let mut top: Vec<String> = std::fs::read_dir(&p2)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            top.sort();
+            let mut want = vec![".env", "new.txt", "notes.txt", "sub"];
+            if vscode {
+                want.insert(1, ".vscode");
+            }
+            assert_eq!(top, want, "the project's top level after the session");
+            assert_eq!(
+                std::fs::read_to_string(p2.join("new.txt")).unwrap(),
+                "written by the client\n"
+            );
+            assert_eq!(
+                std::fs::read_to_string(p2.join("notes.txt")).unwrap(),
+                "edited inside the project\n"
+            );
+        }),
+        after_wrapped: Box::new(move |_| {
+            assert!(!p3.parent().unwrap().join("outside/planted.txt").exists());
+        }),
+    }
+}
+
+#[test]
+fn filesystem_claude_desktop() {
+    run_case("filesystem_claude_desktop", |w| {
+        filesystem_spec(w, &s(&w.project), false)
+    });
+}
+
+#[test]
+fn filesystem_vscode() {
+    run_case("filesystem_vscode", |w| {
+        filesystem_spec(w, "${workspaceFolder}", true)
+    });
+}
+
+#[test]
+fn memory_claude_desktop() {
+    run_case("memory_claude_desktop", |w| {
+        // A directory of its own: wrap grants it (server-memory saves by rename beside it).
+        let store = w.home.join(".mcp-memory");
+        std::fs::create_dir_all(&store).unwrap();
+        let file = store.join("memory.jsonl");
+        let seed = r#"{"type":"entity","name":"Alice","entityType":"person","observations":["likes tea"]}"#;
+        std::fs::write(&file, seed).unwrap();
+        let memory_js = node_entry("@modelcontextprotocol/server-memory");
+        let calls = [
+            call("read_graph", json!({})),
+            call(
+                "create_entities",
+                json!({"entities": [{"name": "Bob", "entityType": "person", "observations": ["new here"]}]}),
+            ),
+            call(
+                "add_observations",
+                json!({"observations": [{"entityName": "Alice", "contents": ["drinks coffee too"]}]}),
+            ),
+            call(
+                "create_relations",
+                json!({"relations": [{"from": "Alice", "to": "Bob", "relationType": "knows"}]}),
+            ),
+            call("search_nodes", json!({"query": "coffee"})),
+            call("open_nodes", json!({"names": ["Bob"]})),
+            call("read_graph", json!({})),
+        ];
+        let mut session = vec!["--steps".into(), "read,list-tools,call".into()];
+        session.extend(opts(&calls));
+        let (f1, f2) = (file.clone(), file.clone());
+        let default_store = memory_js.with_file_name("memory.jsonl");
+        Spec {
+            entry: json!({
+                "command": node(),
+                "args": [s(&memory_js)],
+                "env": {"MEMORY_FILE_PATH": s(&file)}
+            }),
+            session,
+            denials: vec![read_error(
+                uri(&w.outside.join("secret.txt")),
+                Refusal::RootfenceRpc("outside_roots"),
+            )],
+            reset: Box::new(move || std::fs::write(&f1, seed).unwrap()),
+            after: Box::new(move |run| {
+                let graph = run.transcript["steps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|s| s["name"] == "read_graph")
+                    .unwrap();
+                assert!(graph.to_string().contains("likes tea"), "{graph}");
+                let stored = std::fs::read_to_string(&f2).unwrap();
+                assert!(
+                    stored.contains("Bob")
+                        && stored.contains("drinks coffee too")
+                        && stored.contains("knows"),
+                    "the graph was not saved to MEMORY_FILE_PATH: {stored}"
+                );
+                assert!(
+                    !default_store.exists(),
+                    "the server used its default store {}",
+                    default_store.display()
+                );
+            }),
+            after_wrapped: Box::new(|_| {}),
+        }
+    });
+}
+
+fn git(repo: &Path, home: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(repo)
+        .env("HOME", home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_DATE", "2024-01-02T03:04:05Z")
+        .env("GIT_COMMITTER_DATE", "2024-01-02T03:04:05Z")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A repository with one commit (fixed dates, so the same hash every time), a change to
+/// commit, and an untracked `.env`; and a second repository outside, holding the secret.
+fn git_tree(w: &World) -> (PathBuf, PathBuf) {
+    let (repo, other) = (w.project.join("repo"), w.outside.join("other-repo"));
+    for r in [&repo, &other] {
+        let _ = std::fs::remove_dir_all(r);
+        std::fs::create_dir_all(r).unwrap();
+        git(r, &w.home, &["init", "-q", "-b", "main"]);
+        std::fs::write(r.join("a.txt"), "first line\n").unwrap();
+        git(r, &w.home, &["add", "a.txt"]);
+        git(r, &w.home, &["commit", "-qm", "first commit"]);
+    }
+    std::fs::write(other.join("secret.txt"), format!("{SECRET}\n")).unwrap();
+    git(&other, &w.home, &["add", "secret.txt"]);
+    git(&other, &w.home, &["commit", "-qm", "secret"]);
+    std::fs::write(repo.join("a.txt"), "first line\nsecond line\n").unwrap();
+    std::fs::write(repo.join(".env"), format!("TOKEN={SECRET}\n")).unwrap();
+    (repo, other)
+}
+
+#[test]
+fn git_claude_desktop() {
+    run_case("git_claude_desktop", |w| {
+        std::fs::write(
+            w.home.join(".gitconfig"),
+            "[user]\n\tname = Compat Tester\n\temail = compat@example.com\n",
+        )
+        .unwrap();
+        let (repo, other) = git_tree(w);
+        let r = || json!(repo);
+        let calls = [
+            call("git_status", json!({"repo_path": r()})),
+            call("git_diff_unstaged", json!({"repo_path": r()})),
+            call("git_add", json!({"repo_path": r(), "files": ["a.txt"]})),
+            call("git_diff_staged", json!({"repo_path": r()})),
+            call(
+                "git_commit",
+                json!({"repo_path": r(), "message": "second commit"}),
+            ),
+            call("git_log", json!({"repo_path": r(), "max_count": 5})),
+            call("git_show", json!({"repo_path": r(), "revision": "HEAD~1"})),
+            call(
+                "git_branch",
+                json!({"repo_path": r(), "branch_type": "local"}),
+            ),
+        ];
+        let mut session = vec![
+            "--steps".into(),
+            "list-tools,call".into(),
+            // The commit made in the session gets a new hash (and date) each run.
+            "--mask".into(),
+            r"\b[0-9a-f]{7,40}\b".into(),
+        ];
+        session.extend(opts(&calls));
+        let (repo2, repo3, home) = (repo.clone(), repo.clone(), w.home.clone());
+        let home2 = w.home.clone();
+        Spec {
+            entry: json!({"command": venv_bin("mcp-server-git"), "args": ["--repository", s(&repo)]}),
+            session,
+            denials: vec![
+                // A manipulated model staging the .env to read it back: the sandbox hides it
+                // from the server's own git.
+                call_error(
+                    "git_add",
+                    json!({"repo_path": repo, "files": [".env"]}),
+                    Refusal::ServerTool,
+                ),
+                // Another repository: refused (by the server itself too).
+                call_error(
+                    "git_log",
+                    json!({"repo_path": other, "max_count": 5}),
+                    Refusal::ServerTool,
+                ),
+            ],
+            reset: Box::new(move || {
+                git_tree(w);
+            }),
+            after: Box::new(move |_| {
+                assert_eq!(
+                    git(&repo2, &home, &["log", "-1", "--format=%an <%ae> %s"]),
+                    "Compat Tester <compat@example.com> second commit",
+                    "the commit's author does not come from ~/.gitconfig"
+                );
+            }),
+            after_wrapped: Box::new(move |_| {
+                let staged = git(&repo3, &home2, &["diff", "--cached", "--name-only"]);
+                assert!(!staged.contains(".env"), "the .env was staged: {staged}");
+            }),
+        }
+    });
+}
+
+#[test]
+fn time_claude_desktop() {
+    run_case("time_claude_desktop", |w| {
+        let calls = [
+            call("get_current_time", json!({"timezone": "Europe/Warsaw"})),
+            call(
+                "convert_time",
+                json!({"source_timezone": "America/New_York", "time": "16:30", "target_timezone": "Asia/Tokyo"}),
+            ),
+        ];
+        let mut session = vec![
+            "--steps".into(),
+            "read,list-tools,call,list-prompts".into(),
+            // The clock: the day may change between the two runs.
+            "--mask".into(),
+            r"\b(Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b".into(),
+        ];
+        session.extend(opts(&calls));
+        Spec {
+            entry: json!({"command": venv_bin("mcp-server-time"), "args": []}),
+            session,
+            denials: vec![read_error(
+                uri(&w.outside.join("secret.txt")),
+                Refusal::RootfenceRpc("outside_roots"),
+            )],
+            reset: Box::new(|| {}),
+            after: Box::new(|run| {
+                assert!(run.stdout.contains("+14.0h") || run.stdout.contains("+13.0h"));
+            }),
+            after_wrapped: Box::new(|_| {}),
+        }
+    });
+}
+
+#[test]
+fn everything_claude_desktop() {
+    run_case("everything_claude_desktop", |w| {
+        let calls = [
+            call("echo", json!({"message": "hi"})),
+            call("get-sum", json!({"a": 2, "b": 3})),
+            call("get-resource-links", json!({"count": 3})),
+            call(
+                "get-resource-reference",
+                json!({"resourceType": "Blob", "resourceId": 3}),
+            ),
+            call("get-structured-content", json!({"location": "Chicago"})),
+        ];
+        let mut session = opts(&[
+            (
+                "--steps",
+                "list-resources,list-templates,read,list-tools,call,list-prompts,get-prompt".into(),
+            ),
+            ("--read-listed", "7".into()),
+            ("--read", "demo://resource/dynamic/text/1".into()),
+            ("--prompt", "simple-prompt".into()),
+            ("--prompt", r#"args-prompt={"city":"Paris"}"#.into()),
+        ]);
+        session.extend(opts(&calls));
+        Spec {
+            entry: json!({"command": node(), "args": [s(&node_entry("everything-latest")), "stdio"]}),
+            session,
+            denials: vec![read_error(
+                uri(&w.outside.join("secret.txt")),
+                Refusal::RootfenceRpc("outside_roots"),
+            )],
+            reset: Box::new(|| {}),
+            after: Box::new(|run| {
+                let reads = run.transcript["steps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|s| s["step"] == "read")
+                    .count();
+                assert_eq!(reads, 8);
+            }),
+            after_wrapped: Box::new(|_| {}),
+        }
+    });
+}
+
+#[test]
+fn python_sdk_roots_files_vscode() {
+    run_case("python_sdk_roots_files_vscode", |w| {
+        let p = &w.project;
+        std::fs::create_dir_all(p.join("docs")).unwrap();
+        std::fs::write(p.join("README.txt"), "the project's readme\n").unwrap();
+        std::fs::write(p.join("docs/guide.txt"), "a guide\n").unwrap();
+        std::fs::write(p.join(".env"), format!("API_KEY={SECRET}\n")).unwrap();
+        let session = opts(&[
+            ("--steps", "list-resources,read,list-tools,call".into()),
+            ("--read-listed", "10".into()),
+            ("--call", "status".into()),
+        ]);
+        Spec {
+            entry: json!({
+                "command": s(&python()),
+                "args": [s(&Path::new(env!("CARGO_MANIFEST_DIR")).join(ROOTS_FILES_SERVER))],
+                "env": {"FILES_SERVER_TOKEN": FILES_TOKEN}
+            }),
+            session,
+            denials: vec![
+                read_error(uri(&p.join(".env")), Refusal::RootfenceRpc("policy_deny")),
+                read_error(
+                    uri(&w.outside.join("secret.txt")),
+                    Refusal::RootfenceRpc("outside_roots"),
+                ),
+            ],
+            reset: Box::new(|| {}),
+            after: Box::new(|run| {
+                let steps = run.transcript["steps"].as_array().unwrap();
+                let reads: Vec<&Value> = steps.iter().filter(|s| s["step"] == "read").collect();
+                // README.txt, docs/guide.txt and .vscode is skipped (a dot name).
+                assert_eq!(reads.len(), 2, "{steps:?}");
+                let status = steps.iter().find(|s| s["step"] == "call").unwrap();
+                assert_eq!(
+                    status["result"]["content"][0]["text"], "configured; 1 root(s)",
+                    "{status}"
+                );
+            }),
+            after_wrapped: Box::new(|_| {}),
+        }
+    });
+}
