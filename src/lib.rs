@@ -21,6 +21,8 @@
 //! - [`tripwire`]: fingerprints of the denied files inside the roots, searched in every
 //!   message from the server.
 //! - [`audit`]: the hash-chained JSON Lines audit log and its readers.
+//! - [`telemetry`]: OpenTelemetry (spans, metrics, audit records as logs) over OTLP/HTTP,
+//!   off unless a collector is named; fed through the relay's [`relay::Observer`].
 //! - [`enforce`]: the relay's interceptor that checks every URI crossing rootfence against
 //!   the effective roots and the policy (see `docs/enforcement.md`), learns the roots, and
 //!   decides when the server (re)starts so its OS sandbox follows them.
@@ -44,6 +46,7 @@ pub mod roots;
 pub mod sandbox;
 pub mod serve;
 pub mod setup;
+pub mod telemetry;
 pub mod tripwire;
 pub mod uri;
 pub mod wrap;

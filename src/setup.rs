@@ -51,6 +51,10 @@ pub struct Setup {
     /// Shared by every session's launcher when set: the sandbox report is printed once
     /// (`rootfence serve`), not once per session.
     pub report_once: Option<Arc<AtomicBool>>,
+    /// OpenTelemetry, when on: each session gets a handle of its own
+    /// ([`crate::telemetry::Telemetry::for_session`]); the audit config's `tee` feeds it the
+    /// records.
+    pub telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 /// The audit session of one relay session, once its start hook opened it.
@@ -113,6 +117,11 @@ impl Setup {
         describe: impl FnOnce(&mut SessionStart) + Send + 'static,
     ) -> (Enforcer, AuditSlot, Arc<SandboxLauncher>) {
         let (enforcer, _dropped, launcher) = self.enforcer(roots);
+        let telemetry = self.telemetry.as_ref().map(|t| t.for_session());
+        let enforcer = match &telemetry {
+            Some(t) => enforcer.with_telemetry(t.clone()),
+            None => enforcer,
+        };
         let mut start = self.session_start(&enforcer);
         describe(&mut start);
         let slot: AuditSlot = Arc::default();
@@ -121,6 +130,9 @@ impl Setup {
         let hook: StartHook = Box::new(move |_session| {
             let log = AuditLog::open(cfg, start)
                 .map_err(|e| format!("cannot open the audit log: {e}"))?;
+            if let Some(t) = &telemetry {
+                t.set_session(log.session_id());
+            }
             let auditor = log.handle();
             *hook_slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(log);
             Ok(Started {
@@ -130,7 +142,8 @@ impl Setup {
         (enforcer.with_start(hook), slot, launcher)
     }
 
-    /// The relay settings: the message limit and the grace periods.
+    /// The relay settings: the message limit and the grace periods. (A session's telemetry
+    /// observer is its enforcer's: [`Enforcer::observer`].)
     pub fn relay_config(&self) -> RelayConfig {
         let mut config = RelayConfig::deferred();
         config.max_line = self.max_message;

@@ -70,6 +70,7 @@ pub use event::{
 pub use repeat::REPEAT_INTERVAL;
 pub use show::{ShowFilter, show};
 pub use summary::{SummaryOptions, summarize};
+pub(crate) use time::parse_rfc3339 as parse_ts_micros;
 pub use time::parse_time_arg;
 pub use verify::{
     ChainBreak, CheckpointFindings, Incomplete, VerifyOptions, VerifyReport, order_files,
@@ -182,6 +183,33 @@ pub struct AuditConfig {
     pub checkpoint: Option<checkpoint::CheckpointConfig>,
     /// A copy of every record (and checkpoint) to syslog (`None`: none).
     pub syslog: Option<syslog::SyslogConfig>,
+    /// Also hands every record written to this function, on the writer's thread (whole
+    /// lines, after they are in the file): how telemetry exports the records.
+    pub tee: Option<LineTee>,
+}
+
+/// A function the audit writer's thread hands every batch of records it wrote to (whole
+/// `\n`-terminated lines, as in the file). It must return at once: it runs between writes.
+#[derive(Clone)]
+pub struct LineTee(std::sync::Arc<TeeFn>);
+
+type TeeFn = dyn Fn(&[u8]) + Send + Sync;
+
+impl LineTee {
+    /// Wraps `f`.
+    pub fn new(f: impl Fn(&[u8]) + Send + Sync + 'static) -> LineTee {
+        LineTee(std::sync::Arc::new(f))
+    }
+
+    pub(crate) fn call(&self, lines: &[u8]) {
+        (self.0)(lines);
+    }
+}
+
+impl std::fmt::Debug for LineTee {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineTee(..)")
+    }
 }
 
 impl AuditConfig {
@@ -198,6 +226,7 @@ impl AuditConfig {
             retain_bytes: None,
             checkpoint: None,
             syslog: None,
+            tee: None,
         }
     }
 }

@@ -82,6 +82,8 @@ pub(super) struct Sink {
     pub(super) checkpoint: Option<Checkpointer>,
     /// Every written line is also queued here, when configured.
     pub(super) syslog: Option<Syslog>,
+    /// Handed every batch written (see [`super::LineTee`]).
+    tee: Option<super::LineTee>,
 }
 
 impl Sink {
@@ -149,6 +151,7 @@ impl Sink {
             out: Vec::with_capacity(64 * 1024),
             dirty_since: None,
             session_records: 0,
+            tee: cfg.tee.clone(),
         })
     }
 
@@ -381,6 +384,9 @@ impl Sink {
             for line in self.out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
                 s.handle().push(line);
             }
+        }
+        if let Some(tee) = &self.tee {
+            tee.call(&self.out);
         }
         let head = self.head.as_mut().ok_or(AuditError::Closed)?;
         head.size += self.out.len() as u64;

@@ -114,6 +114,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // SIGHUP reloads the policy (it is not forwarded to the server).
     config.forward_hangup = false;
     let policy_files = args.options.policies.clone();
+    config.observer = enforcer.observer();
 
     // One thread: the relay is two pumps and two writers, all I/O-bound; a single-threaded
     // runtime keeps every hand-off on one core with no cross-thread wake-ups.
@@ -133,7 +134,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     launcher.remove_placeholders();
     let outcome = outcome?;
 
-    if let Err(e) = Setup::finish(&audit, &outcome) {
+    let finished = Setup::finish(&audit, &outcome);
+    // After the audit log's last record (`session_end`) went to the telemetry too.
+    if let Some(t) = &setup.telemetry {
+        t.shutdown();
+    }
+    if let Err(e) = finished {
         eprintln!("rootfence: error: could not finish the audit log: {e}");
         return Ok(ExitCode::from(2));
     }
@@ -197,8 +203,14 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
         Some(p) => p,
         None => audit::default_log_path().map_err(|e| anyhow!("{e}"))?,
     };
+    // OpenTelemetry, when the policy or the environment names a collector (off otherwise,
+    // and then nothing touches it).
+    let telemetry = rootfence::telemetry::Telemetry::start(&policy);
+    let mut audit = Setup::audit_config(&policy, audit_path);
+    audit.tee = telemetry.as_ref().map(|t| t.audit_tee());
     let mut setup = Setup {
-        audit: Setup::audit_config(&policy, audit_path),
+        audit,
+        telemetry,
         policy,
         roots: specs,
         sandbox: mode,

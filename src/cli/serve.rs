@@ -149,8 +149,13 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let telemetry = setup.telemetry.clone();
     let result = runtime.block_on(serve::serve(setup, cfg, shutdown_signal()));
     runtime.shutdown_timeout(Duration::from_secs(1));
+    // Every session has ended (drained): what telemetry still holds goes out, bounded.
+    if let Some(t) = telemetry {
+        t.shutdown();
+    }
     result?;
     Ok(ExitCode::SUCCESS)
 }

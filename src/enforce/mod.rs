@@ -146,6 +146,8 @@ struct Inner {
     /// while unknown; `Some(None)` before the first lookup). The set is kept alive, so the
     /// hot path can compare one pointer without another set ever taking its address.
     fingerprints: Mutex<FingerprintCache>,
+    /// OpenTelemetry, when on: told every decision (see `recording.rs`).
+    telemetry: OnceLock<crate::telemetry::Telemetry>,
 }
 
 /// The audit log, once open: shared by the enforcer's parts.
@@ -226,6 +228,7 @@ impl Enforcer {
             fields: fields::FieldState::default(),
             tripwire: Tripwire::new(&policy_deny_globs),
             fingerprints: Mutex::new((None, Arc::new(Fingerprints::default()))),
+            telemetry: OnceLock::new(),
         };
         (
             Enforcer {
@@ -233,6 +236,21 @@ impl Enforcer {
             },
             dropped,
         )
+    }
+
+    /// Tells `telemetry` every decision (its spans carry them; see `crate::telemetry`).
+    pub fn with_telemetry(self, telemetry: crate::telemetry::Telemetry) -> Enforcer {
+        let _ = self.inner.telemetry.set(telemetry);
+        self
+    }
+
+    /// The relay observer for this enforcer's session: its telemetry, when on (set it as
+    /// [`crate::relay::RelayConfig::observer`]).
+    pub fn observer(&self) -> Option<Arc<dyn crate::relay::Observer>> {
+        self.inner
+            .telemetry
+            .get()
+            .map(|t| Arc::new(t.clone()) as Arc<dyn crate::relay::Observer>)
     }
 
     /// Sets the hook that runs once the server is running (see [`StartHook`]).
@@ -544,6 +562,7 @@ fn uris(set: &RootSet) -> Vec<AuditUri> {
 /// handler changed the message.
 struct Ctx<'a> {
     from: Side,
+    kind: Kind,
     method: &'a str,
     id: Option<&'a Id>,
     roots: Option<&'a RootSet>,
@@ -553,6 +572,16 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The host request this message is or answers (the span its decisions belong to).
+    fn host_request(&self) -> Option<&Id> {
+        match (self.from, self.kind) {
+            (Side::Host, Kind::Request) | (Side::Server, Kind::Response | Kind::ErrorResponse) => {
+                self.id
+            }
+            _ => None,
+        }
+    }
+
     /// Notes that the message was changed (an item removed, a value rewritten).
     fn mark(&self) {
         self.changed.set(true);
@@ -598,6 +627,7 @@ impl Inner {
         };
         let ctx = Ctx {
             from,
+            kind,
             method: &method,
             id: id.as_ref(),
             roots: roots.as_deref(),
@@ -727,6 +757,18 @@ impl Inner {
             .unwrap_or_else(|_| hit.file.display().to_string());
         let what = hit.describe();
         tracing::warn!("withheld a message from the server (`{method}`): it holds {what}");
+        if let Some(t) = self.telemetry.get() {
+            t.decision(&crate::telemetry::DecisionNote {
+                request: id.filter(|_| matches!(kind, Kind::Response | Kind::ErrorResponse)),
+                from: Side::Server,
+                method,
+                allow: false,
+                reason: "tripwire",
+                rule: Some(&what),
+                uri: &uri,
+                count: 1,
+            });
+        }
         let action = match (self.live().enforce, kind) {
             (false, _) => audit::Action::Forwarded,
             (true, Kind::Notification) => audit::Action::Dropped,
@@ -818,6 +860,7 @@ impl Inner {
         }
         let ctx = Ctx {
             from: ctx.from,
+            kind: ctx.kind,
             method: ctx.method,
             id: ctx.id,
             roots: roots_now.as_deref(),

@@ -206,6 +206,7 @@ impl Inner {
         c: &Checked,
         on_deny: audit::Action,
     ) -> bool {
+        self.note_decision(ctx, raw, c, 1);
         let Some(auditor) = self.audit.get() else {
             return true;
         };
@@ -248,6 +249,22 @@ impl Inner {
                 tracing::error!("could not audit a decision: {e}");
                 self.live().policy.audit().on_failure != audit::OnFailure::Stop
             }
+        }
+    }
+
+    /// Tells telemetry (when on) about `count` decisions like `c` on `raw`.
+    fn note_decision(&self, ctx: &Ctx<'_>, raw: &str, c: &Checked, count: u64) {
+        if let Some(t) = self.telemetry.get() {
+            t.decision(&crate::telemetry::DecisionNote {
+                request: ctx.host_request(),
+                from: ctx.from,
+                method: ctx.method,
+                allow: c.allow,
+                reason: &c.reason,
+                rule: c.rule.as_deref(),
+                uri: raw,
+                count,
+            });
         }
     }
 
@@ -296,6 +313,7 @@ impl Inner {
     ) -> bool {
         match page {
             Some(page) if c.allow => {
+                // Telemetry counts these from the page's summary (`finish_page`).
                 page.allowed(raw, c);
                 true
             }
@@ -305,6 +323,7 @@ impl Inner {
             }
             None if c.allow && !self.live().policy.audit().log_allowed => {
                 // Counted, not logged: no field name to build.
+                self.note_decision(ctx, raw, c, 1);
                 if let Some(auditor) = self.audit.get() {
                     auditor.note_allowed(1);
                 }
@@ -316,6 +335,21 @@ impl Inner {
 
     /// Records a page's summary, if it allowed anything.
     pub(super) fn finish_page(&self, ctx: &Ctx<'_>, page: Option<PageAudit>) {
+        if let (Some(t), Some(page)) = (self.telemetry.get(), &page) {
+            // The page's allowed entries, by reason (denied ones were noted one by one).
+            for (reason, n) in &page.reasons {
+                t.decision(&crate::telemetry::DecisionNote {
+                    request: ctx.host_request(),
+                    from: ctx.from,
+                    method: ctx.method,
+                    allow: true,
+                    reason,
+                    rule: None,
+                    uri: "",
+                    count: *n,
+                });
+            }
+        }
         if let Some(page) = page.filter(|p| p.allowed > 0) {
             self.record(page.into_event(ctx));
         }

@@ -18,8 +18,9 @@
 //! - `roots.static` is replaced by a later layer that sets it; every static root must
 //!   pass the root rules of all layers, which are the actual bound;
 //! - fixed operational settings (`roots.list_timeout_ms`, `roots.launch_wait_ms`, `audit.path`,
-//!   `audit.rotate_bytes`, `audit.checkpoint_*`, `sandbox.follow_roots`) are not permissions: the first layer that sets one fixes it,
-//!   and a later layer may only repeat the same value.
+//!   `audit.rotate_bytes`, `audit.checkpoint_*`, `sandbox.follow_roots`, every `telemetry.*`
+//!   key) are not permissions: the first layer that sets one fixes it, and a later layer may
+//!   only repeat the same value.
 
 use std::collections::BTreeSet;
 use std::ops::Range;
@@ -37,7 +38,8 @@ use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
 use super::settings::{
     Access, AuditSettings, FollowRoots, HardlinkStance, Mode, Network, Ranked, ReadStance,
     ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
-    SchemeStance, StaticRoot, SymlinkStance, Word, env_pattern_covers, fsync_rank,
+    SchemeStance, StaticRoot, SymlinkStance, TelemetrySettings, Word, env_pattern_covers,
+    fsync_rank,
 };
 use super::{AllowTable, LayerInfo, Matchers, Policy, ToolPaths};
 use crate::audit::syslog::{SyslogConfig, Transport};
@@ -167,6 +169,11 @@ struct Acc {
     rl_as: Setting<Option<u64>>,
     rl_cpu: Setting<Option<u64>>,
     rl_nproc: Setting<Option<u64>>,
+
+    tel_endpoint: Setting<Option<String>>,
+    tel_protocol: Setting<Option<String>>,
+    tel_service_name: Setting<Option<String>>,
+    tel_resource_attributes: Setting<Option<String>>,
 }
 
 impl Acc {
@@ -244,6 +251,13 @@ impl Acc {
             rl_as: Setting::default(None, "sandbox.rlimits.address_space: inherited"),
             rl_cpu: Setting::default(None, "sandbox.rlimits.cpu_seconds: inherited"),
             rl_nproc: Setting::default(None, "sandbox.rlimits.processes: inherited"),
+            tel_endpoint: Setting::default(None, "telemetry.endpoint: OTEL_EXPORTER_OTLP_ENDPOINT"),
+            tel_protocol: Setting::default(None, "telemetry.protocol: http/protobuf"),
+            tel_service_name: Setting::default(None, "telemetry.service_name: OTEL_SERVICE_NAME"),
+            tel_resource_attributes: Setting::default(
+                None,
+                "telemetry.resource_attributes: OTEL_RESOURCE_ATTRIBUTES",
+            ),
         }
     }
 }
@@ -710,6 +724,73 @@ fn apply_layer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     apply_tools(acc, raw, cx);
     apply_audit(acc, raw, cx);
     apply_sandbox(acc, raw, cx);
+    apply_telemetry(acc, raw, cx);
+}
+
+fn apply_telemetry(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    if let Some(e) = &raw.tel_endpoint {
+        match crate::telemetry::config::check_endpoint(&e.v) {
+            Ok(()) => {
+                let prov = cx.prov(e);
+                fixed(cx, &mut acc.tel_endpoint, &e.span, Some(e.v.clone()), prov);
+            }
+            Err(why) => cx.error(
+                &e.span,
+                ErrorKind::BadValue,
+                format!("`telemetry.endpoint = \"{}\"`: {why}", e.v),
+                "e.g. endpoint = \"http://localhost:4318\"",
+            ),
+        }
+    }
+    if let Some(e) = &raw.tel_protocol {
+        let prov = cx.prov(e);
+        fixed(
+            cx,
+            &mut acc.tel_protocol,
+            &e.span,
+            Some(e.v.to_owned()),
+            prov,
+        );
+    }
+    if let Some(e) = &raw.tel_service_name {
+        if e.v.trim().is_empty() {
+            cx.error(
+                &e.span,
+                ErrorKind::BadValue,
+                "`telemetry.service_name` is empty".into(),
+                "name the service, e.g. service_name = \"rootfence\", or remove the key",
+            );
+        } else {
+            let prov = cx.prov(e);
+            fixed(
+                cx,
+                &mut acc.tel_service_name,
+                &e.span,
+                Some(e.v.clone()),
+                prov,
+            );
+        }
+    }
+    if let Some(e) = &raw.tel_resource_attributes {
+        match crate::telemetry::config::parse_attributes(&e.v) {
+            Ok(_) => {
+                let prov = cx.prov(e);
+                fixed(
+                    cx,
+                    &mut acc.tel_resource_attributes,
+                    &e.span,
+                    Some(e.v.clone()),
+                    prov,
+                );
+            }
+            Err(why) => cx.error(
+                &e.span,
+                ErrorKind::BadValue,
+                format!("`telemetry.resource_attributes`: {why}"),
+                "write key=value pairs separated by commas, e.g. \"team=sec,deployment.environment.name=prod\"",
+            ),
+        }
+    }
 }
 
 fn apply_roots(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
@@ -1959,6 +2040,22 @@ fn build(
             acc.rl_nproc.prov.clone(),
         ),
         (
+            "telemetry.endpoint",
+            acc.tel_endpoint
+                .v
+                .as_deref()
+                .map_or("(environment)".into(), |e| format!("{e:?}")),
+            acc.tel_endpoint.prov.clone(),
+        ),
+        (
+            "telemetry.service_name",
+            acc.tel_service_name
+                .v
+                .as_deref()
+                .map_or("(environment)".into(), |e| format!("{e:?}")),
+            acc.tel_service_name.prov.clone(),
+        ),
+        (
             "sandbox.grantable.env",
             list(&acc.grant_env.v),
             acc.grant_env.prov.clone(),
@@ -2050,6 +2147,12 @@ fn build(
                 .collect(),
             read_only_paths_set,
         },
+        telemetry: TelemetrySettings {
+            endpoint: acc.tel_endpoint.v,
+            protocol: acc.tel_protocol.v,
+            service_name: acc.tel_service_name.v,
+            resource_attributes: acc.tel_resource_attributes.v,
+        },
         m,
         shown,
         opted_out,
@@ -2111,6 +2214,53 @@ mod tests {
         for bad in ["", "1X", "A-B", "A*B", "**"] {
             assert!(!valid_env_pattern(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_telemetry_table_is_validated_and_fixed_by_its_first_layer() {
+        let load = |layers: &[&str]| {
+            let sources: Vec<(String, String)> = layers
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (format!("l{i}.toml"), format!("version = 1\n{t}")))
+                .collect();
+            crate::policy::Policy::from_sources(&sources)
+        };
+        let p = load(&["[telemetry]\nendpoint = \"http://localhost:4318\"\n\
+                        protocol = \"http/protobuf\"\nservice_name = \"fleet\"\n\
+                        resource_attributes = \"team=sec\""])
+        .unwrap();
+        assert_eq!(
+            p.telemetry().endpoint.as_deref(),
+            Some("http://localhost:4318")
+        );
+        assert_eq!(p.telemetry().service_name.as_deref(), Some("fleet"));
+        assert_eq!(
+            p.telemetry().resource_attributes.as_deref(),
+            Some("team=sec")
+        );
+        assert_eq!(
+            load(&[""]).unwrap().telemetry(),
+            &TelemetrySettings::default()
+        );
+        for (bad, says) in [
+            ("endpoint = \"https://c:4318\"", "plain HTTP"),
+            ("endpoint = \"c:4318\"", "http:// URL"),
+            ("protocol = \"grpc\"", "http/protobuf"),
+            ("service_name = \" \"", "empty"),
+            ("resource_attributes = \"team\"", "key=value"),
+            ("endpont = \"http://c:4318\"", "endpoint"),
+        ] {
+            let err = load(&[&format!("[telemetry]\n{bad}")])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        // A later layer may repeat the organisation's collector, not move it.
+        let org = "[telemetry]\nendpoint = \"http://localhost:4318\"";
+        assert!(load(&[org, org]).is_ok());
+        let moved = load(&[org, "[telemetry]\nendpoint = \"http://elsewhere:4318\""]);
+        assert!(moved.unwrap_err().to_string().contains("conflicts"));
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub use grant::{Grant, GrantRefused, Grantable, Grants, Refusal};
 pub use settings::{
     Access, AuditSettings, FollowRoots, HardlinkStance, Mode, Network, ReadStance,
     ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
-    SchemeStance, StaticRoot, SymlinkStance,
+    SchemeStance, StaticRoot, SymlinkStance, TelemetrySettings,
 };
 
 use glob::GlobTable;
@@ -97,6 +97,7 @@ pub struct Policy {
     pub(crate) resources: ResourceSettings,
     pub(crate) audit: AuditSettings,
     pub(crate) sandbox: SandboxSettings,
+    pub(crate) telemetry: TelemetrySettings,
     pub(crate) m: Matchers,
     /// Effective scalar settings with their origin, for `policy show`.
     pub(crate) shown: Vec<(&'static str, String, Provenance)>,
@@ -338,6 +339,11 @@ impl Policy {
     /// `[sandbox]` settings.
     pub fn sandbox(&self) -> &SandboxSettings {
         &self.sandbox
+    }
+
+    /// `[telemetry]` settings.
+    pub fn telemetry(&self) -> &TelemetrySettings {
+        &self.telemetry
     }
 
     /// The layers, in order, with the SHA-256 of each.

@@ -152,6 +152,11 @@ pub(crate) struct RawLayer {
     pub(crate) sb_address_space: Option<Entry<u64>>,
     pub(crate) sb_cpu_seconds: Option<Entry<u64>>,
     pub(crate) sb_processes: Option<Entry<u64>>,
+
+    pub(crate) tel_endpoint: Option<Entry<String>>,
+    pub(crate) tel_protocol: Option<Entry<&'static str>>,
+    pub(crate) tel_service_name: Option<Entry<String>>,
+    pub(crate) tel_resource_attributes: Option<Entry<String>>,
 }
 
 const TOP_KEYS: &[&str] = &[
@@ -163,6 +168,7 @@ const TOP_KEYS: &[&str] = &[
     "tools",
     "audit",
     "sandbox",
+    "telemetry",
 ];
 const ROOTS_KEYS: &[&str] = &[
     "allow",
@@ -215,6 +221,12 @@ const SANDBOX_KEYS: &[&str] = &[
     "grantable",
 ];
 const GRANTABLE_KEYS: &[&str] = &["env", "read", "write"];
+const TELEMETRY_KEYS: &[&str] = &[
+    "endpoint",
+    "protocol",
+    "service_name",
+    "resource_attributes",
+];
 const RLIMIT_KEYS: &[&str] = &["nofile", "address_space", "cpu_seconds", "processes"];
 
 /// Every table and its keys, for "did you mean" across tables.
@@ -229,6 +241,7 @@ const ALL_TABLES: &[(&str, &[&str])] = &[
     ("sandbox", SANDBOX_KEYS),
     ("sandbox.rlimits", RLIMIT_KEYS),
     ("sandbox.grantable", GRANTABLE_KEYS),
+    ("telemetry", TELEMETRY_KEYS),
 ];
 
 /// Parses one layer. Returns `None` when the file is not TOML at all (the syntax error is
@@ -357,6 +370,14 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
             raw.sb_grant_write = w.strings(g, "sandbox.grantable", "write");
         }
     }
+    if let Some(t) = w.table(top, "", "telemetry") {
+        w.check_keys(t, "telemetry", TELEMETRY_KEYS);
+        raw.tel_endpoint = w.string(t, "telemetry", "endpoint");
+        const PROTOCOLS: &[(&str, &str)] = &[("http/protobuf", "http/protobuf")];
+        raw.tel_protocol = w.word(t, "telemetry", "protocol", PROTOCOLS);
+        raw.tel_service_name = w.string(t, "telemetry", "service_name");
+        raw.tel_resource_attributes = w.string(t, "telemetry", "resource_attributes");
+    }
     Some(raw)
 }
 
@@ -408,6 +429,8 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
         "sandbox.grantable", "env"; "sandbox.grantable", "read"; "sandbox.grantable", "write";
         "sandbox.rlimits", "nofile"; "sandbox.rlimits", "address_space";
         "sandbox.rlimits", "cpu_seconds"; "sandbox.rlimits", "processes";
+        "telemetry", "endpoint"; "telemetry", "protocol"; "telemetry", "service_name";
+        "telemetry", "resource_attributes";
     )
 }
 

@@ -29,6 +29,7 @@
 mod child;
 pub mod generation;
 pub mod intercept;
+pub mod observe;
 mod pump;
 pub mod session;
 mod stdio;
@@ -49,6 +50,7 @@ use tokio::task::JoinHandle;
 pub use child::SpawnError;
 pub use generation::{GenTiming, Launch, Launched};
 pub use intercept::{Action, Deferred, Intercepted, Interceptor, PassThrough, ProtocolError};
+pub use observe::{Answer, Observer};
 pub use session::{Gen, Handshake, PeerInfo, Pending, Session, Side};
 
 use crate::jsonrpc::framing::{DEFAULT_MAX_LINE, LineReader};
@@ -71,6 +73,8 @@ pub struct RelayConfig {
     pub drain: Duration,
     /// How generations are brought up and retired.
     pub timing: GenTiming,
+    /// Who is told about each host request's life (telemetry); `None` costs nothing.
+    pub observer: Option<Arc<dyn Observer>>,
     /// Forward SIGINT, SIGTERM and SIGHUP sent to rootfence to the server (true for
     /// `rootfence run`, whose signals are the session's). `rootfence serve` runs many
     /// sessions in one process and turns its own signals into a drain instead.
@@ -101,6 +105,7 @@ impl RelayConfig {
                 start_timeout: Duration::from_secs(30),
                 grace: Duration::from_secs(5),
             },
+            observer: None,
             forward_signals: true,
             forward_hangup: true,
         }
@@ -229,6 +234,7 @@ where
         GenLink::new(first_lanes, first_gate),
         events_tx,
         launch_tx,
+        cfg.observer.clone(),
     ));
     let mut loop_state = Loop {
         cfg: &cfg,
@@ -454,6 +460,9 @@ impl Loop<'_> {
             stdin,
             stdout,
         } = server;
+        if let Some(o) = self.session.observer() {
+            o.generation(generation, true);
+        }
         let session = Arc::clone(&self.session);
         tokio::spawn(pump::writer(stdin, receivers, gate));
         let tx = self.gen_tx.clone();
@@ -618,6 +627,9 @@ impl Loop<'_> {
             }
             GenEvent::Failed(generation, cause) => {
                 tracing::error!("server generation {generation} could not start: {cause}");
+                if let Some(o) = self.session.observer() {
+                    o.generation(generation, false);
+                }
                 self.failed = true;
                 self.cause.get_or_insert(EndCause::ServerFailed);
                 answer_waiting(

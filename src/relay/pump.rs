@@ -232,6 +232,19 @@ struct Routed {
     to: Dest,
     /// The id to forward it under, when it differs from its own.
     forward_id: Option<Id>,
+    /// What the observer (telemetry) needs, when there is one.
+    observed: Option<Box<Observed>>,
+}
+
+/// The facts about a message the observer is told once its decision is made.
+#[derive(Default)]
+struct Observed {
+    /// The message's length in bytes.
+    len: usize,
+    /// A host request: the `traceparent` to forward in place of the host's.
+    traceparent: Option<String>,
+    /// A server's error response: its error code.
+    error: Option<i64>,
 }
 
 /// Relay-internal handling some messages need whether or not they are intercepted.
@@ -476,6 +489,14 @@ impl<I: Interceptor> Router<'_, I> {
                 } else {
                     Internal::None
                 };
+                let observed = match session.observer() {
+                    Some(o) if from == Side::Host => Some(Box::new(Observed {
+                        len: text.len(),
+                        traceparent: o.request(&id, &method, text),
+                        error: None,
+                    })),
+                    _ => None,
+                };
                 let to = match from {
                     // The generation is decided when the request is forwarded.
                     Side::Host => Dest::Server {
@@ -491,6 +512,7 @@ impl<I: Interceptor> Router<'_, I> {
                     method,
                     to,
                     forward_id: None,
+                    observed,
                 };
                 self.decide(routed, text, internal)
             }
@@ -546,6 +568,7 @@ impl<I: Interceptor> Router<'_, I> {
                     method,
                     to,
                     forward_id: None,
+                    observed: None,
                 };
                 match bytes_override {
                     Some(b) => {
@@ -622,6 +645,16 @@ impl<I: Interceptor> Router<'_, I> {
                             },
                             Side::Server => Dest::Host,
                         };
+                        let observed =
+                            (from == Side::Server && session.observer().is_some()).then(|| {
+                                Box::new(Observed {
+                                    len: text.len(),
+                                    traceparent: None,
+                                    error: (kind == Kind::ErrorResponse)
+                                        .then(|| error_code(text))
+                                        .flatten(),
+                                })
+                            });
                         let routed = Routed {
                             origin: self.origin,
                             kind,
@@ -629,6 +662,7 @@ impl<I: Interceptor> Router<'_, I> {
                             method: pending.method,
                             to,
                             forward_id: restore,
+                            observed,
                         };
                         self.decide(routed, text, internal)
                     }
@@ -638,7 +672,7 @@ impl<I: Interceptor> Router<'_, I> {
     }
 
     /// Asks the interceptor (when it wants the message) and turns its action into a step.
-    fn decide(&self, routed: Routed, text: &str, internal: Internal) -> Step {
+    fn decide(&self, mut routed: Routed, text: &str, internal: Internal) -> Step {
         let screened = self.icpt.screen(
             routed.origin.side,
             routed.kind,
@@ -648,6 +682,17 @@ impl<I: Interceptor> Router<'_, I> {
         );
         if let Some(action) = screened {
             return finish(routed, action, self.session);
+        }
+        // A host request whose trace context the observer continues: its `traceparent` is
+        // rewritten, and the message is then a checked one, forwarded as exactly the value
+        // built (the interceptor sees that value, never the original bytes).
+        let traced = routed
+            .observed
+            .as_mut()
+            .and_then(|o| o.traceparent.take())
+            .and_then(|traceparent| with_traceparent(text, traceparent));
+        if let Some(message) = traced {
+            return self.decide_traced(routed, message, internal);
         }
         let wants = self
             .icpt
@@ -686,6 +731,48 @@ impl<I: Interceptor> Router<'_, I> {
                     .is_none(),
             },
         );
+        finish(routed, action, self.session)
+    }
+
+    /// [`Self::decide`] for a host request whose `params._meta.traceparent` was replaced
+    /// (`message` is the value built).
+    fn decide_traced(&self, routed: Routed, message: Value, internal: Internal) -> Step {
+        if internal == Internal::RecordInitialize {
+            self.session.record_initialize(&message);
+        }
+        if !self
+            .icpt
+            .wants(routed.origin.side, routed.kind, &routed.method)
+        {
+            return finish(routed, Action::Replace(message), self.session);
+        }
+        let built = message.clone();
+        let action = self.icpt.intercept(
+            self.session,
+            Intercepted {
+                from: routed.origin.side,
+                kind: routed.kind,
+                id: routed.id.clone(),
+                method: Arc::clone(&routed.method),
+                message,
+                verbatim_ok: false,
+            },
+        );
+        // "Forward" means the bytes that came in; here that is the value built.
+        let action = match action {
+            Action::Forward => Action::Replace(built),
+            Action::Defer(fut) => Action::Defer(Box::pin(async move {
+                let mut action = fut.await;
+                while let Action::Defer(next) = action {
+                    action = next.await;
+                }
+                match action {
+                    Action::Forward => Action::Replace(built),
+                    other => other,
+                }
+            })),
+            other => other,
+        };
         finish(routed, action, self.session)
     }
 
@@ -790,7 +877,18 @@ impl<I: Interceptor> Router<'_, I> {
         let generation = self.origin.generation;
         let pending: Vec<Pending> = match id {
             Some(id) => match self.session.match_response(Side::Server, generation, &id) {
-                Matched::Pending { pending, .. } => vec![pending],
+                Matched::Pending { pending, .. } => {
+                    if let Some(o) = self.session.observer() {
+                        o.answered(
+                            &pending.id,
+                            super::Answer::Server {
+                                error: Some(rpc_error::BAD_SERVER_RESPONSE),
+                                withheld: 0,
+                            },
+                        );
+                    }
+                    vec![pending]
+                }
                 Matched::Own(own) => {
                     own.deliver(serde_json::json!({"error": {"code": rpc_error::BAD_SERVER_RESPONSE, "message": why}}));
                     Vec::new()
@@ -855,6 +953,15 @@ impl<I: Interceptor> Router<'_, I> {
                 // Not tracked yet (that happens when it is forwarded): answered here instead.
                 if self.from == Side::Host {
                     self.session.answered_locally(&id);
+                    if let Some(o) = self.session.observer() {
+                        o.answered(
+                            &id,
+                            super::Answer::Local {
+                                error: Some(rpc_error::SERVER_GONE),
+                                withheld: text.len() as u64,
+                            },
+                        );
+                    }
                 }
                 let msg = "rootfence: too many messages are waiting for a decision; send this request again shortly";
                 Step::Reply(error_response(Some(&id), rpc_error::SERVER_GONE, msg, None).into())
@@ -1032,6 +1139,15 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
     };
     let from = routed.origin.side;
     let is_initialize = from == Side::Host && &*routed.method == methods::INITIALIZE;
+    // A server's answer that rootfence replaced is observed once its bytes are built (what
+    // was withheld is measured on them); every other final action, here.
+    let replaced_answer = from == Side::Server && matches!(action, Action::Replace(_));
+    if let (Some(observed), Some(id), Some(o)) = (&routed.observed, &routed.id, session.observer())
+    {
+        if !matches!(action, Action::Defer(_)) && !replaced_answer {
+            observe(o, from, id, observed, &action);
+        }
+    }
     match action {
         Action::Forward | Action::Replace(_) => {
             if let (Kind::Request, Some(id)) = (routed.kind, &routed.id) {
@@ -1047,6 +1163,9 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
                                 let cause = session.server_gone_cause().unwrap_or_default();
                                 if is_initialize {
                                     session.initialize_decided();
+                                }
+                                if let Some(o) = session.observer() {
+                                    o.answered(id, super::Answer::ServerGone);
                                 }
                                 return Step::Reply(server_gone_error(id, &routed.method, &cause));
                             }
@@ -1073,7 +1192,24 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
             let note =
                 (from == Side::Host).then(|| (Arc::clone(&routed.method), routed.id.clone()));
             let bytes = match action {
-                Action::Replace(v) => Some(to_bytes(&v)),
+                Action::Replace(v) => {
+                    let bytes = to_bytes(&v);
+                    if let (true, Some(observed), Some(id), Some(o)) = (
+                        replaced_answer,
+                        &routed.observed,
+                        &routed.id,
+                        session.observer(),
+                    ) {
+                        o.answered(
+                            id,
+                            super::Answer::Server {
+                                error: v.get("error").and_then(|e| e.get("code")?.as_i64()),
+                                withheld: (observed.len as u64).saturating_sub(bytes.len() as u64),
+                            },
+                        );
+                    }
+                    Some(bytes)
+                }
                 _ => None,
             };
             Step::Send {
@@ -1123,6 +1259,62 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
             }))
         }
     }
+}
+
+/// Tells the observer how a host request was answered, from the final action on it (a host
+/// request) or on its answer (a server response). (A host request that is forwarded is
+/// answered later, by the server; a server answer rootfence replaced is told in `finish`.)
+fn observe(o: &dyn super::Observer, from: Side, id: &Id, observed: &Observed, action: &Action) {
+    use super::Answer;
+    let error_of = |v: &Value| v.get("error")?.get("code")?.as_i64();
+    let len = observed.len as u64;
+    let answer = match (from, action) {
+        (Side::Host, Action::Forward | Action::Replace(_) | Action::Defer(_)) => return,
+        (Side::Host, Action::Reply(v)) => Answer::Local {
+            error: error_of(v),
+            withheld: len,
+        },
+        (Side::Host, Action::Drop) => Answer::Local {
+            error: Some(rpc_error::INTERNAL_ERROR),
+            withheld: len,
+        },
+        (Side::Server, Action::Forward) => Answer::Server {
+            error: observed.error,
+            withheld: 0,
+        },
+        (Side::Server, Action::Replace(_) | Action::Defer(_)) => return,
+        (Side::Server, Action::Reply(_) | Action::Drop) => Answer::Server {
+            error: None,
+            withheld: len,
+        },
+    };
+    o.answered(id, answer);
+}
+
+/// The message `text` with its `params._meta.traceparent` (a string) replaced; `None` when
+/// it has no such field.
+fn with_traceparent(text: &str, traceparent: String) -> Option<Value> {
+    let mut message: Value = serde_json::from_str(text).ok()?;
+    let slot = message
+        .get_mut("params")?
+        .get_mut("_meta")?
+        .get_mut("traceparent")
+        .filter(|t| t.is_string())?;
+    *slot = Value::String(traceparent);
+    Some(message)
+}
+
+/// The `error.code` of an error response's text.
+fn error_code(text: &str) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Response {
+        error: Option<ErrorObject>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ErrorObject {
+        code: Option<i64>,
+    }
+    serde_json::from_str::<Response>(text).ok()?.error?.code
 }
 
 /// A message with its top-level `id` replaced (a later generation's request on its way to

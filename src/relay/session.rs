@@ -383,6 +383,8 @@ pub struct Session {
     next_own: AtomicU64,
     /// Message counters.
     pub counters: Counters,
+    /// Told about each host request's life (telemetry).
+    observer: Option<Arc<dyn super::Observer>>,
 }
 
 impl Session {
@@ -391,6 +393,7 @@ impl Session {
         first: GenLink,
         events: mpsc::Sender<Event>,
         launches: mpsc::Sender<LaunchRequest>,
+        observer: Option<Arc<dyn super::Observer>>,
     ) -> Self {
         let mut gens = BTreeMap::new();
         gens.insert(1, first);
@@ -418,6 +421,21 @@ impl Session {
             own_prefix: format!("rootfence-{:016x}-", random_u64()),
             next_own: AtomicU64::new(1),
             counters: Counters::default(),
+            observer,
+        }
+    }
+
+    /// Who is told about each host request's life, if anyone.
+    pub(crate) fn observer(&self) -> Option<&dyn super::Observer> {
+        self.observer.as_deref()
+    }
+
+    /// Tells the observer that these host requests lost their server.
+    fn observe_gone(&self, taken: &[Pending]) {
+        if let Some(o) = self.observer() {
+            for p in taken {
+                o.answered(&p.id, super::Answer::ServerGone);
+            }
         }
     }
 
@@ -859,6 +877,10 @@ impl Session {
                 if let Some(p) = st.host_pending.remove(request_id.key()) {
                     st.cancelled_by_host.insert(request_id.key().clone());
                     st.handshake.listens.retain(|(i, _)| i != request_id);
+                    drop(st);
+                    if let Some(o) = self.observer() {
+                        o.answered(&p.id, super::Answer::Cancelled);
+                    }
                     return Some(Some(p.generation));
                 }
                 Some(None)
@@ -991,13 +1013,15 @@ impl Session {
             .filter(|(_, p)| p.generation == generation)
             .map(|(k, _)| k.clone())
             .collect();
-        let taken = ids
+        let taken: Vec<Pending> = ids
             .iter()
             .filter_map(|k| st.host_pending.remove(k))
             .collect();
         st.server_pending
             .retain(|_, sp| sp.pending.generation != generation);
         st.own_server.retain(|_, (g, _)| *g != generation);
+        drop(st);
+        self.observe_gone(&taken);
         taken
     }
 
@@ -1011,9 +1035,13 @@ impl Session {
             .filter(|(_, p)| p.generation == generation && p.started <= before)
             .map(|(k, _)| k.clone())
             .collect();
-        ids.iter()
+        let taken: Vec<Pending> = ids
+            .iter()
             .filter_map(|k| st.host_pending.remove(k))
-            .collect()
+            .collect();
+        drop(st);
+        self.observe_gone(&taken);
+        taken
     }
 
     /// How many host requests are still waiting for one generation.
@@ -1033,7 +1061,10 @@ impl Session {
         st.server_gone.get_or_insert_with(|| cause.to_owned());
         st.server_pending.clear();
         st.own_server.clear();
-        st.host_pending.drain().map(|(_, p)| p).collect()
+        let taken: Vec<Pending> = st.host_pending.drain().map(|(_, p)| p).collect();
+        drop(st);
+        self.observe_gone(&taken);
+        taken
     }
 
     /// Why the server can no longer answer, if it cannot.
@@ -1094,6 +1125,7 @@ mod tests {
                 GenLink::new(first, gate),
                 events,
                 launches,
+                None,
             )),
             host: host_rx,
             _first: first_rx,

@@ -78,6 +78,7 @@ impl HttpSession {
         };
         let (enforcer, audit, launcher) = setup.session(setup.roots.clone(), |_| {});
         let mut config = setup.relay_config();
+        config.observer = enforcer.observer();
         // The process's signals mean "drain", handled once for every session.
         config.forward_signals = false;
         let (done_tx, done) = watch::channel(false);

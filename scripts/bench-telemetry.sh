@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The telemetry benchmark (issue 15): `rootfence run` around the same fast server with
+# telemetry off, with an OTLP collector up, down (connection refused) and hung (accepts,
+# never answers), side by side in one run (examples/bench_telemetry.rs). Prints p50/p99/mean
+# round-trip latency of a ping carrying `_meta.traceparent` and of a checked
+# `resources/read`, and how long each session took to end once the host closed its input.
+# Builds the release binaries first. Options go to the driver:
+#   --requests N (3000)  --warmup N (300)  --rounds N (3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --locked --quiet --bin rootfence \
+    --example bench_server --example bench_telemetry
+exec target/release/examples/bench_telemetry "$@"

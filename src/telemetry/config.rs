@@ -1,0 +1,352 @@
+//! Where telemetry goes: the policy's `[telemetry]` table over the standard OpenTelemetry
+//! environment variables, resolved once at start.
+//!
+//! Telemetry is off unless a collector is named: `telemetry.endpoint` in the policy,
+//! `OTEL_EXPORTER_OTLP_ENDPOINT`, or a per-signal `OTEL_EXPORTER_OTLP_{TRACES,METRICS,LOGS}_ENDPOINT`.
+//! A value the policy sets wins over the environment's (an organisation's policy says where
+//! its fleet reports; a variable a developer exported for their own apps does not move it).
+//! `OTEL_SDK_DISABLED=true` turns everything off; `OTEL_{TRACES,METRICS,LOGS}_EXPORTER=none`
+//! turns one signal off. Everything else the exporter and SDK read themselves (headers,
+//! timeouts, batch sizes, the sampler, the metric export interval).
+
+use crate::policy::TelemetrySettings;
+
+/// The one OTLP protocol rootfence speaks.
+pub const HTTP_PROTOBUF: &str = "http/protobuf";
+
+/// The service name when neither the policy nor the environment gives one.
+pub const DEFAULT_SERVICE_NAME: &str = "rootfence";
+
+/// Telemetry as resolved for this process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The collector's base URL from the policy (`/v1/traces` etc. are appended); `None`
+    /// when the environment names it (the exporter reads it there).
+    pub endpoint: Option<String>,
+    /// `service.name`.
+    pub service_name: String,
+    /// Resource attributes: the environment's, then the policy's (which win on a clash).
+    pub resource: Vec<(String, String)>,
+    /// Which signals are exported.
+    pub traces: bool,
+    /// Metrics.
+    pub metrics: bool,
+    /// Audit records as log records.
+    pub logs: bool,
+}
+
+impl Config {
+    /// The endpoint URL for one signal (`v1/traces`, ...), when the policy names the
+    /// collector.
+    pub fn signal_endpoint(&self, path: &str) -> Option<String> {
+        self.endpoint
+            .as_deref()
+            .map(|e| format!("{}/{path}", e.trim_end_matches('/')))
+    }
+}
+
+/// Resolves the configuration from the policy and the environment (`env` looks a variable
+/// up). `Ok(None)` when telemetry is off; `Err` when it is asked for in a way rootfence
+/// cannot honour (the caller says so and runs without it).
+pub fn resolve(
+    policy: &TelemetrySettings,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<Config>, String> {
+    let var = |name: &str| {
+        env(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        return Ok(None);
+    }
+    const SIGNALS: [&str; 3] = ["TRACES", "METRICS", "LOGS"];
+    let env_endpoint = var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+        || SIGNALS
+            .iter()
+            .any(|s| var(&format!("OTEL_EXPORTER_OTLP_{s}_ENDPOINT")).is_some());
+    if policy.endpoint.is_none() && !env_endpoint {
+        return Ok(None);
+    }
+    if policy.protocol.is_none() {
+        let mut names = vec!["OTEL_EXPORTER_OTLP_PROTOCOL".to_owned()];
+        names.extend(SIGNALS.map(|s| format!("OTEL_EXPORTER_OTLP_{s}_PROTOCOL")));
+        for name in names {
+            if let Some(p) = var(&name) {
+                if p != HTTP_PROTOBUF {
+                    return Err(format!(
+                        "{name}={p}: rootfence exports OpenTelemetry over HTTP only; set it to \
+                         {HTTP_PROTOBUF} and point the endpoint at the collector's OTLP/HTTP \
+                         port (4318 by default)"
+                    ));
+                }
+            }
+        }
+    }
+    if policy.endpoint.is_none() {
+        for name in std::iter::once("OTEL_EXPORTER_OTLP_ENDPOINT".to_owned())
+            .chain(SIGNALS.map(|s| format!("OTEL_EXPORTER_OTLP_{s}_ENDPOINT")))
+        {
+            if let Some(e) = var(&name) {
+                check_endpoint(&e).map_err(|why| format!("{name}={e}: {why}"))?;
+            }
+        }
+    }
+    let on = |s: &str| var(&format!("OTEL_{s}_EXPORTER")).is_none_or(|v| v != "none");
+    let mut resource = match var("OTEL_RESOURCE_ATTRIBUTES") {
+        Some(list) => {
+            parse_attributes(&list).map_err(|why| format!("OTEL_RESOURCE_ATTRIBUTES: {why}"))?
+        }
+        None => Vec::new(),
+    };
+    if let Some(list) = &policy.resource_attributes {
+        // Validated with the policy; a clash goes to the policy.
+        for (k, v) in parse_attributes(list).unwrap_or_default() {
+            resource.retain(|(key, _)| key != &k);
+            resource.push((k, v));
+        }
+    }
+    let from_attributes = resource
+        .iter()
+        .find(|(k, _)| k == "service.name")
+        .map(|(_, v)| v.clone());
+    let service_name = policy
+        .service_name
+        .clone()
+        .or_else(|| var("OTEL_SERVICE_NAME"))
+        .or(from_attributes)
+        .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_owned());
+    resource.retain(|(k, _)| k != "service.name");
+    Ok(Some(Config {
+        endpoint: policy.endpoint.clone(),
+        service_name,
+        resource,
+        traces: on("TRACES"),
+        metrics: on("METRICS"),
+        logs: on("LOGS"),
+    }))
+}
+
+/// Whether rootfence can send to this endpoint: plain HTTP only (no TLS stack is built in).
+pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
+    let lower = endpoint.to_ascii_lowercase();
+    if lower.starts_with("https://") {
+        return Err(
+            "rootfence sends OTLP over plain HTTP only; run an OpenTelemetry \
+                    Collector on this machine (http://localhost:4318) and let it forward \
+                    over TLS"
+                .into(),
+        );
+    }
+    let Some(rest) = lower.strip_prefix("http://") else {
+        return Err("the endpoint must be an http:// URL, e.g. http://localhost:4318".into());
+    };
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err("the endpoint names no host; e.g. http://localhost:4318".into());
+    }
+    Ok(())
+}
+
+/// Parses `key1=value1,key2=value2` (the `OTEL_RESOURCE_ATTRIBUTES` format: values may be
+/// percent-encoded).
+pub fn parse_attributes(list: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for item in list.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let Some((k, v)) = item.split_once('=') else {
+            return Err(format!(
+                "`{item}` is not key=value; write e.g. deployment.environment.name=prod"
+            ));
+        };
+        let k = k.trim();
+        if k.is_empty() {
+            return Err(format!("`{item}` has an empty key"));
+        }
+        let v = percent_decode(v.trim())
+            .ok_or_else(|| format!("`{item}`: the value's percent-encoding is not UTF-8"))?;
+        out.retain(|(key, _)| key != k);
+        out.push((k.to_owned(), v));
+    }
+    Ok(out)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    fn policy(endpoint: Option<&str>) -> TelemetrySettings {
+        TelemetrySettings {
+            endpoint: endpoint.map(str::to_owned),
+            ..TelemetrySettings::default()
+        }
+    }
+
+    #[test]
+    fn off_unless_a_collector_is_named() {
+        assert_eq!(resolve(&policy(None), env(&[])), Ok(None));
+        assert_eq!(
+            resolve(&policy(None), env(&[("OTEL_SERVICE_NAME", "x")])),
+            Ok(None)
+        );
+        let on = resolve(
+            &policy(None),
+            env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            on.endpoint, None,
+            "the exporter reads the environment itself"
+        );
+        assert_eq!(on.service_name, "rootfence");
+        assert!(on.traces && on.metrics && on.logs);
+        let per_signal = resolve(
+            &policy(None),
+            env(&[("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "http://c:4318/v1/logs")]),
+        );
+        assert!(matches!(per_signal, Ok(Some(_))));
+    }
+
+    #[test]
+    fn the_sdk_switch_and_per_signal_none_turn_things_off() {
+        let vars = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_SDK_DISABLED", "true"),
+        ];
+        assert_eq!(resolve(&policy(None), env(&vars)), Ok(None));
+        let vars = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_METRICS_EXPORTER", "none"),
+        ];
+        let c = resolve(&policy(None), env(&vars)).unwrap().unwrap();
+        assert!(c.traces && !c.metrics && c.logs);
+    }
+
+    #[test]
+    fn the_policy_wins_over_the_environment() {
+        let p = TelemetrySettings {
+            endpoint: Some("http://collector.corp:4318/".into()),
+            protocol: Some(HTTP_PROTOBUF.into()),
+            service_name: Some("rootfence-laptops".into()),
+            resource_attributes: Some("team=sec,deployment.environment.name=prod".into()),
+        };
+        let vars = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://elsewhere:4318"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ("OTEL_SERVICE_NAME", "mine"),
+            ("OTEL_RESOURCE_ATTRIBUTES", "team=dev,host.owner=ann%20b"),
+        ];
+        let c = resolve(&p, env(&vars)).unwrap().unwrap();
+        assert_eq!(
+            c.signal_endpoint("v1/traces").as_deref(),
+            Some("http://collector.corp:4318/v1/traces")
+        );
+        assert_eq!(c.service_name, "rootfence-laptops");
+        assert_eq!(
+            c.resource,
+            [
+                ("host.owner".to_owned(), "ann b".to_owned()),
+                ("team".to_owned(), "sec".to_owned()),
+                ("deployment.environment.name".to_owned(), "prod".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn service_name_comes_from_the_standard_places_in_order() {
+        let base = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318");
+        let name = |vars: &[(&str, &str)]| {
+            resolve(&policy(None), env(vars))
+                .unwrap()
+                .unwrap()
+                .service_name
+        };
+        assert_eq!(name(&[base]), "rootfence");
+        assert_eq!(
+            name(&[base, ("OTEL_RESOURCE_ATTRIBUTES", "service.name=a")]),
+            "a"
+        );
+        assert_eq!(
+            name(&[
+                base,
+                ("OTEL_RESOURCE_ATTRIBUTES", "service.name=a"),
+                ("OTEL_SERVICE_NAME", "b")
+            ]),
+            "b"
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_honoured_is_refused_with_what_to_do() {
+        let grpc = resolve(
+            &policy(None),
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ]),
+        )
+        .unwrap_err();
+        assert!(
+            grpc.contains("http/protobuf") && grpc.contains("4318"),
+            "{grpc}"
+        );
+        let tls = resolve(
+            &policy(None),
+            env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "https://c:4318")]),
+        )
+        .unwrap_err();
+        assert!(tls.contains("Collector on this machine"), "{tls}");
+        let bad = resolve(
+            &policy(None),
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                ("OTEL_RESOURCE_ATTRIBUTES", "novalue"),
+            ]),
+        )
+        .unwrap_err();
+        assert!(bad.contains("key=value"), "{bad}");
+    }
+
+    #[test]
+    fn attribute_lists_parse_like_the_sdk() {
+        assert_eq!(
+            parse_attributes(" a=1 , b = x%2Cy ,, a=2").unwrap(),
+            [
+                ("b".to_owned(), "x,y".to_owned()),
+                ("a".to_owned(), "2".to_owned())
+            ]
+        );
+        assert!(parse_attributes("=x").is_err());
+        assert_eq!(parse_attributes("k=100%").unwrap()[0].1, "100%");
+    }
+}

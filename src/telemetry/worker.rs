@@ -1,0 +1,747 @@
+//! The telemetry thread: turns the relay's notes into spans, metrics and log records with
+//! the OpenTelemetry SDK, whose batch processors and metric reader export over OTLP/HTTP.
+//!
+//! A request's span is built when its answer is noted, with the times noted by the relay
+//! and the span id the relay already wrote into the forwarded `traceparent` (the SDK takes
+//! it from [`PresetIds`]). Decisions noted in between are folded into it.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, LoggerProvider as _, Severity};
+use opentelemetry::metrics::{Counter, Histogram, Meter, MeterProvider as _};
+use opentelemetry::trace::{
+    Span as _, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceId, Tracer as _,
+    TracerProvider as _,
+};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::logs::SdkLoggerProvider;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SdkTracerProvider};
+
+use super::config::Config;
+use crate::jsonrpc::IdKey;
+use crate::relay::{Answer, Gen, Side};
+
+/// Spans open at most (requests noted and not yet answered); past this a new request gets no
+/// span (and is counted as dropped) rather than memory growing without bound.
+const MAX_OPEN: usize = 16_384;
+
+/// The instrumentation scope of everything rootfence exports.
+const SCOPE: &str = "rootfence";
+
+/// A request's key: its session's number and its id.
+pub(super) type Key = (u64, IdKey);
+
+/// One relay session, as its spans name it.
+#[derive(Debug, Default)]
+pub(crate) struct SessionSlot {
+    /// Distinguishes the session's request ids from other sessions'.
+    pub n: u64,
+    /// The audit session id (`mcp.session.id`), once its log is open.
+    pub id: OnceLock<String>,
+}
+
+/// What the relay, the enforcer and the audit writer tell the telemetry thread.
+#[derive(Debug)]
+pub(super) enum Msg {
+    Start(Box<Start>),
+    Decision(Box<Decision>),
+    Answered {
+        key: Key,
+        at: Instant,
+        answer: Answer,
+    },
+    Generation {
+        generation: Gen,
+        started: bool,
+    },
+    /// Whole audit records, one per line, as written.
+    Audit(Vec<u8>),
+}
+
+/// The notes waiting for the telemetry thread: bounded, and taken whole every
+/// [`super::TICK`], so a note costs its sender one uncontended lock and never a wake-up.
+#[derive(Debug)]
+pub(super) struct Inbox {
+    state: Mutex<InboxState>,
+    closed: Condvar,
+    cap: usize,
+}
+
+#[derive(Debug, Default)]
+struct InboxState {
+    items: Vec<Msg>,
+    closed: bool,
+}
+
+impl Inbox {
+    pub(super) fn new(cap: usize) -> Inbox {
+        Inbox {
+            state: Mutex::new(InboxState {
+                items: Vec::with_capacity(256),
+                closed: false,
+            }),
+            closed: Condvar::new(),
+            cap,
+        }
+    }
+
+    /// Queues a note; false (dropped) when the inbox is full or closed.
+    pub(super) fn push(&self, msg: Msg) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.closed || st.items.len() >= self.cap {
+            return false;
+        }
+        st.items.push(msg);
+        true
+    }
+
+    /// Stops taking notes and wakes the telemetry thread for its last round.
+    pub(super) fn close(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.closed.notify_all();
+    }
+
+    /// Waits one tick (or until closed), then takes everything queued; the flag says the
+    /// inbox is closed (this is the last round).
+    fn take(&self, into: &mut Vec<Msg>) -> bool {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut st, _) = self
+            .closed
+            .wait_timeout_while(st, super::TICK, |st| !st.closed)
+            .unwrap_or_else(|e| e.into_inner());
+        std::mem::swap(&mut st.items, into);
+        st.closed
+    }
+}
+
+/// A host request, as it arrived.
+#[derive(Debug)]
+pub(super) struct Start {
+    pub key: Key,
+    pub session: Arc<SessionSlot>,
+    /// `jsonrpc.request.id`: the id's value as a string.
+    pub id: String,
+    pub method: Box<str>,
+    /// `params.name` of a tool call or a prompt.
+    pub target: Option<String>,
+    /// `params.uri` of a resource request.
+    pub uri: Option<String>,
+    pub trace_id: TraceId,
+    pub span_id: SpanId,
+    /// The host's span, from its `traceparent`.
+    pub parent: Option<SpanContext>,
+    pub at: Instant,
+    pub wall: SystemTime,
+}
+
+/// One decision (or a list page's allowed entries, counted).
+#[derive(Debug)]
+pub(super) struct Decision {
+    pub key: Option<Key>,
+    pub from: Side,
+    pub method: Box<str>,
+    pub allow: bool,
+    pub reason: Box<str>,
+    pub rule: Option<Box<str>>,
+    pub uri: Box<str>,
+    pub count: u64,
+}
+
+/// The fields of a request's text a span needs.
+#[derive(Debug, Default)]
+pub(super) struct Probe {
+    pub name: Option<String>,
+    pub uri: Option<String>,
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
+}
+
+impl Probe {
+    /// Reads what a span needs from a request's text: only for methods that name a target
+    /// or text that holds a `traceparent` (so most requests are not parsed a second time).
+    pub(super) fn read(method: &str, text: &str) -> Probe {
+        let traced = memchr::memmem::find(text.as_bytes(), b"\"traceparent\"").is_some();
+        if !traced && !super::names_target(method) {
+            return Probe::default();
+        }
+        #[derive(serde::Deserialize)]
+        struct Message {
+            params: Option<Params>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Params {
+            name: Option<serde_json::Value>,
+            uri: Option<serde_json::Value>,
+            #[serde(rename = "_meta")]
+            meta: Option<Meta>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Meta {
+            traceparent: Option<serde_json::Value>,
+            tracestate: Option<serde_json::Value>,
+        }
+        let text_of = |v: Option<serde_json::Value>| match v {
+            Some(serde_json::Value::String(s)) => Some(s),
+            _ => None,
+        };
+        let Ok(Message { params: Some(p) }) = serde_json::from_str::<Message>(text) else {
+            return Probe::default();
+        };
+        let (traceparent, tracestate) = match p.meta {
+            Some(m) => (text_of(m.traceparent), text_of(m.tracestate)),
+            None => (None, None),
+        };
+        Probe {
+            name: text_of(p.name),
+            uri: text_of(p.uri),
+            traceparent,
+            tracestate,
+        }
+    }
+}
+
+thread_local! {
+    /// The ids the next span built on this thread takes.
+    static PRESET: Cell<Option<(TraceId, SpanId)>> = const { Cell::new(None) };
+}
+
+/// The SDK's id generator: the ids chosen on the relay's thread when a span is built for a
+/// request, random ones otherwise.
+#[derive(Debug, Default)]
+pub(crate) struct PresetIds(RandomIdGenerator);
+
+impl IdGenerator for PresetIds {
+    fn new_trace_id(&self) -> TraceId {
+        PRESET
+            .with(Cell::get)
+            .map_or_else(|| self.0.new_trace_id(), |(t, _)| t)
+    }
+
+    fn new_span_id(&self) -> SpanId {
+        PRESET
+            .with(Cell::get)
+            .map_or_else(|| self.0.new_span_id(), |(_, s)| s)
+    }
+}
+
+/// The SDK's providers and rootfence's instruments.
+pub(super) struct Sdk {
+    tracer: Option<(SdkTracerProvider, opentelemetry_sdk::trace::SdkTracer)>,
+    meter: Option<(SdkMeterProvider, Instruments)>,
+    logger: Option<(SdkLoggerProvider, opentelemetry_sdk::logs::SdkLogger)>,
+}
+
+struct Instruments {
+    duration: Histogram<f64>,
+    requests: Counter<u64>,
+    decisions: Counter<u64>,
+    denied_bytes: Counter<u64>,
+    generations: Counter<u64>,
+    restarts: Counter<u64>,
+}
+
+impl Sdk {
+    pub(super) fn new(config: &Config, dropped: Arc<AtomicU64>) -> Result<Sdk, String> {
+        let timeout = export_timeout();
+        let client = || super::http::Client::new(timeout);
+        let mut attrs = vec![KeyValue::new(
+            "service.version",
+            env!("CARGO_PKG_VERSION").to_owned(),
+        )];
+        attrs.extend(
+            config
+                .resource
+                .iter()
+                .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+        );
+        let resource = Resource::builder_empty()
+            .with_service_name(config.service_name.clone())
+            .with_attributes(attrs)
+            .build();
+        let bad = |what: &str, e: &dyn std::fmt::Display| format!("the OTLP {what} exporter: {e}");
+
+        let tracer = if config.traces {
+            let mut b = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_http_client(client())
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_timeout(timeout);
+            if let Some(e) = config.signal_endpoint("v1/traces") {
+                b = b.with_endpoint(e);
+            }
+            let exporter = b.build().map_err(|e| bad("trace", &e))?;
+            let provider = SdkTracerProvider::builder()
+                .with_batch_exporter(exporter)
+                .with_id_generator(PresetIds::default())
+                .with_resource(resource.clone())
+                .build();
+            let tracer = provider.tracer(SCOPE);
+            Some((provider, tracer))
+        } else {
+            None
+        };
+
+        let meter = if config.metrics {
+            let mut b = opentelemetry_otlp::MetricExporter::builder()
+                .with_http()
+                .with_http_client(client())
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_timeout(timeout);
+            if let Some(e) = config.signal_endpoint("v1/metrics") {
+                b = b.with_endpoint(e);
+            }
+            let exporter = b.build().map_err(|e| bad("metric", &e))?;
+            let provider = SdkMeterProvider::builder()
+                .with_reader(PeriodicReader::builder(exporter).build())
+                .with_resource(resource.clone())
+                .build();
+            let instruments = Instruments::new(&provider.meter(SCOPE), dropped);
+            Some((provider, instruments))
+        } else {
+            None
+        };
+
+        let logger = if config.logs {
+            let mut b = opentelemetry_otlp::LogExporter::builder()
+                .with_http()
+                .with_http_client(client())
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_timeout(timeout);
+            if let Some(e) = config.signal_endpoint("v1/logs") {
+                b = b.with_endpoint(e);
+            }
+            let exporter = b.build().map_err(|e| bad("log", &e))?;
+            let provider = SdkLoggerProvider::builder()
+                .with_batch_exporter(exporter)
+                .with_resource(resource)
+                .build();
+            let logger = provider.logger(SCOPE);
+            Some((provider, logger))
+        } else {
+            None
+        };
+        Ok(Sdk {
+            tracer,
+            meter,
+            logger,
+        })
+    }
+
+    fn shutdown(self) {
+        // Each flushes what it holds, bounded by the exporter's own timeout; the caller
+        // waits for this at most `SHUTDOWN_WAIT`.
+        if let Some((p, _)) = self.tracer {
+            let _ = p.shutdown();
+        }
+        if let Some((p, _)) = self.logger {
+            let _ = p.shutdown();
+        }
+        if let Some((p, _)) = self.meter {
+            let _ = p.shutdown();
+        }
+    }
+}
+
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds), as the exporter reads it, for the client.
+fn export_timeout() -> Duration {
+    std::env::var("OTEL_EXPORTER_OTLP_TIMEOUT")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(Duration::from_secs(10), Duration::from_millis)
+}
+
+impl Instruments {
+    fn new(meter: &Meter, dropped: Arc<AtomicU64>) -> Instruments {
+        // The buckets the MCP semantic conventions advise for operation durations.
+        let buckets = vec![
+            0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0,
+            300.0,
+        ];
+        meter
+            .u64_observable_counter("rootfence.telemetry.dropped")
+            .with_unit("{event}")
+            .with_description(
+                "Telemetry notes dropped because the telemetry thread or the collector fell behind",
+            )
+            .with_callback(move |o| o.observe(dropped.load(Ordering::Relaxed), &[]))
+            .build();
+        Instruments {
+            duration: meter
+                .f64_histogram("mcp.server.operation.duration")
+                .with_unit("s")
+                .with_description(
+                    "Time from a host request's arrival at rootfence to its answer leaving",
+                )
+                .with_boundaries(buckets)
+                .build(),
+            requests: meter
+                .u64_counter("rootfence.requests")
+                .with_unit("{request}")
+                .with_description("Host requests relayed, by method and how they were answered")
+                .build(),
+            decisions: meter
+                .u64_counter("rootfence.decisions")
+                .with_unit("{decision}")
+                .with_description("URI decisions, by verdict and reason")
+                .build(),
+            denied_bytes: meter
+                .u64_counter("rootfence.denied.bytes")
+                .with_unit("By")
+                .with_description(
+                    "Bytes a denial kept from crossing: denied requests not forwarded, \
+                     answers withheld or filtered",
+                )
+                .build(),
+            generations: meter
+                .u64_counter("rootfence.server.generations")
+                .with_unit("{generation}")
+                .with_description("Server processes started (outcome=started) or failed")
+                .build(),
+            restarts: meter
+                .u64_counter("rootfence.server.restarts")
+                .with_unit("{restart}")
+                .with_description("Server generations after the first (the roots moved)")
+                .build(),
+        }
+    }
+}
+
+/// A request's span in the making.
+struct Open {
+    start: Box<Start>,
+    decisions: u64,
+    denied: u64,
+    /// The first denial (reason, rule, URI), else the last allow.
+    verdict: Option<Verdict>,
+}
+
+/// The decision a span reports: the first denial, else the last allow.
+struct Verdict {
+    allow: bool,
+    reason: Box<str>,
+    rule: Option<Box<str>>,
+    uri: Box<str>,
+}
+
+/// The telemetry thread's loop: until the inbox is closed.
+pub(super) fn run(sdk: Sdk, inbox: &Inbox, dropped: Arc<AtomicU64>) {
+    let mut open: HashMap<Key, Open> = HashMap::new();
+    let w = Worker { sdk, dropped };
+    let mut batch = Vec::with_capacity(256);
+    loop {
+        let last = inbox.take(&mut batch);
+        for msg in batch.drain(..) {
+            w.handle(msg, &mut open);
+        }
+        if last {
+            break;
+        }
+    }
+    let now = Instant::now();
+    for (_, o) in open.drain() {
+        w.finish(o, now, None);
+    }
+    w.sdk.shutdown();
+}
+
+impl Worker {
+    fn handle(&self, msg: Msg, open: &mut HashMap<Key, Open>) {
+        let w = self;
+        match msg {
+            Msg::Start(start) => {
+                if open.len() >= MAX_OPEN {
+                    w.dropped.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                let key = start.key.clone();
+                let fresh = Open {
+                    start,
+                    decisions: 0,
+                    denied: 0,
+                    verdict: None,
+                };
+                // An id reused while its first request still had no answer noted (the
+                // answer's note was dropped): the old one ends here.
+                if let Some(old) = open.insert(key, fresh) {
+                    w.finish(old, Instant::now(), None);
+                }
+            }
+            Msg::Decision(d) => {
+                w.count_decision(&d);
+                if let Some(o) = d.key.as_ref().and_then(|k| open.get_mut(k)) {
+                    o.decisions += d.count;
+                    if !d.allow {
+                        o.denied += d.count;
+                    }
+                    let first_denial = !d.allow && o.verdict.as_ref().is_none_or(|v| v.allow);
+                    if first_denial || d.allow && o.denied == 0 {
+                        o.verdict = Some(Verdict {
+                            allow: d.allow,
+                            reason: d.reason,
+                            rule: d.rule,
+                            uri: d.uri,
+                        });
+                    }
+                }
+            }
+            Msg::Answered { key, at, answer } => {
+                if let Some(o) = open.remove(&key) {
+                    w.finish(o, at, Some(answer));
+                }
+            }
+            Msg::Generation {
+                generation,
+                started,
+            } => w.generation(generation, started),
+            Msg::Audit(lines) => w.audit(&lines),
+        }
+    }
+}
+
+struct Worker {
+    sdk: Sdk,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Worker {
+    fn count_decision(&self, d: &Decision) {
+        if let Some((_, i)) = &self.sdk.meter {
+            i.decisions.add(
+                d.count,
+                &[
+                    KeyValue::new("rootfence.decision", if d.allow { "allow" } else { "deny" }),
+                    KeyValue::new("rootfence.decision.reason", d.reason.to_string()),
+                    KeyValue::new("mcp.method.name", d.method.to_string()),
+                    KeyValue::new(
+                        "rootfence.direction",
+                        match d.from {
+                            Side::Host => "host_to_server",
+                            Side::Server => "server_to_host",
+                        },
+                    ),
+                ],
+            );
+        }
+    }
+
+    fn generation(&self, generation: Gen, started: bool) {
+        if let Some((_, i)) = &self.sdk.meter {
+            let outcome = if started { "started" } else { "failed" };
+            i.generations
+                .add(1, &[KeyValue::new("rootfence.generation.outcome", outcome)]);
+            if started && generation > 1 {
+                i.restarts.add(1, &[]);
+            }
+        }
+    }
+
+    /// Builds a request's span and records its metrics. `answer` is `None` when the session
+    /// ended (or the note was lost) before it was answered.
+    fn finish(&self, o: Open, at: Instant, answer: Option<Answer>) {
+        let s = &o.start;
+        let elapsed = at.saturating_duration_since(s.at);
+        let (answered_by, error, withheld) = match answer {
+            Some(Answer::Server { error, withheld }) => ("server", error, withheld),
+            Some(Answer::Local { error, withheld }) => ("rootfence", error, withheld),
+            Some(Answer::Cancelled) => ("cancelled", None, 0),
+            Some(Answer::ServerGone) => {
+                ("server_gone", Some(crate::jsonrpc::error::SERVER_GONE), 0)
+            }
+            None => ("unanswered", None, 0),
+        };
+        let method = s.method.to_string();
+        let mut common = vec![KeyValue::new("mcp.method.name", method.clone())];
+        if let Some(code) = error {
+            common.push(KeyValue::new("error.type", code.to_string()));
+        }
+        let tool = (&*s.method == crate::mcp::methods::TOOLS_CALL)
+            .then(|| s.target.clone())
+            .flatten();
+        if let Some(t) = &tool {
+            common.push(KeyValue::new("gen_ai.tool.name", t.clone()));
+        }
+
+        if let Some((_, i)) = &self.sdk.meter {
+            i.duration.record(elapsed.as_secs_f64(), &common);
+            let mut attrs = common.clone();
+            attrs.push(KeyValue::new("rootfence.answered_by", answered_by));
+            if let Some(Verdict { allow, .. }) = &o.verdict {
+                attrs.push(KeyValue::new(
+                    "rootfence.decision",
+                    if *allow { "allow" } else { "deny" },
+                ));
+            }
+            i.requests.add(1, &attrs);
+            if o.denied > 0 && withheld > 0 {
+                i.denied_bytes.add(
+                    withheld,
+                    &[KeyValue::new("mcp.method.name", method.clone())],
+                );
+            }
+        }
+
+        let Some((_, tracer)) = &self.sdk.tracer else {
+            return;
+        };
+        let mut attrs = common;
+        attrs.push(KeyValue::new("jsonrpc.request.id", s.id.clone()));
+        attrs.push(KeyValue::new("network.transport", "pipe"));
+        attrs.push(KeyValue::new("rootfence.answered_by", answered_by));
+        if let Some(session) = s.session.id.get() {
+            attrs.push(KeyValue::new("mcp.session.id", session.clone()));
+        }
+        let name = match (&*s.method, &s.target) {
+            (crate::mcp::methods::TOOLS_CALL, Some(t)) => {
+                attrs.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+                format!("{method} {t}")
+            }
+            (crate::mcp::methods::PROMPTS_GET, Some(p)) => {
+                attrs.push(KeyValue::new("gen_ai.prompt.name", p.clone()));
+                format!("{method} {p}")
+            }
+            _ => method.clone(),
+        };
+        if let Some(uri) = &s.uri {
+            attrs.push(KeyValue::new("mcp.resource.uri", uri.clone()));
+        }
+        if let Some(code) = error {
+            attrs.push(KeyValue::new("rpc.response.status_code", code.to_string()));
+        }
+        if let Some(Verdict {
+            allow,
+            reason,
+            rule,
+            uri,
+        }) = &o.verdict
+        {
+            attrs.push(KeyValue::new(
+                "rootfence.decision",
+                if *allow { "allow" } else { "deny" },
+            ));
+            attrs.push(KeyValue::new(
+                "rootfence.decision.reason",
+                reason.to_string(),
+            ));
+            if let Some(rule) = rule {
+                attrs.push(KeyValue::new("rootfence.decision.rule", rule.to_string()));
+            }
+            if !allow {
+                attrs.push(KeyValue::new("rootfence.decision.uri", uri.to_string()));
+            }
+            attrs.push(KeyValue::new("rootfence.decisions", o.decisions as i64));
+            attrs.push(KeyValue::new("rootfence.decisions.denied", o.denied as i64));
+        }
+        if withheld > 0 && o.denied > 0 {
+            attrs.push(KeyValue::new("rootfence.denied.bytes", withheld as i64));
+        }
+        let parent = match &s.parent {
+            Some(p) => Context::new().with_remote_span_context(p.clone()),
+            None => Context::new(),
+        };
+        let builder = tracer
+            .span_builder(name)
+            .with_kind(SpanKind::Server)
+            .with_start_time(s.wall)
+            .with_attributes(attrs);
+        PRESET.with(|p| p.set(Some((s.trace_id, s.span_id))));
+        let mut span = tracer.build_with_context(builder, &parent);
+        PRESET.with(|p| p.set(None));
+        match (error, &o.verdict) {
+            (
+                Some(code),
+                Some(Verdict {
+                    allow: false,
+                    reason,
+                    ..
+                }),
+            ) => {
+                span.set_status(Status::error(format!("denied: {reason} ({code})")));
+            }
+            (Some(code), _) => span.set_status(Status::error(format!("JSON-RPC error {code}"))),
+            _ => {}
+        }
+        span.end_with_timestamp(s.wall + elapsed);
+    }
+
+    /// Audit records, as the writer wrote them: one log record each, with the record's
+    /// fields as attributes under the same names.
+    fn audit(&self, lines: &[u8]) {
+        let Some((_, logger)) = &self.sdk.logger else {
+            return;
+        };
+        for line in lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let Ok(serde_json::Value::Object(record)) =
+                serde_json::from_slice::<serde_json::Value>(line)
+            else {
+                continue;
+            };
+            let mut log = logger.create_log_record();
+            let event = record
+                .get("event")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("record")
+                .to_owned();
+            let denied = record.get("decision").and_then(serde_json::Value::as_str) == Some("deny");
+            let severity = match event.as_str() {
+                "protocol_error" | "log_recovered" | "log_rewound" => Severity::Warn,
+                _ if denied => Severity::Warn,
+                _ => Severity::Info,
+            };
+            log.set_severity_number(severity);
+            log.set_severity_text(if severity == Severity::Warn {
+                "WARN"
+            } else {
+                "INFO"
+            });
+            log.set_event_name("rootfence.audit");
+            if let Some(ts) = record
+                .get("ts")
+                .and_then(serde_json::Value::as_str)
+                .and_then(parse_rfc3339)
+            {
+                log.set_timestamp(ts);
+            }
+            log.set_body(AnyValue::String(format!("rootfence audit: {event}").into()));
+            for (k, v) in record {
+                log.add_attribute(k, any_value(v));
+            }
+            logger.emit(log);
+        }
+    }
+}
+
+/// A JSON value as an OTLP value: objects and arrays keep their structure.
+fn any_value(v: serde_json::Value) -> AnyValue {
+    use serde_json::Value as J;
+    match v {
+        J::Null => AnyValue::String("".into()),
+        J::Bool(b) => AnyValue::Boolean(b),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => AnyValue::Int(i),
+            None => n
+                .as_f64()
+                .map_or_else(|| AnyValue::String(n.to_string().into()), AnyValue::Double),
+        },
+        J::String(s) => AnyValue::String(s.into()),
+        J::Array(a) => AnyValue::ListAny(Box::new(a.into_iter().map(any_value).collect())),
+        J::Object(o) => AnyValue::Map(Box::new(
+            o.into_iter()
+                .map(|(k, v)| (k.into(), any_value(v)))
+                .collect(),
+        )),
+    }
+}
+
+/// `2026-11-24T18:14:01.123456Z` (the audit log's `ts`) as a time.
+fn parse_rfc3339(ts: &str) -> Option<SystemTime> {
+    let micros = crate::audit::parse_ts_micros(ts)?;
+    let d = Duration::from_micros(u64::try_from(micros).ok()?);
+    SystemTime::UNIX_EPOCH.checked_add(d)
+}
