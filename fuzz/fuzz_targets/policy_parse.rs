@@ -125,12 +125,12 @@ fuzz_target!(|data: &[u8]| {
     );
     for t in TOOLS.iter().chain(["read_file", "move_file"].iter()) {
         let had: Vec<&str> = a
-            .tool_path_pointers(t)
+            .tool_path_pointers(t, None)
             .iter()
             .map(|p| p.pointer.as_str())
             .collect();
         let has: Vec<&str> = ab
-            .tool_path_pointers(t)
+            .tool_path_pointers(t, None)
             .iter()
             .map(|p| p.pointer.as_str())
             .collect();

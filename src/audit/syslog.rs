@@ -4,7 +4,7 @@
 //!
 //! # Off the relay, bounded, never blocking
 //!
-//! The audit writer thread hands each written line to [`SyslogHandle::push`], which only
+//! The audit writer thread hands each written line to `SyslogHandle::push`, which only
 //! queues it: a bounded queue ([`SyslogConfig::queue`] messages, [`QUEUE_BYTES`] bytes). A
 //! thread of its own formats and sends. When the queue is full (the receiver is down or
 //! slower than the log), the newest line is dropped and counted; the writer turns the count

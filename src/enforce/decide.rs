@@ -333,7 +333,7 @@ impl Checker {
     }
 
     /// Reads the file an allow verdict names (the `serve` and `verify` stances), judged again
-    /// on the file actually opened (see [`read_judged`]).
+    /// on the file actually opened (see `read_judged`).
     pub fn read(
         &self,
         policy: &Policy,

@@ -5,7 +5,7 @@
 //! (list pages).
 //!
 //! Everything except [`open_root_dir`] works from a root's directory descriptor, and the
-//! kernel decides every step ([`resolve`]):
+//! kernel decides every step (`resolve`):
 //!
 //! - **No link on the way** (the common case): one `openat2(RESOLVE_BENEATH |
 //!   RESOLVE_NO_SYMLINKS)` of the whole relative path, then `fstat`. The kernel refuses `..`

@@ -159,7 +159,7 @@ impl Router {
         })
     }
 
-    /// A router for a pooled relay (see [`Router::pooled`]).
+    /// A router for a pooled relay (see `Router::pooled`).
     pub fn new_pooled(stall: Duration, inject: &HostInput) -> Arc<Router> {
         Arc::new(Router {
             state: Mutex::new(State::default()),
