@@ -11,15 +11,15 @@ use std::time::Duration;
 use common::{Proxy, test_server};
 use serde_json::{Value, json};
 
-/// rootfence's peak resident set so far, in MiB.
-fn peak_rss_mib(p: &Proxy) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", p.child.id())).unwrap();
+/// rootfence's peak resident set so far, in MiB; `None` once it has exited (a zombie's
+/// status has no `VmHWM`, and it may exit between a `try_wait` and this read).
+fn peak_rss_mib(p: &Proxy) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", p.child.id())).ok()?;
     let kb: u64 = status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kb / 1024
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())?;
+    Some(kb / 1024)
 }
 
 fn emit(p: &mut Proxy, id: u64, params: Value) {
@@ -166,7 +166,7 @@ fn a_server_that_stops_reading_cannot_grow_rootfences_memory() {
         if let Ok(Some(status)) = p.child.try_wait() {
             break status;
         }
-        peak = peak.max(peak_rss_mib(&p));
+        peak = peak.max(peak_rss_mib(&p).unwrap_or(0));
         std::thread::sleep(Duration::from_millis(50));
         assert!(peak < 96, "rootfence grew to {peak} MiB");
     };
@@ -277,7 +277,7 @@ fn messages_held_while_the_roots_are_unknown_are_capped() {
         assert!(answered.insert(v["id"].to_string()), "twice: {v}");
     }
     assert!(retry >= 3000 - 1024, "{retry} answered at once");
-    let peak = peak_rss_mib(&p);
+    let peak = peak_rss_mib(&p).expect("rootfence is still running");
     eprintln!("peak RSS {peak} MiB");
     assert!(peak < 160, "rootfence grew to {peak} MiB");
     p.close_stdin();
