@@ -234,6 +234,80 @@ fn python_filesystem_over_http_matches_stdio() {
     );
 }
 
+/// The rmcp client (the official Rust SDK, its Streamable HTTP client over reqwest) against
+/// `rootfence serve -- server-everything 2025.11.25`: the same transcript as over stdio
+/// against the bare server (reads, a read error, a subscription and its update, the
+/// server's `roots/list` mid-call, tools, prompts).
+#[test]
+fn rmcp_everything_2025_over_http_matches_stdio() {
+    require_peers();
+    let t = same_over_http(
+        Client::Rmcp,
+        &[
+            "--read",
+            "test://static/resource/1",
+            "--read",
+            "test://static/resource/2",
+            "--read-error",
+            "test://static/resource/101",
+            "--subscribe",
+            "test://static/resource/3",
+            "--update-timeout",
+            "25",
+            "--roots",
+            "file:///tmp/rootfence-interop-root",
+            "--call",
+            r#"echo={"message":"hello through the relay"}"#,
+            "--call",
+            r#"add={"a":2,"b":40}"#,
+            "--call",
+            r#"getResourceLinks={"count":3}"#,
+            "--call",
+            "listRoots",
+            "--call-error",
+            "no-such-tool",
+            "--prompt",
+            "simple_prompt",
+        ],
+        &everything_2025(),
+        &Via::Direct,
+        &[],
+    );
+    assert_eq!(
+        steps(&t, "updated")[0]["uris"],
+        serde_json::json!(["test://static/resource/3"])
+    );
+    let calls = steps(&t, "call");
+    assert!(
+        calls[3]
+            .to_string()
+            .contains("file:///tmp/rootfence-interop-root"),
+        "listRoots shows the client's root: {}",
+        calls[3]
+    );
+}
+
+/// The rmcp client against `rootfence serve --root R -- server-filesystem R`: the same
+/// transcript as over stdio against the bare server.
+#[test]
+fn rmcp_filesystem_over_http_matches_stdio() {
+    require_peers();
+    let (server, base) = filesystem();
+    let root = base.join("root").display().to_string();
+    let args = filesystem_calls(&base);
+    let t = same_over_http(
+        Client::Rmcp,
+        &as_strs(&args),
+        &server,
+        &Via::Direct,
+        &["--root", &root],
+    );
+    assert_eq!(
+        steps(&t, "call")[1]["result"]["content"][0]["text"],
+        "hello from inside the root\n"
+    );
+}
+
 /// The CVE-2025-53110 sibling and a system file: over HTTP, rootfence serve refuses them with
 /// exactly the denial `rootfence run` gives over stdio; they never reach the server.
 #[test]
@@ -262,6 +336,41 @@ fn python_filesystem_denials_over_http_match_rootfence_run() {
     for e in errors {
         assert_eq!(e["error"]["isError"], true, "{e}");
         assert_eq!(e["error"]["denial"]["reason"], "outside_roots", "{e}");
+    }
+}
+
+/// The same with the rmcp client, in every revision that has Streamable HTTP and
+/// sessions.
+#[test]
+fn rmcp_filesystem_denials_over_http_match_rootfence_run_in_every_revision() {
+    require_peers();
+    let (server, base) = filesystem();
+    let root = base.join("root").display().to_string();
+    let evil = base.join("root_evil/secret.txt").display().to_string();
+    for protocol in ["2025-03-26", "2025-06-18", "2025-11-25"] {
+        let args = [
+            "--protocol".to_owned(),
+            protocol.to_owned(),
+            "--steps".to_owned(),
+            "call".to_owned(),
+            "--call-error".to_owned(),
+            format!(r#"read_text_file={{"path":{evil:?}}}"#),
+            "--call-error".to_owned(),
+            r#"read_text_file={"path":"/etc/passwd"}"#.to_owned(),
+        ];
+        let t = same_over_http(
+            Client::Rmcp,
+            &as_strs(&args),
+            &server,
+            &Via::RootfenceWith(vec!["--root".into(), root.clone()]),
+            &["--root", &root],
+        );
+        let errors = steps(&t, "call-error");
+        assert_eq!(errors.len(), 2, "{t}");
+        for e in errors {
+            assert_eq!(e["error"]["isError"], true, "{e}");
+            assert_eq!(e["error"]["denial"]["reason"], "outside_roots", "{e}");
+        }
     }
 }
 

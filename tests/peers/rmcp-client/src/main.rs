@@ -30,7 +30,7 @@ use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt as _, NotificationContext, RequestContext,
     RunningService, ServiceError,
 };
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
@@ -49,7 +49,7 @@ const ALL_STEPS: &[&str] = &[
 const USAGE: &str = "usage: rmcp-client [--protocol V] [--steps a,b,..] [--read URI].. \
 [--read-listed N] [--read-error URI].. [--subscribe URI] [--subscribe-trigger TOOL] \
 [--update-timeout SECS] [--call NAME[=JSON]].. [--call-error NAME[=JSON]].. \
-[--prompt NAME[=JSON]].. [--roots URI].. [--mask REGEX].. [--timeout SECS] -- <server command..>";
+[--prompt NAME[=JSON]].. [--roots URI].. [--mask REGEX].. [--timeout SECS] [--http URL] -- <server command..>\n(with --http, the server is a Streamable HTTP endpoint and the command may be empty)";
 
 /// What the command line asked for.
 #[derive(Debug, Default)]
@@ -68,6 +68,8 @@ struct Options {
     roots: Vec<String>,
     mask: Vec<String>,
     timeout: f64,
+    /// `--http URL`: a Streamable HTTP server (e.g. `rootfence serve`) instead of a child.
+    http: Option<String>,
     server: Vec<String>,
 }
 
@@ -77,7 +79,8 @@ fn parse_options(args: Vec<String>) -> Result<Options, String> {
         .position(|a| a == "--")
         .ok_or("give the server command after `--`")?;
     let server = args[split + 1..].to_vec();
-    if server.is_empty() {
+    let http = args[..split].iter().any(|a| a == "--http");
+    if server.is_empty() && !http {
         return Err("the server command after `--` is empty".into());
     }
     let mut o = Options {
@@ -132,6 +135,7 @@ fn parse_options(args: Vec<String>) -> Result<Options, String> {
             "--roots" => o.roots.push(value),
             "--mask" => o.mask.push(value),
             "--timeout" => o.timeout = number(&value)?,
+            "--http" => o.http = Some(value),
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
         }
     }
@@ -330,13 +334,6 @@ impl Session {
 
     async fn connect(&mut self) -> Result<Client, String> {
         let protocol = self.handler.protocol.clone();
-        let mut command = tokio::process::Command::new(&self.o.server[0]);
-        command.args(&self.o.server[1..]).kill_on_drop(true);
-        let transport = TokioChildProcess::builder(command)
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .map(|(t, _)| t)
-            .map_err(|e| format!("cannot start {:?}: {e}", self.o.server[0]))?;
         let lifecycle = if protocol.has_initialize() {
             ClientLifecycleMode::Initialize
         } else {
@@ -344,12 +341,27 @@ impl Session {
                 preferred_versions: vec![protocol.clone()],
             }
         };
-        let client = self
-            .handler
-            .clone()
-            .serve_with_lifecycle(transport, lifecycle)
-            .await
-            .map_err(|e| format!("connect at {}: {e}", self.o.protocol))?;
+        let client = if let Some(url) = &self.o.http {
+            let transport = StreamableHttpClientTransport::from_uri(url.clone());
+            self.handler
+                .clone()
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
+                .map_err(|e| format!("connect to {url} at {}: {e}", self.o.protocol))?
+        } else {
+            let mut command = tokio::process::Command::new(&self.o.server[0]);
+            command.args(&self.o.server[1..]).kill_on_drop(true);
+            let transport = TokioChildProcess::builder(command)
+                .stderr(std::process::Stdio::inherit())
+                .spawn()
+                .map(|(t, _)| t)
+                .map_err(|e| format!("cannot start {:?}: {e}", self.o.server[0]))?;
+            self.handler
+                .clone()
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
+                .map_err(|e| format!("connect at {}: {e}", self.o.protocol))?
+        };
         let info = client
             .peer_info()
             .ok_or("connect: no server info after the handshake")?;
