@@ -347,6 +347,8 @@ fn rmcp_filesystem_denials_over_http_match_rootfence_run_in_every_revision() {
     let (server, base) = filesystem();
     let root = base.join("root").display().to_string();
     let evil = base.join("root_evil/secret.txt").display().to_string();
+    // Not 2026-07-28: server-filesystem 2026.8.31 does not answer `server/discover` (even
+    // directly over stdio); that revision over HTTP is python_2026_07_28_over_http_matches_stdio.
     for protocol in ["2025-03-26", "2025-06-18", "2025-11-25"] {
         let args = [
             "--protocol".to_owned(),
