@@ -22,47 +22,11 @@ mod interop_peers;
 use std::path::Path;
 
 use interop_peers::{
-    Client, Via, as_strs, everything_2025, everything_latest, filesystem, first_difference,
-    python_server, require_peers, same_both_ways, steps,
+    Client, EVERYTHING_2025_SESSION, Via, as_strs, everything_2025, everything_2025_python,
+    everything_latest, filesystem, first_difference, python_server, require_peers, same_both_ways,
+    steps,
 };
 use serde_json::Value;
-
-/// The full session against server-everything 2025.11.25: every one of the 10 pages of
-/// `test://` resources, templates, text and blob reads, a read error, a subscription with its
-/// timed update, tools (echo, add, an embedded resource, resource links, a server→client
-/// `roots/list` answered by the client), prompts (with an embedded resource) and completion.
-const EVERYTHING_2025_SESSION: &[&str] = &[
-    "--read",
-    "test://static/resource/1",
-    "--read",
-    "test://static/resource/2",
-    "--read",
-    "test://static/resource/100",
-    "--read-error",
-    "test://static/resource/101",
-    "--subscribe",
-    "test://static/resource/3",
-    "--update-timeout",
-    "25",
-    "--roots",
-    "file:///tmp/rootfence-interop-root",
-    "--call",
-    r#"echo={"message":"hello through the relay"}"#,
-    "--call",
-    r#"add={"a":2,"b":40}"#,
-    "--call",
-    r#"getResourceReference={"resourceId":4}"#,
-    "--call",
-    r#"getResourceLinks={"count":3}"#,
-    "--call",
-    "listRoots",
-    "--call-error",
-    "no-such-tool",
-    "--prompt",
-    "simple_prompt",
-    "--prompt",
-    r#"resource_prompt={"resourceId":"5"}"#,
-];
 
 fn check_everything_2025(t: &Value) {
     let pages = steps(t, "list-resources");
@@ -100,22 +64,6 @@ fn check_everything_2025(t: &Value) {
         "listRoots shows the root the client answered with: {}",
         calls[4]
     );
-}
-
-/// What the Python client adds to [`EVERYTHING_2025_SESSION`] (the rmcp client here has no
-/// completion step and answers no sampling): completion, and a tool that makes the server
-/// send `sampling/createMessage` to the client mid-call.
-const EVERYTHING_2025_PYTHON_EXTRA: &[&str] = &[
-    "--complete",
-    "complex_prompt:style=f",
-    "--sampling",
-    "a canned completion from the interop client",
-    "--call",
-    r#"sampleLLM={"prompt":"say hi","maxTokens":20}"#,
-];
-
-fn everything_2025_python() -> Vec<&'static str> {
-    [EVERYTHING_2025_SESSION, EVERYTHING_2025_PYTHON_EXTRA].concat()
 }
 
 fn check_everything_2025_python(t: &Value) {

@@ -15,8 +15,8 @@ mod serve_harness;
 use std::path::Path;
 
 use interop_peers::{
-    Client, Server, Via, as_strs, everything_2025, everything_latest, filesystem, first_difference,
-    require_peers, session, steps,
+    Client, EVERYTHING_2025_SESSION, Server, Via, as_strs, everything_2025, everything_2025_python,
+    everything_latest, filesystem, first_difference, require_peers, session, steps,
 };
 use serde_json::Value;
 use serve_harness::Serve;
@@ -57,55 +57,12 @@ fn same_over_http(
     stdio
 }
 
-/// The session of `tests/interop.rs` against server-everything 2025.11.25, with the Python
-/// client's extras: pagination, text and blob reads, a read error, a subscription and its
-/// timed update (on the GET stream), tools, a server→client `roots/list` and
-/// `sampling/createMessage` mid-call (on the POST's SSE stream), prompts, completion.
-const EVERYTHING_2025_PYTHON: &[&str] = &[
-    "--read",
-    "test://static/resource/1",
-    "--read",
-    "test://static/resource/2",
-    "--read",
-    "test://static/resource/100",
-    "--read-error",
-    "test://static/resource/101",
-    "--subscribe",
-    "test://static/resource/3",
-    "--update-timeout",
-    "25",
-    "--roots",
-    "file:///tmp/rootfence-interop-root",
-    "--call",
-    r#"echo={"message":"hello through the relay"}"#,
-    "--call",
-    r#"add={"a":2,"b":40}"#,
-    "--call",
-    r#"getResourceReference={"resourceId":4}"#,
-    "--call",
-    r#"getResourceLinks={"count":3}"#,
-    "--call",
-    "listRoots",
-    "--call-error",
-    "no-such-tool",
-    "--prompt",
-    "simple_prompt",
-    "--prompt",
-    r#"resource_prompt={"resourceId":"5"}"#,
-    "--complete",
-    "complex_prompt:style=f",
-    "--sampling",
-    "a canned completion from the interop client",
-    "--call",
-    r#"sampleLLM={"prompt":"say hi","maxTokens":20}"#,
-];
-
 #[test]
 fn python_everything_2025_over_http_matches_stdio() {
     require_peers();
     let t = same_over_http(
         Client::Python,
-        EVERYTHING_2025_PYTHON,
+        &everything_2025_python(),
         &everything_2025(),
         &Via::Direct,
         &[],
@@ -237,38 +194,13 @@ fn python_filesystem_over_http_matches_stdio() {
 /// The rmcp client (the official Rust SDK, its Streamable HTTP client over reqwest) against
 /// `rootfence serve -- server-everything 2025.11.25`: the same transcript as over stdio
 /// against the bare server (reads, a read error, a subscription and its update, the
-/// server's `roots/list` mid-call, tools, prompts).
+/// server's `roots/list` mid-call, tools, prompts): `tests/interop.rs`'s session.
 #[test]
 fn rmcp_everything_2025_over_http_matches_stdio() {
     require_peers();
     let t = same_over_http(
         Client::Rmcp,
-        &[
-            "--read",
-            "test://static/resource/1",
-            "--read",
-            "test://static/resource/2",
-            "--read-error",
-            "test://static/resource/101",
-            "--subscribe",
-            "test://static/resource/3",
-            "--update-timeout",
-            "25",
-            "--roots",
-            "file:///tmp/rootfence-interop-root",
-            "--call",
-            r#"echo={"message":"hello through the relay"}"#,
-            "--call",
-            r#"add={"a":2,"b":40}"#,
-            "--call",
-            r#"getResourceLinks={"count":3}"#,
-            "--call",
-            "listRoots",
-            "--call-error",
-            "no-such-tool",
-            "--prompt",
-            "simple_prompt",
-        ],
+        EVERYTHING_2025_SESSION,
         &everything_2025(),
         &Via::Direct,
         &[],
@@ -279,11 +211,11 @@ fn rmcp_everything_2025_over_http_matches_stdio() {
     );
     let calls = steps(&t, "call");
     assert!(
-        calls[3]
+        calls[4]
             .to_string()
             .contains("file:///tmp/rootfence-interop-root"),
         "listRoots shows the client's root: {}",
-        calls[3]
+        calls[4]
     );
 }
 
@@ -312,20 +244,38 @@ fn rmcp_filesystem_over_http_matches_stdio() {
 /// exactly the denial `rootfence run` gives over stdio; they never reach the server.
 #[test]
 fn python_filesystem_denials_over_http_match_rootfence_run() {
+    filesystem_denials_over_http_match_rootfence_run(Client::Python, None);
+}
+
+/// The same with the rmcp client, in every revision that has Streamable HTTP and sessions.
+/// Not 2026-07-28: server-filesystem 2026.8.31 does not answer `server/discover` (even
+/// directly over stdio); that revision over HTTP is python_2026_07_28_over_http_matches_stdio.
+#[test]
+fn rmcp_filesystem_denials_over_http_match_rootfence_run_in_every_revision() {
+    for protocol in ["2025-03-26", "2025-06-18", "2025-11-25"] {
+        filesystem_denials_over_http_match_rootfence_run(Client::Rmcp, Some(protocol));
+    }
+}
+
+fn filesystem_denials_over_http_match_rootfence_run(client: Client, protocol: Option<&str>) {
     require_peers();
     let (server, base) = filesystem();
     let root = base.join("root").display().to_string();
     let evil = base.join("root_evil/secret.txt").display().to_string();
-    let args = [
+    let mut args: Vec<String> = Vec::new();
+    if let Some(p) = protocol {
+        args.extend(["--protocol".to_owned(), p.to_owned()]);
+    }
+    args.extend([
         "--steps".to_owned(),
         "call".to_owned(),
         "--call-error".to_owned(),
         format!(r#"read_text_file={{"path":{evil:?}}}"#),
         "--call-error".to_owned(),
         r#"read_text_file={"path":"/etc/passwd"}"#.to_owned(),
-    ];
+    ]);
     let t = same_over_http(
-        Client::Python,
+        client,
         &as_strs(&args),
         &server,
         &Via::RootfenceWith(vec!["--root".into(), root.clone()]),
@@ -336,43 +286,6 @@ fn python_filesystem_denials_over_http_match_rootfence_run() {
     for e in errors {
         assert_eq!(e["error"]["isError"], true, "{e}");
         assert_eq!(e["error"]["denial"]["reason"], "outside_roots", "{e}");
-    }
-}
-
-/// The same with the rmcp client, in every revision that has Streamable HTTP and
-/// sessions.
-#[test]
-fn rmcp_filesystem_denials_over_http_match_rootfence_run_in_every_revision() {
-    require_peers();
-    let (server, base) = filesystem();
-    let root = base.join("root").display().to_string();
-    let evil = base.join("root_evil/secret.txt").display().to_string();
-    // Not 2026-07-28: server-filesystem 2026.8.31 does not answer `server/discover` (even
-    // directly over stdio); that revision over HTTP is python_2026_07_28_over_http_matches_stdio.
-    for protocol in ["2025-03-26", "2025-06-18", "2025-11-25"] {
-        let args = [
-            "--protocol".to_owned(),
-            protocol.to_owned(),
-            "--steps".to_owned(),
-            "call".to_owned(),
-            "--call-error".to_owned(),
-            format!(r#"read_text_file={{"path":{evil:?}}}"#),
-            "--call-error".to_owned(),
-            r#"read_text_file={"path":"/etc/passwd"}"#.to_owned(),
-        ];
-        let t = same_over_http(
-            Client::Rmcp,
-            &as_strs(&args),
-            &server,
-            &Via::RootfenceWith(vec!["--root".into(), root.clone()]),
-            &["--root", &root],
-        );
-        let errors = steps(&t, "call-error");
-        assert_eq!(errors.len(), 2, "{t}");
-        for e in errors {
-            assert_eq!(e["error"]["isError"], true, "{e}");
-            assert_eq!(e["error"]["denial"]["reason"], "outside_roots", "{e}");
-        }
     }
 }
 

@@ -406,3 +406,57 @@ pub fn steps<'a>(t: &'a Value, name: &str) -> Vec<&'a Value> {
 pub fn as_strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
+
+/// The full session against server-everything 2025.11.25: every one of the 10 pages of
+/// `test://` resources, templates, text and blob reads, a read error, a subscription with its
+/// timed update, tools (echo, add, an embedded resource, resource links, a server→client
+/// `roots/list` answered by the client), prompts (with an embedded resource) and completion.
+pub const EVERYTHING_2025_SESSION: &[&str] = &[
+    "--read",
+    "test://static/resource/1",
+    "--read",
+    "test://static/resource/2",
+    "--read",
+    "test://static/resource/100",
+    "--read-error",
+    "test://static/resource/101",
+    "--subscribe",
+    "test://static/resource/3",
+    "--update-timeout",
+    "25",
+    "--roots",
+    "file:///tmp/rootfence-interop-root",
+    "--call",
+    r#"echo={"message":"hello through the relay"}"#,
+    "--call",
+    r#"add={"a":2,"b":40}"#,
+    "--call",
+    r#"getResourceReference={"resourceId":4}"#,
+    "--call",
+    r#"getResourceLinks={"count":3}"#,
+    "--call",
+    "listRoots",
+    "--call-error",
+    "no-such-tool",
+    "--prompt",
+    "simple_prompt",
+    "--prompt",
+    r#"resource_prompt={"resourceId":"5"}"#,
+];
+
+/// What the Python client adds to [`EVERYTHING_2025_SESSION`] (the rmcp client here has no
+/// completion step and answers no sampling): completion, and a tool that makes the server
+/// send `sampling/createMessage` to the client mid-call.
+pub const EVERYTHING_2025_PYTHON_EXTRA: &[&str] = &[
+    "--complete",
+    "complex_prompt:style=f",
+    "--sampling",
+    "a canned completion from the interop client",
+    "--call",
+    r#"sampleLLM={"prompt":"say hi","maxTokens":20}"#,
+];
+
+/// The Python client's session against server-everything 2025.11.25.
+pub fn everything_2025_python() -> Vec<&'static str> {
+    [EVERYTHING_2025_SESSION, EVERYTHING_2025_PYTHON_EXTRA].concat()
+}
