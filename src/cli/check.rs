@@ -156,7 +156,7 @@ fn line<'a>(raw: &'a str, c: &'a Checked, detail: Option<&'a str>) -> Line<'a> {
     Line {
         uri: raw,
         decision: if c.allow { "allow" } else { "deny" },
-        reason: (!c.allow).then_some(c.reason.as_str()),
+        reason: (!c.allow).then_some(&*c.reason),
         canonical_uri: c.canonical.as_ref().map(|u| u.as_str()),
         root: c.root.as_ref().map(|u| u.as_str()),
         detail,

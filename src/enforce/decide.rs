@@ -5,7 +5,9 @@
 //! working directory when it lies inside a root), and reads judged again on the file opened
 //! ([`Checker::read`]).
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::fsaccess::{FileRead, FsError, Stamp};
 use crate::policy::Policy;
@@ -48,16 +50,18 @@ pub(super) fn wraps_a_file(raw: &str, scheme: &str) -> bool {
 pub struct Checked {
     /// Whether it may cross.
     pub allow: bool,
-    /// Stable reason code (reasons.md or policy.md).
-    pub reason: String,
+    /// Stable reason code (reasons.md or policy.md); static for every code but the
+    /// `…_via_symlink` ones, so a page of allowed entries allocates no reason.
+    pub reason: Cow<'static, str>,
     /// The canonical form (for `file:`), to forward instead of the raw text.
     pub canonical: Option<FileUri>,
     /// The root it was checked against (the one containing it, for an allow).
     pub root: Option<FileUri>,
-    /// The policy layer (file) that decided, if a rule did.
-    pub layer: Option<String>,
+    /// The policy layer (file) that decided, if a rule did (shared: a page's entries are
+    /// decided by a few rules).
+    pub layer: Option<Arc<str>>,
     /// The rule that decided, if a rule did.
-    pub rule: Option<String>,
+    pub rule: Option<Arc<str>>,
     /// The root verdict of an allowed `file:` URI (to read the same file later). `None` for
     /// the entries of a page checked with [`Checker::uris`]: nothing reads those.
     pub allowed: Option<Allowed>,
@@ -72,15 +76,15 @@ impl Checked {
     pub(super) fn from_policy(d: &crate::policy::Decision<'_>) -> Checked {
         Checked {
             allow: d.allow,
-            reason: d.reason.as_str().to_owned(),
-            layer: d.provenance.file.as_deref().map(str::to_owned),
-            rule: Some(rule_text(d.provenance)),
+            reason: Cow::Borrowed(d.reason.as_str()),
+            layer: d.provenance.file.as_deref().map(Arc::from),
+            rule: Some(rule_text(d.provenance).into()),
             ..Checked::deny("")
         }
     }
 
     /// A refusal with this reason and nothing else known.
-    pub(super) fn deny(reason: impl Into<String>) -> Checked {
+    pub(super) fn deny(reason: impl Into<Cow<'static, str>>) -> Checked {
         Checked {
             allow: false,
             reason: reason.into(),
@@ -349,7 +353,7 @@ impl Checker {
         match verdict {
             Verdict::Deny(d) => Checked {
                 allow: false,
-                reason: d.reason.code().to_owned(),
+                reason: Cow::Borrowed(d.reason.code()),
                 canonical: d.canonical,
                 root: d
                     .root
@@ -442,19 +446,22 @@ fn judge_paths(
 /// of a page are decided by the same one or two rules).
 #[derive(Default)]
 struct RuleTexts {
-    /// (the rule, its text, its layer's name).
-    made: Vec<(*const crate::policy::Provenance, String, Option<String>)>,
+    /// (the rule, its text and its layer's name).
+    made: Vec<(*const crate::policy::Provenance, RuleText)>,
 }
 
+/// A rule's text and its layer's name, shared by the decisions it made.
+type RuleText = (Arc<str>, Option<Arc<str>>);
+
 impl RuleTexts {
-    fn of(&mut self, p: &crate::policy::Provenance) -> (String, Option<String>) {
+    fn of(&mut self, p: &crate::policy::Provenance) -> RuleText {
         let key: *const crate::policy::Provenance = p;
-        if let Some((_, rule, layer)) = self.made.iter().find(|(k, _, _)| *k == key) {
-            return (rule.clone(), layer.clone());
+        if let Some((_, made)) = self.made.iter().find(|(k, _)| *k == key) {
+            return made.clone();
         }
-        let made = (rule_text(p), p.file.as_deref().map(str::to_owned));
+        let made: RuleText = (rule_text(p).into(), p.file.as_deref().map(Arc::from));
         if self.made.len() < 16 {
-            self.made.push((key, made.0.clone(), made.1.clone()));
+            self.made.push((key, made.clone()));
         }
         made
     }
@@ -479,9 +486,9 @@ fn judge_paths_with(
     };
     let reason = if via_link {
         // Say why a name that looks allowed was refused.
-        format!("{}_via_symlink", d.reason.as_str())
+        Cow::Owned(format!("{}_via_symlink", d.reason.as_str()))
     } else {
-        d.reason.as_str().to_owned()
+        Cow::Borrowed(d.reason.as_str())
     };
     let (rule, layer) = texts.of(d.provenance);
     Checked {

@@ -34,7 +34,7 @@ const COMPLETIONS: usize = 1024;
 
 /// Keys whose string value is a link the host may open: judged when it names a local file,
 /// and only the key is removed when it is refused.
-const LINK_KEYS: [&str; 3] = ["url", "websiteUrl", "resourceUri"];
+pub(super) const LINK_KEYS: [&str; 3] = ["url", "websiteUrl", "resourceUri"];
 
 /// What the field handlers remember between a request and its result.
 #[derive(Debug, Default)]

@@ -15,6 +15,7 @@ mod decide;
 mod fields;
 pub mod follow;
 mod learn;
+mod page;
 mod read;
 mod recording;
 pub mod roots;
@@ -32,7 +33,7 @@ use crate::jsonrpc::error::{DENIED, INVALID_PARAMS};
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::methods as m;
 use crate::policy::{Mode, Policy, ReadStance};
-use crate::relay::{Action, Intercepted, Interceptor, ProtocolError, Session, Side};
+use crate::relay::{Action, Intercepted, Interceptor, Offered, ProtocolError, Session, Side};
 use crate::roots::{RootSet, RootSpec};
 use crate::tripwire::{Fingerprints, Hit, Tripwire};
 use crate::uri::FileUri;
@@ -431,6 +432,31 @@ impl Interceptor for Enforcer {
         inner.hold_for_denials(action)
     }
 
+    fn intercept_text(&self, session: &Arc<Session>, msg: &Offered<'_>) -> Option<Action> {
+        // Only `resources/list` pages have a text path (`page.rs`), and only when the roots
+        // need no waiting for.
+        if (msg.from, msg.kind, msg.method) != (Side::Server, Kind::Response, m::RESOURCES_LIST) {
+            return None;
+        }
+        let inner = &self.inner;
+        if let RootsState::Unknown { asking: true } = inner.learner.tracker.state() {
+            return None;
+        }
+        let roots = inner.roots_for(session, inner.learner.tracker.known());
+        let ctx = Ctx {
+            from: msg.from,
+            kind: msg.kind,
+            method: msg.method,
+            id: msg.id,
+            roots: roots.as_deref(),
+            changed: std::cell::Cell::new(false),
+            stateless: session.revision().is_some_and(|r| r.is_stateless()),
+        };
+        recording::start_handling();
+        let action = inner.list_page_text(&ctx, msg.text)?;
+        Some(inner.hold_for_denials(action))
+    }
+
     fn unlaunched_host_message(&self, session: &Arc<Session>, method: &str) {
         self.inner.learner.first_host_message(session, method);
     }
@@ -602,6 +628,23 @@ impl Inner {
         self.live.load()
     }
 
+    /// The roots a message is judged against: `roots`, or for a 2026-07-28 host that says
+    /// (in every request's `_meta`, the relay keeps the latest) it has no roots, the operator
+    /// roots, known at once, even for the result of a request rootfence did not look at (a
+    /// first `resources/list`).
+    fn roots_for(
+        &self,
+        session: &Arc<Session>,
+        roots: Option<Arc<RootSet>>,
+    ) -> Option<Arc<RootSet>> {
+        let stateless = session.revision().is_some_and(|r| r.is_stateless());
+        if stateless && self.learner.learn_stateless_host(session) {
+            self.learner.tracker.known()
+        } else {
+            roots
+        }
+    }
+
     fn handle(
         self: &Arc<Self>,
         session: &Arc<Session>,
@@ -617,14 +660,7 @@ impl Inner {
             verbatim_ok,
         } = msg;
         let stateless = session.revision().is_some_and(|r| r.is_stateless());
-        // 2026-07-28 hosts say what they support in every request's `_meta` (the relay keeps
-        // the latest): a host without roots leaves the operator roots, known at once, even
-        // for the result of a request rootfence did not look at (a first `resources/list`).
-        let roots = if stateless && self.learner.learn_stateless_host(session) {
-            self.learner.tracker.known()
-        } else {
-            roots
-        };
+        let roots = self.roots_for(session, roots);
         let ctx = Ctx {
             from,
             kind,
@@ -1113,7 +1149,7 @@ impl Inner {
 
     /// Replaces a result rootfence cannot pass with its denial error (the host's request
     /// still gets exactly one answer).
-    fn refuse_result(&self, ctx: &Ctx<'_>, reason: &str) -> Action {
+    fn refuse_result(&self, ctx: &Ctx<'_>, reason: &'static str) -> Action {
         let c = Checked::deny(reason);
         self.audit_decision(ctx, "result", "", &c, audit::Action::AnsweredError);
         match ctx.id {
@@ -1297,7 +1333,7 @@ impl Inner {
 /// The error rootfence answers a denied request with.
 pub fn denial(id: &Id, raw: &str, c: &Checked) -> Value {
     let mut message = format!("rootfence: denied: {} ({})", shorten(raw), c.reason);
-    let mut data = json!({"uri": raw, "reason": c.reason, "rule": c.rule});
+    let mut data = json!({"uri": raw, "reason": c.reason, "rule": c.rule.as_deref()});
     if let Some(hint) = &c.hint {
         message.push_str(": ");
         message.push_str(hint);

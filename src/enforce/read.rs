@@ -18,9 +18,9 @@ use crate::uri::FileUri;
 /// The most rootfence reads for one item when the policy sets no `max_bytes`.
 const DEFAULT_READ_LIMIT: u64 = 64 * 1024 * 1024;
 
-fn refusal(reason: &str, rule: Option<String>) -> Checked {
+fn refusal(reason: &'static str, rule: Option<String>) -> Checked {
     Checked {
-        rule,
+        rule: rule.map(Into::into),
         ..Checked::deny(reason)
     }
 }

@@ -81,14 +81,17 @@ impl PageAudit {
         self.allowed += 1;
         bump(
             &mut self.reasons,
-            |r| r == &c.reason,
-            || c.reason.clone(),
+            |r| *r == *c.reason,
+            || c.reason.to_string(),
             || MORE.into(),
         );
         bump(
             &mut self.rules,
-            |(l, r)| l == &c.layer && r == &c.rule,
-            || (c.layer.clone(), c.rule.clone()),
+            |(l, r)| l.as_deref() == c.layer.as_deref() && r.as_deref() == c.rule.as_deref(),
+            || {
+                let owned = |s: &Option<std::sync::Arc<str>>| s.as_deref().map(str::to_owned);
+                (owned(&c.layer), owned(&c.rule))
+            },
             || (None, Some(MORE.into())),
         );
         match &c.canonical {

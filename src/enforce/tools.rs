@@ -65,7 +65,7 @@ impl Inner {
             for v in strings {
                 let Some(raw) = v.as_str().map(str::to_owned) else {
                     let c = Checked {
-                        rule: Some(rule_text(&tool_path.provenance)),
+                        rule: Some(rule_text(&tool_path.provenance).into()),
                         ..Checked::deny("not_a_path")
                     };
                     let shown = v.to_string();
@@ -155,7 +155,7 @@ fn tool_error(
         "_meta": {DENIAL_META: {
             "uri": raw,
             "reason": c.reason,
-            "rule": c.rule,
+            "rule": c.rule.as_deref(),
             "argument": arg,
         }},
     });
@@ -182,7 +182,7 @@ fn advice(
         })
         .unwrap_or_default();
     let Some(arg) = arg else {
-        let why = match c.reason.as_str() {
+        let why = match &*c.reason {
             "read_only" => format!("the policy is read-only and `{tool}` writes{rule}"),
             _ => format!("the policy does not allow the tool `{tool}`{rule}"),
         };
@@ -192,7 +192,7 @@ fn advice(
         );
     };
     let shown = super::shorten(raw);
-    let reason = c.reason.as_str();
+    let reason = &*c.reason;
     let why = match reason {
         "outside_roots" => "is outside the allowed roots".to_owned(),
         "relative_path" => "is a relative path, which the server would resolve against its \

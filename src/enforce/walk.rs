@@ -36,7 +36,7 @@ pub(super) fn local_url(raw: &str) -> bool {
 
 /// Whether a URL is relative (no scheme): a host resolves it against its own page, which
 /// in a desktop host is often a `file:` URL.
-fn relative_url(raw: &str) -> bool {
+pub(super) fn relative_url(raw: &str) -> bool {
     uri::scheme_of(&whatwg_cleaned(raw)).is_none()
 }
 
@@ -390,11 +390,11 @@ fn template_dir(
             let d = policy.decide_resource("file", Some(dir.path()));
             return Checked {
                 allow: d.allow,
-                reason: d.reason.as_str().to_owned(),
+                reason: d.reason.as_str().into(),
                 canonical: None,
                 root: Some(root.uri().clone()),
-                layer: d.provenance.file.as_deref().map(str::to_owned),
-                rule: Some(rule_text(d.provenance)),
+                layer: d.provenance.file.as_deref().map(Into::into),
+                rule: Some(rule_text(d.provenance).into()),
                 allowed: None,
                 hint: None,
             };

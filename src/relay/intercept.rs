@@ -43,6 +43,24 @@ pub struct Intercepted {
     pub verbatim_ok: bool,
 }
 
+/// A message [`Interceptor::wants`] asked for, offered as its text before it is parsed (see
+/// [`Interceptor::intercept_text`]). The text passed the strict scan (valid UTF-8 JSON, no
+/// duplicate keys at any depth) and holds none of serde_json's private marker keys, so it
+/// means to every parser exactly what it means to serde_json.
+#[derive(Debug)]
+pub struct Offered<'a> {
+    /// Where it came from.
+    pub from: Side,
+    /// Request, notification or response.
+    pub kind: Kind,
+    /// The id (requests and responses).
+    pub id: Option<&'a Id>,
+    /// As in [`Intercepted::method`].
+    pub method: &'a str,
+    /// The message's text, as it came.
+    pub text: &'a str,
+}
+
 /// A future that decides later, for checks that must wait (for roots, for a file read).
 pub type Deferred = Pin<Box<dyn Future<Output = Action> + Send + 'static>>;
 
@@ -123,6 +141,16 @@ pub trait Interceptor: Send + Sync + 'static {
     fn intercept(&self, session: &Arc<Session>, msg: Intercepted) -> Action {
         let _ = (session, msg);
         Action::Forward
+    }
+
+    /// Decides a message [`Interceptor::wants`] asked for from its text, before any value is
+    /// built: a fast path for large messages of a known shape. `None` (the default) passes
+    /// it on to [`Interceptor::intercept`] as a parsed value; an interceptor returns `None`
+    /// for anything its fast path does not fully understand. "Forward" means the bytes
+    /// offered.
+    fn intercept_text(&self, session: &Arc<Session>, msg: &Offered<'_>) -> Option<Action> {
+        let _ = (session, msg);
+        None
     }
 
     /// Called for each message from the host while no server generation was asked for yet

@@ -49,7 +49,9 @@ use tokio::task::JoinHandle;
 
 pub use child::SpawnError;
 pub use generation::{GenTiming, Launch, Launched};
-pub use intercept::{Action, Deferred, Intercepted, Interceptor, PassThrough, ProtocolError};
+pub use intercept::{
+    Action, Deferred, Intercepted, Interceptor, Offered, PassThrough, ProtocolError,
+};
 pub use observe::{Answer, Observer};
 pub use session::{Gen, Handshake, PeerInfo, Pending, Session, Side};
 

@@ -28,7 +28,7 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::watch;
 
-use super::intercept::{Action, Intercepted, Interceptor, ProtocolError};
+use super::intercept::{Action, Intercepted, Interceptor, Offered, ProtocolError};
 use super::session::{Gen, LaneReceivers, Matched, Outgoing, Pending, Session, Side};
 use crate::jsonrpc::Id;
 use crate::jsonrpc::envelope::{self, Envelope, Kind, ScanError, Scanned};
@@ -700,6 +700,21 @@ impl<I: Interceptor> Router<'_, I> {
         if !wants && internal == Internal::None {
             return finish(routed, Action::Forward, self.session);
         }
+        // serde_json's private marker keys make the text mean something else to serde_json
+        // than to the peer: only the re-serialized value may stand for it then.
+        let verbatim_ok = memchr::memmem::find(text.as_bytes(), b"serde_json::private").is_none();
+        if wants && internal == Internal::None && verbatim_ok {
+            let offered = Offered {
+                from: routed.origin.side,
+                kind: routed.kind,
+                id: routed.id.as_ref(),
+                method: &routed.method,
+                text,
+            };
+            if let Some(action) = self.icpt.intercept_text(self.session, &offered) {
+                return finish(routed, action, self.session);
+            }
+        }
         // The scan already validated this text, so this parse only fails on a bug; then the
         // message is refused, never forwarded unchecked.
         let message: Value = match serde_json::from_str(text) {
@@ -727,8 +742,7 @@ impl<I: Interceptor> Router<'_, I> {
                 id: routed.id.clone(),
                 method: Arc::clone(&routed.method),
                 message,
-                verbatim_ok: memchr::memmem::find(text.as_bytes(), b"serde_json::private")
-                    .is_none(),
+                verbatim_ok,
             },
         );
         finish(routed, action, self.session)

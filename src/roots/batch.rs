@@ -24,6 +24,11 @@
 //! swapped afterwards is the business of the read that uses it, which checks again.
 
 use std::collections::HashMap;
+
+/// The page's maps: keys are names the server chose, so the hasher is seeded per process
+/// (foldhash's `RandomState`); SipHash's stronger guarantee costs more than the whole
+/// lookup here, and a page is bounded by the line limit.
+type PageMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 use std::path::Path;
@@ -87,7 +92,7 @@ impl RootSet {
     pub fn check_page(&self, uris: &[&FileUri], opts: &CheckOptions) -> Vec<PageVerdict> {
         let mut out: Vec<Slot> = vec![Slot::Pending; uris.len()];
         let mut groups: Vec<Group<'_>> = Vec::new();
-        let mut by_key: HashMap<(usize, bool, &str), usize> = HashMap::new();
+        let mut by_key: PageMap<(usize, bool, &str), usize> = PageMap::default();
         // Pages list a directory's entries together: the last group is tried first.
         let mut last: Option<usize> = None;
         // Every form of every root, deepest first: the first that holds a URI is its match.
@@ -181,7 +186,8 @@ impl RootSet {
         let look_at_each = opts.deny_hard_links || fresh;
 
         // One slot per distinct name the page wants from this directory.
-        let mut slots: HashMap<&[u8], usize> = HashMap::with_capacity(g.members.len());
+        let mut slots: PageMap<&[u8], usize> =
+            PageMap::with_capacity_and_hasher(g.members.len(), Default::default());
         let member_slots: Vec<usize> = g
             .members
             .iter()

@@ -1,0 +1,421 @@
+//! The text path against the value path: on every page, the fast path either declines or
+//! does exactly what the value path does (forward the same bytes, or forward the same value).
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::enforce::{Ctx, Enforcer};
+use crate::jsonrpc::{Id, Kind};
+use crate::mcp::methods as m;
+use crate::policy::Policy;
+use crate::relay::Side;
+use crate::roots::RootSpec;
+
+/// A tree with allowed files, secrets the built-in default denies, and a link out.
+struct World {
+    _dir: tempfile::TempDir,
+    base: String,
+    enforcer: Enforcer,
+}
+
+fn world() -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let root = base.join("root");
+    for d in ["sub", "deep/er"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    for f in [
+        "a.txt",
+        "b.md",
+        ".env",
+        "sub/c.txt",
+        "sub/.env",
+        "deep/er/d.txt",
+        "é x.txt",
+    ] {
+        std::fs::write(root.join(f), "x").unwrap();
+    }
+    std::fs::create_dir_all(base.join("outside")).unwrap();
+    std::fs::write(base.join("outside/secret.txt"), "x").unwrap();
+    std::os::unix::fs::symlink(base.join("outside"), root.join("out")).unwrap();
+    std::os::unix::fs::symlink(root.join(".env"), root.join("env-link")).unwrap();
+    let policy = Arc::new(Policy::builtin_default());
+    let (enforcer, dropped) = Enforcer::new(policy, vec![RootSpec::path(&root)], None);
+    assert!(dropped.is_empty(), "{dropped:?}");
+    World {
+        _dir: dir,
+        base: base.to_string_lossy().into_owned(),
+        enforcer,
+    }
+}
+
+/// What a path did with a message: forwarded as it came, or replaced by a value.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Forward,
+    Replace(Value),
+    Other,
+}
+
+fn outcome(a: Action) -> Outcome {
+    match a {
+        Action::Forward => Outcome::Forward,
+        Action::Replace(v) => Outcome::Replace(v),
+        _ => Outcome::Other,
+    }
+}
+
+impl World {
+    fn ctx<'a>(&self, id: &'a Id, roots: &'a crate::roots::RootSet) -> Ctx<'a> {
+        Ctx {
+            from: Side::Server,
+            kind: Kind::Response,
+            method: m::RESOURCES_LIST,
+            id: Some(id),
+            roots: Some(roots),
+            changed: std::cell::Cell::new(false),
+            stateless: false,
+        }
+    }
+
+    /// (the text path's outcome, or `None` when it declined; the value path's outcome).
+    fn both(&self, text: &str) -> (Option<Outcome>, Outcome) {
+        let inner = &self.enforcer.inner;
+        let roots = inner.operator.set();
+        let id = Id::from_string("1");
+        let fast = inner
+            .list_page_text(&self.ctx(&id, roots), text)
+            .map(outcome);
+        let value: Value = serde_json::from_str(text).unwrap();
+        let slow = outcome(inner.server_result(&self.ctx(&id, roots), value));
+        (fast, slow)
+    }
+
+    fn uri(&self, rel: &str) -> String {
+        format!("file://{}/root/{rel}", self.base)
+    }
+}
+
+fn page(entries: &[Value]) -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "result": {"resources": entries}}).to_string()
+}
+
+fn entry(uri: &str) -> Value {
+    json!({"uri": uri, "name": "n", "mimeType": "text/plain"})
+}
+
+/// Asserts the text path agrees with the value path; returns whether it took the page.
+fn agree(w: &World, text: &str) -> bool {
+    let (fast, slow) = w.both(text);
+    match fast {
+        None => false,
+        Some(fast) => {
+            assert_eq!(fast, slow, "the text path differs on {text}");
+            true
+        }
+    }
+}
+
+#[test]
+fn an_allowed_page_is_forwarded_as_it_came() {
+    let w = world();
+    let entries: Vec<Value> = ["a.txt", "b.md", "sub/c.txt", "deep/er/d.txt"]
+        .iter()
+        .map(|f| entry(&w.uri(f)))
+        .collect();
+    let text = page(&entries);
+    assert_eq!(w.both(&text), (Some(Outcome::Forward), Outcome::Forward));
+}
+
+#[test]
+fn refused_entries_are_left_out_of_the_checked_bytes() {
+    let w = world();
+    let entries = vec![
+        entry(&w.uri("a.txt")),
+        entry(&w.uri(".env")),
+        entry(&w.uri("sub/c.txt")),
+        entry(&w.uri("out/secret.txt")),
+        entry(&w.uri("env-link")),
+        entry(&format!("file://{}/outside/secret.txt", w.base)),
+        entry("https://example.com/x"),
+        entry("file:///etc/passwd"),
+        entry("not a uri"),
+    ];
+    let text = page(&entries);
+    let (fast, slow) = w.both(&text);
+    assert_eq!(fast, Some(slow));
+    let Some(Outcome::Replace(v)) = w.both(&text).0 else {
+        panic!("expected a replaced page")
+    };
+    let kept: Vec<&str> = v["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            w.uri("a.txt").as_str(),
+            w.uri("sub/c.txt").as_str(),
+            "https://example.com/x"
+        ]
+    );
+}
+
+/// Hostile and unusual pages: each either declined or decided as the value path decides.
+#[test]
+fn the_text_path_agrees_or_declines_on_hostile_pages() {
+    let w = world();
+    let a = w.uri("a.txt");
+    let env = w.uri(".env");
+    let escaped = a.replace('/', "\\u002f");
+    let env_escaped = env.replace('/', "\\/");
+    let cases: Vec<(String, Option<bool>)> = vec![
+        // (text, whether the text path must take it: Some(true), decline: Some(false))
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{escaped}","name":"x"}}]}}}}"#
+            ),
+            Some(true),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{env_escaped}"}},{{"uri":"{a}"}}]}}}}"#
+            ),
+            Some(true),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"\u0075ri":"{env}"}}]}}}}"#
+            ),
+            Some(true),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resources":{"uri":"file:///etc/passwd"}}}"#
+                .into(),
+            Some(false),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resources":null}}"#.into(),
+            Some(false),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resources":"file:///etc/passwd"}}"#.into(),
+            Some(false),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.into(),
+            Some(false),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resources":["file:///etc/passwd"]}}"#.into(),
+            Some(false),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":5}]}}"#.into(),
+            Some(false),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"name":"no uri"}]}}"#.into(),
+            Some(false),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{a}","icons":[{{"src":"file:///etc/passwd"}}]}}]}}}}"#
+            ),
+            Some(false),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{a}","icons":[{{"src":"x.png"}}]}}]}}}}"#
+            ),
+            Some(false),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{a}","icons":[{{"src":"https://x/i.png"}},{{"sizes":["1x1"]}}]}}]}}}}"#
+            ),
+            Some(true),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{a}","icons":{{"src":"file:///etc/passwd"}}}}]}}}}"#
+            ),
+            Some(true),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{a}","annotations":{{"uri":"file:///etc/passwd"}}}}]}}}}"#
+            ),
+            Some(false),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{a}","_meta":{{"io.rootfence/x":1}}}}]}}}}"#
+            ),
+            Some(false),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{a}","url":"file:///etc/passwd"}}]}}}}"#
+            ),
+            Some(false),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{a}"}}],"_meta":{{"io.rootfence/x":1}}}}}}"#
+            ),
+            Some(false),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{a}"}}],"websiteUrl":"file:///etc/passwd"}}}}"#
+            ),
+            Some(false),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{a}"}}],"nextCursor":"c2","x":[1]}}}}"#
+            ),
+            Some(false),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{a}"}}],"nextCursor":"c2"}}}}"#
+            ),
+            Some(true),
+        ),
+        // Not canonical: the value path rewrites it, so the text path declines.
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"file://{}/root/./a.txt"}}]}}}}"#,
+                w.base
+            ),
+            None,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"file://{}/root/%61.txt"}}]}}}}"#,
+                w.base
+            ),
+            None,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"file://localhost{}/root/a.txt"}}]}}}}"#,
+                w.base
+            ),
+            None,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{}"}}]}}}}"#,
+                w.uri("é x.txt")
+            ),
+            None,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{{"uri":"{}"}}]}}}}"#,
+                w.uri("%C3%A9%20x.txt")
+            ),
+            None,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[ ]  ,"nextCursor":null} }"#.into(),
+            None,
+        ),
+        (
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"resources\":[ {{\"uri\":\"{env}\"}} ,\n {{\"uri\":\"{a}\"}} ]}}}}"
+            ),
+            Some(true),
+        ),
+    ];
+    for (text, takes) in cases {
+        let took = agree(&w, &text);
+        if let Some(takes) = takes {
+            assert_eq!(took, takes, "the text path took it: {took}, on {text}");
+        }
+    }
+}
+
+#[test]
+fn a_huge_page_is_taken_and_agrees() {
+    let w = world();
+    let mut entries: Vec<Value> = (0..5000).map(|_| entry(&w.uri("a.txt"))).collect();
+    entries[4321] = entry(&w.uri("sub/.env"));
+    assert!(agree(&w, &page(&entries)));
+}
+
+/// Entry `(uri, extra key and value, as an object)`, by index into the tables below.
+type Piece = (usize, Option<(usize, usize)>, bool);
+
+fn build(w: &World, (uri, extra, as_obj): Piece) -> Value {
+    let uris = [
+        w.uri("a.txt"),
+        w.uri("b.md"),
+        w.uri(".env"),
+        w.uri("sub/c.txt"),
+        w.uri("sub/.env"),
+        w.uri("sub"),
+        w.uri("missing.txt"),
+        w.uri("out/secret.txt"),
+        w.uri("env-link"),
+        w.uri("./a.txt"),
+        w.uri("sub/../a.txt"),
+        format!("file://{}/outside/secret.txt", w.base),
+        "file:///etc/passwd".to_owned(),
+        "https://example.com/a".to_owned(),
+        "relative/path".to_owned(),
+        String::new(),
+    ];
+    let extras = [
+        json!(null),
+        json!("text"),
+        json!(3),
+        json!({"k": "v"}),
+        json!(["file:///etc/passwd"]),
+        json!({"uri": "file:///etc/passwd"}),
+        json!([{"src": "https://x/i.png"}]),
+        json!([{"src": "file:///etc/passwd"}]),
+    ];
+    let keys = [
+        "name",
+        "title",
+        "icons",
+        "url",
+        "annotations",
+        "_meta",
+        "size",
+    ];
+    let uri = &uris[uri % uris.len()];
+    if !as_obj {
+        return json!(uri);
+    }
+    let mut e = json!({"uri": uri});
+    if let Some((k, v)) = extra {
+        e[keys[k % keys.len()]] = extras[v % extras.len()].clone();
+    }
+    e
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn the_text_path_agrees_with_the_value_path(
+        pieces in prop::collection::vec(
+            (0usize..64, prop::option::of((0usize..64, 0usize..64)), prop::bool::weighted(0.95)),
+            0..12,
+        )
+    ) {
+        let w = world();
+        let entries: Vec<Value> = pieces.into_iter().map(|p| build(&w, p)).collect();
+        agree(&w, &page(&entries));
+    }
+}
