@@ -477,7 +477,7 @@ fn judge_paths_with(
     allowed: Option<Allowed>,
     texts: &mut RuleTexts,
 ) -> Checked {
-    let named = policy.decide_resource("file", Some(canonical.path()));
+    let named = policy.decide_normalized_file(canonical.path());
     let resolved = real.map(|p| policy.decide_resource("file", Some(p)));
     let via_link = named.allow && resolved.is_some_and(|r| !r.allow);
     let d = match resolved {

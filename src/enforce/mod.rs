@@ -1287,7 +1287,10 @@ impl Inner {
                     ctx.set_uri(&mut item["uri"], canonical.as_str());
                 }
                 if let Some(obj) = item.as_object_mut() {
-                    self.walk_rest(ctx, &format!("result.contents[{i}]"), obj, &["uri"]);
+                    // Text and blob items have nothing to walk: no field name is built.
+                    if Inner::needs_walk(obj, &["uri"]) {
+                        self.walk_rest(ctx, &format!("result.contents[{i}]"), obj, &["uri"]);
+                    }
                 }
                 kept.push(item);
             } else if self.live().enforce {

@@ -55,11 +55,12 @@ pub(super) struct Page<'a> {
 }
 
 /// Reads a `resources/list` response's page, or `None` when it is not the shape the fast
-/// path takes (see the module docs). One pass over the message, and one more over each entry
-/// while it is in cache.
-pub(super) fn scan(text: &str) -> Option<Page<'_>> {
+/// path takes (see the module docs). One pass over the message; with `ranges` (only needed
+/// to leave entries out), one more over each entry, while it is in cache, to learn where it
+/// lies.
+pub(super) fn scan(text: &str, ranges: bool) -> Option<Page<'_>> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let entries = Top.deserialize(&mut de).ok()??;
+    let entries = Top(ranges).deserialize(&mut de).ok()??;
     de.end().ok()?;
     let mut page = Page {
         array: 0..0,
@@ -67,9 +68,12 @@ pub(super) fn scan(text: &str) -> Option<Page<'_>> {
     };
     for (raw, uri) in entries {
         page.entries.push(Entry {
-            range: range_in(text, raw)?,
+            range: if ranges { range_in(text, raw)? } else { 0..0 },
             uri,
         });
+    }
+    if !ranges {
+        return Some(page);
     }
     // The array's brackets: only JSON whitespace lies between them and the first and last
     // entries (an empty array has nothing to leave out, so its place is not needed).
@@ -120,7 +124,8 @@ impl<'de> Deserialize<'de> for Key<'de> {
 }
 
 /// The message object: its `result`'s page. `Ok(None)`: not a shape the fast path takes.
-struct Top;
+/// (Each seed carries whether entries' ranges are wanted.)
+struct Top(bool);
 
 impl<'de> DeserializeSeed<'de> for Top {
     type Value = Option<Entries<'de>>;
@@ -141,7 +146,7 @@ impl<'de> Visitor<'de> for Top {
                 if result.is_some() {
                     return Err(de::Error::custom("duplicate result"));
                 }
-                result = Some(map.next_value_seed(ResultSeed)?);
+                result = Some(map.next_value_seed(ResultSeed(self.0))?);
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -166,7 +171,7 @@ fn decline<E: de::Error>() -> E {
 }
 
 /// The result object: its `resources` array, when every other key is inert.
-struct ResultSeed;
+struct ResultSeed(bool);
 
 impl<'de> DeserializeSeed<'de> for ResultSeed {
     type Value = Option<Entries<'de>>;
@@ -187,7 +192,7 @@ impl<'de> Visitor<'de> for ResultSeed {
                 if resources.is_some() {
                     return Err(decline());
                 }
-                resources = Some(map.next_value_seed(Resources)?);
+                resources = Some(map.next_value_seed(Resources(self.0))?);
             } else if !inert(&key, map.next_value()?) {
                 return Err(decline());
             }
@@ -196,8 +201,8 @@ impl<'de> Visitor<'de> for ResultSeed {
     }
 }
 
-/// The `resources` array: its text and its entries.
-struct Resources;
+/// The `resources` array: its entries.
+struct Resources(bool);
 
 impl<'de> DeserializeSeed<'de> for Resources {
     type Value = Entries<'de>;
@@ -213,6 +218,12 @@ impl<'de> Visitor<'de> for Resources {
     }
     fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        if !self.0 {
+            while let Some(uri) = seq.next_element_seed(EntrySeed)? {
+                out.push(("", uri));
+            }
+            return Ok(out);
+        }
         while let Some(raw) = seq.next_element::<&'de RawValue>()? {
             // Read while the entry's bytes are in cache.
             let entry = raw.get();
@@ -225,42 +236,52 @@ impl<'de> Visitor<'de> for Resources {
 
 /// One entry: its decoded `uri`, when the entry is an object whose `uri` is a string and whose
 /// other keys the walk would leave alone.
-fn scan_entry(entry: &str) -> Option<Cow<'_, str>> {
-    struct V;
-    impl<'de> Visitor<'de> for V {
-        type Value = Cow<'de, str>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an entry")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut uri = None;
-            while let Some(Key(key)) = map.next_key()? {
-                if key == "uri" {
-                    if uri.is_some() {
-                        return Err(decline());
-                    }
-                    let Key(value) = map.next_value::<Key<'de>>()?;
-                    uri = Some(value);
-                    continue;
-                }
-                let value: &RawValue = map.next_value()?;
-                let ok = if key == "icons" {
-                    icons_inert(value)
-                } else {
-                    inert(&key, value)
-                };
-                if !ok {
+struct EntrySeed;
+
+impl<'de> DeserializeSeed<'de> for EntrySeed {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        // Anything but an object is refused by `deserialize_map` itself.
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EntrySeed {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an entry")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut uri = None;
+        while let Some(Key(key)) = map.next_key()? {
+            if key == "uri" {
+                if uri.is_some() {
                     return Err(decline());
                 }
+                let Key(value) = map.next_value::<Key<'de>>()?;
+                uri = Some(value);
+                continue;
             }
-            uri.ok_or_else(decline)
+            let value: &RawValue = map.next_value()?;
+            let ok = if key == "icons" {
+                icons_inert(value)
+            } else {
+                inert(&key, value)
+            };
+            if !ok {
+                return Err(decline());
+            }
         }
+        uri.ok_or_else(decline)
     }
-    if !entry.starts_with('{') {
-        return None;
-    }
+}
+
+/// [`EntrySeed`] on an entry's own text.
+fn scan_entry(entry: &str) -> Option<Cow<'_, str>> {
     let mut de = serde_json::Deserializer::from_str(entry);
-    de.deserialize_map(V).ok()
+    let uri = EntrySeed.deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(uri)
 }
 
 /// Whether an entry's `icons` hold nothing `filter_icons` would judge: not an array (it is
@@ -285,7 +306,7 @@ impl Inner {
     /// the page is not one the fast path takes: nothing has been recorded then, and the
     /// message takes the value path.
     pub(super) fn list_page_text(&self, ctx: &Ctx<'_>, text: &str) -> Option<Action> {
-        let page = scan(text)?;
+        let page = scan(text, false)?;
         let live = self.live();
         let checks = live.uris(page.entries.iter().map(|e| &*e.uri), ctx.roots);
         if checks.len() != page.entries.len() {
@@ -320,7 +341,13 @@ impl Inner {
         if keep.iter().all(|k| *k) {
             return Some(Action::Forward);
         }
-        // The kept entries' own bytes, in order, in place of the array.
+        // The kept entries' own bytes, in order, in place of the array: where each lies is
+        // learnt by reading the page again (only pages that lose entries pay for it).
+        let Some(page) = scan(text, true).filter(|p| p.entries.len() == keep.len()) else {
+            // Only a bug gets here: the page is refused, never forwarded unchecked.
+            tracing::error!("a list page read differently the second time");
+            return Some(self.refuse_result(ctx, "malformed_result"));
+        };
         let mut out = String::with_capacity(text.len());
         out.push_str(&text[..page.array.start]);
         out.push('[');

@@ -198,6 +198,19 @@ impl Policy {
         allow_lists(&m.res_allow, &c, &m.default)
     }
 
+    /// [`Policy::decide_resource`] for a `file:` path already known to be absolute and
+    /// normalized (a parsed `FileUri`'s path: no empty, `.` or `..` names, no NUL), so the
+    /// check is not repeated for every entry of a page.
+    pub fn decide_normalized_file(&self, path: &str) -> Decision<'_> {
+        debug_assert!(super::glob::is_normalized_absolute(path), "{path}");
+        let m = &self.m;
+        let c = Candidate::from_bytes(path.as_bytes());
+        if let Some((_, p)) = m.res_deny.find_rare(&c) {
+            return Decision::deny(Reason::PolicyDeny, p);
+        }
+        allow_lists(&m.res_allow, &c, &m.default)
+    }
+
     fn decide_scheme(&self, scheme: &str) -> Decision<'_> {
         let m = &self.m;
         let mut chars = scheme.chars();
