@@ -19,11 +19,13 @@
 //!   server's own tool error where the sandbox stopped the server's own system call;
 //! - the secret marker (in the `.env` and in the file outside) never reaches the client.
 //!
-//! A case may name a known product problem (`Case::known`): it still runs every check, its row
-//! says **no** with the reason, and it passes only while the wrapped transcript differs in
-//! exactly that way and no other (and fails once the problem is gone, so the row is updated).
-//! Today: the sandbox's `.claude/`/`.cursor/`/`.vscode/` placeholders show up in
-//! server-filesystem's listing of a root.
+//! A case may name a known difference (`Case::known`): it still runs every check, and it
+//! passes only while the wrapped transcript differs in exactly that way and no other (and
+//! fails once the difference is gone, so the row is updated). A product problem makes the row
+//! say **no** with the reason; a deliberate difference (a protection whose trace the server
+//! can see) makes it say **yes** and name the difference. Today there is one, deliberate: the
+//! sandbox's `.claude/`/`.cursor/`/`.vscode/` placeholders show up in server-filesystem's
+//! listing of a root.
 //!
 //! Each case appends its outcome (server, version, host style, works wrapped by default,
 //! what failed) as one JSON line to the results file (`target/compat-results.jsonl`, or
@@ -110,18 +112,22 @@ struct Case {
     wrap_adds: &'static str,
     /// What the suite shows for this case (the table's last column).
     checked: &'static str,
-    /// A product problem this case is known to show (then its row says **no** with the
-    /// reason). The case still runs every check; it passes only if the wrapped transcript
-    /// differs from the direct one in exactly the way `known` describes and in no other, and
-    /// it fails once the problem is gone, so that the row is updated.
+    /// A difference this case is known to show (a product problem: its row says **no** with
+    /// the reason; a deliberate one: **yes**, naming it). The case still runs every check; it
+    /// passes only if the wrapped transcript differs from the direct one in exactly the way
+    /// `known` describes and in no other, and it fails once the difference is gone, so that
+    /// the row is updated.
     known: Option<Known>,
 }
 
 /// A known difference between the direct and the wrapped transcript.
 #[derive(Clone, Copy)]
 struct Known {
-    /// The table's reason (after "**no**: ").
+    /// The table's reason (after "**no**: " or "yes, one deliberate difference: ").
     reason: &'static str,
+    /// True for a difference rootfence makes on purpose, whose cost is documented (the
+    /// server still does all its work): the row says **yes** and names it.
+    deliberate: bool,
     /// True when every difference is this problem.
     explains: fn(&[Difference]) -> bool,
 }
@@ -221,13 +227,16 @@ const CASES: &[Case] = &[
 ];
 
 /// rootfence's sandbox creates an empty read-only `.claude/`, `.cursor/` and `.vscode/` at the
-/// top of each writable root that lacks them, for the session (src/sandbox/deny.rs, "an empty
-/// read-only placeholder"), so that the server cannot plant an editor's or a host's settings
-/// there. The server's listing of a root then shows directories the user does not have.
+/// top of each writable root that lacks them, for the session (src/sandbox/placeholder.rs), so
+/// that the server cannot plant a host's or an editor's settings there (hooks, tasks: code
+/// that runs outside the sandbox at the next session). No other kernel mechanism stops the
+/// creation of one name in a writable directory; the server's listing of a root then shows
+/// three empty directories the user does not have (docs/sandbox.md, "Placeholders").
 const PLACEHOLDERS: Known = Known {
-    reason: "a listing of the root shows `.claude/`, `.cursor/`, `.vscode/` where the project has none: \
-             empty read-only placeholders the default sandbox makes for the session (src/sandbox/placeholder.rs); \
-             everything else matches",
+    reason: "a listing of the root also shows empty read-only `.claude/`, `.cursor/`, `.vscode/`, \
+             the placeholders that keep the server from planting a host's settings there for the session \
+             (docs/sandbox.md); everything else matches",
+    deliberate: true,
     explains: only_placeholder_lines,
 };
 
@@ -751,7 +760,10 @@ fn run_case(id: &str, build: impl FnOnce(&World) -> Spec<'_>) {
         }
         known
     }));
+    let known = case.known.filter(|_| matches!(outcome, Ok(true)));
+    let note = known.filter(|k| k.deliberate).map(|k| k.reason);
     let failed = match &outcome {
+        Ok(true) if note.is_some() => None,
         Ok(true) => Some(case.known.unwrap().reason.to_owned()),
         Ok(false) => None,
         Err(p) => Some(
@@ -761,22 +773,26 @@ fn run_case(id: &str, build: impl FnOnce(&World) -> Spec<'_>) {
                 .unwrap_or_else(|| "panicked".into()),
         ),
     };
-    record(case, &version, failed.as_deref(), started.elapsed());
+    record(case, &version, failed.as_deref(), note, started.elapsed());
     match outcome {
         Err(p) => std::panic::resume_unwind(p),
+        Ok(true) if note.is_some() => eprintln!(
+            "DELIBERATE DIFFERENCE {id}: {} (recorded as works: true, with the note)",
+            case.known.unwrap().reason
+        ),
         Ok(true) => eprintln!(
             "KNOWN PROBLEM {id}: {} (recorded as works: false)",
             case.known.unwrap().reason
         ),
         Ok(false) => assert!(
             case.known.is_none(),
-            "{id}: the known problem no longer shows ({}): remove `known` from this case in \
+            "{id}: the known difference no longer shows ({}): remove `known` from this case in \
              tests/compat.rs and run scripts/compat-table.sh",
             case.known.unwrap().reason
         ),
     }
     if !update_mode() {
-        check_readme_row(case, &version, failed.as_deref());
+        check_readme_row(case, &version, failed.as_deref(), note);
     }
 }
 
@@ -812,7 +828,7 @@ fn reason(failed: &str) -> String {
     short
 }
 
-fn record(case: &Case, version: &str, failed: Option<&str>, took: Duration) {
+fn record(case: &Case, version: &str, failed: Option<&str>, note: Option<&str>, took: Duration) {
     let line = json!({
         "case": case.id,
         "server": case.server,
@@ -822,6 +838,7 @@ fn record(case: &Case, version: &str, failed: Option<&str>, took: Duration) {
         "wrap_adds": case.wrap_adds,
         "works": failed.is_none(),
         "failed": failed.map(reason),
+        "note": note,
         "checked": case.checked,
         "landlock_abi": rootfence::sandbox::landlock_abi().map(|a| a.to_string()),
         "seconds": (took.as_secs_f64() * 10.0).round() / 10.0,
@@ -861,11 +878,17 @@ fn row(cells: [&str; 7]) -> String {
     format!("| {server} | {version} | {host} | {style} | {adds} | {works} | {checked} |")
 }
 
-fn case_row(case: &Case, version: &str, failed: Option<&str>) -> String {
-    let works = match failed {
-        None => "yes".to_owned(),
-        Some(f) => format!("**no**: {}", reason(f)),
-    };
+/// The table's "works" cell.
+fn works_cell(failed: Option<&str>, note: Option<&str>) -> String {
+    match (failed, note) {
+        (None, None) => "yes".to_owned(),
+        (None, Some(n)) => format!("yes, one deliberate difference: {n}"),
+        (Some(f), _) => format!("**no**: {}", reason(f)),
+    }
+}
+
+fn case_row(case: &Case, version: &str, failed: Option<&str>, note: Option<&str>) -> String {
+    let works = works_cell(failed, note);
     row([
         case.server,
         version,
@@ -900,10 +923,10 @@ fn render(rows: &[String], abi: &str) -> String {
     )
 }
 
-fn check_readme_row(case: &Case, version: &str, failed: Option<&str>) {
+fn check_readme_row(case: &Case, version: &str, failed: Option<&str>, note: Option<&str>) {
     let readme = std::fs::read_to_string(readme_path()).unwrap();
     let section = readme_section(&readme).expect("README.md has the compatibility table markers");
-    let want = case_row(case, version, failed);
+    let want = case_row(case, version, failed, note);
     let prefix = format!("| {} | ", case.server);
     let host = format!(" | {} | {} | ", case.host.label(), case.style);
     let have = section
@@ -968,7 +991,7 @@ fn readme_compat_table_is_the_suite_results() {
         .iter()
         .map(|r| {
             let works = if r["works"] == true {
-                "yes".to_owned()
+                works_cell(None, r["note"].as_str())
             } else {
                 format!("**no**: {}", r["failed"].as_str().unwrap_or("failed"))
             };
