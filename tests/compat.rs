@@ -118,6 +118,10 @@ struct Case {
     /// `known` describes and in no other, and it fails once the difference is gone, so that
     /// the row is updated.
     known: Option<Known>,
+    /// The host runs as a normal user (uid/gid 65534 when the suite runs as root), as users
+    /// run their hosts: a server run by root holds `CAP_SYS_PTRACE`, and the browser
+    /// family's `/proc` grant is then withheld by design (docs/sandbox.md).
+    normal_user: bool,
 }
 
 /// A known difference between the direct and the wrapped transcript.
@@ -147,6 +151,10 @@ const EVERYTHING: Package = Package::Npm {
     name: "@modelcontextprotocol/server-everything",
     dir: "everything-latest",
 };
+const PLAYWRIGHT: Package = Package::Npm {
+    name: "@playwright/mcp",
+    dir: "@playwright/mcp",
+};
 const ROOTS_FILES_SERVER: &str = "tests/peers/py/roots_files_server.py";
 
 /// In the order of README.md's table.
@@ -160,6 +168,7 @@ const CASES: &[Case] = &[
         wrap_adds: "--root <project>",
         checked: "read, write, edit, list, tree; outside path and `.env` refused (tool error)",
         known: Some(PLACEHOLDERS),
+        normal_user: false,
     },
     Case {
         id: "filesystem_vscode",
@@ -170,6 +179,7 @@ const CASES: &[Case] = &[
         wrap_adds: "--root ${workspaceFolder}",
         checked: "the same, and relative paths from the workspace folder; outside path and `.env` refused (tool error)",
         known: Some(PLACEHOLDERS),
+        normal_user: false,
     },
     Case {
         id: "memory_claude_desktop",
@@ -180,6 +190,7 @@ const CASES: &[Case] = &[
         wrap_adds: "--env MEMORY_FILE_PATH --write ~/.mcp-memory",
         checked: "reads and extends the graph in the file `MEMORY_FILE_PATH` names; outside `file:` URI refused (JSON-RPC error)",
         known: None,
+        normal_user: false,
     },
     Case {
         id: "git_claude_desktop",
@@ -190,6 +201,7 @@ const CASES: &[Case] = &[
         wrap_adds: "--root <project>/repo",
         checked: "status, diffs, add, commit authored from `~/.gitconfig`, log, show; `git add .env` fails in the sandbox, outside repository refused (tool errors)",
         known: None,
+        normal_user: false,
     },
     Case {
         id: "time_claude_desktop",
@@ -200,6 +212,7 @@ const CASES: &[Case] = &[
         wrap_adds: "",
         checked: "current time, conversion; outside `file:` URI refused (JSON-RPC error)",
         known: None,
+        normal_user: false,
     },
     Case {
         id: "everything_claude_desktop",
@@ -210,6 +223,7 @@ const CASES: &[Case] = &[
         wrap_adds: "",
         checked: "resources, templates, tools, prompts; outside `file:` URI refused (JSON-RPC error)",
         known: None,
+        normal_user: false,
     },
     Case {
         id: "python_sdk_roots_files_vscode",
@@ -223,6 +237,18 @@ const CASES: &[Case] = &[
         wrap_adds: "--env FILES_SERVER_TOKEN",
         checked: "starts only with its `env` token; lists and reads `file:` resources of the roots; `.env` and outside `file:` URIs refused (JSON-RPC error)",
         known: None,
+        normal_user: false,
+    },
+    Case {
+        id: "playwright_claude_desktop",
+        server: "Playwright MCP",
+        package: PLAYWRIGHT,
+        host: Host::ClaudeDesktop,
+        style: "headless, Debian's Chromium by `--executable-path`, no host roots, host run by a normal user",
+        wrap_adds: "--read /usr/bin/chromium",
+        checked: "Chromium starts with its own sandbox; navigates, snapshots, evaluates, clicks (the snapshot file's directory under `$TMPDIR` masked); `file:` navigation outside refused (the server's tool error)",
+        known: None,
+        normal_user: true,
     },
 ];
 
@@ -355,6 +381,19 @@ fn world() -> World {
     }
 }
 
+/// The normal user a `normal_user` case's host runs as when the suite runs as root.
+const NOBODY: u32 = 65534;
+
+fn chown_tree(p: &Path, id: u32) {
+    std::os::unix::fs::lchown(p, Some(id), Some(id))
+        .unwrap_or_else(|e| panic!("chown {}: {e}", p.display()));
+    if p.is_dir() && !p.is_symlink() {
+        for e in std::fs::read_dir(p).unwrap() {
+            chown_tree(&e.unwrap().path(), id);
+        }
+    }
+}
+
 fn uri(p: &Path) -> String {
     format!("file://{}", p.display())
 }
@@ -449,7 +488,7 @@ struct Run {
 }
 
 /// Runs `session.py <args> -- <the entry's command line>` as `host` starts the entry.
-fn run_entry(w: &World, host: Host, entry: &Value, args: &[String]) -> Run {
+fn run_entry(w: &World, host: Host, entry: &Value, args: &[String], normal_user: bool) -> Run {
     let ws = s(&w.project);
     let expand = |v: &str| match host {
         Host::VsCode => v.replace("${workspaceFolder}", &ws),
@@ -474,6 +513,22 @@ fn run_entry(w: &World, host: Host, entry: &Value, args: &[String]) -> Run {
         Host::ClaudeDesktop => PathBuf::from("/"),
         Host::VsCode => w.project.clone(),
     };
+    if normal_user && nix::unistd::geteuid().is_root() {
+        // The user's own files are the user's: the whole temporary world, home included.
+        chown_tree(w._tmp.path(), NOBODY);
+        // What the host starts runs as the user. The client itself stays root: its Python
+        // lives under root's home, which the user cannot enter.
+        let id = NOBODY.to_string();
+        let mut prefixed = vec![
+            "/usr/bin/setpriv".to_owned(),
+            format!("--reuid={id}"),
+            format!("--regid={id}"),
+            "--clear-groups".to_owned(),
+            "--".to_owned(),
+        ];
+        prefixed.append(&mut argv);
+        argv = prefixed;
+    }
     let mut cmd = Command::new(python());
     cmd.arg(peers_dir().join("py/session.py"));
     if host == Host::VsCode {
@@ -685,7 +740,7 @@ fn run_case(id: &str, build: impl FnOnce(&World) -> Spec<'_>) {
             "rootfence wrap derived other options from the entry: {wrapped}"
         );
 
-        let direct = run_entry(&w, case.host, &spec.entry, &spec.session);
+        let direct = run_entry(&w, case.host, &spec.entry, &spec.session, case.normal_user);
         assert!(
             !direct.stdout.contains(SECRET),
             "the direct session's allowed work reached the secret (a test bug)"
@@ -697,7 +752,7 @@ fn run_case(id: &str, build: impl FnOnce(&World) -> Spec<'_>) {
         for d in &spec.denials {
             args.extend([d.arg.0.to_owned(), d.arg.1.clone()]);
         }
-        let through = run_entry(&w, case.host, &wrapped, &args);
+        let through = run_entry(&w, case.host, &wrapped, &args, case.normal_user);
         // rootfence was in the path, with the sandbox on (its start-up report).
         assert!(
             through
@@ -1457,6 +1512,83 @@ fn python_sdk_roots_files_vscode() {
                 );
             }),
             after_wrapped: Box::new(|_| {}),
+        }
+    });
+}
+
+#[test]
+fn playwright_claude_desktop() {
+    let chromium = "/usr/bin/chromium";
+    if !Path::new(chromium).exists() {
+        // The installer puts it there (Debian's chromium); it skips only with
+        // ROOTFENCE_PEERS_NO_APT=1 or off Debian.
+        eprintln!(
+            "SKIPPED playwright_claude_desktop: {chromium} is not installed (scripts/install-test-peers.sh installs it)"
+        );
+        return;
+    }
+    run_case("playwright_claude_desktop", |w| {
+        let page = "data:text/html,<title>rootfence</title><h1>hello</h1>\
+                    <button onclick=\"this.textContent='clicked'\">press</button>";
+        let calls = [
+            call("browser_navigate", json!({"url": page})),
+            call("browser_snapshot", json!({})),
+            call(
+                "browser_evaluate",
+                json!({"function": "() => document.querySelector('h1').textContent + ' ' + navigator.userAgent.includes('HeadlessChrome')"}),
+            ),
+            call(
+                "browser_click",
+                json!({"element": "press button", "ref": "e3"}),
+            ),
+            call("browser_snapshot", json!({})),
+            call("browser_close", json!({})),
+        ];
+        let mut session = vec![
+            "--steps".into(),
+            "list-tools,call".into(),
+            // Playwright MCP writes each snapshot to a file under `$TMPDIR` and names it
+            // relative to the working directory; the sandbox gives the server its own
+            // `$TMPDIR` (a random name), so the directory differs from run to run.
+            "--mask".into(),
+            r"\S*\.playwright-mcp/page-[0-9TZ-]+\.yml".into(),
+            // How long an action took.
+            "--mask".into(),
+            r"\b\d+(\.\d+)?m?s\b".into(),
+        ];
+        session.extend(opts(&calls));
+        Spec {
+            entry: json!({
+                "command": node(),
+                "args": [
+                    s(&peers_dir().join("node/node_modules/@playwright/mcp/cli.js")),
+                    "--headless",
+                    "--executable-path",
+                    chromium,
+                ],
+            }),
+            session,
+            denials: vec![call_error(
+                "browser_navigate",
+                json!({"url": uri(&w.outside.join("secret.txt"))}),
+                Refusal::ServerTool,
+            )],
+            reset: Box::new(|| {}),
+            after: Box::new(|run| {
+                assert!(
+                    run.stdout.contains("clicked"),
+                    "the click did not reach the page: {}",
+                    run.stdout
+                );
+                assert!(run.stdout.contains("hello true"), "{}", run.stdout);
+            }),
+            after_wrapped: Box::new(|run| {
+                assert!(
+                    !run.stderr.contains("not granted /proc"),
+                    "the browser family's /proc was withheld: {}",
+                    run.stderr
+                );
+            }),
         }
     });
 }
