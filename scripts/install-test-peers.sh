@@ -2,15 +2,19 @@
 # Installs the pinned third-party MCP peers the interop and compatibility tests (tests/interop.rs,
 # tests/compat.rs) run against:
 #   - npm:  @modelcontextprotocol/server-everything 2025.11.25 and 2026.8.31,
-#           @modelcontextprotocol/server-filesystem 2026.8.31 and
-#           @modelcontextprotocol/server-memory 2026.8.31, from tests/peers/node/package-lock.json
-#           (npm ci) into tests/peers/node/node_modules;
+#           @modelcontextprotocol/server-filesystem 2026.8.31,
+#           @modelcontextprotocol/server-memory 2026.8.31 and @playwright/mcp 0.0.83, from
+#           tests/peers/node/package-lock.json (npm ci) into tests/peers/node/node_modules;
 #   - PyPI: the official `mcp` SDK 2.3.0, the reference git server mcp-server-git 2026.10.19,
 #           the reference time server mcp-server-time 2026.10.19, and their dependencies,
 #           every file hash-pinned in tests/peers/python/requirements.txt, into the venv
 #           tests/peers/.venv;
 #   - crates.io: the rmcp client (tests/peers/rmcp-client, its own Cargo.lock and target dir,
-#           never part of the rootfence build), built with `cargo build --release --locked`.
+#           never part of the rootfence build), built with `cargo build --release --locked`;
+#   - Debian: the chromium package (/usr/bin/chromium), the browser Playwright MCP drives in
+#           the compatibility suite (Playwright's own browser builds come from a CDN, not a
+#           registry), with apt-get when it is missing and we are root.
+#           ROOTFENCE_PEERS_NO_APT=1 skips it (the browser cases then skip, saying why).
 # Each part is skipped when a stamp file shows it was installed from the same lock files with
 # the same toolchain, so a second run takes well under a second. Everything it installs is
 # git-ignored. Set ROOTFENCE_PEERS_FORCE=1 to reinstall everything.
@@ -51,7 +55,7 @@ install_node() {
     (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
     for entry in everything-2025/dist/index.js everything-latest/dist/index.js \
         @modelcontextprotocol/server-filesystem/dist/index.js \
-        @modelcontextprotocol/server-memory/dist/index.js; do
+        @modelcontextprotocol/server-memory/dist/index.js @playwright/mcp/cli.js; do
         [[ -f "$dir/node_modules/$entry" ]] || die "npm ci did not install $entry"
     done
     printf '%s\n' "$key" >"$stamp"
@@ -95,7 +99,25 @@ install_rmcp_client() {
     printf '%s\n' "$key" >"$stamp"
 }
 
+install_chromium() {
+    if [[ -x /usr/bin/chromium ]]; then
+        log "chromium: $(/usr/bin/chromium --version 2>/dev/null || echo present)"
+        return
+    fi
+    if [[ "${ROOTFENCE_PEERS_NO_APT:-0}" == 1 ]]; then
+        log "chromium: not installed (ROOTFENCE_PEERS_NO_APT=1); the browser cases will skip"
+        return
+    fi
+    command -v apt-get >/dev/null 2>&1 || die "/usr/bin/chromium is missing and there is no apt-get: install Chromium (Debian's chromium package), or set ROOTFENCE_PEERS_NO_APT=1 to skip the browser cases"
+    [[ $(id -u) == 0 ]] || die "/usr/bin/chromium is missing: run 'sudo apt-get install chromium', or set ROOTFENCE_PEERS_NO_APT=1 to skip the browser cases"
+    log "chromium: apt-get install chromium"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >&2
+    [[ -x /usr/bin/chromium ]] || die "apt-get did not install /usr/bin/chromium"
+}
+
 install_node
 install_python
 install_rmcp_client
+install_chromium
 log "all test peers installed"

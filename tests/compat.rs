@@ -19,11 +19,13 @@
 //!   server's own tool error where the sandbox stopped the server's own system call;
 //! - the secret marker (in the `.env` and in the file outside) never reaches the client.
 //!
-//! A case may name a known product problem (`Case::known`): it still runs every check, its row
-//! says **no** with the reason, and it passes only while the wrapped transcript differs in
-//! exactly that way and no other (and fails once the problem is gone, so the row is updated).
-//! Today: the sandbox's `.claude/`/`.cursor/`/`.vscode/` placeholders show up in
-//! server-filesystem's listing of a root.
+//! A case may name a known difference (`Case::known`): it still runs every check, and it
+//! passes only while the wrapped transcript differs in exactly that way and no other (and
+//! fails once the difference is gone, so the row is updated). A product problem makes the row
+//! say **no** with the reason; a deliberate difference (a protection whose trace the server
+//! can see) makes it say **yes** and name the difference. Today there is one, deliberate: the
+//! sandbox's `.claude/`/`.cursor/`/`.vscode/` placeholders show up in server-filesystem's
+//! listing of a root.
 //!
 //! Each case appends its outcome (server, version, host style, works wrapped by default,
 //! what failed) as one JSON line to the results file (`target/compat-results.jsonl`, or
@@ -110,18 +112,26 @@ struct Case {
     wrap_adds: &'static str,
     /// What the suite shows for this case (the table's last column).
     checked: &'static str,
-    /// A product problem this case is known to show (then its row says **no** with the
-    /// reason). The case still runs every check; it passes only if the wrapped transcript
-    /// differs from the direct one in exactly the way `known` describes and in no other, and
-    /// it fails once the problem is gone, so that the row is updated.
+    /// A difference this case is known to show (a product problem: its row says **no** with
+    /// the reason; a deliberate one: **yes**, naming it). The case still runs every check; it
+    /// passes only if the wrapped transcript differs from the direct one in exactly the way
+    /// `known` describes and in no other, and it fails once the difference is gone, so that
+    /// the row is updated.
     known: Option<Known>,
+    /// The host runs as a normal user (uid/gid 65534 when the suite runs as root), as users
+    /// run their hosts: a server run by root holds `CAP_SYS_PTRACE`, and the browser
+    /// family's `/proc` grant is then withheld by design (docs/sandbox.md).
+    normal_user: bool,
 }
 
 /// A known difference between the direct and the wrapped transcript.
 #[derive(Clone, Copy)]
 struct Known {
-    /// The table's reason (after "**no**: ").
+    /// The table's reason (after "**no**: " or "yes, one deliberate difference: ").
     reason: &'static str,
+    /// True for a difference rootfence makes on purpose, whose cost is documented (the
+    /// server still does all its work): the row says **yes** and names it.
+    deliberate: bool,
     /// True when every difference is this problem.
     explains: fn(&[Difference]) -> bool,
 }
@@ -141,6 +151,10 @@ const EVERYTHING: Package = Package::Npm {
     name: "@modelcontextprotocol/server-everything",
     dir: "everything-latest",
 };
+const PLAYWRIGHT: Package = Package::Npm {
+    name: "@playwright/mcp",
+    dir: "@playwright/mcp",
+};
 const ROOTS_FILES_SERVER: &str = "tests/peers/py/roots_files_server.py";
 
 /// In the order of README.md's table.
@@ -154,6 +168,7 @@ const CASES: &[Case] = &[
         wrap_adds: "--root <project>",
         checked: "read, write, edit, list, tree; outside path and `.env` refused (tool error)",
         known: Some(PLACEHOLDERS),
+        normal_user: false,
     },
     Case {
         id: "filesystem_vscode",
@@ -164,6 +179,7 @@ const CASES: &[Case] = &[
         wrap_adds: "--root ${workspaceFolder}",
         checked: "the same, and relative paths from the workspace folder; outside path and `.env` refused (tool error)",
         known: Some(PLACEHOLDERS),
+        normal_user: false,
     },
     Case {
         id: "memory_claude_desktop",
@@ -174,6 +190,7 @@ const CASES: &[Case] = &[
         wrap_adds: "--env MEMORY_FILE_PATH --write ~/.mcp-memory",
         checked: "reads and extends the graph in the file `MEMORY_FILE_PATH` names; outside `file:` URI refused (JSON-RPC error)",
         known: None,
+        normal_user: false,
     },
     Case {
         id: "git_claude_desktop",
@@ -184,6 +201,7 @@ const CASES: &[Case] = &[
         wrap_adds: "--root <project>/repo",
         checked: "status, diffs, add, commit authored from `~/.gitconfig`, log, show; `git add .env` fails in the sandbox, outside repository refused (tool errors)",
         known: None,
+        normal_user: false,
     },
     Case {
         id: "time_claude_desktop",
@@ -194,6 +212,7 @@ const CASES: &[Case] = &[
         wrap_adds: "",
         checked: "current time, conversion; outside `file:` URI refused (JSON-RPC error)",
         known: None,
+        normal_user: false,
     },
     Case {
         id: "everything_claude_desktop",
@@ -204,6 +223,7 @@ const CASES: &[Case] = &[
         wrap_adds: "",
         checked: "resources, templates, tools, prompts; outside `file:` URI refused (JSON-RPC error)",
         known: None,
+        normal_user: false,
     },
     Case {
         id: "python_sdk_roots_files_vscode",
@@ -217,17 +237,32 @@ const CASES: &[Case] = &[
         wrap_adds: "--env FILES_SERVER_TOKEN",
         checked: "starts only with its `env` token; lists and reads `file:` resources of the roots; `.env` and outside `file:` URIs refused (JSON-RPC error)",
         known: None,
+        normal_user: false,
+    },
+    Case {
+        id: "playwright_claude_desktop",
+        server: "Playwright MCP",
+        package: PLAYWRIGHT,
+        host: Host::ClaudeDesktop,
+        style: "headless, Debian's Chromium by `--executable-path`, no host roots, host run by a normal user",
+        wrap_adds: "--read /usr/bin/chromium",
+        checked: "Chromium starts with its own sandbox; navigates, snapshots, evaluates, clicks (the snapshot file's directory under `$TMPDIR` masked); `file:` navigation outside refused (the server's tool error)",
+        known: None,
+        normal_user: true,
     },
 ];
 
 /// rootfence's sandbox creates an empty read-only `.claude/`, `.cursor/` and `.vscode/` at the
-/// top of each writable root that lacks them, for the session (src/sandbox/deny.rs, "an empty
-/// read-only placeholder"), so that the server cannot plant an editor's or a host's settings
-/// there. The server's listing of a root then shows directories the user does not have.
+/// top of each writable root that lacks them, for the session (src/sandbox/placeholder.rs), so
+/// that the server cannot plant a host's or an editor's settings there (hooks, tasks: code
+/// that runs outside the sandbox at the next session). No other kernel mechanism stops the
+/// creation of one name in a writable directory; the server's listing of a root then shows
+/// three empty directories the user does not have (docs/sandbox.md, "Placeholders").
 const PLACEHOLDERS: Known = Known {
-    reason: "a listing of the root shows `.claude/`, `.cursor/`, `.vscode/` where the project has none: \
-             empty read-only placeholders the default sandbox makes for the session (src/sandbox/placeholder.rs); \
-             everything else matches",
+    reason: "a listing of the root also shows empty read-only `.claude/`, `.cursor/`, `.vscode/`, \
+             the placeholders that keep the server from planting a host's settings there for the session \
+             (docs/sandbox.md); everything else matches",
+    deliberate: true,
     explains: only_placeholder_lines,
 };
 
@@ -346,6 +381,19 @@ fn world() -> World {
     }
 }
 
+/// The normal user a `normal_user` case's host runs as when the suite runs as root.
+const NOBODY: u32 = 65534;
+
+fn chown_tree(p: &Path, id: u32) {
+    std::os::unix::fs::lchown(p, Some(id), Some(id))
+        .unwrap_or_else(|e| panic!("chown {}: {e}", p.display()));
+    if p.is_dir() && !p.is_symlink() {
+        for e in std::fs::read_dir(p).unwrap() {
+            chown_tree(&e.unwrap().path(), id);
+        }
+    }
+}
+
 fn uri(p: &Path) -> String {
     format!("file://{}", p.display())
 }
@@ -440,7 +488,7 @@ struct Run {
 }
 
 /// Runs `session.py <args> -- <the entry's command line>` as `host` starts the entry.
-fn run_entry(w: &World, host: Host, entry: &Value, args: &[String]) -> Run {
+fn run_entry(w: &World, host: Host, entry: &Value, args: &[String], normal_user: bool) -> Run {
     let ws = s(&w.project);
     let expand = |v: &str| match host {
         Host::VsCode => v.replace("${workspaceFolder}", &ws),
@@ -465,6 +513,22 @@ fn run_entry(w: &World, host: Host, entry: &Value, args: &[String]) -> Run {
         Host::ClaudeDesktop => PathBuf::from("/"),
         Host::VsCode => w.project.clone(),
     };
+    if normal_user && nix::unistd::geteuid().is_root() {
+        // The user's own files are the user's: the whole temporary world, home included.
+        chown_tree(w._tmp.path(), NOBODY);
+        // What the host starts runs as the user. The client itself stays root: its Python
+        // lives under root's home, which the user cannot enter.
+        let id = NOBODY.to_string();
+        let mut prefixed = vec![
+            "/usr/bin/setpriv".to_owned(),
+            format!("--reuid={id}"),
+            format!("--regid={id}"),
+            "--clear-groups".to_owned(),
+            "--".to_owned(),
+        ];
+        prefixed.append(&mut argv);
+        argv = prefixed;
+    }
     let mut cmd = Command::new(python());
     cmd.arg(peers_dir().join("py/session.py"));
     if host == Host::VsCode {
@@ -676,7 +740,7 @@ fn run_case(id: &str, build: impl FnOnce(&World) -> Spec<'_>) {
             "rootfence wrap derived other options from the entry: {wrapped}"
         );
 
-        let direct = run_entry(&w, case.host, &spec.entry, &spec.session);
+        let direct = run_entry(&w, case.host, &spec.entry, &spec.session, case.normal_user);
         assert!(
             !direct.stdout.contains(SECRET),
             "the direct session's allowed work reached the secret (a test bug)"
@@ -688,7 +752,7 @@ fn run_case(id: &str, build: impl FnOnce(&World) -> Spec<'_>) {
         for d in &spec.denials {
             args.extend([d.arg.0.to_owned(), d.arg.1.clone()]);
         }
-        let through = run_entry(&w, case.host, &wrapped, &args);
+        let through = run_entry(&w, case.host, &wrapped, &args, case.normal_user);
         // rootfence was in the path, with the sandbox on (its start-up report).
         assert!(
             through
@@ -751,7 +815,10 @@ fn run_case(id: &str, build: impl FnOnce(&World) -> Spec<'_>) {
         }
         known
     }));
+    let known = case.known.filter(|_| matches!(outcome, Ok(true)));
+    let note = known.filter(|k| k.deliberate).map(|k| k.reason);
     let failed = match &outcome {
+        Ok(true) if note.is_some() => None,
         Ok(true) => Some(case.known.unwrap().reason.to_owned()),
         Ok(false) => None,
         Err(p) => Some(
@@ -761,22 +828,26 @@ fn run_case(id: &str, build: impl FnOnce(&World) -> Spec<'_>) {
                 .unwrap_or_else(|| "panicked".into()),
         ),
     };
-    record(case, &version, failed.as_deref(), started.elapsed());
+    record(case, &version, failed.as_deref(), note, started.elapsed());
     match outcome {
         Err(p) => std::panic::resume_unwind(p),
+        Ok(true) if note.is_some() => eprintln!(
+            "DELIBERATE DIFFERENCE {id}: {} (recorded as works: true, with the note)",
+            case.known.unwrap().reason
+        ),
         Ok(true) => eprintln!(
             "KNOWN PROBLEM {id}: {} (recorded as works: false)",
             case.known.unwrap().reason
         ),
         Ok(false) => assert!(
             case.known.is_none(),
-            "{id}: the known problem no longer shows ({}): remove `known` from this case in \
+            "{id}: the known difference no longer shows ({}): remove `known` from this case in \
              tests/compat.rs and run scripts/compat-table.sh",
             case.known.unwrap().reason
         ),
     }
     if !update_mode() {
-        check_readme_row(case, &version, failed.as_deref());
+        check_readme_row(case, &version, failed.as_deref(), note);
     }
 }
 
@@ -812,7 +883,7 @@ fn reason(failed: &str) -> String {
     short
 }
 
-fn record(case: &Case, version: &str, failed: Option<&str>, took: Duration) {
+fn record(case: &Case, version: &str, failed: Option<&str>, note: Option<&str>, took: Duration) {
     let line = json!({
         "case": case.id,
         "server": case.server,
@@ -822,6 +893,7 @@ fn record(case: &Case, version: &str, failed: Option<&str>, took: Duration) {
         "wrap_adds": case.wrap_adds,
         "works": failed.is_none(),
         "failed": failed.map(reason),
+        "note": note,
         "checked": case.checked,
         "landlock_abi": rootfence::sandbox::landlock_abi().map(|a| a.to_string()),
         "seconds": (took.as_secs_f64() * 10.0).round() / 10.0,
@@ -861,11 +933,17 @@ fn row(cells: [&str; 7]) -> String {
     format!("| {server} | {version} | {host} | {style} | {adds} | {works} | {checked} |")
 }
 
-fn case_row(case: &Case, version: &str, failed: Option<&str>) -> String {
-    let works = match failed {
-        None => "yes".to_owned(),
-        Some(f) => format!("**no**: {}", reason(f)),
-    };
+/// The table's "works" cell.
+fn works_cell(failed: Option<&str>, note: Option<&str>) -> String {
+    match (failed, note) {
+        (None, None) => "yes".to_owned(),
+        (None, Some(n)) => format!("yes, one deliberate difference: {n}"),
+        (Some(f), _) => format!("**no**: {}", reason(f)),
+    }
+}
+
+fn case_row(case: &Case, version: &str, failed: Option<&str>, note: Option<&str>) -> String {
+    let works = works_cell(failed, note);
     row([
         case.server,
         version,
@@ -900,10 +978,10 @@ fn render(rows: &[String], abi: &str) -> String {
     )
 }
 
-fn check_readme_row(case: &Case, version: &str, failed: Option<&str>) {
+fn check_readme_row(case: &Case, version: &str, failed: Option<&str>, note: Option<&str>) {
     let readme = std::fs::read_to_string(readme_path()).unwrap();
     let section = readme_section(&readme).expect("README.md has the compatibility table markers");
-    let want = case_row(case, version, failed);
+    let want = case_row(case, version, failed, note);
     let prefix = format!("| {} | ", case.server);
     let host = format!(" | {} | {} | ", case.host.label(), case.style);
     let have = section
@@ -968,7 +1046,7 @@ fn readme_compat_table_is_the_suite_results() {
         .iter()
         .map(|r| {
             let works = if r["works"] == true {
-                "yes".to_owned()
+                works_cell(None, r["note"].as_str())
             } else {
                 format!("**no**: {}", r["failed"].as_str().unwrap_or("failed"))
             };
@@ -1434,6 +1512,83 @@ fn python_sdk_roots_files_vscode() {
                 );
             }),
             after_wrapped: Box::new(|_| {}),
+        }
+    });
+}
+
+#[test]
+fn playwright_claude_desktop() {
+    let chromium = "/usr/bin/chromium";
+    if !Path::new(chromium).exists() {
+        // The installer puts it there (Debian's chromium); it skips only with
+        // ROOTFENCE_PEERS_NO_APT=1 or off Debian.
+        eprintln!(
+            "SKIPPED playwright_claude_desktop: {chromium} is not installed (scripts/install-test-peers.sh installs it)"
+        );
+        return;
+    }
+    run_case("playwright_claude_desktop", |w| {
+        let page = "data:text/html,<title>rootfence</title><h1>hello</h1>\
+                    <button onclick=\"this.textContent='clicked'\">press</button>";
+        let calls = [
+            call("browser_navigate", json!({"url": page})),
+            call("browser_snapshot", json!({})),
+            call(
+                "browser_evaluate",
+                json!({"function": "() => document.querySelector('h1').textContent + ' ' + navigator.userAgent.includes('HeadlessChrome')"}),
+            ),
+            call(
+                "browser_click",
+                json!({"element": "press button", "ref": "e3"}),
+            ),
+            call("browser_snapshot", json!({})),
+            call("browser_close", json!({})),
+        ];
+        let mut session = vec![
+            "--steps".into(),
+            "list-tools,call".into(),
+            // Playwright MCP writes each snapshot to a file under `$TMPDIR` and names it
+            // relative to the working directory; the sandbox gives the server its own
+            // `$TMPDIR` (a random name), so the directory differs from run to run.
+            "--mask".into(),
+            r"\S*\.playwright-mcp/page-[0-9TZ-]+\.yml".into(),
+            // How long an action took.
+            "--mask".into(),
+            r"\b\d+(\.\d+)?m?s\b".into(),
+        ];
+        session.extend(opts(&calls));
+        Spec {
+            entry: json!({
+                "command": node(),
+                "args": [
+                    s(&peers_dir().join("node/node_modules/@playwright/mcp/cli.js")),
+                    "--headless",
+                    "--executable-path",
+                    chromium,
+                ],
+            }),
+            session,
+            denials: vec![call_error(
+                "browser_navigate",
+                json!({"url": uri(&w.outside.join("secret.txt"))}),
+                Refusal::ServerTool,
+            )],
+            reset: Box::new(|| {}),
+            after: Box::new(|run| {
+                assert!(
+                    run.stdout.contains("clicked"),
+                    "the click did not reach the page: {}",
+                    run.stdout
+                );
+                assert!(run.stdout.contains("hello true"), "{}", run.stdout);
+            }),
+            after_wrapped: Box::new(|run| {
+                assert!(
+                    !run.stderr.contains("not granted /proc"),
+                    "the browser family's /proc was withheld: {}",
+                    run.stderr
+                );
+            }),
         }
     });
 }

@@ -566,9 +566,10 @@ fn mcp_server_git_reads_the_users_gitconfig() {
     assert!(!stderr.contains(&credentials), "{stderr}");
 }
 
-/// With `/proc` granted, Landlock's ptrace scoping keeps another process's `environ`,
-/// `maps`, `io` and `cwd` unreadable for a confined process without `CAP_SYS_PTRACE`, as
-/// measured on Linux 6.18: that is what lets the browser profile grant `/proc`, where the
+/// With `/proc` granted read-write, Landlock's ptrace scoping keeps another process's
+/// `environ`, `maps`, `io`, `cwd` and descriptors unreadable and its `mem` unwritable for a
+/// confined process without `CAP_SYS_PTRACE`, and `/proc/sys` stays root's, as measured on
+/// Linux 6.18: that is what lets the browser profile grant `/proc`, where the
 /// server's child processes (Chromium's) read their own `/proc/<pid>`. Run as an
 /// unprivileged uid (65534 when the tests run as root), with the other process of the
 /// same uid so that only the sandbox stands in the way.
@@ -594,6 +595,9 @@ fn with_proc_granted_another_processes_environment_stays_unreadable() {
         "for f in environ maps io; do head -c 64 /proc/{pid}/$f >/dev/null 2>&1 && echo \"$f READABLE\" || echo \"$f denied\"; done; \
          readlink /proc/{pid}/cwd >/dev/null 2>&1 && echo 'cwd READABLE' || echo 'cwd denied'; \
          cat /proc/{pid}/environ 2>/dev/null | tr '\\0' '\\n' | grep -c hunter2; \
+         (printf x >/proc/{pid}/mem) 2>/dev/null && echo 'mem WRITABLE' || echo 'mem write denied'; \
+         (head -c 1 /proc/{pid}/fd/0) 2>/dev/null && echo 'fd READABLE' || echo 'fd denied'; \
+         (echo 1 >/proc/sys/vm/drop_caches) 2>/dev/null && echo 'sysctl WRITABLE' || echo 'sysctl write denied'; \
          sh -c 'head -1 /proc/self/status >/dev/null && echo child-self ok'"
     );
     // `chromium` marks the command line as the browser family: the profile grants /proc.
@@ -607,7 +611,7 @@ fn with_proc_granted_another_processes_environment_stays_unreadable() {
     let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("/proc (read, browser child processes"),
+        err.contains("/proc (read-write, browser child processes"),
         "{err}"
     );
     for want in [
@@ -615,11 +619,17 @@ fn with_proc_granted_another_processes_environment_stays_unreadable() {
         "maps denied",
         "io denied",
         "cwd denied",
+        "mem write denied",
+        "fd denied",
+        "sysctl write denied",
         "child-self ok",
     ] {
         assert!(out.contains(want), "{want}: {out}\n{err}");
     }
-    assert!(!out.contains("READABLE"), "{out}");
+    assert!(
+        !out.contains("READABLE") && !out.contains("WRITABLE"),
+        "{out}"
+    );
 
     // As root (CAP_SYS_PTRACE) the kernel lets environ through, so /proc is withheld.
     if root {

@@ -491,13 +491,13 @@ fn derived_summary(d: &wrap::Derived) -> String {
     }
     if !d.write.is_empty() {
         parts.push(format!(
-            "files its env names, read-write: {} (--write)",
+            "its own state (paths its env or arguments name), read-write: {} (--write)",
             d.write.join(", ")
         ));
     }
     if !d.read.is_empty() {
         parts.push(format!(
-            "files its env names, read-only: {} (--read)",
+            "its own state (paths its env or arguments name), read-only: {} (--read)",
             d.read.join(", ")
         ));
     }

@@ -609,6 +609,40 @@ mod tests {
         assert_eq!(r.unwrap().bytes, b"x");
     }
 
+    /// Found by `tests/uri_prop.rs`: a link whose text ends in `/` or `/.` names a directory
+    /// to the kernel (`ENOTDIR` for a file); the walk once dropped the suffix with the dot
+    /// segments and read the file behind it.
+    #[test]
+    fn link_text_ending_in_a_slash_or_dot_needs_a_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::write(root.join("a"), b"file").unwrap();
+        std::fs::create_dir(root.join("d")).unwrap();
+        std::fs::write(root.join("d/x"), b"x").unwrap();
+        let abs_dot = format!("{}/a/.", root.display());
+        for (name, target) in [
+            ("dot", "a/."),
+            ("slash", "a/"),
+            ("slashes", "a//"),
+            ("abs_dot", abs_dot.as_str()),
+        ] {
+            std::os::unix::fs::symlink(target, root.join(name)).unwrap();
+        }
+        std::os::unix::fs::symlink("d/.", root.join("dir_dot")).unwrap();
+        std::os::unix::fs::symlink("dir_dot/", root.join("link_slash")).unwrap();
+        let opened = open_root_dir(&root).unwrap();
+        let b = Beneath::new(opened.dir.as_fd(), &root, &root);
+        let read = |rel: &str| read_in(&b, Path::new(rel), 100, SymlinkStance::default());
+        for name in ["dot", "slash", "slashes", "abs_dot"] {
+            // The kernel agrees: opening it fails.
+            assert!(std::fs::read(root.join(name)).is_err(), "{name}");
+            let r = read(name);
+            assert!(matches!(r, Err(FsError::NotADirectory)), "{name}: {r:?}");
+        }
+        assert_eq!(read("dir_dot/x").unwrap().bytes, b"x");
+        assert_eq!(read("link_slash/x").unwrap().bytes, b"x");
+    }
+
     #[test]
     fn absolute_links_are_followed_only_when_the_root_is_known_and_they_stay_inside() {
         let t = tempfile::tempdir().unwrap();

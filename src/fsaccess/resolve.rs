@@ -144,8 +144,11 @@ pub(crate) fn open_plain(b: &Beneath<'_>, rel: &Path, flags: OFlags) -> Result<O
 }
 
 /// Pushes the names of `path` onto `todo` so that they pop in order (`.` dropped, `..`
-/// kept as a name the walk handles itself).
-fn push_names(todo: &mut Vec<OsString>, path: &Path) {
+/// kept as a name the walk handles itself). `dir_after`: the path ends in `/` or `/.`,
+/// where the kernel requires a directory (`ENOTDIR` otherwise); `components()` drops
+/// both, so a `.` is pushed after the names, and the walk, which skips it, no longer sees
+/// the name before it as the last one.
+fn push_names(todo: &mut Vec<OsString>, path: &Path, dir_after: bool) {
     let start = todo.len();
     for c in path.components() {
         match c {
@@ -154,7 +157,15 @@ fn push_names(todo: &mut Vec<OsString>, path: &Path) {
             Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
         }
     }
+    if dir_after {
+        todo.push(OsString::from("."));
+    }
     todo[start..].reverse();
+}
+
+/// Whether a link's text ends where the kernel requires a directory: `a/`, `a/.`, `.`.
+fn ends_in_a_directory(target: &[u8]) -> bool {
+    target.ends_with(b"/") || target.ends_with(b"/.") || target == b"."
 }
 
 /// One directory reached below the root by the walk. Its descriptor is opened lazily: a
@@ -214,15 +225,20 @@ fn walk(
                     }
                     todo.push(last.to_owned());
                 }
-                Err(_) => push_names(&mut todo, rel),
+                Err(_) => push_names(&mut todo, rel, false),
             }
         }
-        _ => push_names(&mut todo, rel),
+        _ => push_names(&mut todo, rel, false),
     }
     let mut links = 0u32;
     let mut via_link = false;
     let mut buf: Vec<u8> = Vec::new();
     while let Some(name) = todo.pop() {
+        if name == "." {
+            // The mark of a link text ending in `/` or `/.` (see `push_names`): what came
+            // before it was walked as a directory, and nothing is left to do here.
+            continue;
+        }
         if name == ".." {
             if levels.pop().is_none() {
                 return Err(failed(Failure::Escape, "`..` leads above the root"));
@@ -266,6 +282,7 @@ fn walk(
                 }
                 via_link = true;
                 let target_path = Path::new(OsStr::from_bytes(target_bytes));
+                let dir_after = ends_in_a_directory(target_bytes);
                 if target_path.is_absolute() {
                     let Some(rest) = b.inside(target_path) else {
                         return Err(failed(
@@ -274,9 +291,9 @@ fn walk(
                         ));
                     };
                     levels.clear();
-                    push_names(&mut todo, rest);
+                    push_names(&mut todo, rest, dir_after);
                 } else {
-                    push_names(&mut todo, target_path);
+                    push_names(&mut todo, target_path, dir_after);
                 }
                 buf = target.into_bytes_with_nul();
                 buf.clear();

@@ -512,6 +512,14 @@ fn grant_tool_family<'e>(
                 playwright,
                 "Playwright browsers and browser profiles",
             );
+            // Playwright MCP keeps its persistent browser profiles beside, not inside, the
+            // browsers (`ms-playwright-mcp/mcp-<browser>-<hash>`); without it every browser
+            // tool fails with EACCES on its first `mkdir`.
+            push_cache(
+                profile,
+                xdg_cache.map(|c| c.join("ms-playwright-mcp")),
+                "Playwright MCP browser profiles",
+            );
             if let Some(c) = xdg_cache {
                 push_existing(
                     profile,
@@ -549,12 +557,23 @@ fn grant_tool_family<'e>(
                 );
             }
             if proc_safe {
+                // Write too: Chromium's own sandbox maps its user namespace by writing
+                // /proc/self/{setgroups,uid_map,gid_map}, and a Landlock rule names one
+                // process's /proc/<pid>, never those of processes started later, so the grant
+                // is /proc. Beyond reading, that lets the server write the few /proc files of
+                // the user's own processes that check ownership but not ptrace access
+                // (raise an `oom_score_adj`, set a `coredump_filter`, `clear_refs`); their
+                // memory, environ and descriptors stay out of reach (Landlock ptrace scoping),
+                // and /proc/sys is the kernel's (root's) to write. Without it the browser's
+                // sandbox fails and the user's only way out would be `--no-sandbox`, which
+                // drops a layer; docs/sandbox.md, "The browser family".
                 push_existing(
                     profile,
                     "/proc",
-                    Rights::Read,
-                    "browser child processes read their own /proc/<pid>; other processes' \
-                     environ, maps and fd stay unreadable (Landlock ptrace scoping)",
+                    Rights::ReadWrite,
+                    "browser child processes read their own /proc/<pid>, and Chromium's sandbox \
+                     writes its user namespace's uid_map; other processes' environ, memory and \
+                     fds stay out of reach (Landlock ptrace scoping)",
                 );
             } else {
                 profile.withheld.push(Withheld {
@@ -1013,7 +1032,12 @@ mod tests {
             &home.join(".cache/ms-playwright"),
             Rights::ReadWrite
         ));
-        assert!(has(&pw, Path::new("/proc"), Rights::Read));
+        assert!(has(
+            &pw,
+            &home.join(".cache/ms-playwright-mcp"),
+            Rights::ReadWrite
+        ));
+        assert!(has(&pw, Path::new("/proc"), Rights::ReadWrite));
         assert!(pw.withheld.is_empty());
         // With CAP_SYS_PTRACE (root), /proc is withheld and the reason given.
         let pw_root = profile_for(&argv(&["npx", "@playwright/mcp"]), &e, false);
