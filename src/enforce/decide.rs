@@ -55,8 +55,9 @@ pub struct Checked {
     pub reason: Cow<'static, str>,
     /// The canonical form (for `file:`), to forward instead of the raw text.
     pub canonical: Option<FileUri>,
-    /// The root it was checked against (the one containing it, for an allow).
-    pub root: Option<FileUri>,
+    /// The root it was checked against (the one containing it, for an allow); shared with
+    /// the root set.
+    pub root: Option<Arc<FileUri>>,
     /// The policy layer (file) that decided, if a rule did (shared: a page's entries are
     /// decided by a few rules).
     pub layer: Option<Arc<str>>,
@@ -357,7 +358,7 @@ impl Checker {
                 canonical: d.canonical,
                 root: d
                     .root
-                    .and_then(|i| roots.roots().get(i).map(|r| r.uri().clone())),
+                    .and_then(|i| roots.roots().get(i).map(|r| Arc::clone(r.shared_uri()))),
                 layer: None,
                 rule: None,
                 allowed: None,
@@ -495,7 +496,7 @@ fn judge_paths_with(
         allow: d.allow,
         reason,
         canonical: Some(canonical),
-        root: roots.roots().get(root).map(|r| r.uri().clone()),
+        root: roots.roots().get(root).map(|r| Arc::clone(r.shared_uri())),
         layer,
         rule: Some(rule),
         allowed: if d.allow { allowed } else { None },

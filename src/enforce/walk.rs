@@ -392,7 +392,7 @@ fn template_dir(
                 allow: d.allow,
                 reason: d.reason.as_str().into(),
                 canonical: None,
-                root: Some(root.uri().clone()),
+                root: Some(std::sync::Arc::clone(root.shared_uri())),
                 layer: d.provenance.file.as_deref().map(Into::into),
                 rule: Some(rule_text(d.provenance).into()),
                 allowed: None,
@@ -413,7 +413,7 @@ fn template_dir(
         if forms.iter().any(|f| reachable(f)) {
             let mut c = deny("template_reaches_root");
             c.allow = true;
-            c.root = Some(root.uri().clone());
+            c.root = Some(std::sync::Arc::clone(root.shared_uri()));
             return c;
         }
     }

@@ -78,6 +78,29 @@ struct Group<'u> {
     members: Vec<(usize, &'u str)>,
 }
 
+/// Whether `dir` is the path `base` joined with `rel` (`rel` empty: `base` itself).
+fn spells(dir: &str, base: &str, rel: &str) -> bool {
+    if rel.is_empty() {
+        return dir == base;
+    }
+    let base = base.trim_end_matches('/');
+    dir.len() == base.len() + 1 + rel.len()
+        && dir.starts_with(base)
+        && dir.as_bytes()[base.len()] == b'/'
+        && dir.ends_with(rel)
+}
+
+impl Group<'_> {
+    /// The form of the root the group's URIs named it by.
+    fn form<'r>(&self, root: &'r super::Root) -> &'r FileUri {
+        if self.by_real {
+            root.real_uri()
+        } else {
+            root.uri()
+        }
+    }
+}
+
 /// How many entries of a directory rootfence reads for a page: enough for every name the
 /// page wants from it many times over, bounded so that a page naming a few files of a huge
 /// directory costs a bounded read (the names not seen by then take the single check).
@@ -178,6 +201,10 @@ impl RootSet {
             None
         } else {
             match self.real_path_at(g.root, &dir.path) {
+                // The real directory is the one the URIs spell (the usual case: a root
+                // named by its real path, no link on the way): nothing more to judge, and
+                // no path to build per entry.
+                Some(d) if spells(&d, g.form(root).path(), g.parent) => None,
                 Some(d) => Some(d),
                 None => return,
             }

@@ -149,7 +149,8 @@ pub enum RootErrorKind {
 /// check and read beneath it goes through.
 #[derive(Debug)]
 pub struct Root {
-    uri: FileUri,
+    /// Shared: every decision inside the root names it (a page of 10,000 entries too).
+    uri: std::sync::Arc<FileUri>,
     real: FileUri,
     name: Option<String>,
     dir: Dir,
@@ -160,6 +161,11 @@ pub struct Root {
 impl Root {
     /// The root's canonical URI as declared.
     pub fn uri(&self) -> &FileUri {
+        &self.uri
+    }
+
+    /// [`Root::uri`], shared (a clone is a reference count, not a copy).
+    pub fn shared_uri(&self) -> &std::sync::Arc<FileUri> {
         &self.uri
     }
 
@@ -185,7 +191,7 @@ impl Root {
 
     /// The forms a URI may name this root by: declared, then real if it differs.
     fn forms(&self) -> impl Iterator<Item = &FileUri> {
-        std::iter::once(&self.uri).chain((self.real != self.uri).then_some(&self.real))
+        std::iter::once(&*self.uri).chain((self.real != *self.uri).then_some(&self.real))
     }
 
     /// The root as resolution beneath it needs it: its descriptor and the absolute paths
@@ -782,7 +788,7 @@ fn open_one(spec: &RootSpec) -> Result<Root, RootErrorKind> {
             err,
         })?;
     Ok(Root {
-        uri,
+        uri: uri.into(),
         real,
         name: spec.name.clone(),
         dir: opened.dir,
