@@ -279,3 +279,27 @@ impl RootSet {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::spells;
+
+    #[test]
+    fn a_real_directory_spells_its_uri_only_when_every_byte_agrees() {
+        let cases = [
+            ("/srv/r", "/srv/r", "", true),
+            ("/srv/r/a/b", "/srv/r", "a/b", true),
+            ("/srv/r/a/b", "/srv/r/", "a/b", true),
+            ("/a", "/", "a", true),
+            ("/", "/", "", true),
+            ("/srv/real/a", "/srv/r", "a", false),
+            ("/srv/r/a/c", "/srv/r", "a/b", false),
+            ("/srv/rx/a", "/srv/r", "x/a", false),
+            ("/srv/r", "/srv/r", "a", false),
+            ("/srv/r/a", "/srv/r", "", false),
+        ];
+        for (dir, base, rel, want) in cases {
+            assert_eq!(spells(dir, base, rel), want, "{dir} vs {base} + {rel}");
+        }
+    }
+}
