@@ -338,10 +338,13 @@ fn a_link_inside_the_root_cannot_rename_a_denied_file() {
 }
 
 #[test]
-fn serde_private_marker_keys_are_forwarded_as_the_value_that_was_checked() {
+fn serde_private_marker_keys_never_reach_the_host_plain_or_escaped() {
     // With serde_json's arbitrary_precision and raw_value features, `Value` reads an object
-    // keyed `$serde_json::private::RawValue` as the JSON in its string. rootfence must then
-    // forward what it checked (a string URI), never the original object.
+    // keyed `$serde_json::private::RawValue` as the JSON in its string, while the host sees an
+    // object. Written plainly, rootfence forwards the value it checked (the URI as a string);
+    // spelled with escapes the key once slipped past that byte search and the original bytes
+    // went on, so what rootfence checked was not what the host got: such keys are now refused
+    // when the strict scan decodes them, and the response is withheld with an error.
     let t = tempdir();
     std::fs::write(t.path().join("a.txt"), "a").unwrap();
     let mut p = Proxy::run(
@@ -350,17 +353,33 @@ fn serde_private_marker_keys_are_forwarded_as_the_value_that_was_checked() {
     );
     p.initialize("2025-06-18");
     let inside = uri(&t.path().join("a.txt"));
-    let raw = format!(
-        r#"{{"contents":[{{"uri":{{"$serde_json::private::RawValue":"\"{inside}\""}},"text":"a"}}]}}"#
-    );
-    p.send_json(&json!({"jsonrpc":"2.0","id":1,"method":"resources/read",
-        "params":{"uri": inside, "_rawResult": raw}}));
-    // Look at the raw line: this test's own serde_json has the same features, so parsing it
-    // would hide the difference.
+    p.send_json(&json!({"jsonrpc":"2.0","id":"plain","method":"resources/read",
+        "params":{"uri": inside, "_rawResult": format!(
+            r#"{{"contents":[{{"uri":{{"$serde_json::private::RawValue":"\"{inside}\""}},"text":"a"}}]}}"#
+        )}}));
     let line = p.recv_line();
     assert!(!line.contains("serde_json::private"), "{line}");
     assert!(
         line.contains(&format!(r#""uri":"{inside}""#)),
         "the host sees the URI rootfence checked, as a string: {line}"
     );
+    for (i, key) in [
+        "$\\u0073erde_json::private::RawValue",
+        "\\u0024serde_json\\u003a:private::RawValue",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let raw = format!(r#"{{"contents":[{{"uri":{{"{key}":"\"{inside}\""}},"text":"a"}}]}}"#);
+        p.send_json(&json!({"jsonrpc":"2.0","id":i,"method":"resources/read",
+            "params":{"uri": inside, "_rawResult": raw}}));
+        // The raw line: this test's own serde_json has the same features, so parsing it
+        // could hide a difference.
+        let line = p.recv_line();
+        assert!(!line.contains(r#""result""#), "{key}: {line}");
+        assert!(
+            line.contains(r#""code":-32011"#) && line.contains("reserved key"),
+            "{key}: the response is withheld with an error: {line}"
+        );
+    }
 }

@@ -8,6 +8,18 @@
 //! server that reads the last disagree on which file is meant. Refusing such messages outright
 //! removes that parser differential (`protocol-facts.md` §2.7).
 //!
+//! Why serde_json's private marker keys spelled with escapes are refused: with the
+//! `arbitrary_precision` and `raw_value` features rootfence builds serde_json with, `Value`
+//! reads an object whose first key decodes to `$serde_json::private::Number` or `…::RawValue`
+//! as a number or as the JSON in its string, while every other parser sees an object. The
+//! relay finds such a key written plainly by a byte search and then forwards only the
+//! re-serialized value (`verbatim_ok`); spelled with escapes
+//! (`"$\u0073erde_json::private::RawValue"`) it would slip past that search, so a decoded key
+//! that had escapes and is a marker is refused here, where every key of every message passes
+//! once. (A marker key without escapes also reaches this scan for every number, which is how
+//! `arbitrary_precision` hands numbers to a visitor; those are told apart by having had no
+//! escapes to decode.) No MCP message has such a key.
+//!
 //! Errors split as JSON-RPC does: text that is not JSON is a parse error (`-32700`), JSON that
 //! is not a valid message (wrong shape, wrong types, duplicate keys) is an invalid request
 //! (`-32600`), with the id when one can still be read.
@@ -319,6 +331,9 @@ struct KeySet<'de> {
 
 const LINEAR_KEYS: usize = 16;
 
+/// The prefix of serde_json's private marker keys.
+const SERDE_PRIVATE: &str = "$serde_json::private::";
+
 impl<'de> KeySet<'de> {
     fn new() -> Self {
         KeySet {
@@ -327,8 +342,16 @@ impl<'de> KeySet<'de> {
         }
     }
 
-    /// Records a key (cloning a borrowed key is free); a repeat is an error naming it.
+    /// Records a key (cloning a borrowed key is free); a repeat is an error naming it, and
+    /// so is serde_json's private marker spelled with escapes (see the module docs).
     fn insert<E: de::Error>(&mut self, key: Cow<'de, str>) -> Result<(), E> {
+        // Owned: the key had escapes to decode (an unescaped key is borrowed from the text).
+        if matches!(&key, Cow::Owned(k) if k.starts_with(SERDE_PRIVATE)) {
+            return Err(E::custom(format_args!(
+                "reserved key {:?} (serde_json's private marker)",
+                key.as_ref()
+            )));
+        }
         let repeated = match &mut self.large {
             Some(set) => set.replace(key),
             None if self.small.len() < LINEAR_KEYS => {
@@ -654,6 +677,10 @@ mod tests {
             (r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a","uri":"b"}]}}"#.into(), "invalid id=1".into()),
             (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"a":1,"a":2}}}}"#.into(), "invalid method id=1".into()),
             (r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","message":"n"}}"#.into(), "invalid id=1".into()),
+            // serde_json's private marker keys spelled with escapes, at any depth (written
+            // plainly, the relay's byte search finds them: see `verbatim_ok`).
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":{"$\u0073erde_json::private::RawValue":"\"file:///a\""}}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"n":{"\u0024serde_json\u003a:private::Number":"1"}}}"#.into(), "invalid method id=1".into()),
         ];
         for (text, want) in &cases {
             assert_eq!(&describe(text), want, "scanning {text}");
