@@ -341,7 +341,12 @@ fn reload_policy(enforcer: &Enforcer, files: &[PathBuf]) {
             }));
         }
         Err(e) => {
-            eprintln!("rootfence: policy reload refused; the previous policy stays in force\n{e}");
+            // One write: stderr is unbuffered, and `eprintln!` with arguments writes piece by
+            // piece, so a reader (a log shipper, a test) could see the first line alone.
+            let report = format!(
+                "rootfence: policy reload refused; the previous policy stays in force\n{e}\n"
+            );
+            eprint!("{report}");
             // The files as they are now (one that cannot be read is named in the error).
             let policy_files = files
                 .iter()
