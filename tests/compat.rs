@@ -919,8 +919,9 @@ const NOTE: &str = "Each host entry is wrapped by `rootfence wrap` without `--po
 policy, the default sandbox) and started as its host starts it; the transcript of the allowed \
 work is compared with the same session run without rootfence, and what must be refused is asked \
 for too; the secret planted in a `.env` inside the root and in a file outside never reaches the \
-client. Linux, Landlock ABI {abi}, the official Python `mcp` SDK client, `~` a temporary home. \
-Not in the suite: `mcp-server-fetch`, which needs the network (the suite runs without it).";
+client. Linux, Landlock ABI {abi}, the official Python `mcp` SDK client, `~` a temporary home; \
+where the host runs as a normal user, what it starts runs as uid 65534 (the suite itself runs as \
+root in CI). Not in the suite: `mcp-server-fetch`, which needs the network (the suite runs without it).";
 
 /// One row of the table: server, version, host, style, wrap's options, works, checked.
 fn row(cells: [&str; 7]) -> String {
