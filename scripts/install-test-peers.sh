@@ -109,8 +109,14 @@ install_chromium() {
         log "chromium: not installed (ROOTFENCE_PEERS_NO_APT=1); the browser cases will skip"
         return
     fi
-    command -v apt-get >/dev/null 2>&1 || die "/usr/bin/chromium is missing and there is no apt-get: install Chromium (Debian's chromium package), or set ROOTFENCE_PEERS_NO_APT=1 to skip the browser cases"
-    [[ $(id -u) == 0 ]] || die "/usr/bin/chromium is missing: run 'sudo apt-get install chromium', or set ROOTFENCE_PEERS_NO_APT=1 to skip the browser cases"
+    if ! command -v apt-get >/dev/null 2>&1; then
+        log "warning: /usr/bin/chromium is missing and there is no apt-get: install Chromium at /usr/bin/chromium for the browser cases (they skip until then)"
+        return
+    fi
+    if [[ $(id -u) != 0 ]]; then
+        log "warning: /usr/bin/chromium is missing: run 'sudo apt-get install chromium' for the browser cases (they skip until then)"
+        return
+    fi
     log "chromium: apt-get install chromium"
     # A browser the apt mirror cannot deliver costs the browser cases only (they skip and say
     # why), never the rest of the suite.
