@@ -24,7 +24,6 @@ use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
-use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -32,6 +31,7 @@ use serde_json::value::RawValue;
 use super::walk::{local_url, relative_url};
 use super::{Ctx, Inner};
 use crate::audit;
+use crate::jsonrpc::envelope::Key;
 use crate::relay::Action;
 
 /// Keys whose string value the field walk judges as a link (`fields.rs`'s `LINK_KEYS`).
@@ -100,28 +100,6 @@ fn range_in(text: &str, part: &str) -> Option<Range<usize>> {
 
 /// What the parse hands out: each entry's text with its decoded `uri`.
 type Entries<'a> = Vec<(&'a str, Cow<'a, str>)>;
-
-/// A key, decoded; borrowed when it holds no escapes.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
 
 /// The message object: its `result`'s page. `Ok(None)`: not a shape the fast path takes.
 /// (Each seed carries whether entries' ranges are wanted.)

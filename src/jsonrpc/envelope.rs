@@ -297,8 +297,9 @@ impl<'a> RawEnvelope<'a> {
     }
 }
 
-/// An object key or string value, borrowed from the input when it has no escapes.
-struct Key<'de>(Cow<'de, str>);
+/// An object key or string value, borrowed from the input when it has no escapes (also the
+/// enforcer's borrowed page read, `enforce/page.rs`).
+pub(crate) struct Key<'de>(pub(crate) Cow<'de, str>);
 
 impl<'de> de::Deserialize<'de> for Key<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
