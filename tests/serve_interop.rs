@@ -174,12 +174,18 @@ fn filesystem_calls(base: &Path) -> Vec<String> {
 
 #[test]
 fn python_filesystem_over_http_matches_stdio() {
+    filesystem_over_http_matches_stdio(Client::Python);
+}
+
+/// `rootfence serve --root R -- server-filesystem R` gives `client` the same transcript as
+/// the bare server over stdio.
+fn filesystem_over_http_matches_stdio(client: Client) {
     require_peers();
     let (server, base) = filesystem();
     let root = base.join("root").display().to_string();
     let args = filesystem_calls(&base);
     let t = same_over_http(
-        Client::Python,
+        client,
         &as_strs(&args),
         &server,
         &Via::Direct,
@@ -223,21 +229,7 @@ fn rmcp_everything_2025_over_http_matches_stdio() {
 /// transcript as over stdio against the bare server.
 #[test]
 fn rmcp_filesystem_over_http_matches_stdio() {
-    require_peers();
-    let (server, base) = filesystem();
-    let root = base.join("root").display().to_string();
-    let args = filesystem_calls(&base);
-    let t = same_over_http(
-        Client::Rmcp,
-        &as_strs(&args),
-        &server,
-        &Via::Direct,
-        &["--root", &root],
-    );
-    assert_eq!(
-        steps(&t, "call")[1]["result"]["content"][0]["text"],
-        "hello from inside the root\n"
-    );
+    filesystem_over_http_matches_stdio(Client::Rmcp);
 }
 
 /// The CVE-2025-53110 sibling and a system file: over HTTP, rootfence serve refuses them with

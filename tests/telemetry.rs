@@ -352,27 +352,10 @@ fn without_a_collector_nothing_changes_and_a_traceparent_passes_byte_for_byte() 
 #[test]
 fn with_a_collector_a_request_without_trace_context_is_forwarded_as_it_came() {
     let rx = Receiver::start();
-    let t = tempdir();
-    let ws = t.path().join("ws");
-    std::fs::create_dir_all(&ws).unwrap();
-    let server_log = ws.join("server.log");
-    let endpoint = rx.endpoint();
-    let mut p = start(
-        &[],
-        &server_log,
-        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
+    echo_forwarded_as_it_came(
+        &rx,
+        r#"{"jsonrpc":"2.0","id":3,"method":"echo","params":{"x":1.50,"_meta":{"progressToken":"p"}}}"#,
     );
-    init_with_roots(&mut p, &ws);
-    let line = r#"{"jsonrpc":"2.0","id":3,"method":"echo","params":{"x":1.50,"_meta":{"progressToken":"p"}}}"#;
-    p.send(line);
-    assert_eq!(p.recv()["id"], 3);
-    p.close_stdin();
-    assert_eq!(p.exit_code(), 0, "{}", p.stderr());
-    let raw = std::fs::read_to_string(&server_log).unwrap();
-    assert!(raw.lines().any(|l| l == line), "{raw}");
-    rx.wait_for("the echo span", |r| {
-        r.spans().iter().any(|s| s.name == "echo")
-    });
 }
 
 /// A malformed `traceparent` is not a parent: rootfence leaves it as the host sent it (the
@@ -380,6 +363,17 @@ fn with_a_collector_a_request_without_trace_context_is_forwarded_as_it_came() {
 #[test]
 fn a_malformed_traceparent_is_left_alone() {
     let rx = Receiver::start();
+    echo_forwarded_as_it_came(
+        &rx,
+        r#"{"jsonrpc":"2.0","id":4,"method":"echo","params":{"_meta":{"traceparent":"00-zz-yy-01"}}}"#,
+    );
+    let span = rx.spans().into_iter().find(|s| s.name == "echo").unwrap();
+    assert!(span.parent_span_id.is_empty(), "no parent: {span:?}");
+}
+
+/// One `echo` request `line` through rootfence exporting to `rx`: it reaches the server
+/// byte for byte, and its span reaches the collector.
+fn echo_forwarded_as_it_came(rx: &Receiver, line: &str) {
     let t = tempdir();
     let ws = t.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
@@ -391,9 +385,9 @@ fn a_malformed_traceparent_is_left_alone() {
         &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
     );
     init_with_roots(&mut p, &ws);
-    let line = r#"{"jsonrpc":"2.0","id":4,"method":"echo","params":{"_meta":{"traceparent":"00-zz-yy-01"}}}"#;
+    let id = serde_json::from_str::<Value>(line).unwrap()["id"].clone();
     p.send(line);
-    assert_eq!(p.recv()["id"], 4);
+    assert_eq!(p.recv()["id"], id);
     p.close_stdin();
     assert_eq!(p.exit_code(), 0, "{}", p.stderr());
     let raw = std::fs::read_to_string(&server_log).unwrap();
@@ -401,8 +395,6 @@ fn a_malformed_traceparent_is_left_alone() {
     rx.wait_for("the echo span", |r| {
         r.spans().iter().any(|s| s.name == "echo")
     });
-    let span = rx.spans().into_iter().find(|s| s.name == "echo").unwrap();
-    assert!(span.parent_span_id.is_empty(), "no parent: {span:?}");
 }
 
 /// A collector that is down (connection refused) or hangs (accepts, never answers) never
