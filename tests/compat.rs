@@ -352,7 +352,8 @@ fn version_of(p: Package) -> String {
 // -------------------------------------------------------------------------------------------
 
 struct World {
-    _tmp: tempfile::TempDir,
+    /// The whole temporary world (removed when dropped).
+    tmp: tempfile::TempDir,
     home: PathBuf,
     /// The user's project (VS Code's workspace folder; Claude Desktop's directory argument).
     project: PathBuf,
@@ -374,7 +375,7 @@ fn world() -> World {
     }
     std::fs::write(outside.join("secret.txt"), format!("{SECRET}\n")).unwrap();
     World {
-        _tmp: tmp,
+        tmp,
         home,
         project,
         outside,
@@ -515,7 +516,7 @@ fn run_entry(w: &World, host: Host, entry: &Value, args: &[String], normal_user:
     };
     if normal_user && nix::unistd::geteuid().is_root() {
         // The user's own files are the user's: the whole temporary world, home included.
-        chown_tree(w._tmp.path(), NOBODY);
+        chown_tree(w.tmp.path(), NOBODY);
         // What the host starts runs as the user. The client itself stays root: its Python
         // lives under root's home, which the user cannot enter.
         let id = NOBODY.to_string();
