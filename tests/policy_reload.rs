@@ -161,6 +161,10 @@ fn broken_policy_on_reload_keeps_the_old_one_and_says_why() {
 
     std::fs::write(&policy, "version = 1\n[resources]\ndeny = [\"**/*.md\"\n").unwrap();
     s.hup("policy reload refused");
+    // Read at once: the reload's record is on disk before stderr announces it. It used to be
+    // handed to the writer thread after the message, and this test failed in CI when that
+    // thread was slower than the test under load.
+    let reloads = s.reloads();
     let stderr = s.p.stderr();
     assert!(
         stderr.contains("the previous policy stays in force"),
@@ -169,7 +173,6 @@ fn broken_policy_on_reload_keeps_the_old_one_and_says_why() {
     assert!(stderr.contains("invalid TOML"), "{stderr}");
     // The old policy is still in force: the read is still allowed.
     assert!(s.read(2, "notes.md").get("result").is_some());
-    let reloads = s.reloads();
     assert_eq!(reloads.len(), 1);
     assert_eq!(reloads[0]["ok"], false);
     assert!(
@@ -194,10 +197,11 @@ fn widening_layer_on_reload_is_refused_by_the_layering_rules() {
     // The project layer tries to widen the org's limit: the same check as `policy check`.
     std::fs::write(&proj, "version = 1\n[resources]\nmax_bytes = 5000\n").unwrap();
     s.hup("policy reload refused");
+    // At once: the record is on disk before stderr says so.
+    assert_eq!(s.reloads()[0]["ok"], false);
     let stderr = s.p.stderr();
     assert!(stderr.contains("error[widening]"), "{stderr}");
     assert!(s.read(1, "a.txt").get("result").is_some());
-    assert_eq!(s.reloads()[0]["ok"], false);
     let stderr = s.end();
     assert!(!stderr.contains("policy reloaded"), "{stderr}");
 }

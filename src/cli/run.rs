@@ -328,25 +328,23 @@ fn reload_policy(enforcer: &Enforcer, files: &[PathBuf]) {
                     sha256: l.sha256.clone(),
                 })
                 .collect();
-            enforcer.reload(Arc::new(new));
-            eprintln!("rootfence: policy reloaded from {shown}: decisions from now on use it");
+            // The record is on disk before the new policy decides anything, and before
+            // stderr announces it: whoever reads the message finds its record.
+            let mut report =
+                format!("rootfence: policy reloaded from {shown}: decisions from now on use it\n");
             for d in &deferred {
-                eprintln!("rootfence: policy reload: not applied now: {d}");
+                report.push_str(&format!("rootfence: policy reload: not applied now: {d}\n"));
             }
-            enforcer.record(Event::PolicyReload(PolicyReload {
+            enforcer.record_durable_blocking(Event::PolicyReload(PolicyReload {
                 ok: true,
                 policy_files,
                 error: None,
                 deferred,
             }));
+            enforcer.reload(Arc::new(new));
+            eprint!("{report}");
         }
         Err(e) => {
-            // One write: stderr is unbuffered, and `eprintln!` with arguments writes piece by
-            // piece, so a reader (a log shipper, a test) could see the first line alone.
-            let report = format!(
-                "rootfence: policy reload refused; the previous policy stays in force\n{e}\n"
-            );
-            eprint!("{report}");
             // The files as they are now (one that cannot be read is named in the error).
             let policy_files = files
                 .iter()
@@ -362,12 +360,15 @@ fn reload_policy(enforcer: &Enforcer, files: &[PathBuf]) {
                     })
                 })
                 .collect();
-            enforcer.record(Event::PolicyReload(PolicyReload {
+            enforcer.record_durable_blocking(Event::PolicyReload(PolicyReload {
                 ok: false,
                 policy_files,
                 error: Some(e.to_string()),
                 deferred: Vec::new(),
             }));
+            // One write: stderr is unbuffered, and `eprintln!` with arguments writes piece by
+            // piece, so a reader (a log shipper, a test) could see the first line alone.
+            eprint!("rootfence: policy reload refused; the previous policy stays in force\n{e}\n");
         }
     }
 }

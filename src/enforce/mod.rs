@@ -172,6 +172,16 @@ impl Recorder {
             }
         }
     }
+
+    /// Writes one record and waits until it is on disk (synced when the policy says so).
+    /// Blocks the thread: for synchronous callers only.
+    fn record_blocking(&self, event: Event) {
+        if let Some(auditor) = self.0.get() {
+            if let Err(e) = auditor.record_blocking(event) {
+                tracing::error!("could not write an audit record: {e}");
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Inner {
@@ -290,6 +300,13 @@ impl Enforcer {
     /// Writes one audit record (once the log is open; before that it is dropped).
     pub fn record(&self, event: Event) {
         self.inner.audit.record(event);
+    }
+
+    /// Records `event` and waits until it is written (and synced where the policy says so),
+    /// for an event whose record must exist before its effect, such as a policy reload.
+    /// Blocks the thread: never call it from inside an async task.
+    pub fn record_durable_blocking(&self, event: Event) {
+        self.inner.audit.record_blocking(event);
     }
 }
 
