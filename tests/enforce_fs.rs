@@ -660,3 +660,70 @@ fn list_page_per_directory_judges_links_hard_links_and_deny_globs_like_single_ch
     assert_eq!(reason("dangling").as_deref(), Some("dangling_symlink"));
     assert_eq!(reason("planted").as_deref(), Some("hard_link"));
 }
+
+/// A directory's listing kept between pages (issue 14) is never trusted after a file of it
+/// becomes a link out of the root: the host lists the directory (the listing is kept), the
+/// file is swapped for an escaping link at once (removed and linked, or renamed over), and
+/// the next page refuses it with the single check's reason; the secret never reaches the
+/// host. Default sandbox.
+#[test]
+fn list_page_kept_listing_is_dropped_when_a_listed_file_becomes_an_escaping_link() {
+    let tree = Tree::new();
+    let dir = tree.root.join("listed");
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in ["one.txt", "two.txt", "swapped.txt", "renamed.txt"] {
+        write(&dir.join(n), "fine\n");
+    }
+    tick();
+    let server = vec![
+        common::example("naive_fs_server").display().to_string(),
+        dir.display().to_string(),
+    ];
+    let mut host = Host::start(&rootfence_opts(&tree, &[], false), &server, "2025-06-18");
+    host.begin(json!({}));
+    let names = |r: &Value| {
+        let mut v: Vec<String> = r["result"]["resources"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r}"))
+            .iter()
+            .map(|e| {
+                e["uri"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    for _ in 0..2 {
+        let r = host.request("resources/list", json!({}));
+        assert_eq!(
+            names(&r),
+            ["one.txt", "renamed.txt", "swapped.txt", "two.txt"],
+            "{r}"
+        );
+    }
+    std::fs::remove_file(dir.join("swapped.txt")).unwrap();
+    symlink(&tree.outside, dir.join("swapped.txt")).unwrap();
+    symlink(&tree.outside, dir.join(".next")).unwrap();
+    std::fs::rename(dir.join(".next"), dir.join("renamed.txt")).unwrap();
+    for _ in 0..2 {
+        let r = host.request("resources/list", json!({}));
+        assert_eq!(names(&r), ["one.txt", "two.txt"], "{r}");
+    }
+    let records = finish(host, &tree);
+    for name in ["swapped.txt", "renamed.txt"] {
+        assert!(
+            records.iter().any(|r| r["event"] == "decision"
+                && r["reason"] == "symlink_escape"
+                && r["uri"]
+                    .as_str()
+                    .is_some_and(|u| u.ends_with(&format!("/{name}")))),
+            "{name} refused as an escape"
+        );
+    }
+}

@@ -70,3 +70,23 @@ pub(crate) fn stat_entry(dir: BorrowedFd<'_>, name: &str) -> Result<Found, Errno
     debug_assert!(!name.contains('/') && name != "." && name != "..");
     statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map(|st| Found::of(&st))
 }
+
+/// Whether the directory `dir` lies on a local filesystem whose inode times this kernel
+/// keeps itself (ext2/3/4, XFS, Btrfs, F2FS, tmpfs): there, every change to a directory's
+/// entries (a name added, removed or renamed, so also a file swapped for a link) gives it a
+/// status-change time at or after the moment of the change, which is what lets a listing
+/// be reused while that time is unchanged (`roots/batch.rs`). Network, FUSE and layered
+/// filesystems report times kept elsewhere (or cached), so their listings are never reused.
+pub(crate) fn keeps_own_times(dir: BorrowedFd<'_>) -> bool {
+    const LOCAL: [u32; 6] = [
+        0xEF53,      // ext2, ext3, ext4
+        0x5846_5342, // XFS
+        0x9123_683E, // Btrfs
+        0xF2F5_2010, // F2FS
+        0x0102_1994, // tmpfs
+        0x8584_58F6, // ramfs
+    ];
+    // `f_type`'s width differs by architecture; the magic numbers are 32 bits.
+    #[allow(clippy::unnecessary_cast)]
+    rustix::fs::fstatfs(dir).is_ok_and(|st| LOCAL.contains(&(st.f_type as u32)))
+}

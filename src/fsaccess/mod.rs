@@ -45,8 +45,8 @@ use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 
 use crate::uri::Reason;
 
-pub(crate) use listing::{EntryKind, list_dir, stat_entry};
-pub(crate) use resolve::{Beneath, resolve};
+pub(crate) use listing::{EntryKind, keeps_own_times, list_dir, stat_entry};
+pub(crate) use resolve::{Beneath, Resolved, resolve};
 
 /// How symbolic links beneath a root are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -22,8 +22,24 @@
 //! of the directory its parent path resolved to beneath the root, of a type that is not a
 //! link. That is the same statement about a moment that a single check makes; a file
 //! swapped afterwards is the business of the read that uses it, which checks again.
+//!
+//! Listings kept between pages. Reading a large directory is most of a page's cost (ext4
+//! hashes and sorts every entry of an indexed directory on each read), and hosts list the
+//! same directories again and again. So what a read showed (names and types; never what it
+//! did not show) is kept for the directory it read, by device and inode, and used instead
+//! of reading it again while the directory's status-change time is still the one it had
+//! before the read. That is sound because no name of a directory can change what it is
+//! without a change to the directory's entries (a file becomes a link only by a name being
+//! removed, created or renamed there), every such change stamps the directory with a time
+//! at or after the moment it happened ([`Stamp`]), and a listing is only kept when the
+//! directory's time was already before the clock when the read began: any later change
+//! leaves a different time. Only directories on local filesystems whose times this kernel
+//! keeps are listed once for many pages ([`fsaccess::keeps_own_times`]); every page still
+//! resolves each directory beneath the root (and looks at its time), and links, hard-link
+//! looks and the single checks are as above.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// The page's maps: keys are names the server chose, so the hasher is seeded per process
 /// (foldhash's `RandomState`); SipHash's stronger guarantee costs more than the whole
@@ -34,7 +50,7 @@ use std::os::fd::AsFd;
 use std::path::Path;
 
 use super::{CheckOptions, RootSet, Verdict};
-use crate::fsaccess::{self, EntryKind, FileKind};
+use crate::fsaccess::{self, EntryKind, FileKind, Stamp};
 use crate::uri::FileUri;
 
 /// The verdict on one entry of a page.
@@ -106,6 +122,57 @@ impl Group<'_> {
 /// directory costs a bounded read (the names not seen by then take the single check).
 fn read_budget(wanted: usize) -> usize {
     wanted.saturating_mul(16).saturating_add(1024)
+}
+
+/// How many names the kept listings hold at most, all directories together (a few MiB);
+/// past it they are dropped and read again.
+const KEPT_NAMES: usize = 1 << 16;
+
+/// What one read of a directory showed: its names and their types, and the directory's
+/// status-change time before the read.
+struct Listing {
+    changed: Stamp,
+    kinds: PageMap<Box<[u8]>, EntryKind>,
+    /// The read reached the directory's end (else it stopped once it had seen every name
+    /// wanted, or at the budget).
+    complete: bool,
+}
+
+/// The listings kept between pages, by the directory's device and inode (see the module
+/// docs).
+#[derive(Default)]
+pub(super) struct Listings {
+    kept: Mutex<PageMap<(u64, u64), Arc<Listing>>>,
+}
+
+impl std::fmt::Debug for Listings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.kept.lock().map(|k| k.len()).unwrap_or(0);
+        write!(f, "Listings({n} directories)")
+    }
+}
+
+impl Listings {
+    /// The listing kept for directory `(dev, ino)`, if its time is still `changed`.
+    fn get(&self, key: (u64, u64), changed: Stamp) -> Option<Arc<Listing>> {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.get(&key)
+            .filter(|l| l.changed == changed)
+            .map(Arc::clone)
+    }
+
+    fn put(&self, key: (u64, u64), listing: Arc<Listing>) {
+        if listing.kinds.len() > KEPT_NAMES {
+            return;
+        }
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.remove(&key);
+        let held: usize = kept.values().map(|l| l.kinds.len()).sum();
+        if held + listing.kinds.len() > KEPT_NAMES {
+            kept.clear();
+        }
+        kept.insert(key, listing);
+    }
 }
 
 impl RootSet {
@@ -212,39 +279,12 @@ impl RootSet {
         let fresh = opts.new_links_since.is_some_and(|s| dir.found.changed >= s);
         let look_at_each = opts.deny_hard_links || fresh;
 
-        // One slot per distinct name the page wants from this directory.
-        let mut slots: PageMap<&[u8], usize> =
-            PageMap::with_capacity_and_hasher(g.members.len(), Default::default());
-        let member_slots: Vec<usize> = g
-            .members
-            .iter()
-            .map(|(_, name)| {
-                let next = slots.len();
-                *slots.entry(name.as_bytes()).or_insert(next)
-            })
-            .collect();
-        let mut kinds: Vec<Option<EntryKind>> = vec![None; slots.len()];
-        let mut left = slots.len();
-        let listed = fsaccess::list_dir(
-            dir.fd.as_fd(),
-            read_budget(slots.len()),
-            buf,
-            |name, kind| {
-                if let Some(&slot) = slots.get(name.to_bytes()) {
-                    if kinds[slot].is_none() {
-                        kinds[slot] = Some(kind);
-                        left -= 1;
-                    }
-                }
-                left > 0
-            },
-        );
-        if listed.is_err() {
+        let Some(listing) = self.listing(g, &dir, buf) else {
             return;
-        }
+        };
 
-        for (&(i, name), &slot) in g.members.iter().zip(&member_slots) {
-            let Some(EntryKind::Known(kind)) = kinds[slot] else {
+        for &(i, name) in &g.members {
+            let Some(&EntryKind::Known(kind)) = listing.kinds.get(name.as_bytes()) else {
                 continue;
             };
             if kind == FileKind::Symlink {
@@ -278,11 +318,167 @@ impl RootSet {
             };
         }
     }
+
+    /// What a read of the group's directory shows of the names the page wants from it: the
+    /// listing kept from an earlier page while the directory is unchanged (see the module
+    /// docs), else one read now, kept when it may be.
+    fn listing(
+        &self,
+        g: &Group<'_>,
+        dir: &fsaccess::Resolved,
+        buf: &mut Vec<MaybeUninit<u8>>,
+    ) -> Option<Arc<Listing>> {
+        let key = (dir.found.dev, dir.found.ino);
+        let local = fsaccess::keeps_own_times(dir.fd.as_fd());
+        if local {
+            // A listing that stopped early serves the pages whose names it holds.
+            if let Some(kept) = self.listings.get(key, dir.found.changed).filter(|l| {
+                l.complete
+                    || g.members
+                        .iter()
+                        .all(|(_, n)| l.kinds.contains_key(n.as_bytes()))
+            }) {
+                return Some(kept);
+            }
+        }
+        // Stamped before the directory is read: a change after this gives it a time at or
+        // after `began`, so a listing is kept only when its time was before.
+        let began = Stamp::now();
+        let keep = local && dir.found.changed < began;
+        let mut wanted: PageMap<&[u8], ()> =
+            PageMap::with_capacity_and_hasher(g.members.len(), Default::default());
+        for (_, name) in &g.members {
+            wanted.insert(name.as_bytes(), ());
+        }
+        let mut left = wanted.len();
+        let mut kinds: PageMap<Box<[u8]>, EntryKind> =
+            PageMap::with_capacity_and_hasher(wanted.len(), Default::default());
+        let stopped = fsaccess::list_dir(
+            dir.fd.as_fd(),
+            read_budget(wanted.len()),
+            buf,
+            |name, kind| {
+                let name = name.to_bytes();
+                // A name seen twice (the directory changed during the read): the first
+                // sighting stands, as a single check at that moment would have seen it.
+                let want = wanted.contains_key(name);
+                if (keep || want) && !kinds.contains_key(name) {
+                    kinds.insert(name.into(), kind);
+                    if want {
+                        left -= 1;
+                    }
+                }
+                left > 0
+            },
+        )
+        .ok()?;
+        let listing = Arc::new(Listing {
+            changed: dir.found.changed,
+            kinds,
+            complete: !stopped,
+        });
+        if keep {
+            self.listings.put(key, Arc::clone(&listing));
+        }
+        Some(listing)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::spells;
+    use crate::roots::{CheckOptions, PageVerdict, RootSet, RootSpec, Verdict};
+    use crate::uri::{FileUri, Reason};
+
+    /// The page's verdicts, as `allow` or the denial's reason.
+    fn verdicts(set: &RootSet, uris: &[FileUri]) -> Vec<String> {
+        let page: Vec<&FileUri> = uris.iter().collect();
+        set.check_page(&page, &CheckOptions::default())
+            .into_iter()
+            .map(|v| match v {
+                PageVerdict::Allow { .. } => "allow".to_owned(),
+                PageVerdict::Checked(v) => match *v {
+                    Verdict::Allow(_) => "allow".to_owned(),
+                    Verdict::Deny(d) => d.reason.code().to_owned(),
+                },
+            })
+            .collect()
+    }
+
+    /// The listings the set keeps.
+    fn kept(set: &RootSet) -> usize {
+        set.listings.kept.lock().unwrap().len()
+    }
+
+    /// A listing kept from one page serves the next while the directory is unchanged, and
+    /// never after a file of it was swapped for a link out of the root: the swap changed
+    /// the directory's time, so the next page reads it again and sends the link to the
+    /// single check, which refuses it. The swap follows the read at once (most often within
+    /// the same tick of the coarse clock), by removing the name or by an atomic rename
+    /// over it.
+    #[test]
+    fn a_kept_listing_is_not_used_after_a_file_becomes_an_escaping_link() {
+        for rename in [false, true] {
+            let tmp = tempfile::tempdir().unwrap();
+            let top = std::fs::canonicalize(tmp.path()).unwrap();
+            let dir = top.join("r/d");
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::create_dir(top.join("out")).unwrap();
+            std::fs::write(top.join("out/secret"), "s").unwrap();
+            for n in ["a", "b", "c"] {
+                std::fs::write(dir.join(n), "x").unwrap();
+            }
+            // Past the coarse clock's tick, so the directory's time is before the read.
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            let (set, errors) = RootSet::open([RootSpec::path(top.join("r"))]);
+            assert!(errors.is_empty());
+            let uris: Vec<FileUri> = ["a", "b", "c"]
+                .iter()
+                .map(|n| FileUri::parse(&format!("file://{}/{n}", dir.display())).unwrap())
+                .collect();
+            assert_eq!(verdicts(&set, &uris), ["allow", "allow", "allow"]);
+            assert_eq!(kept(&set), 1, "the listing is kept");
+            assert_eq!(verdicts(&set, &uris), ["allow", "allow", "allow"]);
+            if rename {
+                std::os::unix::fs::symlink(top.join("out/secret"), dir.join(".tmp")).unwrap();
+                std::fs::rename(dir.join(".tmp"), dir.join("b")).unwrap();
+            } else {
+                std::fs::remove_file(dir.join("b")).unwrap();
+                std::os::unix::fs::symlink(top.join("out/secret"), dir.join("b")).unwrap();
+            }
+            let escape = Reason::SymlinkEscape.code();
+            assert_eq!(verdicts(&set, &uris), ["allow", escape, "allow"]);
+            // Read again just after the swap, so its time is not before this read: not kept,
+            // and every page reads it until its time is in the past.
+            assert_eq!(verdicts(&set, &uris), ["allow", escape, "allow"]);
+        }
+    }
+
+    /// A directory changed just before its read is read again for every page until its time
+    /// is before a read; a listing that stopped early serves only the pages whose names it
+    /// holds, the others are judged all the same.
+    #[test]
+    fn listings_are_kept_only_when_the_directory_changed_before_the_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(tmp.path()).unwrap();
+        let dir = top.join("r");
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..2000 {
+            std::fs::write(dir.join(format!("f{i}")), "x").unwrap();
+        }
+        let (set, _) = RootSet::open([RootSpec::path(&dir)]);
+        let uri = |n: &str| FileUri::parse(&format!("file://{}/{n}", dir.display())).unwrap();
+        std::fs::write(dir.join("new"), "x").unwrap();
+        let one = [uri("new")];
+        assert_eq!(verdicts(&set, &one), ["allow"]);
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        assert_eq!(verdicts(&set, &one), ["allow"]);
+        assert_eq!(kept(&set), 1);
+        // Names the early-stopped listing may not hold: still judged, as single checks or
+        // from a new read.
+        let many: Vec<FileUri> = (0..2000).map(|i| uri(&format!("f{i}"))).collect();
+        assert!(verdicts(&set, &many).iter().all(|v| v == "allow"));
+    }
 
     #[test]
     fn a_real_directory_spells_its_uri_only_when_every_byte_agrees() {

@@ -382,6 +382,8 @@ pub struct Denied {
 #[derive(Debug, Default)]
 pub struct RootSet {
     roots: Vec<Root>,
+    /// Directory listings kept between list pages (`batch.rs`).
+    listings: batch::Listings,
 }
 
 impl RootSet {
@@ -392,7 +394,10 @@ impl RootSet {
 
     /// A set of roots already opened (in this order).
     pub fn from_roots(roots: Vec<Root>) -> RootSet {
-        RootSet { roots }
+        RootSet {
+            roots,
+            listings: batch::Listings::default(),
+        }
     }
 
     /// The roots, taken out of the set.
@@ -414,7 +419,7 @@ impl RootSet {
                 }),
             }
         }
-        (RootSet { roots }, errors)
+        (RootSet::from_roots(roots), errors)
     }
 
     /// The roots, in order.
