@@ -211,11 +211,22 @@ impl Checker {
         raws: impl IntoIterator<Item = &'a str>,
         roots: Option<&RootSet>,
     ) -> Vec<Checked> {
-        let mut out: Vec<Checked> = Vec::new();
+        let raws = raws.into_iter();
+        let mut out: Vec<Checked> = Vec::with_capacity(raws.size_hint().0);
         // (slot in `out`, parsed URI) of every file: URI that parsed, while roots are known.
-        let mut files: Vec<(usize, FileUri)> = Vec::new();
+        let mut files: Vec<(usize, FileUri)> = Vec::with_capacity(raws.size_hint().0);
         let mut set = None;
         for raw in raws {
+            // Pages list a directory's names together: a name beside the previous file is
+            // parsed as one name (the same result as the full parse, which takes the rest).
+            if let Some(uri) = files
+                .last()
+                .and_then(|(_, prev)| FileUri::parse_sibling(prev, raw))
+            {
+                files.push((out.len(), uri));
+                out.push(Checked::deny(""));
+                continue;
+            }
             match self.file_uri(policy, raw, roots) {
                 Ok((uri, roots)) => {
                     set = Some(roots);

@@ -133,6 +133,16 @@ impl FileUri {
         parse::parse_uri(raw)
     }
 
+    /// [`FileUri::parse`] of `raw` for the common case of a list page, cheaply: `raw` is the
+    /// canonical text of `sibling`'s directory (not `/`) followed by one plain name (bytes
+    /// the canonical form writes as they are, no `/`, not only dots, at most `NAME_MAX`),
+    /// and `sibling` holds no escape and no dot-segment obligation. Then only the name needs
+    /// judging, and the result is exactly what [`FileUri::parse`] gives (`tests/uri_prop.rs`
+    /// holds the two to that). `None` is no verdict: parse `raw` in full.
+    pub fn parse_sibling(sibling: &FileUri, raw: &str) -> Option<FileUri> {
+        parse::parse_sibling(sibling, raw)
+    }
+
     /// Builds the URI of an absolute local path (a `--root` argument, say), applying the
     /// same name rules as [`FileUri::parse`]. The path is taken literally (no percent
     /// decoding); `.` and `..` are removed lexically. Relative paths are refused: make them

@@ -392,3 +392,92 @@ proptest::proptest! {
         }
     }
 }
+
+/// Tokens sibling texts and names are made of: plain names, dots, escapes, non-ASCII,
+/// separators and the characters the parser refuses.
+const SIBLING_TOKENS: &[&str] = &[
+    "a", "b", "x.txt", ".", "..", "...", "/", "//", "%41", "%2e", "%2F", "%25", "é", " ", "\\",
+    "?", "#", "c:", "~", "@", ":", "-", "%", ".env", "\u{ff0e}", "\u{2025}",
+];
+
+/// Whether `fast` is exactly what the full parse gives for `raw`.
+fn same_as_full(fast: &FileUri, raw: &str) -> Result<(), String> {
+    let full = FileUri::parse(raw).map_err(|e| format!("{raw:?}: fast path took it, full: {e}"))?;
+    if (&fast.uri, &fast.decoded, &fast.lexical) != (&full.uri, &full.decoded, &full.lexical) {
+        return Err(format!("{raw:?}: fast {fast:?} != full {full:?}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn sibling_parse_takes_plain_names_beside_plain_siblings_only() {
+    let s = |t: &str| FileUri::parse(t).unwrap();
+    let take = [
+        ("file:///a/b.txt", "file:///a/c.txt"),
+        ("file:///r/d/x", "file:///r/d/...a"),
+        ("file:///r/d/x", "file:///r/d/c:"),
+        ("file://localhost/a/b", "file:///a/c"),
+    ];
+    for (sib, raw) in take {
+        let fast = FileUri::parse_sibling(&s(sib), raw).unwrap_or_else(|| panic!("{raw}"));
+        same_as_full(&fast, raw).unwrap();
+    }
+    let decline = [
+        ("file:///a", "file:///b"),       // under `/`: the first name's rules
+        ("file:///a/b", "file:///a/"),    // no name
+        ("file:///a/b", "file:///a/.."),  // a dot segment
+        ("file:///a/b", "file:///a/..."), // only dots
+        ("file:///a/b", "file:///a/c/d"), // two names
+        ("file:///a/b", "file:///a/%41"), // an escape
+        ("file:///a/b", "file:///a/c?x"), // a query
+        ("file:///a/b", "file:///a/é"),   // not written as is
+        ("file:///a/b", "FILE:///a/c"),   // not the canonical directory text
+        ("file:///a/b", "file://localhost/a/c"), // idem
+        ("file:///a/é/b", "file:///a/%C3%A9/c"), // a sibling with escapes
+        ("file:///a/../b/c", "file:///b/d"), // a sibling with obligations
+    ];
+    for (sib, raw) in decline {
+        assert!(
+            FileUri::parse_sibling(&s(sib), raw).is_none(),
+            "{sib} / {raw}"
+        );
+    }
+    let long = format!("file:///a/{}", "n".repeat(MAX_NAME_BYTES + 1));
+    assert!(FileUri::parse_sibling(&s("file:///a/b"), &long).is_none());
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+    /// The sibling fast path (list pages) gives exactly the full parse's result whenever
+    /// it gives one: for names beside a sibling, and for any text after any prefix of it.
+    #[test]
+    fn sibling_parse_equals_full_parse(
+        dir in proptest::collection::vec(proptest::sample::select(SIBLING_TOKENS), 1..5),
+        last in proptest::sample::select(SIBLING_TOKENS),
+        tail in proptest::collection::vec(proptest::sample::select(SIBLING_TOKENS), 0..5),
+        cut in 0usize..64,
+        host in proptest::bool::ANY,
+    ) {
+        let sib_raw = format!(
+            "file://{}/{}/{last}",
+            if host { "localhost" } else { "" },
+            dir.join("/")
+        );
+        let Ok(sib) = FileUri::parse(&sib_raw) else {
+            return Ok(());
+        };
+        let text = sib.as_str();
+        let tail = tail.concat();
+        let mut at = cut.min(text.len());
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let beside = text.rfind('/').map(|i| &text[..=i]).unwrap_or("");
+        for raw in [format!("{beside}{tail}"), format!("{}{tail}", &text[..at])] {
+            if let Some(fast) = FileUri::parse_sibling(&sib, &raw) {
+                same_as_full(&fast, &raw).map_err(proptest::test_runner::TestCaseError::fail)?;
+            }
+        }
+    }
+}
