@@ -242,11 +242,19 @@ impl Checker {
         let page: Vec<&FileUri> = files.iter().map(|(_, u)| u).collect();
         let verdicts = roots.check_page(&page, &self.opts);
         let mut texts = RuleTexts::default();
+        let mut judge = policy.file_judge();
         for ((slot, uri), verdict) in files.into_iter().zip(verdicts) {
             out[slot] = match verdict {
-                PageVerdict::Allow { root, real, .. } => {
-                    judge_paths_with(policy, uri, root, real.as_deref(), roots, None, &mut texts)
-                }
+                PageVerdict::Allow { root, real, .. } => judge_paths_with(
+                    policy,
+                    uri,
+                    root,
+                    real.as_deref(),
+                    roots,
+                    None,
+                    &mut texts,
+                    Some(&mut judge),
+                ),
                 PageVerdict::Checked(v) => {
                     let mut c = self.file(policy, *v, roots);
                     c.allowed = None;
@@ -451,6 +459,7 @@ fn judge_paths(
         roots,
         allowed,
         &mut RuleTexts::default(),
+        None,
     )
 }
 
@@ -479,7 +488,9 @@ impl RuleTexts {
     }
 }
 
-/// [`judge_paths`], with the rule texts of a page.
+/// [`judge_paths`], with the rule texts of a page and its judge of paths (the same
+/// decisions, with a directory's text matched once).
+#[allow(clippy::too_many_arguments)]
 fn judge_paths_with(
     policy: &Policy,
     canonical: FileUri,
@@ -488,8 +499,12 @@ fn judge_paths_with(
     roots: &RootSet,
     allowed: Option<Allowed>,
     texts: &mut RuleTexts,
+    judge: Option<&mut crate::policy::FileJudge<'_>>,
 ) -> Checked {
-    let named = policy.decide_normalized_file(canonical.path());
+    let named = match judge {
+        Some(j) => j.decide(canonical.path()),
+        None => policy.decide_normalized_file(canonical.path()),
+    };
     let resolved = real.map(|p| policy.decide_resource("file", Some(p)));
     let via_link = named.allow && resolved.is_some_and(|r| !r.allow);
     let d = match resolved {

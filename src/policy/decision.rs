@@ -211,6 +211,15 @@ impl Policy {
         allow_lists(&m.res_allow, &c, &m.default)
     }
 
+    /// Decisions on many `file:` paths, most sharing their directory (a list page's): see
+    /// [`FileJudge`].
+    pub fn file_judge(&self) -> FileJudge<'_> {
+        FileJudge {
+            policy: self,
+            deny: super::glob::Steps::new(&self.m.res_deny),
+        }
+    }
+
     fn decide_scheme(&self, scheme: &str) -> Decision<'_> {
         let m = &self.m;
         let mut chars = scheme.chars();
@@ -347,6 +356,32 @@ pub(crate) fn decide_root_with<'p>(m: &'p Matchers, path: &str) -> Decision<'p> 
 
 /// Every layer's allow-list must match; the allow is attributed to the last layer's
 /// matching entry (the most specific statement).
+/// [`Policy::decide_normalized_file`] on one path after another: the deny globs' automaton
+/// runs over each directory's text once and then only over each name (a page lists a
+/// directory's names together), and a path a deny glob matches is decided in full (to name
+/// the rule), so each decision is exactly the one `decide_normalized_file` gives.
+#[derive(Debug)]
+pub struct FileJudge<'p> {
+    policy: &'p Policy,
+    deny: super::glob::Steps<'p>,
+}
+
+impl<'p> FileJudge<'p> {
+    /// [`Policy::decide_normalized_file`] of `path` (absolute and normalized).
+    pub fn decide(&mut self, path: &str) -> Decision<'p> {
+        debug_assert!(super::glob::is_normalized_absolute(path), "{path}");
+        if self.deny.is_match(path) {
+            return self.policy.decide_normalized_file(path);
+        }
+        let m = &self.policy.m;
+        allow_lists(
+            &m.res_allow,
+            &Candidate::from_bytes(path.as_bytes()),
+            &m.default,
+        )
+    }
+}
+
 fn allow_lists<'p>(
     lists: &'p [AllowTable],
     c: &Candidate<'_>,

@@ -381,6 +381,119 @@ impl PathGlob {
     }
 }
 
+/// The globs' regexes (as globset compiles each: bytes, `.` matching every byte, each
+/// anchored at both ends) as one lazy DFA, or `None` (then nothing is stepped by hand).
+fn steps_dfa(regexes: &[String]) -> Option<regex_automata::hybrid::dfa::DFA> {
+    use regex_automata::hybrid::dfa::DFA;
+    use regex_automata::nfa::thompson;
+    use regex_automata::util::syntax;
+    if regexes.is_empty() {
+        return None;
+    }
+    DFA::builder()
+        .syntax(syntax::Config::new().utf8(false).dot_matches_new_line(true))
+        .thompson(
+            thompson::Config::new()
+                .utf8(false)
+                .nfa_size_limit(Some(10 << 20)),
+        )
+        .configure(
+            DFA::config()
+                .match_kind(regex_automata::MatchKind::All)
+                .cache_capacity(2 << 20),
+        )
+        .build_many(regexes)
+        .ok()
+}
+
+/// Whether some glob of a [`GlobTable`] matches paths that share their directory, asked
+/// one after the other (a list page): the table's automaton is run over each directory's
+/// text once, and only over each name after it. The answer is the table's own
+/// [`GlobTable::is_match`], from the same regexes; whatever the automaton cannot answer
+/// (it was not built, or its cache gave up) is asked of the table.
+#[derive(Debug)]
+pub(crate) struct Steps<'t> {
+    table: &'t GlobTable,
+    dfa: Option<(
+        &'t regex_automata::hybrid::dfa::DFA,
+        regex_automata::hybrid::dfa::Cache,
+    )>,
+    /// The directory text (up to and including its last `/`) the automaton was last run
+    /// over, the state it reached, and whether a match was seen on the way.
+    dir: String,
+    at: Option<(regex_automata::hybrid::LazyStateID, bool)>,
+}
+
+impl<'t> Steps<'t> {
+    pub(crate) fn new(table: &'t GlobTable) -> Steps<'t> {
+        Steps {
+            table,
+            dfa: table
+                .dfa
+                .as_deref()
+                .filter(|_| !table.rules.is_empty())
+                .map(|d| (d, d.create_cache())),
+            dir: String::new(),
+            at: None,
+        }
+    }
+
+    /// [`GlobTable::is_match`] of `path`.
+    pub(crate) fn is_match(&mut self, path: &str) -> bool {
+        match self.run(path) {
+            Some(hit) => hit,
+            None => self.table.is_match(&Candidate::from_bytes(path.as_bytes())),
+        }
+    }
+
+    /// The automaton's answer, `None` when it has none.
+    fn run(&mut self, path: &str) -> Option<bool> {
+        use regex_automata::Anchored;
+        use regex_automata::util::start;
+        let (dfa, cache) = self.dfa.as_mut()?;
+        let cut = path.rfind('/').map_or(0, |i| i + 1);
+        let (dir, name) = path.split_at(cut);
+        if self.at.is_none() || self.dir != dir {
+            self.at = None;
+            let mut sid = dfa
+                .start_state(cache, &start::Config::new().anchored(Anchored::Yes))
+                .ok()?;
+            let mut hit = false;
+            for &b in dir.as_bytes() {
+                sid = dfa.next_state(cache, sid, b).ok()?;
+                hit |= sid.is_match();
+                if sid.is_dead() || sid.is_quit() {
+                    break;
+                }
+            }
+            self.dir.clear();
+            self.dir.push_str(dir);
+            self.at = Some((sid, hit));
+        }
+        let (mut sid, mut hit) = self.at?;
+        if sid.is_quit() {
+            return None;
+        }
+        if !sid.is_dead() {
+            for &b in name.as_bytes() {
+                sid = dfa.next_state(cache, sid, b).ok()?;
+                hit |= sid.is_match();
+                if sid.is_dead() || sid.is_quit() {
+                    break;
+                }
+            }
+            if sid.is_quit() {
+                return None;
+            }
+            if !sid.is_dead() {
+                sid = dfa.next_eoi_state(cache, sid).ok()?;
+                hit |= sid.is_match();
+            }
+        }
+        Some(hit)
+    }
+}
+
 thread_local! {
     /// Reused match-index buffer, so finding which rule matched never allocates on the
     /// hot path after a thread's first decision.
@@ -391,6 +504,9 @@ thread_local! {
 #[derive(Debug, Clone)]
 pub(crate) struct GlobTable {
     set: GlobSet,
+    /// The same globs as one lazy DFA that [`Steps`] drives by hand (`None`: it could not be
+    /// built, and every question goes to `set`).
+    dfa: Option<std::sync::Arc<regex_automata::hybrid::dfa::DFA>>,
     /// Glob index in `set` -> rule index.
     rule_of: Vec<u32>,
     /// One per rule, in declaration order.
@@ -408,8 +524,10 @@ impl GlobTable {
         let mut rule_of = Vec::new();
         let mut provs = Vec::with_capacity(rules.len());
         let mut texts = Vec::with_capacity(rules.len());
+        let mut regexes = Vec::new();
         for (i, (text, globs, prov)) in rules.into_iter().enumerate() {
             for g in globs {
+                regexes.push(g.regex().to_owned());
                 b.add(g);
                 rule_of.push(i as u32);
             }
@@ -418,6 +536,7 @@ impl GlobTable {
         }
         Ok(GlobTable {
             set: b.build()?,
+            dfa: steps_dfa(&regexes).map(std::sync::Arc::new),
             rule_of,
             rules: provs,
             texts,
@@ -618,5 +737,100 @@ mod tests {
         assert!(!c("/home/u/code", "/home/u/code/**"));
         assert!(!c("/home/u/*.rs", "/home/u/*")); // not proven, so rejected
         assert!(!c("/home/u/code/**", "/home/u/code_evil"));
+    }
+
+    /// Globs for the property below: the default policy's deny list and shapes it lacks.
+    const STEP_GLOBS: &[&str] = &[
+        "**/.env",
+        "**/.env.*",
+        "**/*.pem",
+        "**/id_rsa*",
+        "**/.ssh/**",
+        "**/.config/gcloud/**",
+        "**/.docker/config.json",
+        "**/.git/**",
+        "/home/*/k",
+        "/a/**",
+        "**/a?b",
+        "**/{x,y}/**",
+        "/[ab]*/c",
+        "**",
+        "/",
+        "/a",
+        "/*",
+        "**/*",
+        "/a/*/b/**",
+        "**/é*",
+        "/x/**/y",
+        "**/.[a-z]*",
+    ];
+    /// Names the paths are made of.
+    const STEP_NAMES: &[&str] = &[
+        "a",
+        "b",
+        "x",
+        "y",
+        "c",
+        "k",
+        ".env",
+        ".ENV",
+        ".env.local",
+        "id_rsa",
+        "ID_RSA.pub",
+        "x.pem",
+        ".ssh",
+        ".git",
+        "config.json",
+        ".docker",
+        ".config",
+        "gcloud",
+        "axb",
+        "é",
+        "a b",
+        "home",
+        "u",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// The automaton driven by hand over a directory once and each name after it gives
+        /// exactly the table's answer, whatever the order of the paths asked.
+        #[test]
+        fn steps_answer_exactly_what_the_table_answers(
+            globs in proptest::collection::vec(proptest::sample::select(STEP_GLOBS), 1..6),
+            deny in proptest::bool::ANY,
+            paths in proptest::collection::vec(
+                (
+                    proptest::collection::vec(proptest::sample::select(STEP_NAMES), 0..4),
+                    proptest::collection::vec(proptest::sample::select(STEP_NAMES), 1..4),
+                ),
+                1..6,
+            ),
+        ) {
+            let side = if deny { Side::Deny } else { Side::Allow };
+            let rules = globs
+                .iter()
+                .map(|t| {
+                    let g = path_glob(t, side).unwrap();
+                    (g.text.clone(), g.globs.clone(), Provenance::default_rule("t"))
+                })
+                .collect();
+            let table = GlobTable::build(rules).unwrap();
+            proptest::prop_assert!(table.dfa.is_some());
+            let mut steps = Steps::new(&table);
+            for (dir, names) in &paths {
+                for name in names {
+                    let mut path = String::new();
+                    for n in dir.iter().chain([name]) {
+                        path.push('/');
+                        path.push_str(n);
+                    }
+                    let want = table.is_match(&Candidate::from_bytes(path.as_bytes()));
+                    proptest::prop_assert_eq!(steps.run(&path), Some(want), "{}", path);
+                    proptest::prop_assert_eq!(steps.is_match(&path), want, "{}", path);
+                }
+            }
+        }
     }
 }

@@ -45,7 +45,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-pub use decision::{ArgKind, Decision, Provenance, Reason, ToolPath};
+pub use decision::{ArgKind, Decision, FileJudge, Provenance, Reason, ToolPath};
 pub use error::{ErrorKind, PolicyError, PolicyErrors, Related};
 pub use grant::{Grant, GrantRefused, Grantable, Grants, Refusal};
 pub use settings::{
