@@ -16,22 +16,27 @@
 //! - a request whose members are `jsonrpc`, `id`, `method` and `params`, whose `params`
 //!   holds only a string `uri` that is allowed and already canonical (no `_meta`, no
 //!   2026-07-28 `inputResponses`, not a stateless session, not the `serve` stance);
-//! - a result whose only member is `contents`, holding exactly one item whose members are a
-//!   string `uri` equal to the canonical URI its request was allowed for, and string
-//!   `mimeType`, `text` and `blob` (no `data`, `_meta` or annotations), within the policy's
-//!   content limits, under the `forward` stance.
+//! - a result whose members are `contents` (and a 2026-07-28 `resultType` of `"complete"`),
+//!   holding exactly one item whose `uri` is a string equal to the canonical URI its request
+//!   was allowed for, whose `mimeType`, `text` and `blob` are strings, and whose other
+//!   members are scalars the field walk leaves alone (`name`, `title`, `size`: no `data`,
+//!   no link key, no object such as `_meta` or `annotations`), within the policy's content
+//!   limits, under the `forward` stance.
 //!
 //! Everything else is declined before anything is recorded, and takes the value path. A
 //! decline is always safe; passing what the value path would change is the one thing this
 //! module must never do, and its tests hold it to the value path's verdicts.
 
 use std::borrow::Cow;
+use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 
-use super::{Ctx, Inner, READ_VERDICTS, read};
+use super::{Ctx, Inner, READ_VERDICTS, page, read};
 use crate::audit;
+use crate::jsonrpc::envelope::Key;
 use crate::policy::ReadStance;
 use crate::relay::Action;
 
@@ -56,7 +61,7 @@ struct UriOnly<'a> {
     uri: Cow<'a, str>,
 }
 
-/// A `resources/read` response, borrowed.
+/// A `resources/read` response, borrowed: its result's content items.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Response<'a> {
@@ -64,35 +69,88 @@ struct Response<'a> {
     _jsonrpc: IgnoredAny,
     #[serde(rename = "id")]
     _id: IgnoredAny,
-    #[serde(borrow)]
-    result: Contents<'a>,
+    #[serde(borrow, deserialize_with = "contents")]
+    result: Vec<Item<'a>>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Contents<'a> {
-    #[serde(borrow)]
-    contents: Vec<Item<'a>>,
-}
-
-/// One content item. A member that is present must be a string: `null` is not "absent"
-/// here, because the value path refuses a `text` or `blob` that is not a string.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// One content item: the members the checks read. A member that is present must be a
+/// string: `null` is not "absent" here, because the value path refuses a `text` or `blob`
+/// that is not a string.
+#[derive(Default)]
 struct Item<'a> {
-    #[serde(borrow)]
-    uri: Cow<'a, str>,
-    #[serde(default, borrow, rename = "mimeType", deserialize_with = "present")]
+    uri: Option<Cow<'a, str>>,
     mime_type: Option<Cow<'a, str>>,
-    #[serde(default, borrow, deserialize_with = "present")]
     text: Option<Cow<'a, str>>,
-    #[serde(default, borrow, deserialize_with = "present")]
     blob: Option<Cow<'a, str>>,
 }
 
-/// A member that is there: a string (anything else, `null` included, fails).
-fn present<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'a, str>>, D::Error> {
-    <Cow<'a, str> as Deserialize<'de>>::deserialize(d).map(Some)
+/// A not-taken shape: the parse stops, and the message takes the value path.
+fn decline<E: de::Error>() -> E {
+    E::custom("not a read the text path takes")
+}
+
+/// The result object: `contents`, and at most a 2026-07-28 `resultType` of `"complete"`
+/// (`input_required` is the value path's).
+fn contents<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Item<'de>>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Vec<Item<'de>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a read result")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut contents = None;
+            while let Some(Key(key)) = map.next_key()? {
+                match &*key {
+                    "contents" if contents.is_none() => {
+                        contents = Some(map.next_value::<Vec<Item<'de>>>()?);
+                    }
+                    "resultType" if map.next_value::<&RawValue>()?.get() == r#""complete""# => {}
+                    _ => return Err(decline()),
+                }
+            }
+            contents.ok_or_else(decline)
+        }
+    }
+    d.deserialize_map(V)
+}
+
+impl<'de> Deserialize<'de> for Item<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Item<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a content item")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut item = Item::default();
+                while let Some(Key(key)) = map.next_key()? {
+                    let slot = match &*key {
+                        "uri" => &mut item.uri,
+                        "mimeType" => &mut item.mime_type,
+                        "text" => &mut item.text,
+                        "blob" => &mut item.blob,
+                        // `data` is checked as a third representation by the value path; a
+                        // member the field walk would judge (an object, an array, a link)
+                        // is the value path's too. Other scalars it leaves alone.
+                        "data" => return Err(decline()),
+                        _ if page::inert(&key, map.next_value()?) => continue,
+                        _ => return Err(decline()),
+                    };
+                    // The relay's scan refused duplicate keys; a repeat here is declined all
+                    // the same.
+                    if slot.is_some() {
+                        return Err(decline());
+                    }
+                    let Key(value) = map.next_value::<Key<'de>>()?;
+                    *slot = Some(value);
+                }
+                Ok(item)
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 fn parse<'a, T: Deserialize<'a>>(text: &'a str) -> Option<T> {
@@ -146,9 +204,10 @@ impl Inner {
             return None;
         }
         let response: Response<'_> = parse(text)?;
-        let [item] = &response.result.contents[..] else {
+        let [item] = &response.result[..] else {
             return None;
         };
+        let uri = item.uri.as_deref()?;
         if read::item_refusal(
             &live.policy,
             item.mime_type.as_deref(),
@@ -163,7 +222,7 @@ impl Inner {
         // its record, as on the value path.
         let mut kept = self.read_verdicts.lock().unwrap_or_else(|e| e.into_inner());
         let prior = kept.get(id.key())?;
-        if !prior.allow || prior.canonical.as_ref().map(|u| u.as_str()) != Some(&*item.uri) {
+        if !prior.allow || prior.canonical.as_ref().map(|u| u.as_str()) != Some(uri) {
             return None;
         }
         kept.remove(id.key());

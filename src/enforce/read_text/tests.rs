@@ -185,6 +185,13 @@ fn plain_reads_take_the_text_path() {
     assert!(agree_result(&w, &a, &response(item)));
     let blob = json!([{"uri": a, "blob": "aGVsbG8="}]);
     assert!(agree_result(&w, &a, &response(blob)));
+    // Scalars the field walk leaves alone, as servers add them (`name`, `title`, `size`).
+    let named = json!([{"uri": a, "name": "a.txt", "title": "A", "size": 1, "text": "x"}]);
+    assert!(agree_result(&w, &a, &response(named)));
+    // 2026-07-28: a complete result says so.
+    let complete = json!({"jsonrpc": "2.0", "id": 1,
+        "result": {"resultType": "complete", "contents": [{"uri": a, "text": "x"}]}});
+    assert!(agree_result(&w, &a, &complete.to_string()));
     // Escapes that decode to the canonical URI mean the same URI: the bytes may go as they
     // came.
     let escaped = request(json!(a)).replace("/root/a.txt", "\\/root\\/a\\u002etxt");
@@ -249,6 +256,10 @@ fn results_the_value_path_would_judge_again_are_declined() {
         json!([{"uri": a, "text": "x", "_meta": {"url": "file:///etc/passwd"}}]),
         json!([{"uri": a, "text": "x", "url": "file:///etc/passwd"}]),
         json!([{"uri": a, "text": "x", "annotations": {"audience": ["user"]}}]),
+        json!([{"uri": a, "text": "x", "websiteUrl": "file:///etc/passwd"}]),
+        json!([{"uri": a, "text": "x", "resourceUri": "file:///etc/passwd"}]),
+        json!([{"uri": a, "text": "x", "name": ["x"]}]),
+        json!([{"uri": 5, "text": "x"}]),
         json!([{"text": "x"}]),
         json!([]),
         json!({"uri": a, "text": "x"}),
@@ -261,7 +272,9 @@ fn results_the_value_path_would_judge_again_are_declined() {
     }
     for result in [
         json!({"contents": [{"uri": a, "text": "x"}], "_meta": {"url": "file:///etc/passwd"}}),
-        json!({"contents": [{"uri": a, "text": "x"}], "resultType": "complete"}),
+        json!({"contents": [{"uri": a, "text": "x"}], "resultType": "input_required"}),
+        json!({"contents": [{"uri": a, "text": "x"}], "nextCursor": "c"}),
+        json!({"contents": [{"uri": a, "text": "x"}], "contents2": []}),
     ] {
         let text = json!({"jsonrpc": "2.0", "id": 1, "result": result}).to_string();
         assert!(!agree_result(&w, &a, &text), "took {text}");
