@@ -123,9 +123,9 @@ impl ServerLauncher for SandboxLauncher {
                 if reported.is_some_and(|r| r.swap(true, Ordering::Relaxed)) {
                     tracing::debug!(%generation, "sandbox: {report}");
                 } else if generation == 1 {
-                    eprintln!("rootfence: {report}");
+                    crate::stderr_line!("rootfence: {report}");
                 } else {
-                    eprintln!("rootfence: server generation {generation}: {report}");
+                    crate::stderr_line!("rootfence: server generation {generation}: {report}");
                 }
                 let _ = slot.set(report);
                 Ok(())

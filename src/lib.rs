@@ -31,6 +31,8 @@
 //!   shared by `rootfence run` and `rootfence serve`.
 //! - [`serve`]: `rootfence serve`, the same enforcement over MCP Streamable HTTP.
 //! - [`wrap`]: rewriting host configuration files so their servers run behind rootfence.
+//! - [`stderr`]: rootfence's own stderr messages, each in one write (the server shares the
+//!   stream).
 //!
 //! The binary (`src/main.rs`, `src/cli/`) is a thin clap front end over these modules.
 
@@ -46,6 +48,7 @@ pub mod roots;
 pub mod sandbox;
 pub mod serve;
 pub mod setup;
+pub mod stderr;
 pub mod telemetry;
 pub mod tripwire;
 pub mod uri;

@@ -87,7 +87,7 @@ fn main() -> ExitCode {
         Err(err) if cli::broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             // `{:#}` prints the whole cause chain on one line, as ripgrep does.
-            eprintln!("rootfence: error: {err:#}");
+            rootfence::stderr_line!("rootfence: error: {err:#}");
             ExitCode::from(2)
         }
     }

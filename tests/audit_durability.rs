@@ -77,8 +77,10 @@ fn allowed_records_reach_the_disk_within_a_bounded_delay_without_anyone_waiting(
         if allowed {
             break;
         }
+        // The writer's delay is 50 ms; this bound only tells "never" (the bug: allowed
+        // records waiting for the session's end) from a loaded machine.
         assert!(
-            since.elapsed() < Duration::from_secs(5),
+            since.elapsed() < common::PATIENCE,
             "the allowed decision never reached the log while the session was open"
         );
         std::thread::sleep(Duration::from_millis(5));

@@ -284,7 +284,7 @@ fn sigterm_drains_and_stops_every_server() {
 #[test]
 fn a_request_in_flight_is_answered_across_a_drain() {
     let t = tempdir();
-    let (mut serve, _log) = start(t.path(), &[]);
+    let (mut serve, log) = start(t.path(), &[]);
     let id = serve.open_session(&[]);
     let addr = serve.addr.clone();
     let slow = std::thread::spawn(move || {
@@ -300,7 +300,10 @@ fn a_request_in_flight_is_answered_across_a_drain() {
             br#"{"jsonrpc":"2.0","id":3,"method":"slow","params":{"ms":1500}}"#,
         )
     });
-    std::thread::sleep(Duration::from_millis(400));
+    // In flight once the server has it (a fixed sleep was no proof of that under load).
+    eventually("the slow request reached the server", || {
+        received(&log).contains(r#""method":"slow""#)
+    });
     let status = serve.stop();
     let r = slow.join().unwrap();
     assert_eq!(r.status, 200, "{r:?}");

@@ -436,9 +436,10 @@ fn a_collector_that_is_down_or_hung_never_holds_up_the_relay() {
         let closed = Instant::now();
         p.close_stdin();
         assert_eq!(p.exit_code(), 0, "{what}: {}", p.stderr());
-        // The shutdown gives the collector 1.5 s; the server's own grace is separate.
+        // The shutdown gives the collector 1.5 s; the server's own grace is separate. The
+        // bound is for a hang (each export held 30 s), generous for a loaded machine.
         assert!(
-            closed.elapsed() < Duration::from_secs(8),
+            closed.elapsed() < Duration::from_secs(20),
             "{what}: the session took {:?} to end",
             closed.elapsed()
         );

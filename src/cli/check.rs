@@ -92,7 +92,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 d.reason
             );
         }
-        eprintln!(
+        rootfence::stderr_line!(
             "rootfence: warning: static root {} dropped: {}",
             d.uri.as_str(),
             d.reason

@@ -46,7 +46,7 @@ pub fn man(args: ManArgs, cmd: clap::Command) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             clap_mangen::generate_to(cmd, &dir)
                 .with_context(|| format!("cannot write man pages into {}", dir.display()))?;
-            eprintln!("rootfence: man pages written to {}", dir.display());
+            rootfence::stderr_line!("rootfence: man pages written to {}", dir.display());
             Ok(ExitCode::SUCCESS)
         }
         None => {

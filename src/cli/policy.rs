@@ -116,14 +116,14 @@ pub(crate) fn warn_dropped(policy: &Policy) {
         ),
         None => "the policy is not stacked on the built-in default".to_string(),
     };
-    eprintln!(
+    rootfence::stderr_line!(
         "rootfence: WARNING: {why} and drops {} of its protections:",
         dropped.len()
     );
     for d in dropped {
-        eprintln!("rootfence: WARNING:   - {d}");
+        rootfence::stderr_line!("rootfence: WARNING:   - {d}");
     }
-    eprintln!(
+    rootfence::stderr_line!(
         "rootfence: WARNING: hint: remove `base = \"none\"` to keep them (your file then \
          stacks on the default and may only narrow it), or copy them from \
          `rootfence policy show --policy builtin:default`"
@@ -153,7 +153,7 @@ fn check(files: &[PathBuf], each: bool) -> anyhow::Result<ExitCode> {
             }
             Err(errs) => {
                 failed = true;
-                eprintln!("{errs}");
+                rootfence::stderr_line!("{errs}");
             }
         }
     }
@@ -169,7 +169,7 @@ fn show(policies: &[PathBuf], as_json: bool) -> anyhow::Result<ExitCode> {
     let policy = match load(policies) {
         Ok(p) => p,
         Err(errs) => {
-            eprintln!("{errs}");
+            rootfence::stderr_line!("{errs}");
             return Ok(ExitCode::from(1));
         }
     };
@@ -294,7 +294,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let policy = match load(&args.policies) {
         Ok(p) => p,
         Err(errs) => {
-            eprintln!("{errs}");
+            rootfence::stderr_line!("{errs}");
             return Ok(ExitCode::from(2));
         }
     };

@@ -140,7 +140,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         t.shutdown();
     }
     if let Err(e) = finished {
-        eprintln!("rootfence: error: could not finish the audit log: {e}");
+        rootfence::stderr_line!("rootfence: error: could not finish the audit log: {e}");
         return Ok(ExitCode::from(2));
     }
     if matches!(outcome.cause, EndCause::Stopped | EndCause::ServerFailed) {
@@ -169,7 +169,7 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
         if root.contains("${") {
             // VS Code expands ${workspaceFolder} only with a folder open; without one the
             // entry still starts, with one root fewer.
-            eprintln!(
+            rootfence::stderr_line!(
                 "rootfence: warning: --root {root}: the host did not expand this variable \
                  (is a folder open?); not used as a root"
             );
@@ -193,7 +193,7 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
     };
     let (spec, warnings) = sandbox::server_spec(&policy, mode, Vec::new(), &grants, &cwd)?;
     for w in warnings {
-        eprintln!("rootfence: warning: {w}");
+        rootfence::stderr_line!("rootfence: warning: {w}");
     }
     let audit_path = match opts
         .audit_log
@@ -231,13 +231,13 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
         if given {
             bail!("--root {}: {}", d.uri.as_str(), d.reason);
         }
-        eprintln!(
+        rootfence::stderr_line!(
             "rootfence: warning: static root {} dropped: {}",
             d.uri.as_str(),
             d.reason
         );
     }
-    eprintln!("rootfence: audit log: {}", setup.audit.path.display());
+    rootfence::stderr_line!("rootfence: audit log: {}", setup.audit.path.display());
     setup.audit.checkpoint = checkpoint_config(&setup.policy, &setup.audit.path, &enforcer, &spec)?;
     Ok(setup)
 }
@@ -283,7 +283,7 @@ fn checkpoint_config(
     if let Some(ms) = a.checkpoint_every_ms {
         cfg.every = Duration::from_millis(ms);
     }
-    eprintln!("rootfence: audit checkpoints: {}", cfg.path.display());
+    rootfence::stderr_line!("rootfence: audit checkpoints: {}", cfg.path.display());
     Ok(Some(cfg))
 }
 
@@ -295,7 +295,9 @@ async fn reload_on_sighup(enforcer: Enforcer, files: Vec<PathBuf>) {
     let mut hup = match signal(SignalKind::hangup()) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("rootfence: warning: cannot listen for SIGHUP, policy reload is off: {e}");
+            rootfence::stderr_line!(
+                "rootfence: warning: cannot listen for SIGHUP, policy reload is off: {e}"
+            );
             return;
         }
     };
@@ -342,7 +344,7 @@ fn reload_policy(enforcer: &Enforcer, files: &[PathBuf]) {
                 deferred,
             }));
             enforcer.reload(Arc::new(new));
-            eprint!("{report}");
+            rootfence::stderr_line!("{}", report.trim_end());
         }
         Err(e) => {
             // The files as they are now (one that cannot be read is named in the error).
@@ -366,9 +368,10 @@ fn reload_policy(enforcer: &Enforcer, files: &[PathBuf]) {
                 error: Some(e.to_string()),
                 deferred: Vec::new(),
             }));
-            // One write: stderr is unbuffered, and `eprintln!` with arguments writes piece by
-            // piece, so a reader (a log shipper, a test) could see the first line alone.
-            eprint!("rootfence: policy reload refused; the previous policy stays in force\n{e}\n");
+            // One write (`rootfence::stderr`): whoever sees the first line sees the reason.
+            rootfence::stderr_line!(
+                "rootfence: policy reload refused; the previous policy stays in force\n{e}"
+            );
         }
     }
 }

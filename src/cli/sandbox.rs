@@ -177,7 +177,7 @@ fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
         let (spec, warnings) = sandbox::server_spec(&policy, mode, roots, &grants, &cwd)?;
         for w in warnings {
-            eprintln!("rootfence: warning: {w}");
+            rootfence::stderr_line!("rootfence: warning: {w}");
         }
         spec
     };
@@ -255,7 +255,7 @@ fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => {
             let status = child.wait()?;
-            eprintln!("rootfence: error: {e}");
+            rootfence::stderr_line!("rootfence: error: {e}");
             return Ok(exit_code_of(status));
         }
     }
@@ -287,7 +287,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let prepared = match &strace {
         Some(s) => probe::prepare_traced(&spec, &args.command, &exe, s, &log)?,
         None => {
-            eprintln!(
+            rootfence::stderr_line!(
                 "rootfence: strace not found{}: denials are read from the command's stderr \
                  only, which misses what it does not print (install strace for a full probe)",
                 if args.no_strace { " (--no-strace)" } else { "" }
@@ -342,9 +342,9 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     runtime.shutdown_background();
     let report = report.join().unwrap_or(Err(sandbox::LaunchError::NoReport));
     if let Err(e) = &report {
-        eprintln!("rootfence: error: {e}");
+        rootfence::stderr_line!("rootfence: error: {e}");
     }
-    eprintln!(
+    rootfence::stderr_line!(
         "rootfence: probe: command ended: {}",
         match &end {
             ProbeEnd::Exited(s) => s.to_string(),
@@ -364,7 +364,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_default();
         let findings = probe::parse_strace_log(&text);
         if !findings.restricted && report.is_ok() {
-            eprintln!(
+            rootfence::stderr_line!(
                 "rootfence: probe: the strace log shows no landlock_restrict_self; \
                  Landlock is not enforcing here, so nothing can be denied by it"
             );
@@ -381,27 +381,27 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             probe::Need::Exec => "execute",
             probe::Need::Write => "write",
         };
-        eprintln!(
+        rootfence::stderr_line!(
             "rootfence: probe: denied {need} {} ({})",
             d.path.display(),
             d.op
         );
     }
     for p in &findings.connect_ports {
-        eprintln!("rootfence: probe: denied TCP connect to port {p}");
+        rootfence::stderr_line!("rootfence: probe: denied TCP connect to port {p}");
     }
     for p in &findings.bind_ports {
-        eprintln!("rootfence: probe: denied TCP bind to port {p}");
+        rootfence::stderr_line!("rootfence: probe: denied TCP bind to port {p}");
     }
     if findings.signals > 0 {
-        eprintln!(
+        rootfence::stderr_line!(
             "rootfence: probe: {} signal(s) to processes outside the sandbox refused",
             findings.signals
         );
     }
     let suggestion = probe::suggest(&findings, &spec);
     for (p, why) in &suggestion.left_out {
-        eprintln!("rootfence: probe: not suggested: {}: {why}", p.display());
+        rootfence::stderr_line!("rootfence: probe: not suggested: {}: {why}", p.display());
     }
     let restricted = spec.network != Network::Allow;
     let snippet = probe::render_toml(&suggestion, restricted);

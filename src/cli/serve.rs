@@ -126,7 +126,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         "http"
     };
-    eprintln!("rootfence: serving {scheme}://{local}/mcp");
+    rootfence::stderr_line!("rootfence: serving {scheme}://{local}/mcp");
     let cfg = ServeConfig {
         listener,
         tls: args.tls_cert.clone().zip(args.tls_key.clone()),
@@ -183,12 +183,12 @@ fn auth(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<Auth> {
                 "--listen {addr} is reachable beyond this machine and no authentication is set: anyone who reaches it could use the server; give --auth-token-file, or --allow-unauthenticated if a proxy in front authenticates"
             );
         }
-        eprintln!(
+        rootfence::stderr_line!(
             "rootfence: warning: serving {addr} without authentication (--allow-unauthenticated)"
         );
     }
     if !addr.ip().is_loopback() && args.tls_cert.is_none() {
-        eprintln!(
+        rootfence::stderr_line!(
             "rootfence: warning: plain HTTP on {addr}: put a TLS-terminating proxy in front, or give --tls-cert and --tls-key"
         );
     }

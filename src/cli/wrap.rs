@@ -229,7 +229,7 @@ fn read_config(path: &Path, target: &Target) -> anyhow::Result<Option<String>> {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if target.missing_ok {
-                eprintln!(
+                rootfence::stderr_line!(
                     "rootfence: {} does not exist: nothing to do",
                     path.display()
                 );
@@ -353,7 +353,7 @@ fn check_run_args(run_args: &[String]) -> anyhow::Result<()> {
     for root in &parsed.options.roots {
         let path = root.strip_prefix("file://").unwrap_or(root);
         if Path::new(path).is_absolute() && !path.contains('%') && !Path::new(path).is_dir() {
-            eprintln!(
+            rootfence::stderr_line!(
                 "rootfence: warning: --run-arg root {root} is not a directory on this machine; `rootfence run` will refuse to start the wrapped servers until it is"
             );
         }
@@ -373,7 +373,7 @@ fn rootfence_command(chosen: Option<&str>) -> anyhow::Result<String> {
             }
             check_rootfence_name(c)?;
             if p.is_absolute() && !p.exists() {
-                eprintln!(
+                rootfence::stderr_line!(
                     "rootfence: warning: --rootfence-path {c} does not exist on this machine; hosts will fail to start the wrapped servers until it does"
                 );
             }
@@ -576,7 +576,7 @@ fn finish(
         .filter(|s| s.action.is_problem())
         .count();
     if outcome.servers.is_empty() {
-        eprintln!(
+        rootfence::stderr_line!(
             "rootfence: {} has no {}server entries: nothing to {verb}",
             path.display(),
             if target.servers.is_empty() {
@@ -586,9 +586,9 @@ fn finish(
             }
         );
     } else if !outcome.changed {
-        eprintln!("rootfence: {}: nothing to change", path.display());
+        rootfence::stderr_line!("rootfence: {}: nothing to change", path.display());
     } else if target.dry_run {
-        eprintln!("rootfence: dry run: {} was not changed", path.display());
+        rootfence::stderr_line!("rootfence: dry run: {} was not changed", path.display());
     } else {
         let report = wrap::replace_file(
             path,
@@ -598,22 +598,22 @@ fn finish(
         )
         .with_context(|| format!("nothing was written to {}", path.display()))?;
         for w in &report.warnings {
-            eprintln!("rootfence: warning: {w}");
+            rootfence::stderr_line!("rootfence: warning: {w}");
         }
         match &report.backup {
-            Some(b) => eprintln!(
+            Some(b) => rootfence::stderr_line!(
                 "rootfence: wrote {} (previous version: {})",
                 report.target.display(),
                 b.display()
             ),
-            None => eprintln!("rootfence: wrote {}", report.target.display()),
+            None => rootfence::stderr_line!("rootfence: wrote {}", report.target.display()),
         }
-        eprintln!(
+        rootfence::stderr_line!(
             "rootfence: restart the host (or reload its MCP servers) for the change to take effect"
         );
     }
     if problems > 0 {
-        eprintln!(
+        rootfence::stderr_line!(
             "rootfence: {problems} entr{} could not be handled (see the warnings above)",
             if problems == 1 { "y" } else { "ies" }
         );

@@ -196,12 +196,12 @@ impl Follower {
             match answer.await {
                 Ok(Ok(launched)) => {
                     for d in &launched.differences {
-                        eprintln!(
+                        crate::stderr_line!(
                             "rootfence: warning: server generation {generation} answers `initialize` differently: {d}"
                         );
                     }
                     for uri in &launched.lost_subscriptions {
-                        eprintln!(
+                        crate::stderr_line!(
                             "rootfence: warning: server generation {generation} did not renew the subscription to {uri}"
                         );
                     }
@@ -213,7 +213,7 @@ impl Follower {
                     }));
                 }
                 Ok(Err(e)) => {
-                    eprintln!(
+                    crate::stderr_line!(
                         "rootfence: error: server generation {generation} did not start: {e}"
                     );
                 }

@@ -17,6 +17,7 @@ pub mod follow;
 mod learn;
 mod page;
 mod read;
+mod read_text;
 mod recording;
 pub mod roots;
 mod tools;
@@ -130,8 +131,12 @@ struct Inner {
     fatal: watch::Sender<Option<String>>,
     /// The verdicts of forwarded `resources/read` requests, by request id: a result item
     /// naming exactly the URI that was checked reuses its verdict instead of resolving the
-    /// same path again. Bounded: cleared when it grows past [`READ_VERDICTS`].
-    read_verdicts: Mutex<std::collections::HashMap<crate::jsonrpc::IdKey, Checked>>,
+    /// same path again. Bounded: cleared when it grows past [`READ_VERDICTS`]. Keyed with
+    /// foldhash, seeded per map: the host picks the ids, and the map is bounded, so SipHash's
+    /// stronger guarantee is not worth its cost on every read.
+    read_verdicts: Mutex<
+        std::collections::HashMap<crate::jsonrpc::IdKey, Checked, foldhash::fast::RandomState>,
+    >,
     /// What the host subscribed to: canonical `file:` URIs, or other URIs verbatim.
     subscriptions: Mutex<HashSet<String>>,
     /// Operator roots dropped at start, audited once the log is open.
@@ -450,9 +455,17 @@ impl Interceptor for Enforcer {
     }
 
     fn intercept_text(&self, session: &Arc<Session>, msg: &Offered<'_>) -> Option<Action> {
-        // Only `resources/list` pages have a text path (`page.rs`), and only when the roots
-        // need no waiting for.
-        if (msg.from, msg.kind, msg.method) != (Side::Server, Kind::Response, m::RESOURCES_LIST) {
+        // `resources/list` pages (`page.rs`) and `resources/read` requests and results
+        // (`read_text.rs`) have a text path, and only when the roots need no waiting for.
+        let route = (msg.from, msg.kind, msg.method);
+        if !matches!(
+            route,
+            (
+                Side::Server,
+                Kind::Response,
+                m::RESOURCES_LIST | m::RESOURCES_READ
+            ) | (Side::Host, Kind::Request, m::RESOURCES_READ)
+        ) {
             return None;
         }
         let inner = &self.inner;
@@ -470,7 +483,11 @@ impl Interceptor for Enforcer {
             stateless: session.revision().is_some_and(|r| r.is_stateless()),
         };
         recording::start_handling();
-        let action = inner.list_page_text(&ctx, msg.text)?;
+        let action = match route {
+            (Side::Server, _, m::RESOURCES_LIST) => inner.list_page_text(&ctx, msg.text),
+            (Side::Server, _, _) => inner.read_result_text(&ctx, msg.text),
+            _ => inner.read_request_text(&ctx, msg.text),
+        }?;
         Some(inner.hold_for_denials(action))
     }
 

@@ -135,7 +135,7 @@ impl<'de> Visitor<'de> for Top {
 
 /// Whether a value under `key` (an entry's or the result's own key) is one the field walk
 /// leaves alone: a scalar, and not a string under a link key (`fields.rs`'s `walkable`).
-fn inert(key: &str, raw: &RawValue) -> bool {
+pub(super) fn inert(key: &str, raw: &RawValue) -> bool {
     match raw.get().as_bytes().first() {
         Some(b'{' | b'[') | None => false,
         Some(b'"') => !LINK_KEYS.contains(&key),

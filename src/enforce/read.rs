@@ -57,6 +57,31 @@ pub(super) fn content_refusal(policy: &Policy, item: &Value) -> Option<Checked> 
         Ok(r) => r,
         Err(reason) => return Some(refusal(reason, None)),
     };
+    limits(policy, item.get("mimeType").and_then(Value::as_str), &reprs)
+}
+
+/// [`content_refusal`] for an item read from its text (`read_text.rs`), whose `mimeType`,
+/// `text` and `blob` are strings when present and which has no `data`.
+pub(super) fn item_refusal(
+    policy: &Policy,
+    mime: Option<&str>,
+    text: Option<&str>,
+    blob: Option<&str>,
+) -> Option<Checked> {
+    let mut reprs = Vec::with_capacity(1);
+    if let Some(t) = text {
+        reprs.push(Repr::Text(t));
+    }
+    if let Some(b) = blob {
+        if !is_base64(b) {
+            return Some(refusal("not_base64", None));
+        }
+        reprs.push(Repr::Base64(b));
+    }
+    limits(policy, mime, &reprs)
+}
+
+fn limits(policy: &Policy, mime: Option<&str>, reprs: &[Repr<'_>]) -> Option<Checked> {
     let bytes = reprs
         .iter()
         .map(|r| match r {
@@ -65,7 +90,6 @@ pub(super) fn content_refusal(policy: &Policy, item: &Value) -> Option<Checked> 
         })
         .max()
         .unwrap_or(0);
-    let mime = item.get("mimeType").and_then(Value::as_str);
     let d = policy.decide_content(mime, bytes);
     (!d.allow).then(|| Checked::from_policy(&d))
 }

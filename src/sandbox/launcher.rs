@@ -50,7 +50,7 @@ pub fn launcher_main() -> ExitCode {
     }
     let args: Vec<OsString> = std::env::args_os().collect();
     let Some((plan_fd, report_fd, command)) = parse_args(&args) else {
-        eprintln!(
+        crate::stderr_line!(
             "rootfence: error: `{LAUNCHER_ARG}` is internal to rootfence and takes \
              `<plan-fd> <report-fd> -- <command...>`; use `rootfence run` or \
              `rootfence sandbox exec` instead"
@@ -60,7 +60,7 @@ pub fn launcher_main() -> ExitCode {
     let mut report_pipe = match fds::adopt(report_fd) {
         Ok(fd) => std::fs::File::from(fd),
         Err(e) => {
-            eprintln!("rootfence: sandbox launcher: cannot use the report channel: {e}");
+            crate::stderr_line!("rootfence: sandbox launcher: cannot use the report channel: {e}");
             return ExitCode::from(EXIT_LAUNCHER_ERROR);
         }
     };
@@ -81,7 +81,7 @@ pub fn launcher_main() -> ExitCode {
             report,
         };
         if !send(&msg) {
-            eprintln!("rootfence: sandbox launcher failed at {stage}: {error}");
+            crate::stderr_line!("rootfence: sandbox launcher failed at {stage}: {error}");
         }
         ExitCode::from(code)
     };
@@ -201,7 +201,7 @@ pub fn launcher_main() -> ExitCode {
     report.env.unreachable = unreachable_env_paths(&env, &report);
     if refused || (strict && !report.missing.is_empty()) {
         if !send(&Message::Refused { report }) {
-            eprintln!("rootfence: strict sandbox refused to start the server");
+            crate::stderr_line!("rootfence: strict sandbox refused to start the server");
         }
         return ExitCode::from(EXIT_REFUSED);
     }
@@ -210,7 +210,7 @@ pub fn launcher_main() -> ExitCode {
     }) {
         // rootfence stopped listening: it will not know what was enforced, so do not
         // start a server it cannot account for.
-        eprintln!("rootfence: sandbox launcher: cannot deliver the enforcement report");
+        crate::stderr_line!("rootfence: sandbox launcher: cannot deliver the enforcement report");
         return ExitCode::from(EXIT_LAUNCHER_ERROR);
     }
 

@@ -98,14 +98,14 @@ impl Telemetry {
             Ok(Some(c)) => c,
             Ok(None) => return None,
             Err(why) => {
-                eprintln!("rootfence: warning: telemetry is off: {why}");
+                crate::stderr_line!("rootfence: warning: telemetry is off: {why}");
                 return None;
             }
         };
         match Telemetry::with_config(&config) {
             Ok(t) => Some(t),
             Err(why) => {
-                eprintln!("rootfence: warning: telemetry is off: {why}");
+                crate::stderr_line!("rootfence: warning: telemetry is off: {why}");
                 None
             }
         }

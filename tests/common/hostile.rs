@@ -272,7 +272,9 @@ pub struct Host {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<Vec<u8>>,
-    stderr: Arc<Mutex<String>>,
+    /// Raw bytes: a read can end inside a UTF-8 character, so they are decoded when asked.
+    stderr: Arc<Mutex<Vec<u8>>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
     /// The revision this host speaks.
     pub rev: String,
     /// The capabilities it declares (`initialize`, or each 2026-07-28 request's `_meta`).
@@ -341,18 +343,16 @@ impl Host {
                 }
             }
         });
-        let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&stderr);
         let mut pipe = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = pipe.read(&mut buf) {
                 if n == 0 {
                     break;
                 }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
             }
         });
         Host {
@@ -360,6 +360,7 @@ impl Host {
             child,
             lines,
             stderr,
+            stderr_reader: Some(stderr_reader),
             rev: rev.to_owned(),
             caps: json!({}),
             raw: Vec::new(),
@@ -373,7 +374,7 @@ impl Host {
     }
 
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
     }
 
     pub fn modern(&self) -> bool {
@@ -627,8 +628,8 @@ impl Host {
         (r, seen)
     }
 
-    /// Closes stdin, reads everything left, and waits for rootfence to exit; returns its
-    /// exit code.
+    /// Closes stdin, reads everything left (stdout and stderr), and waits for rootfence to
+    /// exit; returns its exit code.
     pub fn finish(&mut self) -> i32 {
         self.stdin.take();
         let deadline = Instant::now() + PATIENCE;
@@ -641,6 +642,18 @@ impl Host {
         }
         while self.pump(Duration::from_millis(50)) {}
         let status = self.child.wait().unwrap();
+        // What rootfence wrote to stderr last (say, as it cleaned up on exit) may still be in
+        // the pipe: read it to the end, so `stderr()` then has all of it. Bounded: a process
+        // left behind could hold the pipe open.
+        let drained = Instant::now() + Duration::from_secs(5);
+        while self
+            .stderr_reader
+            .as_ref()
+            .is_some_and(|t| !t.is_finished())
+            && Instant::now() < drained
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         status.code().unwrap_or(-1)
     }
 

@@ -47,7 +47,8 @@ pub struct Proxy {
     pub child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
-    stderr: Arc<Mutex<String>>,
+    /// Raw bytes: a read can end inside a UTF-8 character, so they are decoded when asked.
+    stderr: Arc<Mutex<Vec<u8>>>,
     stderr_reader: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -91,7 +92,7 @@ impl Proxy {
                 }
             }
         });
-        let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&stderr);
         let stderr_reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
@@ -100,9 +101,7 @@ impl Proxy {
                 if n == 0 {
                     break;
                 }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
             }
         });
         Proxy {
@@ -187,7 +186,7 @@ impl Proxy {
 
     /// Everything rootfence wrote to stderr so far.
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
     }
 
     /// Waits for rootfence to exit (fails the test after [`PATIENCE`]), and for its stderr to

@@ -45,10 +45,12 @@ impl Serve {
             let mut r = BufReader::new(pipe);
             let mut line = String::new();
             while r.read_line(&mut line).is_ok_and(|n| n > 0) {
+                // Kept before the URL is handed over: a test that got the URL finds the
+                // line in `stderr()` too.
+                sink.lock().unwrap().push_str(&line);
                 if let Some(rest) = line.trim().strip_prefix("rootfence: serving ") {
                     let _ = tx.send(rest.to_owned());
                 }
-                sink.lock().unwrap().push_str(&line);
                 line.clear();
             }
         });
