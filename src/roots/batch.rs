@@ -414,11 +414,12 @@ mod tests {
     /// never after a file of it was swapped for a link out of the root: the swap changed
     /// the directory's time, so the next page reads it again and sends the link to the
     /// single check, which refuses it. The swap follows the read at once (most often within
-    /// the same tick of the coarse clock), by removing the name or by an atomic rename
-    /// over it.
+    /// the same tick of the coarse clock): by removing the name and linking it, by an
+    /// atomic rename over it, or by exchanging it with a link that was already there when
+    /// the listing was kept (`RENAME_EXCHANGE`: no name added or removed).
     #[test]
     fn a_kept_listing_is_not_used_after_a_file_becomes_an_escaping_link() {
-        for rename in [false, true] {
+        for swap in ["unlink", "rename", "exchange"] {
             let tmp = tempfile::tempdir().unwrap();
             let top = std::fs::canonicalize(tmp.path()).unwrap();
             let dir = top.join("r/d");
@@ -428,6 +429,7 @@ mod tests {
             for n in ["a", "b", "c"] {
                 std::fs::write(dir.join(n), "x").unwrap();
             }
+            std::os::unix::fs::symlink(top.join("out/secret"), dir.join(".link")).unwrap();
             // Past the coarse clock's tick, so the directory's time is before the read.
             std::thread::sleep(std::time::Duration::from_millis(30));
             let (set, errors) = RootSet::open([RootSpec::path(top.join("r"))]);
@@ -439,18 +441,32 @@ mod tests {
             assert_eq!(verdicts(&set, &uris), ["allow", "allow", "allow"]);
             assert_eq!(kept(&set), 1, "the listing is kept");
             assert_eq!(verdicts(&set, &uris), ["allow", "allow", "allow"]);
-            if rename {
-                std::os::unix::fs::symlink(top.join("out/secret"), dir.join(".tmp")).unwrap();
-                std::fs::rename(dir.join(".tmp"), dir.join("b")).unwrap();
-            } else {
-                std::fs::remove_file(dir.join("b")).unwrap();
-                std::os::unix::fs::symlink(top.join("out/secret"), dir.join("b")).unwrap();
+            match swap {
+                "unlink" => {
+                    std::fs::remove_file(dir.join("b")).unwrap();
+                    std::os::unix::fs::symlink(top.join("out/secret"), dir.join("b")).unwrap();
+                }
+                "rename" => {
+                    std::os::unix::fs::symlink(top.join("out/secret"), dir.join(".tmp")).unwrap();
+                    std::fs::rename(dir.join(".tmp"), dir.join("b")).unwrap();
+                }
+                _ => {
+                    use rustix::fs::{CWD, RenameFlags, renameat_with};
+                    renameat_with(
+                        CWD,
+                        dir.join(".link"),
+                        CWD,
+                        dir.join("b"),
+                        RenameFlags::EXCHANGE,
+                    )
+                    .unwrap();
+                }
             }
             let escape = Reason::SymlinkEscape.code();
-            assert_eq!(verdicts(&set, &uris), ["allow", escape, "allow"]);
+            assert_eq!(verdicts(&set, &uris), ["allow", escape, "allow"], "{swap}");
             // Read again just after the swap, so its time is not before this read: not kept,
             // and every page reads it until its time is in the past.
-            assert_eq!(verdicts(&set, &uris), ["allow", escape, "allow"]);
+            assert_eq!(verdicts(&set, &uris), ["allow", escape, "allow"], "{swap}");
         }
     }
 
