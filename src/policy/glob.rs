@@ -428,10 +428,9 @@ impl<'t> Steps<'t> {
     pub(crate) fn new(table: &'t GlobTable) -> Steps<'t> {
         Steps {
             table,
-            dfa: table
-                .dfa
-                .as_deref()
-                .filter(|_| !table.rules.is_empty())
+            dfa: (!table.rules.is_empty())
+                .then(|| table.dfa())
+                .flatten()
                 .map(|d| (d, d.create_cache())),
             dir: String::new(),
             at: None,
@@ -504,9 +503,11 @@ thread_local! {
 #[derive(Debug, Clone)]
 pub(crate) struct GlobTable {
     set: GlobSet,
-    /// The same globs as one lazy DFA that [`Steps`] drives by hand (`None`: it could not be
-    /// built, and every question goes to `set`).
-    dfa: Option<std::sync::Arc<regex_automata::hybrid::dfa::DFA>>,
+    /// The globs' regexes, for [`GlobTable::dfa`].
+    regexes: std::sync::Arc<[String]>,
+    /// The same globs as one lazy DFA that [`Steps`] drives by hand, built the first time a
+    /// page asks (`None`: it could not be built, and every question goes to `set`).
+    dfa: OnceLock<Option<std::sync::Arc<regex_automata::hybrid::dfa::DFA>>>,
     /// Glob index in `set` -> rule index.
     rule_of: Vec<u32>,
     /// One per rule, in declaration order.
@@ -536,7 +537,8 @@ impl GlobTable {
         }
         Ok(GlobTable {
             set: b.build()?,
-            dfa: steps_dfa(&regexes).map(std::sync::Arc::new),
+            regexes: regexes.into(),
+            dfa: OnceLock::new(),
             rule_of,
             rules: provs,
             texts,
@@ -545,6 +547,13 @@ impl GlobTable {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.rules.is_empty()
+    }
+
+    /// The automaton [`Steps`] drives, built on first use.
+    fn dfa(&self) -> Option<&regex_automata::hybrid::dfa::DFA> {
+        self.dfa
+            .get_or_init(|| steps_dfa(&self.regexes).map(std::sync::Arc::new))
+            .as_deref()
     }
 
     /// Whether any glob matches.
@@ -817,7 +826,7 @@ mod tests {
                 })
                 .collect();
             let table = GlobTable::build(rules).unwrap();
-            proptest::prop_assert!(table.dfa.is_some());
+            proptest::prop_assert!(table.dfa().is_some());
             let mut steps = Steps::new(&table);
             for (dir, names) in &paths {
                 for name in names {
