@@ -18,6 +18,9 @@
 //!   part of it: enforcing minus allows unlogged.
 //! - rootfence's peak RSS (`VmHWM`) over the enforcing session, whose pages have 10,000
 //!   entries; target <= 32 MiB.
+//! - the CPU time per read of the process in front of the host (all its threads, from
+//!   `schedstat`): no target, but unlike latency on a shared VM it does not move with
+//!   wake-up delays, so it shows what enforcing a read costs over relaying it.
 //! - the official Python SDK client's small-resource read (scripts/bench_sdk_read.py, with
 //!   the pinned SDK in tests/peers/.venv) through the do-nothing byte relay
 //!   (`examples/byte_relay`), relay-only and rootfence enforcing, side by side in one client;
@@ -305,6 +308,20 @@ impl Session {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
     }
 
+    /// CPU time used so far by the process in front of the host, all its threads
+    /// (`/proc/<pid>/task/*/schedstat`, nanoseconds on the CPU): unlike latency on a shared
+    /// VM, it does not move with wake-up delays, so it shows what each chain's work costs.
+    fn cpu_ns(&self) -> u64 {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.child.id())) else {
+            return 0;
+        };
+        tasks
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+            .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            .sum()
+    }
+
     fn finish(mut self) -> Result<(), String> {
         drop(self.to);
         let status = self.child.wait().map_err(|e| e.to_string())?;
@@ -322,6 +339,8 @@ struct Samples {
     list: Vec<Duration>,
     /// Highest peak RSS over the rounds, KiB.
     rss_kib: u64,
+    /// CPU time of the process in front of the host over the measured reads, ns.
+    read_cpu_ns: u64,
 }
 
 fn measure_round(
@@ -366,6 +385,11 @@ fn measure_round(
             ))
         }
     })?;
+    let mut cpu_before = vec![0; k];
+    each(0, &mut |m, s| {
+        cpu_before[m] = s.cpu_ns();
+        Ok(())
+    })?;
     for i in 0..o.requests {
         each(i, &mut |m, s| {
             let t = Instant::now();
@@ -374,6 +398,10 @@ fn measure_round(
             Ok(())
         })?;
     }
+    each(0, &mut |m, s| {
+        into[m].read_cpu_ns += s.cpu_ns().saturating_sub(cpu_before[m]);
+        Ok(())
+    })?;
     for i in 0..o.lists {
         each(i, &mut |m, s| {
             let t = Instant::now();
@@ -420,17 +448,18 @@ fn run(o: &Options) -> Result<(), String> {
     );
     println!();
     println!(
-        "| chain                        | read p50 µs | read p99 µs | list p50 µs | list p99 µs | peak RSS MiB |"
+        "| chain                        | read p50 µs | read p99 µs | read CPU µs | list p50 µs | list p99 µs | peak RSS MiB |"
     );
     println!(
-        "|------------------------------|------------:|------------:|------------:|------------:|-------------:|"
+        "|------------------------------|------------:|------------:|------------:|------------:|------------:|-------------:|"
     );
     for (m, s) in Mode::ALL.iter().zip(&samples) {
         println!(
-            "| {:<28} | {:>11.1} | {:>11.1} | {:>11.0} | {:>11.0} | {:>12.1} |",
+            "| {:<28} | {:>11.1} | {:>11.1} | {:>11.1} | {:>11.0} | {:>11.0} | {:>12.1} |",
             m.label(),
             percentile(&s.read, 50.0),
             percentile(&s.read, 99.0),
+            s.read_cpu_ns as f64 / 1000.0 / s.read.len().max(1) as f64,
             percentile(&s.list, 50.0),
             percentile(&s.list, 99.0),
             s.rss_kib as f64 / 1024.0
