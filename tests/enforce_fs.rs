@@ -116,6 +116,26 @@ fn tick() {
     );
 }
 
+/// The file names a `resources/list` answer lists, sorted.
+fn listed_names(r: &Value) -> Vec<String> {
+    let mut names: Vec<String> = r["result"]["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .map(|e| {
+            e["uri"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
@@ -227,21 +247,7 @@ fn uv_venv_listed_as_resources_keeps_every_hard_linked_file() {
     let mut host = Host::start(&rootfence_opts(&tree, &[], false), &server, "2025-06-18");
     host.begin(json!({}));
     let r = host.request("resources/list", json!({}));
-    let mut listed: Vec<String> = r["result"]["resources"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{r}"))
-        .iter()
-        .map(|e| {
-            e["uri"]
-                .as_str()
-                .unwrap()
-                .rsplit('/')
-                .next()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
-    listed.sort();
+    let listed = listed_names(&r);
     let mut want = names.clone();
     want.sort();
     assert_eq!(listed, want, "{r}");
@@ -681,28 +687,10 @@ fn list_page_kept_listing_is_dropped_when_a_listed_file_becomes_an_escaping_link
     ];
     let mut host = Host::start(&rootfence_opts(&tree, &[], false), &server, "2025-06-18");
     host.begin(json!({}));
-    let names = |r: &Value| {
-        let mut v: Vec<String> = r["result"]["resources"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{r}"))
-            .iter()
-            .map(|e| {
-                e["uri"]
-                    .as_str()
-                    .unwrap()
-                    .rsplit('/')
-                    .next()
-                    .unwrap()
-                    .to_owned()
-            })
-            .collect();
-        v.sort();
-        v
-    };
     for _ in 0..2 {
         let r = host.request("resources/list", json!({}));
         assert_eq!(
-            names(&r),
+            listed_names(&r),
             ["one.txt", "renamed.txt", "swapped.txt", "two.txt"],
             "{r}"
         );
@@ -713,7 +701,7 @@ fn list_page_kept_listing_is_dropped_when_a_listed_file_becomes_an_escaping_link
     std::fs::rename(dir.join(".next"), dir.join("renamed.txt")).unwrap();
     for _ in 0..2 {
         let r = host.request("resources/list", json!({}));
-        assert_eq!(names(&r), ["one.txt", "two.txt"], "{r}");
+        assert_eq!(listed_names(&r), ["one.txt", "two.txt"], "{r}");
     }
     let records = finish(host, &tree);
     for name in ["swapped.txt", "renamed.txt"] {
