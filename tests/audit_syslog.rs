@@ -397,12 +397,31 @@ fn tcp_burst_of_10000_decisions_arrives_whole() {
     );
 }
 
+/// A loopback port nothing listens on, for a receiver that is down (or starts late). Taken
+/// below the kernel's ephemeral range: a port the kernel handed out for `:0` and that was
+/// released could be handed out again, to another test's listener or outgoing connection,
+/// before the late receiver binds it. Nothing in the suite binds a fixed port here.
+fn port_nothing_uses() -> std::net::SocketAddr {
+    let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let start = 10_000u16.min(low.saturating_sub(1));
+    let span = low.saturating_sub(start).max(1);
+    let offset = (std::process::id() % u32::from(span)) as u16;
+    (0..span)
+        .map(|i| start + (offset + i) % span)
+        .find_map(|port| {
+            let l = TcpListener::bind(("127.0.0.1", port)).ok()?;
+            l.local_addr().ok()
+        })
+        .expect("a free loopback port below the ephemeral range")
+}
+
 #[test]
 fn receiver_that_starts_late_gets_everything() {
     // Nothing listens at first: the sink retries with backoff while records queue.
-    let probe = TcpListener::bind("127.0.0.1:0").unwrap();
-    let sock = probe.local_addr().unwrap();
-    drop(probe);
+    let sock = port_nothing_uses();
     let (_t, project, log, policy) = setup(&format!("tcp://{sock}"), "");
     let (tx, rx) = mpsc::channel();
     let late = std::thread::spawn(move || {
@@ -424,9 +443,7 @@ fn receiver_that_starts_late_gets_everything() {
 
 #[test]
 fn receiver_down_never_blocks_the_relay_and_the_loss_is_audited() {
-    let probe = TcpListener::bind("127.0.0.1:0").unwrap();
-    let sock = probe.local_addr().unwrap();
-    drop(probe);
+    let sock = port_nothing_uses();
     let (_t, project, log, policy) = setup(&format!("tcp://{sock}"), "");
     // A tiny queue, so it overflows while nobody listens.
     let text = std::fs::read_to_string(&policy).unwrap() + "queue = 16\n";
