@@ -20,6 +20,8 @@ mod read;
 mod read_text;
 mod recording;
 pub mod roots;
+#[cfg(test)]
+mod testing;
 mod tools;
 mod walk;
 

@@ -143,9 +143,10 @@ pub(super) fn inert(key: &str, raw: &RawValue) -> bool {
     }
 }
 
-/// A not-taken shape: the parse stops (nothing is recorded before the whole page is read).
-fn decline<E: de::Error>() -> E {
-    E::custom("not a page the text path takes")
+/// A not-taken shape: the parse stops (nothing is recorded before the whole message is
+/// read), and the message takes the value path. Shared with `read_text.rs`.
+pub(super) fn decline<E: de::Error>() -> E {
+    E::custom("not a shape the text path takes")
 }
 
 /// The result object: its `resources` array, when every other key is inert.

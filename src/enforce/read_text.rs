@@ -31,10 +31,11 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::{Ctx, Inner, READ_VERDICTS, page, read};
+use super::page::{self, decline};
+use super::{Ctx, Inner, READ_VERDICTS, read};
 use crate::audit;
 use crate::jsonrpc::envelope::Key;
 use crate::policy::ReadStance;
@@ -82,11 +83,6 @@ struct Item<'a> {
     mime_type: Option<Cow<'a, str>>,
     text: Option<Cow<'a, str>>,
     blob: Option<Cow<'a, str>>,
-}
-
-/// A not-taken shape: the parse stops, and the message takes the value path.
-fn decline<E: de::Error>() -> E {
-    E::custom("not a read the text path takes")
 }
 
 /// The result object: `contents`, and at most a 2026-07-28 `resultType` of `"complete"`

@@ -1,103 +1,44 @@
 //! The text path against the value path: on every page, the fast path either declines or
 //! does exactly what the value path does (forward the same bytes, or forward the same value).
 
-use std::sync::Arc;
-
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::*;
-use crate::enforce::{Ctx, Enforcer};
+use crate::enforce::testing::{Outcome, World, outcome};
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::methods as m;
-use crate::policy::Policy;
 use crate::relay::Side;
-use crate::roots::RootSpec;
 
-/// A tree with allowed files, secrets the built-in default denies, and a link out.
-struct World {
-    _dir: tempfile::TempDir,
-    base: String,
-    enforcer: Enforcer,
-}
-
+/// A tree with allowed files, secrets the built-in default denies, a link out and a link to
+/// a secret.
 fn world() -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().canonicalize().unwrap();
-    let root = base.join("root");
-    for d in ["sub", "deep/er"] {
-        std::fs::create_dir_all(root.join(d)).unwrap();
-    }
-    for f in [
-        "a.txt",
-        "b.md",
-        ".env",
-        "sub/c.txt",
-        "sub/.env",
-        "deep/er/d.txt",
-        "é x.txt",
-    ] {
-        std::fs::write(root.join(f), "x").unwrap();
-    }
-    std::fs::create_dir_all(base.join("outside")).unwrap();
-    std::fs::write(base.join("outside/secret.txt"), "x").unwrap();
-    std::os::unix::fs::symlink(base.join("outside"), root.join("out")).unwrap();
+    let w = World::new(
+        &["sub", "deep/er"],
+        &[
+            "a.txt",
+            "b.md",
+            ".env",
+            "sub/c.txt",
+            "sub/.env",
+            "deep/er/d.txt",
+            "é x.txt",
+        ],
+        None,
+    );
+    let root = w.root();
     std::os::unix::fs::symlink(root.join(".env"), root.join("env-link")).unwrap();
-    let policy = Arc::new(Policy::builtin_default());
-    let (enforcer, dropped) = Enforcer::new(policy, vec![RootSpec::path(&root)], None);
-    assert!(dropped.is_empty(), "{dropped:?}");
-    World {
-        _dir: dir,
-        base: base.to_string_lossy().into_owned(),
-        enforcer,
-    }
+    w
 }
 
-/// What a path did with a message: forwarded as it came, or replaced by a value.
-#[derive(Debug, PartialEq)]
-enum Outcome {
-    Forward,
-    Replace(Value),
-    Other,
-}
-
-fn outcome(a: Action) -> Outcome {
-    match a {
-        Action::Forward => Outcome::Forward,
-        Action::Replace(v) => Outcome::Replace(v),
-        _ => Outcome::Other,
-    }
-}
-
-impl World {
-    fn ctx<'a>(&self, id: &'a Id, roots: &'a crate::roots::RootSet) -> Ctx<'a> {
-        Ctx {
-            from: Side::Server,
-            kind: Kind::Response,
-            method: m::RESOURCES_LIST,
-            id: Some(id),
-            roots: Some(roots),
-            changed: std::cell::Cell::new(false),
-            stateless: false,
-        }
-    }
-
-    /// (the text path's outcome, or `None` when it declined; the value path's outcome).
-    fn both(&self, text: &str) -> (Option<Outcome>, Outcome) {
-        let inner = &self.enforcer.inner;
-        let roots = inner.operator.set();
-        let id = Id::from_string("1");
-        let fast = inner
-            .list_page_text(&self.ctx(&id, roots), text)
-            .map(outcome);
-        let value: Value = serde_json::from_str(text).unwrap();
-        let slow = outcome(inner.server_result(&self.ctx(&id, roots), value));
-        (fast, slow)
-    }
-
-    fn uri(&self, rel: &str) -> String {
-        format!("file://{}/root/{rel}", self.base)
-    }
+/// (the text path's outcome, or `None` when it declined; the value path's outcome).
+fn both(w: &World, text: &str) -> (Option<Outcome>, Outcome) {
+    let inner = &w.enforcer.inner;
+    let id = Id::from_string("1");
+    let ctx = || w.ctx(Side::Server, Kind::Response, m::RESOURCES_LIST, &id);
+    let fast = inner.list_page_text(&ctx(), text).map(outcome);
+    let value: Value = serde_json::from_str(text).unwrap();
+    let slow = outcome(inner.server_result(&ctx(), value));
+    (fast, slow)
 }
 
 fn page(entries: &[Value]) -> String {
@@ -110,7 +51,7 @@ fn entry(uri: &str) -> Value {
 
 /// Asserts the text path agrees with the value path; returns whether it took the page.
 fn agree(w: &World, text: &str) -> bool {
-    let (fast, slow) = w.both(text);
+    let (fast, slow) = both(w, text);
     match fast {
         None => false,
         Some(fast) => {
@@ -128,7 +69,7 @@ fn an_allowed_page_is_forwarded_as_it_came() {
         .map(|f| entry(&w.uri(f)))
         .collect();
     let text = page(&entries);
-    assert_eq!(w.both(&text), (Some(Outcome::Forward), Outcome::Forward));
+    assert_eq!(both(&w, &text), (Some(Outcome::Forward), Outcome::Forward));
 }
 
 #[test]
@@ -146,9 +87,9 @@ fn refused_entries_are_left_out_of_the_checked_bytes() {
         entry("not a uri"),
     ];
     let text = page(&entries);
-    let (fast, slow) = w.both(&text);
+    let (fast, slow) = both(&w, &text);
     assert_eq!(fast, Some(slow));
-    let Some(Outcome::Replace(v)) = w.both(&text).0 else {
+    let Some(Outcome::Replace(v)) = both(&w, &text).0 else {
         panic!("expected a replaced page")
     };
     let kept: Vec<&str> = v["result"]["resources"]

@@ -1,89 +1,25 @@
 //! The text path against the value path: on every read request and result, the fast path
 //! either declines or does exactly what the value path does, leaving the same verdict behind.
 
-use std::sync::Arc;
-
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::enforce::{Ctx, Enforcer};
+use crate::enforce::Ctx;
+use crate::enforce::testing::{Outcome, World, outcome};
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::methods as m;
-use crate::policy::Policy;
-use crate::relay::{Action, Side};
-use crate::roots::RootSpec;
-
-struct World {
-    _dir: tempfile::TempDir,
-    base: String,
-    enforcer: Enforcer,
-}
+use crate::relay::Side;
 
 /// A root with a file, a secret the default denies, and a link out; `layer` is stacked on
 /// the built-in default (content limits, stances).
 fn world(layer: Option<&str>) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().canonicalize().unwrap();
-    let root = base.join("root");
-    std::fs::create_dir_all(root.join("sub")).unwrap();
-    for f in ["a.txt", ".env", "sub/b.txt", "é x.txt"] {
-        std::fs::write(root.join(f), "x").unwrap();
-    }
-    std::fs::create_dir_all(base.join("outside")).unwrap();
-    std::fs::write(base.join("outside/secret.txt"), "x").unwrap();
-    std::os::unix::fs::symlink(base.join("outside"), root.join("out")).unwrap();
-    let policy = match layer {
-        None => Policy::builtin_default(),
-        Some(text) => Policy::from_sources(&[
-            (
-                "builtin:default".into(),
-                include_str!("../../../policies/default.toml").into(),
-            ),
-            ("layer.toml".into(), text.into()),
-        ])
-        .unwrap(),
-    };
-    let (enforcer, dropped) = Enforcer::new(Arc::new(policy), vec![RootSpec::path(&root)], None);
-    assert!(dropped.is_empty(), "{dropped:?}");
-    World {
-        _dir: dir,
-        base: base.to_string_lossy().into_owned(),
-        enforcer,
-    }
-}
-
-#[derive(Debug, PartialEq)]
-enum Outcome {
-    Forward,
-    Replace(Value),
-    Reply(Value),
-    Other,
-}
-
-fn outcome(a: Action) -> Outcome {
-    match a {
-        Action::Forward => Outcome::Forward,
-        Action::Replace(v) => Outcome::Replace(v),
-        Action::Reply(v) => Outcome::Reply(v),
-        _ => Outcome::Other,
-    }
+    World::new(&["sub"], &["a.txt", ".env", "sub/b.txt", "é x.txt"], layer)
 }
 
 impl World {
-    fn uri(&self, rel: &str) -> String {
-        format!("file://{}/root/{rel}", self.base)
-    }
-
-    fn ctx<'a>(&'a self, from: Side, kind: Kind, id: &'a Id) -> Ctx<'a> {
-        Ctx {
-            from,
-            kind,
-            method: m::RESOURCES_READ,
-            id: Some(id),
-            roots: Some(self.enforcer.inner.operator.set()),
-            changed: std::cell::Cell::new(false),
-            stateless: false,
-        }
+    /// The context of a read request or result.
+    fn ctx_read<'a>(&'a self, from: Side, kind: Kind, id: &'a Id) -> Ctx<'a> {
+        self.ctx(from, kind, m::RESOURCES_READ, id)
     }
 
     /// The verdict kept for request 1, as (allow, canonical).
@@ -104,12 +40,12 @@ impl World {
         let id = Id::from_string("1");
         self.forget();
         let fast = inner
-            .read_request_text(&self.ctx(Side::Host, Kind::Request, &id), text)
+            .read_request_text(&self.ctx_read(Side::Host, Kind::Request, &id), text)
             .map(|a| (outcome(a), self.kept()));
         self.forget();
         let value: Value = serde_json::from_str(text).unwrap();
         let slow =
-            outcome(inner.read_request(&self.ctx(Side::Host, Kind::Request, &id), &id, value));
+            outcome(inner.read_request(&self.ctx_read(Side::Host, Kind::Request, &id), &id, value));
         (fast, (slow, self.kept()))
     }
 
@@ -121,16 +57,17 @@ impl World {
             self.forget();
             let req = json!({"jsonrpc": "2.0", "id": 1, "method": m::RESOURCES_READ,
                 "params": {"uri": asked}});
-            inner.read_request(&self.ctx(Side::Host, Kind::Request, &id), &id, req);
+            inner.read_request(&self.ctx_read(Side::Host, Kind::Request, &id), &id, req);
         };
         ask();
         let fast = inner
-            .read_result_text(&self.ctx(Side::Server, Kind::Response, &id), text)
+            .read_result_text(&self.ctx_read(Side::Server, Kind::Response, &id), text)
             .map(outcome);
         let fast_left = self.kept();
         ask();
         let value: Value = serde_json::from_str(text).unwrap();
-        let slow = outcome(inner.read_result(&self.ctx(Side::Server, Kind::Response, &id), value));
+        let slow =
+            outcome(inner.read_result(&self.ctx_read(Side::Server, Kind::Response, &id), value));
         if fast.is_some() {
             assert_eq!(
                 fast_left,
@@ -287,7 +224,7 @@ fn results_the_value_path_would_judge_again_are_declined() {
         let fast = w
             .enforcer
             .inner
-            .read_result_text(&w.ctx(Side::Server, Kind::Response, &id), &text);
+            .read_result_text(&w.ctx_read(Side::Server, Kind::Response, &id), &text);
         (fast.map(outcome), ())
     };
     assert_eq!(fast, None);

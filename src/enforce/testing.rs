@@ -1,0 +1,106 @@
+//! Test support shared by the text paths' tests (`page/tests.rs`, `read_text/tests.rs`): a
+//! real enforcer over a tree with secrets and a link out of its root, the context a message
+//! is handled in, and what a path did with a message.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Ctx, Enforcer};
+use crate::jsonrpc::{Id, Kind};
+use crate::policy::Policy;
+use crate::relay::{Action, Side};
+use crate::roots::RootSpec;
+
+/// A root (`<base>/root`) holding `dirs` and `files` (each file holds "x"), a secret outside
+/// it (`<base>/outside/secret.txt`) and a link to that directory (`root/out`), under an
+/// enforcer with the built-in default, or with `layer` stacked on it.
+pub(super) struct World {
+    _dir: tempfile::TempDir,
+    pub(super) base: String,
+    pub(super) enforcer: Enforcer,
+}
+
+impl World {
+    pub(super) fn new(dirs: &[&str], files: &[&str], layer: Option<&str>) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let root = base.join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        for d in dirs {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in files {
+            std::fs::write(root.join(f), "x").unwrap();
+        }
+        std::fs::create_dir_all(base.join("outside")).unwrap();
+        std::fs::write(base.join("outside/secret.txt"), "x").unwrap();
+        std::os::unix::fs::symlink(base.join("outside"), root.join("out")).unwrap();
+        let policy = match layer {
+            None => Policy::builtin_default(),
+            Some(text) => Policy::from_sources(&[
+                (
+                    "builtin:default".into(),
+                    include_str!("../../policies/default.toml").into(),
+                ),
+                ("layer.toml".into(), text.into()),
+            ])
+            .unwrap(),
+        };
+        let (enforcer, dropped) =
+            Enforcer::new(Arc::new(policy), vec![RootSpec::path(&root)], None);
+        assert!(dropped.is_empty(), "{dropped:?}");
+        World {
+            _dir: dir,
+            base: base.to_string_lossy().into_owned(),
+            enforcer,
+        }
+    }
+
+    /// The root's directory.
+    pub(super) fn root(&self) -> std::path::PathBuf {
+        std::path::Path::new(&self.base).join("root")
+    }
+
+    /// The `file:` URI of `rel` beneath the root, as its text.
+    pub(super) fn uri(&self, rel: &str) -> String {
+        format!("file://{}/root/{rel}", self.base)
+    }
+
+    /// The context of a `method` message from `from`, judged against the root.
+    pub(super) fn ctx<'a>(
+        &'a self,
+        from: Side,
+        kind: Kind,
+        method: &'a str,
+        id: &'a Id,
+    ) -> Ctx<'a> {
+        Ctx {
+            from,
+            kind,
+            method,
+            id: Some(id),
+            roots: Some(self.enforcer.inner.operator.set()),
+            changed: std::cell::Cell::new(false),
+            stateless: false,
+        }
+    }
+}
+
+/// What a path did with a message.
+#[derive(Debug, PartialEq)]
+pub(super) enum Outcome {
+    Forward,
+    Replace(Value),
+    Reply(Value),
+    Other,
+}
+
+pub(super) fn outcome(a: Action) -> Outcome {
+    match a {
+        Action::Forward => Outcome::Forward,
+        Action::Replace(v) => Outcome::Replace(v),
+        Action::Reply(v) => Outcome::Reply(v),
+        _ => Outcome::Other,
+    }
+}
