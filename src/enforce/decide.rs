@@ -64,8 +64,9 @@ pub struct Checked {
     /// The rule that decided, if a rule did.
     pub rule: Option<Arc<str>>,
     /// The root verdict of an allowed `file:` URI (to read the same file later). `None` for
-    /// the entries of a page checked with [`Checker::uris`]: nothing reads those.
-    pub allowed: Option<Allowed>,
+    /// the entries of a page checked with [`Checker::uris`]: nothing reads those. Boxed:
+    /// a page holds a `Checked` per entry, and this is most of its size.
+    pub allowed: Option<Box<Allowed>>,
     /// What the user or the model can do instead, for refusals where that is not obvious
     /// from the reason (a relative path: "use an absolute path inside …").
     pub hint: Option<String>,
@@ -212,39 +213,51 @@ impl Checker {
         roots: Option<&RootSet>,
     ) -> Vec<Checked> {
         let raws = raws.into_iter();
-        let mut out: Vec<Checked> = Vec::with_capacity(raws.size_hint().0);
-        // (slot in `out`, parsed URI) of every file: URI that parsed, while roots are known.
-        let mut files: Vec<(usize, FileUri)> = Vec::with_capacity(raws.size_hint().0);
+        // The outcomes settled without the page check (not a file: URI, no roots...), by
+        // slot; every other slot is a file: URI judged below. `out` is built once, in order,
+        // at the end: a `Checked` is large, and a page has thousands.
+        let mut settled: Vec<(usize, Checked)> = Vec::new();
+        // Every file: URI that parsed, while roots are known, in order.
+        let mut files: Vec<FileUri> = Vec::with_capacity(raws.size_hint().0);
         let mut set = None;
-        for raw in raws {
+        for (slot, raw) in raws.enumerate() {
             // Pages list a directory's names together: a name beside the previous file is
             // parsed as one name (the same result as the full parse, which takes the rest).
             if let Some(uri) = files
                 .last()
-                .and_then(|(_, prev)| FileUri::parse_sibling(prev, raw))
+                .and_then(|prev| FileUri::parse_sibling(prev, raw))
             {
-                files.push((out.len(), uri));
-                out.push(Checked::deny(""));
+                files.push(uri);
                 continue;
             }
             match self.file_uri(policy, raw, roots) {
                 Ok((uri, roots)) => {
                     set = Some(roots);
-                    files.push((out.len(), uri));
-                    out.push(Checked::deny(""));
+                    files.push(uri);
                 }
-                Err(done) => out.push(*done),
+                Err(done) => settled.push((slot, *done)),
             }
         }
+        let mut out: Vec<Checked> = Vec::with_capacity(files.len() + settled.len());
+        let mut settled = settled.into_iter().peekable();
+        // The settled outcomes due before the next file: URI's.
+        let mut settled_up_to = |out: &mut Vec<Checked>| {
+            while let Some((_, c)) = settled.next_if(|(slot, _)| *slot == out.len()) {
+                out.push(c);
+            }
+        };
         let Some(roots) = set else {
+            settled_up_to(&mut out);
             return out;
         };
-        let page: Vec<&FileUri> = files.iter().map(|(_, u)| u).collect();
+        let page: Vec<&FileUri> = files.iter().collect();
         let verdicts = roots.check_page(&page, &self.opts);
+        drop(page);
         let mut texts = RuleTexts::default();
         let mut judge = policy.file_judge();
-        for ((slot, uri), verdict) in files.into_iter().zip(verdicts) {
-            out[slot] = match verdict {
+        for (uri, verdict) in files.into_iter().zip(verdicts) {
+            settled_up_to(&mut out);
+            out.push(match verdict {
                 PageVerdict::Allow { root, real, .. } => judge_paths_with(
                     policy,
                     uri,
@@ -260,8 +273,9 @@ impl Checker {
                     c.allowed = None;
                     c
                 }
-            };
+            });
         }
+        settled_up_to(&mut out);
         out
     }
 
@@ -525,7 +539,7 @@ fn judge_paths_with(
         root: roots.roots().get(root).map(|r| Arc::clone(r.shared_uri())),
         layer,
         rule: Some(rule),
-        allowed: if d.allow { allowed } else { None },
+        allowed: if d.allow { allowed.map(Box::new) } else { None },
         hint: None,
     }
 }
@@ -552,4 +566,74 @@ fn shorten(raw: &str) -> String {
         end -= 1;
     }
     format!("{}…", &raw[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::enforce::testing::World;
+
+    /// A page gives each entry, in order, the decision a single check gives it, wherever
+    /// the entries settled without the page check (other schemes, text that is no URI, a
+    /// URI outside every root) fall among the files: first, between siblings, last, in runs.
+    #[test]
+    fn a_page_gives_each_entry_the_decision_of_its_single_check_in_order() {
+        let w = World::new(
+            &["d", "e"],
+            &["d/a.txt", "d/b.txt", "d/.env", "e/c.txt"],
+            None,
+        );
+        let live = w.enforcer.inner.live();
+        let set = w.enforcer.inner.operator.set();
+        let u = |rel: &str| w.uri(rel);
+        let outside = format!("file://{}/outside/secret.txt", w.base);
+        let pages: Vec<Vec<String>> = vec![
+            vec!["https://example.com/x".into(), u("d/a.txt"), u("d/b.txt")],
+            vec![u("d/a.txt"), "not a uri".into(), u("d/b.txt"), u("d/.env")],
+            vec![u("d/a.txt"), u("d/b.txt"), "mailto:x@y".into()],
+            vec![
+                "a:".into(),
+                "b:".into(),
+                u("d/a.txt"),
+                "c:".into(),
+                "d:".into(),
+            ],
+            vec![
+                u("d/a.txt"),
+                outside.clone(),
+                u("d/b.txt"),
+                u("out/secret.txt"),
+            ],
+            vec![
+                u("e/c.txt"),
+                u("d/a.txt"),
+                u("d/missing"),
+                u("e/c.txt"),
+                u(""),
+            ],
+            vec!["x:".into(), "y:".into()],
+            vec![],
+        ];
+        for page in &pages {
+            let checks = live.uris(page.iter().map(String::as_str), Some(set));
+            assert_eq!(checks.len(), page.len(), "{page:?}");
+            for (raw, c) in page.iter().zip(&checks) {
+                let one = live.uri(raw, Some(set));
+                assert_eq!(
+                    (c.allow, &c.reason, c.canonical.as_ref().map(|u| u.as_str())),
+                    (
+                        one.allow,
+                        &one.reason,
+                        one.canonical.as_ref().map(|u| u.as_str())
+                    ),
+                    "{raw} in {page:?}"
+                );
+            }
+        }
+        // Without roots nothing is a file verdict, and the order still holds.
+        let page = [u("d/a.txt"), "https://example.com/".to_owned()];
+        let checks = live.uris(page.iter().map(String::as_str), None);
+        let single: Vec<_> = page.iter().map(|r| live.uri(r, None).reason).collect();
+        let paged: Vec<_> = checks.into_iter().map(|c| c.reason).collect();
+        assert_eq!(paged, single);
+    }
 }

@@ -1025,7 +1025,7 @@ impl Inner {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
             let live = self.live();
             if live.policy.resources().read == ReadStance::Serve && live.enforce {
-                if let (Some(roots), Some(allowed)) = (ctx.roots, &c.allowed) {
+                if let (Some(roots), Some(allowed)) = (ctx.roots, c.allowed.as_deref()) {
                     let (reply, refused) = read::serve(
                         &live.policy,
                         live.checker.options(),
@@ -1302,7 +1302,7 @@ impl Inner {
                 }
             }
             if c.allow && self.live().policy.resources().read == ReadStance::Verify {
-                if let (Some(roots), Some(allowed)) = (ctx.roots, &c.allowed) {
+                if let (Some(roots), Some(allowed)) = (ctx.roots, c.allowed.as_deref()) {
                     if let Some(refusal) = self.live().verify(roots, allowed, &item) {
                         c = refusal;
                     }

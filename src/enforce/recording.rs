@@ -19,7 +19,7 @@
 
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::decide::Checked;
 use super::{Ctx, Inner, direction};
@@ -72,28 +72,84 @@ pub(super) struct PageAudit {
     /// The directory of the latest entries and how many (a page lists a directory's entries
     /// together, so most entries only compare their directory with this one).
     run: Option<(String, u64)>,
+    /// The latest allowed entry's reason and rule, and where they were counted: the next
+    /// entry decided alike (a page's entries share the very same texts) counts there without
+    /// comparing with every key.
+    last: Option<Counted>,
     dirs_omitted: u64,
     other: Vec<(String, u64)>,
+}
+
+/// An allowed entry's reason and rule (held, so that the same strings are recognised by
+/// address), and their places in [`PageAudit`]'s `reasons` and `rules`.
+#[derive(Debug)]
+struct Counted {
+    reason: std::borrow::Cow<'static, str>,
+    layer: Option<Arc<str>>,
+    rule: Option<Arc<str>>,
+    at: (usize, usize),
+}
+
+impl Counted {
+    /// Whether `c` was decided with the same reason and rule.
+    fn same(&self, c: &Checked) -> bool {
+        fn text(a: &str, b: &str) -> bool {
+            std::ptr::eq(a, b) || a == b
+        }
+        fn shared(a: &Option<Arc<str>>, b: &Option<Arc<str>>) -> bool {
+            match (a, b) {
+                (None, None) => true,
+                (Some(a), Some(b)) => text(a, b),
+                _ => false,
+            }
+        }
+        text(&self.reason, &c.reason)
+            && shared(&self.layer, &c.layer)
+            && shared(&self.rule, &c.rule)
+    }
 }
 
 impl PageAudit {
     fn allowed(&mut self, raw: &str, c: &Checked) {
         self.allowed += 1;
-        bump(
+        match &self.last {
+            Some(last) if last.same(c) => {
+                let (reason, rule) = last.at;
+                self.reasons[reason].1 += 1;
+                self.rules[rule].1 += 1;
+            }
+            _ => self.count_rule(c),
+        }
+        self.count_place(raw, c);
+    }
+
+    /// Counts `c`'s reason and rule, and remembers where.
+    fn count_rule(&mut self, c: &Checked) {
+        let reason = bump(
             &mut self.reasons,
             |r| *r == *c.reason,
             || c.reason.to_string(),
             || MORE.into(),
         );
-        bump(
+        let rule = bump(
             &mut self.rules,
             |(l, r)| l.as_deref() == c.layer.as_deref() && r.as_deref() == c.rule.as_deref(),
             || {
-                let owned = |s: &Option<std::sync::Arc<str>>| s.as_deref().map(str::to_owned);
+                let owned = |s: &Option<Arc<str>>| s.as_deref().map(str::to_owned);
                 (owned(&c.layer), owned(&c.rule))
             },
             || (None, Some(MORE.into())),
         );
+        self.last = Some(Counted {
+            reason: c.reason.clone(),
+            layer: c.layer.clone(),
+            rule: c.rule.clone(),
+            at: (reason, rule),
+        });
+    }
+
+    /// Counts `c` under its directory (a `file:` URI) or its scheme.
+    fn count_place(&mut self, raw: &str, c: &Checked) {
         match &c.canonical {
             Some(uri) => {
                 let s = uri.as_str();
@@ -177,21 +233,26 @@ impl PageAudit {
 }
 
 /// Counts one more under the key `is` recognises (made by `make` when new); past
-/// [`MAX_SUMMARY_KEYS`] distinct keys, under a last key made by `overflow`.
+/// [`MAX_SUMMARY_KEYS`] distinct keys, under a last key made by `overflow`. Returns where it
+/// counted.
 fn bump<K>(
     v: &mut Vec<(K, u64)>,
     is: impl Fn(&K) -> bool,
     make: impl FnOnce() -> K,
     overflow: impl FnOnce() -> K,
-) {
-    if let Some((_, n)) = v.iter_mut().find(|(k, _)| is(k)) {
-        *n += 1;
+) -> usize {
+    if let Some(i) = v.iter().position(|(k, _)| is(k)) {
+        v[i].1 += 1;
+        i
     } else if v.len() + 1 < MAX_SUMMARY_KEYS {
         v.push((make(), 1));
+        v.len() - 1
     } else if let Some((_, n)) = v.get_mut(MAX_SUMMARY_KEYS - 1) {
         *n += 1;
+        MAX_SUMMARY_KEYS - 1
     } else {
         v.push((overflow(), 1));
+        v.len() - 1
     }
 }
 
@@ -297,6 +358,7 @@ impl Inner {
             rules: Vec::new(),
             dirs: HashMap::new(),
             run: None,
+            last: None,
             dirs_omitted: 0,
             other: Vec::new(),
         })
@@ -420,6 +482,7 @@ mod tests {
             rules: Vec::new(),
             dirs: HashMap::new(),
             run: None,
+            last: None,
             dirs_omitted: 0,
             other: Vec::new(),
         };
@@ -451,5 +514,67 @@ mod tests {
         assert_eq!(page.allowed, 6);
         assert_eq!(page.reasons, [("default_allow".to_owned(), 6)]);
         assert_eq!(page.other, [("https".to_owned(), 1)]);
+    }
+
+    /// Entries decided alike are counted where the previous one was (recognised by the
+    /// shared texts' addresses); entries decided otherwise, by equal texts in other
+    /// allocations, or by the same reason under another rule, are counted by their keys.
+    #[test]
+    fn a_page_counts_alternating_rules_and_reasons_exactly() {
+        let mut page = PageAudit {
+            field: "result.resources".into(),
+            allowed: 0,
+            denied: 0,
+            reasons: Vec::new(),
+            rules: Vec::new(),
+            dirs: HashMap::new(),
+            run: None,
+            last: None,
+            dirs_omitted: 0,
+            other: Vec::new(),
+        };
+        let by_default = allowed_at("file:///r/a");
+        let mut by_rule = allowed_at("file:///r/b");
+        by_rule.reason = "policy_allow".into();
+        by_rule.rule = Some("allow **".into());
+        by_rule.layer = Some("org.toml".into());
+        // The same texts as `by_default`'s, in allocations of their own.
+        let mut default_again = allowed_at("file:///r/c");
+        default_again.reason = String::from("default_allow").into();
+        // The default's reason under the other rule's text, without a layer.
+        let mut mixed = allowed_at("file:///r/d");
+        mixed.rule = Some("allow **".into());
+        let order = [
+            &by_default,
+            &by_default,
+            &by_rule,
+            &by_default,
+            &default_again,
+            &mixed,
+            &by_rule,
+            &by_rule,
+            &mixed,
+            &by_default,
+        ];
+        for c in order {
+            page.allowed(c.canonical.as_ref().unwrap().as_str(), c);
+        }
+        assert_eq!(page.allowed, 10);
+        assert_eq!(
+            page.reasons,
+            [
+                ("default_allow".to_owned(), 7),
+                ("policy_allow".to_owned(), 3)
+            ]
+        );
+        let rule = |l: Option<&str>, r: &str| (l.map(str::to_owned), Some(r.to_owned()));
+        assert_eq!(
+            page.rules,
+            [
+                (rule(None, "default"), 5),
+                (rule(Some("org.toml"), "allow **"), 3),
+                (rule(None, "allow **"), 2),
+            ]
+        );
     }
 }

@@ -118,7 +118,7 @@ impl Inner {
             .as_ref()
             .is_some_and(|u| s.is_read_only_path(u.path()))
             || c.allowed
-                .as_ref()
+                .as_deref()
                 .zip(roots)
                 .and_then(|(a, r)| r.real_path(a))
                 .is_some_and(|p| s.is_read_only_path(&p))

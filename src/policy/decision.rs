@@ -374,6 +374,11 @@ impl<'p> FileJudge<'p> {
             return self.policy.decide_normalized_file(path);
         }
         let m = &self.policy.m;
+        if m.res_allow.is_empty() {
+            // No allow list to ask (the default policy): no candidate to build (its base
+            // name and extension are searched for at construction).
+            return Decision::allow(Reason::DefaultAllow, &m.default);
+        }
         allow_lists(
             &m.res_allow,
             &Candidate::from_bytes(path.as_bytes()),

@@ -10,7 +10,7 @@
 //! denying a directory's contents never leaves the directory listable.
 
 use std::cell::RefCell;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use globset::{Candidate, Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
@@ -383,7 +383,7 @@ impl PathGlob {
 
 /// The globs' regexes (as globset compiles each: bytes, `.` matching every byte, each
 /// anchored at both ends) as one lazy DFA, or `None` (then nothing is stepped by hand).
-fn steps_dfa(regexes: &[String]) -> Option<regex_automata::hybrid::dfa::DFA> {
+fn steps_dfa(regexes: &[String]) -> Option<Automaton> {
     use regex_automata::hybrid::dfa::DFA;
     use regex_automata::nfa::thompson;
     use regex_automata::util::syntax;
@@ -404,6 +404,20 @@ fn steps_dfa(regexes: &[String]) -> Option<regex_automata::hybrid::dfa::DFA> {
         )
         .build_many(regexes)
         .ok()
+        .map(|dfa| Automaton {
+            dfa,
+            spare: Mutex::new(Vec::new()),
+        })
+}
+
+/// A table's lazy DFA, and the caches its [`Steps`] left behind (a few: a large page is
+/// judged in two halves at once): the states a page computed serve the next page instead of
+/// being computed again (a page's directory and names reach the same few dozen states page
+/// after page).
+#[derive(Debug)]
+pub(crate) struct Automaton {
+    dfa: regex_automata::hybrid::dfa::DFA,
+    spare: Mutex<Vec<regex_automata::hybrid::dfa::Cache>>,
 }
 
 /// Whether some glob of a [`GlobTable`] matches paths that share their directory, asked
@@ -414,10 +428,7 @@ fn steps_dfa(regexes: &[String]) -> Option<regex_automata::hybrid::dfa::DFA> {
 #[derive(Debug)]
 pub(crate) struct Steps<'t> {
     table: &'t GlobTable,
-    dfa: Option<(
-        &'t regex_automata::hybrid::dfa::DFA,
-        regex_automata::hybrid::dfa::Cache,
-    )>,
+    dfa: Option<(&'t Automaton, regex_automata::hybrid::dfa::Cache)>,
     /// The directory text (up to and including its last `/`) the automaton was last run
     /// over, the state it reached, and whether a match was seen on the way.
     dir: String,
@@ -431,7 +442,10 @@ impl<'t> Steps<'t> {
             dfa: (!table.rules.is_empty())
                 .then(|| table.dfa())
                 .flatten()
-                .map(|d| (d, d.create_cache())),
+                .map(|a| {
+                    let spare = a.spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                    (a, spare.unwrap_or_else(|| a.dfa.create_cache()))
+                }),
             dir: String::new(),
             at: None,
         }
@@ -449,7 +463,8 @@ impl<'t> Steps<'t> {
     fn run(&mut self, path: &str) -> Option<bool> {
         use regex_automata::Anchored;
         use regex_automata::util::start;
-        let (dfa, cache) = self.dfa.as_mut()?;
+        let (a, cache) = self.dfa.as_mut()?;
+        let dfa = &a.dfa;
         let cut = path.rfind('/').map_or(0, |i| i + 1);
         let (dir, name) = path.split_at(cut);
         if self.at.is_none() || self.dir != dir {
@@ -493,6 +508,21 @@ impl<'t> Steps<'t> {
     }
 }
 
+/// Caches an [`Automaton`] keeps for the next pages (each at most the DFA's cache capacity).
+const SPARE_CACHES: usize = 2;
+
+impl Drop for Steps<'_> {
+    /// Leaves the cache to the next page of the same table.
+    fn drop(&mut self) {
+        if let Some((a, cache)) = self.dfa.take() {
+            let mut spare = a.spare.lock().unwrap_or_else(|e| e.into_inner());
+            if spare.len() < SPARE_CACHES {
+                spare.push(cache);
+            }
+        }
+    }
+}
+
 thread_local! {
     /// Reused match-index buffer, so finding which rule matched never allocates on the
     /// hot path after a thread's first decision.
@@ -507,7 +537,7 @@ pub(crate) struct GlobTable {
     regexes: std::sync::Arc<[String]>,
     /// The same globs as one lazy DFA that [`Steps`] drives by hand, built the first time a
     /// page asks (`None`: it could not be built, and every question goes to `set`).
-    dfa: OnceLock<Option<std::sync::Arc<regex_automata::hybrid::dfa::DFA>>>,
+    dfa: OnceLock<Option<std::sync::Arc<Automaton>>>,
     /// Glob index in `set` -> rule index.
     rule_of: Vec<u32>,
     /// One per rule, in declaration order.
@@ -550,7 +580,7 @@ impl GlobTable {
     }
 
     /// The automaton [`Steps`] drives, built on first use.
-    fn dfa(&self) -> Option<&regex_automata::hybrid::dfa::DFA> {
+    fn dfa(&self) -> Option<&Automaton> {
         self.dfa
             .get_or_init(|| steps_dfa(&self.regexes).map(std::sync::Arc::new))
             .as_deref()
@@ -804,7 +834,8 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
 
         /// The automaton driven by hand over a directory once and each name after it gives
-        /// exactly the table's answer, whatever the order of the paths asked.
+        /// exactly the table's answer, whatever the order of the paths asked, and with a
+        /// cache an earlier page left.
         #[test]
         fn steps_answer_exactly_what_the_table_answers(
             globs in proptest::collection::vec(proptest::sample::select(STEP_GLOBS), 1..6),
@@ -827,8 +858,14 @@ mod tests {
                 .collect();
             let table = GlobTable::build(rules).unwrap();
             proptest::prop_assert!(table.dfa().is_some());
-            let mut steps = Steps::new(&table);
-            for (dir, names) in &paths {
+            let mut steps = Some(Steps::new(&table));
+            for (i, (dir, names)) in paths.iter().enumerate() {
+                if i % 2 == 1 {
+                    // A later page: it takes the automaton's cache the last one left.
+                    drop(steps.take());
+                    steps = Some(Steps::new(&table));
+                }
+                let steps = steps.as_mut().unwrap();
                 for name in names {
                     let mut path = String::new();
                     for n in dir.iter().chain([name]) {
