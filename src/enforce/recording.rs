@@ -154,7 +154,7 @@ impl PageAudit {
             Some(uri) => {
                 let s = uri.as_str();
                 // The directory holding the entry: everything before its last name.
-                let dir = match s.rfind('/') {
+                let dir = match crate::uri::last_slash(s) {
                     Some(i) if i > "file://".len() => &s[..i],
                     _ => "file:///",
                 };

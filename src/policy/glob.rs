@@ -465,7 +465,7 @@ impl<'t> Steps<'t> {
         use regex_automata::util::start;
         let (a, cache) = self.dfa.as_mut()?;
         let dfa = &a.dfa;
-        let cut = path.rfind('/').map_or(0, |i| i + 1);
+        let cut = crate::uri::last_slash(path).map_or(0, |i| i + 1);
         let (dir, name) = path.split_at(cut);
         if self.at.is_none() || self.dir != dir {
             self.at = None;

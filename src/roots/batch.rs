@@ -207,7 +207,7 @@ impl RootSet {
             if rel.is_empty() {
                 continue;
             }
-            let (parent, name) = match rel.rfind('/') {
+            let (parent, name) = match crate::uri::last_slash(rel) {
                 Some(k) => (&rel[..k], &rel[k + 1..]),
                 None => ("", rel),
             };

@@ -182,7 +182,7 @@ pub(super) fn parse_sibling(sibling: &FileUri, raw: &str) -> Option<FileUri> {
     // `file://` + the sibling's path up to its last `/`: the canonical text of its
     // directory, every name of which the full parse already accepted as plain.
     let text = sibling.uri.as_str();
-    let cut = text.rfind('/')?;
+    let cut = super::last_slash(text)?;
     if cut <= PATH_AT {
         // A name directly under `/`: the first name has rules of its own (drive letters).
         return None;
