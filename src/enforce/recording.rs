@@ -110,6 +110,22 @@ impl Counted {
 }
 
 impl PageAudit {
+    /// Nothing counted yet, for the page's `field`.
+    fn new(field: &str) -> PageAudit {
+        PageAudit {
+            field: field.to_owned(),
+            allowed: 0,
+            denied: 0,
+            reasons: Vec::new(),
+            rules: Vec::new(),
+            dirs: HashMap::new(),
+            run: None,
+            last: None,
+            dirs_omitted: 0,
+            other: Vec::new(),
+        }
+    }
+
     fn allowed(&mut self, raw: &str, c: &Checked) {
         self.allowed += 1;
         match &self.last {
@@ -350,18 +366,7 @@ impl Inner {
         if !settings.log_allowed || settings.allowed != AllowedRecords::Summary {
             return None;
         }
-        Some(PageAudit {
-            field: field.to_owned(),
-            allowed: 0,
-            denied: 0,
-            reasons: Vec::new(),
-            rules: Vec::new(),
-            dirs: HashMap::new(),
-            run: None,
-            last: None,
-            dirs_omitted: 0,
-            other: Vec::new(),
-        })
+        Some(PageAudit::new(field))
     }
 
     /// One entry of a list page: counted into `page` when allowed and the page is
@@ -474,18 +479,7 @@ mod tests {
 
     #[test]
     fn a_page_counts_its_entries_by_directory_reason_and_scheme() {
-        let mut page = PageAudit {
-            field: "result.resources".into(),
-            allowed: 0,
-            denied: 0,
-            reasons: Vec::new(),
-            rules: Vec::new(),
-            dirs: HashMap::new(),
-            run: None,
-            last: None,
-            dirs_omitted: 0,
-            other: Vec::new(),
-        };
+        let mut page = PageAudit::new("result.resources");
         for uri in [
             "file:///r/a/1",
             "file:///r/a/2",
@@ -521,18 +515,7 @@ mod tests {
     /// allocations, or by the same reason under another rule, are counted by their keys.
     #[test]
     fn a_page_counts_alternating_rules_and_reasons_exactly() {
-        let mut page = PageAudit {
-            field: "result.resources".into(),
-            allowed: 0,
-            denied: 0,
-            reasons: Vec::new(),
-            rules: Vec::new(),
-            dirs: HashMap::new(),
-            run: None,
-            last: None,
-            dirs_omitted: 0,
-            other: Vec::new(),
-        };
+        let mut page = PageAudit::new("result.resources");
         let by_default = allowed_at("file:///r/a");
         let mut by_rule = allowed_at("file:///r/b");
         by_rule.reason = "policy_allow".into();
