@@ -104,3 +104,16 @@ pub(super) fn outcome(a: Action) -> Outcome {
         _ => Outcome::Other,
     }
 }
+
+/// Asserts that a text path (`fast`: `None` when it declined) did what the value path did
+/// (`slow`, with whatever else the caller compares) with `text`; returns whether the text
+/// path took it.
+pub(super) fn agrees<T: PartialEq + std::fmt::Debug>(fast: Option<T>, slow: T, text: &str) -> bool {
+    match fast {
+        None => false,
+        Some(fast) => {
+            assert_eq!(fast, slow, "the text path differs on {text}");
+            true
+        }
+    }
+}

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use crate::enforce::Ctx;
-use crate::enforce::testing::{Outcome, World, outcome};
+use crate::enforce::testing::{Outcome, World, agrees, outcome};
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::methods as m;
 use crate::relay::Side;
@@ -93,24 +93,12 @@ fn response(contents: Value) -> String {
 /// Asserts the text path agrees with the value path on a request; returns whether it took it.
 fn agree_request(w: &World, text: &str) -> bool {
     let (fast, slow) = w.request(text);
-    match fast {
-        None => false,
-        Some(fast) => {
-            assert_eq!(fast, slow, "the text path differs on {text}");
-            true
-        }
-    }
+    agrees(fast, slow, text)
 }
 
 fn agree_result(w: &World, asked: &str, text: &str) -> bool {
     let (fast, slow) = w.result(asked, text);
-    match fast {
-        None => false,
-        Some(fast) => {
-            assert_eq!(fast, slow, "the text path differs on {text}");
-            true
-        }
-    }
+    agrees(fast, slow, text)
 }
 
 #[test]
