@@ -643,17 +643,8 @@ impl Host {
         while self.pump(Duration::from_millis(50)) {}
         let status = self.child.wait().unwrap();
         // What rootfence wrote to stderr last (say, as it cleaned up on exit) may still be in
-        // the pipe: read it to the end, so `stderr()` then has all of it. Bounded: a process
-        // left behind could hold the pipe open.
-        let drained = Instant::now() + Duration::from_secs(5);
-        while self
-            .stderr_reader
-            .as_ref()
-            .is_some_and(|t| !t.is_finished())
-            && Instant::now() < drained
-        {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        // the pipe: read it to the end, so `stderr()` then has all of it.
+        crate::common::wait_for_reader(self.stderr_reader.as_ref());
         status.code().unwrap_or(-1)
     }
 

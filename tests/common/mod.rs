@@ -11,6 +11,15 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Waits until a stderr reader thread has read its pipe to the end. Bounded (5 s): a
+/// process left behind could hold the pipe open. Shared with `hostile.rs`.
+pub fn wait_for_reader(reader: Option<&std::thread::JoinHandle<()>>) {
+    let drained = Instant::now() + Duration::from_secs(5);
+    while reader.is_some_and(|t| !t.is_finished()) && Instant::now() < drained {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 use serde_json::Value;
 
 /// How long any single expected event may take before the test fails.
@@ -195,16 +204,7 @@ impl Proxy {
         let deadline = Instant::now() + PATIENCE;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                // Bounded: a process left behind could hold the pipe open.
-                let drained = Instant::now() + Duration::from_secs(5);
-                while self
-                    .stderr_reader
-                    .as_ref()
-                    .is_some_and(|t| !t.is_finished())
-                    && Instant::now() < drained
-                {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
+                wait_for_reader(self.stderr_reader.as_ref());
                 return status;
             }
             if Instant::now() > deadline {
