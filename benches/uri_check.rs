@@ -14,10 +14,14 @@
 //! - `page/…` (issue 14): a `resources/list` page of 10,000 `file:` entries in one
 //!   directory, as the list filter checks it: `check_each` (one `RootSet::check` per
 //!   entry, the old way), `check_page` (`RootSet::check_page`: the directory resolved once
-//!   and read once), `uris_default_policy` (`Checker::uris` on the raw texts: strict parse,
-//!   the page check and the default policy's path rules on each entry: the whole check the
-//!   list filter runs, audit aside), and `uris_default_policy_fresh_dir` (the same while
-//!   the directory changed after the session started, so each entry's link count is read).
+//!   and read once; entries after the first given as plain names, as `Checker::page` gives
+//!   them), `check_page_parsed` (the same, every entry parsed), `page_default_policy`
+//!   (`Checker::page` on the raw texts: strict parse, the page check and the default
+//!   policy's path rules on each entry: the whole check the text path of the list filter
+//!   runs, audit aside), `uris_default_policy` (`Checker::uris`: the same, expanded to a
+//!   `Checked` per entry, as the value path takes it), and `check_page_fresh_dir` (the
+//!   page check while the directory changed after the session started, so each entry's
+//!   link count is read).
 //!
 //! Run: `cargo bench --bench uri_check -- --warm-up-time 1 --measurement-time 3`
 
@@ -27,7 +31,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use rootfence::enforce::Checker;
 use rootfence::policy::Policy;
 use rootfence::roots::{CheckOptions, PageVerdict, RootSet, RootSpec, Stamp};
-use rootfence::uri::FileUri;
+use rootfence::uri::{FileUri, PageUri};
 
 fn bench(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
@@ -90,7 +94,8 @@ fn page(c: &mut Criterion) {
         .map(|i| format!("file://{}/f{i}.txt", dir.display()))
         .collect();
     let uris: Vec<FileUri> = raws.iter().map(|r| FileUri::parse(r).unwrap()).collect();
-    let page: Vec<&FileUri> = uris.iter().collect();
+    let page = PageUri::page_of(&uris);
+    let parsed: Vec<PageUri<'_>> = uris.iter().map(PageUri::Parsed).collect();
     let (set, errors) = RootSet::open([RootSpec::path(&root)]);
     assert!(errors.is_empty());
     // The directory predates the session (an earlier second).
@@ -110,17 +115,24 @@ fn page(c: &mut Criterion) {
             .all(|c| c.allow)
     );
 
+    let raw_refs: Vec<&str> = raws.iter().map(String::as_str).collect();
     let mut g = c.benchmark_group("page_10000_entries_one_dir");
     g.sample_size(20);
     g.bench_function("check_each", |b| {
         b.iter(|| {
-            page.iter()
+            uris.iter()
                 .filter(|u| set.check(u, &opts).is_allow())
                 .count()
         })
     });
     g.bench_function("check_page", |b| {
         b.iter(|| set.check_page(black_box(&page), &opts))
+    });
+    g.bench_function("check_page_parsed", |b| {
+        b.iter(|| set.check_page(black_box(&parsed), &opts))
+    });
+    g.bench_function("page_default_policy", |b| {
+        b.iter(|| checker.page(&policy, &raw_refs, Some(&set)))
     });
     g.bench_function("uris_default_policy", |b| {
         b.iter(|| checker.uris(&policy, raws.iter().map(String::as_str), Some(&set)))

@@ -29,7 +29,7 @@ use proptest::prelude::*;
 use rootfence::roots::{
     CheckOptions, FileKind, PageVerdict, RootSet, RootSpec, Stamp, SymlinkStance, Verdict,
 };
-use rootfence::uri::FileUri;
+use rootfence::uri::{FileUri, PageUri};
 
 const NAMES: &[&str] = &["a", "b", "c", "d"];
 const SECRET: &[u8] = b"SECRET";
@@ -361,7 +361,11 @@ fn check_page_agrees(
                 .map(|n| FileUri::parse(&format!("file://{}/{n}", root.display())).unwrap()),
         )
         .collect();
-    let page: Vec<&FileUri> = uris.iter().collect();
+    // As `Checker::page` gives them (plain siblings by their text), and all parsed.
+    let pages = [
+        PageUri::page_of(&uris),
+        uris.iter().map(PageUri::Parsed).collect(),
+    ];
     let before = Stamp::from_parts(0, 0);
     let now = Stamp::now();
     for (symlinks, deny, since) in [
@@ -376,18 +380,20 @@ fn check_page_agrees(
             deny_hard_links: deny,
             new_links_since: since,
         };
-        let verdicts = set.check_page(&page, &opts);
-        prop_assert_eq!(verdicts.len(), page.len());
-        for (uri, v) in page.iter().zip(verdicts) {
-            let single = set.check(uri, &opts);
-            match (&v, &single) {
-                (PageVerdict::Checked(p), s) => prop_assert_eq!(&**p, s, "{}", uri),
-                (PageVerdict::Allow { root, kind, .. }, Verdict::Allow(a)) => {
-                    prop_assert_eq!(*root, a.root, "{}", uri);
-                    prop_assert_eq!(*kind, a.kind, "{}", uri);
-                }
-                (PageVerdict::Allow { .. }, Verdict::Deny(d)) => {
-                    prop_assert!(false, "{} allowed on a page, denied alone: {:?}", uri, d)
+        for page in &pages {
+            let verdicts = set.check_page(page, &opts);
+            prop_assert_eq!(verdicts.len(), page.len());
+            for (uri, v) in uris.iter().zip(verdicts) {
+                let single = set.check(uri, &opts);
+                match (&v, &single) {
+                    (PageVerdict::Checked(p), s) => prop_assert_eq!(&**p, s, "{}", uri),
+                    (PageVerdict::Allow { root, kind, .. }, Verdict::Allow(a)) => {
+                        prop_assert_eq!(*root, a.root, "{}", uri);
+                        prop_assert_eq!(*kind, a.kind, "{}", uri);
+                    }
+                    (PageVerdict::Allow { .. }, Verdict::Deny(d)) => {
+                        prop_assert!(false, "{} allowed on a page, denied alone: {:?}", uri, d)
+                    }
                 }
             }
         }

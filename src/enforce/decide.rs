@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::fsaccess::{FileRead, FsError, Stamp};
 use crate::policy::Policy;
-use crate::roots::{Allowed, CheckOptions, PageVerdict, RootSet, Verdict};
+use crate::roots::{Allowed, CheckOptions, RootSet, Verdict};
 use crate::uri::{self, FileUri};
 
 /// A rule as the audit log and denial errors name it: the rule and its line (the file is
@@ -172,7 +172,7 @@ impl Checker {
 
     /// Everything before the root check: scheme, roots known, strict parse. `Err` is the
     /// decision when one of those settles it.
-    fn file_uri<'r>(
+    pub(super) fn file_uri<'r>(
         &self,
         policy: &Policy,
         raw: &str,
@@ -204,79 +204,16 @@ impl Checker {
     }
 
     /// Checks a page of URIs (the entries of a `resources/list` result): the same decisions
-    /// as [`Checker::uri`] on each, in order, with the `file:` entries judged per directory
-    /// ([`RootSet::check_page`]). Allowed entries carry no [`Checked::allowed`].
+    /// as [`Checker::uri`] on each, in order ([`Checker::page`], expanded). Allowed entries
+    /// carry no [`Checked::allowed`].
     pub fn uris<'a>(
         &self,
         policy: &Policy,
         raws: impl IntoIterator<Item = &'a str>,
         roots: Option<&RootSet>,
     ) -> Vec<Checked> {
-        let raws = raws.into_iter();
-        // The outcomes settled without the page check (not a file: URI, no roots...), by
-        // slot; every other slot is a file: URI judged below. `out` is built once, in order,
-        // at the end: a `Checked` is large, and a page has thousands.
-        let mut settled: Vec<(usize, Checked)> = Vec::new();
-        // Every file: URI that parsed, while roots are known, in order.
-        let mut files: Vec<FileUri> = Vec::with_capacity(raws.size_hint().0);
-        let mut set = None;
-        for (slot, raw) in raws.enumerate() {
-            // Pages list a directory's names together: a name beside the previous file is
-            // parsed as one name (the same result as the full parse, which takes the rest).
-            if let Some(uri) = files
-                .last()
-                .and_then(|prev| FileUri::parse_sibling(prev, raw))
-            {
-                files.push(uri);
-                continue;
-            }
-            match self.file_uri(policy, raw, roots) {
-                Ok((uri, roots)) => {
-                    set = Some(roots);
-                    files.push(uri);
-                }
-                Err(done) => settled.push((slot, *done)),
-            }
-        }
-        let mut out: Vec<Checked> = Vec::with_capacity(files.len() + settled.len());
-        let mut settled = settled.into_iter().peekable();
-        // The settled outcomes due before the next file: URI's.
-        let mut settled_up_to = |out: &mut Vec<Checked>| {
-            while let Some((_, c)) = settled.next_if(|(slot, _)| *slot == out.len()) {
-                out.push(c);
-            }
-        };
-        let Some(roots) = set else {
-            settled_up_to(&mut out);
-            return out;
-        };
-        let page: Vec<&FileUri> = files.iter().collect();
-        let verdicts = roots.check_page(&page, &self.opts);
-        drop(page);
-        let mut texts = RuleTexts::default();
-        let mut judge = policy.file_judge();
-        for (uri, verdict) in files.into_iter().zip(verdicts) {
-            settled_up_to(&mut out);
-            out.push(match verdict {
-                PageVerdict::Allow { root, real, .. } => judge_paths_with(
-                    policy,
-                    uri,
-                    root,
-                    real.as_deref(),
-                    roots,
-                    None,
-                    &mut texts,
-                    Some(&mut judge),
-                ),
-                PageVerdict::Checked(v) => {
-                    let mut c = self.file(policy, *v, roots);
-                    c.allowed = None;
-                    c
-                }
-            });
-        }
-        settled_up_to(&mut out);
-        out
+        let raws: Vec<&str> = raws.into_iter().collect();
+        self.page(policy, &raws, roots).into_checked()
     }
 
     /// Checks a filesystem path (a tool argument the policy names as a path). A relative
@@ -383,7 +320,7 @@ impl Checker {
     }
 
     /// The policy's path rules, on a root verdict.
-    fn file(&self, policy: &Policy, verdict: Verdict, roots: &RootSet) -> Checked {
+    pub(super) fn file(&self, policy: &Policy, verdict: Verdict, roots: &RootSet) -> Checked {
         match verdict {
             Verdict::Deny(d) => Checked {
                 allow: false,
@@ -480,7 +417,7 @@ fn judge_paths(
 /// The texts a decision's rule is recorded with, made once per rule for a page (most entries
 /// of a page are decided by the same one or two rules).
 #[derive(Default)]
-struct RuleTexts {
+pub(super) struct RuleTexts {
     /// (the rule, its text and its layer's name).
     made: Vec<(*const crate::policy::Provenance, RuleText)>,
 }
@@ -505,42 +442,85 @@ impl RuleTexts {
 /// [`judge_paths`], with the rule texts of a page and its judge of paths (the same
 /// decisions, with a directory's text matched once).
 #[allow(clippy::too_many_arguments)]
-fn judge_paths_with(
-    policy: &Policy,
+fn judge_paths_with<'p>(
+    policy: &'p Policy,
     canonical: FileUri,
     root: usize,
     real: Option<&str>,
     roots: &RootSet,
     allowed: Option<Allowed>,
     texts: &mut RuleTexts,
-    judge: Option<&mut crate::policy::FileJudge<'_>>,
+    judge: Option<&mut crate::policy::FileJudge<'p>>,
 ) -> Checked {
+    let d = path_decision(policy, canonical.path(), real, judge);
+    d.checked(Some(canonical), root, roots, allowed, texts)
+}
+
+/// The path rules' decision on `path` inside a root, and on `real`, where the kernel
+/// resolves it when that differs (see [`judge_paths`]).
+pub(super) fn path_decision<'p>(
+    policy: &'p Policy,
+    path: &str,
+    real: Option<&str>,
+    judge: Option<&mut crate::policy::FileJudge<'p>>,
+) -> PathDecision<'p> {
     let named = match judge {
-        Some(j) => j.decide(canonical.path()),
-        None => policy.decide_normalized_file(canonical.path()),
+        Some(j) => j.decide(path),
+        None => policy.decide_normalized_file(path),
     };
     let resolved = real.map(|p| policy.decide_resource("file", Some(p)));
     let via_link = named.allow && resolved.is_some_and(|r| !r.allow);
-    let d = match resolved {
-        Some(r) if via_link => r,
-        _ => named,
-    };
-    let reason = if via_link {
-        // Say why a name that looks allowed was refused.
-        Cow::Owned(format!("{}_via_symlink", d.reason.as_str()))
-    } else {
-        Cow::Borrowed(d.reason.as_str())
-    };
-    let (rule, layer) = texts.of(d.provenance);
-    Checked {
-        allow: d.allow,
-        reason,
-        canonical: Some(canonical),
-        root: roots.roots().get(root).map(|r| Arc::clone(r.shared_uri())),
-        layer,
-        rule: Some(rule),
-        allowed: if d.allow { allowed.map(Box::new) } else { None },
-        hint: None,
+    PathDecision {
+        d: match resolved {
+            Some(r) if via_link => r,
+            _ => named,
+        },
+        via_link,
+    }
+}
+
+/// What the path rules decided on a URI inside a root.
+pub(super) struct PathDecision<'p> {
+    /// The deciding decision: on the name asked for, or on the real path when that is what
+    /// refused.
+    pub(super) d: crate::policy::Decision<'p>,
+    /// A name that looks allowed was refused at its real path.
+    pub(super) via_link: bool,
+}
+
+impl PathDecision<'_> {
+    /// Allowed, for the reason and rule of the name asked for.
+    pub(super) fn allowed_as_named(&self) -> bool {
+        self.d.allow && !self.via_link
+    }
+
+    /// The decision as a [`Checked`] on `canonical`, inside root `root`.
+    pub(super) fn checked(
+        &self,
+        canonical: Option<FileUri>,
+        root: usize,
+        roots: &RootSet,
+        allowed: Option<Allowed>,
+        texts: &mut RuleTexts,
+    ) -> Checked {
+        let d = &self.d;
+        let reason = if self.via_link {
+            // Say why a name that looks allowed was refused.
+            Cow::Owned(format!("{}_via_symlink", d.reason.as_str()))
+        } else {
+            Cow::Borrowed(d.reason.as_str())
+        };
+        let (rule, layer) = texts.of(d.provenance);
+        Checked {
+            allow: d.allow,
+            reason,
+            canonical,
+            root: roots.roots().get(root).map(|r| Arc::clone(r.shared_uri())),
+            layer,
+            rule: Some(rule),
+            allowed: if d.allow { allowed.map(Box::new) } else { None },
+            hint: None,
+        }
     }
 }
 

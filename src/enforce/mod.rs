@@ -16,6 +16,7 @@ mod fields;
 pub mod follow;
 mod learn;
 mod page;
+mod paged;
 mod read;
 mod read_text;
 mod recording;
@@ -43,6 +44,7 @@ use crate::uri::FileUri;
 
 pub use decide::{Checked, Checker, rule_text};
 pub use follow::{ReportSlot, ServerLauncher};
+pub use paged::{PageCheck, PageChecks};
 
 use follow::Follower;
 use learn::Learner;
@@ -102,6 +104,10 @@ impl Live {
         roots: Option<&RootSet>,
     ) -> Vec<Checked> {
         self.checker.uris(&self.policy, raws, roots)
+    }
+
+    fn page<'a>(&self, raws: &[&'a str], roots: Option<&RootSet>) -> PageChecks<'a> {
+        self.checker.page(&self.policy, raws, roots)
     }
 
     fn path(&self, raw: &str, roots: Option<&RootSet>) -> Checked {

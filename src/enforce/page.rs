@@ -29,7 +29,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::walk::{local_url, relative_url};
-use super::{Ctx, Inner};
+use super::{Ctx, Inner, PageCheck};
 use crate::audit;
 use crate::jsonrpc::envelope::Key;
 use crate::relay::Action;
@@ -287,34 +287,51 @@ impl Inner {
     pub(super) fn list_page_text(&self, ctx: &Ctx<'_>, text: &str) -> Option<Action> {
         let page = scan(text, false)?;
         let live = self.live();
-        let checks = live.uris(page.entries.iter().map(|e| &*e.uri), ctx.roots);
-        if checks.len() != page.entries.len() {
+        let raws: Vec<&str> = page.entries.iter().map(|e| &*e.uri).collect();
+        let checks = live.page(&raws, ctx.roots);
+        if checks.entries.len() != raws.len() {
             return None;
         }
         // An allowed URI whose canonical form differs from its text is rewritten by the value
-        // path: declined here, before anything is recorded.
+        // path: declined here, before anything is recorded. (An entry that shares its run's
+        // decision is its own canonical text.)
         if live.enforce
-            && page
-                .entries
-                .iter()
-                .zip(&checks)
-                .any(|(e, c)| c.allow && c.canonical.as_ref().is_some_and(|u| u.as_str() != e.uri))
+            && checks.entries.iter().zip(&raws).any(|(e, raw)| match e {
+                PageCheck::Own(c) => {
+                    c.allow && c.canonical.as_ref().is_some_and(|u| u.as_str() != *raw)
+                }
+                PageCheck::Like { .. } => false,
+            })
         {
             return None;
         }
         let field = "result.resources";
         let mut audit_page = self.page_audit(field);
-        let mut keep = Vec::with_capacity(page.entries.len());
-        for (i, (e, c)) in page.entries.iter().zip(&checks).enumerate() {
-            let ok = self.audit_entry(
+        let mut keep = Vec::with_capacity(raws.len());
+        let mut i = 0;
+        while i < raws.len() {
+            // One entry decided on its own, or a run of siblings sharing one decision.
+            let (n, c, canonical) = match &checks.entries[i] {
+                PageCheck::Own(c) => (1, &**c, c.canonical.as_ref().map(|u| u.as_str())),
+                PageCheck::Like { class, uri } => {
+                    let n = checks.entries[i..]
+                        .iter()
+                        .take_while(|e| matches!(e, PageCheck::Like { class: k, .. } if k == class))
+                        .count();
+                    (n, &checks.shared[*class as usize], Some(uri.as_str()))
+                }
+            };
+            self.audit_entries(
                 ctx,
                 audit_page.as_mut(),
-                || format!("{field}[{i}].uri"),
-                &e.uri,
+                |k| format!("{field}[{}].uri", i + k),
+                &raws[i..i + n],
+                canonical,
                 c,
                 audit::Action::Filtered,
+                |ok| keep.push((c.allow && ok) || !live.enforce),
             );
-            keep.push((c.allow && ok) || !live.enforce);
+            i += n;
         }
         self.finish_page(ctx, audit_page);
         if keep.iter().all(|k| *k) {

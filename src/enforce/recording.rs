@@ -126,29 +126,34 @@ impl PageAudit {
         }
     }
 
-    fn allowed(&mut self, raw: &str, c: &Checked) {
-        self.allowed += 1;
+    /// Counts `n` entries allowed alike (`c`), the first being `raw` with the canonical form
+    /// `canonical` (the same directory for all: `n` is more than 1 only for a run of
+    /// siblings).
+    fn allowed(&mut self, raw: &str, canonical: Option<&str>, c: &Checked, n: u64) {
+        self.allowed += n;
         match &self.last {
             Some(last) if last.same(c) => {
                 let (reason, rule) = last.at;
-                self.reasons[reason].1 += 1;
-                self.rules[rule].1 += 1;
+                self.reasons[reason].1 += n;
+                self.rules[rule].1 += n;
             }
-            _ => self.count_rule(c),
+            _ => self.count_rule(c, n),
         }
-        self.count_place(raw, c);
+        self.count_place(raw, canonical, n);
     }
 
-    /// Counts `c`'s reason and rule, and remembers where.
-    fn count_rule(&mut self, c: &Checked) {
+    /// Counts `n` under `c`'s reason and rule, and remembers where.
+    fn count_rule(&mut self, c: &Checked, n: u64) {
         let reason = bump(
             &mut self.reasons,
+            n,
             |r| *r == *c.reason,
             || c.reason.to_string(),
             || MORE.into(),
         );
         let rule = bump(
             &mut self.rules,
+            n,
             |(l, r)| l.as_deref() == c.layer.as_deref() && r.as_deref() == c.rule.as_deref(),
             || {
                 let owned = |s: &Option<Arc<str>>| s.as_deref().map(str::to_owned);
@@ -164,21 +169,21 @@ impl PageAudit {
         });
     }
 
-    /// Counts `c` under its directory (a `file:` URI) or its scheme.
-    fn count_place(&mut self, raw: &str, c: &Checked) {
-        match &c.canonical {
-            Some(uri) => {
-                let s = uri.as_str();
+    /// Counts `n` entries under their directory (a `file:` URI's `canonical` form) or
+    /// their scheme.
+    fn count_place(&mut self, raw: &str, canonical: Option<&str>, n: u64) {
+        match canonical {
+            Some(s) => {
                 // The directory holding the entry: everything before its last name.
                 let dir = match crate::uri::last_slash(s) {
                     Some(i) if i > "file://".len() => &s[..i],
                     _ => "file:///",
                 };
                 match &mut self.run {
-                    Some((d, n)) if d == dir => *n += 1,
+                    Some((d, count)) if d == dir => *count += n,
                     run => {
-                        if let Some((d, n)) = run.replace((dir.to_owned(), 1)) {
-                            self.count_dir(d, n);
+                        if let Some((d, count)) = run.replace((dir.to_owned(), n)) {
+                            self.count_dir(d, count);
                         }
                     }
                 }
@@ -188,6 +193,7 @@ impl PageAudit {
                 let scheme = scheme.as_deref().unwrap_or("(none)");
                 bump(
                     &mut self.other,
+                    n,
                     |s| s == scheme,
                     || scheme.to_owned(),
                     || MORE.into(),
@@ -248,26 +254,27 @@ impl PageAudit {
     }
 }
 
-/// Counts one more under the key `is` recognises (made by `make` when new); past
+/// Counts `n` more under the key `is` recognises (made by `make` when new); past
 /// [`MAX_SUMMARY_KEYS`] distinct keys, under a last key made by `overflow`. Returns where it
 /// counted.
 fn bump<K>(
     v: &mut Vec<(K, u64)>,
+    n: u64,
     is: impl Fn(&K) -> bool,
     make: impl FnOnce() -> K,
     overflow: impl FnOnce() -> K,
 ) -> usize {
     if let Some(i) = v.iter().position(|(k, _)| is(k)) {
-        v[i].1 += 1;
+        v[i].1 += n;
         i
     } else if v.len() + 1 < MAX_SUMMARY_KEYS {
-        v.push((make(), 1));
+        v.push((make(), n));
         v.len() - 1
-    } else if let Some((_, n)) = v.get_mut(MAX_SUMMARY_KEYS - 1) {
-        *n += 1;
+    } else if let Some((_, count)) = v.get_mut(MAX_SUMMARY_KEYS - 1) {
+        *count += n;
         MAX_SUMMARY_KEYS - 1
     } else {
-        v.push((overflow(), 1));
+        v.push((overflow(), n));
         v.len() - 1
     }
 }
@@ -283,6 +290,21 @@ impl Inner {
         ctx: &Ctx<'_>,
         field: &str,
         raw: &str,
+        c: &Checked,
+        on_deny: audit::Action,
+    ) -> bool {
+        let canonical = c.canonical.as_ref().map(|u| u.as_str());
+        self.record_decision(ctx, field, raw, canonical, c, on_deny)
+    }
+
+    /// [`audit_decision`](Self::audit_decision) of `c` on a URI whose canonical form is
+    /// `canonical` (`c`'s own may be a page's shared decision, which holds none).
+    fn record_decision(
+        &self,
+        ctx: &Ctx<'_>,
+        field: &str,
+        raw: &str,
+        canonical: Option<&str>,
         c: &Checked,
         on_deny: audit::Action,
     ) -> bool {
@@ -306,7 +328,7 @@ impl Inner {
             id: id.as_ref(),
             field: Some(field),
             uri: raw,
-            canonical: c.canonical.as_ref().map(|u| u.as_str()),
+            canonical,
             decision: if c.allow {
                 audit::Verdict::Allow
             } else {
@@ -376,31 +398,81 @@ impl Inner {
         &self,
         ctx: &Ctx<'_>,
         page: Option<&mut PageAudit>,
-        field: impl FnOnce() -> String,
+        field: impl Fn() -> String,
         raw: &str,
         c: &Checked,
         on_deny: audit::Action,
     ) -> bool {
+        let canonical = c.canonical.as_ref().map(|u| u.as_str());
+        self.audit_entries(
+            ctx,
+            page,
+            |_| field(),
+            &[raw],
+            canonical,
+            c,
+            on_deny,
+            |_| (),
+        )
+    }
+
+    /// Entries of a list page decided alike (`c`): `raws`, the first of which has the
+    /// canonical form `canonical` (with more than one, each one's canonical form is its own
+    /// text, all in one directory: a run of siblings). Allowed ones are counted at once into
+    /// `page` when the page is summarized, else each is recorded on its own, with the field
+    /// `field(i)` for the `i`th. `kept` hears, for each entry in order, whether its record
+    /// could be written (see [`audit_decision`](Self::audit_decision)); the return value is
+    /// the first entry's.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn audit_entries(
+        &self,
+        ctx: &Ctx<'_>,
+        page: Option<&mut PageAudit>,
+        field: impl Fn(usize) -> String,
+        raws: &[&str],
+        canonical: Option<&str>,
+        c: &Checked,
+        on_deny: audit::Action,
+        mut kept: impl FnMut(bool),
+    ) -> bool {
+        let Some(first) = raws.first() else {
+            return true;
+        };
+        let canonical_of = |i: usize| if i == 0 { canonical } else { Some(raws[i]) };
+        let mut first_ok = true;
         match page {
             Some(page) if c.allow => {
                 // Telemetry counts these from the page's summary (`finish_page`).
-                page.allowed(raw, c);
-                true
+                page.allowed(first, canonical, c, raws.len() as u64);
+                raws.iter().for_each(|_| kept(true));
             }
             Some(page) => {
-                page.denied += 1;
-                self.audit_decision(ctx, &field(), raw, c, on_deny)
+                for (i, raw) in raws.iter().enumerate() {
+                    page.denied += 1;
+                    let ok = self.record_decision(ctx, &field(i), raw, canonical_of(i), c, on_deny);
+                    first_ok &= i > 0 || ok;
+                    kept(ok);
+                }
             }
             None if c.allow && !self.live().policy.audit().log_allowed => {
                 // Counted, not logged: no field name to build.
-                self.note_decision(ctx, raw, c, 1);
-                if let Some(auditor) = self.audit.get() {
-                    auditor.note_allowed(1);
+                for raw in raws {
+                    self.note_decision(ctx, raw, c, 1);
                 }
-                true
+                if let Some(auditor) = self.audit.get() {
+                    auditor.note_allowed(raws.len() as u64);
+                }
+                raws.iter().for_each(|_| kept(true));
             }
-            None => self.audit_decision(ctx, &field(), raw, c, on_deny),
+            None => {
+                for (i, raw) in raws.iter().enumerate() {
+                    let ok = self.record_decision(ctx, &field(i), raw, canonical_of(i), c, on_deny);
+                    first_ok &= i > 0 || ok;
+                    kept(ok);
+                }
+            }
         }
+        first_ok
     }
 
     /// Records a page's summary, if it allowed anything.
@@ -487,11 +559,11 @@ mod tests {
             "file:///r/a/3",
             "file:///top",
         ] {
-            page.allowed(uri, &allowed_at(uri));
+            page.allowed(uri, Some(uri), &allowed_at(uri), 1);
         }
         let mut web = allowed_at("https://x/y");
         web.canonical = None;
-        page.allowed("https://x/y", &web);
+        page.allowed("https://x/y", None, &web, 1);
         if let Some((d, n)) = page.run.take() {
             page.count_dir(d, n);
         }
@@ -540,7 +612,8 @@ mod tests {
             &by_default,
         ];
         for c in order {
-            page.allowed(c.canonical.as_ref().unwrap().as_str(), c);
+            let uri = c.canonical.as_ref().unwrap().as_str();
+            page.allowed(uri, Some(uri), c, 1);
         }
         assert_eq!(page.allowed, 10);
         assert_eq!(

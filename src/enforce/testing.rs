@@ -23,6 +23,25 @@ pub(super) struct World {
 
 impl World {
     pub(super) fn new(dirs: &[&str], files: &[&str], layer: Option<&str>) -> World {
+        let policy = match layer {
+            None => Policy::builtin_default(),
+            Some(text) => World::policy(&[("layer.toml", text)]),
+        };
+        World::with_policy(dirs, files, policy)
+    }
+
+    /// The built-in default with `layers` on it (`(name, text)`).
+    pub(super) fn policy(layers: &[(&str, &str)]) -> Policy {
+        let default = include_str!("../../policies/default.toml");
+        let sources: Vec<(String, String)> = std::iter::once(("builtin:default", default))
+            .chain(layers.iter().copied())
+            .map(|(name, text)| (name.into(), text.into()))
+            .collect();
+        Policy::from_sources(&sources).unwrap()
+    }
+
+    /// The same world under `policy`.
+    pub(super) fn with_policy(dirs: &[&str], files: &[&str], policy: Policy) -> World {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().canonicalize().unwrap();
         let root = base.join("root");
@@ -36,17 +55,6 @@ impl World {
         std::fs::create_dir_all(base.join("outside")).unwrap();
         std::fs::write(base.join("outside/secret.txt"), "x").unwrap();
         std::os::unix::fs::symlink(base.join("outside"), root.join("out")).unwrap();
-        let policy = match layer {
-            None => Policy::builtin_default(),
-            Some(text) => Policy::from_sources(&[
-                (
-                    "builtin:default".into(),
-                    include_str!("../../policies/default.toml").into(),
-                ),
-                ("layer.toml".into(), text.into()),
-            ])
-            .unwrap(),
-        };
         let (enforcer, dropped) =
             Enforcer::new(Arc::new(policy), vec![RootSpec::path(&root)], None);
         assert!(dropped.is_empty(), "{dropped:?}");

@@ -51,7 +51,7 @@ use std::path::Path;
 
 use super::{CheckOptions, RootSet, Verdict};
 use crate::fsaccess::{self, EntryKind, FileKind, Stamp};
-use crate::uri::FileUri;
+use crate::uri::{FileUri, PageUri};
 
 /// The verdict on one entry of a page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +92,16 @@ struct Group<'u> {
     by_real: bool,
     parent: &'u str,
     members: Vec<(usize, &'u str)>,
+}
+
+/// A canonical path's directory and last name (`None` for `/`, which has no name).
+fn split_name(path: &str) -> Option<(&str, &str)> {
+    let cut = crate::uri::last_slash(path)?;
+    let name = &path[cut + 1..];
+    if name.is_empty() {
+        return None;
+    }
+    Some((if cut == 0 { "/" } else { &path[..cut] }, name))
 }
 
 /// Whether `dir` is the path `base` joined with `rel` (`rel` empty: `base` itself).
@@ -179,12 +189,10 @@ impl RootSet {
     /// Checks a page of URIs (a `resources/list` result): the same verdicts as
     /// [`RootSet::check`] on each, in order, from one resolution and one read of each
     /// directory the page names (see the module docs).
-    pub fn check_page(&self, uris: &[&FileUri], opts: &CheckOptions) -> Vec<PageVerdict> {
+    pub fn check_page(&self, uris: &[PageUri<'_>], opts: &CheckOptions) -> Vec<PageVerdict> {
         let mut out: Vec<Slot> = vec![Slot::Pending; uris.len()];
         let mut groups: Vec<Group<'_>> = Vec::new();
         let mut by_key: PageMap<(usize, bool, &str), usize> = PageMap::default();
-        // Pages list a directory's entries together: the last group is tried first.
-        let mut last: Option<usize> = None;
         // Every form of every root, deepest first: the first that holds a URI is its match.
         let mut forms: Vec<(usize, bool, &FileUri)> = Vec::with_capacity(2 * self.roots.len());
         for (i, root) in self.roots.iter().enumerate() {
@@ -194,42 +202,57 @@ impl RootSet {
             }
         }
         forms.sort_by_key(|(_, _, f)| std::cmp::Reverse(f.depth()));
+        // Pages list a directory's entries together: the latest directory, and the group
+        // its entries join (`None`: it lies outside every root).
+        let mut dir: Option<(&str, Option<usize>)> = None;
+        // The names in the latest directory that are a root's form themselves.
+        let mut rooted: Vec<&str> = Vec::new();
         for (i, uri) in uris.iter().enumerate() {
             if uri.lexical().is_some() {
                 continue;
             }
-            let Some((root, by_real, rel)) = forms
-                .iter()
-                .find_map(|&(root, by_real, f)| Some((root, by_real, uri.relative_to(f)?)))
-            else {
+            let path = uri.path();
+            let Some((parent, name)) = split_name(path) else {
+                // `/`: a root itself, or outside every root.
                 continue;
             };
-            if rel.is_empty() {
-                continue;
-            }
-            let (parent, name) = match crate::uri::last_slash(rel) {
-                Some(k) => (&rel[..k], &rel[k + 1..]),
-                None => ("", rel),
-            };
-            let g = match last {
-                Some(g)
-                    if groups[g].root == root
-                        && groups[g].by_real == by_real
-                        && groups[g].parent == parent =>
-                {
+            // The entry's match is its directory's (the deepest form holding a name of a
+            // directory holds the directory), unless the entry is a form itself.
+            let group = match dir {
+                Some((d, g)) if d == parent => g,
+                _ => {
+                    rooted.clear();
+                    rooted.extend(forms.iter().filter_map(|(_, _, f)| {
+                        split_name(f.path())
+                            .filter(|(d, _)| *d == parent)
+                            .map(|(_, n)| n)
+                    }));
+                    let g = forms
+                        .iter()
+                        .find_map(|&(root, by_real, f)| {
+                            Some((root, by_real, crate::uri::relative_path(parent, f.path())?))
+                        })
+                        .map(|(root, by_real, rel)| {
+                            *by_key.entry((root, by_real, rel)).or_insert_with(|| {
+                                groups.push(Group {
+                                    root,
+                                    by_real,
+                                    parent: rel,
+                                    members: Vec::new(),
+                                });
+                                groups.len() - 1
+                            })
+                        });
+                    dir = Some((parent, g));
                     g
                 }
-                _ => *by_key.entry((root, by_real, parent)).or_insert_with(|| {
-                    groups.push(Group {
-                        root,
-                        by_real,
-                        parent,
-                        members: Vec::new(),
-                    });
-                    groups.len() - 1
-                }),
             };
-            last = Some(g);
+            let Some(g) = group else {
+                continue;
+            };
+            if rooted.contains(&name) {
+                continue;
+            }
             groups[g].members.push((i, name));
         }
 
@@ -241,7 +264,7 @@ impl RootSet {
             .zip(uris)
             .map(|(slot, uri)| match slot {
                 Slot::Allow { root, kind, real } => PageVerdict::Allow { root, kind, real },
-                Slot::Pending => PageVerdict::Checked(Box::new(self.check(uri, opts))),
+                Slot::Pending => PageVerdict::Checked(Box::new(self.check(&uri.file_uri(), opts))),
             })
             .collect()
     }
@@ -388,12 +411,11 @@ impl RootSet {
 mod tests {
     use super::spells;
     use crate::roots::{CheckOptions, PageVerdict, RootSet, RootSpec, Verdict};
-    use crate::uri::{FileUri, Reason};
+    use crate::uri::{FileUri, PageUri, Reason};
 
     /// The page's verdicts, as `allow` or the denial's reason.
     fn verdicts(set: &RootSet, uris: &[FileUri]) -> Vec<String> {
-        let page: Vec<&FileUri> = uris.iter().collect();
-        set.check_page(&page, &CheckOptions::default())
+        set.check_page(&PageUri::page_of(uris), &CheckOptions::default())
             .into_iter()
             .map(|v| match v {
                 PageVerdict::Allow { .. } => "allow".to_owned(),
@@ -403,6 +425,54 @@ mod tests {
                 },
             })
             .collect()
+    }
+
+    /// Names of one directory that are roots themselves (nested roots, by their declared or
+    /// their real path) take the single check, and so get the root they are, while their
+    /// siblings get the root holding the directory: whether the page gives them as plain
+    /// names or parsed.
+    #[test]
+    fn a_name_that_is_a_root_itself_is_judged_as_that_root() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(tmp.path()).unwrap();
+        for d in ["r/inner", "r/other", "real"] {
+            std::fs::create_dir_all(top.join(d)).unwrap();
+        }
+        std::fs::write(top.join("r/a"), "x").unwrap();
+        std::fs::write(top.join("r/z"), "x").unwrap();
+        std::os::unix::fs::symlink(top.join("real"), top.join("r/alias")).unwrap();
+        let (set, errors) = RootSet::open([
+            RootSpec::path(top.join("r")),
+            RootSpec::path(top.join("r/inner")),
+            RootSpec::path(top.join("r/alias")),
+        ]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let uri = |n: &str| FileUri::parse(&format!("file://{}/{n}", top.display())).unwrap();
+        let uris: Vec<FileUri> = ["r/a", "r/inner", "r/alias", "r/other", "r/z", "real", "r"]
+            .iter()
+            .map(|n| uri(n))
+            .collect();
+        let page = PageUri::page_of(&uris);
+        assert!(
+            page.iter()
+                .filter(|p| matches!(p, PageUri::Plain(_)))
+                .count()
+                >= 4,
+            "{page:?}"
+        );
+        for page in [page, uris.iter().map(PageUri::Parsed).collect()] {
+            let opts = CheckOptions::default();
+            for (v, u) in set.check_page(&page, &opts).into_iter().zip(&uris) {
+                let single = set.check(u, &opts);
+                match (v, single) {
+                    (PageVerdict::Checked(p), s) => assert_eq!(*p, s, "{u}"),
+                    (PageVerdict::Allow { root, .. }, Verdict::Allow(a)) => {
+                        assert_eq!(root, a.root, "{u}")
+                    }
+                    (v, s) => panic!("{u}: page {v:?}, single {s:?}"),
+                }
+            }
+        }
     }
 
     /// The listings the set keeps.

@@ -60,6 +60,7 @@
 //!   where these are plain names in the same directory.
 
 mod parse;
+mod plain;
 mod reason;
 
 use std::borrow::Cow;
@@ -67,6 +68,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 
+pub use plain::{PageUri, PlainUri};
 pub use reason::Reason;
 
 /// Where the last `/` of `text` is. A byte loop from the end: on the page path this runs
@@ -75,6 +77,22 @@ pub use reason::Reason;
 #[inline]
 pub(crate) fn last_slash(text: &str) -> Option<usize> {
     text.as_bytes().iter().rposition(|&b| b == b'/')
+}
+
+/// The `/`-separated remainder of the canonical path `p` below the canonical path `root` (""
+/// when equal), if `p` is inside it: [`FileUri::relative_to`] on paths.
+pub(crate) fn relative_path<'p>(p: &'p str, root: &str) -> Option<&'p str> {
+    // Both paths are canonical (absolute, no empty, `.` or `..` names, no trailing `/`), so
+    // a prefix that ends exactly at a separator is a component-wise prefix.
+    if root == "/" {
+        return Some(&p[1..]);
+    }
+    let rest = p.strip_prefix(root)?;
+    if rest.is_empty() {
+        Some("")
+    } else {
+        rest.strip_prefix('/')
+    }
 }
 
 /// Longest decoded path accepted, in bytes: Linux PATH_MAX (4096) less its NUL.
@@ -148,7 +166,7 @@ impl FileUri {
     /// judging, and the result is exactly what [`FileUri::parse`] gives (`tests/uri_prop.rs`
     /// holds the two to that). `None` is no verdict: parse `raw` in full.
     pub fn parse_sibling(sibling: &FileUri, raw: &str) -> Option<FileUri> {
-        parse::parse_sibling(sibling, raw)
+        FileUri::plain_sibling(sibling, raw).map(|p| p.to_file_uri())
     }
 
     /// Builds the URI of an absolute local path (a `--root` argument, say), applying the
@@ -195,19 +213,7 @@ impl FileUri {
 
     /// The `/`-separated remainder below `root` ("" when equal), if this URI is inside it.
     pub fn relative_to(&self, root: &FileUri) -> Option<&str> {
-        // Both paths are canonical (absolute, no empty, `.` or `..` names, no trailing
-        // `/`), so a prefix that ends exactly at a separator is a component-wise prefix.
-        let r = root.path();
-        let p = self.path();
-        if r == "/" {
-            return Some(&p[1..]);
-        }
-        let rest = p.strip_prefix(r)?;
-        if rest.is_empty() {
-            Some("")
-        } else {
-            rest.strip_prefix('/')
-        }
+        relative_path(self.path(), root.path())
     }
 
     pub(crate) fn lexical(&self) -> Option<&Lexical> {

@@ -175,31 +175,32 @@ pub(super) fn parse_uri(raw: &str) -> Result<FileUri, UriError> {
     b.finish(raw, plain)
 }
 
-pub(super) fn parse_sibling(sibling: &FileUri, raw: &str) -> Option<FileUri> {
+/// Whether `raw` is a plain name beside `sibling` (see [`FileUri::parse_sibling`]).
+pub(super) fn is_plain_sibling(sibling: &FileUri, raw: &str) -> bool {
     if sibling.decoded.is_some() || sibling.lexical.is_some() {
-        return None;
+        return false;
     }
     // `file://` + the sibling's path up to its last `/`: the canonical text of its
     // directory, every name of which the full parse already accepted as plain.
     let text = sibling.uri.as_str();
-    let cut = super::last_slash(text)?;
+    let Some(cut) = super::last_slash(text) else {
+        return false;
+    };
     if cut <= PATH_AT {
         // A name directly under `/`: the first name has rules of its own (drive letters).
-        return None;
+        return false;
     }
-    let name = raw.strip_prefix(&text[..=cut])?.as_bytes();
+    let Some(name) = raw.strip_prefix(&text[..=cut]) else {
+        return false;
+    };
+    let name = name.as_bytes();
     // What `push_plain` takes without the full rules (the name is not the path's first),
     // with no `/` (one name) and no byte `parse_uri` would look at twice.
-    let plain = !name.is_empty()
+    !name.is_empty()
         && name.len() <= MAX_NAME_BYTES
         && raw.len() - PATH_AT <= MAX_PATH_BYTES
         && name.iter().all(|&b| b != b'/' && keep(b))
-        && !name.iter().all(|&b| b == b'.');
-    plain.then(|| FileUri {
-        uri: raw.to_owned(),
-        decoded: None,
-        lexical: None,
-    })
+        && !name.iter().all(|&b| b == b'.')
 }
 
 pub(super) fn from_path(path: &Path) -> Result<FileUri, UriError> {

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use crate::enforce::testing::{Outcome, World, agrees, outcome};
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::methods as m;
+use crate::policy::Policy;
 use crate::relay::Side;
 
 /// A tree with allowed files, secrets the built-in default denies, a link out and a link to
@@ -277,6 +278,118 @@ fn the_text_path_agrees_or_declines_on_hostile_pages() {
         if let Some(takes) = takes {
             assert_eq!(took, takes, "the text path took it: {took}, on {text}");
         }
+    }
+}
+
+/// What the text path (`fast`), else the value path, does with the page `text` gives in a
+/// world of its own under `policy`, and the records it
+/// writes (without what differs between two worlds and logs: the world's directory, time,
+/// sequence, chain, session).
+fn recorded(
+    policy: Policy,
+    text: impl Fn(&World) -> String,
+    fast: bool,
+) -> (Option<String>, Vec<Value>) {
+    let w = World::with_policy(&["sub"], FILES, policy);
+    let text = &text(&w);
+    let inner = &w.enforcer.inner;
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tee = std::sync::Arc::clone(&lines);
+    let mut cfg = crate::audit::AuditConfig::new(std::path::Path::new(&w.base).join("audit.jsonl"));
+    cfg.log_allowed = inner.live().policy.audit().log_allowed;
+    cfg.tee = Some(crate::audit::LineTee::new(move |l| {
+        tee.lock().unwrap().extend_from_slice(l)
+    }));
+    let log = crate::audit::AuditLog::open(cfg, crate::audit::SessionStart::default()).unwrap();
+    inner.audit.set(log.handle());
+    let id = Id::from_string("1");
+    let ctx = w.ctx(Side::Server, Kind::Response, m::RESOURCES_LIST, &id);
+    let done = if fast {
+        inner.list_page_text(&ctx, text).map(outcome)
+    } else {
+        Some(outcome(
+            inner.server_result(&ctx, serde_json::from_str(text).unwrap()),
+        ))
+    };
+    log.close(crate::audit::SessionEnd::default()).unwrap();
+    let base = w.base.clone();
+    let done = done.map(|o| format!("{o:?}").replace(&base, "<base>"));
+    let records = String::from_utf8(lines.lock().unwrap().clone())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(&l.replace(&base, "<base>")).unwrap();
+            for k in ["ts", "seq", "prev", "hash", "session", "pid"] {
+                v.as_object_mut().unwrap().remove(k);
+            }
+            v
+        })
+        .filter(|v| v["event"] != "session_start" && v["event"] != "session_end")
+        .collect();
+    (done, records)
+}
+
+const FILES: &[&str] = &["a.txt", "b.txt", "c.txt", ".env", "sub/d.txt", "sub/e.txt"];
+
+/// The text path records a page exactly as the value path does, in each way the policy
+/// records allowed entries (one summary per page, the default; a record each; none), on a
+/// page where runs of siblings share one decision, broken by denials, other schemes,
+/// entries parsed in full and entries judged alone.
+#[test]
+fn the_text_path_records_what_the_value_path_records() {
+    let text = |w: &World| {
+        let u = |rel: &str| w.uri(rel);
+        let entries: Vec<Value> = [
+            u("a.txt"),
+            u("b.txt"),
+            u(".env"),
+            u("c.txt"),
+            u("sub/d.txt"),
+            u("sub/e.txt"),
+            "https://example.com/x".to_owned(),
+            u("a.txt"),
+            u("missing.txt"),
+            u("out/secret.txt"),
+            u("b.txt"),
+            u("c.txt"),
+        ]
+        .iter()
+        .map(|uri| entry(uri))
+        .collect();
+        page(&entries)
+    };
+    // The built-in default's own settings, with the allowed ones logged each or not at all
+    // (the last only as a policy of its own: a layer cannot turn logging off).
+    let default = include_str!("../../../policies/default.toml");
+    let unlogged = default.replace("log_allowed = true ", "log_allowed = false");
+    assert_ne!(unlogged, default);
+    let policy = |how: &str| match how {
+        "summary" => Policy::builtin_default(),
+        "each" => World::policy(&[("layer.toml", "version = 1\n[audit]\nallowed = \"each\"\n")]),
+        _ => Policy::from_sources(&[("quiet.toml".into(), unlogged.clone())]).unwrap(),
+    };
+    for how in ["summary", "each", "unlogged"] {
+        let (fast, fast_records) = recorded(policy(how), text, true);
+        let (slow, slow_records) = recorded(policy(how), text, false);
+        assert!(fast.is_some(), "the text path takes the page ({how})");
+        assert_eq!(fast, slow, "{how}");
+        assert_eq!(fast_records, slow_records, "{how}");
+        let decisions = slow_records
+            .iter()
+            .filter(|r| r["event"] == "decision")
+            .count();
+        let summaries = slow_records
+            .iter()
+            .filter(|r| r["event"] == "decision_summary")
+            .count();
+        // The two denials (`.env`, the link out) on their own; the allowed ones as the
+        // policy says.
+        let want = match how {
+            "summary" => (2, 1),
+            "each" => (12, 0),
+            _ => (2, 0),
+        };
+        assert_eq!((decisions, summaries), want, "{how}: {slow_records:#?}");
     }
 }
 
