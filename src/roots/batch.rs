@@ -39,6 +39,7 @@
 //! looks and the single checks are as above.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 
 /// The page's maps: keys are names the server chose, so the hasher is seeded per process
@@ -142,10 +143,66 @@ const KEPT_NAMES: usize = 1 << 16;
 /// status-change time before the read.
 struct Listing {
     changed: Stamp,
-    kinds: PageMap<Box<[u8]>, EntryKind>,
+    kinds: Names,
     /// The read reached the directory's end (else it stopped once it had seen every name
     /// wanted, or at the budget).
     complete: bool,
+}
+
+/// Names and what the read said each is: the names' bytes in one buffer, and a table of
+/// where each lies. A page looks up thousands of names; kept together (not a heap block
+/// each), they stay in cache between lookups.
+struct Names {
+    bytes: Vec<u8>,
+    /// (offset, length, kind) of each name in `bytes`.
+    table: hashbrown::HashTable<(u32, u32, EntryKind)>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl Names {
+    fn with_capacity(n: usize) -> Names {
+        Names {
+            bytes: Vec::with_capacity(n.saturating_mul(16)),
+            table: hashbrown::HashTable::with_capacity(n),
+            hasher: Default::default(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    fn name(&self, &(at, len, _): &(u32, u32, EntryKind)) -> &[u8] {
+        &self.bytes[at as usize..at as usize + len as usize]
+    }
+
+    /// What the read said `name` is, if it showed it.
+    fn get(&self, name: &[u8]) -> Option<EntryKind> {
+        let hash = self.hasher.hash_one(name);
+        self.table
+            .find(hash, |e| self.name(e) == name)
+            .map(|&(_, _, kind)| kind)
+    }
+
+    /// Adds `name` unless it is there (the first sighting stands); returns whether it was
+    /// added. A name past what the offsets can hold is not added (it is then not shown, and
+    /// takes the single check).
+    fn insert(&mut self, name: &[u8], kind: EntryKind) -> bool {
+        let hash = self.hasher.hash_one(name);
+        if self.table.find(hash, |e| self.name(e) == name).is_some() {
+            return false;
+        }
+        let (Ok(at), Ok(len)) = (u32::try_from(self.bytes.len()), u32::try_from(name.len())) else {
+            return false;
+        };
+        self.bytes.extend_from_slice(name);
+        let (bytes, hasher) = (&self.bytes, &self.hasher);
+        self.table
+            .insert_unique(hash, (at, len, kind), |&(at, len, _)| {
+                hasher.hash_one(&bytes[at as usize..at as usize + len as usize])
+            });
+        true
+    }
 }
 
 /// The listings kept between pages, by the directory's device and inode (see the module
@@ -307,7 +364,7 @@ impl RootSet {
         };
 
         for &(i, name) in &g.members {
-            let Some(&EntryKind::Known(kind)) = listing.kinds.get(name.as_bytes()) else {
+            let Some(EntryKind::Known(kind)) = listing.kinds.get(name.as_bytes()) else {
                 continue;
             };
             if kind == FileKind::Symlink {
@@ -359,7 +416,7 @@ impl RootSet {
                 l.complete
                     || g.members
                         .iter()
-                        .all(|(_, n)| l.kinds.contains_key(n.as_bytes()))
+                        .all(|(_, n)| l.kinds.get(n.as_bytes()).is_some())
             }) {
                 return Some(kept);
             }
@@ -374,8 +431,7 @@ impl RootSet {
             wanted.insert(name.as_bytes(), ());
         }
         let mut left = wanted.len();
-        let mut kinds: PageMap<Box<[u8]>, EntryKind> =
-            PageMap::with_capacity_and_hasher(wanted.len(), Default::default());
+        let mut kinds = Names::with_capacity(wanted.len());
         let stopped = fsaccess::list_dir(
             dir.fd.as_fd(),
             read_budget(wanted.len()),
@@ -385,9 +441,9 @@ impl RootSet {
                 // A name seen twice (the directory changed during the read): the first
                 // sighting stands, as a single check at that moment would have seen it.
                 let want = wanted.contains_key(name);
-                if (keep || want) && !kinds.contains_key(name) {
-                    kinds.insert(name.into(), kind);
-                    if want {
+                if keep || want {
+                    let added = kinds.insert(name, kind);
+                    if added && want {
                         left -= 1;
                     }
                 }
@@ -472,6 +528,31 @@ mod tests {
                     (v, s) => panic!("{u}: page {v:?}, single {s:?}"),
                 }
             }
+        }
+    }
+
+    /// A listing's names: the first sighting of a name stands, names that share a prefix or
+    /// differ by a byte are told apart, and a name it was not given is not shown.
+    #[test]
+    fn listing_names_answer_exactly_what_they_were_given() {
+        use crate::fsaccess::{EntryKind, FileKind};
+        let mut names = super::Names::with_capacity(2);
+        let file = EntryKind::Known(FileKind::Regular);
+        let dir = EntryKind::Known(FileKind::Directory);
+        assert!(names.insert(b"a", file));
+        assert!(names.insert(b"ab", dir));
+        assert!(!names.insert(b"a", dir), "the first sighting stands");
+        assert!(names.insert(b"\xff\x00", EntryKind::Unknown));
+        for i in 0..1000u32 {
+            assert!(names.insert(format!("f{i}").as_bytes(), file));
+        }
+        assert_eq!(names.len(), 1003);
+        assert_eq!(names.get(b"a"), Some(file));
+        assert_eq!(names.get(b"ab"), Some(dir));
+        assert_eq!(names.get(b"\xff\x00"), Some(EntryKind::Unknown));
+        assert_eq!(names.get(b"f999"), Some(file));
+        for absent in [&b""[..], b"b", b"abc", b"\xff", b"f1000", b"F1"] {
+            assert_eq!(names.get(absent), None, "{absent:?}");
         }
     }
 
