@@ -176,9 +176,15 @@ impl Checker {
             let class = match keys.iter().rev().find(|(k, _)| same_key(k, &key)) {
                 Some((_, class)) => *class,
                 None => {
-                    let class = u32::try_from(out.shared.len()).unwrap_or(u32::MAX);
-                    out.shared
-                        .push(decision.checked(None, root, roots, None, &mut texts));
+                    let c = decision.checked(None, root, roots, None, &mut texts);
+                    let Ok(class) = u32::try_from(out.shared.len()) else {
+                        // More shared decisions than a page can hold entries: its own.
+                        let mut c = c;
+                        c.canonical = Some(plain.to_file_uri());
+                        out.entries.push(PageCheck::Own(Box::new(c)));
+                        continue;
+                    };
+                    out.shared.push(c);
                     keys.push((key, class));
                     class
                 }
