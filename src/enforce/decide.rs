@@ -1,7 +1,8 @@
 //! One decision on one URI or path: scheme, strict parse, resolution beneath an effective root
 //! by the kernel, then the policy's path rules, in that order. The first refusal decides, so
 //! the reason given is the most basic thing wrong with the URI. Also: a page of URIs at once
-//! ([`Checker::uris`], per directory), relative tool paths (resolved against the server's
+//! ([`Checker::uris`], per directory: `paged.rs`'s [`Checker::page`] expanded), relative
+//! tool paths (resolved against the server's
 //! working directory when it lies inside a root), and reads judged again on the file opened
 //! ([`Checker::read`]).
 
@@ -64,8 +65,9 @@ pub struct Checked {
     /// The rule that decided, if a rule did.
     pub rule: Option<Arc<str>>,
     /// The root verdict of an allowed `file:` URI (to read the same file later). `None` for
-    /// the entries of a page checked with [`Checker::uris`]: nothing reads those. Boxed:
-    /// a page holds a `Checked` per entry, and this is most of its size.
+    /// the entries of a page checked with [`Checker::uris`] or [`Checker::page`]: nothing
+    /// reads those. Boxed: a page's value path holds a `Checked` per entry, and this is most
+    /// of its size.
     pub allowed: Option<Box<Allowed>>,
     /// What the user or the model can do instead, for refusals where that is not obvious
     /// from the reason (a relative path: "use an absolute path inside …").

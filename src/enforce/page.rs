@@ -1,7 +1,8 @@
 //! `resources/list` pages judged from their text (issue 14): no `serde_json::Value` is built
 //! for a page of thousands of entries. The page is read borrowed (each entry's byte range and
 //! its `uri`), the URIs are judged together per directory exactly as the value path does
-//! ([`Checker::uris`](super::Checker::uris)), and then:
+//! ([`Checker::page`](super::Checker::page), whose runs of plain siblings share one decision
+//! and are counted into the page's summary at once), and then:
 //!
 //! - nothing refused or rewritten: the original bytes are forwarded (the relay's scan refused
 //!   duplicate keys, invalid UTF-8 and lone surrogates, and the text holds no serde_json
