@@ -56,9 +56,9 @@ impl PageChecks<'_> {
     }
 }
 
-/// A shared decision's identity: the run it belongs to, its root, and the rule and reason
-/// that allowed (compared by address: a policy's provenances do not move while it decides).
-type ClassKey = (u32, usize, *const Provenance, &'static str);
+/// A shared decision's identity within its run: its root, and the rule and reason that
+/// allowed (compared by address: a policy's provenances do not move while it decides).
+type ClassKey = (usize, *const Provenance, &'static str);
 
 impl Checker {
     /// Checks a page of URIs: [`Checker::uri`]'s decision on each, in order, with the
@@ -127,9 +127,9 @@ impl Checker {
         drop(uris);
         let mut texts = RuleTexts::default();
         let mut judge = policy.file_judge();
-        // The shared decisions of the current run (a head and the plain names after it).
+        // The shared decisions of the current run (a head and the plain names after it):
+        // cleared at each head, so a class never spans two directories.
         let mut keys: Vec<(ClassKey, u32)> = Vec::new();
-        let mut run = 0u32;
         for (r, raw) in read.into_iter().zip(raws) {
             let (uri, plain) = match r {
                 Read::Settled(c) => {
@@ -137,7 +137,6 @@ impl Checker {
                     continue;
                 }
                 Read::Head(h) => {
-                    run += 1;
                     keys.clear();
                     let head = &heads[h];
                     (PageUri::Parsed(head), head.plain_text(raw))
@@ -172,14 +171,13 @@ impl Checker {
                 out.entries.push(PageCheck::Own(Box::new(c)));
                 continue;
             };
-            let key: ClassKey = (run, root, decision.d.provenance, decision.d.reason.as_str());
+            let key: ClassKey = (root, decision.d.provenance, decision.d.reason.as_str());
             let class = match keys.iter().rev().find(|(k, _)| same_key(k, &key)) {
                 Some((_, class)) => *class,
                 None => {
-                    let c = decision.checked(None, root, roots, None, &mut texts);
+                    let mut c = decision.checked(None, root, roots, None, &mut texts);
                     let Ok(class) = u32::try_from(out.shared.len()) else {
                         // More shared decisions than a page can hold entries: its own.
-                        let mut c = c;
                         c.canonical = Some(plain.to_file_uri());
                         out.entries.push(PageCheck::Own(Box::new(c)));
                         continue;
@@ -197,7 +195,7 @@ impl Checker {
 
 /// Whether two shared decisions' keys are the same (their texts compared by address).
 fn same_key(a: &ClassKey, b: &ClassKey) -> bool {
-    a.0 == b.0 && a.1 == b.1 && std::ptr::eq(a.2, b.2) && std::ptr::eq(a.3, b.3)
+    a.0 == b.0 && std::ptr::eq(a.1, b.1) && std::ptr::eq(a.2, b.2)
 }
 
 #[cfg(test)]

@@ -404,6 +404,7 @@ impl Inner {
         on_deny: audit::Action,
     ) -> bool {
         let canonical = c.canonical.as_ref().map(|u| u.as_str());
+        let mut ok = true;
         self.audit_entries(
             ctx,
             page,
@@ -412,8 +413,9 @@ impl Inner {
             canonical,
             c,
             on_deny,
-            |_| (),
-        )
+            |k| ok = k,
+        );
+        ok
     }
 
     /// Entries of a list page decided alike (`c`): `raws`, the first of which has the
@@ -421,8 +423,7 @@ impl Inner {
     /// text, all in one directory: a run of siblings). Allowed ones are counted at once into
     /// `page` when the page is summarized, else each is recorded on its own, with the field
     /// `field(i)` for the `i`th. `kept` hears, for each entry in order, whether its record
-    /// could be written (see [`audit_decision`](Self::audit_decision)); the return value is
-    /// the first entry's.
+    /// could be written (see [`audit_decision`](Self::audit_decision)).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn audit_entries(
         &self,
@@ -434,25 +435,15 @@ impl Inner {
         c: &Checked,
         on_deny: audit::Action,
         mut kept: impl FnMut(bool),
-    ) -> bool {
+    ) {
         let Some(first) = raws.first() else {
-            return true;
+            return;
         };
-        let canonical_of = |i: usize| if i == 0 { canonical } else { Some(raws[i]) };
-        let mut first_ok = true;
         match page {
             Some(page) if c.allow => {
                 // Telemetry counts these from the page's summary (`finish_page`).
                 page.allowed(first, canonical, c, raws.len() as u64);
                 raws.iter().for_each(|_| kept(true));
-            }
-            Some(page) => {
-                for (i, raw) in raws.iter().enumerate() {
-                    page.denied += 1;
-                    let ok = self.record_decision(ctx, &field(i), raw, canonical_of(i), c, on_deny);
-                    first_ok &= i > 0 || ok;
-                    kept(ok);
-                }
             }
             None if c.allow && !self.live().policy.audit().log_allowed => {
                 // Counted, not logged: no field name to build.
@@ -464,15 +455,16 @@ impl Inner {
                 }
                 raws.iter().for_each(|_| kept(true));
             }
-            None => {
+            page => {
+                if let Some(page) = page {
+                    page.denied += raws.len() as u64;
+                }
                 for (i, raw) in raws.iter().enumerate() {
-                    let ok = self.record_decision(ctx, &field(i), raw, canonical_of(i), c, on_deny);
-                    first_ok &= i > 0 || ok;
-                    kept(ok);
+                    let canonical = if i == 0 { canonical } else { Some(*raw) };
+                    kept(self.record_decision(ctx, &field(i), raw, canonical, c, on_deny));
                 }
             }
         }
-        first_ok
     }
 
     /// Records a page's summary, if it allowed anything.
