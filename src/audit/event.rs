@@ -149,15 +149,28 @@ impl Event {
 /// Appends `"event":"<name>",<fields of value>}` (escaped, without the envelope's opening
 /// and without the newline).
 pub(crate) fn write_named<T: Serialize + ?Sized>(name: &str, value: &T, out: &mut Vec<u8>) {
+    write_named_with(name, out, |out| {
+        // Serializing these types to a Vec cannot fail: no maps with non-string keys, no
+        // custom Serialize that errors.
+        let r = serde_json::to_writer(&mut *out, value);
+        debug_assert!(r.is_ok());
+    });
+}
+
+/// [`write_named`] of a decision borrowed on the hot path, written by
+/// [`DecisionRef::write_json`] rather than serde (the same bytes).
+pub(crate) fn write_named_decision(d: &DecisionRef<'_>, out: &mut Vec<u8>) {
+    write_named_with("decision", out, |out| d.write_json(out));
+}
+
+/// [`write_named`] with the object written by `object`.
+fn write_named_with(name: &str, out: &mut Vec<u8>, object: impl FnOnce(&mut Vec<u8>)) {
     let start = out.len();
     out.extend_from_slice(b"\"event\":\"");
     out.extend_from_slice(name.as_bytes());
     out.push(b'"');
     let fields_at = out.len();
-    // Serializing these types to a Vec cannot fail: no maps with non-string keys, no custom
-    // Serialize that errors.
-    let r = serde_json::to_writer(&mut *out, value);
-    debug_assert!(r.is_ok());
+    object(out);
     // The struct came out as `{...}`: turn its `{` into the `,` after the event name, or drop
     // it if the struct has no fields (`{}`).
     if out.len() == fields_at + 2 {
@@ -443,6 +456,78 @@ pub struct DecisionRef<'a> {
     pub root: Option<&'a str>,
     /// What was done.
     pub action: Action,
+}
+
+impl DecisionRef<'_> {
+    /// Appends this decision as a JSON object: byte for byte what its `Serialize` writes
+    /// through serde_json (the tests hold it to that), without serde's per-field machinery
+    /// or a parse of the id. A read is recorded by this on the relay's thread, between
+    /// reading the host's request and forwarding it.
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"direction\":\"");
+        out.extend_from_slice(match self.direction {
+            Direction::HostToServer => b"host_to_server",
+            Direction::ServerToHost => b"server_to_host",
+        });
+        out.extend_from_slice(b"\",\"method\":");
+        json_str(out, &cut(self.method, MAX_TEXT_BYTES));
+        out.extend_from_slice(b",\"id\":");
+        // An id's text is JSON already (a number or a string: `RpcId::from_json`), which
+        // serde writes through as it is.
+        out.extend_from_slice(self.id.map_or("null", |id| id.0.as_str()).as_bytes());
+        if let Some(field) = self.field {
+            out.extend_from_slice(b",\"field\":");
+            json_str(out, field);
+        }
+        out.extend_from_slice(b",\"uri\":");
+        json_str(out, &cut(self.uri, MAX_URI_BYTES));
+        out.extend_from_slice(b",\"canonical\":");
+        json_opt(
+            out,
+            self.canonical.map(|u| cut(u, MAX_URI_BYTES)).as_deref(),
+        );
+        out.extend_from_slice(match self.decision {
+            Verdict::Allow => b",\"decision\":\"allow\",\"reason\":",
+            Verdict::Deny => b",\"decision\":\"deny\",\"reason\":",
+        });
+        json_str(out, self.reason);
+        out.extend_from_slice(b",\"layer\":");
+        json_opt(out, self.layer);
+        out.extend_from_slice(b",\"rule\":");
+        json_opt(out, self.rule);
+        out.extend_from_slice(b",\"root\":");
+        json_opt(out, self.root.map(|u| cut(u, MAX_URI_BYTES)).as_deref());
+        out.extend_from_slice(b",\"action\":\"");
+        out.extend_from_slice(match self.action {
+            Action::Forwarded => b"forwarded".as_slice(),
+            Action::Filtered => b"filtered",
+            Action::Rewritten => b"rewritten",
+            Action::AnsweredError => b"answered_error",
+            Action::Dropped => b"dropped",
+        });
+        out.extend_from_slice(b"\"}");
+    }
+}
+
+/// A JSON string as serde_json writes it: copied when nothing in it needs escaping (the
+/// usual URI, rule or reason), else escaped by serde_json itself.
+fn json_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        let r = serde_json::to_writer(&mut *out, s);
+        debug_assert!(r.is_ok());
+    }
+}
+
+fn json_opt(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => json_str(out, s),
+        None => out.extend_from_slice(b"null"),
+    }
 }
 
 fn ser_text_ref<S: Serializer>(v: &&str, s: S) -> Result<S::Ok, S::Error> {
@@ -1083,9 +1168,110 @@ mod tests {
                 root: None,
                 action: owned.action,
             };
-            let mut b = Vec::new();
-            write_named("decision", &borrowed, &mut b);
-            assert_eq!(String::from_utf8(b).unwrap(), body(&Event::Decision(owned)));
+            let mut serde = Vec::new();
+            write_named("decision", &borrowed, &mut serde);
+            let mut hand = Vec::new();
+            write_named_decision(&borrowed, &mut hand);
+            let owned = body(&Event::Decision(owned.clone()));
+            assert_eq!(String::from_utf8(serde).unwrap(), owned);
+            assert_eq!(String::from_utf8(hand).unwrap(), owned);
+        }
+    }
+
+    /// A decision's raw parts: direction, method, id, field, uri, canonical, verdict,
+    /// reason, layer, rule, root, action.
+    type Parts = (
+        (
+            Direction,
+            String,
+            Option<RpcId>,
+            Option<String>,
+            String,
+            Option<String>,
+        ),
+        (
+            Verdict,
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Action,
+        ),
+    );
+
+    fn any_parts() -> impl proptest::strategy::Strategy<Value = Parts> {
+        use proptest::prelude::*;
+        // Text with what a writer must escape or cut: quotes, backslashes, control and
+        // format characters, DEL, non-ASCII, and now and then past the limits.
+        let text = prop_oneof![
+            8 => "[a-z/:%.\"\\\\\u{0}-\u{1f}\u{7f}\u{85}\u{202e}é😀 ]{0,40}",
+            1 => "[a\"\u{1}é]{500,700}",
+            1 => "[ab\\\\é]{4090,4110}",
+        ];
+        let id = prop_oneof![
+            Just(None),
+            any::<i64>().prop_map(|n| RpcId::from_json(&n.to_string())),
+            text.clone()
+                .prop_map(|t| RpcId::from_json(&serde_json::to_string(&t).unwrap())),
+        ];
+        let directions = prop_oneof![Just(Direction::HostToServer), Just(Direction::ServerToHost)];
+        let verdicts = prop_oneof![Just(Verdict::Allow), Just(Verdict::Deny)];
+        let actions = prop_oneof![
+            Just(Action::Forwarded),
+            Just(Action::Filtered),
+            Just(Action::Rewritten),
+            Just(Action::AnsweredError),
+            Just(Action::Dropped),
+        ];
+        let opt = || proptest::option::of(text.clone());
+        (
+            (directions, text.clone(), id, opt(), text.clone(), opt()),
+            (verdicts, text.clone(), opt(), opt(), opt(), actions),
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(512))]
+
+        /// The hot path's hand-written record is the serde record of the same decision,
+        /// borrowed and owned.
+        #[test]
+        fn the_hand_written_decision_is_the_serde_record(p in any_parts()) {
+            let ((direction, method, id, field, uri, canonical), (decision, reason, layer, rule, root, action)) = p;
+            let borrowed = DecisionRef {
+                direction,
+                method: &method,
+                id: id.as_ref(),
+                field: field.as_deref(),
+                uri: &uri,
+                canonical: canonical.as_deref(),
+                decision,
+                reason: &reason,
+                layer: layer.as_deref(),
+                rule: rule.as_deref(),
+                root: root.as_deref(),
+                action,
+            };
+            let mut hand = Vec::new();
+            write_named_decision(&borrowed, &mut hand);
+            let mut serde = Vec::new();
+            write_named("decision", &borrowed, &mut serde);
+            proptest::prop_assert_eq!(&hand, &serde);
+            let owned = Decision {
+                direction,
+                method: method.clone(),
+                id: id.clone(),
+                field: field.clone(),
+                uri: uri.as_str().into(),
+                canonical: canonical.as_deref().map(Into::into),
+                decision,
+                reason: reason.clone(),
+                layer: layer.clone(),
+                rule: rule.clone(),
+                root: root.as_deref().map(Into::into),
+                action,
+            };
+            proptest::prop_assert_eq!(String::from_utf8(hand).unwrap(), body(&Event::Decision(owned)));
         }
     }
 

@@ -36,7 +36,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::chain::{self, Hash};
-use super::event::{DecisionRef, Event, SessionEnd, SessionStart, Verdict, write_named};
+use super::event::{DecisionRef, Event, SessionEnd, SessionStart, Verdict, write_named_decision};
 use super::repeat::Repeats;
 use super::sink::{Item, Sink};
 use super::time::now_micros;
@@ -412,7 +412,7 @@ impl Auditor {
             }
         }
         self.push(
-            |buf| write_named("decision", d, buf),
+            |buf| write_named_decision(d, buf),
             critical,
             urgent || critical || shared.always,
         )
