@@ -433,7 +433,7 @@ impl RuleTexts {
         if let Some((_, made)) = self.made.iter().find(|(k, _)| *k == key) {
             return made.clone();
         }
-        let made: RuleText = (rule_text(p).into(), p.file.as_deref().map(Arc::from));
+        let made: RuleText = (rule_text(p).into(), p.file.clone());
         if self.made.len() < 16 {
             self.made.push((key, made.clone()));
         }
