@@ -31,7 +31,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::page::{self, decline};
@@ -71,7 +71,7 @@ struct Response<'a> {
     #[serde(rename = "id")]
     _id: IgnoredAny,
     #[serde(borrow, deserialize_with = "contents")]
-    result: Vec<Item<'a>>,
+    result: Item<'a>,
 }
 
 /// One content item: the members the checks read. A member that is present must be a
@@ -87,10 +87,10 @@ struct Item<'a> {
 
 /// The result object: `contents`, and at most a 2026-07-28 `resultType` of `"complete"`
 /// (`input_required` is the value path's).
-fn contents<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Item<'de>>, D::Error> {
+fn contents<'de, D: Deserializer<'de>>(d: D) -> Result<Item<'de>, D::Error> {
     struct V;
     impl<'de> Visitor<'de> for V {
-        type Value = Vec<Item<'de>>;
+        type Value = Item<'de>;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("a read result")
         }
@@ -99,7 +99,7 @@ fn contents<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Item<'de>>, D::Error>
             while let Some(Key(key)) = map.next_key()? {
                 match &*key {
                     "contents" if contents.is_none() => {
-                        contents = Some(map.next_value::<Vec<Item<'de>>>()?);
+                        contents = Some(map.next_value::<One<'de>>()?.0);
                     }
                     "resultType" if map.next_value::<&RawValue>()?.get() == r#""complete""# => {}
                     _ => return Err(decline()),
@@ -109,6 +109,30 @@ fn contents<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Item<'de>>, D::Error>
         }
     }
     d.deserialize_map(V)
+}
+
+/// `contents` holding exactly one item, read without collecting a `Vec`; none, or a
+/// second, declines (the value path judges each of several).
+struct One<'a>(Item<'a>);
+
+impl<'de> Deserialize<'de> for One<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = One<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("one content item")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let item = seq.next_element::<Item<'de>>()?.ok_or_else(decline)?;
+                if seq.next_element::<IgnoredAny>()?.is_some() {
+                    return Err(decline());
+                }
+                Ok(One(item))
+            }
+        }
+        d.deserialize_seq(V)
+    }
 }
 
 impl<'de> Deserialize<'de> for Item<'de> {
@@ -200,9 +224,7 @@ impl Inner {
             return None;
         }
         let response: Response<'_> = parse(text)?;
-        let [item] = &response.result[..] else {
-            return None;
-        };
+        let item = &response.result;
         let uri = item.uri.as_deref()?;
         if read::item_refusal(
             &live.policy,
