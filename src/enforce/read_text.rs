@@ -70,8 +70,9 @@ struct Response<'a> {
     _jsonrpc: IgnoredAny,
     #[serde(rename = "id")]
     _id: IgnoredAny,
-    #[serde(borrow, deserialize_with = "contents")]
-    result: Item<'a>,
+    /// `result`: its one content item.
+    #[serde(rename = "result", borrow, deserialize_with = "contents")]
+    item: Item<'a>,
 }
 
 /// One content item: the members the checks read. A member that is present must be a
@@ -85,8 +86,8 @@ struct Item<'a> {
     blob: Option<Cow<'a, str>>,
 }
 
-/// The result object: `contents`, and at most a 2026-07-28 `resultType` of `"complete"`
-/// (`input_required` is the value path's).
+/// The result object: `contents` (its one item is returned), and at most a 2026-07-28
+/// `resultType` of `"complete"` (`input_required` is the value path's).
 fn contents<'de, D: Deserializer<'de>>(d: D) -> Result<Item<'de>, D::Error> {
     struct V;
     impl<'de> Visitor<'de> for V {
@@ -224,7 +225,7 @@ impl Inner {
             return None;
         }
         let response: Response<'_> = parse(text)?;
-        let item = &response.result;
+        let item = &response.item;
         let uri = item.uri.as_deref()?;
         if read::item_refusal(
             &live.policy,
