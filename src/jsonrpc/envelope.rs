@@ -147,8 +147,9 @@ pub fn scan(text: &str) -> Result<Scanned<'_>, ScanError> {
 /// Scans one message (a batch element, or a line known not to be a batch).
 pub fn scan_message(text: &str) -> Result<Envelope<'_>, ScanError> {
     let mut de = serde_json::Deserializer::from_str(text);
+    let mut keys = KeyBuf::with_capacity(16);
     let raw = de
-        .deserialize_any(EnvelopeVisitor)
+        .deserialize_any(EnvelopeVisitor(&mut keys))
         .and_then(|raw| de.end().map(|()| raw))
         .map_err(|e| from_json_error(e, text))?;
     raw.classify()
@@ -157,7 +158,7 @@ pub fn scan_message(text: &str) -> Result<Envelope<'_>, ScanError> {
 /// Checks a JSON text for validity and duplicate keys, without keeping anything.
 pub fn check_value(text: &str) -> Result<(), ScanError> {
     let mut de = serde_json::Deserializer::from_str(text);
-    DupCheck
+    DupCheck(&mut KeyBuf::new())
         .deserialize(&mut de)
         .and_then(|()| de.end())
         .map_err(|e| from_json_error(e, text))
@@ -323,10 +324,19 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
     }
 }
 
+/// The keys of the objects a scan is inside, innermost last: one buffer for the whole scan.
+/// An object's keys are `buf[start..]` while it is read, and are dropped when it ends (its
+/// nested objects push above them and truncate back), so a message of thousands of objects
+/// (a 10,000-entry `resources/list` page) costs one growing buffer, not an allocation per
+/// object.
+type KeyBuf<'de> = Vec<Cow<'de, str>>;
+
 /// The keys of one object, to detect duplicates. Small objects (almost all of them) are
-/// searched linearly; large ones switch to a hash set.
-struct KeySet<'de> {
-    small: Vec<Cow<'de, str>>,
+/// searched linearly in their part of the scan's [`KeyBuf`]; large ones switch to a hash set
+/// of their own.
+struct KeySet<'k, 'de> {
+    buf: &'k mut KeyBuf<'de>,
+    start: usize,
     large: Option<HashSet<Cow<'de, str>>>,
 }
 
@@ -335,12 +345,20 @@ const LINEAR_KEYS: usize = 16;
 /// The prefix of serde_json's private marker keys.
 const SERDE_PRIVATE: &str = "$serde_json::private::";
 
-impl<'de> KeySet<'de> {
-    fn new() -> Self {
+impl<'k, 'de> KeySet<'k, 'de> {
+    fn new(buf: &'k mut KeyBuf<'de>) -> Self {
+        let start = buf.len();
         KeySet {
-            small: Vec::new(),
+            buf,
+            start,
             large: None,
         }
+    }
+
+    /// The scan's buffer, for the objects nested in this one's values: they push above
+    /// this object's keys and are gone again when they end.
+    fn nested(&mut self) -> &mut KeyBuf<'de> {
+        self.buf
     }
 
     /// Records a key (cloning a borrowed key is free); a repeat is an error naming it, and
@@ -353,15 +371,16 @@ impl<'de> KeySet<'de> {
                 key.as_ref()
             )));
         }
+        let mine = self.buf.len() - self.start;
         let repeated = match &mut self.large {
             Some(set) => set.replace(key),
-            None if self.small.len() < LINEAR_KEYS => {
-                let repeated = self.small.iter().find(|k| **k == key).cloned();
-                self.small.push(key);
+            None if mine < LINEAR_KEYS => {
+                let repeated = self.buf[self.start..].iter().find(|k| **k == key).cloned();
+                self.buf.push(key);
                 repeated
             }
             None => {
-                let mut set: HashSet<_> = self.small.drain(..).collect();
+                let mut set: HashSet<_> = self.buf.drain(self.start..).collect();
                 let repeated = set.replace(key);
                 self.large = Some(set);
                 repeated
@@ -374,17 +393,23 @@ impl<'de> KeySet<'de> {
     }
 }
 
-/// Validates any JSON value and rejects duplicate keys at every depth, keeping nothing.
-struct DupCheck;
-
-impl<'de> DeserializeSeed<'de> for DupCheck {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(DupCheckVisitor)
+impl Drop for KeySet<'_, '_> {
+    fn drop(&mut self) {
+        self.buf.truncate(self.start);
     }
 }
 
-struct DupCheckVisitor;
+/// Validates any JSON value and rejects duplicate keys at every depth, keeping nothing.
+struct DupCheck<'k, 'de>(&'k mut KeyBuf<'de>);
+
+impl<'de> DeserializeSeed<'de> for DupCheck<'_, 'de> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(DupCheckVisitor(self.0))
+    }
+}
+
+struct DupCheckVisitor<'k, 'de>(&'k mut KeyBuf<'de>);
 
 /// Accepts every scalar; used by the visitors that only care about objects.
 macro_rules! accept_scalars {
@@ -413,36 +438,36 @@ macro_rules! accept_scalars {
     };
 }
 
-impl<'de> Visitor<'de> for DupCheckVisitor {
+impl<'de> Visitor<'de> for DupCheckVisitor<'_, 'de> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
     accept_scalars!((), ());
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(DupCheck)?.is_some() {}
+        while seq.next_element_seed(DupCheck(&mut *self.0))?.is_some() {}
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut keys = KeySet::new();
+        let mut keys = KeySet::new(self.0);
         while let Some(Key(key)) = map.next_key()? {
             keys.insert(key.clone())?;
-            map.next_value_seed(DupCheck)?;
+            map.next_value_seed(DupCheck(keys.nested()))?;
         }
         Ok(())
     }
 }
 
 /// The top-level message object.
-struct EnvelopeVisitor;
+struct EnvelopeVisitor<'k, 'de>(&'k mut KeyBuf<'de>);
 
-impl<'de> Visitor<'de> for EnvelopeVisitor {
+impl<'de> Visitor<'de> for EnvelopeVisitor<'_, 'de> {
     type Value = RawEnvelope<'de>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC message object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEnvelope<'de>, A::Error> {
-        let mut keys = KeySet::new();
+        let mut keys = KeySet::new(self.0);
         let mut env = RawEnvelope::default();
         while let Some(Key(key)) = map.next_key()? {
             keys.insert(key.clone())?;
@@ -450,16 +475,16 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                 "jsonrpc" => env.jsonrpc = Some(map.next_value::<Key<'de>>()?.0),
                 "method" => env.method = Some(map.next_value::<Key<'de>>()?.0),
                 "id" => env.id = Some(map.next_value::<&'de RawValue>()?),
-                "params" => env.params = Some(map.next_value_seed(ParamsSeed)?),
+                "params" => env.params = Some(map.next_value_seed(ParamsSeed(keys.nested()))?),
                 "result" => {
-                    map.next_value_seed(DupCheck)?;
+                    map.next_value_seed(DupCheck(keys.nested()))?;
                     env.result = true;
                 }
                 "error" => {
-                    map.next_value_seed(ErrorObjectSeed)?;
+                    map.next_value_seed(ErrorObjectSeed(keys.nested()))?;
                     env.error = true;
                 }
-                _ => map.next_value_seed(DupCheck)?,
+                _ => map.next_value_seed(DupCheck(keys.nested()))?,
             }
         }
         Ok(env)
@@ -474,32 +499,34 @@ struct Params<'a> {
 }
 
 /// `params`: an object or an array; `_meta` is read, everything is duplicate-checked.
-struct ParamsSeed;
+struct ParamsSeed<'k, 'de>(&'k mut KeyBuf<'de>);
 
-impl<'de> DeserializeSeed<'de> for ParamsSeed {
+impl<'de> DeserializeSeed<'de> for ParamsSeed<'_, 'de> {
     type Value = Params<'de>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Params<'de>, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for ParamsSeed {
+impl<'de> Visitor<'de> for ParamsSeed<'_, 'de> {
     type Value = Params<'de>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("\"params\" as an object or an array")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Params<'de>, A::Error> {
-        DupCheckVisitor.visit_seq(seq).map(|()| Params::default())
+        DupCheckVisitor(self.0)
+            .visit_seq(seq)
+            .map(|()| Params::default())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
-        let mut keys = KeySet::new();
+        let mut keys = KeySet::new(self.0);
         let mut params = Params::default();
         while let Some(Key(key)) = map.next_key()? {
             keys.insert(key.clone())?;
             if key == "_meta" {
-                params = map.next_value_seed(MetaSeed)?;
+                params = map.next_value_seed(MetaSeed(keys.nested()))?;
             } else {
-                map.next_value_seed(DupCheck)?;
+                map.next_value_seed(DupCheck(keys.nested()))?;
             }
         }
         Ok(params)
@@ -507,26 +534,28 @@ impl<'de> Visitor<'de> for ParamsSeed {
 }
 
 /// `params._meta`: reads the 2026-07-28 protocol version and client capabilities.
-struct MetaSeed;
+struct MetaSeed<'k, 'de>(&'k mut KeyBuf<'de>);
 
-impl<'de> DeserializeSeed<'de> for MetaSeed {
+impl<'de> DeserializeSeed<'de> for MetaSeed<'_, 'de> {
     type Value = Params<'de>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Params<'de>, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for MetaSeed {
+impl<'de> Visitor<'de> for MetaSeed<'_, 'de> {
     type Value = Params<'de>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("\"_meta\" as an object")
     }
     accept_scalars!(Params<'de>, Params::default());
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Params<'de>, A::Error> {
-        DupCheckVisitor.visit_seq(seq).map(|()| Params::default())
+        DupCheckVisitor(self.0)
+            .visit_seq(seq)
+            .map(|()| Params::default())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
-        let mut keys = KeySet::new();
+        let mut keys = KeySet::new(self.0);
         let mut params = Params::default();
         while let Some(Key(key)) = map.next_key()? {
             keys.insert(key.clone())?;
@@ -538,10 +567,12 @@ impl<'de> Visitor<'de> for MetaSeed {
                     let raw: &'de RawValue = map.next_value()?;
                     // Captured raw, so check it here for the same parser differentials.
                     let mut de = serde_json::Deserializer::from_str(raw.get());
-                    DupCheck.deserialize(&mut de).map_err(de::Error::custom)?;
+                    DupCheck(&mut Vec::new())
+                        .deserialize(&mut de)
+                        .map_err(de::Error::custom)?;
                     params.meta_caps = Some(raw);
                 }
-                _ => map.next_value_seed(DupCheck)?,
+                _ => map.next_value_seed(DupCheck(keys.nested()))?,
             }
         }
         Ok(params)
@@ -549,22 +580,22 @@ impl<'de> Visitor<'de> for MetaSeed {
 }
 
 /// `error`: an object with an integer `code` and a string `message`.
-struct ErrorObjectSeed;
+struct ErrorObjectSeed<'k, 'de>(&'k mut KeyBuf<'de>);
 
-impl<'de> DeserializeSeed<'de> for ErrorObjectSeed {
+impl<'de> DeserializeSeed<'de> for ErrorObjectSeed<'_, 'de> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for ErrorObjectSeed {
+impl<'de> Visitor<'de> for ErrorObjectSeed<'_, 'de> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("\"error\" as an object with \"code\" and \"message\"")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut keys = KeySet::new();
+        let mut keys = KeySet::new(self.0);
         let (mut code, mut message) = (false, false);
         while let Some(Key(key)) = map.next_key()? {
             keys.insert(key.clone())?;
@@ -583,7 +614,7 @@ impl<'de> Visitor<'de> for ErrorObjectSeed {
                     map.next_value::<Key<'de>>()?;
                     message = true;
                 }
-                _ => map.next_value_seed(DupCheck)?,
+                _ => map.next_value_seed(DupCheck(keys.nested()))?,
             }
         }
         match (code, message) {
@@ -702,6 +733,153 @@ mod tests {
             obj.join(",")
         );
         assert_eq!(describe(&dup), "invalid id=1");
+    }
+
+    /// The scan keeps every object's keys in one buffer (`KeyBuf`): an object's keys must not
+    /// leak into its siblings, its parent's keys must not count as its own, and a duplicate
+    /// that comes after a nested object has closed must still be caught.
+    #[test]
+    fn one_key_buffer_keeps_each_objects_keys_apart() {
+        let cases = [
+            // Sibling objects with the same keys.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a","name":"n"},{"uri":"b","name":"n"}]}}"#,
+                "Response id=1",
+            ),
+            // An enclosing object's keys reused inside a nested one.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"id":{"id":1,"jsonrpc":2,"result":{"id":3}}}}"#,
+                "Response id=1",
+            ),
+            // A repeat after a nested object (and its own nested object) closed.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"a":{"b":1,"c":{"d":1}},"b":2,"a":3}}"#,
+                "invalid id=1",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"k":{"k":1}},"p":[{"q":1}],"_meta":2}}"#,
+                "invalid method id=1",
+            ),
+            // A repeat of the top-level key after `params` closed.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"jsonrpc":"2.0","id":2},"id":1}"#,
+                "invalid",
+            ),
+            // An error object whose nested `data` closes before its repeated `code`.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":{"code":2},"code":3}}"#,
+                "invalid id=1",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(describe(text), want, "scanning {text}");
+        }
+        // A large object (a hash set of its own) with nested objects between its keys: their
+        // keys are not its keys, and its own repeat is caught after them.
+        let mut members: Vec<String> = (0..40)
+            .map(|i| format!(r#""k{i}":{{"k{}":1,"z":[{{"k0":0}}]}}"#, i + 1))
+            .collect();
+        let ok = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{{}}}}}"#,
+            members.join(",")
+        );
+        assert_eq!(describe(&ok), "Response id=1");
+        members.push(r#""k39":{}"#.into());
+        let dup = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{{}}}}}"#,
+            members.join(",")
+        );
+        assert_eq!(describe(&dup), "invalid id=1");
+    }
+
+    /// A JSON value for the duplicate-key property: objects as lists of members, so a
+    /// repeated key is kept (a `serde_json::Value` would merge it).
+    #[derive(Clone, Debug)]
+    enum Tree {
+        Leaf(u8),
+        Array(Vec<Tree>),
+        Object(Vec<(String, Tree)>),
+    }
+
+    impl Tree {
+        fn render(&self, out: &mut String) {
+            match self {
+                Tree::Leaf(n) => out.push_str(&n.to_string()),
+                Tree::Array(items) => {
+                    out.push('[');
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        item.render(out);
+                    }
+                    out.push(']');
+                }
+                Tree::Object(members) => {
+                    out.push('{');
+                    for (i, (k, v)) in members.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        out.push_str(&format!("{k:?}:"));
+                        v.render(out);
+                    }
+                    out.push('}');
+                }
+            }
+        }
+
+        /// Whether any object, at any depth, names a key twice.
+        fn has_duplicate(&self) -> bool {
+            match self {
+                Tree::Leaf(_) => false,
+                Tree::Array(items) => items.iter().any(Tree::has_duplicate),
+                Tree::Object(members) => {
+                    let mut seen = std::collections::HashSet::new();
+                    members.iter().any(|(k, _)| !seen.insert(k))
+                        || members.iter().any(|(_, v)| v.has_duplicate())
+                }
+            }
+        }
+    }
+
+    fn tree() -> impl proptest::strategy::Strategy<Value = Tree> {
+        use proptest::prelude::*;
+        // Few key names, so a repeat happens now and then at any depth, and in as many
+        // messages not; objects past LINEAR_KEYS members take the hash-set path.
+        let key = prop_oneof![
+            2 => "[a-c]",
+            3 => "[d-z][a-z]{0,2}",
+        ];
+        let wide_key = "k[0-9]{1,3}";
+        let leaf = any::<u8>().prop_map(Tree::Leaf);
+        let value = leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                1 => proptest::collection::vec(inner.clone(), 0..4).prop_map(Tree::Array),
+                4 => proptest::collection::vec((key.clone(), inner.clone()), 0..6)
+                    .prop_map(Tree::Object),
+                1 => proptest::collection::vec((wide_key, inner), 17..26).prop_map(Tree::Object),
+            ]
+        });
+        proptest::collection::vec(("[a-f]", value), 0..6).prop_map(Tree::Object)
+    }
+
+    proptest::proptest! {
+        /// The scan refuses a message exactly when some object in it repeats a key, whatever
+        /// the nesting: the one key buffer it shares between objects never mixes their keys.
+        #[test]
+        fn duplicate_keys_are_refused_exactly_when_present(value in tree()) {
+            let mut text = String::new();
+            value.render(&mut text);
+            let dup = value.has_duplicate();
+            proptest::prop_assert_eq!(check_value(&text).is_err(), dup, "{}", text);
+            let message = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{text}}}"#);
+            let want = if dup { "invalid id=1" } else { "Response id=1" };
+            proptest::prop_assert_eq!(describe(&message), want, "{}", message);
+            let request = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"_meta":{text},"p":{text}}}}}"#);
+            let want = if dup { "invalid method id=1" } else { "Request method=x id=1" };
+            proptest::prop_assert_eq!(describe(&request), want, "{}", request);
+        }
     }
 
     #[test]
