@@ -1,14 +1,17 @@
 //! The enforcement benchmark (issues 6 and 14): run it with `scripts/bench-enforce.sh`, which
 //! builds the release binaries first.
 //!
-//! It plays the MCP host against the fast `bench_server` through five chains, side by side:
+//! It plays the MCP host against the fast `bench_server` through six chains, side by side:
 //! **direct**; **relay-only** (`relay_passthrough`: rootfence's relay with the `PassThrough`
 //! interceptor, nothing decided); **enforcing** (`rootfence run --root <tmp root>` with the
 //! default policy, every decision audited to a temporary log, as shipped: allowed list
 //! entries summarized per page); **enforcing, allows unlogged** (`[audit] log_allowed =
-//! false`); and **enforcing, allowed = "each"** (a record per allowed list entry). The sandbox
-//! is off in the enforcing chains: it costs nothing per request and the benchmark measures
-//! the wire checks.
+//! false`); **enforcing, allowed = "each"** (a record per allowed list entry); and the
+//! **floor** (`relay_passthrough --floor <tmp root>`: the relay plus, per read, only the
+//! kernel's answer on the URI, `openat2` beneath the root, `fstat`, `close`, the part of
+//! a check that no enforcement which lets the kernel decide containment can skip). The
+//! sandbox is off in the enforcing chains: it costs nothing per request and the benchmark
+//! measures the wire checks.
 //!
 //! Figures, each with its target:
 //! - `resources/read` of a `file:` URI inside the root: p50 over `--requests` reads,
@@ -24,7 +27,10 @@
 //! - the official Python SDK client's small-resource read (scripts/bench_sdk_read.py, with
 //!   the pinned SDK in tests/peers/.venv) through the do-nothing byte relay
 //!   (`examples/byte_relay`), relay-only and rootfence enforcing, side by side in one client;
-//!   target p50 <= 1.05x the byte relay's. `--sdk-requests 0` skips it.
+//!   target p50 <= 1.05x the byte relay's; the floor chain beside them. `--sdk-requests 0`
+//!   skips it.
+//! - the floor's read over relay-only's: what the kernel's answer alone takes of each read
+//!   target's budget on this machine.
 //!
 //! Every measured request goes to each chain in turn (rotating which goes first), so load from
 //! elsewhere on the shared machine hits all chains alike; samples are pooled over `--rounds`.
@@ -123,15 +129,17 @@ enum Mode {
     Enforcing,
     EnforcingQuiet,
     EnforcingEach,
+    Floor,
 }
 
 impl Mode {
-    const ALL: [Mode; 5] = [
+    const ALL: [Mode; 6] = [
         Mode::Direct,
         Mode::RelayOnly,
         Mode::Enforcing,
         Mode::EnforcingQuiet,
         Mode::EnforcingEach,
+        Mode::Floor,
     ];
 
     fn label(self) -> &'static str {
@@ -141,6 +149,7 @@ impl Mode {
             Mode::Enforcing => "enforcing",
             Mode::EnforcingQuiet => "enforcing, allows unlogged",
             Mode::EnforcingEach => "enforcing, allowed = \"each\"",
+            Mode::Floor => "floor: relay + kernel check",
         }
     }
 }
@@ -219,6 +228,11 @@ impl Session {
             Mode::RelayOnly => {
                 let mut c = Command::new(&o.relay_passthrough);
                 c.arg("--").arg(&server[0]);
+                c
+            }
+            Mode::Floor => {
+                let mut c = Command::new(&o.relay_passthrough);
+                c.args(["--floor", &root, "--"]).arg(&server[0]);
                 c
             }
             Mode::Enforcing => {
@@ -490,6 +504,22 @@ fn run(o: &Options) -> Result<(), String> {
          default), {each_ms:.2} ms with allowed = \"each\" (enforcing minus allows unlogged)",
         o.list_entries
     );
+    let floor = 5;
+    let cpu = |m: usize| {
+        let s = &samples[m];
+        s.read_cpu_ns as f64 / 1000.0 / s.read.len().max(1) as f64
+    };
+    println!(
+        "floor (relay-only + the kernel's answer alone): resources/read p50 {:.2}x relay-only, \
+         +{:.1} µs at p50 and +{:.1} µs of CPU per read; enforcing: +{:.1} µs at p50 and \
+         +{:.1} µs of CPU; the 1.10x target leaves {:.1} µs",
+        p50(floor, false) / p50(relay, false),
+        p50(floor, false) - p50(relay, false),
+        cpu(floor) - cpu(relay),
+        p50(2, false) - p50(relay, false),
+        cpu(2) - cpu(relay),
+        0.10 * p50(relay, false)
+    );
     let rss = samples[2].rss_kib as f64 / 1024.0;
     println!(
         "enforcing: rootfence's peak RSS over a session with {}-entry pages {rss:.1} MiB \
@@ -534,6 +564,10 @@ fn sdk_read(o: &Options, tree: &Tree) -> Result<(), String> {
         .arg("--");
     server(&mut cmd);
     cmd.arg(":::")
+        .arg(format!("floor={}", o.relay_passthrough.display()))
+        .args(["--floor", &root, "--"]);
+    server(&mut cmd);
+    cmd.arg(":::")
         .arg(format!("rootfence={}", o.rootfence.display()))
         .args(["run", "--sandbox", "off", "--root", &root, "--audit-log"])
         .arg(tree.base.join("audit-sdk.jsonl"))
@@ -570,7 +604,7 @@ fn sdk_read(o: &Options, tree: &Tree) -> Result<(), String> {
     println!();
     println!("| chain      | read p50 µs | read p99 µs |");
     println!("|------------|------------:|------------:|");
-    for label in ["byte relay", "relay-only", "rootfence"] {
+    for label in ["byte relay", "relay-only", "floor", "rootfence"] {
         let (p50, p99) = stats(label);
         println!("| {label:<10} | {p50:>11.0} | {p99:>11.0} |");
     }
@@ -580,6 +614,12 @@ fn sdk_read(o: &Options, tree: &Tree) -> Result<(), String> {
         "python SDK read through rootfence (enforcing, audit on): p50 {ratio:.2}x the byte \
          relay's (target <= 1.05x: {})",
         if ratio <= 1.05 { "met" } else { "NOT met" }
+    );
+    println!(
+        "python SDK read through the floor (relay + the kernel's answer alone): p50 {:.2}x the \
+         byte relay's; relay-only {:.2}x",
+        stats("floor").0 / stats("byte relay").0,
+        stats("relay-only").0 / stats("byte relay").0
     );
     Ok(())
 }
