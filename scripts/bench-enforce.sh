@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The enforcement benchmark (issues 6 and 14): what rootfence's checks and audit add over its
-# relay alone. Five chains against our fast server (examples/bench_server.rs), side by side:
-# direct, relay-only (examples/relay_passthrough.rs: the relay with nothing deciding), and
+# relay alone. Six chains against our fast server (examples/bench_server.rs), side by side:
+# direct, relay-only (examples/relay_passthrough.rs: the relay with nothing deciding),
 # `rootfence run --root <tmp root>` with the default policy: audited as shipped, allowed
-# decisions unlogged, and allowed list entries logged each. Prints p50/p99 of a
+# decisions unlogged, and allowed list entries logged each; and the floor
+# (`relay_passthrough --floor <tmp root>`: the relay plus only the kernel's answer on each
+# read's URI, what any check that lets the kernel decide containment pays). Prints p50/p99 of a
 # resources/read of a file: URI and of a 10,000-entry resources/list page, rootfence's peak
 # RSS, then the official Python SDK client's small read through the do-nothing byte relay,
-# relay-only and rootfence (scripts/bench_sdk_read.py, pinned SDK in tests/peers/.venv), with
+# relay-only, the floor and rootfence (scripts/bench_sdk_read.py, pinned SDK in tests/peers/.venv), with
 # each target (read p50 <= 1.10x relay-only; page < 5 ms added; RSS <= 32 MiB; SDK read
 # p50 <= 1.05x the byte relay). Builds the release binaries first. Options go to the driver
 # (examples/bench_enforce.rs): --requests N (2000) --warmup N (200) --lists N (40)
