@@ -567,7 +567,9 @@ impl<'de> Visitor<'de> for MetaSeed<'_, 'de> {
                     let raw: &'de RawValue = map.next_value()?;
                     // Captured raw, so check it here for the same parser differentials.
                     let mut de = serde_json::Deserializer::from_str(raw.get());
-                    DupCheck(&mut Vec::new())
+                    // The scan's one key buffer serves this text too: its keys sit above
+                    // `_meta`'s and are gone when the check ends.
+                    DupCheck(keys.nested())
                         .deserialize(&mut de)
                         .map_err(de::Error::custom)?;
                     params.meta_caps = Some(raw);
@@ -758,6 +760,16 @@ mod tests {
             ),
             (
                 r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"k":{"k":1}},"p":[{"q":1}],"_meta":2}}"#,
+                "invalid method id=1",
+            ),
+            // The client capabilities, checked from their captured text with the same
+            // buffer: `_meta`'s keys are not theirs, and theirs are still checked.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"a":1,"io.modelcontextprotocol/clientCapabilities":{"a":{"a":1},"b":0,"io.modelcontextprotocol/clientCapabilities":2},"b":2}}}"#,
+                "Request method=x id=1",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"r":{"s":1},"r":2}}}}"#,
                 "invalid method id=1",
             ),
             // A repeat of the top-level key after `params` closed.
