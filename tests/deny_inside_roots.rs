@@ -113,7 +113,24 @@ fn assert_audit_clean(tree: &Tree) {
     hostile::assert_audit_verifies(&tree.file("audit.jsonl"));
 }
 
+/// The start of the text a redacted secret is replaced with.
+const REDACTED: &str = "[secret redacted by rootfence: text from ";
+
+/// The tripwire stopped the secret: the answer arrived with the secret's spans redacted, or
+/// (when redaction could not take it all out, e.g. cut across content blocks) it was
+/// withheld with an error.
 fn assert_tripwire(resp: &Value, what: &str) {
+    if resp["error"]["data"]["reason"] != "tripwire" {
+        assert!(
+            resp.to_string().contains(REDACTED),
+            "{what}: expected the secret redacted, got {resp}"
+        );
+        return;
+    }
+    assert_withheld(resp, what);
+}
+
+fn assert_withheld(resp: &Value, what: &str) {
     assert_eq!(
         resp["error"]["code"], -32010,
         "{what}: expected the tripwire, got {resp}"
@@ -195,7 +212,7 @@ const ENCODINGS: [&str; 10] = [
 ];
 
 #[test]
-fn a_denied_secret_is_withheld_in_every_channel_and_encoding() {
+fn a_denied_secret_is_redacted_or_withheld_in_every_channel_and_encoding() {
     // The server knows the secret of `.env` from elsewhere (the sandbox keeps the file from
     // it): whatever it does with it, the bytes do not reach the host.
     let tree = tree();
@@ -207,35 +224,45 @@ fn a_denied_secret_is_withheld_in_every_channel_and_encoding() {
             assert_tripwire(&r, &format!("{via}/{enc}"));
             expected_hits += 1;
         }
-        // A notification carrying it is dropped; the call itself is answered.
+        // A notification carrying it arrives with the secret redacted; the call itself is
+        // answered.
         for (via, answer) in [("log", "logged"), ("progress", "progressed")] {
             let (r, _) = host.call_tool("leak", json!({"via": via, "encoding": enc}));
             assert_eq!(text_of(&r), answer, "{via}/{enc}");
             expected_hits += 1;
         }
-        // A request to the host carrying it is refused to the server.
+        // So does a request to the host carrying it.
         let (r, _) = host.call_tool("leak", json!({"via": "sampling", "encoding": enc}));
-        assert_eq!(text_of(&r), "sampling refused", "sampling/{enc}");
+        assert_eq!(text_of(&r), "sampling answered", "sampling/{enc}");
         expected_hits += 1;
     }
-    // Cut across content blocks shorter than a fingerprint window.
+    // The plain text case keeps the rest of the answer around the redacted span.
+    let (r, _) = host.call_tool("leak", json!({"via": "text", "encoding": "raw"}));
+    assert!(text_of(&r).starts_with(REDACTED), "{r}");
+    expected_hits += 1;
+    // Cut across content blocks shorter than a fingerprint window: no one string holds it,
+    // so nothing can be redacted; the answer is withheld, saying the call was carried out.
     for chunk in [1, 5, 8] {
         let (r, _) = host.call_tool("leak", json!({"via": "split", "chunk": chunk}));
-        assert_tripwire(&r, &format!("split/{chunk}"));
+        assert_withheld(&r, &format!("split/{chunk}"));
+        let msg = r["error"]["message"].as_str().unwrap();
+        assert!(msg.contains("the request itself was carried out"), "{msg}");
         expected_hits += 1;
     }
-    assert!(
-        host.take_notes("notifications/message").is_empty(),
-        "a log notification with the secret reached the host"
-    );
-    assert!(host.take_notes("notifications/progress").is_empty());
-    assert!(
-        !host
-            .requests
-            .iter()
-            .any(|m| m["method"] == "sampling/createMessage"),
-        "a sampling request with the secret reached the host"
-    );
+    for method in ["notifications/message", "notifications/progress"] {
+        let notes = host.take_notes(method);
+        assert_eq!(notes.len(), ENCODINGS.len(), "{method}");
+        for n in notes {
+            assert!(n.to_string().contains(REDACTED), "{method}: {n}");
+        }
+    }
+    let sampling: Vec<&Value> = host
+        .requests
+        .iter()
+        .filter(|m| m["method"] == "sampling/createMessage")
+        .collect();
+    assert_eq!(sampling.len(), ENCODINGS.len());
+    assert!(sampling.iter().all(|m| m.to_string().contains(REDACTED)));
     assert_eq!(host.finish(), 0);
     assert_no_secret(&host);
     assert_audit_clean(&tree);
@@ -246,7 +273,17 @@ fn a_denied_secret_is_withheld_in_every_channel_and_encoding() {
     assert_eq!(
         hits.len(),
         expected_hits,
-        "one audit record per withheld message"
+        "one audit record per redacted or withheld message"
+    );
+    let withheld = hits
+        .iter()
+        .filter(|h| h["action"] == "answered_error")
+        .count();
+    assert_eq!(withheld, 3, "only the split answers are withheld: {hits:?}");
+    assert!(
+        hits.iter()
+            .all(|h| h["action"] == "answered_error" || h["action"] == "rewritten"),
+        "{hits:?}"
     );
     let env_uri = format!("file://{}/.env", tree.root_str());
     assert!(hits.iter().all(|h| h["uri"] == env_uri), "{hits:?}");
@@ -598,4 +635,163 @@ fn server_filesystem_in_the_landlock_fallback_edits_below_the_top_only() {
     assert_eq!(host.finish(), 0);
     assert!(host.stderr().contains("cannot be created, read or written"));
     assert_no_secret(&host);
+}
+
+// -------------------------------------------------------------------------------------------
+// Issue 27: the tripwire fingerprints secrets, not identifiers
+// -------------------------------------------------------------------------------------------
+
+/// A credential where git keeps one (a remote's URL), realistic in shape.
+const GIT_TOKEN: &str = "ghp_Xk29fLq81ZpTe4RwY7mN3bVc6HdJ0sGa5uQi";
+
+/// The project of issue 27: `~/jsmith1987/app`, whose `origin` is
+/// `git@github.com:jsmith1987/app.git` and whose git user is `jsmith1987`; with
+/// `credential`, a second remote holds a real token in its URL.
+fn jsmith_project(credential: bool) -> (tempfile::TempDir, std::path::PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(t.path()).unwrap();
+    let root = base.join("home/jsmith1987/app");
+    let mut config = String::from(
+        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\
+         [remote \"origin\"]\n\turl = git@github.com:jsmith1987/app.git\n\
+         \tfetch = +refs/heads/*:refs/remotes/origin/*\n\
+         [branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n\
+         [user]\n\tname = jsmith1987\n\temail = jsmith1987@users.noreply.github.com\n",
+    );
+    if credential {
+        config.push_str(&format!(
+            "[remote \"backup\"]\n\turl = https://jsmith1987:{GIT_TOKEN}@github.com/jsmith1987/app-backup.git\n"
+        ));
+    }
+    for (f, text) in [
+        (".git/config", config.as_str()),
+        (".git/HEAD", "ref: refs/heads/main\n"),
+        ("README.md", "# app by jsmith1987\n"),
+        ("src/main.rs", "fn main() {}\n"),
+    ] {
+        std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+        std::fs::write(root.join(f), text).unwrap();
+    }
+    (t, root)
+}
+
+fn start_in_home(root: &Path, audit: &Path) -> Host {
+    let home = root.parent().unwrap().parent().unwrap();
+    let mut cmd = Command::new(common::rootfence());
+    cmd.arg("run")
+        .args(["--root", &root.display().to_string()])
+        .arg("--audit-log")
+        .arg(audit)
+        .arg("--")
+        .args(filesystem(root))
+        .env("HOME", home);
+    let mut host = Host::spawn(cmd, REV);
+    host.begin(json!({}));
+    host
+}
+
+#[test]
+fn tripwire_jsmith1987_project_path_shared_with_git_remote_is_not_withheld() {
+    interop_peers::require_peers();
+    let (t, root) = jsmith_project(false);
+    let root_s = root.display().to_string();
+    let mut host = start_in_home(&root, &t.path().join("audit.jsonl"));
+    // Every answer below carries the project path (`.../jsmith1987/app`), which shares
+    // `jsmith1987` and `app` with the remote and the git user: each arrives whole.
+    let calls = [
+        (
+            "write_file",
+            json!({"path": format!("{root_s}/NOTES.md"), "content": "by jsmith1987\n"}),
+        ),
+        (
+            "read_text_file",
+            json!({"path": format!("{root_s}/NOTES.md")}),
+        ),
+        ("list_directory", json!({"path": root_s})),
+        ("directory_tree", json!({"path": root_s})),
+        (
+            "get_file_info",
+            json!({"path": format!("{root_s}/README.md")}),
+        ),
+        ("search_files", json!({"path": root_s, "pattern": "*.md"})),
+        (
+            "create_directory",
+            json!({"path": format!("{root_s}/docs")}),
+        ),
+        (
+            "move_file",
+            json!({"source": format!("{root_s}/NOTES.md"), "destination": format!("{root_s}/docs/NOTES.md")}),
+        ),
+        ("list_allowed_directories", json!({})),
+    ];
+    for (tool, args) in calls {
+        let (r, _) = host.call_tool(tool, args);
+        assert!(
+            r.get("result").is_some() && r["result"]["isError"] != true,
+            "{tool}: {r}"
+        );
+        assert!(!r.to_string().contains(REDACTED), "{tool}: {r}");
+    }
+    let (r, _) = host.call_tool(
+        "write_file",
+        json!({"path": format!("{root_s}/x.txt"), "content": "x"}),
+    );
+    assert!(
+        text_of(&r).contains(&root_s),
+        "the answer names the path: {r}"
+    );
+    assert_eq!(host.finish(), 0);
+    let tripwire = audit_records(&t.path().join("audit.jsonl"))
+        .into_iter()
+        .filter(|r| r["reason"] == "tripwire")
+        .count();
+    assert_eq!(tripwire, 0, "no tripwire record for identifiers");
+    assert_eq!(
+        std::fs::read_to_string(root.join("docs/NOTES.md")).unwrap(),
+        "by jsmith1987\n"
+    );
+}
+
+#[test]
+fn tripwire_jsmith1987_a_real_git_credential_is_still_caught_and_only_redacted() {
+    interop_peers::require_peers();
+    let (t, root) = jsmith_project(true);
+    let root_s = root.display().to_string();
+    // The token copied into an ordinary file of the project (a pasted command line).
+    std::fs::write(
+        root.join("deploy.sh"),
+        format!("git push https://jsmith1987:{GIT_TOKEN}@github.com/jsmith1987/app.git\n"),
+    )
+    .unwrap();
+    let mut host = start_in_home(&root, &t.path().join("audit.jsonl"));
+    let (r, _) = host.call_tool(
+        "read_text_file",
+        json!({"path": format!("{root_s}/deploy.sh")}),
+    );
+    let text = text_of(&r);
+    assert!(!text.contains(GIT_TOKEN), "LEAK: {r}");
+    assert!(
+        text.starts_with("git push https://jsmith1987:")
+            && text.contains(&format!(
+                "{REDACTED}{root_s}/.git/config]@github.com/jsmith1987/app.git"
+            )),
+        "only the token is redacted: {text}"
+    );
+    // A write whose answer names the path still arrives: the write happened.
+    let (r, _) = host.call_tool(
+        "write_file",
+        json!({"path": format!("{root_s}/y.txt"), "content": "y"}),
+    );
+    assert!(text_of(&r).contains(&root_s), "{r}");
+    assert_eq!(host.finish(), 0);
+    for line in &host.raw {
+        assert!(!String::from_utf8_lossy(line).contains(GIT_TOKEN), "LEAK");
+    }
+    let recs: Vec<Value> = audit_records(&t.path().join("audit.jsonl"))
+        .into_iter()
+        .filter(|r| r["reason"] == "tripwire")
+        .collect();
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0]["action"], "rewritten");
+    assert!(!serde_json::to_string(&recs).unwrap().contains(GIT_TOKEN));
 }

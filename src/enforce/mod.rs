@@ -37,7 +37,9 @@ use crate::jsonrpc::error::{DENIED, INVALID_PARAMS};
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::methods as m;
 use crate::policy::{Mode, Policy, ReadStance};
-use crate::relay::{Action, Intercepted, Interceptor, Offered, ProtocolError, Session, Side};
+use crate::relay::{
+    Action, Intercepted, Interceptor, Offered, ProtocolError, Screened, Session, Side,
+};
 use crate::roots::{RootSet, RootSpec};
 use crate::tripwire::{Fingerprints, Hit, Tripwire};
 use crate::uri::FileUri;
@@ -382,6 +384,18 @@ pub fn reload_deferred(old: &Policy, new: &Policy) -> Vec<String> {
     out
 }
 
+/// The message with every fingerprint in its strings redacted, when that leaves none in it
+/// (checked again on the bytes that will be sent), with what was redacted.
+fn redacted(fp: &Fingerprints, line: &[u8]) -> Option<(Value, Vec<Hit>)> {
+    let mut message: Value = serde_json::from_slice(line).ok()?;
+    let hits = fp.redact(&mut message);
+    if hits.is_empty() {
+        return None;
+    }
+    let bytes = serde_json::to_vec(&message).ok()?;
+    fp.check(&bytes).is_none().then_some((message, hits))
+}
+
 /// What the enforcer wants to see: a static table, cheap on the hot path.
 fn wanted(from: Side, kind: Kind, method: &str) -> bool {
     match (from, kind) {
@@ -434,12 +448,27 @@ impl Interceptor for Enforcer {
         id: Option<&Id>,
         method: &str,
         line: &[u8],
-    ) -> Option<Action> {
+    ) -> Option<Screened> {
         if from != Side::Server {
             return None;
         }
-        let hit = self.inner.fingerprints().check(line)?;
-        self.inner.withhold(kind, id, method, &hit)
+        let fp = self.inner.fingerprints();
+        let hit = fp.check(line)?;
+        // The secret's spans are redacted when that leaves nothing of it (the rest of the
+        // answer arrives, and what the server did is not hidden); otherwise the message
+        // is withheld whole.
+        if let Some((message, hits)) = redacted(&fp, line) {
+            self.inner
+                .record_tripwire(kind, id, method, &hits[0], hits.len(), true);
+            return self
+                .inner
+                .live()
+                .enforce
+                .then_some(Screened::Rewrite(message));
+        }
+        self.inner
+            .withhold(kind, id, method, &hit)
+            .map(Screened::Act)
     }
 
     fn intercept(&self, session: &Arc<Session>, msg: Intercepted) -> Action {
@@ -830,11 +859,66 @@ impl Inner {
     /// response becomes an error for the host (every request gets its one answer), a
     /// request from the server is refused to the server, a notification is dropped.
     fn withhold(&self, kind: Kind, id: Option<&Id>, method: &str, hit: &Hit) -> Option<Action> {
+        let (uri, what) = self.record_tripwire(kind, id, method, hit, 1, false);
+        if !self.live().enforce {
+            return None;
+        }
+        let noun = match kind {
+            Kind::Request => format!("`{method}` request"),
+            Kind::Notification => format!("`{method}` notification"),
+            Kind::Response | Kind::ErrorResponse => format!("answer to `{method}`"),
+        };
+        // An answer withheld is still an answer: the request was carried out, and the model
+        // must not take the error for a failure and do it again (a write that happened).
+        let done = if matches!(kind, Kind::Response | Kind::ErrorResponse) {
+            " (the request itself was carried out; do not repeat it)"
+        } else {
+            ""
+        };
+        let error = |id: &Id| {
+            json!({
+                "jsonrpc": "2.0",
+                "id": id.to_value(),
+                "error": {
+                    "code": DENIED,
+                    "message": format!(
+                        "rootfence: denied: the server's {noun} was withheld{done}: it holds \
+                         text from {}, a file the policy denies (tripwire); ask for something \
+                         that does not include it",
+                        hit.file.display()
+                    ),
+                    "data": {"uri": uri, "reason": "tripwire", "rule": what},
+                }
+            })
+        };
+        match (kind, id) {
+            (Kind::Notification, _) | (_, None) => Some(Action::Drop),
+            (Kind::Request, Some(id)) => Some(Action::Reply(error(id))),
+            (Kind::Response | Kind::ErrorResponse, Some(id)) => Some(Action::Replace(error(id))),
+        }
+    }
+
+    /// Logs, counts and audits a tripwire hit: `redacted` (`spans` secrets replaced in a
+    /// message that goes on) or withheld. Returns the file's URI and the hit's description.
+    fn record_tripwire(
+        &self,
+        kind: Kind,
+        id: Option<&Id>,
+        method: &str,
+        hit: &Hit,
+        spans: usize,
+        redacted: bool,
+    ) -> (String, String) {
         let uri = FileUri::from_path(&hit.file)
             .map(|u| u.as_str().to_owned())
             .unwrap_or_else(|_| hit.file.display().to_string());
-        let what = hit.describe();
-        tracing::warn!("withheld a message from the server (`{method}`): it holds {what}");
+        let mut what = hit.describe();
+        if redacted {
+            what.push_str(&format!("; {spans} span(s) redacted, the rest forwarded"));
+            tracing::warn!("redacted a secret in a message from the server (`{method}`): {what}");
+        } else {
+            tracing::warn!("withheld a message from the server (`{method}`): it holds {what}");
+        }
         if let Some(t) = self.telemetry.get() {
             t.decision(&crate::telemetry::DecisionNote {
                 request: id.filter(|_| matches!(kind, Kind::Response | Kind::ErrorResponse)),
@@ -849,6 +933,7 @@ impl Inner {
         }
         let action = match (self.live().enforce, kind) {
             (false, _) => audit::Action::Forwarded,
+            (true, _) if redacted => audit::Action::Rewritten,
             (true, Kind::Notification) => audit::Action::Dropped,
             (true, _) => audit::Action::AnsweredError,
         };
@@ -866,35 +951,7 @@ impl Inner {
             root: None,
             action,
         }));
-        if !self.live().enforce {
-            return None;
-        }
-        let noun = match kind {
-            Kind::Request => format!("`{method}` request"),
-            Kind::Notification => format!("`{method}` notification"),
-            Kind::Response | Kind::ErrorResponse => format!("answer to `{method}`"),
-        };
-        let error = |id: &Id| {
-            json!({
-                "jsonrpc": "2.0",
-                "id": id.to_value(),
-                "error": {
-                    "code": DENIED,
-                    "message": format!(
-                        "rootfence: denied: the server's {noun} was withheld: it holds text \
-                         from {}, a file the policy denies (tripwire); ask for something \
-                         that does not include it",
-                        hit.file.display()
-                    ),
-                    "data": {"uri": uri, "reason": "tripwire", "rule": what},
-                }
-            })
-        };
-        match (kind, id) {
-            (Kind::Notification, _) | (_, None) => Some(Action::Drop),
-            (Kind::Request, Some(id)) => Some(Action::Reply(error(id))),
-            (Kind::Response | Kind::ErrorResponse, Some(id)) => Some(Action::Replace(error(id))),
-        }
+        (uri, what)
     }
 
     // ---- host requests ----------------------------------------------------------------------

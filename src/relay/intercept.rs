@@ -92,6 +92,17 @@ impl fmt::Debug for Action {
     }
 }
 
+/// What [`Interceptor::screen`] decided about a message.
+#[derive(Debug)]
+pub enum Screened {
+    /// This action replaces whatever would have happened to the message.
+    Act(Action),
+    /// Go on with this value instead of the message's text: [`Interceptor::wants`] and
+    /// [`Interceptor::intercept`] see it as for any message, and "forward" then means this
+    /// value, never the original bytes.
+    Rewrite(Value),
+}
+
 /// A protocol problem the relay met, reported to the interceptor (for the audit log).
 #[derive(Clone, Debug)]
 pub struct ProtocolError {
@@ -122,9 +133,11 @@ pub trait Interceptor: Send + Sync + 'static {
     }
 
     /// Screens the raw text of every message before [`Interceptor::wants`] is asked (the
-    /// content tripwire); `Some(action)` replaces whatever would have happened to it. A
-    /// response must then get an answer ([`Action::Replace`] with an error), never a drop.
-    /// Called for every message: keep it cheap when there is nothing to find.
+    /// content tripwire). [`Screened::Act`] replaces whatever would have happened to it (a
+    /// response must then get an answer, [`Action::Replace`] with an error, never a drop);
+    /// [`Screened::Rewrite`] goes on with a value in its place (a secret redacted), which
+    /// is then handled as any checked message. Called for every message: keep it cheap
+    /// when there is nothing to find.
     fn screen(
         &self,
         from: Side,
@@ -132,7 +145,7 @@ pub trait Interceptor: Send + Sync + 'static {
         id: Option<&Id>,
         method: &str,
         line: &[u8],
-    ) -> Option<Action> {
+    ) -> Option<Screened> {
         let _ = (from, kind, id, method, line);
         None
     }

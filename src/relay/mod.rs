@@ -50,7 +50,7 @@ use tokio::task::JoinHandle;
 pub use child::SpawnError;
 pub use generation::{GenTiming, Launch, Launched};
 pub use intercept::{
-    Action, Deferred, Intercepted, Interceptor, Offered, PassThrough, ProtocolError,
+    Action, Deferred, Intercepted, Interceptor, Offered, PassThrough, ProtocolError, Screened,
 };
 pub use observe::{Answer, Observer};
 pub use session::{Gen, Handshake, PeerInfo, Pending, Session, Side};

@@ -28,7 +28,7 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::watch;
 
-use super::intercept::{Action, Intercepted, Interceptor, Offered, ProtocolError};
+use super::intercept::{Action, Intercepted, Interceptor, Offered, ProtocolError, Screened};
 use super::session::{Gen, LaneReceivers, Matched, Outgoing, Pending, Session, Side};
 use crate::jsonrpc::Id;
 use crate::jsonrpc::envelope::{self, Envelope, Kind, ScanError, Scanned};
@@ -680,8 +680,12 @@ impl<I: Interceptor> Router<'_, I> {
             &routed.method,
             text.as_bytes(),
         );
-        if let Some(action) = screened {
-            return finish(routed, action, self.session);
+        match screened {
+            Some(Screened::Act(action)) => return finish(routed, action, self.session),
+            Some(Screened::Rewrite(message)) => {
+                return self.decide_value(routed, message, internal);
+            }
+            None => {}
         }
         // A host request whose trace context the observer continues: its `traceparent` is
         // rewritten, and the message is then a checked one, forwarded as exactly the value
@@ -692,7 +696,7 @@ impl<I: Interceptor> Router<'_, I> {
             .and_then(|o| o.traceparent.take())
             .and_then(|traceparent| with_traceparent(text, traceparent));
         if let Some(message) = traced {
-            return self.decide_traced(routed, message, internal);
+            return self.decide_value(routed, message, internal);
         }
         let wants = self
             .icpt
@@ -748,11 +752,16 @@ impl<I: Interceptor> Router<'_, I> {
         finish(routed, action, self.session)
     }
 
-    /// [`Self::decide`] for a host request whose `params._meta.traceparent` was replaced
-    /// (`message` is the value built).
-    fn decide_traced(&self, routed: Routed, message: Value, internal: Internal) -> Step {
-        if internal == Internal::RecordInitialize {
-            self.session.record_initialize(&message);
+    /// [`Self::decide`] for a message rewritten before the interceptor's decision (`message`
+    /// is the value built): a host request whose `params._meta.traceparent` was replaced,
+    /// a server message whose secret the screen redacted.
+    fn decide_value(&self, routed: Routed, message: Value, internal: Internal) -> Step {
+        match internal {
+            Internal::RecordInitialize => self.session.record_initialize(&message),
+            Internal::RecordServerInfo => self
+                .session
+                .record_server_info(&message, routed.origin.generation),
+            Internal::None => {}
         }
         if !self
             .icpt

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use cap_std::fs::Dir;
 use sha2::Digest;
 
-pub use fingerprint::Form;
+pub use fingerprint::{Form, Source};
 
 use crate::fsaccess::{self, SymlinkStance};
 use crate::sandbox::scan::{self, Budget, Limits, Options, ScanRules};
@@ -122,7 +122,26 @@ impl Fingerprints {
     /// Builds the fingerprints of the deny-glob matches inside `roots` (each a directory
     /// capability and its real path).
     pub fn build(rules: &ScanRules, roots: &[(&Dir, &Path)]) -> Fingerprints {
+        let names: Vec<&Path> = roots.iter().map(|(_, p)| *p).collect();
+        Fingerprints::build_naming(rules, roots, &names)
+    }
+
+    /// [`Fingerprints::build`], where `named` are the paths the server legitimately names
+    /// (every root, nested ones included): nothing that occurs in them is a fingerprint.
+    pub fn build_naming(
+        rules: &ScanRules,
+        roots: &[(&Dir, &Path)],
+        named: &[&Path],
+    ) -> Fingerprints {
         let started = Instant::now();
+        let named: Vec<Vec<u8>> = named
+            .iter()
+            .map(|p| p.as_os_str().as_encoded_bytes().to_ascii_lowercase())
+            .collect();
+        let known = |b: &[u8]| {
+            let b = b.to_ascii_lowercase();
+            named.iter().any(|n| memchr::memmem::find(n, &b).is_some())
+        };
         let mut out = Fingerprints::default();
         let mut budget = Budget::new(Limits::default());
         let mut patterns: Vec<Vec<u8>> = Vec::new();
@@ -154,8 +173,9 @@ impl Fingerprints {
                 .into_iter()
                 .filter(|h| !h.dir)
                 .chain(s.hidden_files)
-                .chain(git_config);
-            for hit in files {
+                .map(|h| (h, Source::Denied))
+                .chain(git_config.map(|h| (h, Source::GitConfig)));
+            for (hit, source) in files {
                 if out.files.len() >= MAX_FILES {
                     out.gaps.push(format!(
                         "more than {MAX_FILES} denied files; the rest are not fingerprinted"
@@ -177,7 +197,7 @@ impl Fingerprints {
                 };
                 let file = out.files.len();
                 out.files.push(path);
-                for p in fingerprint::patterns(&bytes) {
+                for p in fingerprint::patterns(&bytes, source, &known) {
                     if patterns.len() >= MAX_PATTERNS {
                         break;
                     }
@@ -230,6 +250,61 @@ impl Fingerprints {
             }
         }
         None
+    }
+
+    /// Replaces every fingerprint found in the message's string values (escapes decoded,
+    /// as the value holds them) with a marker naming the file; returns what was redacted.
+    /// A fingerprint cut across strings, or in a key or a number, is not redacted here:
+    /// the caller checks the result again ([`Fingerprints::check`]) and withholds the
+    /// message when anything is left.
+    pub fn redact(&self, message: &mut serde_json::Value) -> Vec<Hit> {
+        let mut hits = Vec::new();
+        if !self.matcher.is_empty() {
+            self.redact_value(message, &mut hits);
+        }
+        hits
+    }
+
+    fn redact_value(&self, v: &mut serde_json::Value, hits: &mut Vec<Hit>) {
+        use serde_json::Value;
+        match v {
+            Value::String(s) => self.redact_str(s, hits),
+            Value::Array(a) => a.iter_mut().for_each(|x| self.redact_value(x, hits)),
+            Value::Object(o) => o.values_mut().for_each(|x| self.redact_value(x, hits)),
+            _ => {}
+        }
+    }
+
+    fn redact_str(&self, s: &mut String, hits: &mut Vec<Hit>) {
+        let mut out: Option<String> = None;
+        let mut pos = 0;
+        while let Some((i, at)) = self.matcher.find(&s.as_bytes()[pos..]) {
+            let found = pos + at;
+            let len = self.matcher.pattern_len(i);
+            // A window of a text secret may start or end inside a character: the span
+            // widens to whole characters.
+            let mut start = found;
+            while !s.is_char_boundary(start) {
+                start -= 1;
+            }
+            let mut end = found + len;
+            while !s.is_char_boundary(end) {
+                end += 1;
+            }
+            let hit = self.hit(i, View::Decoded, s.as_bytes(), found);
+            let o = out.get_or_insert_with(|| String::with_capacity(s.len()));
+            o.push_str(&s[pos..start]);
+            o.push_str(&format!(
+                "[secret redacted by rootfence: text from {}]",
+                hit.file.display()
+            ));
+            hits.push(hit);
+            pos = end;
+        }
+        if let Some(mut o) = out {
+            o.push_str(&s[pos..]);
+            *s = o;
+        }
     }
 
     /// Bytes held by the search tables.
@@ -330,7 +405,8 @@ impl Tripwire {
             .filter(|(_, p)| !roots.iter().any(|(_, q)| q != p && p.starts_with(q)))
             .copied()
             .collect();
-        let f = Fingerprints::build(rules, &outer);
+        let named: Vec<&Path> = roots.iter().map(|(_, p)| *p).collect();
+        let f = Fingerprints::build_naming(rules, &outer, &named);
         tracing::debug!(
             files = f.files(),
             patterns = f.patterns(),
@@ -458,5 +534,36 @@ mod tests {
         assert_eq!(second.files(), 1);
         assert!(second.check(SECRET.as_bytes()).is_none());
         assert!(second.check(b"MIIEvQIBADANBgkqhkiG9w0BAQEFAASC").is_some());
+    }
+
+    #[test]
+    fn redaction_replaces_only_the_secret_spans_and_leaves_nothing() {
+        let (_t, root, dir) = root_with_env();
+        let fp = wire().for_roots(&[(&dir, &root)], false);
+        let mut v = serde_json::json!({"result": {"content": [
+            {"type": "text", "text": format!("wrote é{SECRET}é and {} too", SECRET.to_uppercase())},
+            {"type": "text", "text": "nothing here"},
+        ], "isError": false}});
+        let hits = fp.redact(&mut v);
+        assert_eq!(hits.len(), 2);
+        let marker = format!(
+            "[secret redacted by rootfence: text from {}]",
+            root.join(".env").display()
+        );
+        assert_eq!(
+            v["result"]["content"][0]["text"],
+            format!("wrote é{marker}é and {marker} too")
+        );
+        assert_eq!(v["result"]["content"][1]["text"], "nothing here");
+        assert!(fp.check(&serde_json::to_vec(&v).unwrap()).is_none());
+        // A secret cut across two strings is not redacted here (the caller withholds).
+        let blocks: Vec<serde_json::Value> = SECRET
+            .as_bytes()
+            .chunks(8)
+            .map(|c| serde_json::json!({"type": "text", "text": std::str::from_utf8(c).unwrap()}))
+            .collect();
+        let mut split = serde_json::json!({ "content": blocks });
+        assert!(fp.redact(&mut split).is_empty());
+        assert!(fp.check(&serde_json::to_vec(&split).unwrap()).is_some());
     }
 }

@@ -106,7 +106,13 @@ impl Tree {
         }
         write(&root.join(".env"), POLICY_MARKER);
         write(&root.join("key.pem"), POLICY_MARKER);
-        write(&root.join(".git/config"), POLICY_MARKER);
+        // A credential where git keeps one: a remote URL's password.
+        write(
+            &root.join(".git/config"),
+            &format!(
+                "[remote \"origin\"]\n\turl = https://ci:{POLICY_MARKER}@git.example.com/o/r.git\n"
+            ),
+        );
         symlink("a.txt", root.join("link_in")).unwrap();
         symlink(&outside, root.join("link_out")).unwrap();
         symlink("../secret-place/secret.txt", root.join("link_rel_out")).unwrap();
