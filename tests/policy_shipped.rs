@@ -322,6 +322,13 @@ fn default_policy_behaves_as_commented() {
             Row(Root("/etc"), false, "policy_deny", "/etc/**", f),
             Row(Root("/etc/nginx"), false, "policy_deny", "/etc/**", f),
             Row(Root("/root"), false, "policy_deny", "/root/**", f),
+            Row(
+                Root("/root/proj"),
+                false,
+                "policy_deny",
+                "roots.other_homes = \"/root/**\"",
+                f,
+            ),
             Row(Root("/proc/self"), false, "policy_deny", "/proc/**", f),
             Row(Root("/sys"), false, "policy_deny", "/sys/**", f),
             Row(Root("/dev"), false, "policy_deny", "/dev/**", f),
@@ -845,4 +852,34 @@ fn every_policy_line_is_commented() {
         files >= 4,
         "expected at least 4 shipped policies, found {files}"
     );
+}
+
+/// Issue 27: running as root (containers, CI), `/root` is the user's own home: a project in
+/// it is a root like any other, while `/root` itself stays refused (`~`).
+#[test]
+fn the_superusers_home_is_only_refused_to_others() {
+    let p = Policy::load_with_home(&[], Some("/root")).unwrap();
+    let f = "builtin:default";
+    use Q::*;
+    check(
+        &p,
+        &[
+            Row(Root("/root/proj"), true, "default_allow", "default", ""),
+            Row(
+                Root("/root/work/acme-api"),
+                true,
+                "default_allow",
+                "default",
+                "",
+            ),
+            Row(Root("/root"), false, "policy_deny", "roots.deny = \"~\"", f),
+            Row(Root("/root/.ssh"), false, "policy_deny", ".ssh/**", f),
+            Row(Root("/etc"), false, "policy_deny", "/etc/**", f),
+        ],
+    );
+    // A home of `/` (or none) is no reason to let `/root` through.
+    for home in [Some("/"), None, Some("relative")] {
+        let p = Policy::load_with_home(&[], home).unwrap();
+        assert!(!p.decide_root("/root/proj").allow, "{home:?}");
+    }
 }

@@ -115,6 +115,7 @@ struct Acc {
 
     roots_allow: Vec<AllowList>,
     roots_deny: Vec<(PathGlob, Provenance)>,
+    roots_other_homes: Vec<(PathGlob, Provenance)>,
     /// Static roots with the span of each entry in its layer.
     roots_static: Setting<Vec<(StaticRoot, Range<usize>)>>,
     list_timeout_ms: Setting<u64>,
@@ -182,6 +183,7 @@ impl Acc {
             mode: Setting::default(Mode::Enforce, "mode = \"enforce\""),
             roots_allow: Vec::new(),
             roots_deny: Vec::new(),
+            roots_other_homes: Vec::new(),
             roots_static: Setting::default(Vec::new(), "roots.static = []"),
             list_timeout_ms: Setting::default(
                 DEFAULT_LIST_TIMEOUT_MS,
@@ -798,6 +800,11 @@ fn apply_roots(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     if let Some(e) = &raw.roots_deny {
         if let Some(g) = path_globs(cx, e, Side::Deny) {
             acc.roots_deny.extend(g);
+        }
+    }
+    if let Some(e) = &raw.roots_other_homes {
+        if let Some(g) = path_globs(cx, e, Side::Deny) {
+            acc.roots_other_homes.extend(g);
         }
     }
     // Static roots are not a permission of their own: every one must pass the root rules
@@ -1698,6 +1705,14 @@ fn fmt_size(n: u64) -> String {
     n.to_string()
 }
 
+/// The user's own home for `roots.other_homes`: `HOME` when it is an absolute path other
+/// than `/` (a home of `/` would make every path "inside the own home"), without a
+/// trailing `/`.
+fn own_home(home: Option<&str>) -> Option<String> {
+    let h = home?.trim_end_matches('/');
+    (h.starts_with('/') && glob::check_path(h).is_ok()).then(|| h.to_owned())
+}
+
 /// Builds the matchers and the settings, and checks the static roots against the rules.
 fn build(
     acc: Acc,
@@ -1718,6 +1733,7 @@ fn build(
         ]
     };
     let root_deny = table(&acc.roots_deny).map_err(set_err)?;
+    let root_other_homes = table(&acc.roots_other_homes).map_err(set_err)?;
     let res_deny = table(&acc.res_deny).map_err(set_err)?;
     let root_allow = allow_tables(&acc.roots_allow).map_err(set_err)?;
     let res_allow = allow_tables(&acc.res_allow).map_err(set_err)?;
@@ -1762,6 +1778,8 @@ fn build(
 
     let m = Matchers {
         root_deny,
+        root_other_homes,
+        own_home: own_home(home.as_deref()),
         root_allow,
         res_deny,
         res_allow,

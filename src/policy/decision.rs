@@ -348,6 +348,17 @@ pub(crate) fn decide_root_with<'p>(m: &'p Matchers, path: &str) -> Decision<'p> 
     if let Some((_, p)) = m.root_deny.find_rare(&c) {
         return Decision::deny(Reason::PolicyDeny, p);
     }
+    // Another user's home, unless it is (or holds) the user's own: the superuser's `/root`
+    // is refused to everyone but the superuser working in it.
+    if let Some((_, p)) = m.root_other_homes.find_rare(&c) {
+        let own = m
+            .own_home
+            .as_deref()
+            .is_some_and(|h| super::glob::path_within(path, h));
+        if !own {
+            return Decision::deny(Reason::PolicyDeny, p);
+        }
+    }
     if let Some((_, p)) = m.res_deny.find_rare(&c) {
         return Decision::deny(Reason::PolicyDeny, p);
     }

@@ -131,6 +131,10 @@ pub(crate) struct AllowTable {
 #[derive(Debug)]
 pub(crate) struct Matchers {
     pub(crate) root_deny: GlobTable,
+    /// `roots.other_homes`: other users' homes, refused unless inside `own_home`.
+    pub(crate) root_other_homes: GlobTable,
+    /// The user's own home (`HOME`, normalized), if usable.
+    pub(crate) own_home: Option<String>,
     pub(crate) root_allow: Vec<AllowTable>,
     pub(crate) res_deny: GlobTable,
     pub(crate) res_allow: Vec<AllowTable>,

@@ -98,6 +98,7 @@ pub(crate) struct RawLayer {
 
     pub(crate) roots_allow: Strings,
     pub(crate) roots_deny: Strings,
+    pub(crate) roots_other_homes: Strings,
     pub(crate) roots_static: Strings,
     pub(crate) roots_list_timeout_ms: Option<Entry<u64>>,
     pub(crate) roots_launch_wait_ms: Option<Entry<u64>>,
@@ -173,6 +174,7 @@ const TOP_KEYS: &[&str] = &[
 const ROOTS_KEYS: &[&str] = &[
     "allow",
     "deny",
+    "other_homes",
     "static",
     "list_timeout_ms",
     "launch_wait_ms",
@@ -297,6 +299,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         w.check_keys(t, "roots", ROOTS_KEYS);
         raw.roots_allow = w.strings(t, "roots", "allow");
         raw.roots_deny = w.strings(t, "roots", "deny");
+        raw.roots_other_homes = w.strings(t, "roots", "other_homes");
         raw.roots_static = w.strings(t, "roots", "static");
         raw.roots_list_timeout_ms = w.uint(t, "roots", "list_timeout_ms", 1, 600_000);
         raw.roots_launch_wait_ms = w.uint(t, "roots", "launch_wait_ms", 0, 600_000);
@@ -406,7 +409,7 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
     }
     names!(
         "", "version"; "", "base"; "", "mode";
-        "roots", "allow"; "roots", "deny"; "roots", "static"; "roots", "list_timeout_ms";
+        "roots", "allow"; "roots", "deny"; "roots", "other_homes"; "roots", "static"; "roots", "list_timeout_ms";
         "roots", "launch_wait_ms";
         "roots", "on_timeout"; "roots", "symlinks"; "roots", "hardlinks";
         "resources", "other_schemes"; "resources", "allow"; "resources", "deny";

@@ -113,6 +113,14 @@ impl Policy {
             "roots.deny (any match drops the root)",
             &m.root_deny,
         );
+        rules(
+            &mut out,
+            &format!(
+                "roots.other_homes (a match drops the root unless it is inside your home, {})",
+                m.own_home.as_deref().unwrap_or("none: HOME is unset")
+            ),
+            &m.root_other_homes,
+        );
         allow(&mut out, "roots.allow", &m.root_allow);
         rules(
             &mut out,
@@ -216,6 +224,8 @@ impl Policy {
             })).collect::<Vec<_>>(),
             "settings": settings,
             "roots_deny": table(&m.root_deny),
+            "roots_other_homes": table(&m.root_other_homes),
+            "own_home": m.own_home,
             "roots_allow": allow(&m.root_allow),
             "resources_deny": table(&m.res_deny),
             "resources_allow": allow(&m.res_allow),
