@@ -32,6 +32,9 @@ pub struct Setup {
     pub policy: Arc<Policy>,
     /// The operator roots: `--root` plus the policy's `roots.static`.
     pub roots: Vec<RootSpec>,
+    /// The roots taken from the server's command line (`roots.from_command`), used only
+    /// when the host declares none and there are no operator roots.
+    pub command_roots: Vec<RootSpec>,
     /// How the server is confined.
     pub sandbox: SandboxMode,
     /// The server command line.
@@ -99,9 +102,10 @@ impl Setup {
             launcher = launcher.report_once(Arc::clone(flag));
         }
         let launcher = Arc::new(launcher);
-        let (enforcer, dropped) = Enforcer::new(
+        let (enforcer, dropped) = Enforcer::with_command_roots(
             Arc::clone(&self.policy),
             roots,
+            self.command_roots.clone(),
             Some(Arc::clone(&launcher) as Arc<dyn crate::enforce::ServerLauncher>),
         );
         (enforcer, dropped, launcher)

@@ -1081,10 +1081,12 @@ per_revision!(roots_from_operator:
     // (mrtr_2026_07_28_server_roots_request_for_a_host_without_roots_is_answered_by_rootfence).
 );
 
-/// Neither host nor operator roots: the server's `roots/list` gets -32601 and every `file:`
-/// URI is denied.
+/// Neither host nor operator roots, and none taken from the server's command line (its
+/// `--inside ROOT` would be one; `roots.from_command = "off"`): the server's `roots/list`
+/// gets -32601 and every `file:` URI is denied.
 fn no_roots_at_all(rev: &str) {
-    let mut s = S::start(rev, false, &[], no_host_roots, &[]);
+    let off = "version = 1\n[roots]\nfrom_command = \"off\"\n";
+    let mut s = S::start(rev, false, &[off], no_host_roots, &[]);
     if !s.host.modern() {
         let (r, _) = s.host.call_tool("ask_roots", json!({}));
         let text = r["result"]["content"][0]["text"].as_str().unwrap_or("");

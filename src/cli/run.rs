@@ -180,6 +180,20 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
     for root in &policy.roots().static_roots {
         specs.push(RootSpec::path(&root.path));
     }
+    // Nothing bounds the roots: when the host declares none either, the directories the
+    // server's own command line names are its roots, as `rootfence wrap` would have made
+    // them `--root` (said on stderr when they are used).
+    let command_roots: Vec<RootSpec> = if specs.is_empty()
+        && policy.roots().from_command == rootfence::policy::CommandRoots::Directories
+    {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        rootfence::wrap::command_roots(command, &cwd, home.as_deref())
+            .into_iter()
+            .map(RootSpec::path)
+            .collect()
+    } else {
+        Vec::new()
+    };
     // The server is started by the enforcer, once the roots it must be confined to are known
     // (the host's, asked for before its `initialize` is answered), and started again under
     // new grants whenever they move (`[sandbox] follow_roots`).
@@ -213,6 +227,7 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
         telemetry,
         policy,
         roots: specs,
+        command_roots,
         sandbox: mode,
         command: command.to_vec(),
         grants,
@@ -230,6 +245,14 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
             .any(|r| d.uri.as_str().contains(r.trim_end_matches('/')));
         if given {
             bail!("--root {}: {}", d.uri.as_str(), d.reason);
+        }
+        if !setup.command_roots.is_empty() {
+            rootfence::stderr_line!(
+                "rootfence: warning: the server's command line names {}, not used as a root: {}",
+                d.uri.as_str(),
+                d.reason
+            );
+            continue;
         }
         rootfence::stderr_line!(
             "rootfence: warning: static root {} dropped: {}",

@@ -50,6 +50,8 @@ pub(super) struct Learner {
     asking: Mutex<Asking>,
     /// The host answered a roots question (not just the fallback).
     host_answered: std::sync::atomic::AtomicBool,
+    /// The last line said on stderr about missing roots (said again only when it changes).
+    said: Mutex<Option<String>>,
 }
 
 /// Roots answers owed on MRTR retries, by `requestState`: the keys to fill and whether the
@@ -99,6 +101,48 @@ impl Learner {
             next_state: AtomicU64::new(1),
             asking: Mutex::default(),
             host_answered: std::sync::atomic::AtomicBool::new(false),
+            said: Mutex::new(None),
+        }
+    }
+
+    /// The roots of a host that declares none: the operator's, or the server's command
+    /// line's (`roots.from_command`), said on stderr when they are used.
+    fn operator_set_without_host(&self, trigger: &str) -> (RootSet, audit::RootsUpdate) {
+        let out = roots::effective_without_host(&self.operator, &self.policy.load(), trigger);
+        if self.operator.uses_command_roots() {
+            let dirs: Vec<String> = self
+                .operator
+                .without_host()
+                .roots()
+                .iter()
+                .map(|r| r.uri().path().to_owned())
+                .collect();
+            self.say(format!(
+                "rootfence: the host declares no roots and no --root was given: the \
+                 directories on the server's command line are its roots: {} (the policy's \
+                 `roots.from_command = \"off\"` turns this off)",
+                dirs.join(", ")
+            ));
+        }
+        out
+    }
+
+    /// Says on stderr what is missing when an update leaves the server without roots.
+    fn say_missing(&self, update: &audit::RootsUpdate) {
+        let has = self.host_has_roots() == Some(true);
+        if let Some(line) = roots::missing(update, &self.operator, has) {
+            self.say(line);
+        } else {
+            *lock(&self.said) = None;
+        }
+    }
+
+    /// One line on stderr, unless it is the last one said.
+    fn say(&self, line: String) {
+        let mut said = lock(&self.said);
+        if said.as_deref() != Some(line.as_str()) {
+            crate::stderr_line!("{line}");
+            *said = Some(line);
         }
     }
 
@@ -125,7 +169,8 @@ impl Learner {
     /// known yet; the first server generation starts under them.
     fn settle_without_host(&self, session: &Arc<Session>, trigger: &str) {
         if self.tracker.known().is_none() {
-            let (set, update) = self.operator_set(trigger);
+            let (set, update) = self.operator_set_without_host(trigger);
+            self.say_missing(&update);
             self.follow.launch_first(session, &set, "launch");
             if self.tracker.set_if_unknown(set) {
                 self.audit.record(Event::RootsUpdate(update));
@@ -169,7 +214,8 @@ impl Learner {
             }
         }
         if self.tracker.known().is_none() && self.host_has_roots() == Some(false) {
-            let (set, update) = self.operator_set("host_without_roots");
+            let (set, update) = self.operator_set_without_host("host_without_roots");
+            self.say_missing(&update);
             self.follow.launch_first(session, &set, "launch");
             if self.tracker.set_if_unknown(set) {
                 self.audit.record(Event::RootsUpdate(update));
@@ -221,7 +267,7 @@ impl Learner {
             return None;
         }
         self.settle_without_host(session, "host_without_roots");
-        if self.operator.is_empty() || !self.enforce {
+        if self.operator.without_host().is_empty() || !self.enforce {
             return None;
         }
         let caps = message
@@ -308,6 +354,14 @@ impl Learner {
             RootsFallback::Deny => RootSet::empty(),
         };
         let effective = uris(&set);
+        if set.is_empty() {
+            self.say(format!(
+                "rootfence: warning: the host did not give its roots ({trigger}) and there is \
+                 no --root to fall back on: the server has no roots, so every file request is \
+                 refused; add `--root DIR` before `--` in this server's entry, DIR being the \
+                 project it should work in"
+            ));
+        }
         self.follow.launch_first(session, &set, "launch");
         if self.tracker.set_if_unknown(set) {
             tracing::warn!("the host did not give its roots ({trigger}); using the fallback roots");
@@ -331,8 +385,13 @@ impl Learner {
         trigger: &str,
     ) {
         self.host_answered.store(true, Ordering::Relaxed);
-        let (set, mut update) =
-            roots::effective(&host, &self.operator, &self.policy.load(), trigger);
+        let (set, mut update) = if host.is_empty() {
+            // An empty list declares no roots: as for a host without roots.
+            self.operator_set_without_host(trigger)
+        } else {
+            roots::effective(&host, &self.operator, &self.policy.load(), trigger)
+        };
+        self.say_missing(&update);
         update.outside_sandbox = self.follow.follow(session, &set, trigger);
         self.tracker.remember_host(host);
         self.tracker.set(set);
@@ -368,7 +427,7 @@ impl Learner {
         if self.host_has_roots() == Some(true) {
             return Action::Forward;
         }
-        if !self.operator.is_empty() {
+        if !self.operator.without_host().is_empty() {
             return Action::Reply(
                 json!({"jsonrpc": "2.0", "id": id.to_value(), "result": self.roots_result()}),
             );

@@ -219,7 +219,21 @@ impl Enforcer {
         operator_roots: Vec<RootSpec>,
         launcher: Option<Arc<dyn ServerLauncher>>,
     ) -> (Enforcer, Vec<DroppedRoot>) {
-        let (operator, dropped) = OperatorRoots::open(operator_roots, &policy);
+        Enforcer::with_command_roots(policy, operator_roots, Vec::new(), launcher)
+    }
+
+    /// [`Enforcer::new`], with the roots taken from the server's command line
+    /// (`roots.from_command`): used only when the host declares no roots and there are no
+    /// operator roots. The dropped roots returned include those of `command_roots`.
+    pub fn with_command_roots(
+        policy: Arc<Policy>,
+        operator_roots: Vec<RootSpec>,
+        command_roots: Vec<RootSpec>,
+        launcher: Option<Arc<dyn ServerLauncher>>,
+    ) -> (Enforcer, Vec<DroppedRoot>) {
+        let (operator, mut dropped) = OperatorRoots::open(operator_roots, &policy);
+        let (operator, more) = operator.with_command_roots(command_roots, &policy);
+        dropped.extend(more);
         let operator = Arc::new(operator);
         let audit = Recorder::default();
         let fatal = watch::Sender::new(None);

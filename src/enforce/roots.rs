@@ -44,6 +44,10 @@ pub enum RootsState {
 #[derive(Debug)]
 pub struct OperatorRoots {
     set: RootSet,
+    /// The roots taken from the server's command line (`roots.from_command`): used only
+    /// when the host declares no roots and there are no operator roots; never a bound on
+    /// the host's roots.
+    from_command: RootSet,
 }
 
 impl OperatorRoots {
@@ -57,9 +61,40 @@ impl OperatorRoots {
         (
             OperatorRoots {
                 set: RootSet::from_roots(kept),
+                from_command: RootSet::empty(),
             },
             dropped,
         )
+    }
+
+    /// Adds the roots taken from the server's command line (see [`OperatorRoots`]): opened
+    /// and judged by the policy as any root. Returns those dropped.
+    pub fn with_command_roots(
+        mut self,
+        specs: Vec<RootSpec>,
+        policy: &Policy,
+    ) -> (OperatorRoots, Vec<DroppedRoot>) {
+        let (set, errors) = RootSet::open(specs);
+        let mut dropped: Vec<DroppedRoot> = errors.into_iter().map(unavailable).collect();
+        let (kept, refused) = filter_by_policy(set.into_roots(), policy);
+        dropped.extend(refused);
+        self.from_command = RootSet::from_roots(kept);
+        (self, dropped)
+    }
+
+    /// The roots of a session whose host declares none: the operator roots, or with none,
+    /// those from the server's command line.
+    pub fn without_host(&self) -> &RootSet {
+        if self.set.is_empty() {
+            &self.from_command
+        } else {
+            &self.set
+        }
+    }
+
+    /// Whether the roots of a host without roots come from the server's command line.
+    pub fn uses_command_roots(&self) -> bool {
+        self.set.is_empty() && !self.from_command.is_empty()
     }
 
     /// The operator roots.
@@ -111,6 +146,93 @@ fn dup(root: &Root) -> Option<Root> {
             None
         }
     }
+}
+
+/// The effective roots of a session whose host declares no roots (it has no roots
+/// capability): [`OperatorRoots::without_host`].
+pub fn effective_without_host(
+    operator: &OperatorRoots,
+    policy: &Policy,
+    trigger: &str,
+) -> (RootSet, RootsUpdate) {
+    let (set, mut update) = effective(&[], operator, policy, trigger);
+    if operator.uses_command_roots() {
+        let set = RootSet::from_roots(
+            operator
+                .without_host()
+                .roots()
+                .iter()
+                .filter_map(dup)
+                .collect(),
+        );
+        update.effective = uris(&set);
+        return (set, update);
+    }
+    (set, update)
+}
+
+/// What is missing when a roots update leaves the server without roots: one line for
+/// stderr saying why and the exact argument to add, or `None` when there are roots.
+/// `host_has_roots` is whether the host declares roots at all.
+pub fn missing(
+    update: &RootsUpdate,
+    operator: &OperatorRoots,
+    host_has_roots: bool,
+) -> Option<String> {
+    if !update.effective.is_empty() {
+        return None;
+    }
+    let consequence = "the server has no roots, so every file request is refused";
+    let operator_paths: Vec<String> = operator
+        .set()
+        .roots()
+        .iter()
+        .map(|r| r.uri().path().to_owned())
+        .collect();
+    let host_paths: Vec<String> = update
+        .dropped
+        .iter()
+        .filter(|d| d.reason == "outside_operator_roots")
+        .filter_map(|d| FileUri::parse(d.uri.as_str()).ok())
+        .map(|u| u.path().to_owned())
+        .collect();
+    if !host_paths.is_empty() {
+        let add: Vec<String> = host_paths.iter().map(|p| format!("--root {p}")).collect();
+        return Some(format!(
+            "rootfence: warning: the host's roots ({}) and --root ({}) do not overlap: \
+             {consequence}; to serve the host's roots add `{}` to this server's arguments \
+             before `--` (or open {} in the host)",
+            host_paths.join(", "),
+            operator_paths.join(", "),
+            add.join(" "),
+            operator_paths.join(" or "),
+        ));
+    }
+    if !update.dropped.is_empty() {
+        let what: Vec<String> = update
+            .dropped
+            .iter()
+            .map(|d| format!("{} ({})", d.uri.as_str(), d.reason))
+            .collect();
+        return Some(format!(
+            "rootfence: warning: every root was dropped: {}: {consequence}; declare a \
+             project directory instead (`--root DIR` before `--`, or open it in the host)",
+            what.join(", ")
+        ));
+    }
+    if update.received.is_empty() && operator.without_host().is_empty() {
+        let why = if host_has_roots {
+            "the host declared no roots"
+        } else {
+            "the host does not declare roots"
+        };
+        return Some(format!(
+            "rootfence: warning: no roots: {why} and no --root was given (and the server's \
+             command line names no directory): {consequence}; add `--root DIR` before `--` \
+             in this server's entry, DIR being the project it should work in"
+        ));
+    }
+    None
 }
 
 /// The effective roots for a host answer, and the audit record of how they were formed.

@@ -36,10 +36,10 @@ use super::glob::{self, GlobTable, PathGlob, Problem, Side};
 use super::grant::{self, Grantable, Grants};
 use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
 use super::settings::{
-    Access, AuditSettings, FollowRoots, HardlinkStance, Mode, Network, Ranked, ReadStance,
-    ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
-    SchemeStance, StaticRoot, SymlinkStance, TelemetrySettings, Word, env_pattern_covers,
-    fsync_rank,
+    Access, AuditSettings, CommandRoots, FollowRoots, HardlinkStance, Mode, Network, Ranked,
+    ReadStance, ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode,
+    SandboxSettings, SchemeStance, StaticRoot, SymlinkStance, TelemetrySettings, Word,
+    env_pattern_covers, fsync_rank,
 };
 use super::{AllowTable, LayerInfo, Matchers, Policy, ToolPaths};
 use crate::audit::syslog::{SyslogConfig, Transport};
@@ -123,6 +123,7 @@ struct Acc {
     on_timeout: Setting<RootsFallback>,
     symlinks: Setting<SymlinkStance>,
     hardlinks: Setting<HardlinkStance>,
+    from_command: Setting<CommandRoots>,
 
     schemes: Setting<Option<Vec<String>>>,
     res_allow: Vec<AllowList>,
@@ -197,6 +198,10 @@ impl Acc {
             symlinks: Setting::default(
                 SymlinkStance::FollowWithinRoot,
                 "roots.symlinks = \"follow-within-root\"",
+            ),
+            from_command: Setting::default(
+                CommandRoots::Directories,
+                "roots.from_command = \"directories\"",
             ),
             hardlinks: Setting::default(
                 HardlinkStance::AllowPreexisting,
@@ -853,6 +858,12 @@ fn apply_roots(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         &mut acc.hardlinks,
         &raw.roots_hardlinks,
         HardlinkStance::WORDS,
+    );
+    ranked(
+        cx,
+        &mut acc.from_command,
+        &raw.roots_from_command,
+        CommandRoots::WORDS,
     );
 }
 
@@ -1895,6 +1906,11 @@ fn build(
             acc.hardlinks.prov.clone(),
         ),
         (
+            "roots.from_command",
+            format!("\"{}\"", acc.from_command.v.word()),
+            acc.from_command.prov.clone(),
+        ),
+        (
             "resources.other_schemes",
             match &acc.schemes.v {
                 None => "\"allow\"".into(),
@@ -2100,6 +2116,7 @@ fn build(
             on_timeout: acc.on_timeout.v,
             symlinks: acc.symlinks.v,
             hardlinks: acc.hardlinks.v,
+            from_command: acc.from_command.v,
         },
         resources: ResourceSettings {
             other_schemes: match acc.schemes.v {

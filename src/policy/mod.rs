@@ -49,7 +49,7 @@ pub use decision::{ArgKind, Decision, FileJudge, Provenance, Reason, ToolPath};
 pub use error::{ErrorKind, PolicyError, PolicyErrors, Related};
 pub use grant::{Grant, GrantRefused, Grantable, Grants, Refusal};
 pub use settings::{
-    Access, AuditSettings, FollowRoots, HardlinkStance, Mode, Network, ReadStance,
+    Access, AuditSettings, CommandRoots, FollowRoots, HardlinkStance, Mode, Network, ReadStance,
     ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
     SchemeStance, StaticRoot, SymlinkStance, TelemetrySettings,
 };

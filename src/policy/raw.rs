@@ -16,8 +16,8 @@ use toml::de::{DeTable, DeValue};
 use super::decision::ArgKind;
 use super::error::{ErrorKind, PolicyError, Source};
 use super::settings::{
-    Access, FollowRoots, HardlinkStance, Mode, ReadStance, RootsFallback, SandboxMode,
-    SymlinkStance,
+    Access, CommandRoots, FollowRoots, HardlinkStance, Mode, ReadStance, RootsFallback,
+    SandboxMode, SymlinkStance,
 };
 use crate::audit::syslog::{FACILITIES, MsgFormat};
 use crate::audit::{AllowedRecords, OnFailure};
@@ -105,6 +105,7 @@ pub(crate) struct RawLayer {
     pub(crate) roots_on_timeout: Option<Entry<RootsFallback>>,
     pub(crate) roots_symlinks: Option<Entry<SymlinkStance>>,
     pub(crate) roots_hardlinks: Option<Entry<HardlinkStance>>,
+    pub(crate) roots_from_command: Option<Entry<CommandRoots>>,
 
     pub(crate) res_other_schemes: Option<Entry<RawSchemes>>,
     pub(crate) res_allow: Strings,
@@ -181,6 +182,7 @@ const ROOTS_KEYS: &[&str] = &[
     "on_timeout",
     "symlinks",
     "hardlinks",
+    "from_command",
 ];
 const RESOURCES_KEYS: &[&str] = &[
     "other_schemes",
@@ -306,6 +308,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.roots_on_timeout = w.word(t, "roots", "on_timeout", RootsFallback::WORDS);
         raw.roots_symlinks = w.word(t, "roots", "symlinks", SymlinkStance::WORDS);
         raw.roots_hardlinks = w.word(t, "roots", "hardlinks", HardlinkStance::WORDS);
+        raw.roots_from_command = w.word(t, "roots", "from_command", CommandRoots::WORDS);
     }
     if let Some(t) = w.table(top, "", "resources") {
         w.check_keys(t, "resources", RESOURCES_KEYS);
@@ -412,6 +415,7 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
         "roots", "allow"; "roots", "deny"; "roots", "other_homes"; "roots", "static"; "roots", "list_timeout_ms";
         "roots", "launch_wait_ms";
         "roots", "on_timeout"; "roots", "symlinks"; "roots", "hardlinks";
+        "roots", "from_command";
         "resources", "other_schemes"; "resources", "allow"; "resources", "deny";
         "resources", "max_bytes"; "resources", "mime"; "resources", "read";
         "tools", "deny"; "tools", "writing"; "tools", "read_only"; "tools", "paths";

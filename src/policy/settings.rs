@@ -72,6 +72,18 @@ pub struct StaticRoot {
     pub provenance: Provenance,
 }
 
+/// Whether `rootfence run` takes roots from the server's command line when nothing else
+/// gives the session any (issue 27): the host declares no roots, and there is no `--root`
+/// and no `roots.static`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CommandRoots {
+    /// The existing directories among the server's arguments, derived as `rootfence wrap`
+    /// derives them (never `/` or the whole home; each still passes the root rules).
+    Directories,
+    /// None: without host roots or `--root`, `file:` stays denied.
+    Off,
+}
+
 /// `[roots]`: how the effective roots are formed (issue 6).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -90,6 +102,8 @@ pub struct RootsSettings {
     pub symlinks: SymlinkStance,
     /// Hard link stance.
     pub hardlinks: HardlinkStance,
+    /// Roots from the server's command line when nothing else gives any.
+    pub from_command: CommandRoots,
 }
 
 /// `[resources]`: schemes, limits and the read stance (issue 6). Path rules are applied
@@ -276,6 +290,15 @@ impl Ranked for SymlinkStance {
     }
 }
 
+impl Ranked for CommandRoots {
+    fn rank(&self) -> u64 {
+        match self {
+            CommandRoots::Off => 0,
+            CommandRoots::Directories => 1,
+        }
+    }
+}
+
 impl Ranked for HardlinkStance {
     fn rank(&self) -> u64 {
         match self {
@@ -381,6 +404,7 @@ macro_rules! words {
 
 words!(Mode { Mode::Enforce => "enforce", Mode::Audit => "audit" });
 words!(RootsFallback { RootsFallback::Static => "static", RootsFallback::Deny => "deny" });
+words!(CommandRoots { CommandRoots::Directories => "directories", CommandRoots::Off => "off" });
 words!(SymlinkStance {
     SymlinkStance::FollowWithinRoot => "follow-within-root",
     SymlinkStance::Never => "never",

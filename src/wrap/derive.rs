@@ -220,6 +220,40 @@ pub(crate) fn derive(entry: &EntryView, ctx: &DeriveContext) -> Derived {
     d
 }
 
+/// The roots `rootfence run` takes from a server's command line when nothing else gives it
+/// any (`roots.from_command`): the directories [`derive`] makes `--root` of, exactly as
+/// `rootfence wrap` derives them (relative arguments taken from `cwd`), never `/`, a
+/// top-level directory or the whole home. Non-UTF-8 arguments are skipped.
+pub fn command_roots(
+    command: &[std::ffi::OsString],
+    cwd: &Path,
+    home: Option<&Path>,
+) -> Vec<PathBuf> {
+    let mut args = command.iter().filter_map(|a| a.to_str().map(str::to_owned));
+    let Some(program) = args.next() else {
+        return Vec::new();
+    };
+    let entry = EntryView {
+        command: program,
+        args: args.collect(),
+        env: Vec::new(),
+        env_file: None,
+        cwd: Some(cwd.display().to_string()),
+    };
+    let ctx = DeriveContext {
+        home: home.map(Path::to_path_buf),
+        workspace: None,
+        assume: None,
+    };
+    derive(&entry, &ctx)
+        .roots
+        .into_iter()
+        .filter(|r| !r.contains("${"))
+        .map(PathBuf::from)
+        .filter(|p| home != Some(p.as_path()))
+        .collect()
+}
+
 /// Adds a root when `value` names a directory; whether it did.
 fn derive_root(value: &str, ctx: &DeriveContext, cwd: Option<&Path>, d: &mut Derived) -> bool {
     let value_trimmed = value.trim_end_matches('/');

@@ -48,7 +48,7 @@ mod hosts;
 mod jsonc;
 mod write;
 
-pub use derive::{Assumed, DeriveContext, Derived};
+pub use derive::{Assumed, DeriveContext, Derived, command_roots};
 pub use edit::NO_ARGS_MARKER;
 pub use hosts::{Host, HostEnv, LocateError, Os, config_path};
 pub use write::{WriteError, WriteReport, replace_file};
