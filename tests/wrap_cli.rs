@@ -990,3 +990,39 @@ fn try_script_runs() {
         "{out}"
     );
 }
+
+/// Issue 27: an entry whose command line names no directory gets no root from `wrap`; the
+/// output says so, and what to add, the first time the user could need to know.
+#[test]
+fn an_entry_without_a_directory_is_told_it_has_no_root() {
+    let e = Env::new();
+    let proj = e.path("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    let config = format!(
+        r#"{{"mcpServers": {{
+  "commander": {{"command": "npx", "args": ["-y", "@wonderwhy-er/desktop-commander"]}},
+  "files": {{"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "{}"]}}
+}}}}
+"#,
+        proj.display()
+    );
+    let f = e.write("c.json", &config);
+    let o = e.run(&["wrap", f.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "`commander`: no root: its command line names no directory, so it gets roots only \
+             from the host"
+        ) && err.contains("--rewrap --run-arg=--root=DIR"),
+        "{err}"
+    );
+    assert!(!err.contains("`files`: no root"), "{err}");
+    // Given a root, nothing is missing.
+    let f = e.write("d.json", &config);
+    let arg = format!("--run-arg=--root={}", proj.display());
+    let o = e.run(&["wrap", f.to_str().unwrap(), &arg]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("no root:"), "{err}");
+}

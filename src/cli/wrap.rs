@@ -150,6 +150,10 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
     let path = config_path(&args.target)?;
     let (policies, policy) = check_policies(&args.policies)?;
     check_run_args(&args.run_args)?;
+    let root_given = args
+        .run_args
+        .iter()
+        .any(|a| a == "--root" || a.starts_with("--root="));
     let rootfence = rootfence_command(args.rootfence_path.as_deref())?;
     let Some(original) = read_config(&path, &args.target)? else {
         return Ok(ExitCode::SUCCESS);
@@ -178,6 +182,18 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
             Action::Wrapped | Action::Rewrapped | Action::AlreadyWrapped
         ) {
             server_hints(&mut err, s, &policy);
+            if s.derived.roots.is_empty() && !root_given && policy.roots().static_roots.is_empty() {
+                // What is missing, the first time the user could need to know: no root
+                // unless the host declares some.
+                let _ = writeln!(
+                    err,
+                    "rootfence: note: `{}`: no root: its command line names no directory, so \
+                     it gets roots only from the host; a host that declares none leaves it \
+                     without any, and every file request is refused. To give it a project, \
+                     wrap again with `--rewrap --run-arg=--root=DIR`",
+                    s.label()
+                );
+            }
             for note in &s.derived.notes {
                 let _ = writeln!(err, "rootfence: note: `{}`: {note}", s.label());
             }
