@@ -37,6 +37,7 @@
 
 mod deny;
 mod fds;
+pub(crate) mod gitdir;
 mod landlock;
 pub mod launcher;
 mod mounts;

@@ -150,6 +150,17 @@ pub(crate) fn build(
             origin: "root".into(),
             why: String::new(),
         });
+        // A linked worktree's git directories, outside the root (`gitdir.rs`).
+        grants.extend(
+            super::gitdir::grants(&r.path, r.access)
+                .into_iter()
+                .map(|g| Grant {
+                    path: g.path,
+                    rights: g.rights,
+                    origin: "root-git".into(),
+                    why: g.why,
+                }),
+        );
     }
     for p in &spec.read {
         grants.push(Grant {

@@ -175,6 +175,41 @@ impl Fingerprints {
                 .chain(s.hidden_files)
                 .map(|h| (h, Source::Denied))
                 .chain(git_config.map(|h| (h, Source::GitConfig)));
+            // A linked worktree's `.git` is a file: the config git uses (and the server can
+            // read, `sandbox/gitdir.rs`) is the common directory's, outside the root.
+            let linked = crate::sandbox::gitdir::linked_dirs(real)
+                .map(|(gitdir, common)| common.unwrap_or(gitdir))
+                .and_then(|dir| {
+                    let cap = Dir::open_ambient_dir(&dir, cap_std::ambient_authority()).ok()?;
+                    Some((cap, dir))
+                });
+            if let Some((cap, dir)) = &linked {
+                match fsaccess::read_beneath(
+                    cap,
+                    Path::new("config"),
+                    MAX_FILE_BYTES,
+                    SymlinkStance::Never,
+                ) {
+                    Ok(r) => {
+                        let file = out.files.len();
+                        out.files.push(dir.join("config"));
+                        for p in fingerprint::patterns(&r.bytes, Source::GitConfig, &known) {
+                            if patterns.len() >= MAX_PATTERNS {
+                                break;
+                            }
+                            patterns.push(p.bytes);
+                            out.origins.push(Origin {
+                                file,
+                                line: p.line,
+                                form: p.form,
+                            });
+                        }
+                    }
+                    Err(e) => out
+                        .gaps
+                        .push(format!("{}: not read ({e})", dir.join("config").display())),
+                }
+            }
             for (hit, source) in files {
                 if out.files.len() >= MAX_FILES {
                     out.gaps.push(format!(

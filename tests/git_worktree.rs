@@ -1,0 +1,161 @@
+//! Issue 27, linked worktrees: a git linked worktree opened as the root (its `.git` is a
+//! file, `gitdir: <main>/.git/worktrees/<name>`, outside the root) starts and works under the
+//! default sandbox with the real `mcp-server-git`: the worktree's own git directory and the
+//! parts of the main repository's `.git` git writes are granted (named with why in the
+//! start-up report), its `hooks/` and `config` stay unwritable, and a credential in the main
+//! repository's config is fingerprinted by the tripwire.
+
+mod common;
+#[path = "common/hostile.rs"]
+mod hostile;
+#[path = "common/interop_peers.rs"]
+mod interop_peers;
+
+use std::path::Path;
+use std::process::Command;
+
+use hostile::Host;
+use serde_json::{Value, json};
+
+const TOKEN: &str = "ghp_W7rT2kLm9QxZ4vB8nC1dF6gH3jK5pS0aYeUi";
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {o:?}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn text(r: &Value) -> String {
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned()
+}
+
+#[test]
+fn mcp_server_git_works_on_a_linked_worktree() {
+    interop_peers::require_peers();
+    let t = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(t.path()).unwrap();
+    let main = base.join("main");
+    std::fs::create_dir_all(&main).unwrap();
+    git(&main, &["init", "-q", "-b", "main"]);
+    std::fs::write(main.join("a.txt"), "a\n").unwrap();
+    git(&main, &["add", "a.txt"]);
+    git(&main, &["commit", "-q", "-m", "init"]);
+    git(
+        &main,
+        &[
+            "remote",
+            "add",
+            "origin",
+            &format!("https://ci:{TOKEN}@github.com/o/app.git"),
+        ],
+    );
+    git(&main, &["worktree", "add", "-q", "../wt", "-b", "feature"]);
+    let wt = base.join("wt");
+    let hooks_before = std::fs::read_dir(main.join(".git/hooks")).unwrap().count();
+    let config_before = std::fs::read_to_string(main.join(".git/config")).unwrap();
+    // The token pasted into a tracked file of the worktree.
+    std::fs::write(wt.join("a.txt"), format!("a\npush with {TOKEN}\n")).unwrap();
+    std::fs::write(wt.join("b.txt"), "b\n").unwrap();
+
+    let server = vec![
+        interop_peers::peers_dir()
+            .join(".venv/bin/mcp-server-git")
+            .display()
+            .to_string(),
+        "--repository".to_owned(),
+        wt.display().to_string(),
+    ];
+    let opts = vec![
+        "--root".to_owned(),
+        wt.display().to_string(),
+        "--audit-log".to_owned(),
+        base.join("audit.jsonl").display().to_string(),
+    ];
+    let mut host = Host::start(&opts, &server, "2025-06-18");
+    host.begin(json!({}));
+    let repo = wt.display().to_string();
+    let call = |host: &mut Host, tool: &str, args: Value| host.call_tool(tool, args).0;
+    let s = text(&call(&mut host, "git_status", json!({"repo_path": repo})));
+    assert!(s.contains("On branch feature"), "{s}");
+    let d = text(&call(
+        &mut host,
+        "git_diff_unstaged",
+        json!({"repo_path": repo}),
+    ));
+    assert!(
+        !d.contains(TOKEN) && d.contains("[secret redacted by rootfence: text from "),
+        "the main repository's config is fingerprinted: {d}"
+    );
+    assert!(
+        d.contains(&format!("{}/.git/config]", main.display())),
+        "{d}"
+    );
+    text(&call(
+        &mut host,
+        "git_add",
+        json!({"repo_path": repo, "files": ["b.txt"]}),
+    ));
+    let staged = text(&call(
+        &mut host,
+        "git_diff_staged",
+        json!({"repo_path": repo}),
+    ));
+    assert!(staged.contains("+b"), "{staged}");
+    text(&call(
+        &mut host,
+        "git_create_branch",
+        json!({"repo_path": repo, "branch_name": "from-the-server"}),
+    ));
+    let log = text(&call(
+        &mut host,
+        "git_log",
+        json!({"repo_path": repo, "max_count": 5}),
+    ));
+    assert!(log.contains("init"), "{log}");
+    assert_eq!(host.finish(), 0);
+    let err = host.stderr();
+    assert!(
+        err.contains(&format!(
+            "{}/.git/worktrees/wt (read-write, root-git: the git directory of the linked worktree",
+            main.display()
+        )) && err.contains(&format!(
+            "{}/.git (read-exec, root-git: the main repository's .git",
+            main.display()
+        )) && err.contains(&format!(
+            "{}/.git/objects (read-write, root-git",
+            main.display()
+        )),
+        "the start-up report names each grant and why:\n{err}"
+    );
+    for line in &host.raw {
+        assert!(!String::from_utf8_lossy(line).contains(TOKEN), "LEAK");
+    }
+    // What the server did is git's own state; nothing that runs code later changed.
+    assert!(git(&main, &["branch"]).contains("from-the-server"));
+    assert_eq!(
+        git(&wt, &["diff", "--cached", "--name-only"]).trim(),
+        "b.txt"
+    );
+    assert_eq!(
+        std::fs::read_dir(main.join(".git/hooks")).unwrap().count(),
+        hooks_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(main.join(".git/config")).unwrap(),
+        config_before
+    );
+}
