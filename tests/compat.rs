@@ -250,6 +250,28 @@ const CASES: &[Case] = &[
         known: None,
         normal_user: true,
     },
+    Case {
+        id: "git_worktree_claude_desktop",
+        server: "mcp-server-git",
+        package: Package::PyPi("mcp-server-git"),
+        host: Host::ClaudeDesktop,
+        style: "`--repository` a linked worktree (`git worktree add`: its git directory outside the root), no host roots",
+        wrap_adds: "--root <project>/wt",
+        checked: "status, diffs, add, branch, log in the worktree (its git directory and the shared `objects/`, `refs/`, `logs/` granted, the main `.git`'s `hooks/` and `config` unwritable); `git add .env` fails in the sandbox, outside repository refused (tool errors). Not checked: `git_commit`, which GitPython does by creating a file in the shared `.git` (docs/sandbox.md)",
+        known: None,
+        normal_user: false,
+    },
+    Case {
+        id: "filesystem_remote_word_claude_desktop",
+        server: "server-filesystem",
+        package: FILESYSTEM,
+        host: Host::ClaudeDesktop,
+        style: "directory argument `~/jsmith1987/app`, whose `.git/config` names `git@github.com:jsmith1987/app.git` and the user `jsmith1987`, no host roots",
+        wrap_adds: "--root ~/jsmith1987/app",
+        checked: "read, write, list, info, search: every answer naming the project path arrives whole (the tripwire fingerprints credentials, not names); `.env` and outside path refused (tool error)",
+        known: Some(PLACEHOLDERS),
+        normal_user: false,
+    },
 ];
 
 /// rootfence's sandbox creates an empty read-only `.claude/`, `.cursor/` and `.vscode/` at the
@@ -1591,6 +1613,193 @@ fn playwright_claude_desktop() {
                     run.stderr
                 );
             }),
+        }
+    });
+}
+
+// -------------------------------------------------------------------------------------------
+// Issue 27: a linked worktree; a project whose path shares a word with its git remote
+// -------------------------------------------------------------------------------------------
+
+/// A main repository (one commit, fixed dates) at `<project>/main`, its linked worktree at
+/// `<project>/wt` on branch `feature` with a change to `a.txt`, a new `b.txt` and an
+/// untracked `.env`; a second repository outside, holding the secret.
+fn worktree_tree(w: &World) -> (PathBuf, PathBuf) {
+    let (main, wt, other) = (
+        w.project.join("main"),
+        w.project.join("wt"),
+        w.outside.join("other-repo"),
+    );
+    for r in [&main, &wt, &other] {
+        let _ = std::fs::remove_dir_all(r);
+    }
+    for r in [&main, &other] {
+        std::fs::create_dir_all(r).unwrap();
+        git(r, &w.home, &["init", "-q", "-b", "main"]);
+        std::fs::write(r.join("a.txt"), "first line\n").unwrap();
+        git(r, &w.home, &["add", "a.txt"]);
+        git(r, &w.home, &["commit", "-qm", "first commit"]);
+    }
+    std::fs::write(other.join("secret.txt"), format!("{SECRET}\n")).unwrap();
+    git(&other, &w.home, &["add", "secret.txt"]);
+    git(&other, &w.home, &["commit", "-qm", "secret"]);
+    git(
+        &main,
+        &w.home,
+        &["worktree", "add", "-q", "-b", "feature", "../wt"],
+    );
+    std::fs::write(wt.join("a.txt"), "first line\nsecond line\n").unwrap();
+    std::fs::write(wt.join("b.txt"), "new file\n").unwrap();
+    std::fs::write(wt.join(".env"), format!("TOKEN={SECRET}\n")).unwrap();
+    (wt, other)
+}
+
+#[test]
+fn git_worktree_claude_desktop() {
+    run_case("git_worktree_claude_desktop", |w| {
+        std::fs::write(
+            w.home.join(".gitconfig"),
+            "[user]\n\tname = Compat Tester\n\temail = compat@example.com\n",
+        )
+        .unwrap();
+        let (wt, other) = worktree_tree(w);
+        let r = || json!(wt);
+        let calls = [
+            call("git_status", json!({"repo_path": r()})),
+            call("git_diff_unstaged", json!({"repo_path": r()})),
+            call("git_add", json!({"repo_path": r(), "files": ["b.txt"]})),
+            call("git_diff_staged", json!({"repo_path": r()})),
+            call(
+                "git_create_branch",
+                json!({"repo_path": r(), "branch_name": "from-the-session"}),
+            ),
+            call(
+                "git_branch",
+                json!({"repo_path": r(), "branch_type": "local"}),
+            ),
+            call("git_log", json!({"repo_path": r(), "max_count": 5})),
+        ];
+        let mut session = vec!["--steps".into(), "list-tools,call".into()];
+        session.extend(opts(&calls));
+        let main = w.project.join("main");
+        let (wt2, wt3, home, home2, main2) = (
+            wt.clone(),
+            wt.clone(),
+            w.home.clone(),
+            w.home.clone(),
+            main.clone(),
+        );
+        let hooks = std::fs::read_dir(main.join(".git/hooks")).unwrap().count();
+        let config = std::fs::read_to_string(main.join(".git/config")).unwrap();
+        Spec {
+            entry: json!({"command": venv_bin("mcp-server-git"), "args": ["--repository", s(&wt)]}),
+            session,
+            denials: vec![
+                call_error(
+                    "git_add",
+                    json!({"repo_path": wt, "files": [".env"]}),
+                    Refusal::ServerTool,
+                ),
+                call_error(
+                    "git_log",
+                    json!({"repo_path": other, "max_count": 5}),
+                    Refusal::ServerTool,
+                ),
+            ],
+            reset: Box::new(move || {
+                worktree_tree(w);
+            }),
+            after: Box::new(move |_| {
+                assert_eq!(
+                    git(&wt2, &home, &["diff", "--cached", "--name-only"]),
+                    "b.txt"
+                );
+                assert!(git(&wt2, &home, &["branch"]).contains("from-the-session"));
+            }),
+            after_wrapped: Box::new(move |_| {
+                let staged = git(&wt3, &home2, &["diff", "--cached", "--name-only"]);
+                assert!(!staged.contains(".env"), "the .env was staged: {staged}");
+                assert_eq!(
+                    std::fs::read_dir(main2.join(".git/hooks")).unwrap().count(),
+                    hooks
+                );
+                assert_eq!(
+                    std::fs::read_to_string(main2.join(".git/config")).unwrap(),
+                    config
+                );
+            }),
+        }
+    });
+}
+
+/// The project of issue 27: `~/jsmith1987/app`, its remote and git user named like its path.
+fn remote_word_tree(w: &World) -> PathBuf {
+    let p = w.home.join("jsmith1987/app");
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(p.join(".git")).unwrap();
+    std::fs::write(
+        p.join(".git/config"),
+        "[core]\n\trepositoryformatversion = 0\n[remote \"origin\"]\n\
+         \turl = git@github.com:jsmith1987/app.git\n\
+         \tfetch = +refs/heads/*:refs/remotes/origin/*\n\
+         [user]\n\tname = jsmith1987\n\temail = jsmith1987@users.noreply.github.com\n",
+    )
+    .unwrap();
+    std::fs::write(p.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(p.join("notes.txt"), "app by jsmith1987\n").unwrap();
+    std::fs::write(p.join(".env"), format!("API_KEY={SECRET}\n")).unwrap();
+    p
+}
+
+#[test]
+fn filesystem_remote_word_claude_desktop() {
+    run_case("filesystem_remote_word_claude_desktop", |w| {
+        let p = remote_word_tree(w);
+        let calls = [
+            call("list_allowed_directories", json!({})),
+            call("read_text_file", json!({"path": p.join("notes.txt")})),
+            call(
+                "write_file",
+                json!({"path": p.join("new.txt"), "content": "written in jsmith1987/app\n"}),
+            ),
+            call("list_directory", json!({"path": p})),
+            call("get_file_info", json!({"path": p.join("notes.txt")})),
+            call("search_files", json!({"path": p, "pattern": "*.txt"})),
+        ];
+        let mut session = vec![
+            "--steps".into(),
+            "list-tools,call".into(),
+            // get_file_info's times change between the two runs.
+            "--mask".into(),
+            r"(created|modified|accessed): [^\n]*".into(),
+        ];
+        session.extend(opts(&calls));
+        let p2 = p.clone();
+        Spec {
+            entry: json!({"command": node(), "args": [s(&node_entry("@modelcontextprotocol/server-filesystem")), "~/jsmith1987/app"]}),
+            session,
+            denials: vec![
+                call_error(
+                    "read_text_file",
+                    json!({"path": p.join(".env")}),
+                    Refusal::RootfenceTool("policy_deny"),
+                ),
+                call_error(
+                    "read_text_file",
+                    json!({"path": w.outside.join("secret.txt")}),
+                    Refusal::RootfenceTool("outside_roots"),
+                ),
+            ],
+            reset: Box::new(move || {
+                remote_word_tree(w);
+            }),
+            after: Box::new(move |_| {
+                assert_eq!(
+                    std::fs::read_to_string(p2.join("new.txt")).unwrap(),
+                    "written in jsmith1987/app\n"
+                );
+            }),
+            after_wrapped: Box::new(|_| {}),
         }
     });
 }
