@@ -182,7 +182,7 @@ pub fn parse_strace_log(text: &str) -> Findings {
 
 /// `p` without `.` components and with `..` applied, lexically: `openat(AT_FDCWD</tmp>,
 /// ".")` is `/tmp`, not `/tmp/.`.
-pub(crate) fn normalized(p: &Path) -> PathBuf {
+pub fn normalized(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {

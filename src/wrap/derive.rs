@@ -94,11 +94,13 @@ pub struct Derived {
     /// What the user should know (a directory too broad to be a root, an unreadable
     /// `envFile`, an env path that does not exist, a variable that hands over an agent).
     pub notes: Vec<String>,
+    /// Grants learned by a trial start (`wrap --learn`), already in `read`/`write`.
+    pub learned: Vec<super::Learned>,
 }
 
 impl Derived {
     /// The `rootfence run` options, in a stable order: env, roots, read, write.
-    pub(crate) fn options(&self) -> Vec<String> {
+    pub fn options(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (flag, values) in [
             ("--env", &self.env),
@@ -117,6 +119,21 @@ impl Derived {
             }
         }
         out
+    }
+
+    /// Adds grants learned by a trial start (to `read`/`write`, once each).
+    pub(crate) fn add_learned(&mut self, learned: &[super::Learned]) {
+        for l in learned {
+            let list = if l.flag == "--write" {
+                &mut self.write
+            } else {
+                &mut self.read
+            };
+            if !list.contains(&l.path) {
+                list.push(l.path.clone());
+                self.learned.push(l.clone());
+            }
+        }
     }
 
     /// Whether anything was derived.
