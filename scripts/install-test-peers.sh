@@ -11,7 +11,8 @@
 #           tests/peers/.venv;
 #   - PyPI: uv 0.13.8 (hash-locked, tests/peers/uv/requirements.txt) into tests/peers/uv/venv,
 #           and the uv cache tests/peers/uv/cache filled by running each server of
-#           tests/peers/uv/servers.txt once with uvx (mcp-server-git, mcp-server-sqlite), so
+#           tests/peers/uv/servers.txt once with uvx (mcp-server-git, mcp-server-sqlite,
+#           markitdown-mcp; about 450 MB), so
 #           that the compatibility suite's `uvx` cases run offline;
 #   - crates.io: the rmcp client (tests/peers/rmcp-client, its own Cargo.lock and target dir,
 #           never part of the rootfence build), built with `cargo build --release --locked`;

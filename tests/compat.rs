@@ -300,6 +300,20 @@ const CASES: &[Case] = &[
         known: None,
         normal_user: false,
     },
+    Case {
+        id: "markitdown_uvx_claude_desktop",
+        server: "markitdown-mcp",
+        package: Package::Uvx {
+            dist: "markitdown-mcp",
+            version: "0.0.1a8",
+        },
+        host: Host::ClaudeDesktop,
+        style: "`uvx markitdown-mcp@…` with uv in `~/.local/bin`, no arguments, no host roots",
+        wrap_adds: "",
+        checked: "uvx builds its 71-package environment (pandas, onnxruntime, magika) from the uv cache offline; converts an HTML `data:` URI to Markdown; a `file:` URI outside fails in the sandbox (the server's tool error: rootfence does not read its `uri` argument as a path)",
+        known: None,
+        normal_user: false,
+    },
 ];
 
 const UVX_GIT: Package = Package::Uvx {
@@ -1700,8 +1714,10 @@ fn uv_home(w: &World) -> String {
         std::fs::copy(venv_bin.join(name), bin.join(name)).unwrap();
     }
     std::fs::create_dir_all(w.home.join(".cache")).unwrap();
+    // Hard links: the cache is hundreds of megabytes, and uv writes new entries (and
+    // locks) rather than changing the files it already has.
     let status = Command::new("cp")
-        .arg("-a")
+        .arg("-al")
         .arg(&cache)
         .arg(w.home.join(".cache/uv"))
         .status()
@@ -1925,5 +1941,37 @@ fn memory_node_modules_bin_claude_desktop() {
             );
         });
         spec
+    });
+}
+
+#[test]
+fn markitdown_uvx_claude_desktop() {
+    run_case("markitdown_uvx_claude_desktop", |w| {
+        let uvx = uv_home(w);
+        // `<h1>Hello</h1><p>from <b>rootfence</b></p>`
+        let page = "data:text/html;base64,PGgxPkhlbGxvPC9oMT48cD5mcm9tIDxiPnJvb3RmZW5jZTwvYj48L3A+";
+        let calls = [call("convert_to_markdown", json!({"uri": page}))];
+        let mut session = vec!["--steps".into(), "list-tools,call".into()];
+        session.extend(opts(&calls));
+        Spec {
+            entry: json!({"command": uvx, "args": ["markitdown-mcp@0.0.1a8"]}),
+            session,
+            denials: vec![call_error(
+                "convert_to_markdown",
+                json!({"uri": uri(&w.outside.join("secret.txt"))}),
+                // rootfence does not take this tool's `uri` as a path: the sandbox stops
+                // the server's own read.
+                Refusal::ServerTool,
+            )],
+            reset: Box::new(|| {}),
+            after: Box::new(|run| {
+                assert!(
+                    run.stdout.contains("# Hello") && run.stdout.contains("**rootfence**"),
+                    "{}",
+                    run.stdout
+                );
+            }),
+            after_wrapped: Box::new(|_| {}),
+        }
     });
 }
