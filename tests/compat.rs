@@ -103,6 +103,12 @@ enum Package {
         dist: &'static str,
         version: &'static str,
     },
+    /// A PyPI distribution installed with `pipx install <dist>==<version>` by
+    /// `scripts/install-test-peers.sh` (`tests/peers/pipx/home`).
+    Pipx {
+        dist: &'static str,
+        version: &'static str,
+    },
 }
 
 struct Case {
@@ -314,6 +320,20 @@ const CASES: &[Case] = &[
         known: None,
         normal_user: false,
     },
+    Case {
+        id: "time_pipx_claude_desktop",
+        server: "mcp-server-time",
+        package: Package::Pipx {
+            dist: "mcp-server-time",
+            version: "2026.10.19",
+        },
+        host: Host::ClaudeDesktop,
+        style: "installed with `pipx install`: `mcp-server-time` on `PATH` from `~/.local/bin`, a link into its pipx venv, no host roots",
+        wrap_adds: "",
+        checked: "the link is followed to the pipx venv and, by its `pyvenv.cfg`, to the pyenv base interpreter (both read-exec); current time, conversion; outside `file:` URI refused (JSON-RPC error)",
+        known: None,
+        normal_user: false,
+    },
 ];
 
 const UVX_GIT: Package = Package::Uvx {
@@ -417,7 +437,9 @@ fn version_of(p: Package) -> String {
         Package::Npm { name, dir } => format!("`{name}` {}", npm_version(dir)),
         Package::PyPi(dist) => format!("`{dist}` {}", pypi_version(dist)),
         Package::Script { path, on } => format!("`{path}` on `{on}` {}", pypi_version(on)),
-        Package::Uvx { dist, version } => format!("`{dist}` {version}"),
+        Package::Uvx { dist, version } | Package::Pipx { dist, version } => {
+            format!("`{dist}` {version}")
+        }
     }
 }
 
@@ -1483,6 +1505,13 @@ fn git_claude_desktop() {
 #[test]
 fn time_claude_desktop() {
     run_case("time_claude_desktop", |w| {
+        time_spec(w, venv_bin("mcp-server-time"))
+    });
+}
+
+/// mcp-server-time's session; `command` starts it.
+fn time_spec(w: &World, command: String) -> Spec<'_> {
+    {
         let calls = [
             call("get_current_time", json!({"timezone": "Europe/Warsaw"})),
             call(
@@ -1499,7 +1528,7 @@ fn time_claude_desktop() {
         ];
         session.extend(opts(&calls));
         Spec {
-            entry: json!({"command": venv_bin("mcp-server-time"), "args": []}),
+            entry: json!({"command": command, "args": []}),
             session,
             denials: vec![read_error(
                 uri(&w.outside.join("secret.txt")),
@@ -1511,7 +1540,7 @@ fn time_claude_desktop() {
             }),
             after_wrapped: Box::new(|_| {}),
         }
-    });
+    }
 }
 
 #[test]
@@ -1973,5 +2002,41 @@ fn markitdown_uvx_claude_desktop() {
             }),
             after_wrapped: Box::new(|_| {}),
         }
+    });
+}
+
+#[test]
+fn time_pipx_claude_desktop() {
+    run_case("time_pipx_claude_desktop", |w| {
+        let venv_exe = peers_dir().join("pipx/home/venvs/mcp-server-time/bin/mcp-server-time");
+        assert!(
+            venv_exe.exists(),
+            "{} is missing: run scripts/install-test-peers.sh",
+            venv_exe.display()
+        );
+        // pipx's layout: its bin directory (~/.local/bin) holds a link into the venv.
+        let bin = w.home.join(".local/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(&venv_exe, bin.join("mcp-server-time")).unwrap();
+        let path = std::env::var("PATH").unwrap_or_default();
+        w.env
+            .borrow_mut()
+            .insert("PATH".into(), format!("{}:{path}", s(&bin)));
+        let mut spec = time_spec(w, "mcp-server-time".into());
+        let venv = peers_dir().join("pipx/home/venvs/mcp-server-time");
+        spec.after_wrapped = Box::new(move |run| {
+            assert!(
+                run.stderr
+                    .contains(&format!("{} (read-exec, install of", venv.display())),
+                "the pipx venv is not granted:\n{}",
+                run.stderr
+            );
+            assert!(
+                run.stderr.contains("base interpreter of the venv"),
+                "{}",
+                run.stderr
+            );
+        });
+        spec
     });
 }
