@@ -790,6 +790,52 @@ mod tests {
     }
 
     #[test]
+    fn uv_run_script_grants_the_scripts_project() {
+        let m = machine();
+        let bin = m.base.join("opt/uv/bin");
+        exe(&bin.join("uv"), "\x7fELF");
+        exe(&bin.join("uvx"), "\x7fELF");
+        let proj = m.home.join("tools/weather");
+        std::fs::create_dir_all(&proj).unwrap();
+        std::fs::write(proj.join("pyproject.toml"), "").unwrap();
+        let script = proj.join("server.py");
+        std::fs::write(&script, "# /// script\n").unwrap();
+        let p = run(
+            &m,
+            &["uv", "run", "--script", script.to_str().unwrap()],
+            bin.to_str().unwrap(),
+            &[],
+        );
+        assert_eq!(
+            rights_of(&p, &proj),
+            Some(Rights::ReadExec),
+            "{:#?}",
+            p.entries
+        );
+        // A data file on uv's command line is not a script.
+        let db = proj.join("data.db");
+        std::fs::write(&db, "").unwrap();
+        let p = run(
+            &m,
+            &[
+                "uvx",
+                "mcp-server-sqlite",
+                "--db-path",
+                db.to_str().unwrap(),
+            ],
+            bin.to_str().unwrap(),
+            &[],
+        );
+        assert!(rights_of(&p, &proj).is_none(), "{:#?}", p.entries);
+        assert_eq!(
+            rights_of(&p, &m.home.join(".cache/uv")),
+            Some(Rights::ReadWrite),
+            "uvx was not recognised: {:#?}",
+            p.entries
+        );
+    }
+
+    #[test]
     fn install_prefixes_by_landmark() {
         let m = machine();
         let h = Some(m.home.as_path());
