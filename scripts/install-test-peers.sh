@@ -9,6 +9,14 @@
 #           the reference time server mcp-server-time 2026.10.19, and their dependencies,
 #           every file hash-pinned in tests/peers/python/requirements.txt, into the venv
 #           tests/peers/.venv;
+#   - PyPI: uv 0.13.8 (hash-locked, tests/peers/uv/requirements.txt) into tests/peers/uv/venv,
+#           and the uv cache tests/peers/uv/cache filled by running each server of
+#           tests/peers/uv/servers.txt once with uvx (mcp-server-git, mcp-server-sqlite,
+#           markitdown-mcp; about 450 MB), so
+#           that the compatibility suite's `uvx` cases run offline;
+#   - PyPI: pipx 1.18.4 (hash-locked, tests/peers/pipx/requirements.txt) into
+#           tests/peers/pipx/venv, and `pipx install mcp-server-time==2026.10.19` into
+#           tests/peers/pipx/home (its dependencies resolved by pipx, binary wheels only);
 #   - crates.io: the rmcp client (tests/peers/rmcp-client, its own Cargo.lock and target dir,
 #           never part of the rootfence build), built with `cargo build --release --locked`;
 #   - Debian: the chromium package (/usr/bin/chromium), the browser Playwright MCP drives in
@@ -100,6 +108,62 @@ install_rmcp_client() {
     printf '%s\n' "$key" >"$stamp"
 }
 
+install_uv() {
+    local python=${ROOTFENCE_PEERS_PYTHON:-python3}
+    local dir=$PEERS/uv venv=$PEERS/uv/venv cache=$PEERS/uv/cache stamp key
+    stamp=$dir/.rootfence-stamp
+    key=$(key_of "$("$python" --version 2>&1)" "$dir/requirements.txt" "$dir/servers.txt")
+    if fresh "$stamp" "$key" && [[ -x "$venv/bin/uvx" && -d "$cache" ]]; then
+        log "uv and its servers' cache: up to date"
+        return
+    fi
+    log "uv: creating $venv"
+    rm -rf "$venv" "$cache"
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --require-hashes --only-binary :all: --no-deps -r "$dir/requirements.txt" >&2
+    [[ -x "$venv/bin/uv" && -x "$venv/bin/uvx" ]] || die "pip did not install uv and uvx in $venv"
+    local exclude_newer
+    exclude_newer=$(sed -n 's/^# exclude-newer: //p' "$dir/servers.txt")
+    [[ -n "$exclude_newer" ]] || die "$dir/servers.txt names no exclude-newer date"
+    # Each server once, so the suite's runs resolve and install from this cache offline.
+    # The python uv picks is the first python3 on PATH, as in the suite.
+    local line words
+    while read -r line; do
+        [[ -z "$line" || "$line" == \#* ]] && continue
+        read -ra words <<<"$line"
+        log "uv cache: uvx $line"
+        UV_CACHE_DIR=$cache UV_EXCLUDE_NEWER=$exclude_newer UV_PYTHON_DOWNLOADS=never \
+            "$venv/bin/uvx" "${words[@]}" --help >/dev/null ||
+            die "uvx $line --help failed (UV_CACHE_DIR=$cache)"
+    done <"$dir/servers.txt"
+    printf '%s\n' "$key" >"$stamp"
+}
+
+install_pipx() {
+    local python=${ROOTFENCE_PEERS_PYTHON:-python3}
+    local dir=$PEERS/pipx venv=$PEERS/pipx/venv stamp key home
+    home=$PWD/$dir/home
+    stamp=$dir/.rootfence-stamp
+    key=$(key_of "$("$python" --version 2>&1)" "$dir/requirements.txt")
+    if fresh "$stamp" "$key" && [[ -x "$home/venvs/mcp-server-time/bin/mcp-server-time" ]]; then
+        log "pipx and its server: up to date"
+        return
+    fi
+    log "pipx: creating $venv, pipx install mcp-server-time==2026.10.19"
+    rm -rf "$venv" "$home" "$dir/bin" "$dir/man"
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --require-hashes --only-binary :all: --no-deps -r "$dir/requirements.txt" >&2
+    # pipx resolves the server's dependencies itself (binary wheels only); its venvs hold
+    # absolute paths, so they stay here and the suite links them into its temporary home.
+    PIPX_HOME=$home PIPX_BIN_DIR=$PWD/$dir/bin PIPX_MAN_DIR=$PWD/$dir/man \
+        "$venv/bin/pipx" install --quiet --pip-args="--only-binary :all:" \
+        mcp-server-time==2026.10.19 >&2
+    [[ -x "$home/venvs/mcp-server-time/bin/mcp-server-time" ]] || die "pipx did not install mcp-server-time in $home"
+    printf '%s\n' "$key" >"$stamp"
+}
+
 install_chromium() {
     if [[ -x /usr/bin/chromium ]]; then
         log "chromium: $(/usr/bin/chromium --version 2>/dev/null || echo present)"
@@ -131,5 +195,7 @@ install_chromium() {
 install_node
 install_python
 install_rmcp_client
+install_uv
+install_pipx
 install_chromium
 log "all test peers installed"

@@ -97,6 +97,18 @@ enum Package {
         path: &'static str,
         on: &'static str,
     },
+    /// A PyPI distribution started with `uvx <dist>@<version>` from the uv cache that
+    /// `scripts/install-test-peers.sh` fills (`tests/peers/uv/servers.txt`).
+    Uvx {
+        dist: &'static str,
+        version: &'static str,
+    },
+    /// A PyPI distribution installed with `pipx install <dist>==<version>` by
+    /// `scripts/install-test-peers.sh` (`tests/peers/pipx/home`).
+    Pipx {
+        dist: &'static str,
+        version: &'static str,
+    },
 }
 
 struct Case {
@@ -251,6 +263,78 @@ const CASES: &[Case] = &[
         normal_user: true,
     },
     Case {
+        id: "git_uvx_claude_desktop",
+        server: "mcp-server-git",
+        package: UVX_GIT,
+        host: Host::ClaudeDesktop,
+        style: "`uvx mcp-server-git@…` with uv in `~/.local/bin` (uv's installer), `--repository` argument, no host roots",
+        wrap_adds: "--root <project>/repo",
+        checked: "uvx runs its sibling uv, which builds the environment from the uv cache offline with the pyenv python on `PATH`; status, diffs, add, commit, log; `git add .env` fails in the sandbox, outside repository refused (tool errors)",
+        known: None,
+        normal_user: false,
+    },
+    Case {
+        id: "sqlite_uvx_claude_desktop",
+        server: "mcp-server-sqlite",
+        package: UVX_SQLITE,
+        host: Host::ClaudeDesktop,
+        style: "`uvx --with mcp<2 mcp-server-sqlite@…` with uv in `~/.local/bin`, `--db-path` argument, no host roots",
+        wrap_adds: "--write <project>/data",
+        checked: "creates a table, inserts, queries, describes, records an insight in the database file; outside `file:` URI refused (JSON-RPC error)",
+        known: None,
+        normal_user: false,
+    },
+    Case {
+        id: "sqlite_uvx_pyenv_python_claude_desktop",
+        server: "mcp-server-sqlite",
+        package: UVX_SQLITE,
+        host: Host::ClaudeDesktop,
+        style: "`uvx --python <pyenv prefix>/bin/python3.11 --with mcp<2 mcp-server-sqlite@…`, uv in `~/.local/bin`, no host roots",
+        wrap_adds: "--write <project>/data",
+        checked: "the named pyenv interpreter's install (its `lib/`) is granted read-exec, never its `bin/` read-write; the same work as above",
+        known: None,
+        normal_user: false,
+    },
+    Case {
+        id: "memory_node_modules_bin_claude_desktop",
+        server: "server-memory",
+        package: MEMORY,
+        host: Host::ClaudeDesktop,
+        style: "the project's own `node_modules/.bin/mcp-server-memory`, `MEMORY_FILE_PATH` in `env`, no host roots",
+        wrap_adds: "--env MEMORY_FILE_PATH --write ~/.mcp-memory",
+        checked: "the whole `node_modules` (the SDK it imports) is granted read-exec; reads and extends the graph; outside `file:` URI refused (JSON-RPC error)",
+        known: None,
+        normal_user: false,
+    },
+    Case {
+        id: "markitdown_uvx_claude_desktop",
+        server: "markitdown-mcp",
+        package: Package::Uvx {
+            dist: "markitdown-mcp",
+            version: "0.0.1a8",
+        },
+        host: Host::ClaudeDesktop,
+        style: "`uvx markitdown-mcp@…` with uv in `~/.local/bin`, no arguments, no host roots",
+        wrap_adds: "",
+        checked: "uvx builds its 71-package environment (pandas, onnxruntime, magika) from the uv cache offline; converts an HTML `data:` URI to Markdown; a `file:` URI outside fails in the sandbox (the server's tool error: rootfence does not read its `uri` argument as a path)",
+        known: None,
+        normal_user: false,
+    },
+    Case {
+        id: "time_pipx_claude_desktop",
+        server: "mcp-server-time",
+        package: Package::Pipx {
+            dist: "mcp-server-time",
+            version: "2026.10.19",
+        },
+        host: Host::ClaudeDesktop,
+        style: "installed with `pipx install`: `mcp-server-time` on `PATH` from `~/.local/bin`, a link into its pipx venv, no host roots",
+        wrap_adds: "",
+        checked: "the link is followed to the pipx venv and, by its `pyvenv.cfg`, to the pyenv base interpreter (both read-exec); current time, conversion; outside `file:` URI refused (JSON-RPC error)",
+        known: None,
+        normal_user: false,
+    },
+    Case {
         id: "git_worktree_claude_desktop",
         server: "mcp-server-git",
         package: Package::PyPi("mcp-server-git"),
@@ -273,6 +357,15 @@ const CASES: &[Case] = &[
         normal_user: false,
     },
 ];
+
+const UVX_GIT: Package = Package::Uvx {
+    dist: "mcp-server-git",
+    version: "2026.10.19",
+};
+const UVX_SQLITE: Package = Package::Uvx {
+    dist: "mcp-server-sqlite",
+    version: "2025.4.25",
+};
 
 /// rootfence's sandbox creates an empty read-only `.claude/`, `.cursor/` and `.vscode/` at the
 /// top of each writable root that lacks them, for the session (src/sandbox/placeholder.rs), so
@@ -366,6 +459,9 @@ fn version_of(p: Package) -> String {
         Package::Npm { name, dir } => format!("`{name}` {}", npm_version(dir)),
         Package::PyPi(dist) => format!("`{dist}` {}", pypi_version(dist)),
         Package::Script { path, on } => format!("`{path}` on `{on}` {}", pypi_version(on)),
+        Package::Uvx { dist, version } | Package::Pipx { dist, version } => {
+            format!("`{dist}` {version}")
+        }
     }
 }
 
@@ -381,6 +477,9 @@ struct World {
     project: PathBuf,
     /// A directory outside every root, holding the secret.
     outside: PathBuf,
+    /// Variables the case adds to the host's environment (`PATH` with `~/.local/bin`,
+    /// uv's offline switches).
+    env: std::cell::RefCell<BTreeMap<String, String>>,
 }
 
 fn world() -> World {
@@ -401,6 +500,7 @@ fn world() -> World {
         home,
         project,
         outside,
+        env: Default::default(),
     }
 }
 
@@ -432,6 +532,7 @@ fn host_env(w: &World) -> BTreeMap<String, String> {
         .filter(|(k, _)| !k.starts_with("XDG_") && k != "RUST_LOG")
         .collect();
     env.insert("HOME".into(), s(&w.home));
+    env.extend(w.env.borrow().clone());
     env
 }
 
@@ -1238,13 +1339,22 @@ fn filesystem_vscode() {
 #[test]
 fn memory_claude_desktop() {
     run_case("memory_claude_desktop", |w| {
+        let memory_js = node_entry("@modelcontextprotocol/server-memory");
+        memory_spec(w, json!({"command": node(), "args": [s(&memory_js)]}))
+    });
+}
+
+/// server-memory's session; `entry` starts it (`env` is added here).
+fn memory_spec(w: &World, mut entry: Value) -> Spec<'_> {
+    {
         // A directory of its own: wrap grants it (server-memory saves by rename beside it).
         let store = w.home.join(".mcp-memory");
         std::fs::create_dir_all(&store).unwrap();
         let file = store.join("memory.jsonl");
         let seed = r#"{"type":"entity","name":"Alice","entityType":"person","observations":["likes tea"]}"#;
         std::fs::write(&file, seed).unwrap();
-        let memory_js = node_entry("@modelcontextprotocol/server-memory");
+        let default_store =
+            node_entry("@modelcontextprotocol/server-memory").with_file_name("memory.jsonl");
         let calls = [
             call("read_graph", json!({})),
             call(
@@ -1266,13 +1376,11 @@ fn memory_claude_desktop() {
         let mut session = vec!["--steps".into(), "read,list-tools,call".into()];
         session.extend(opts(&calls));
         let (f1, f2) = (file.clone(), file.clone());
-        let default_store = memory_js.with_file_name("memory.jsonl");
         Spec {
-            entry: json!({
-                "command": node(),
-                "args": [s(&memory_js)],
-                "env": {"MEMORY_FILE_PATH": s(&file)}
-            }),
+            entry: {
+                entry["env"] = json!({"MEMORY_FILE_PATH": s(&file)});
+                entry
+            },
             session,
             denials: vec![read_error(
                 uri(&w.outside.join("secret.txt")),
@@ -1302,7 +1410,7 @@ fn memory_claude_desktop() {
             }),
             after_wrapped: Box::new(|_| {}),
         }
-    });
+    }
 }
 
 fn git(repo: &Path, home: &Path, args: &[&str]) -> String {
@@ -1419,6 +1527,13 @@ fn git_claude_desktop() {
 #[test]
 fn time_claude_desktop() {
     run_case("time_claude_desktop", |w| {
+        time_spec(w, venv_bin("mcp-server-time"))
+    });
+}
+
+/// mcp-server-time's session; `command` starts it.
+fn time_spec(w: &World, command: String) -> Spec<'_> {
+    {
         let calls = [
             call("get_current_time", json!({"timezone": "Europe/Warsaw"})),
             call(
@@ -1435,7 +1550,7 @@ fn time_claude_desktop() {
         ];
         session.extend(opts(&calls));
         Spec {
-            entry: json!({"command": venv_bin("mcp-server-time"), "args": []}),
+            entry: json!({"command": command, "args": []}),
             session,
             denials: vec![read_error(
                 uri(&w.outside.join("secret.txt")),
@@ -1447,7 +1562,7 @@ fn time_claude_desktop() {
             }),
             after_wrapped: Box::new(|_| {}),
         }
-    });
+    }
 }
 
 #[test]
@@ -1614,6 +1729,337 @@ fn playwright_claude_desktop() {
                 );
             }),
         }
+    });
+}
+
+// -------------------------------------------------------------------------------------------
+// Launchers (issue 27): uvx from `~/.local/bin`, a pyenv interpreter, a project's
+// `node_modules/.bin`
+// -------------------------------------------------------------------------------------------
+
+/// `# exclude-newer:` of `tests/peers/uv/servers.txt`: offline resolutions in the suite
+/// find exactly what the install script put in the cache.
+fn uv_exclude_newer() -> String {
+    let list = peers_dir().join("uv/servers.txt");
+    let text = std::fs::read_to_string(&list).unwrap_or_else(|e| panic!("{}: {e}", list.display()));
+    text.lines()
+        .find_map(|l| l.strip_prefix("# exclude-newer: "))
+        .expect("servers.txt names its exclude-newer date")
+        .trim()
+        .to_owned()
+}
+
+/// Lays uv out in the temporary home as uv's own installer does (`uv` and `uvx` in
+/// `~/.local/bin`, on the host's `PATH`), with the cache the install script filled copied
+/// to `~/.cache/uv`, offline. Returns the `uvx` command the entry names (`uvx`, on PATH).
+fn uv_home(w: &World) -> String {
+    let venv_bin = peers_dir().join("uv/venv/bin");
+    let cache = peers_dir().join("uv/cache");
+    assert!(
+        venv_bin.join("uvx").exists() && cache.is_dir(),
+        "uv or its cache is missing under tests/peers/uv: run scripts/install-test-peers.sh"
+    );
+    let bin = w.home.join(".local/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for name in ["uv", "uvx"] {
+        std::fs::copy(venv_bin.join(name), bin.join(name)).unwrap();
+    }
+    std::fs::create_dir_all(w.home.join(".cache")).unwrap();
+    // Hard links: the cache is hundreds of megabytes, and uv writes new entries (and
+    // locks) rather than changing the files it already has.
+    let status = Command::new("cp")
+        .arg("-al")
+        .arg(&cache)
+        .arg(w.home.join(".cache/uv"))
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "cannot copy the uv cache");
+    let path = std::env::var("PATH").unwrap_or_default();
+    let mut env = w.env.borrow_mut();
+    env.insert("PATH".into(), format!("{}:{path}", s(&bin)));
+    env.insert("UV_OFFLINE".into(), "1".into());
+    env.insert("UV_EXCLUDE_NEWER".into(), uv_exclude_newer());
+    env.insert("UV_PYTHON_DOWNLOADS".into(), "never".into());
+    "uvx".into()
+}
+
+#[test]
+fn git_uvx_claude_desktop() {
+    run_case("git_uvx_claude_desktop", |w| {
+        let uvx = uv_home(w);
+        std::fs::write(
+            w.home.join(".gitconfig"),
+            "[user]\n\tname = Compat Tester\n\temail = compat@example.com\n",
+        )
+        .unwrap();
+        let (repo, other) = git_tree(w);
+        let r = || json!(repo);
+        let calls = [
+            call("git_status", json!({"repo_path": r()})),
+            call("git_diff_unstaged", json!({"repo_path": r()})),
+            call("git_add", json!({"repo_path": r(), "files": ["a.txt"]})),
+            call(
+                "git_commit",
+                json!({"repo_path": r(), "message": "second commit"}),
+            ),
+            call("git_log", json!({"repo_path": r(), "max_count": 5})),
+        ];
+        let mut session = vec![
+            "--steps".into(),
+            "list-tools,call".into(),
+            "--mask".into(),
+            r"\b[0-9a-f]{7,40}\b".into(),
+        ];
+        session.extend(opts(&calls));
+        let (repo2, home) = (repo.clone(), w.home.clone());
+        Spec {
+            entry: json!({"command": uvx, "args": ["mcp-server-git@2026.10.19", "--repository", s(&repo)]}),
+            session,
+            denials: vec![
+                call_error(
+                    "git_add",
+                    json!({"repo_path": repo, "files": [".env"]}),
+                    Refusal::ServerTool,
+                ),
+                call_error(
+                    "git_log",
+                    json!({"repo_path": other, "max_count": 5}),
+                    Refusal::ServerTool,
+                ),
+            ],
+            reset: Box::new(move || {
+                git_tree(w);
+            }),
+            after: Box::new(move |_| {
+                assert_eq!(
+                    git(&repo2, &home, &["log", "-1", "--format=%an <%ae> %s"]),
+                    "Compat Tester <compat@example.com> second commit",
+                );
+            }),
+            after_wrapped: Box::new(|run| {
+                assert!(
+                    run.stderr.contains("uvx runs uv"),
+                    "the start-up report does not say why ~/.local/bin is granted:\n{}",
+                    run.stderr
+                );
+            }),
+        }
+    });
+}
+
+/// As in `tests/peers/uv/servers.txt`: 2025.4.25 asks for `mcp>=1.0` and fails with mcp 2.
+const SQLITE_UVX_ARGS: &[&str] = &["--with", "mcp<2", "mcp-server-sqlite@2025.4.25"];
+
+/// mcp-server-sqlite's session on `<project>/data/test.db`; `args` start it with uvx.
+fn sqlite_spec(w: &World, uvx: String, mut args: Vec<String>) -> Spec<'_> {
+    let data = w.project.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let db = data.join("test.db");
+    let _ = std::fs::remove_file(&db);
+    // The file exists, as when the user points the server at their database.
+    std::fs::write(&db, "").unwrap();
+    args.extend(["--db-path".to_owned(), s(&db)]);
+    let calls = [
+        call(
+            "create_table",
+            json!({"query": "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)"}),
+        ),
+        call(
+            "write_query",
+            json!({"query": "INSERT INTO notes (body) VALUES ('first'), ('second')"}),
+        ),
+        call(
+            "read_query",
+            json!({"query": "SELECT id, body FROM notes ORDER BY id"}),
+        ),
+        call("list_tables", json!({})),
+        call("describe_table", json!({"table_name": "notes"})),
+        call("append_insight", json!({"insight": "two notes"})),
+    ];
+    let mut session = vec!["--steps".into(), "read,list-tools,call".into()];
+    session.extend(opts(&calls));
+    let (db1, db2) = (db.clone(), db.clone());
+    Spec {
+        entry: json!({"command": uvx, "args": args}),
+        session,
+        denials: vec![read_error(
+            uri(&w.outside.join("secret.txt")),
+            Refusal::RootfenceRpc("outside_roots"),
+        )],
+        reset: Box::new(move || std::fs::write(&db1, "").unwrap()),
+        after: Box::new(move |run| {
+            assert!(run.stdout.contains("second"), "{}", run.stdout);
+            let len = std::fs::metadata(&db2).map(|m| m.len()).unwrap_or(0);
+            assert!(len > 0, "nothing was written to {}", db2.display());
+        }),
+        after_wrapped: Box::new(|_| {}),
+    }
+}
+
+#[test]
+fn sqlite_uvx_claude_desktop() {
+    run_case("sqlite_uvx_claude_desktop", |w| {
+        let uvx = uv_home(w);
+        sqlite_spec(
+            w,
+            uvx,
+            SQLITE_UVX_ARGS.iter().map(|a| a.to_string()).collect(),
+        )
+    });
+}
+
+/// The interpreter the uv cache was filled with: the `python3` first on `PATH` (on this
+/// project's machines, a pyenv shim), asked for its real executable.
+fn pyenv_python() -> Option<PathBuf> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, os; print(os.path.realpath(sys.executable))",
+        ])
+        .output()
+        .ok()?;
+    let exe = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    // `<prefix>/bin/python3.X` beside `<prefix>/lib`: a pyenv-style install.
+    let prefix = exe.parent()?.parent()?;
+    (prefix.join("lib").is_dir() && !exe.starts_with("/usr")).then_some(exe)
+}
+
+#[test]
+fn sqlite_uvx_pyenv_python_claude_desktop() {
+    let Some(python) = pyenv_python() else {
+        eprintln!(
+            "SKIPPED sqlite_uvx_pyenv_python_claude_desktop: python3 on PATH is not a pyenv-style install"
+        );
+        return;
+    };
+    run_case("sqlite_uvx_pyenv_python_claude_desktop", |w| {
+        let uvx = uv_home(w);
+        let prefix = python.parent().unwrap().parent().unwrap().to_owned();
+        let mut spec = sqlite_spec(
+            w,
+            uvx,
+            ["--python".to_owned(), s(&python)]
+                .into_iter()
+                .chain(SQLITE_UVX_ARGS.iter().map(|a| a.to_string()))
+                .collect(),
+        );
+        spec.after_wrapped = Box::new(move |run| {
+            let line = run
+                .stderr
+                .lines()
+                .find(|l| l.trim_start().starts_with("profile:"))
+                .unwrap_or_default();
+            let granted = format!(
+                "{} (read-exec, install of {}",
+                prefix.display(),
+                python.display()
+            );
+            assert!(
+                line.contains(&granted),
+                "the named interpreter's install is not granted read-exec: {line}"
+            );
+            assert!(
+                !line.contains(&format!("{}/bin (read-write", prefix.display())),
+                "{line}"
+            );
+        });
+        spec
+    });
+}
+
+#[test]
+fn memory_node_modules_bin_claude_desktop() {
+    run_case("memory_node_modules_bin_claude_desktop", |w| {
+        // The project's own install: a copy of the pinned packages.
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(peers_dir().join("node/node_modules"))
+            .arg(w.project.join("node_modules"))
+            .status()
+            .expect("cp runs");
+        assert!(status.success(), "cannot copy node_modules");
+        let bin = w.project.join("node_modules/.bin/mcp-server-memory");
+        let mut spec = memory_spec(w, json!({"command": s(&bin), "args": []}));
+        let modules = w.project.join("node_modules");
+        spec.after_wrapped = Box::new(move |run| {
+            assert!(
+                run.stderr.contains(&format!(
+                    "{} (read-exec, packages beside",
+                    modules.display()
+                )),
+                "the project's node_modules is not granted:\n{}",
+                run.stderr
+            );
+        });
+        spec
+    });
+}
+
+#[test]
+fn markitdown_uvx_claude_desktop() {
+    run_case("markitdown_uvx_claude_desktop", |w| {
+        let uvx = uv_home(w);
+        // `<h1>Hello</h1><p>from <b>rootfence</b></p>`
+        let page = "data:text/html;base64,PGgxPkhlbGxvPC9oMT48cD5mcm9tIDxiPnJvb3RmZW5jZTwvYj48L3A+";
+        let calls = [call("convert_to_markdown", json!({"uri": page}))];
+        let mut session = vec!["--steps".into(), "list-tools,call".into()];
+        session.extend(opts(&calls));
+        Spec {
+            entry: json!({"command": uvx, "args": ["markitdown-mcp@0.0.1a8"]}),
+            session,
+            denials: vec![call_error(
+                "convert_to_markdown",
+                json!({"uri": uri(&w.outside.join("secret.txt"))}),
+                // rootfence does not take this tool's `uri` as a path: the sandbox stops
+                // the server's own read.
+                Refusal::ServerTool,
+            )],
+            reset: Box::new(|| {}),
+            after: Box::new(|run| {
+                assert!(
+                    run.stdout.contains("# Hello") && run.stdout.contains("**rootfence**"),
+                    "{}",
+                    run.stdout
+                );
+            }),
+            after_wrapped: Box::new(|_| {}),
+        }
+    });
+}
+
+#[test]
+fn time_pipx_claude_desktop() {
+    run_case("time_pipx_claude_desktop", |w| {
+        let venv_exe = peers_dir().join("pipx/home/venvs/mcp-server-time/bin/mcp-server-time");
+        assert!(
+            venv_exe.exists(),
+            "{} is missing: run scripts/install-test-peers.sh",
+            venv_exe.display()
+        );
+        // pipx's layout: its bin directory (~/.local/bin) holds a link into the venv.
+        let bin = w.home.join(".local/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(&venv_exe, bin.join("mcp-server-time")).unwrap();
+        let path = std::env::var("PATH").unwrap_or_default();
+        w.env
+            .borrow_mut()
+            .insert("PATH".into(), format!("{}:{path}", s(&bin)));
+        let mut spec = time_spec(w, "mcp-server-time".into());
+        let venv = peers_dir().join("pipx/home/venvs/mcp-server-time");
+        spec.after_wrapped = Box::new(move |run| {
+            assert!(
+                run.stderr
+                    .contains(&format!("{} (read-exec, install of", venv.display())),
+                "the pipx venv is not granted:\n{}",
+                run.stderr
+            );
+            assert!(
+                run.stderr.contains("base interpreter of the venv"),
+                "{}",
+                run.stderr
+            );
+        });
+        spec
     });
 }
 

@@ -136,6 +136,24 @@ pub struct WrapArgs {
     /// ones (e.g. to roll out a new policy).
     #[arg(long)]
     pub rewrap: bool,
+
+    /// Start each wrapped server once, as its host would (behind `rootfence run`, the
+    /// default sandbox), up to `initialize` and `tools/list`; when it does not get there,
+    /// learn the grants the sandbox denied it (a new state directory is created and
+    /// granted, never its parent or the home), show each with why, and add them to the
+    /// entry with consent (--yes, or a yes on the terminal). Starting a server can have
+    /// side effects: nothing is started without this flag.
+    #[arg(long)]
+    pub learn: bool,
+
+    /// With --learn: write the learned grants without asking.
+    #[arg(long, requires = "learn")]
+    pub yes: bool,
+
+    /// With --learn: seconds each trial start may take (a first `uvx` or `npx -y` start
+    /// downloads the server).
+    #[arg(long, value_name = "SECS", default_value_t = 60, requires = "learn")]
+    pub learn_timeout: u64,
 }
 
 /// Restores a host configuration rewritten by `rootfence wrap`.
@@ -158,16 +176,36 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
     let Some(original) = read_config(&path, &args.target)? else {
         return Ok(ExitCode::SUCCESS);
     };
-    let opts = WrapOptions {
+    let mut opts = WrapOptions {
         rootfence,
         policies,
         run_args: args.run_args,
         servers: args.target.servers.clone(),
         rewrap: args.rewrap,
         derive: Some(derive_context(&path)),
+        learned: Vec::new(),
     };
-    let outcome = wrap::wrap_config(&original, &opts)
+    let mut outcome = wrap::wrap_config(&original, &opts)
         .with_context(|| format!("cannot wrap {}", path.display()))?;
+    let mut target = args.target;
+    let mut consent_missing = false;
+    if args.learn {
+        learn_grants(
+            &mut opts,
+            &original,
+            &outcome,
+            &policy,
+            std::time::Duration::from_secs(args.learn_timeout),
+        )?;
+        if !opts.learned.is_empty() {
+            outcome = wrap::wrap_config(&original, &opts)
+                .with_context(|| format!("cannot wrap {}", path.display()))?;
+            if !args.yes && !target.dry_run && !ask_consent(&outcome, &original, &path) {
+                target.dry_run = true;
+                consent_missing = true;
+            }
+        }
+    }
     let mut err = std::io::stderr().lock();
     if args.policies.is_empty() {
         let _ = writeln!(
@@ -200,7 +238,180 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
         }
     }
     drop(err);
-    finish(&path, &original, &outcome, &args.target, "wrap")
+    let code = finish(&path, &original, &outcome, &target, "wrap")?;
+    if consent_missing {
+        rootfence::stderr_line!(
+            "rootfence: the learned grants need your consent: nothing was written; run again \
+             with --yes to write the wrap with them (or without --learn to write it without)"
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(code)
+}
+
+/// The trial rounds of `--learn`: per wrapped server, start it; on failure learn grants,
+/// add them to `opts.learned`, and start it again, up to [`LEARN_ROUNDS`] times.
+fn learn_grants(
+    opts: &mut WrapOptions,
+    original: &str,
+    first: &Outcome,
+    policy: &Policy,
+    timeout: std::time::Duration,
+) -> anyhow::Result<()> {
+    use rootfence::wrap::learn;
+    let exe = std::env::current_exe().context("cannot find this rootfence's own path")?;
+    let strace = rootfence::sandbox::probe::find_strace();
+    if strace.is_none() {
+        rootfence::stderr_line!(
+            "rootfence: learn: strace not found: denials are read from the servers' stderr \
+             only, which misses what they do not print (install strace for a full trial)"
+        );
+    }
+    let ctx = opts.derive.clone().unwrap_or_default();
+    let home = ctx.home.clone();
+    // Where hosts start servers: the workspace folder for a project's file, else `/`.
+    let cwd = ctx.workspace.clone().unwrap_or_else(|| PathBuf::from("/"));
+    let expand = |v: &str| -> Option<String> {
+        let v = match &ctx.workspace {
+            Some(ws) => v.replace("${workspaceFolder}", &ws.display().to_string()),
+            None => v.to_owned(),
+        };
+        (!v.contains("${")).then_some(v)
+    };
+    let names: Vec<String> = first
+        .servers
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.action,
+                Action::Wrapped | Action::Rewrapped | Action::AlreadyWrapped
+            )
+        })
+        .map(|s| s.name.clone())
+        .collect();
+    for name in names {
+        for round in 1..=LEARN_ROUNDS {
+            let outcome = wrap::wrap_config(original, opts)?;
+            let Some(s) = outcome.servers.iter().find(|s| s.name == name) else {
+                break;
+            };
+            let mut argv: Vec<OsString> = vec![exe.clone().into(), "run".into()];
+            for p in &opts.policies {
+                argv.extend(["--policy".into(), p.into()]);
+            }
+            let options = opts
+                .run_args
+                .iter()
+                .cloned()
+                .chain(s.derived.options())
+                .chain(std::iter::once("--".to_owned()))
+                .chain(s.server_argv.iter().cloned());
+            let mut unexpanded = false;
+            for a in options {
+                match expand(&a) {
+                    Some(v) => argv.push(v.into()),
+                    None => unexpanded = true,
+                }
+            }
+            let env: Vec<(String, String)> = s
+                .env_values
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), expand(v)?)))
+                .collect();
+            if unexpanded || s.server_argv.is_empty() {
+                rootfence::stderr_line!(
+                    "rootfence: learn: `{name}`: its entry uses a host variable rootfence \
+                     cannot expand here; not started"
+                );
+                break;
+            }
+            rootfence::stderr_line!(
+                "rootfence: learn: starting `{name}` once{} (up to initialize and tools/list, \
+                 at most {} s)",
+                if round > 1 { " more" } else { "" },
+                timeout.as_secs()
+            );
+            let t = learn::trial(&argv, &env, &cwd, timeout, strace.as_deref())
+                .with_context(|| format!("cannot start `{name}` for a trial"))?;
+            if t.started() {
+                rootfence::stderr_line!(
+                    "rootfence: learn: `{name}` starts under the sandbox (initialize and \
+                     tools/list answered in {:.1} s)",
+                    t.took.as_secs_f64()
+                );
+                break;
+            }
+            let (mut new, notes) = learn::learn(&t.findings, policy, home.as_deref(), &cwd);
+            new.retain(|l| !s.derived.read.contains(&l.path) && !s.derived.write.contains(&l.path));
+            for n in &notes {
+                rootfence::stderr_line!("rootfence: learn: `{name}`: {n}");
+            }
+            if new.is_empty() {
+                rootfence::stderr_line!(
+                    "rootfence: learn: `{name}` did not {} within {} s, and no sandbox denial \
+                     explains it; its last words:",
+                    if t.initialized {
+                        "answer tools/list"
+                    } else {
+                        "answer initialize"
+                    },
+                    timeout.as_secs()
+                );
+                for line in &t.stderr_tail {
+                    rootfence::stderr_line!("rootfence:   | {line}");
+                }
+                rootfence::stderr_line!(
+                    "rootfence: learn: next: `rootfence sandbox probe -- {}` shows every \
+                     denial; a server that needs the network or a first download may need a \
+                     longer --learn-timeout",
+                    s.server_argv.join(" ")
+                );
+                break;
+            }
+            for dir in learn::create_state_dirs(&new) {
+                rootfence::stderr_line!(
+                    "rootfence: learn: created {} (mode 0700) for `{name}`'s state",
+                    dir.display()
+                );
+            }
+            for l in &new {
+                rootfence::stderr_line!(
+                    "rootfence: learn: `{name}` needs {} {}: {}",
+                    l.flag,
+                    l.path,
+                    l.why
+                );
+            }
+            match opts.learned.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, list)) => list.extend(new),
+                None => opts.learned.push((name.clone(), new)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Trial rounds per server: each may add grants, and the next shows whether they suffice.
+const LEARN_ROUNDS: usize = 4;
+
+/// Shows the diff and asks on the terminal whether to write it; `false` without one.
+fn ask_consent(outcome: &Outcome, original: &str, path: &Path) -> bool {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        return false;
+    }
+    let diff = outcome.diff(original, &path.display().to_string());
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "{diff}rootfence: write {} with the learned grants above? [y/N] ",
+        path.display()
+    );
+    let _ = err.flush();
+    drop(err);
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).is_ok()
+        && matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
 }
 
 pub fn unwrap(args: UnwrapArgs) -> anyhow::Result<ExitCode> {
@@ -505,16 +716,35 @@ fn derived_summary(d: &wrap::Derived) -> String {
             d.env.join(", ")
         ));
     }
-    if !d.write.is_empty() {
+    let not_learned = |paths: &[String]| -> Vec<String> {
+        paths
+            .iter()
+            .filter(|p| !d.learned.iter().any(|l| &l.path == *p))
+            .cloned()
+            .collect()
+    };
+    let (write, read) = (not_learned(&d.write), not_learned(&d.read));
+    if !write.is_empty() {
         parts.push(format!(
             "its own state (paths its env or arguments name), read-write: {} (--write)",
-            d.write.join(", ")
+            write.join(", ")
         ));
     }
-    if !d.read.is_empty() {
+    if !read.is_empty() {
         parts.push(format!(
             "its own state (paths its env or arguments name), read-only: {} (--read)",
-            d.read.join(", ")
+            read.join(", ")
+        ));
+    }
+    if !d.learned.is_empty() {
+        let learned: Vec<String> = d
+            .learned
+            .iter()
+            .map(|l| format!("{} {} ({})", l.flag, l.path, l.why))
+            .collect();
+        parts.push(format!(
+            "learned by starting it once: {}",
+            learned.join(", ")
         ));
     }
     if parts.is_empty() {

@@ -22,6 +22,8 @@
 //! # Layout
 //!
 //! - `profile.rs`: the documented default profile (system, interpreters, caches, devices).
+//! - `runtime.rs`: runtime discovery: the command followed through launchers, shims and
+//!   symlinks to its programs and installs, each grant with its reason.
 //! - `plan.rs`: spec + profile → the serialized plan the launcher executes.
 //! - `scan.rs`: the bounded scan of the roots for deny and read-only globs.
 //! - `deny.rs`: what the scan found, covered in a private mount namespace (`mounts.rs`)
@@ -46,6 +48,7 @@ mod plan;
 pub mod probe;
 mod profile;
 mod report;
+mod runtime;
 pub mod scan;
 mod server;
 

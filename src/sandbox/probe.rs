@@ -182,7 +182,7 @@ pub fn parse_strace_log(text: &str) -> Findings {
 
 /// `p` without `.` components and with `..` applied, lexically: `openat(AT_FDCWD</tmp>,
 /// ".")` is `/tmp`, not `/tmp/.`.
-pub(crate) fn normalized(p: &Path) -> PathBuf {
+pub fn normalized(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
@@ -436,6 +436,18 @@ pub fn parse_stderr(text: &str) -> Findings {
                 }
             }
         }
+        // Rust tools (uv, via fs-err): `Permission denied (os error 13) at path "/x"`.
+        for key in ["(os error 13) at path ", "(os error 1) at path "] {
+            if let Some(i) = line.find(key) {
+                if let Some(p) = quoted(&line[i + key.len()..], '"') {
+                    f.push(Denial {
+                        path: PathBuf::from(p),
+                        need: Need::Write,
+                        op: "stderr".into(),
+                    });
+                }
+            }
+        }
         // C tools: `cat: /x: Permission denied`, `sh: 1: cannot create /x: Permission denied`
         if let Some(head) = line.strip_suffix(": Permission denied") {
             if !line.contains("[Errno") {
@@ -461,6 +473,32 @@ pub fn parse_stderr(text: &str) -> Findings {
         }
     }
     f
+}
+
+/// What the sandbox can tell from a server's last stderr lines (for the host's error when
+/// the server dies before answering `initialize`): each path the server printed it was
+/// denied, with the `rootfence run` option that would grant it, as a line for the user.
+/// Paths a suggestion never grants (terminals, `/proc`, broad directories, what `spec`
+/// denies) are named with the reason instead. Empty when nothing in `stderr` looks like a
+/// denial.
+pub fn stderr_hints(stderr: &str, spec: &SandboxSpec) -> Vec<String> {
+    let findings = parse_stderr(stderr);
+    let s = suggest(&findings, spec);
+    let mut out = Vec::new();
+    for (paths, flag) in [(&s.write, "--write"), (&s.read, "--read")] {
+        for p in paths {
+            out.push(format!(
+                "the sandbox denied {}; if the server needs it, add `{flag} {}` to the \
+                 entry's `rootfence run` options (or try `rootfence wrap --learn`)",
+                p.display(),
+                p.display()
+            ));
+        }
+    }
+    for (p, why) in &s.left_out {
+        out.push(format!("the sandbox denied {}: {why}", p.display()));
+    }
+    out
 }
 
 fn quoted(s: &str, q: char) -> Option<String> {
@@ -800,6 +838,7 @@ cat: /root/secret: Permission denied
 sh: 1: cannot create /var/log/x.log: Permission denied
 Error: connect EACCES 127.0.0.1:5432
 ls: cannot open directory '/opt/private': Permission denied
+  Caused by: Permission denied (os error 13) at path \"/home/u/.local/share/uv/tools/.tmpX\"
 unrelated: line
 ";
         let f = parse_stderr(text);
@@ -817,6 +856,7 @@ unrelated: line
                 ("/root/secret".into(), Need::Read),
                 ("/var/log/x.log".into(), Need::Write),
                 ("/opt/private".into(), Need::Read),
+                ("/home/u/.local/share/uv/tools/.tmpX".into(), Need::Write),
             ]
         );
         assert_eq!(f.connect_ports, BTreeSet::from([5432]));
@@ -929,6 +969,26 @@ unrelated: line
         assert!(why("/work/proj").contains("working directory"));
         assert_eq!(normalized(Path::new("/tmp/.")), Path::new("/tmp"));
         assert_eq!(normalized(Path::new("/a/./b/../c")), Path::new("/a/c"));
+    }
+
+    #[test]
+    fn stderr_hints_name_the_option_to_add() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(base.join("state")).unwrap();
+        let text = format!(
+            "error: Could not create temporary file\n  Caused by: Permission denied (os error \
+             13) at path \"{}\"\ncat: /dev/tty: Permission denied\n",
+            base.join("state/.tmp1").display()
+        );
+        let hints = stderr_hints(&text, &SandboxSpec::default());
+        assert_eq!(hints.len(), 2, "{hints:?}");
+        assert!(
+            hints[0].contains(&format!("`--write {}`", base.join("state").display())),
+            "{hints:?}"
+        );
+        assert!(hints[1].contains("/dev/tty: a terminal"), "{hints:?}");
+        assert!(stderr_hints("all good\n", &SandboxSpec::default()).is_empty());
     }
 
     #[test]

@@ -213,14 +213,6 @@ pub(crate) const ENV_BASELINE: &[&str] = &[
     "npm_config_cache",
 ];
 
-/// Interpreter families whose caches the profile knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Family {
-    Node,
-    Python,
-    Uv,
-}
-
 /// Tool families: servers that cannot run without some state of their own outside the
 /// roots. Recognised from the command line by [`tool_families`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -316,9 +308,6 @@ pub(crate) fn proc_grant_is_safe() -> bool {
         .is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) == 0)
 }
 
-/// How deep shebang chains are followed (`npx` → `node` is one step).
-const MAX_SHEBANG_DEPTH: usize = 4;
-
 /// Computes the default profile for `argv`, given rootfence's environment.
 pub fn default_profile(argv: &[OsString], env: &[(OsString, OsString)]) -> DefaultProfile {
     profile_for(argv, env, proc_grant_is_safe())
@@ -326,7 +315,15 @@ pub fn default_profile(argv: &[OsString], env: &[(OsString, OsString)]) -> Defau
 
 fn profile_for(argv: &[OsString], env: &[(OsString, OsString)], proc_safe: bool) -> DefaultProfile {
     let mut profile = DefaultProfile {
-        env: ENV_BASELINE.iter().map(|s| (*s).to_owned()).collect(),
+        env: ENV_BASELINE
+            .iter()
+            .chain(
+                super::runtime::LAUNCHER_ENV
+                    .iter()
+                    .filter(|n| !ENV_BASELINE.contains(n)),
+            )
+            .map(|s| (*s).to_owned())
+            .collect(),
         ..DefaultProfile::default()
     };
     let getenv = |name: &str| -> Option<&OsStr> {
@@ -367,95 +364,22 @@ fn profile_for(argv: &[OsString], env: &[(OsString, OsString)], proc_safe: bool)
         push_existing(&mut profile, dev, *rights, "standard device");
     }
 
-    // The command, its interpreters (shebang chain) and their install prefixes.
+    // The command, followed to its programs and installs (runtime.rs), with the caches
+    // and install directories of the runtimes in play.
     let path_var = getenv("PATH").map(OsStr::to_owned);
-    let mut families = Vec::new();
-    if let Some(program) = argv.first() {
-        let mut queue = vec![program.clone()];
-        let mut depth = 0;
-        while let Some(name) = queue.pop() {
-            depth += 1;
-            if depth > MAX_SHEBANG_DEPTH {
-                break;
-            }
-            let Some(found) = lookup(&name, path_var.as_deref()) else {
-                continue;
-            };
-            // `./server.js` must become an absolute grant, like everything else.
-            let found = std::path::absolute(&found).unwrap_or(found);
-            let canonical = std::fs::canonicalize(&found).unwrap_or_else(|_| found.clone());
-            for p in [&found, &canonical] {
-                if let Some(f) = family_of(p) {
-                    families.push(f);
-                }
-                grant_install(&mut profile, p, home.as_deref());
-            }
-            if let Some(interp) = shebang_interpreter(&canonical) {
-                queue.push(interp);
-            }
-        }
-        // `node server.js`, `python3 server.py`: the script's project.
-        if families.contains(&Family::Node) || families.contains(&Family::Python) {
-            if let Some(script) = first_script_arg(&argv[1..]) {
-                let node = families.contains(&Family::Node);
-                grant_project(&mut profile, &script, home.as_deref(), node);
-            }
-        }
-    }
-
-    // Package caches, read-write, for the families in play.
     let xdg_cache = getenv("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| home.as_ref().map(|h| h.join(".cache")));
-    let xdg_data = getenv("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".local/share")));
     let xdg_config = getenv("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .or_else(|| home.as_ref().map(|h| h.join(".config")));
-    families.sort_by_key(|f| *f as u8);
-    families.dedup();
-    for family in families {
-        match family {
-            Family::Node => {
-                let npm = getenv("npm_config_cache")
-                    .map(PathBuf::from)
-                    .or_else(|| home.as_ref().map(|h| h.join(".npm")));
-                push_cache(&mut profile, npm, "npm/npx package cache");
-                push_cache(
-                    &mut profile,
-                    xdg_cache.as_ref().map(|c| c.join("node/corepack")),
-                    "corepack cache (pnpm, yarn)",
-                );
-            }
-            Family::Uv => {
-                push_cache(
-                    &mut profile,
-                    getenv("UV_CACHE_DIR")
-                        .map(PathBuf::from)
-                        .or_else(|| xdg_cache.as_ref().map(|c| c.join("uv"))),
-                    "uv/uvx package cache",
-                );
-                push_cache(
-                    &mut profile,
-                    xdg_data.as_ref().map(|d| d.join("uv")),
-                    "uv tools and managed pythons",
-                );
-                if let Some(cfg) = xdg_config.as_ref().map(|c| c.join("uv")) {
-                    push_existing(&mut profile, cfg, Rights::Read, "uv configuration");
-                }
-            }
-            Family::Python => {
-                if let Some(h) = &home {
-                    push_existing(
-                        &mut profile,
-                        h.join(".local/lib"),
-                        Rights::Read,
-                        "python user site-packages",
-                    );
-                }
-            }
-        }
+    {
+        let discovery_env = super::runtime::Env {
+            home: home.as_deref(),
+            path_var: path_var.as_deref(),
+            getenv: &getenv,
+        };
+        super::runtime::discover(argv, &discovery_env, &mut profile);
     }
     for family in tool_families(argv) {
         grant_tool_family(
@@ -588,7 +512,12 @@ fn grant_tool_family<'e>(
     }
 }
 
-fn push_existing(profile: &mut DefaultProfile, path: impl AsRef<Path>, rights: Rights, why: &str) {
+pub(crate) fn push_existing(
+    profile: &mut DefaultProfile,
+    path: impl AsRef<Path>,
+    rights: Rights,
+    why: &str,
+) {
     let path = path.as_ref();
     if path.exists() {
         profile.entries.push(ProfileEntry {
@@ -599,7 +528,7 @@ fn push_existing(profile: &mut DefaultProfile, path: impl AsRef<Path>, rights: R
     }
 }
 
-fn push_cache(profile: &mut DefaultProfile, path: Option<PathBuf>, why: &str) {
+pub(crate) fn push_cache(profile: &mut DefaultProfile, path: Option<PathBuf>, why: &str) {
     let Some(path) = path.filter(|p| p.is_absolute()) else {
         return;
     };
@@ -669,47 +598,18 @@ fn is_executable_file(p: &Path) -> bool {
         .unwrap_or(false)
 }
 
-fn family_of(p: &Path) -> Option<Family> {
-    let name = p.file_name()?.to_str()?;
-    let name = name.strip_suffix(".js").unwrap_or(name);
-    match name {
-        "node" | "nodejs" | "npx" | "npm" | "npx-cli" | "npm-cli" | "pnpm" | "pnpx" | "yarn"
-        | "corepack" | "bun" | "bunx" => Some(Family::Node),
-        "uv" | "uvx" => Some(Family::Uv),
-        n if n.starts_with("python") || n.starts_with("pip") => Some(Family::Python),
-        _ => None,
-    }
-}
-
-/// Grants the install prefix of an executable: `<prefix>/bin/x` or `<prefix>/shims/x`
-/// grants `<prefix>`, anything else its directory; but never `/`, the home directory or
-/// an ancestor of it, nor `~/.local` (which holds unrelated user data): then only the
-/// file itself.
-fn grant_install(profile: &mut DefaultProfile, exe: &Path, home: Option<&Path>) {
-    if covered_by_system(exe) {
-        return;
-    }
-    let Some(dir) = exe.parent() else { return };
-    let prefix = match dir.file_name().and_then(OsStr::to_str) {
-        Some("bin" | "sbin" | "shims") => dir.parent().unwrap_or(dir),
-        _ => dir,
-    };
-    let target = if is_broad(prefix, home) { exe } else { prefix };
-    push_existing(
-        profile,
-        target,
-        Rights::ReadExec,
-        &format!("install location of {}", exe.display()),
-    );
-}
-
 /// Grants the project a script belongs to: the *nearest* ancestor of the script with a
 /// package manifest or dependency directory (not the outermost: one `pyproject.toml` high
 /// up must not expose everything below it), else the script's directory; never a broad
 /// directory (then only the script). For node, the `node_modules` directories of the
 /// ancestors above the project are granted too, because node resolves packages there
 /// (a workspace's hoisted dependencies), but not the ancestors themselves.
-fn grant_project(profile: &mut DefaultProfile, script: &Path, home: Option<&Path>, node: bool) {
+pub(crate) fn grant_project(
+    profile: &mut DefaultProfile,
+    script: &Path,
+    home: Option<&Path>,
+    node: bool,
+) {
     let script = std::fs::canonicalize(script).unwrap_or_else(|_| script.to_owned());
     let Some(dir) = script.parent() else { return };
     const MARKERS: &[&str] = &[
@@ -753,7 +653,7 @@ fn grant_project(profile: &mut DefaultProfile, script: &Path, home: Option<&Path
 }
 
 /// The first argument that is not an option and names an existing regular file.
-fn first_script_arg(args: &[OsString]) -> Option<PathBuf> {
+pub(crate) fn first_script_arg(args: &[OsString]) -> Option<PathBuf> {
     args.iter()
         .filter(|a| !a.as_bytes().starts_with(b"-"))
         .map(PathBuf::from)
@@ -761,12 +661,12 @@ fn first_script_arg(args: &[OsString]) -> Option<PathBuf> {
         .and_then(|p| std::path::absolute(p).ok())
 }
 
-fn covered_by_system(p: &Path) -> bool {
+pub(crate) fn covered_by_system(p: &Path) -> bool {
     SYSTEM_DIRS.iter().any(|d| p.starts_with(d))
 }
 
 /// Directories too broad to grant by inference.
-fn is_broad(p: &Path, home: Option<&Path>) -> bool {
+pub(crate) fn is_broad(p: &Path, home: Option<&Path>) -> bool {
     let depth = p
         .components()
         .filter(|c| matches!(c, Component::Normal(_)))
@@ -782,7 +682,7 @@ fn is_broad(p: &Path, home: Option<&Path>) -> bool {
 
 /// The interpreter named by a `#!` line: `#!/usr/bin/env node` gives `node`,
 /// `#!/usr/bin/env -S node --flag` gives `node`, `#!/opt/x/bin/python3 -u` gives the path.
-fn shebang_interpreter(p: &Path) -> Option<OsString> {
+pub(crate) fn shebang_interpreter(p: &Path) -> Option<OsString> {
     let mut f = std::fs::File::open(p).ok()?;
     let mut buf = [0u8; 256];
     let n = f.read(&mut buf).ok()?;
@@ -855,29 +755,6 @@ mod tests {
                 "{text:?}"
             );
         }
-    }
-
-    #[test]
-    fn install_prefix_of_a_home_bin_is_only_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        // <tmp>/home/u/.local/bin/uvx: the prefix would be ~/.local, which is broad.
-        let home = dir.path().join("home/u");
-        let bin = home.join(".local/bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        let exe = bin.join("uvx");
-        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
-        let mut p = DefaultProfile::default();
-        grant_install(&mut p, &exe, Some(&home));
-        assert_eq!(p.entries.len(), 1);
-        assert_eq!(p.entries[0].path, exe);
-
-        // <tmp>/home/u/.nvm/versions/node/v20/bin/node: the prefix is granted.
-        let nvm = home.join(".nvm/versions/node/v20");
-        std::fs::create_dir_all(nvm.join("bin")).unwrap();
-        std::fs::write(nvm.join("bin/node"), "").unwrap();
-        let mut p = DefaultProfile::default();
-        grant_install(&mut p, &nvm.join("bin/node"), Some(&home));
-        assert_eq!(p.entries[0].path, nvm);
     }
 
     #[test]

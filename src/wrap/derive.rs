@@ -56,6 +56,14 @@ impl DeriveContext {
         }
     }
 
+    /// An executable regular file (never, for an assumed filesystem).
+    fn is_executable(&self, p: &Path) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        self.assume.is_none()
+            && std::fs::metadata(p)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+
     fn exists(&self, p: &Path) -> bool {
         self.is_dir(p) || self.is_file(p) || (self.assume.is_none() && p.exists())
     }
@@ -86,11 +94,13 @@ pub struct Derived {
     /// What the user should know (a directory too broad to be a root, an unreadable
     /// `envFile`, an env path that does not exist, a variable that hands over an agent).
     pub notes: Vec<String>,
+    /// Grants learned by a trial start (`wrap --learn`), already in `read`/`write`.
+    pub learned: Vec<super::Learned>,
 }
 
 impl Derived {
     /// The `rootfence run` options, in a stable order: env, roots, read, write.
-    pub(crate) fn options(&self) -> Vec<String> {
+    pub fn options(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (flag, values) in [
             ("--env", &self.env),
@@ -109,6 +119,21 @@ impl Derived {
             }
         }
         out
+    }
+
+    /// Adds grants learned by a trial start (to `read`/`write`, once each).
+    pub(crate) fn add_learned(&mut self, learned: &[super::Learned]) {
+        for l in learned {
+            let list = if l.flag == "--write" {
+                &mut self.write
+            } else {
+                &mut self.read
+            };
+            if !list.contains(&l.path) {
+                list.push(l.path.clone());
+                self.learned.push(l.clone());
+            }
+        }
     }
 
     /// Whether anything was derived.
@@ -204,8 +229,15 @@ pub(crate) fn derive(entry: &EntryView, ctx: &DeriveContext) -> Derived {
             // A file named on the command line (`--db-path /w/app/dev.db`) is the
             // server's own state, like a path in its env; only when it exists, because an
             // argument that does not is as likely a name as a path.
+            // An executable (`uvx --python ~/.pyenv/versions/3.12.1/bin/python3.12`) is a
+            // program the server runs, not its state: the sandbox follows it to its install
+            // at launch and grants that read-exec (src/sandbox/runtime.rs); granting its
+            // directory read-write would let the server change what later sessions run.
             let path = expand(value, ctx).filter(|p| p.is_absolute());
-            if path.is_some_and(|p| ctx.is_file(&p)) {
+            let program = path
+                .as_deref()
+                .is_some_and(|p| ctx.is_executable(p) && !SYSTEM.iter().any(|s| p.starts_with(s)));
+            if !program && path.is_some_and(|p| ctx.is_file(&p)) {
                 derive_state_path("its argument", value, ctx, &mut d);
             }
         }
@@ -576,6 +608,30 @@ mod tests {
         assert!(d.roots.is_empty(), "{d:?}");
         assert_eq!(d.write, [f.display().to_string()]);
         assert!(d.notes[0].contains("its argument names"), "{:?}", d.notes);
+        // An interpreter named on the command line is a program, never its state: no
+        // `--write` for its `bin/` (the sandbox grants its install read-exec at launch).
+        let py = base.join("pyenv/versions/3.12.1/bin/python3.12");
+        std::fs::create_dir_all(py.parent().unwrap()).unwrap();
+        std::fs::write(&py, "").unwrap();
+        std::fs::set_permissions(&py, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        for args in [
+            vec![
+                "--python".to_owned(),
+                py.display().to_string(),
+                "mcp-server-git".into(),
+            ],
+            vec![
+                format!("--python={}", py.display()),
+                "mcp-server-git".into(),
+            ],
+        ] {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let d = derive(&view("uvx", &args, &[]), &ctx);
+            assert!(
+                d.write.is_empty() && d.read.is_empty() && d.roots.is_empty(),
+                "{d:?}"
+            );
+        }
         // VS Code's variable is kept for the host to expand.
         let d = derive(
             &view("npx", &["server-filesystem", "${workspaceFolder}"], &[]),

@@ -436,15 +436,18 @@ pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapE
             }
             let (entry, shape) = classify(text, &m.value)?;
             let mut derived = Derived::default();
+            let mut view = EntryView::default();
             let action = match shape {
                 Shape::Remote(note) => Action::Remote(note),
                 Shape::Inert(note) => Action::Skipped(note),
                 Shape::Problem(why) => Action::Problem(why),
                 Shape::Wrapped(w) => {
+                    let server = &w.items[w.dashdash + 1..];
+                    view = entry_view(&entry, server);
                     if let Some(ctx) = &opts.derive {
-                        let server = &w.items[w.dashdash + 1..];
-                        derived = derive::derive(&entry_view(&entry, server), ctx);
+                        derived = derive::derive(&view, ctx);
                     }
+                    add_learned(&mut derived, opts, &m.key);
                     let mut wanted = wanted.clone();
                     wanted.extend(derived.options());
                     let same = w.command.as_str() == Some(opts.rootfence.as_str())
@@ -460,11 +463,13 @@ pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapE
                     }
                 }
                 Shape::Stdio { command, args } => {
+                    let mut server = vec![command.clone()];
+                    server.extend(args.unwrap_or(&[]).iter().cloned());
+                    view = entry_view(&entry, &server);
                     if let Some(ctx) = &opts.derive {
-                        let mut server = vec![command.clone()];
-                        server.extend(args.unwrap_or(&[]).iter().cloned());
-                        derived = derive::derive(&entry_view(&entry, &server), ctx);
+                        derived = derive::derive(&view, ctx);
                     }
+                    add_learned(&mut derived, opts, &m.key);
                     let mut wanted = wanted.clone();
                     wanted.extend(derived.options());
                     wrap_entry(text, &entry, command, args, &wanted, opts, &mut edits);
@@ -473,10 +478,27 @@ pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapE
             };
             let mut r = report(&lines, map, m, &entry, action);
             r.derived = derived;
+            if !view.command.is_empty() {
+                r.server_argv = std::iter::once(view.command).chain(view.args).collect();
+            }
+            r.env_values = view
+                .env
+                .into_iter()
+                .filter_map(|(k, v)| Some((k, v?)))
+                .collect();
             servers.push(r);
         }
     }
     Ok(finish(text, edits, servers))
+}
+
+/// The grants learned for server `name`, after the derived ones.
+fn add_learned(derived: &mut Derived, opts: &WrapOptions, name: &str) {
+    for (server, learned) in &opts.learned {
+        if server == name {
+            derived.add_learned(learned);
+        }
+    }
 }
 
 /// Plans the unwrap of every selected wrapped entry.
@@ -592,6 +614,8 @@ fn report(
             .map(|ms| ms.iter().map(|m| m.key.clone()).collect())
             .unwrap_or_default(),
         derived: Derived::default(),
+        server_argv: Vec::new(),
+        env_values: Vec::new(),
         action,
     }
 }
@@ -761,6 +785,7 @@ mod tests {
             servers: vec![],
             rewrap: false,
             derive: None,
+            learned: Vec::new(),
         }
     }
 

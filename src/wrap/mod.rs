@@ -46,6 +46,7 @@ mod diff;
 mod edit;
 mod hosts;
 mod jsonc;
+pub mod learn;
 mod write;
 
 pub use derive::{Assumed, DeriveContext, Derived, command_roots};
@@ -73,6 +74,21 @@ pub struct WrapOptions {
     /// values; see `docs/wrap.md`). `None` derives nothing. Derivation reads the
     /// filesystem.
     pub derive: Option<DeriveContext>,
+    /// Grants learned by trying the servers (`rootfence wrap --learn`), by server name:
+    /// added to that entry's options after what derivation gives, each with its reason
+    /// (kept in [`Derived::learned`] for the report).
+    pub learned: Vec<(String, Vec<Learned>)>,
+}
+
+/// A grant `rootfence wrap --learn` found a server needs to start (see `docs/wrap.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Learned {
+    /// `--read` or `--write`.
+    pub flag: &'static str,
+    /// The absolute path granted.
+    pub path: String,
+    /// Why: what the server was denied, and what was done.
+    pub why: String,
 }
 
 /// How to unwrap.
@@ -116,6 +132,11 @@ pub struct ServerReport {
     pub env: Vec<String>,
     /// The options derived from the entry (empty without [`WrapOptions::derive`]).
     pub derived: Derived,
+    /// The server's own command line (after `--` for a wrapped entry), as the entry
+    /// spells it (host variables unexpanded).
+    pub server_argv: Vec<String>,
+    /// The entry's `env`, names with their string values.
+    pub env_values: Vec<(String, String)>,
     /// What happened.
     pub action: Action,
 }
