@@ -77,6 +77,11 @@ pub struct RelayConfig {
     pub timing: GenTiming,
     /// Who is told about each host request's life (telemetry); `None` costs nothing.
     pub observer: Option<Arc<dyn Observer>>,
+    /// The most server generations of the session alive at once (at least 2: the one
+    /// serving and the one starting). Starting one more ends the oldest beyond it at once:
+    /// what they still hold is answered with an error asking the host to send it again,
+    /// and their processes are killed.
+    pub max_generations: usize,
     /// Forward SIGINT, SIGTERM and SIGHUP sent to rootfence to the server (true for
     /// `rootfence run`, whose signals are the session's). `rootfence serve` runs many
     /// sessions in one process and turns its own signals into a drain instead.
@@ -108,11 +113,16 @@ impl RelayConfig {
                 grace: Duration::from_secs(5),
             },
             observer: None,
+            max_generations: DEFAULT_MAX_GENERATIONS,
             forward_signals: true,
             forward_hangup: true,
         }
     }
 }
+
+/// Default of [`RelayConfig::max_generations`]: the generation serving, the one starting,
+/// and one finishing what it holds.
+pub const DEFAULT_MAX_GENERATIONS: usize = 3;
 
 /// Why a session ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -553,6 +563,7 @@ impl Loop<'_> {
                 _keep: launch.keep,
             },
         );
+        self.make_room(generation);
         let timing = self.cfg.timing;
         let started = launch.started;
         tokio::spawn(async move {
@@ -587,6 +598,33 @@ impl Loop<'_> {
             self.stop(generation);
         }
         Ok(())
+    }
+
+    /// Ends the oldest generations beyond [`RelayConfig::max_generations`] (never `newest`):
+    /// their requests are answered with an error asking the host to send them again, their
+    /// process groups (and with the PID namespace, everything they started) killed.
+    fn make_room(&mut self, newest: Gen) {
+        let max = self.cfg.max_generations.max(2);
+        while self.running.len() > max {
+            let Some(&oldest) = self.running.keys().next() else {
+                return;
+            };
+            if oldest == newest {
+                return;
+            }
+            tracing::warn!(
+                "{} server generations alive (at most {max}): ending generation {oldest}",
+                self.running.len()
+            );
+            for p in self.session.take_pending_of(oldest) {
+                self.session
+                    .send_detached(Side::Host, generation::restarted_error(&p));
+            }
+            if let Some(r) = self.running.remove(&oldest) {
+                child::signal_group(r.pgid, Signal::SIGKILL);
+            }
+            self.stoppers.forget(oldest);
+        }
     }
 
     /// Handles one generation event; `Some(status)` when the session ends.
@@ -672,6 +710,24 @@ impl Loop<'_> {
             }
             GenEvent::Retired(generation) => {
                 self.stop(generation);
+                None
+            }
+            GenEvent::Failed(generation, cause)
+                if generation < self.session.generation()
+                    || !self.running.contains_key(&generation) && newest > Some(generation) =>
+            {
+                // A newer generation was asked for while this one started (or it was ended
+                // to make room): superseded, not a failure of the session.
+                tracing::info!(
+                    "server generation {generation} was superseded while starting ({cause})"
+                );
+                for p in self.session.take_pending_of(generation) {
+                    self.session
+                        .send_detached(Side::Host, generation::restarted_error(&p));
+                }
+                if let Some(r) = self.running.get(&generation) {
+                    child::signal_group(r.pgid, Signal::SIGKILL);
+                }
                 None
             }
             GenEvent::Failed(generation, cause) => {
