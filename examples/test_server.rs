@@ -17,8 +17,9 @@
 //! - `ask_host` `{method, params?, id?}`: sends that request to the host (id `"srv-N"` unless
 //!   given), and answers the original request with `{"host_response": <the host's message>}`.
 //! - `stderr` `{text}`: writes `text` and a newline to stderr.
-//! - `resources/read` `{uri, _rawResult}`: answers with the text of `_rawResult` as the
-//!   result, verbatim (without `_rawResult`, reads are not served: method not found).
+//! - `resources/read` `{uri, _rawResult, _delayMs?}`: answers with the text of `_rawResult`
+//!   as the result, verbatim, after `_delayMs` if given (without `_rawResult`, reads are not
+//!   served: method not found).
 //!
 //! - `read_path` `{path}`: reads the file itself, bypassing every protocol check (so tests
 //!   can see what the OS sandbox lets the server reach): `{text}` or `{error, errno}`; also as
@@ -225,7 +226,18 @@ fn handle(line: &str, asked: &Asked, next_ask: &mut u64, caps_pid: bool) {
             // in `_rawResult` (so tests can script any server output); without it, reads are
             // not served.
             "resources/read" | "resources/list" if params.get("_rawResult").is_some() => {
-                respond(id, params["_rawResult"].as_str().unwrap_or("{}"));
+                let raw = params["_rawResult"].as_str().unwrap_or("{}").to_owned();
+                match params["_delayMs"].as_u64() {
+                    // A slow server: the answer comes later, from another thread.
+                    Some(ms) => {
+                        let id = id.to_owned();
+                        std::thread::spawn(move || {
+                            std::thread::sleep(Duration::from_millis(ms));
+                            respond(&id, &raw);
+                        });
+                    }
+                    None => respond(id, &raw),
+                }
             }
             "echo" => respond(id, msg.params.map_or("null", RawValue::get)),
             "slow" => {
