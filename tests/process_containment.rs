@@ -1,10 +1,13 @@
 //! Process containment (issue 28, item 1), written as the attack: a server starts a daemon
 //! (`setsid`, its parent exits, it lives on with the server's Landlock grants) and the daemon
 //! must be gone when its generation is retired, when the session ends, and when rootfence
-//! itself is killed with SIGKILL. Every test runs the real binary with the default sandbox
-//! (best-effort), which puts each generation in a PID namespace under a minimal init.
+//! itself is killed with SIGKILL, and when a `serve` session is deleted. Every test runs the
+//! real binary with the default sandbox (best-effort), which puts each generation in a PID
+//! namespace under a minimal init.
 
 mod common;
+#[path = "common/serve_harness.rs"]
+mod serve_harness;
 
 use std::path::Path;
 use std::process::Command;
@@ -239,4 +242,24 @@ fn a_normal_user_gets_the_namespace_through_a_user_namespace() {
         stderr.contains("(in a user namespace)"),
         "the report says how:\n{stderr}"
     );
+}
+
+#[test]
+fn a_daemon_of_a_serve_session_is_gone_after_delete() {
+    let t = common::tempdir();
+    let dir = t.path().display().to_string();
+    let serve = serve_harness::Serve::start(&["--write", &dir], &[&test_server()]);
+    let id = serve.open_session(&[]);
+    let sid = ("Mcp-Session-Id", id.as_str());
+    let r = serve.post(&[sid], r#"{"jsonrpc":"2.0","id":2,"method":"daemon"}"#);
+    assert_eq!(r.status, 200, "{r:?}");
+    let daemon = r.json()["result"]["pid"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no daemon: {r:?}; stderr:\n{}", serve.stderr()))
+        as i32;
+    let _k = kill_on_failure(daemon);
+    assert!(alive(daemon));
+    let r = serve.request("DELETE", "/mcp", &[sid], b"");
+    assert_eq!(r.status, 204, "{r:?}");
+    eventually("the deleted session's daemon is gone", || !alive(daemon));
 }
