@@ -391,17 +391,18 @@ where
     }
     let cause = child::describe_status(final_status);
     let waiting = session.server_gone(&cause);
-    // The server died before answering `initialize` (the host's is waiting, or the server
-    // ended on its own before the host sent it): say why, with its last words.
+    // The server ended on its own before answering `initialize` (the host's is waiting, or
+    // the host has not sent it yet): say why, with its last words.
     let initialize_waiting = waiting
         .iter()
         .any(|p| &*p.method == crate::mcp::methods::INITIALIZE);
-    let ended_alone = matches!(
+    let ended_alone = session.handshake().first_result.is_none();
+    let server_ended = matches!(
         loop_state.cause,
         None | Some(EndCause::ServerExited | EndCause::ServerClosedOutput)
-    ) && session.handshake().first_result.is_none();
+    );
     let death = match loop_state.newest_words.take() {
-        Some(words) if initialize_waiting || ended_alone => {
+        Some(words) if server_ended && (initialize_waiting || ended_alone) => {
             // Let the stderr thread read what the server wrote last (bounded: a process it
             // left behind may hold the pipe open when there is no PID namespace).
             let until = tokio::time::Instant::now() + cfg.drain;
