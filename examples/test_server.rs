@@ -17,13 +17,17 @@
 //! - `ask_host` `{method, params?, id?}`: sends that request to the host (id `"srv-N"` unless
 //!   given), and answers the original request with `{"host_response": <the host's message>}`.
 //! - `stderr` `{text}`: writes `text` and a newline to stderr.
-//! - `resources/read` `{uri, _rawResult}`: answers with the text of `_rawResult` as the
-//!   result, verbatim (without `_rawResult`, reads are not served: method not found).
+//! - `resources/read` `{uri, _rawResult, _delayMs?}`: answers with the text of `_rawResult`
+//!   as the result, verbatim, after `_delayMs` if given (without `_rawResult`, reads are not
+//!   served: method not found).
 //!
 //! - `read_path` `{path}`: reads the file itself, bypassing every protocol check (so tests
 //!   can see what the OS sandbox lets the server reach): `{text}` or `{error, errno}`; also as
 //!   the tool `read_path` (`tools/call`, argument `path`).
-//! - `pid`: `{pid}` of this process (which server generation answers).
+//! - `pid`: `{pid}` of this process (which server generation answers), as the test sees it
+//!   (rootfence runs the server in a PID namespace of its own, where it is PID 2).
+//! - `daemon`: starts a daemon, as a server's background helper would (`setsid`, parent
+//!   exits, it lives on), and answers `{pid}` with its pid as the test sees it.
 //! - `resources/subscribe`, `resources/unsubscribe`, `logging/setLevel`: `{}`.
 //!
 //! Options: `--log FILE` appends every line received, verbatim, to FILE (so tests can check
@@ -39,6 +43,39 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
+
+/// This process's pid in the namespace of `/proc` (the test's), not in the server's own
+/// PID namespace.
+fn host_pid() -> u32 {
+    std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|p| p.to_str()?.parse().ok())
+        .unwrap_or_else(std::process::id)
+}
+
+/// Starts a copy of this program in a new session (through `setsid -f`, which forks first)
+/// that prints its pid as `/proc` shows it and sleeps; returns that pid.
+fn daemon() -> Value {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let out = std::process::Command::new("setsid")
+        .arg("-f")
+        .arg(exe)
+        .arg("--daemon-child")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            let mut line = String::new();
+            let mut r = std::io::BufReader::new(c.stdout.take().expect("piped"));
+            r.read_line(&mut line)?;
+            let _ = c.wait();
+            Ok(line)
+        });
+    match out {
+        Ok(line) => json!({"pid": line.trim().parse::<u64>().ok()}),
+        Err(e) => json!({"error": e.to_string()}),
+    }
+}
 
 /// One whole line per write, so answers from helper threads never interleave.
 fn send(line: &str) {
@@ -88,6 +125,11 @@ fn main() {
                 linger = Duration::from_millis(ms);
             }
             "--caps-pid" => caps_pid = true,
+            "--daemon-child" => {
+                println!("{}", host_pid());
+                std::thread::sleep(Duration::from_secs(300));
+                return;
+            }
             "--once" => {
                 let marker = args.next().expect("--once needs a file");
                 if std::path::Path::new(&marker).exists() {
@@ -160,7 +202,7 @@ fn handle(line: &str, asked: &Asked, next_ask: &mut u64, caps_pid: bool) {
                     "serverInfo": {"name": "rootfence-test-server", "version": "0.0.0"}
                 });
                 if caps_pid {
-                    result["capabilities"]["experimental"] = json!({"pid": std::process::id()});
+                    result["capabilities"]["experimental"] = json!({"pid": host_pid()});
                     result["capabilities"]["tools"] = json!({"listChanged": true});
                 }
                 respond(id, &result.to_string());
@@ -168,7 +210,8 @@ fn handle(line: &str, asked: &Asked, next_ask: &mut u64, caps_pid: bool) {
             "ping" | "resources/subscribe" | "resources/unsubscribe" | "logging/setLevel" => {
                 respond(id, "{}")
             }
-            "pid" => respond(id, &json!({"pid": std::process::id()}).to_string()),
+            "pid" => respond(id, &json!({"pid": host_pid()}).to_string()),
+            "daemon" => respond(id, &daemon().to_string()),
             "read_path" => respond(id, &read_path(&params["path"]).to_string()),
             "tools/call" if params["name"] == "read_path" => {
                 let r = read_path(&params["arguments"]["path"]);
@@ -183,7 +226,18 @@ fn handle(line: &str, asked: &Asked, next_ask: &mut u64, caps_pid: bool) {
             // in `_rawResult` (so tests can script any server output); without it, reads are
             // not served.
             "resources/read" | "resources/list" if params.get("_rawResult").is_some() => {
-                respond(id, params["_rawResult"].as_str().unwrap_or("{}"));
+                let raw = params["_rawResult"].as_str().unwrap_or("{}").to_owned();
+                match params["_delayMs"].as_u64() {
+                    // A slow server: the answer comes later, from another thread.
+                    Some(ms) => {
+                        let id = id.to_owned();
+                        std::thread::spawn(move || {
+                            std::thread::sleep(Duration::from_millis(ms));
+                            respond(&id, &raw);
+                        });
+                    }
+                    None => respond(id, &raw),
+                }
             }
             "echo" => respond(id, msg.params.map_or("null", RawValue::get)),
             "slow" => {

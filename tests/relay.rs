@@ -412,7 +412,11 @@ fn sighup_reloads_the_policy_and_the_server_keeps_running() {
 fn server_dies_with_rootfence_even_on_sigkill() {
     let dir = tempdir();
     let pidfile = dir.path().join("pid");
-    let script = format!("echo $$ > {}; exec sleep 30", pidfile.display());
+    // The pid as this test sees it (`$$` is the server's pid in its own PID namespace).
+    let script = format!(
+        "read -r pid _ < /proc/self/stat; echo $pid > {}; exec sleep 30",
+        pidfile.display()
+    );
     let mut p = Proxy::run(&[], &["sh", "-c", &script]);
     eventually("the server wrote its pid", || {
         std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
@@ -436,7 +440,8 @@ fn processes_left_in_the_server_group_are_killed_no_zombies() {
     let pidfile = dir.path().join("pid");
     // The server starts a background process in its group, then exits.
     let script = format!(
-        "sleep 30 </dev/null >/dev/null 2>&1 & echo $! > {}; exit 0",
+        "sleep 30 </dev/null >/dev/null 2>&1 & read -r me _ < /proc/self/stat; \
+         read -r kid < /proc/$me/task/$me/children; echo $kid > {}; exit 0",
         pidfile.display()
     );
     let mut p = Proxy::run(&[], &["sh", "-c", &script]);

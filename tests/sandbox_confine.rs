@@ -26,6 +26,7 @@ use rootfence::sandbox::{
 const CHILD_ENV: &str = "RF_SANDBOX_CHILD";
 const EACCES: &str = "errno=13";
 const EPERM: &str = "errno=1";
+const ESRCH: &str = "errno=3";
 const EXDEV: &str = "errno=18";
 const OK: &str = "ok";
 
@@ -718,11 +719,20 @@ fn signals_and_abstract_sockets_outside_the_sandbox_are_refused() {
         (format!("abstract-own|{name}-inner"), OK),
     ];
     let actions: Vec<String> = cases.iter().map(|(a, _)| a.clone()).collect();
-    let run = run_child(&s, &actions, &[]);
+    // Without the server's PID namespace, which would hide this process altogether
+    // (ESRCH, checked below): here Landlock's scope alone refuses the signal. (Best
+    // effort: strict mode refuses to start without the namespace.)
+    let mut best_effort = s.clone();
+    best_effort.mode = SandboxMode::BestEffort;
+    let run = run_child(&best_effort, &actions, &[(sandbox::PIDNS_ENV, "off")]);
     let cases: Vec<(&str, &str)> = cases.iter().map(|(a, w)| (a.as_str(), *w)).collect();
     run.expect(&cases);
     let report = run.report.unwrap();
     assert!(report.scopes.signals && report.scopes.abstract_unix_sockets);
+    // In its PID namespace the server cannot even name a process outside it.
+    let outside = format!("signal|{}", std::process::id());
+    let run = run_child(&s, std::slice::from_ref(&outside), &[]);
+    run.expect(&[(outside.as_str(), ESRCH)]);
 }
 
 #[test]

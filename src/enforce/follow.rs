@@ -11,6 +11,14 @@
 //! This module decides *when*; how a server is prepared for a set of roots (the sandbox spec,
 //! the launcher command) is the [`ServerLauncher`]'s business, and how the switch is carried
 //! out is the relay's.
+//!
+//! One start at a time (issue 28): while a generation is starting, a change of roots does
+//! not start another; the newest grants wait, prepared, and start once the start under way
+//! is over (a change back to the grants being started cancels the wait). So a storm of
+//! changes costs at most one start at a time, and a change never cuts a start short (which
+//! would count as "could not start" and end the session). Meanwhile the protocol layer
+//! already enforces the newest roots; the kernel's boundary catches up when the waiting
+//! generation is up.
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -48,15 +56,28 @@ pub(super) struct Follower {
     mode: FollowRoots,
     audit: Recorder,
     fatal: watch::Sender<Option<String>>,
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
 }
 
 #[derive(Default)]
 struct State {
-    /// The newest generation asked for (0: none yet).
+    /// The newest generation asked for or waiting (0: none yet).
     generation: Gen,
     /// Its grants.
     grants: Vec<SandboxRoot>,
+    /// A generation is starting (asked of the relay, not yet up or failed), with its grants.
+    starting: Option<Vec<SandboxRoot>>,
+    /// The generation to start once the start under way is over (the newest grants).
+    waiting: Option<Start>,
+}
+
+/// A prepared generation and what its audit record needs.
+struct Start {
+    generation: Gen,
+    launch: Launch,
+    report: ReportSlot,
+    grants: Vec<SandboxRoot>,
+    record: audit::ServerStart,
 }
 
 impl std::fmt::Debug for Follower {
@@ -79,7 +100,7 @@ impl Follower {
             mode,
             audit,
             fatal,
-            state: Mutex::default(),
+            state: Arc::default(),
         }
     }
 
@@ -168,7 +189,21 @@ impl Follower {
         let Some(launcher) = &self.launcher else {
             return;
         };
-        let generation = st.generation + 1;
+        let grants = launcher.grants(roots);
+        if st.waiting.is_some() && st.starting.as_ref() == Some(&grants) {
+            // Back to the grants being started: nothing more to start.
+            tracing::info!(
+                "the roots moved back ({trigger}); the waiting generation is not needed"
+            );
+            st.waiting = None;
+            st.grants = grants;
+            return;
+        }
+        // A waiting generation is replaced: it keeps its number.
+        let generation = match &st.waiting {
+            Some(w) => w.generation,
+            None => st.generation + 1,
+        };
         let (launch, report) = match launcher.prepare(roots, generation) {
             Ok(prepared) => prepared,
             Err(e) => {
@@ -179,46 +214,110 @@ impl Follower {
             }
         };
         st.generation = generation;
-        st.grants = launcher.grants(roots);
-        let answer = session.launch(launch);
-        let audit = self.audit.clone();
-        let record = audit::ServerStart {
+        st.grants = grants.clone();
+        let start = Start {
             generation,
-            trigger: trigger.to_owned(),
-            roots: roots
-                .roots()
-                .iter()
-                .map(|r| AuditUri::new(r.uri().as_str()))
-                .collect(),
-            ..audit::ServerStart::default()
+            launch,
+            report,
+            grants,
+            record: audit::ServerStart {
+                generation,
+                trigger: trigger.to_owned(),
+                roots: roots
+                    .roots()
+                    .iter()
+                    .map(|r| AuditUri::new(r.uri().as_str()))
+                    .collect(),
+                ..audit::ServerStart::default()
+            },
         };
-        tokio::spawn(async move {
-            match answer.await {
-                Ok(Ok(launched)) => {
-                    for d in &launched.differences {
-                        crate::stderr_line!(
-                            "rootfence: warning: server generation {generation} answers `initialize` differently: {d}"
-                        );
-                    }
-                    for uri in &launched.lost_subscriptions {
-                        crate::stderr_line!(
-                            "rootfence: warning: server generation {generation} did not renew the subscription to {uri}"
-                        );
-                    }
-                    audit.record(Event::ServerStart(audit::ServerStart {
-                        sandbox: report.get().map(EnforcementReport::audit_record),
-                        differences: launched.differences,
-                        lost_subscriptions: launched.lost_subscriptions,
-                        ..record
-                    }));
-                }
-                Ok(Err(e)) => {
+        if st.starting.is_some() {
+            tracing::info!(
+                "server generation {generation} waits for the start under way to finish"
+            );
+            st.waiting = Some(start);
+            return;
+        }
+        st.starting = Some(start.grants.clone());
+        // Asked of the session now, not in the task: from this moment on, host messages go
+        // to the new generation.
+        let started = start.ask(session);
+        tokio::spawn(starts(
+            Arc::clone(&self.state),
+            Arc::clone(session),
+            self.audit.clone(),
+            started,
+        ));
+    }
+}
+
+/// A generation asked of the relay, waiting for its answer.
+struct Started {
+    generation: Gen,
+    report: ReportSlot,
+    record: audit::ServerStart,
+    answer: tokio::sync::oneshot::Receiver<Result<crate::relay::Launched, String>>,
+}
+
+impl Start {
+    fn ask(self, session: &Session) -> Started {
+        Started {
+            generation: self.generation,
+            report: self.report,
+            record: self.record,
+            answer: session.launch(self.launch),
+        }
+    }
+}
+
+/// Waits for `started`, then starts each generation that waited for it, one at a time.
+async fn starts(
+    state: Arc<Mutex<State>>,
+    session: Arc<Session>,
+    audit: Recorder,
+    started: Started,
+) {
+    let mut next = Some(started);
+    while let Some(Started {
+        generation,
+        report,
+        record,
+        answer,
+    }) = next.take()
+    {
+        let ok = match answer.await {
+            Ok(Ok(launched)) => {
+                for d in &launched.differences {
                     crate::stderr_line!(
-                        "rootfence: error: server generation {generation} did not start: {e}"
+                        "rootfence: warning: server generation {generation} answers `initialize` differently: {d}"
                     );
                 }
-                Err(_) => {}
+                for uri in &launched.lost_subscriptions {
+                    crate::stderr_line!(
+                        "rootfence: warning: server generation {generation} did not renew the subscription to {uri}"
+                    );
+                }
+                audit.record(Event::ServerStart(audit::ServerStart {
+                    sandbox: report.get().map(EnforcementReport::audit_record),
+                    differences: launched.differences,
+                    lost_subscriptions: launched.lost_subscriptions,
+                    ..record
+                }));
+                true
             }
-        });
+            Ok(Err(e)) => {
+                crate::stderr_line!(
+                    "rootfence: error: server generation {generation} did not start: {e}"
+                );
+                false
+            }
+            Err(_) => false,
+        };
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        // After a failed start the session is ending: start nothing more.
+        let waiting = st.waiting.take().filter(|_| ok);
+        st.starting = waiting.as_ref().map(|w| w.grants.clone());
+        // Asked under the lock, so a change of roots meanwhile sees it as starting.
+        next = waiting.map(|w| w.ask(&session));
     }
 }

@@ -130,6 +130,13 @@ impl Live {
     }
 }
 
+/// A read request's verdict and the root set it was made under, by request id.
+type ReadVerdicts = std::collections::HashMap<
+    crate::jsonrpc::IdKey,
+    (Checked, Option<std::sync::Weak<RootSet>>),
+    foldhash::fast::RandomState,
+>;
+
 struct Inner {
     /// The policy in force (swapped by [`Enforcer::reload`]).
     live: arc_swap::ArcSwap<Live>,
@@ -139,14 +146,16 @@ struct Inner {
     audit: Recorder,
     start: Mutex<Option<StartHook>>,
     fatal: watch::Sender<Option<String>>,
-    /// The verdicts of forwarded `resources/read` requests, by request id: a result item
-    /// naming exactly the URI that was checked reuses its verdict instead of resolving the
-    /// same path again. Bounded: cleared when it grows past [`READ_VERDICTS`]. Keyed with
-    /// foldhash, seeded per map: the host picks the ids, and the map is bounded, so SipHash's
-    /// stronger guarantee is not worth its cost on every read.
-    read_verdicts: Mutex<
-        std::collections::HashMap<crate::jsonrpc::IdKey, Checked, foldhash::fast::RandomState>,
-    >,
+    /// The verdicts of forwarded `resources/read` requests, by request id, with the root set
+    /// they were made under: a result item naming exactly the URI that was checked reuses
+    /// its verdict instead of resolving the same path again, but only while the roots are
+    /// that same set; after any change the result is judged again under the roots in force
+    /// when it is delivered (issue 28: a slow answer must not bring a removed root's
+    /// content). The `Weak` keeps the set's allocation, not its contents, so a new set can
+    /// never share its address. Bounded: cleared when it grows past [`READ_VERDICTS`]. Keyed
+    /// with foldhash, seeded per map: the host picks the ids, and the map is bounded, so
+    /// SipHash's stronger guarantee is not worth its cost on every read.
+    read_verdicts: Mutex<ReadVerdicts>,
     /// What the host subscribed to: canonical `file:` URIs, or other URIs verbatim.
     subscriptions: Mutex<HashSet<String>>,
     /// Operator roots dropped at start, audited once the log is open.
@@ -530,6 +539,7 @@ impl Interceptor for Enforcer {
             method: msg.method,
             id: msg.id,
             roots: roots.as_deref(),
+            roots_arc: roots.as_ref(),
             changed: std::cell::Cell::new(false),
             stateless: session.revision().is_some_and(|r| r.is_stateless()),
         };
@@ -677,6 +687,9 @@ struct Ctx<'a> {
     method: &'a str,
     id: Option<&'a Id>,
     roots: Option<&'a RootSet>,
+    /// The same roots as shared: a verdict kept across the server's answer remembers which
+    /// set it was made under (see `read_verdicts`).
+    roots_arc: Option<&'a Arc<RootSet>>,
     changed: std::cell::Cell<bool>,
     /// The peers speak 2026-07-28 or later (results carry `resultType`, not-found is -32602).
     stateless: bool,
@@ -752,6 +765,7 @@ impl Inner {
             method: &method,
             id: id.as_ref(),
             roots: roots.as_deref(),
+            roots_arc: roots.as_ref(),
             // When the original bytes could mean something else than the parsed value, the
             // checked value is always what gets forwarded.
             changed: std::cell::Cell::new(!verbatim_ok),
@@ -1013,6 +1027,7 @@ impl Inner {
             method: ctx.method,
             id: ctx.id,
             roots: roots_now.as_deref(),
+            roots_arc: roots_now.as_ref(),
             changed: std::cell::Cell::new(ctx.changed.get()),
             stateless: stateless || ctx.stateless,
         };
@@ -1131,7 +1146,7 @@ impl Inner {
         if kept.len() >= READ_VERDICTS {
             kept.clear();
         }
-        kept.insert(id.key().clone(), c);
+        kept.insert(id.key().clone(), (c, ctx.roots_arc.map(Arc::downgrade)));
         drop(kept);
         self.done_ctx(ctx, message)
     }
@@ -1351,10 +1366,18 @@ impl Inner {
             return self.done_ctx(ctx, message);
         }
         let mut prior = ctx.id.and_then(|id| {
-            self.read_verdicts
+            let (verdict, made_under) = self
+                .read_verdicts
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .remove(id.key())
+                .remove(id.key())?;
+            // Made under the roots still in force, or judged again.
+            let same = match (&made_under, ctx.roots_arc) {
+                (Some(w), Some(now)) => std::ptr::eq(w.as_ptr(), Arc::as_ptr(now)),
+                (None, None) => true,
+                _ => false,
+            };
+            same.then_some(verdict)
         });
         let mut last_denied: Option<(String, Checked)> = None;
         let mut kept = Vec::with_capacity(contents.len());

@@ -29,6 +29,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -212,7 +213,7 @@ impl Inner {
         if kept.len() >= READ_VERDICTS {
             kept.clear();
         }
-        kept.insert(id.key().clone(), c);
+        kept.insert(id.key().clone(), (c, ctx.roots_arc.map(Arc::downgrade)));
         Some(Action::Forward)
     }
 
@@ -240,8 +241,17 @@ impl Inner {
         // The item names exactly the URI its request was allowed for: the request's record is
         // its record, as on the value path.
         let mut kept = self.read_verdicts.lock().unwrap_or_else(|e| e.into_inner());
-        let prior = kept.get(id.key())?;
+        let (prior, made_under) = kept.get(id.key())?;
         if !prior.allow || prior.canonical.as_ref().map(|u| u.as_str()) != Some(uri) {
+            return None;
+        }
+        // The roots changed since the request: the value path judges it again.
+        let same = match (made_under, ctx.roots_arc) {
+            (Some(w), Some(now)) => std::ptr::eq(w.as_ptr(), Arc::as_ptr(now)),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
             return None;
         }
         kept.remove(id.key());

@@ -89,6 +89,7 @@ impl World {
             method,
             id: Some(id),
             roots: Some(self.enforcer.inner.operator.set()),
+            roots_arc: None,
             changed: std::cell::Cell::new(false),
             stateless: false,
         }

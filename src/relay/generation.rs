@@ -202,19 +202,24 @@ pub(crate) async fn retire(session: Arc<Session>, generation: Gen, grace: Durati
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     for p in session.take_pending_of(generation) {
-        let cause = "the server was restarted under new roots";
-        let msg = format!(
-            "rootfence: {cause} before answering `{}`; send the request again",
-            p.method
-        );
-        let line = crate::jsonrpc::error::error_response(
-            Some(&p.id),
-            crate::jsonrpc::error::SERVER_GONE,
-            &msg,
-            Some(json!({"method": &*p.method, "restarted": true})),
-        );
-        session.send_detached(Side::Host, line.into());
+        session.send_detached(Side::Host, restarted_error(&p));
     }
+}
+
+/// The answer to a host request an old generation will not answer: send it again.
+pub(crate) fn restarted_error(p: &super::Pending) -> bytes::Bytes {
+    let msg = format!(
+        "rootfence: the server was restarted under new roots before answering `{}`; send the \
+         request again",
+        p.method
+    );
+    crate::jsonrpc::error::error_response(
+        Some(&p.id),
+        crate::jsonrpc::error::SERVER_GONE,
+        &msg,
+        Some(json!({"method": &*p.method, "restarted": true})),
+    )
+    .into()
 }
 
 /// What differs between two `initialize` results in ways a host notices.

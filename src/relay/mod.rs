@@ -77,6 +77,11 @@ pub struct RelayConfig {
     pub timing: GenTiming,
     /// Who is told about each host request's life (telemetry); `None` costs nothing.
     pub observer: Option<Arc<dyn Observer>>,
+    /// The most server generations of the session alive at once (at least 2: the one
+    /// serving and the one starting). Starting one more ends the oldest beyond it at once:
+    /// what they still hold is answered with an error asking the host to send it again,
+    /// and their processes are killed.
+    pub max_generations: usize,
     /// Forward SIGINT, SIGTERM and SIGHUP sent to rootfence to the server (true for
     /// `rootfence run`, whose signals are the session's). `rootfence serve` runs many
     /// sessions in one process and turns its own signals into a drain instead.
@@ -108,11 +113,16 @@ impl RelayConfig {
                 grace: Duration::from_secs(5),
             },
             observer: None,
+            max_generations: DEFAULT_MAX_GENERATIONS,
             forward_signals: true,
             forward_hangup: true,
         }
     }
 }
+
+/// Default of [`RelayConfig::max_generations`]: the generation serving, the one starting,
+/// and one finishing what it holds.
+pub const DEFAULT_MAX_GENERATIONS: usize = 3;
 
 /// Why a session ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -248,6 +258,7 @@ where
         host_in_done: false,
         cause: None,
         failed: false,
+        newest_words: None,
     };
     if let Some(command) = first_command {
         session.mark_launched();
@@ -378,7 +389,39 @@ where
         child::signal_group(r.pgid, Signal::SIGKILL);
         r.pump.abort();
     }
-    answer_waiting(&session, &child::describe_status(final_status));
+    let cause = child::describe_status(final_status);
+    let waiting = session.server_gone(&cause);
+    // The server ended on its own before answering `initialize` (the host's is waiting, or
+    // the host has not sent it yet): say why, with its last words.
+    let initialize_waiting = waiting
+        .iter()
+        .any(|p| &*p.method == crate::mcp::methods::INITIALIZE);
+    let ended_alone = session.handshake().first_result.is_none();
+    let server_ended = matches!(
+        loop_state.cause,
+        None | Some(EndCause::ServerExited | EndCause::ServerClosedOutput)
+    );
+    let death = match loop_state.newest_words.take() {
+        Some(words) if server_ended && (initialize_waiting || ended_alone) => {
+            // Let the stderr thread read what the server wrote last (bounded: a process it
+            // left behind may hold the pipe open when there is no PID namespace).
+            let until = tokio::time::Instant::now() + cfg.drain;
+            while !words.tail.finished() && tokio::time::Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let death = words.diagnose(&cause);
+            crate::stderr_line!("rootfence: {}", death.text);
+            Some(death)
+        }
+        _ => None,
+    };
+    for pending in waiting {
+        let line = match &death {
+            Some(d) if &*pending.method == crate::mcp::methods::INITIALIZE => d.error(&pending.id),
+            _ => pump::server_gone_error(&pending.id, &pending.method, &cause),
+        };
+        session.send_detached(Side::Host, line);
+    }
 
     // Everything for the host is queued; let the writer finish it.
     if !host_out_done {
@@ -419,6 +462,8 @@ struct Loop<'c> {
     cause: Option<EndCause>,
     /// A generation failed: the session is ending.
     failed: bool,
+    /// The newest generation's stderr tail and command line.
+    newest_words: Option<LastWords>,
 }
 
 impl Loop<'_> {
@@ -446,6 +491,12 @@ impl Loop<'_> {
             let _ = reply.send(Err(cause));
             return Ok(());
         }
+        let argv = child::server_argv(&launch.command);
+        let sandboxed = launch
+            .command
+            .get_args()
+            .next()
+            .is_some_and(|a| a == crate::sandbox::LAUNCHER_ARG);
         let server = match child::spawn(launch.command) {
             Ok(s) => s,
             Err(e) if up_front => return Err(e.into()),
@@ -461,7 +512,14 @@ impl Loop<'_> {
             pgid,
             stdin,
             stdout,
+            tail,
         } = server;
+        let last_words = LastWords {
+            tail,
+            argv,
+            sandboxed,
+        };
+        self.newest_words = Some(last_words);
         if let Some(o) = self.session.observer() {
             o.generation(generation, true);
         }
@@ -506,6 +564,7 @@ impl Loop<'_> {
                 _keep: launch.keep,
             },
         );
+        self.make_room(generation);
         let timing = self.cfg.timing;
         let started = launch.started;
         tokio::spawn(async move {
@@ -540,6 +599,33 @@ impl Loop<'_> {
             self.stop(generation);
         }
         Ok(())
+    }
+
+    /// Ends the oldest generations beyond [`RelayConfig::max_generations`] (never `newest`):
+    /// their requests are answered with an error asking the host to send them again, their
+    /// process groups (and with the PID namespace, everything they started) killed.
+    fn make_room(&mut self, newest: Gen) {
+        let max = self.cfg.max_generations.max(2);
+        while self.running.len() > max {
+            let Some(&oldest) = self.running.keys().next() else {
+                return;
+            };
+            if oldest == newest {
+                return;
+            }
+            tracing::warn!(
+                "{} server generations alive (at most {max}): ending generation {oldest}",
+                self.running.len()
+            );
+            for p in self.session.take_pending_of(oldest) {
+                self.session
+                    .send_detached(Side::Host, generation::restarted_error(&p));
+            }
+            if let Some(r) = self.running.remove(&oldest) {
+                child::signal_group(r.pgid, Signal::SIGKILL);
+            }
+            self.stoppers.forget(oldest);
+        }
     }
 
     /// Handles one generation event; `Some(status)` when the session ends.
@@ -627,6 +713,24 @@ impl Loop<'_> {
                 self.stop(generation);
                 None
             }
+            GenEvent::Failed(generation, cause)
+                if generation < self.session.generation()
+                    || !self.running.contains_key(&generation) && newest > Some(generation) =>
+            {
+                // A newer generation was asked for while this one started (or it was ended
+                // to make room): superseded, not a failure of the session.
+                tracing::info!(
+                    "server generation {generation} was superseded while starting ({cause})"
+                );
+                for p in self.session.take_pending_of(generation) {
+                    self.session
+                        .send_detached(Side::Host, generation::restarted_error(&p));
+                }
+                if let Some(r) = self.running.get(&generation) {
+                    child::signal_group(r.pgid, Signal::SIGKILL);
+                }
+                None
+            }
             GenEvent::Failed(generation, cause) => {
                 tracing::error!("server generation {generation} could not start: {cause}");
                 if let Some(o) = self.session.observer() {
@@ -665,6 +769,119 @@ impl Loop<'_> {
                 self.stop(g);
             }
         }
+    }
+}
+
+/// What a generation leaves to explain its death: its last stderr lines and command line.
+#[derive(Clone)]
+struct LastWords {
+    tail: Arc<child::StderrTail>,
+    argv: Vec<String>,
+    sandboxed: bool,
+}
+
+/// The server died before answering `initialize`: what the host and rootfence's stderr are
+/// told (issue 27): its last words, the paths they say were denied, the next command.
+struct EarlyDeath {
+    text: String,
+    data: serde_json::Value,
+}
+
+/// Lines of the server's stderr quoted in the error message itself (all of the tail is in
+/// its `data`).
+const QUOTED_LINES: usize = 3;
+
+impl LastWords {
+    fn diagnose(&self, cause: &str) -> EarlyDeath {
+        let lines = self.tail.lines();
+        let denied = self.tail.denied();
+        let command = self
+            .argv
+            .iter()
+            .map(|a| shell_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let next = if self.sandboxed {
+            format!("rootfence sandbox probe -- {command}")
+        } else {
+            command.clone()
+        };
+        let mut text = format!("{cause} before answering `initialize`");
+        if lines.is_empty() {
+            text.push_str("; it wrote nothing on stderr");
+        } else {
+            let quoted: Vec<String> = lines
+                .iter()
+                .rev()
+                .take(QUOTED_LINES)
+                .rev()
+                .map(|l| format!("`{l}`"))
+                .collect();
+            text.push_str(&format!("; its last words: {}", quoted.join(" ")));
+        }
+        if !denied.is_empty() {
+            text.push_str(&format!("; denied: {}", denied.join(", ")));
+        }
+        if self.sandboxed {
+            text.push_str(&format!(
+                "; to see what the sandbox refused it and the grants to add, run: {next}"
+            ));
+        } else {
+            text.push_str(&format!("; to see why, run it directly: {next}"));
+        }
+        EarlyDeath {
+            text,
+            data: serde_json::json!({
+                "method": crate::mcp::methods::INITIALIZE,
+                "stderr": lines,
+                "denied": denied,
+                "next": next,
+            }),
+        }
+    }
+}
+
+impl EarlyDeath {
+    fn error(&self, id: &crate::jsonrpc::id::Id) -> bytes::Bytes {
+        crate::jsonrpc::error::error_response(
+            Some(id),
+            crate::jsonrpc::error::SERVER_GONE,
+            &format!("rootfence: {}", self.text),
+            Some(self.data.clone()),
+        )
+        .into()
+    }
+}
+
+/// `arg` as a shell word; control characters as `$'\xNN'` escapes, so a command line
+/// shown on stderr cannot carry an escape sequence.
+fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b));
+    if plain {
+        arg.to_owned()
+    } else if arg.chars().any(char::is_control) {
+        let mut out = String::from("$'");
+        for c in arg.chars() {
+            match c {
+                '\'' | '\\' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c if c.is_control() => {
+                    for b in c.to_string().bytes() {
+                        out.push_str(&format!("\\x{b:02x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('\'');
+        out
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
     }
 }
 
@@ -788,5 +1005,19 @@ impl Signals {
             Some(()) = hup => Some(Signal::SIGHUP),
             else => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_quote;
+
+    #[test]
+    fn commands_are_quoted_for_the_shell_without_control_characters() {
+        assert_eq!(shell_quote("uvx"), "uvx");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote("\u{1b}[2J"), r"$'\x1b[2J'");
+        assert_eq!(shell_quote(""), "''");
     }
 }

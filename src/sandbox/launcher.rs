@@ -14,6 +14,10 @@
 //! 6. write the report (strict mode: refuse instead if anything is missing);
 //! 7. exec; the report pipe closes on exec, which tells rootfence the exec happened.
 //!
+//! Between 4 and 5 the launch moves into a PID namespace of its own (`pidns.rs`): the
+//! process rootfence started stays behind as its keeper, and steps 5 to 7 run in the
+//! server's process, PID 2 under a minimal init.
+//!
 //! It first sets `PR_SET_PDEATHSIG` (SIGKILL): the server dies with the process that
 //! started the launcher, even when that one is killed outright.
 
@@ -35,7 +39,7 @@ use super::report::{
 use super::{
     EXIT_EXEC_FAILED, EXIT_LAUNCHER_ERROR, EXIT_NOT_FOUND, EXIT_REFUSED, LAUNCHER_ARG, SandboxMode,
 };
-use super::{deny, fds};
+use super::{deny, fds, pidns};
 
 /// Entry point of the launcher; `main` calls it when `argv[1]` is [`LAUNCHER_ARG`]. Never
 /// returns on success (the process becomes the server).
@@ -128,6 +132,24 @@ pub fn launcher_main() -> ExitCode {
         return fail(&mut send, "lookup", error, EXIT_NOT_FOUND, None);
     };
 
+    // From here on the launch runs in a PID namespace of its own (this process becomes
+    // its keeper and never comes back here; see pidns.rs): every process the server starts
+    // ends with it. Before the mount namespace and Landlock, which the server's process
+    // alone takes on.
+    let processes = match pidns::contain() {
+        Ok(how) => format!("{how}: nothing the server starts outlives it"),
+        Err(pidns::Uncontained::Without(why)) => {
+            missing.push(format!(
+                "no PID namespace for the server ({why}): a process it starts that leaves its \
+                 process group (setsid) can outlive it"
+            ));
+            format!("process group and parent-death signal only ({why})")
+        }
+        Err(pidns::Uncontained::Broken(why)) => {
+            return fail(&mut send, "pid namespace", why, EXIT_LAUNCHER_ERROR, None);
+        }
+    };
+
     // Set explicitly, so it holds even when Landlock is unavailable.
     let _ = nix::sys::prctl::set_no_new_privs();
     let rlimits = apply_rlimits(&plan);
@@ -186,6 +208,7 @@ pub fn launcher_main() -> ExitCode {
         no_new_privs,
         env: env_report,
         inherited_fds,
+        processes,
         command: Some(resolved.display().to_string()),
         missing: all_missing,
         not_covered,

@@ -31,7 +31,8 @@
 //! - `landlock.rs`: ruleset construction with an explicit compatibility level, and the
 //!   carve-out of denied and read-only paths inside granted trees.
 //! - `launcher.rs`: the launcher process itself.
-//! - `fds.rs`: the only unsafe code: descriptor inheritance before exec and the fd sweep.
+//! - `fds.rs`: unsafe code: descriptor inheritance before exec and the fd sweep.
+//! - `pidns.rs`: the server's PID namespace and its minimal init (forks, hence unsafe).
 //! - `report.rs`: the enforcement report, its wire format and its reader.
 //! - `server.rs`: the spec of one server from the policy, its roots and its host entry's
 //!   `--env`/`--read`/`--write` (shared by `run` and `sandbox probe`).
@@ -43,6 +44,7 @@ pub(crate) mod gitdir;
 mod landlock;
 pub mod launcher;
 mod mounts;
+mod pidns;
 mod placeholder;
 mod plan;
 pub mod probe;
@@ -61,6 +63,7 @@ use serde::{Deserialize, Serialize};
 
 pub use deny::{CarveReport, CarvedBy, CarvedKind, CarvedPath, RootScan};
 pub use mounts::MOUNTS_ENV;
+pub use pidns::PIDNS_ENV;
 pub use placeholder::{Placeholders, mount_namespace_likely};
 pub use profile::{
     DefaultProfile, ProfileEntry, Rights, ToolFamily, Withheld, default_profile, tool_families,

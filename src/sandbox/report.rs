@@ -55,6 +55,10 @@ pub struct EnforcementReport {
     pub env: EnvReport,
     /// How descriptors beyond stdio were kept from the server.
     pub inherited_fds: String,
+    /// How the server's processes are contained (a PID namespace under a minimal init, or
+    /// why not), see `pidns.rs`.
+    #[serde(default)]
+    pub processes: String,
     /// The executable that was exec'd (after `PATH` lookup), lossy UTF-8.
     pub command: Option<String>,
     /// Everything requested but not enforced, one human-readable line each.
@@ -304,6 +308,7 @@ impl EnforcementReport {
                 unreachable: Vec::new(),
             },
             inherited_fds: "inherited as rootfence's (sandbox off)".into(),
+            processes: "process group only (sandbox off)".into(),
             command: None,
             missing: vec!["sandbox is off: the server runs unconfined".into()],
             not_covered: Vec::new(),
@@ -437,6 +442,9 @@ impl fmt::Display for EnforcementReport {
             if self.no_new_privs { "on" } else { "OFF" },
             self.inherited_fds
         )?;
+        if !self.processes.is_empty() {
+            writeln!(f, "  processes: {}", self.processes)?;
+        }
         if let Some(c) = &self.command {
             writeln!(f, "  command: {c}")?;
         }

@@ -155,6 +155,18 @@ impl Proxy {
         }
     }
 
+    /// The next line rootfence writes to stdout, or `None` once it closed stdout.
+    pub fn recv_line_or_eof(&self) -> Option<String> {
+        match self.lines.recv_timeout(PATIENCE) {
+            Ok(line) => Some(line),
+            Err(RecvTimeoutError::Disconnected) => None,
+            Err(RecvTimeoutError::Timeout) => panic!(
+                "no output from rootfence within {PATIENCE:?}; stderr:\n{}",
+                self.stderr()
+            ),
+        }
+    }
+
     /// The next message rootfence writes to stdout.
     pub fn recv(&self) -> Value {
         let line = self.recv_line();

@@ -26,7 +26,7 @@ impl World {
     fn kept(&self) -> Option<(bool, Option<String>)> {
         let kept = self.enforcer.inner.read_verdicts.lock().unwrap();
         kept.get(Id::from_string("1").key())
-            .map(|c| (c.allow, c.canonical.as_ref().map(|u| u.as_str().to_owned())))
+            .map(|(c, _)| (c.allow, c.canonical.as_ref().map(|u| u.as_str().to_owned())))
     }
 
     fn forget(&self) {
