@@ -355,7 +355,7 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 .n{color:#6b7383;font-variant-numeric:tabular-nums}
 table{border-collapse:collapse;width:100%;font-size:12px}
 th,td{text-align:left;padding:3px 6px;border-bottom:1px solid #eceef2;vertical-align:top}
-td.u{word-break:break-all;font-family:ui-monospace,Menlo,Consolas,monospace}
+td.t,td.s{white-space:nowrap}td.u{word-break:break-all;font-family:ui-monospace,Menlo,Consolas,monospace}
 tr.deny td{background:#fdecea}
 .legend span{margin-right:16px;white-space:nowrap}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px;vertical-align:middle}
@@ -443,13 +443,16 @@ fn verification(o: &mut String, v: &super::VerifyReport, warnings: usize) {
     let _ = write!(
         o,
         "<section id=\"verify\" class=\"{class}\"><div class=\"verdict\">{}</div>\
-         <p>{}</p><p>{} records, {range}, {} sessions in {} files. Head hash (keep it elsewhere \
+         <p>{}</p><p>{} records, {range}, {} sessions in {}. Head hash (keep it elsewhere \
          to detect a later truncation): <code id=\"head\">{}</code></p>",
         h(verdict.as_str()),
         h(&disp(&detail)),
         v.records,
         v.sessions,
-        v.files.len(),
+        match v.files.len() {
+            1 => "1 file".to_owned(),
+            n => format!("{n} files"),
+        },
         h(v.head.as_deref().unwrap_or("(none)"))
     );
     for n in &v.notes {
@@ -630,7 +633,7 @@ fn table(o: &mut String, p: &Page<'_>) {
         let v = if r.deny { "deny" } else { "allow" };
         let _ = write!(
             o,
-            "<tr class=\"{v}\" data-v=\"{v}\" data-seq=\"{}\"><td>{}</td><td class=\"mono\" title=\"{}\">{}</td>\
+            "<tr class=\"{v}\" data-v=\"{v}\" data-seq=\"{}\"><td class=\"t\">{}</td><td class=\"mono s\" title=\"{}\">{}</td>\
              <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"mono\">{}</td>\
              <td class=\"u\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             r.seq,
