@@ -220,6 +220,7 @@ fn next_in_family(active: &Path, ino: u64) -> Option<PathBuf> {
 /// Prints records in one format.
 struct Printer {
     format: Format,
+    ocsf: super::ocsf::Mapper,
     text: String,
     json: Vec<u8>,
 }
@@ -228,6 +229,7 @@ impl Printer {
     fn new(format: Format) -> Printer {
         Printer {
             format,
+            ocsf: super::ocsf::Mapper::new(),
             text: String::with_capacity(256),
             json: Vec::with_capacity(1024),
         }
@@ -249,7 +251,7 @@ impl Printer {
                         json.clear();
                         // serde_json escapes every control; the mapped values are the
                         // record's own, so the same display escaping applies.
-                        let _ = serde_json::to_writer(&mut *json, &super::ocsf::map(&obj));
+                        let _ = serde_json::to_writer(&mut *json, &self.ocsf.map(&obj));
                         escape_json_display(json, 0);
                         json.push(b'\n');
                         out.write_all(json)

@@ -536,6 +536,8 @@ struct Formatter {
     sd_id: String,
     format: MsgFormat,
     max_message: usize,
+    /// The OCSF mapping remembers the peers' claimed names from `initialized`.
+    ocsf: Mutex<super::ocsf::Mapper>,
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -559,6 +561,7 @@ impl Formatter {
             sd_id,
             format: cfg.format,
             max_message: cfg.max_message.max(MIN_MAX_MESSAGE),
+            ocsf: Mutex::new(super::ocsf::Mapper::new()),
         }
     }
 
@@ -600,7 +603,8 @@ impl Formatter {
         let mapped;
         let msg: &[u8] = match (self.format, kind) {
             (MsgFormat::Ocsf, Kind::Record) => {
-                let mut m = serde_json::to_vec(&super::ocsf::map(obj)).ok()?;
+                let mapped_value = self.ocsf.lock().unwrap_or_else(|p| p.into_inner()).map(obj);
+                let mut m = serde_json::to_vec(&mapped_value).ok()?;
                 // serde_json leaves C1 controls, separators and bidi controls raw.
                 super::event::escape_json_display(&mut m, 0);
                 mapped = m;
