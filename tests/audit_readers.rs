@@ -269,6 +269,9 @@ fn summary_spans_sessions_and_files_and_takes_the_filters() {
     ))
     .unwrap();
     assert_eq!(j["sessions"].as_array().unwrap().len(), 1);
+    // How the session ended is said although --denied filtered its session_end out.
+    assert_eq!(j["sessions"][0]["end"], "host_closed (exit 0)");
+    assert_eq!(j["sessions"][0]["command"][0], "test-server");
     assert_eq!(j["all"]["decisions"]["deny"], 3);
     assert!(j["all"]["decisions"].get("allow").is_none());
 

@@ -87,9 +87,19 @@ pub fn summarize(
     let mut all = Session::default();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut warnings = Vec::new();
+    // Each session's command, protocol and end, from its records whether or not the
+    // filters keep them: a summary of a session's denials still says how it ended.
+    let mut meta: HashMap<String, Session> = HashMap::new();
     for_each_record(
         &files,
         |rec, _| {
+            if matches!(
+                rec.event,
+                Some(Event::SessionStart(_) | Event::Initialized(_) | Event::SessionEnd(_))
+            ) && (meta.contains_key(&rec.session) || meta.len() < 1 << 20)
+            {
+                meta.entry(rec.session.clone()).or_default().add(rec);
+            }
             if !opts.filter.accepts(rec) {
                 return;
             }
@@ -111,6 +121,13 @@ pub fn summarize(
     )?;
     for s in sessions.iter_mut().chain(std::iter::once(&mut all)) {
         s.finish(opts.top);
+    }
+    for s in &mut sessions {
+        if let Some(m) = meta.remove(&s.session) {
+            s.command = s.command.take().or(m.command);
+            s.protocol_version = s.protocol_version.take().or(m.protocol_version);
+            s.end = s.end.take().or(m.end);
+        }
     }
     all.session = format!("{} sessions", sessions.len());
     all.command = None;
