@@ -24,6 +24,10 @@
 #           registry), with apt-get when it is missing and we are root (if apt-get fails,
 #           a warning: the browser cases skip, saying why).
 #           ROOTFENCE_PEERS_NO_APT=1 skips it (the browser cases then skip, saying why).
+#           Chromium also renders `rootfence audit report --html` in tests/audit_report.rs;
+#   - Debian: the rsyslog package (/usr/sbin/rsyslogd), the real syslog receiver
+#           tests/audit_syslog.rs starts on a loopback port with a config of its own (the
+#           package's own service is not used), the same way and with the same fallbacks.
 # Each part is skipped when a stamp file shows it was installed from the same lock files with
 # the same toolchain, so a second run takes well under a second. Everything it installs is
 # git-ignored. Set ROOTFENCE_PEERS_FORCE=1 to reinstall everything.
@@ -192,10 +196,37 @@ install_chromium() {
     [[ -x /usr/bin/chromium ]] || log "warning: apt-get did not install /usr/bin/chromium; the browser cases will skip"
 }
 
+install_rsyslog() {
+    if [[ -x /usr/sbin/rsyslogd ]]; then
+        log "rsyslog: $(/usr/sbin/rsyslogd -v 2>/dev/null | head -n1 || echo present)"
+        return
+    fi
+    if [[ "${ROOTFENCE_PEERS_NO_APT:-0}" == 1 ]]; then
+        log "rsyslog: not installed (ROOTFENCE_PEERS_NO_APT=1); the rsyslog case will skip"
+        return
+    fi
+    if ! command -v apt-get >/dev/null 2>&1; then
+        log "warning: /usr/sbin/rsyslogd is missing and there is no apt-get: install rsyslog for the rsyslog case (it skips until then)"
+        return
+    fi
+    if [[ $(id -u) != 0 ]]; then
+        log "warning: /usr/sbin/rsyslogd is missing: run 'sudo apt-get install rsyslog' for the rsyslog case (it skips until then)"
+        return
+    fi
+    log "rsyslog: apt-get install rsyslog"
+    if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rsyslog >&2; }; then
+        log "warning: apt-get could not install rsyslog; the rsyslog case will skip"
+        return
+    fi
+    [[ -x /usr/sbin/rsyslogd ]] || log "warning: apt-get did not install /usr/sbin/rsyslogd; the rsyslog case will skip"
+}
+
 install_node
 install_python
 install_rmcp_client
 install_uv
 install_pipx
 install_chromium
+install_rsyslog
 log "all test peers installed"

@@ -88,6 +88,7 @@ fn scripted_session(path: &Path, log_allowed: bool) -> String {
         direction: Direction::HostToServer,
         method: "resources/read".into(),
         id: RpcId::from_json("3"),
+        tool: None,
         field: Some("params.uri".into()),
         uri: "file:///data/notes.txt".into(),
         canonical: Some("file:///data/notes.txt".into()),
@@ -103,6 +104,7 @@ fn scripted_session(path: &Path, log_allowed: bool) -> String {
         direction: Direction::HostToServer,
         method: "resources/read".into(),
         id: RpcId::from_json("\"req-4\""),
+        tool: None,
         field: Some("params.uri".into()),
         uri: FORGE.into(),
         canonical: None,
@@ -118,6 +120,7 @@ fn scripted_session(path: &Path, log_allowed: bool) -> String {
         direction: Direction::ServerToHost,
         method: "tools/call".into(),
         id: RpcId::from_json("5"),
+        tool: None,
         field: Some("result.content[1].resource.uri".into()),
         uri: BIDI.into(),
         canonical: Some(BIDI.into()),
@@ -332,6 +335,10 @@ fn summary_counts_per_session() {
         "{text}"
     );
     let second = &text[text.find(&format!("session {s}")).unwrap()..];
+    // Up to the block that sums every session.
+    let second = &second[..second
+        .find("\nall 2 sessions")
+        .expect("an all-sessions block")];
     let want_second = "  command:   test-server --flag
   protocol:  (unknown)
   ended:     host_closed (exit 0)

@@ -625,3 +625,266 @@ fn strict_parser_rejects_what_rfc5424_forbids() {
         assert!(parse5424(bad).is_err(), "{}", String::from_utf8_lossy(bad));
     }
 }
+
+const RSYSLOGD: &str = "/usr/sbin/rsyslogd";
+
+/// Debian's rsyslog, started on a loopback port with docs/siem/rsyslog.conf as shipped
+/// (its port, output file and work directory moved into `dir`); stopped on drop.
+struct Rsyslog {
+    child: std::process::Child,
+    out: PathBuf,
+    addr: std::net::SocketAddr,
+}
+
+impl Rsyslog {
+    fn start(dir: &Path) -> Rsyslog {
+        let addr = port_nothing_uses();
+        let out = dir.join("rootfence.log");
+        let shipped = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/siem/rsyslog.conf"),
+        )
+        .unwrap();
+        assert!(shipped.contains(r#"input(type="imtcp" port="601""#));
+        let conf = format!(
+            "global(workDirectory={:?})\n{}",
+            dir.display().to_string(),
+            shipped
+                .replace(
+                    r#"input(type="imtcp" port="601""#,
+                    &format!(
+                        r#"input(type="imtcp" address="127.0.0.1" port="{}""#,
+                        addr.port()
+                    ),
+                )
+                .replace("/var/log/rootfence.log", &out.display().to_string())
+        );
+        let conf_path = dir.join("rsyslog.conf");
+        std::fs::write(&conf_path, conf).unwrap();
+        let child = Command::new(RSYSLOGD)
+            .arg("-n")
+            .arg("-f")
+            .arg(&conf_path)
+            .arg("-i")
+            .arg(dir.join("rsyslogd.pid"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start rsyslogd");
+        let r = Rsyslog { child, out, addr };
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(addr).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "rsyslogd does not listen on {addr}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        r
+    }
+}
+
+impl Drop for Rsyslog {
+    fn drop(&mut self) {
+        // Our own child, by its pid.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.child.wait();
+    }
+}
+
+/// The records in rsyslog's file: every message parsed strictly, parts joined. Returns the
+/// joined records by seq, how many messages each (seq, part) had, and the longest message.
+/// Joined records by seq, messages per (seq, part), the longest message.
+type Received = (BTreeMap<u64, Vec<u8>>, BTreeMap<(u64, usize), usize>, usize);
+
+fn received(file: &Path) -> Received {
+    let data = std::fs::read(file).unwrap_or_default();
+    let mut parts: BTreeMap<u64, BTreeMap<usize, Vec<u8>>> = BTreeMap::new();
+    let mut seen: BTreeMap<(u64, usize), usize> = BTreeMap::new();
+    let mut longest = 0;
+    // rsyslog writes each message and a newline; a message has no raw newline.
+    for m in data.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        longest = longest.max(m.len());
+        let msg = parse5424(m)
+            .unwrap_or_else(|e| panic!("not RFC 5424 ({e}): {}", String::from_utf8_lossy(m)));
+        if msg.msgid == "checkpoint" {
+            continue;
+        }
+        let seq: u64 = msg.params["seq"].parse().unwrap();
+        let (i, n) = match msg.params.get("part") {
+            Some(p) => {
+                let (i, n) = p.split_once('/').unwrap();
+                (i.parse::<usize>().unwrap(), n.parse::<usize>().unwrap())
+            }
+            None => (1, 1),
+        };
+        *seen.entry((seq, i)).or_default() += 1;
+        let e = parts.entry(seq).or_default();
+        e.insert(i, msg.msg);
+        // Remember n at key 0 as text, to tell a complete record.
+        e.entry(0).or_insert_with(|| n.to_string().into_bytes());
+    }
+    let mut joined = BTreeMap::new();
+    for (seq, mut p) in parts {
+        let n: usize = String::from_utf8(p.remove(&0).unwrap())
+            .unwrap()
+            .parse()
+            .unwrap();
+        if p.len() == n && (1..=n).all(|i| p.contains_key(&i)) {
+            joined.insert(seq, p.into_values().flatten().collect());
+        }
+    }
+    (joined, seen, longest)
+}
+
+#[test]
+fn rsyslog_receives_10000_records_and_large_ones_whole() {
+    if !Path::new(RSYSLOGD).exists() {
+        eprintln!(
+            "SKIPPED rsyslog_receives_10000_records_and_large_ones_whole: {RSYSLOGD} is not \
+             installed (scripts/install-test-peers.sh installs Debian's rsyslog)"
+        );
+        return;
+    }
+    let t = tempdir();
+    let rs = Rsyslog::start(t.path());
+    let (_t2, project, log, policy) = setup(&format!("tcp://{}", rs.addr), "");
+    // Paths near PATH_MAX: their decisions (URI and canonical form) are over 8 KiB.
+    // The URI as sent percent-encodes every `d` (the longest URI a record keeps, 4096
+    // bytes and a hash), the canonical form is the path itself (near 3,900 bytes).
+    let mut deep = project.clone();
+    for i in 0..19 {
+        deep.push(format!("{i:02}{}", "d".repeat(198)));
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    let mut long_uris = Vec::new();
+    for i in 0..5 {
+        let f = deep.join(format!("f{i}.txt"));
+        std::fs::write(&f, "x").unwrap();
+        long_uris.push(format!("file://{}", f.display()).replace('d', "%64"));
+    }
+    // A long command line: a session_start over 8 KiB.
+    let long_args: Vec<String> = (0..3)
+        .map(|i| format!("--opt{i}={}", "a".repeat(3500)))
+        .collect();
+    session_with(&project, &policy, 10_000, &long_uris, &long_args);
+    let lines = log_lines(&log);
+    let big = lines.iter().filter(|l| l.len() > 8192).count();
+    assert!(
+        big >= 6,
+        "{big} records over 8 KiB (a session_start and 5 decisions)"
+    );
+    assert!(lines.len() > 10_000);
+
+    // Wait until every record has arrived whole (or patience runs out).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let (joined, seen, longest) = loop {
+        let r = received(&rs.out);
+        if r.0.len() >= lines.len() || std::time::Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    drop(rs);
+    assert_eq!(joined.len(), lines.len(), "every record arrives");
+    for l in &lines {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let seq = v["seq"].as_u64().unwrap();
+        let got = joined
+            .get(&seq)
+            .unwrap_or_else(|| panic!("seq {seq} missing"));
+        assert!(
+            got.as_slice() == l.as_bytes(),
+            "seq {seq}: the joined parts are not the log line byte for byte ({} bytes arrived \
+             for a line of {})",
+            got.len(),
+            l.len()
+        );
+    }
+    assert!(
+        seen.values().all(|&n| n == 1),
+        "no message twice: {:?}",
+        seen.iter()
+            .filter(|(_, n)| **n > 1)
+            .take(5)
+            .collect::<Vec<_>>()
+    );
+    assert!(longest <= 8000, "no message over max_message: {longest}");
+    assert!(
+        seen.keys().any(|&(_, i)| i > 1),
+        "the large records came in parts"
+    );
+    // The SIEM's copy, joined, verifies like the file.
+    let copy = t.path().join("siem-copy.jsonl");
+    let mut text: Vec<u8> = Vec::new();
+    for r in joined.values() {
+        text.extend_from_slice(r);
+        text.push(b'\n');
+    }
+    std::fs::write(&copy, text).unwrap();
+    let o = Command::new(rootfence())
+        .args(["audit", "verify"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+/// Like [`session`], with extra server arguments and, after the burst of `reads`, one read
+/// of each of `uris`.
+fn session_with(project: &Path, policy: &Path, reads: u64, uris: &[String], args: &[String]) {
+    let mut cmd = Command::new(rootfence());
+    cmd.current_dir(project)
+        .arg("run")
+        .arg("--policy")
+        .arg(policy)
+        // The sandbox grants the server's own install directory when it is the command;
+        // through `sh` it is not, and the sandbox is not what this test is about.
+        .args(["--sandbox", "off"])
+        .arg("--");
+    // Through `sh`, which ignores the extra arguments (the test server refuses unknown
+    // options); they are still the server's command line, which session_start records.
+    cmd.args(["sh", "-c", "exec \"$0\""])
+        .arg(test_server())
+        .args(args);
+    let mut p = Proxy::spawn(cmd);
+    p.send_json(
+        &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true}},
+        "clientInfo":{"name":"test-host","version":"0"}}}),
+    );
+    let ask = p.recv();
+    assert_eq!(ask["method"], "roots/list", "{ask}; {}", p.stderr());
+    let root = format!("file://{}", project.display());
+    p.send_json(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"roots":[{"uri":root}]}}));
+    assert_eq!(p.recv()["id"], 0);
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let uri = format!("{root}/a.txt");
+    let mut burst = String::new();
+    for (i, u) in std::iter::repeat_n(&uri, reads as usize)
+        .chain(uris)
+        .enumerate()
+    {
+        let raw = json!({"contents":[{"uri":u,"text":"a"}]}).to_string();
+        burst.push_str(
+            &json!({"jsonrpc":"2.0","id":i + 1,"method":"resources/read",
+                "params":{"uri":u,"_rawResult":raw}})
+            .to_string(),
+        );
+        burst.push('\n');
+    }
+    p.send_raw(burst.as_bytes());
+    for _ in 0..reads as usize + uris.len() {
+        let r = p.recv();
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    p.close_stdin();
+    assert_eq!(p.exit_code(), 0, "{}", p.stderr());
+}

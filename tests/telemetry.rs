@@ -517,3 +517,68 @@ fn serve_sessions_each_get_their_own_spans() {
     assert_eq!(sessions.len(), 2, "{sessions:?}");
     assert!(sessions.iter().all(|s| !s.is_empty()), "{sessions:?}");
 }
+
+/// The MCP semantic conventions' session attributes and session metric (issue 29):
+/// `mcp.protocol.version` and `mcp.session.id` on the spans of a session's requests,
+/// `mcp.server.session.duration` when the session ends.
+#[test]
+fn spans_carry_the_protocol_version_and_the_session_duration_is_recorded() {
+    let rx = Receiver::start();
+    let t = tempdir();
+    let ws = t.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let audit = t.path().join("audit.jsonl");
+    let endpoint = rx.endpoint();
+    let mut p = start(
+        &["--audit-log", audit.to_str().unwrap()],
+        &ws.join("server.log"),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+        ],
+    );
+    init_with_roots(&mut p, &ws);
+    // The revision is learned from the session's `initialized` audit record, which the
+    // writer hands on within its 50 ms batching delay.
+    std::thread::sleep(Duration::from_millis(300));
+    p.send(r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#);
+    assert_eq!(p.recv()["id"], 9);
+    std::thread::sleep(Duration::from_millis(200));
+    p.close_stdin();
+    assert_eq!(p.exit_code(), 0, "{}", p.stderr());
+    let session = audit_session(&audit);
+
+    rx.wait_for("the ping span", |r| {
+        r.spans().iter().any(|s| s.name == "ping")
+    });
+    let spans = rx.spans();
+    let ping = spans.iter().find(|s| s.name == "ping").unwrap();
+    assert_eq!(
+        attr_str(&ping.attributes, "mcp.protocol.version"),
+        "2025-06-18"
+    );
+    assert_eq!(attr_str(&ping.attributes, "mcp.session.id"), session);
+
+    rx.wait_for("the session duration", |r| {
+        r.metrics()
+            .iter()
+            .any(|m| m.name == "mcp.server.session.duration")
+    });
+    let metrics = rx.metrics();
+    let m = metrics
+        .iter()
+        .find(|m| m.name == "mcp.server.session.duration")
+        .unwrap();
+    assert_eq!(m.unit, "s");
+    let shown = format!("{m:?}");
+    assert!(shown.contains("2025-06-18"), "{shown}");
+    assert!(!shown.contains("error.type"), "a clean end: {shown}");
+    // The session lasted at least the 500 ms the test waited.
+    let Some(opentelemetry_proto::tonic::metrics::v1::metric::Data::Histogram(h)) = &m.data else {
+        panic!("not a histogram: {m:?}");
+    };
+    let sum: f64 = h.data_points.iter().filter_map(|d| d.sum).sum();
+    let count: u64 = h.data_points.iter().map(|d| d.count).sum();
+    assert_eq!(count, 1, "{m:?}");
+    assert!((0.5..60.0).contains(&sum), "{sum}");
+}

@@ -397,6 +397,13 @@ pub struct Decision {
     /// The JSON-RPC id, if the message had one.
     #[serde(default)]
     pub id: Option<RpcId>,
+    /// The tool called, on a `tools/call` decision (`params.name`, as the host sent it).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_opt_text"
+    )]
+    pub tool: Option<String>,
     /// Where in the message the URI was, e.g. `params.uri`, `result.contents[2].uri`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
@@ -435,6 +442,12 @@ pub struct DecisionRef<'a> {
     pub method: &'a str,
     /// The JSON-RPC id, if the message had one.
     pub id: Option<&'a RpcId>,
+    /// The tool called, on a `tools/call` decision.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_opt_text_ref"
+    )]
+    pub tool: Option<&'a str>,
     /// Where in the message the URI was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<&'a str>,
@@ -476,6 +489,10 @@ impl DecisionRef<'_> {
         // An id's text is JSON already (a number or a string: `RpcId::from_json`), which
         // serde writes through as it is.
         out.extend_from_slice(self.id.map_or("null", |id| id.0.as_str()).as_bytes());
+        if let Some(tool) = self.tool {
+            out.extend_from_slice(b",\"tool\":");
+            json_str(out, &cut(tool, MAX_TEXT_BYTES));
+        }
         if let Some(field) = self.field {
             out.extend_from_slice(b",\"field\":");
             json_str(out, field);
@@ -933,6 +950,20 @@ fn ser_text<S: Serializer>(v: &str, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&cut(v, MAX_TEXT_BYTES))
 }
 
+fn ser_opt_text<S: Serializer>(v: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(t) => s.serialize_str(&cut(t, MAX_TEXT_BYTES)),
+        None => s.serialize_none(),
+    }
+}
+
+fn ser_opt_text_ref<S: Serializer>(v: &Option<&str>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(t) => s.serialize_str(&cut(t, MAX_TEXT_BYTES)),
+        None => s.serialize_none(),
+    }
+}
+
 /// `s`, or its first `max` bytes (at a char boundary) plus a marker with the full length
 /// and hash.
 fn cut(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
@@ -1110,6 +1141,7 @@ mod tests {
             direction: Direction::HostToServer,
             method: "resources/read".into(),
             id: RpcId::from_json("7"),
+            tool: None,
             field: Some("params.uri".into()),
             uri: uri.into(),
             canonical: None,
@@ -1159,6 +1191,7 @@ mod tests {
                 direction: owned.direction,
                 method: &owned.method,
                 id: id.as_ref(),
+                tool: owned.tool.as_deref(),
                 field: owned.field.as_deref(),
                 uri,
                 canonical: Some(uri),
@@ -1198,6 +1231,7 @@ mod tests {
             Option<String>,
             Action,
         ),
+        Option<String>,
     );
 
     fn any_parts() -> impl proptest::strategy::Strategy<Value = Parts> {
@@ -1228,6 +1262,7 @@ mod tests {
         (
             (directions, text.clone(), id, opt(), text.clone(), opt()),
             (verdicts, text.clone(), opt(), opt(), opt(), actions),
+            opt(),
         )
     }
 
@@ -1238,11 +1273,12 @@ mod tests {
         /// borrowed and owned.
         #[test]
         fn the_hand_written_decision_is_the_serde_record(p in any_parts()) {
-            let ((direction, method, id, field, uri, canonical), (decision, reason, layer, rule, root, action)) = p;
+            let ((direction, method, id, field, uri, canonical), (decision, reason, layer, rule, root, action), tool) = p;
             let borrowed = DecisionRef {
                 direction,
                 method: &method,
                 id: id.as_ref(),
+                tool: tool.as_deref(),
                 field: field.as_deref(),
                 uri: &uri,
                 canonical: canonical.as_deref(),
@@ -1262,6 +1298,7 @@ mod tests {
                 direction,
                 method: method.clone(),
                 id: id.clone(),
+                tool: tool.clone(),
                 field: field.clone(),
                 uri: uri.as_str().into(),
                 canonical: canonical.as_deref().map(Into::into),

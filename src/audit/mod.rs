@@ -19,7 +19,8 @@
 //! - [`syslog`]: the syslog sink (RFC 5424 over UDP, TCP, unix socket), fed by the writer;
 //!   [`ocsf`]: the record mapped to OCSF field names.
 //! - `repeat`: repeated protocol errors counted per interval instead of logged each.
-//! - `verify`, `summary`, `show`: the readers behind `rootfence audit ...`.
+//! - `verify`, `summary`, `show`, `report`: the readers behind `rootfence audit ...`;
+//!   `filter`: the record filters they share.
 //! - `time`: RFC 3339 formatting and parsing (hand-written: two small functions do not
 //!   justify a date-time crate).
 //!
@@ -43,9 +44,11 @@
 mod chain;
 pub mod checkpoint;
 pub mod event;
+mod filter;
 pub mod ocsf;
 mod read;
 mod repeat;
+mod report;
 mod retain;
 mod show;
 mod sink;
@@ -67,8 +70,10 @@ pub use event::{
     ProtocolErrorSample, RootsUpdate, RpcId, SandboxPath, SandboxReport, ServerStart, SessionEnd,
     SessionStart, SinkDropped, Verdict,
 };
+pub use filter::{Filter, Pattern, RequestKey};
 pub use repeat::REPEAT_INTERVAL;
-pub use show::{ShowFilter, show};
+pub use report::{ReportOptions, report_html};
+pub use show::{Format, ShowFilter, show};
 pub use summary::{SummaryOptions, summarize};
 pub(crate) use time::parse_rfc3339 as parse_ts_micros;
 pub use time::parse_time_arg;

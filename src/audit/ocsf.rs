@@ -11,14 +11,72 @@
 //! Every record keeps its envelope in `metadata` (`sequence` the seq, `correlation_uid` the
 //! session, `uid` `session:seq`), and the fields OCSF has no place for under `unmapped`,
 //! so nothing is lost.
+//!
+//! The attributes the schema requires for these classes are always present: `actor` and
+//! `src_endpoint` on a decision (the side that sent the message: the host's `clientInfo`
+//! name, or the server's `serverInfo` name, as that peer *claimed* it in `initialize`: not
+//! authenticated, and said so in `unmapped.actor_claimed`), `app` on start and stop
+//! records. [`Mapper`] remembers each session's claimed names from its `initialized`
+//! record; [`map`] alone, without them, names the sides `mcp host` and `mcp server`.
+
+use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
+
+/// Maps records in log order, remembering per session the peers' claimed names (from
+/// `initialized`) for the decisions that follow.
+#[derive(Debug, Default)]
+pub struct Mapper {
+    /// session → (host name, server name), as claimed.
+    peers: HashMap<String, (Option<String>, Option<String>)>,
+}
+
+impl Mapper {
+    /// A mapper that knows no session yet.
+    pub fn new() -> Mapper {
+        Mapper::default()
+    }
+
+    /// Maps one record; an `initialized` record is remembered for its session.
+    pub fn map(&mut self, rec: &Map<String, Value>) -> Value {
+        let s = |k: &str| rec.get(k).and_then(Value::as_str);
+        let session = s("session").unwrap_or("");
+        if s("event") == Some("initialized") {
+            let name = |k: &str| {
+                rec.get(k)
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
+            // Bounded: one entry per session seen (a reader's input, a writer's one).
+            if self.peers.len() < 65_536 {
+                self.peers
+                    .insert(session.to_owned(), (name("host"), name("server")));
+            }
+        }
+        let (host, server) = self
+            .peers
+            .get(session)
+            .map_or((None, None), |(h, s)| (h.as_deref(), s.as_deref()));
+        map_with(rec, host, server)
+    }
+}
 
 /// The OCSF schema version the mapping follows.
 pub const OCSF_VERSION: &str = "1.3.0";
 
-/// Maps one record (a parsed line) to an OCSF event.
+/// Maps one record (a parsed line) to an OCSF event, without the peers' claimed names.
 pub fn map(rec: &Map<String, Value>) -> Value {
+    map_with(rec, None, None)
+}
+
+/// The product object for rootfence (OCSF `product`: `name` required).
+fn rootfence_product() -> Value {
+    json!({"name": "rootfence", "vendor_name": "rootfence", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// Maps one record, with the host's and server's names as they claimed them.
+fn map_with(rec: &Map<String, Value>, host: Option<&str>, server: Option<&str>) -> Value {
     let s = |k: &str| rec.get(k).and_then(Value::as_str);
     let event = s("event").unwrap_or("");
     let seq = rec.get("seq").cloned().unwrap_or(Value::Null);
@@ -30,6 +88,7 @@ pub fn map(rec: &Map<String, Value>) -> Value {
     let mut out = Map::new();
     let (class_uid, class_name, category_uid, category_name, activity_id, activity_name);
     let mut severity_id = 1; // Informational
+    let mut claimed_note = false;
     match event {
         "decision" => {
             class_uid = 6003;
@@ -75,6 +134,30 @@ pub fn map(rec: &Map<String, Value>) -> Value {
             }
             api.insert("service".into(), json!({"name": "mcp"}));
             out.insert("api".into(), Value::Object(api));
+            // Who sent the message: the host for a request it made, the server for a
+            // result it returned. Their names are what they claimed in `initialize`.
+            let from_host = s("direction") != Some("server_to_host");
+            let (side, other, claimed) = if from_host {
+                ("mcp host", "mcp server", host)
+            } else {
+                ("mcp server", "mcp host", server)
+            };
+            let mut actor = Map::new();
+            actor.insert("app_name".into(), json!(claimed.unwrap_or(side)));
+            actor.insert(
+                "session".into(),
+                json!({"uid": s("session").unwrap_or(""), "issuer": "rootfence"}),
+            );
+            out.insert("actor".into(), Value::Object(actor));
+            out.insert(
+                "src_endpoint".into(),
+                json!({"name": side, "svc_name": "mcp"}),
+            );
+            out.insert(
+                "dst_endpoint".into(),
+                json!({"name": other, "svc_name": "mcp"}),
+            );
+            claimed_note = claimed.is_some();
             if let Some(uri) = s("uri") {
                 let mut res = Map::new();
                 res.insert("uid".into(), json!(s("canonical").unwrap_or(uri)));
@@ -110,6 +193,10 @@ pub fn map(rec: &Map<String, Value>) -> Value {
             } else {
                 (4, "Stop")
             };
+            // The application that started or stopped: this rootfence session.
+            let mut app = rootfence_product();
+            app["uid"] = json!(s("session").unwrap_or(""));
+            out.insert("app".into(), app);
         }
         _ => {
             class_uid = 0;
@@ -136,7 +223,7 @@ pub fn map(rec: &Map<String, Value>) -> Value {
         "metadata".into(),
         json!({
             "version": OCSF_VERSION,
-            "product": {"name": "rootfence", "vendor_name": "rootfence", "version": env!("CARGO_PKG_VERSION")},
+            "product": rootfence_product(),
             "log_name": "rootfence audit",
             "event_code": event,
             "uid": format!("{session}:{seq}"),
@@ -144,11 +231,20 @@ pub fn map(rec: &Map<String, Value>) -> Value {
             "correlation_uid": session,
         }),
     );
-    let unmapped: Map<String, Value> = rec
+    let mut unmapped: Map<String, Value> = rec
         .iter()
         .filter(|(k, _)| !used.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    if claimed_note {
+        unmapped.insert(
+            "actor_claimed".into(),
+            json!(
+                "actor.app_name is the name the peer claimed in initialize (clientInfo or \
+                 serverInfo), not authenticated"
+            ),
+        );
+    }
     if !unmapped.is_empty() {
         out.insert("unmapped".into(), Value::Object(unmapped));
     }

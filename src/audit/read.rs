@@ -78,6 +78,9 @@ pub(crate) struct Record {
     pub event_name: String,
     /// `None` for an event this version does not know.
     pub event: Option<Event>,
+    /// The tool a `tools/call` decision was about, when the record names it (`tool`;
+    /// records written before decisions carried it have none).
+    pub tool: Option<String>,
 }
 
 /// Reads every record of `files` (in the order given), calling `f` with the record and its
@@ -110,7 +113,7 @@ pub(crate) fn for_each_record(
     Ok(())
 }
 
-fn parse_record(line: &[u8]) -> Result<Record, String> {
+pub(crate) fn parse_record(line: &[u8]) -> Result<Record, String> {
     let env = chain::parse_envelope(line).map_err(str::to_owned)?;
     if env.v != super::SCHEMA_VERSION {
         return Err(format!(
@@ -118,8 +121,14 @@ fn parse_record(line: &[u8]) -> Result<Record, String> {
             env.v
         ));
     }
-    let event = Event::from_body(env.event, &env.body(line)).map_err(|e| e.to_string())?;
+    let body = env.body(line);
+    let event = Event::from_body(env.event, &body).map_err(|e| e.to_string())?;
+    let tool = match &event {
+        Some(Event::Decision(d)) => d.tool.clone(),
+        _ => None,
+    };
     Ok(Record {
+        tool,
         seq: env.seq,
         ts: env.ts.to_owned(),
         ts_micros: super::time::parse_rfc3339(env.ts),

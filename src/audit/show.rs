@@ -1,100 +1,92 @@
-//! `rootfence audit show`: a readable, filterable listing of records.
+//! `rootfence audit show`: a readable, filterable listing of records, and `--follow` to
+//! tail a live log across rotations.
 //!
 //! Every string from the log is shown through [`disp`], which escapes control characters,
 //! line separators, bidi controls and backslashes, so a URI cannot move the cursor, start a
-//! fake line, or reorder text on the reviewer's terminal. `--json` prints the matching lines
-//! exactly as stored (the writer already escaped them); `--format ocsf` each one mapped to
-//! OCSF (`ocsf`).
+//! fake line, or reorder text on the reviewer's terminal. `--format json` prints the matching
+//! lines exactly as stored (the writer already escaped them); `ocsf` each one mapped to
+//! OCSF (`ocsf`); `cef` and `csv` one line per record for SIEMs and spreadsheets, built
+//! from the same escaped text.
 
 use std::fmt::Write as _;
-use std::io::Write;
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::event::{Direction, Event, Verdict, escape_json_display, is_unsafe_display_char};
-use super::read::{Record, for_each_record};
+use super::filter::Filter;
+use super::read::{Record, for_each_record, parse_record};
 
-/// Which records [`show`] lists.
+/// How [`show`] prints a record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Format {
+    /// One readable line.
+    #[default]
+    Text,
+    /// The stored JSON line.
+    Json,
+    /// The record mapped to OCSF, one JSON object per line.
+    Ocsf,
+    /// ArcSight Common Event Format, one line per record.
+    Cef,
+    /// Comma-separated values with a header line (RFC 4180).
+    Csv,
+}
+
+impl Format {
+    /// The `--format` words.
+    pub const WORDS: &[(&str, Format)] = &[
+        ("text", Format::Text),
+        ("json", Format::Json),
+        ("ocsf", Format::Ocsf),
+        ("cef", Format::Cef),
+        ("csv", Format::Csv),
+    ];
+}
+
+/// What [`show`] lists, and how.
 #[derive(Debug, Clone, Default)]
 pub struct ShowFilter {
-    /// Only denied decisions.
-    pub denied: bool,
-    /// Only this session (an id or a prefix of one).
-    pub session: Option<String>,
-    /// Only records at or after this instant (microseconds since the epoch).
-    pub since: Option<i64>,
-    /// Print the stored JSON lines instead of text.
-    pub json: bool,
-    /// Print each record mapped to OCSF (one JSON object per line) instead of text.
-    pub ocsf: bool,
+    /// Which records.
+    pub filter: Filter,
+    /// How to print them.
+    pub format: Format,
+    /// After the last record, wait for more (across rotations) until stopped.
+    pub follow: bool,
 }
 
-impl ShowFilter {
-    fn accepts(&self, r: &Record) -> bool {
-        if let Some(s) = &self.session
-            && !r.session.starts_with(s.as_str())
-        {
-            return false;
-        }
-        if let Some(t) = self.since
-            && r.ts_micros.is_none_or(|ts| ts < t)
-        {
-            return false;
-        }
-        if self.denied
-            && !matches!(&r.event, Some(Event::Decision(d)) if d.decision == Verdict::Deny)
-        {
-            return false;
-        }
-        true
-    }
-}
+/// How often `--follow` looks for new records.
+const FOLLOW_POLL: Duration = Duration::from_millis(200);
 
-/// Lists the records of `files` (in chain order) that pass `filter`. Malformed and
-/// incomplete lines are reported on `err` and skipped.
+/// Lists the records of `files` (in chain order) that pass `opts.filter`. Malformed and
+/// incomplete lines are reported on `err` and skipped. With `opts.follow`, the newest file
+/// is then followed: records appended to it are printed as they come, and when the writer
+/// rotates it (renames it and starts a new one), the rest of the renamed file and then the
+/// new file are read. It returns only on an error (a closed stdout is one).
 pub fn show(
     files: &[PathBuf],
-    filter: &ShowFilter,
+    opts: &ShowFilter,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> std::io::Result<()> {
     let files = super::order_files(files);
     let mut io_err: Option<std::io::Error> = None;
     let mut warnings = Vec::new();
-    let mut text = String::with_capacity(256);
-    let mut json = Vec::with_capacity(1024);
+    let mut p = Printer::new(opts.format);
+    let (read_now, follow) = match (opts.follow, files.split_last()) {
+        (true, Some((last, rest))) => (rest, Some(last.clone())),
+        _ => (&files[..], None),
+    };
+    p.header(out)?;
     for_each_record(
-        &files,
+        read_now,
         |rec, raw| {
-            if io_err.is_some() || !filter.accepts(rec) {
+            if io_err.is_some() || !opts.filter.accepts(rec) {
                 return;
             }
-            let r = if filter.ocsf {
-                match serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(raw) {
-                    Ok(obj) => {
-                        json.clear();
-                        // serde_json escapes every control; the mapped values are the
-                        // record's own, so the same display escaping applies.
-                        let _ = serde_json::to_writer(&mut json, &super::ocsf::map(&obj));
-                        escape_json_display(&mut json, 0);
-                        json.push(b'\n');
-                        out.write_all(&json)
-                    }
-                    Err(_) => Ok(()),
-                }
-            } else if filter.json {
-                // A line rootfence wrote is already escaped; one that was put in the log by
-                // other means is escaped here, so no raw control reaches the reader.
-                json.clear();
-                json.extend_from_slice(raw);
-                escape_json_display(&mut json, 0);
-                json.push(b'\n');
-                out.write_all(&json)
-            } else {
-                text.clear();
-                format_record(rec, &mut text);
-                writeln!(out, "{text}")
-            };
-            if let Err(e) = r {
+            if let Err(e) = p.print(rec, raw, out) {
                 io_err = Some(e);
             }
         },
@@ -103,9 +95,412 @@ pub fn show(
     for w in warnings {
         writeln!(err, "rootfence: warning: {}", disp(&w))?;
     }
-    match io_err {
-        Some(e) => Err(e),
+    if let Some(e) = io_err {
+        return Err(e);
+    }
+    match follow {
+        Some(path) => follow_file(&path, opts, &mut p, out, err),
         None => Ok(()),
+    }
+}
+
+/// `--follow`: reads `path` to its end, then polls it for growth and rotation.
+fn follow_file(
+    path: &Path,
+    opts: &ShowFilter,
+    p: &mut Printer,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    let open = |path: &Path| -> std::io::Result<(File, u64)> {
+        let f = File::open(path)?;
+        let ino = f.metadata()?.ino();
+        Ok((f, ino))
+    };
+    let (mut file, mut ino) = open(path).map_err(|e| super::read::with_path(path, e))?;
+    let mut pending: Vec<u8> = Vec::with_capacity(64 << 10);
+    let mut buf = vec![0u8; 256 << 10];
+    let mut pos: u64 = 0;
+    let mut line_no: u64 = 0;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n > 0 {
+            pos += n as u64;
+            pending.extend_from_slice(&buf[..n]);
+            let mut start = 0;
+            while let Some(i) = memchr::memchr(b'\n', &pending[start..]) {
+                let line = &pending[start..start + i];
+                start += i + 1;
+                line_no += 1;
+                match parse_record(line) {
+                    Ok(rec) if opts.filter.accepts(&rec) => p.print(&rec, line, out)?,
+                    Ok(_) => {}
+                    Err(why) => writeln!(
+                        err,
+                        "rootfence: warning: {}",
+                        disp(&format!(
+                            "{}: line {line_no} is not a valid record ({why}); skipped",
+                            path.display()
+                        ))
+                    )?,
+                }
+            }
+            pending.drain(..start);
+            continue;
+        }
+        out.flush()?;
+        // At the end: has the writer rotated the file (a new file at the path) or has it
+        // been cut? The renamed file was complete before the new one was started, so what
+        // is left of it was read above.
+        match std::fs::metadata(path) {
+            Ok(m) if m.ino() != ino => {
+                // Move on to the file that follows the one just finished: the next rotated
+                // file when the writer rotated more than once since the last look, else
+                // the new active file.
+                let next = next_in_family(path, ino).unwrap_or_else(|| path.to_path_buf());
+                if let Ok((f, i)) = open(&next) {
+                    (file, ino, pos, line_no) = (f, i, 0, 0);
+                    // An incomplete line at the end of a rotated file stays incomplete.
+                    if !pending.is_empty() {
+                        writeln!(
+                            err,
+                            "rootfence: warning: the rotated file ended with an incomplete line \
+                             of {} bytes; skipped",
+                            pending.len()
+                        )?;
+                        pending.clear();
+                    }
+                    continue;
+                }
+            }
+            Ok(m) if m.len() < pos => {
+                writeln!(
+                    err,
+                    "rootfence: warning: {} was truncated; following it from its start",
+                    disp(&path.display().to_string())
+                )?;
+                (file, ino) = open(path)?;
+                (pos, line_no) = (0, 0);
+                pending.clear();
+                continue;
+            }
+            _ => {}
+        }
+        std::thread::sleep(FOLLOW_POLL);
+    }
+}
+
+/// The file after the one with inode `ino` in the family of the active file `active`
+/// (`<log>.<N>` in rotation order, then `<log>`), or `None` when it is not found.
+fn next_in_family(active: &Path, ino: u64) -> Option<PathBuf> {
+    let dir = active
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = active.file_name()?.to_str()?;
+    let mut members: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let n = e.file_name().into_string().ok()?;
+            let rotated = n
+                .strip_prefix(name)
+                .and_then(|r| r.strip_prefix('.'))
+                .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()));
+            (rotated || n == name).then(|| dir.join(n))
+        })
+        .collect();
+    members = super::order_files(&members);
+    let at = members
+        .iter()
+        .position(|p| std::fs::metadata(p).is_ok_and(|m| m.ino() == ino))?;
+    members.get(at + 1).cloned()
+}
+
+/// Prints records in one format.
+struct Printer {
+    format: Format,
+    ocsf: super::ocsf::Mapper,
+    text: String,
+    json: Vec<u8>,
+}
+
+impl Printer {
+    fn new(format: Format) -> Printer {
+        Printer {
+            format,
+            ocsf: super::ocsf::Mapper::new(),
+            text: String::with_capacity(256),
+            json: Vec::with_capacity(1024),
+        }
+    }
+
+    fn header(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        if self.format == Format::Csv {
+            writeln!(out, "{}", CSV_COLUMNS.join(","))?;
+        }
+        Ok(())
+    }
+
+    fn print(&mut self, rec: &Record, raw: &[u8], out: &mut dyn Write) -> std::io::Result<()> {
+        let json = &mut self.json;
+        match self.format {
+            Format::Ocsf => {
+                match serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(raw) {
+                    Ok(obj) => {
+                        json.clear();
+                        // serde_json escapes every control; the mapped values are the
+                        // record's own, so the same display escaping applies.
+                        let _ = serde_json::to_writer(&mut *json, &self.ocsf.map(&obj));
+                        escape_json_display(json, 0);
+                        json.push(b'\n');
+                        out.write_all(json)
+                    }
+                    Err(_) => Ok(()),
+                }
+            }
+            Format::Json => {
+                // A line rootfence wrote is already escaped; one that was put in the log by
+                // other means is escaped here, so no raw control reaches the reader.
+                json.clear();
+                json.extend_from_slice(raw);
+                escape_json_display(json, 0);
+                json.push(b'\n');
+                out.write_all(json)
+            }
+            Format::Text => {
+                self.text.clear();
+                format_record(rec, &mut self.text);
+                writeln!(out, "{}", self.text)
+            }
+            Format::Cef => {
+                self.text.clear();
+                format_record(rec, &mut self.text);
+                let line = cef_line(rec, &self.text);
+                writeln!(out, "{line}")
+            }
+            Format::Csv => {
+                self.text.clear();
+                format_record(rec, &mut self.text);
+                let line = csv_line(rec, &self.text);
+                writeln!(out, "{line}")
+            }
+        }
+    }
+}
+
+/// The CSV columns, in order.
+const CSV_COLUMNS: &[&str] = &[
+    "ts",
+    "seq",
+    "session",
+    "event",
+    "direction",
+    "method",
+    "id",
+    "tool",
+    "field",
+    "uri",
+    "canonical",
+    "decision",
+    "reason",
+    "rule",
+    "root",
+    "action",
+    "text",
+];
+
+/// The decision's columns, or empty ones.
+fn decision_cells(rec: &Record) -> [String; 12] {
+    let mut c: [String; 12] = Default::default();
+    if let Some(Event::Decision(d)) = &rec.event {
+        c[0] = dir_word(d.direction).into();
+        c[1] = disp(&d.method);
+        c[2] = d.id.as_ref().map(|i| disp(i.as_json())).unwrap_or_default();
+        c[3] = rec.tool.as_deref().map(disp).unwrap_or_default();
+        c[4] = d.field.as_deref().map(disp).unwrap_or_default();
+        c[5] = disp(d.uri.as_str());
+        c[6] = d
+            .canonical
+            .as_ref()
+            .map(|u| disp(u.as_str()))
+            .unwrap_or_default();
+        c[7] = match d.decision {
+            Verdict::Allow => "allow",
+            Verdict::Deny => "deny",
+        }
+        .into();
+        c[8] = disp(&d.reason);
+        c[9] = rule_text(d.layer.as_deref(), d.rule.as_deref());
+        c[10] = d
+            .root
+            .as_ref()
+            .map(|u| disp(u.as_str()))
+            .unwrap_or_default();
+        c[11] = name(&d.action);
+    } else if let Some(Event::DecisionSummary(s)) = &rec.event {
+        c[0] = dir_word(s.direction).into();
+        c[1] = disp(&s.method);
+        c[2] = s.id.as_ref().map(|i| disp(i.as_json())).unwrap_or_default();
+        c[4] = disp(&s.field);
+        c[7] = "allow".into();
+    }
+    c
+}
+
+/// `layer: rule`, or whichever of the two there is, display-escaped.
+pub(crate) fn rule_text(layer: Option<&str>, rule: Option<&str>) -> String {
+    [layer, rule]
+        .into_iter()
+        .flatten()
+        .map(disp)
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+/// One CSV row (RFC 4180). A cell a spreadsheet would run as a formula (starting with `=`,
+/// `+`, `-`, `@`) gets a leading `'`: a server chooses tool names and URIs, and a reviewer
+/// opening the export must not run them.
+fn csv_line(rec: &Record, text: &str) -> String {
+    let d = decision_cells(rec);
+    // Every cell is display-escaped already (`decision_cells`, `format_record`).
+    let mut cells: Vec<String> = vec![
+        disp(&rec.ts),
+        rec.seq.to_string(),
+        disp(&rec.session),
+        disp(&rec.event_name),
+    ];
+    cells.extend(d);
+    cells.push(text.to_owned());
+    let mut o = String::with_capacity(256);
+    for (i, c) in cells.iter().enumerate() {
+        if i > 0 {
+            o.push(',');
+        }
+        let mut v = c.clone();
+        if i != 1 && v.starts_with(['=', '+', '-', '@']) {
+            v.insert(0, '\'');
+        }
+        if v.contains([',', '"', '\n', '\r']) || v.starts_with(' ') || v.ends_with(' ') {
+            o.push('"');
+            o.push_str(&v.replace('"', "\"\""));
+            o.push('"');
+        } else {
+            o.push_str(&v);
+        }
+    }
+    o
+}
+
+/// A CEF header field: `\` and `|` escaped.
+fn cef_head(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('|', "\\|")
+}
+
+/// A CEF extension value: `\`, `=` escaped, line ends as `\n`/`\r` (the text is already
+/// display-escaped, so no other control is left).
+fn cef_value(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\\' => o.push_str("\\\\"),
+            '=' => o.push_str("\\="),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// One CEF line: `CEF:0|rootfence|rootfence|<version>|<event>|<name>|<severity>|<ext>`.
+/// The mapping of fields to CEF keys is documented in docs/siem.md.
+fn cef_line(rec: &Record, text: &str) -> String {
+    let mut sev = 1;
+    let mut name = disp(&rec.event_name);
+    let mut ext: Vec<(&str, String)> = Vec::new();
+    if let Some(us) = rec.ts_micros {
+        ext.push(("rt", (us / 1000).to_string()));
+    }
+    ext.push(("cs1Label", "session".into()));
+    ext.push(("cs1", rec.session.clone()));
+    ext.push(("cn1Label", "seq".into()));
+    ext.push(("cn1", rec.seq.to_string()));
+    match &rec.event {
+        Some(Event::Decision(d)) => {
+            let deny = d.decision == Verdict::Deny;
+            if deny {
+                sev = 5;
+            }
+            name = format!(
+                "{} {} {}",
+                disp(&d.method),
+                if deny { "denied" } else { "allowed" },
+                disp(&d.reason)
+            );
+            let c = decision_cells(rec);
+            ext.push(("act", c[7].clone()));
+            ext.push((
+                "deviceDirection",
+                if d.direction == Direction::HostToServer {
+                    "0"
+                } else {
+                    "1"
+                }
+                .into(),
+            ));
+            ext.push(("request", c[5].clone()));
+            if let Some(path) = d
+                .canonical
+                .as_ref()
+                .and_then(|u| u.as_str().strip_prefix("file://"))
+            {
+                ext.push(("filePath", disp(path)));
+            }
+            ext.push(("reason", c[8].clone()));
+            ext.push(("cs2Label", "method".into()));
+            ext.push(("cs2", c[1].clone()));
+            if !c[3].is_empty() {
+                ext.push(("cs3Label", "tool".into()));
+                ext.push(("cs3", c[3].clone()));
+            }
+            if !c[9].is_empty() {
+                ext.push(("cs4Label", "rule".into()));
+                ext.push(("cs4", c[9].clone()));
+            }
+            if !c[2].is_empty() {
+                ext.push(("cs5Label", "rpcId".into()));
+                ext.push(("cs5", c[2].clone()));
+            }
+            if !c[4].is_empty() {
+                ext.push(("cs6Label", "field".into()));
+                ext.push(("cs6", c[4].clone()));
+            }
+        }
+        Some(Event::LogRewound(_) | Event::LogRecovered(_)) => sev = 8,
+        Some(Event::PolicyReload(r)) if r.error.is_some() => sev = 5,
+        _ => {}
+    }
+    ext.push(("msg", text.to_owned()));
+    let mut o = format!(
+        "CEF:0|rootfence|rootfence|{}|{}|{}|{sev}|",
+        env!("CARGO_PKG_VERSION"),
+        cef_head(&disp(&rec.event_name)),
+        cef_head(&name)
+    );
+    for (i, (k, v)) in ext.iter().enumerate() {
+        if i > 0 {
+            o.push(' ');
+        }
+        let _ = write!(o, "{k}={}", cef_value(v));
+    }
+    o
+}
+
+fn dir_word(d: Direction) -> &'static str {
+    match d {
+        Direction::HostToServer => "host_to_server",
+        Direction::ServerToHost => "server_to_host",
     }
 }
 
@@ -137,6 +532,11 @@ fn dir(d: Direction) -> &'static str {
 fn uris<'a>(it: impl Iterator<Item = &'a super::AuditUri>) -> String {
     let v: Vec<String> = it.map(|u| disp(u.as_str())).collect();
     format!("[{}]", v.join(", "))
+}
+
+/// The snake_case word serde gives a unit enum variant.
+pub(crate) fn enum_word<T: serde::Serialize>(v: &T) -> String {
+    name(v)
 }
 
 fn name<T: serde::Serialize>(v: &T) -> String {
@@ -250,6 +650,9 @@ fn format_record(r: &Record, o: &mut String) {
                 Verdict::Deny => "DENY ",
             };
             let _ = write!(o, "{verdict} {} {}", dir(d.direction), disp(&d.method));
+            if let Some(t) = &r.tool {
+                let _ = write!(o, " tool={}", disp(t));
+            }
             if let Some(id) = &d.id {
                 let _ = write!(o, " id={}", disp(id.as_json()));
             }
@@ -263,13 +666,7 @@ fn format_record(r: &Record, o: &mut String) {
                 let _ = write!(o, " => {}", disp(c.as_str()));
             }
             let _ = write!(o, "  reason: {}", disp(&d.reason));
-            // `layer: rule`, or whichever of the two there is.
-            let rule = [d.layer.as_deref(), d.rule.as_deref()]
-                .into_iter()
-                .flatten()
-                .map(disp)
-                .collect::<Vec<_>>()
-                .join(": ");
+            let rule = rule_text(d.layer.as_deref(), d.rule.as_deref());
             if !rule.is_empty() {
                 let _ = write!(o, "  rule: {rule}");
             }

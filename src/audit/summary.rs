@@ -1,5 +1,6 @@
-//! `rootfence audit summary`: per session, counts by decision, method and reason, and the
-//! most denied URIs and rules.
+//! `rootfence audit summary`: per session and across all of them, counts by decision,
+//! method and reason, and the most used tools, most denied URIs and rules; with the
+//! filters of `show` ([`Filter`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -8,17 +9,24 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::event::{Event, Verdict, escape_json_display};
-use super::read::for_each_record;
+use super::filter::Filter;
+use super::read::{Record, for_each_record};
 use super::show::disp;
 
 /// Options for [`summarize`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Default)]
 pub struct SummaryOptions {
-    /// How many denied URIs and rules to list per session.
+    /// How many tools, denied URIs and rules to list.
     pub top: usize,
     /// Print JSON instead of text.
     pub json: bool,
+    /// Which records count.
+    pub filter: Filter,
 }
+
+/// What `tools/call` decisions count under when the record does not name its tool
+/// (records written before decisions carried `tool`).
+pub(crate) const NO_TOOL: &str = "(tool not recorded)";
 
 #[derive(Debug, Default, Serialize)]
 struct Session {
@@ -42,8 +50,16 @@ struct Session {
     summarized_allows: u64,
     roots_updates: u64,
     roots_dropped: u64,
+    /// `tools/call` decisions by tool: allow and deny counts.
+    by_tool: BTreeMap<String, BTreeMap<String, u64>>,
+    top_tools: Vec<(String, u64)>,
+    top_denied_tools: Vec<(String, u64)>,
     top_denied_uris: Vec<(String, u64)>,
     top_denied_rules: Vec<(String, u64)>,
+    #[serde(skip)]
+    tools: HashMap<String, u64>,
+    #[serde(skip)]
+    denied_tools: HashMap<String, u64>,
     #[serde(skip)]
     denied_uris: HashMap<String, u64>,
     #[serde(skip)]
@@ -53,6 +69,8 @@ struct Session {
 #[derive(Debug, Serialize)]
 struct Summary {
     sessions: Vec<Session>,
+    /// Every session together (`session` is the number of sessions).
+    all: Session,
     warnings: Vec<String>,
 }
 
@@ -60,17 +78,31 @@ struct Summary {
 /// incomplete lines are skipped and listed as warnings (on `err`, and in the JSON).
 pub fn summarize(
     files: &[PathBuf],
-    opts: SummaryOptions,
+    opts: &SummaryOptions,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> std::io::Result<()> {
     let files = super::order_files(files);
     let mut sessions: Vec<Session> = Vec::new();
+    let mut all = Session::default();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut warnings = Vec::new();
+    // Each session's command, protocol and end, from its records whether or not the
+    // filters keep them: a summary of a session's denials still says how it ended.
+    let mut meta: HashMap<String, Session> = HashMap::new();
     for_each_record(
         &files,
         |rec, _| {
+            if matches!(
+                rec.event,
+                Some(Event::SessionStart(_) | Event::Initialized(_) | Event::SessionEnd(_))
+            ) && (meta.contains_key(&rec.session) || meta.len() < 1 << 20)
+            {
+                meta.entry(rec.session.clone()).or_default().add(rec);
+            }
+            if !opts.filter.accepts(rec) {
+                return;
+            }
             let i = *index.entry(rec.session.clone()).or_insert_with(|| {
                 sessions.push(Session {
                     session: rec.session.clone(),
@@ -79,90 +111,36 @@ pub fn summarize(
                 });
                 sessions.len() - 1
             });
-            let s = &mut sessions[i];
-            s.records += 1;
-            s.last_ts.clone_from(&rec.ts);
-            match &rec.event {
-                Some(Event::SessionStart(st)) => {
-                    s.command = Some(st.command.clone());
-                    if st.protocol_version.is_some() {
-                        s.protocol_version.clone_from(&st.protocol_version);
-                    }
-                }
-                Some(Event::Initialized(i)) => {
-                    s.protocol_version = Some(i.protocol_version.clone());
-                }
-                Some(Event::RootsUpdate(u)) => {
-                    s.roots_updates += 1;
-                    s.roots_dropped += u.dropped.len() as u64;
-                }
-                Some(Event::Decision(d)) => {
-                    let verdict = match d.decision {
-                        Verdict::Allow => "allow",
-                        Verdict::Deny => "deny",
-                    };
-                    *s.decisions.entry(verdict.into()).or_default() += 1;
-                    *s.by_method
-                        .entry(d.method.clone())
-                        .or_default()
-                        .entry(verdict.into())
-                        .or_default() += 1;
-                    *s.by_reason.entry(d.reason.clone()).or_default() += 1;
-                    *s.by_action.entry(enum_name(&d.action)).or_default() += 1;
-                    if d.decision == Verdict::Deny {
-                        *s.denied_uris.entry(d.uri.as_str().to_owned()).or_default() += 1;
-                        let rule = match (&d.layer, &d.rule) {
-                            (Some(l), Some(r)) => format!("{l}: {r}"),
-                            (None, Some(r)) => r.clone(),
-                            (Some(l), None) => l.clone(),
-                            (None, None) => format!("(no rule: {})", d.reason),
-                        };
-                        *s.denied_rules.entry(rule).or_default() += 1;
-                    }
-                }
-                Some(Event::DecisionSummary(d)) => {
-                    let n = d.allowed;
-                    *s.decisions.entry("allow".into()).or_default() += n;
-                    *s.by_method
-                        .entry(d.method.clone())
-                        .or_default()
-                        .entry("allow".into())
-                        .or_default() += n;
-                    for (reason, k) in &d.reasons {
-                        *s.by_reason.entry(reason.clone()).or_default() += k;
-                    }
-                    *s.by_action.entry("forwarded".into()).or_default() += n;
-                    s.summarized_allows += n;
-                }
-                Some(Event::ProtocolError(p)) => {
-                    *s.protocol_errors.entry(enum_name(&p.kind)).or_default() += 1;
-                }
-                Some(Event::ProtocolErrorRepeated(p)) => {
-                    *s.protocol_errors.entry(enum_name(&p.kind)).or_default() += p.count;
-                }
-                Some(Event::SessionEnd(e)) => {
-                    let mut end = enum_name(&e.cause);
-                    if let Some(c) = e.exit_code {
-                        end.push_str(&format!(" (exit {c})"));
-                    }
-                    if let Some(sig) = e.signal {
-                        end.push_str(&format!(" (signal {sig})"));
-                    }
-                    s.end = Some(end);
-                }
-                _ => {}
+            sessions[i].add(rec);
+            if all.first_ts.is_empty() {
+                all.first_ts.clone_from(&rec.ts);
             }
+            all.add(rec);
         },
         |w| warnings.push(w),
     )?;
-    for s in &mut sessions {
-        s.top_denied_uris = top(&s.denied_uris, opts.top);
-        s.top_denied_rules = top(&s.denied_rules, opts.top);
+    for s in sessions.iter_mut().chain(std::iter::once(&mut all)) {
+        s.finish(opts.top);
     }
+    for s in &mut sessions {
+        if let Some(m) = meta.remove(&s.session) {
+            s.command = s.command.take().or(m.command);
+            s.protocol_version = s.protocol_version.take().or(m.protocol_version);
+            s.end = s.end.take().or(m.end);
+        }
+    }
+    all.session = format!("{} sessions", sessions.len());
+    all.command = None;
+    all.protocol_version = None;
+    all.end = None;
     for w in &warnings {
         writeln!(err, "rootfence: warning: {}", disp(w))?;
     }
-    let summary = Summary { sessions, warnings };
+    let summary = Summary {
+        sessions,
+        all,
+        warnings,
+    };
     if opts.json {
         // Strings in the log are server-controlled: printed JSON carries them escaped, never
         // as raw C1 or bidi controls.
@@ -177,8 +155,126 @@ pub fn summarize(
     }
     if summary.sessions.is_empty() {
         writeln!(out, "no records")?;
+    } else if summary.sessions.len() > 1 {
+        print_all(&summary.all, out)?;
     }
     Ok(())
+}
+
+impl Session {
+    /// Counts one record.
+    fn add(&mut self, rec: &Record) {
+        let s = self;
+        s.records += 1;
+        s.last_ts.clone_from(&rec.ts);
+        match &rec.event {
+            Some(Event::SessionStart(st)) => {
+                s.command = Some(st.command.clone());
+                if st.protocol_version.is_some() {
+                    s.protocol_version.clone_from(&st.protocol_version);
+                }
+            }
+            Some(Event::Initialized(i)) => {
+                s.protocol_version = Some(i.protocol_version.clone());
+            }
+            Some(Event::RootsUpdate(u)) => {
+                s.roots_updates += 1;
+                s.roots_dropped += u.dropped.len() as u64;
+            }
+            Some(Event::Decision(d)) => {
+                let verdict = match d.decision {
+                    Verdict::Allow => "allow",
+                    Verdict::Deny => "deny",
+                };
+                *s.decisions.entry(verdict.into()).or_default() += 1;
+                *s.by_method
+                    .entry(d.method.clone())
+                    .or_default()
+                    .entry(verdict.into())
+                    .or_default() += 1;
+                *s.by_reason.entry(d.reason.clone()).or_default() += 1;
+                *s.by_action.entry(enum_name(&d.action)).or_default() += 1;
+                let tool = match (&rec.tool, d.method.as_str()) {
+                    (Some(t), _) => Some(t.as_str()),
+                    (None, "tools/call") => Some(NO_TOOL),
+                    _ => None,
+                };
+                if let Some(t) = tool {
+                    *s.by_tool
+                        .entry(t.to_owned())
+                        .or_default()
+                        .entry(verdict.into())
+                        .or_default() += 1;
+                    *s.tools.entry(t.to_owned()).or_default() += 1;
+                }
+                if d.decision == Verdict::Deny {
+                    *s.denied_uris.entry(d.uri.as_str().to_owned()).or_default() += 1;
+                    *s.denied_rules.entry(rule_key(d)).or_default() += 1;
+                    if let Some(t) = tool {
+                        *s.denied_tools.entry(t.to_owned()).or_default() += 1;
+                    }
+                }
+            }
+            Some(Event::DecisionSummary(d)) => {
+                let n = d.allowed;
+                *s.decisions.entry("allow".into()).or_default() += n;
+                *s.by_method
+                    .entry(d.method.clone())
+                    .or_default()
+                    .entry("allow".into())
+                    .or_default() += n;
+                for (reason, k) in &d.reasons {
+                    *s.by_reason.entry(reason.clone()).or_default() += k;
+                }
+                *s.by_action.entry("forwarded".into()).or_default() += n;
+                s.summarized_allows += n;
+            }
+            Some(Event::ProtocolError(p)) => {
+                *s.protocol_errors.entry(enum_name(&p.kind)).or_default() += 1;
+            }
+            Some(Event::ProtocolErrorRepeated(p)) => {
+                *s.protocol_errors.entry(enum_name(&p.kind)).or_default() += p.count;
+            }
+            Some(Event::SessionEnd(e)) => {
+                let mut end = enum_name(&e.cause);
+                if let Some(c) = e.exit_code {
+                    end.push_str(&format!(" (exit {c})"));
+                }
+                if let Some(sig) = e.signal {
+                    end.push_str(&format!(" (signal {sig})"));
+                }
+                s.end = Some(end);
+            }
+            _ => {}
+        }
+    }
+
+    /// Fills the top lists.
+    fn finish(&mut self, n: usize) {
+        self.top_tools = top(&self.tools, n);
+        self.top_denied_tools = top(&self.denied_tools, n);
+        self.top_denied_uris = top(&self.denied_uris, n);
+        self.top_denied_rules = top(&self.denied_rules, n);
+    }
+}
+
+/// The rule a denial is counted under: `layer: rule`, or what there is, or the reason.
+pub(crate) fn rule_key(d: &super::event::Decision) -> String {
+    match (&d.layer, &d.rule) {
+        (Some(l), Some(r)) => format!("{l}: {r}"),
+        (None, Some(r)) => r.clone(),
+        (Some(l), None) => l.clone(),
+        (None, None) => format!("(no rule: {})", d.reason),
+    }
+}
+
+fn print_all(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "all {}  {} .. {}  {} records",
+        s.session, s.first_ts, s.last_ts, s.records
+    )?;
+    print_counts(s, out)
 }
 
 fn print_session(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
@@ -205,6 +301,10 @@ fn print_session(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
             .as_deref()
             .unwrap_or("(no session_end: still running, or killed)")
     )?;
+    print_counts(s, out)
+}
+
+fn print_counts(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
     let d = |k: &str| s.decisions.get(k).copied().unwrap_or(0);
     write!(out, "  decisions: {} allow, {} deny", d("allow"), d("deny"))?;
     if s.summarized_allows > 0 {
@@ -241,6 +341,26 @@ fn print_session(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
             "  roots:     {} updates, {} roots dropped",
             s.roots_updates, s.roots_dropped
         )?;
+    }
+    if !s.by_tool.is_empty() {
+        writeln!(out, "  by tool (tools/call):")?;
+        let mut tools: Vec<(&String, &BTreeMap<String, u64>)> = s.by_tool.iter().collect();
+        // Most used first; only the top ones.
+        tools.sort_by_key(|(k, v)| (std::cmp::Reverse(v.values().sum::<u64>()), *k));
+        let shown = s.top_tools.len().max(1);
+        for (t, v) in tools.iter().take(shown) {
+            let g = |k: &str| v.get(k).copied().unwrap_or(0);
+            writeln!(
+                out,
+                "    {:<32} {:>8} allow {:>8} deny",
+                disp(t),
+                g("allow"),
+                g("deny")
+            )?;
+        }
+        if tools.len() > shown {
+            writeln!(out, "    ... and {} more tools", tools.len() - shown)?;
+        }
     }
     list(
         out,

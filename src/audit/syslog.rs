@@ -24,6 +24,23 @@
 //! receiver that then crashed never read are lost: syslog over TCP has no acknowledgement.
 //! UDP and unix datagrams are fire-and-forget: a message the socket refuses is dropped and
 //! counted.
+//!
+//! # Records of any size, whole
+//!
+//! Receivers cut long messages (rsyslog at 8 KiB by default, `maxMessageSize`), and a
+//! `session_start` or a decision on a long path can be larger. A message longer than
+//! [`SyslogConfig::max_message`] is therefore sent in parts: each part carries the same
+//! `seq` and `session` and a `part="<i>/<n>"` SD-PARAM, and the parts' MSGs (each after its
+//! BOM) joined in order are the record's line byte for byte, so the SIEM's copy can be put
+//! back together and checked with `rootfence audit verify` (docs/siem.md).
+//!
+//! # Nothing raw from a peer in the header or the structured data
+//!
+//! Header fields are PRINTUSASCII or `-`; SD-PARAM values escape `"`, `\` and `]` as RFC
+//! 5424 says, and every control character, line or paragraph separator, bidi control and
+//! U+FEFF as `\uXXXX` (the backslash itself being escaped, this cannot be confused with
+//! the URI's own text): a host- or server-chosen URI cannot start a new line in a receiver's
+//! file or reorder what a reviewer reads.
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -57,6 +74,16 @@ pub const CLOSE_GRACE: Duration = Duration::from_secs(3);
 
 /// The largest SD-PARAM value sent (longer ones are cut; the JSON in MSG is whole).
 const MAX_PARAM: usize = 1024;
+
+/// Default [`SyslogConfig::max_message`]: below what rsyslog takes whole by default. Its
+/// `maxMessageSize` is 8 KiB, but imtcp cuts a frame at 8,096 bytes (measured with Debian's
+/// rsyslog 8.2302: 8,192 bytes arrived as 8,096 plus a second, broken message);
+/// syslog-ng's default is 64 KiB.
+pub const DEFAULT_MAX_MESSAGE: usize = 8000;
+
+/// The smallest `max_message` accepted: room for the header, the structured data of a
+/// part and some of the record.
+pub const MIN_MAX_MESSAGE: usize = 2048;
 
 /// Record fields copied into the structured data, when present and scalar.
 const SD_FIELDS: &[&str] = &[
@@ -165,6 +192,9 @@ pub struct SyslogConfig {
     pub queue: usize,
     /// The SD-ID of the structured data element (`name@<private enterprise number>`).
     pub sd_id: String,
+    /// The longest message sent, in bytes (the SYSLOG-MSG without TCP framing); a longer
+    /// one is sent in parts. At least [`MIN_MAX_MESSAGE`].
+    pub max_message: usize,
 }
 
 impl SyslogConfig {
@@ -176,6 +206,7 @@ impl SyslogConfig {
             format: MsgFormat::Json,
             queue: DEFAULT_QUEUE,
             sd_id: DEFAULT_SD_ID.to_owned(),
+            max_message: DEFAULT_MAX_MESSAGE,
         }
     }
 }
@@ -433,8 +464,13 @@ fn run(cfg: &SyslogConfig, shared: &Shared, fmt: &Formatter) {
             let taken: Vec<(Vec<u8>, Kind)> = q.lines.drain(..n).collect();
             q.bytes -= taken.iter().map(|(l, _)| l.len()).sum::<usize>();
             drop(q);
-            batch.extend(taken.iter().filter_map(|(l, k)| fmt.format(l, *k)));
-            let bad = taken.len() - batch.len();
+            let mut bad = 0;
+            for (l, k) in &taken {
+                match fmt.format(l, *k) {
+                    Some(parts) => batch.extend(parts),
+                    None => bad += 1,
+                }
+            }
             if bad > 0 {
                 shared.drop_n(bad as u64, "a line that is not a JSON record");
             }
@@ -499,7 +535,12 @@ struct Formatter {
     procid: String,
     sd_id: String,
     format: MsgFormat,
+    max_message: usize,
+    /// The OCSF mapping remembers the peers' claimed names from `initialized`.
+    ocsf: Mutex<super::ocsf::Mapper>,
 }
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl Formatter {
     fn new(cfg: &SyslogConfig, _session: &str) -> Formatter {
@@ -519,12 +560,14 @@ impl Formatter {
             procid: std::process::id().to_string(),
             sd_id,
             format: cfg.format,
+            max_message: cfg.max_message.max(MIN_MAX_MESSAGE),
+            ocsf: Mutex::new(super::ocsf::Mapper::new()),
         }
     }
 
-    /// `<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID [SD] BOM MSG`, or `None` for a line
-    /// that is not a JSON object.
-    fn format(&self, line: &[u8], kind: Kind) -> Option<Vec<u8>> {
+    /// `<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID [SD] BOM MSG`, in parts when it is
+    /// longer than `max_message`, or `None` for a line that is not a JSON object.
+    fn format(&self, line: &[u8], kind: Kind) -> Option<Vec<Vec<u8>>> {
         let v: Value = serde_json::from_slice(line).ok()?;
         let obj = v.as_object()?;
         let event = match kind {
@@ -549,16 +592,82 @@ impl Formatter {
             } else {
                 "-".into()
             };
-        let mut out = Vec::with_capacity(line.len() + 512);
+        let mut head = Vec::with_capacity(128);
         let _ = write!(
-            out,
-            "<{}>1 {ts} {} rootfence {} {msgid} [{}",
+            head,
+            "<{}>1 {ts} {} rootfence {} {msgid} ",
             u16::from(self.facility) * 8 + severity,
             self.hostname,
             self.procid,
-            self.sd_id
         );
-        for name in SD_FIELDS {
+        let mapped;
+        let msg: &[u8] = match (self.format, kind) {
+            (MsgFormat::Ocsf, Kind::Record) => {
+                let mapped_value = self.ocsf.lock().unwrap_or_else(|p| p.into_inner()).map(obj);
+                let mut m = serde_json::to_vec(&mapped_value).ok()?;
+                // serde_json leaves C1 controls, separators and bidi controls raw.
+                super::event::escape_json_display(&mut m, 0);
+                mapped = m;
+                &mapped
+            }
+            _ => line,
+        };
+        let sd = self.structured(obj, SD_FIELDS, None);
+        if head.len() + sd.len() + 1 + BOM.len() + msg.len() <= self.max_message {
+            let mut out = head;
+            out.extend_from_slice(&sd);
+            out.push(b' ');
+            out.extend_from_slice(BOM);
+            out.extend_from_slice(msg);
+            return Some(vec![out]);
+        }
+        // In parts. The full structured data on each when it leaves room, else only what
+        // identifies the record.
+        let fields: &[&str] = if head.len() + sd.len() + 32 <= self.max_message / 2 {
+            SD_FIELDS
+        } else {
+            &["seq", "session", "event"]
+        };
+        let mut n = 1usize;
+        let pieces = loop {
+            let sd_len = self.structured(obj, fields, Some((n, n))).len();
+            let room = self.max_message - head.len() - sd_len - 1 - BOM.len();
+            let pieces = split_utf8(msg, room);
+            // More parts than assumed may need more digits in `part`: try again.
+            if pieces.len() <= n || pieces.len().to_string().len() <= n.to_string().len() {
+                break pieces;
+            }
+            n = pieces.len();
+        };
+        let total = pieces.len();
+        Some(
+            pieces
+                .iter()
+                .enumerate()
+                .map(|(i, piece)| {
+                    let mut out = head.clone();
+                    out.extend_from_slice(&self.structured(obj, fields, Some((i + 1, total))));
+                    out.push(b' ');
+                    out.extend_from_slice(BOM);
+                    out.extend_from_slice(piece);
+                    out
+                })
+                .collect(),
+        )
+    }
+
+    /// `[SD-ID name="value" ...]` with the record's scalar `fields` and, for a part,
+    /// `part="i/n"`.
+    fn structured(
+        &self,
+        obj: &serde_json::Map<String, Value>,
+        fields: &[&str],
+        part: Option<(usize, usize)>,
+    ) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256);
+        out.push(b'[');
+        out.extend_from_slice(self.sd_id.as_bytes());
+        for name in fields {
             let Some(val) = obj.get(*name) else { continue };
             let text = match val {
                 Value::String(s) => s.clone(),
@@ -570,15 +679,33 @@ impl Formatter {
             param_value(&text, &mut out);
             out.push(b'"');
         }
-        out.extend_from_slice(b"] \xEF\xBB\xBF");
-        match (self.format, kind) {
-            (MsgFormat::Ocsf, Kind::Record) => {
-                let _ = serde_json::to_writer(&mut out, &super::ocsf::map(obj));
-            }
-            _ => out.extend_from_slice(line),
+        if let Some((i, n)) = part {
+            let _ = write!(out, " part=\"{i}/{n}\"");
         }
-        Some(out)
+        out.push(b']');
+        out
     }
+}
+
+/// `b` (UTF-8) in pieces of at most `room` bytes, cut at character boundaries.
+fn split_utf8(b: &[u8], room: usize) -> Vec<&[u8]> {
+    let room = room.max(4);
+    let mut out = Vec::with_capacity(b.len() / room + 1);
+    let mut rest = b;
+    while rest.len() > room {
+        let mut cut = room;
+        // Back off continuation bytes (10xxxxxx) so no character is split.
+        while cut > 0 && rest[cut] & 0xC0 == 0x80 {
+            cut -= 1;
+        }
+        if cut == 0 {
+            cut = room;
+        }
+        out.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    out.push(rest);
+    out
 }
 
 fn printusascii(b: u8) -> bool {
@@ -594,19 +721,32 @@ fn valid_name(s: &str) -> bool {
             .all(|b| printusascii(b) && !matches!(b, b'=' | b']' | b'"'))
 }
 
-/// An SD-PARAM value: UTF-8 with `"`, `\` and `]` escaped by a backslash, cut at
-/// [`MAX_PARAM`] bytes on a character boundary.
+/// An SD-PARAM value: the text display-escaped (a backslash doubled; every character that
+/// could end a line or hide text, that is controls, separators, bidi controls and U+FEFF,
+/// written `\uXXXX`), then escaped as RFC 5424 says (`"`, `\` and `]` after a
+/// backslash, 6.3.3); cut at [`MAX_PARAM`] bytes of the value on a character boundary.
+/// A receiver that undoes the RFC escaping reads the display-escaped text, which is
+/// unambiguous: `\u000A` there is a newline, `\\u000A` the six characters.
 fn param_value(s: &str, out: &mut Vec<u8>) {
     let mut end = s.len().min(MAX_PARAM);
     while !s.is_char_boundary(end) {
         end -= 1;
     }
     for c in s[..end].chars() {
-        if matches!(c, '"' | '\\' | ']') {
-            out.push(b'\\');
+        match c {
+            '\\' => out.extend_from_slice(br"\\\\"),
+            '"' | ']' => {
+                out.push(b'\\');
+                out.push(c as u8);
+            }
+            c if super::event::is_unsafe_display_char(c) => {
+                let _ = write!(out, "\\\\u{:04X}", u32::from(c));
+            }
+            c => {
+                let mut b = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+            }
         }
-        let mut b = [0u8; 4];
-        out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
     }
 }
 
@@ -650,17 +790,93 @@ mod tests {
         let cfg = SyslogConfig::new(Transport::Udp("127.0.0.1:1".into()));
         let f = Formatter::new(&cfg, "s");
         let line = br#"{"v":1,"seq":7,"ts":"2026-01-02T03:04:05.000006Z","session":"ab","prev":"00","event":"decision","uri":"file:///a\"]\\b","decision":"deny","reason":"outside_roots"}"#;
-        let m = String::from_utf8(f.format(line, Kind::Record).unwrap()).unwrap();
+        let m = String::from_utf8(f.format(line, Kind::Record).unwrap().remove(0)).unwrap();
         let head = format!(
             "<84>1 2026-01-02T03:04:05.000006Z {} rootfence ",
             f.hostname
         );
         assert!(m.starts_with(&head), "{m}");
         assert!(
-            m.contains(r#" decision [rootfence@32473 seq="7" session="ab" event="decision" decision="deny" reason="outside_roots" uri="file:///a\"\]\\b"] "#),
+            m.contains(r#" decision [rootfence@32473 seq="7" session="ab" event="decision" decision="deny" reason="outside_roots" uri="file:///a\"\]\\\\b"] "#),
             "{m}"
         );
         assert!(m.ends_with(std::str::from_utf8(line).unwrap()), "{m}");
         assert!(f.format(b"not json", Kind::Record).is_none());
+    }
+
+    /// Issue 28, item 9: a URI (or any text) with newlines, escapes and bidi controls
+    /// cannot put a raw control character in the header or the structured data.
+    #[test]
+    fn control_characters_never_reach_the_header_or_structured_data_raw() {
+        let cfg = SyslogConfig::new(Transport::Udp("127.0.0.1:1".into()));
+        let f = Formatter::new(&cfg, "s");
+        let hostile = "file:///w/a\n<13>1 - forged\r\u{1b}]0;title\u{7}\u{85}\u{2028}\u{202e}\u{feff}\\u000A\"]";
+        let rec = serde_json::json!({
+            "v": 1, "seq": 3, "ts": "2026-01-02T03:04:05.000006Z\n<13>1 forged",
+            "session": "ab\u{1b}[2J", "prev": "00", "event": "decision\nforged",
+            "uri": hostile, "decision": "deny", "reason": "outside_roots\u{0}",
+            "rule": "r\u{2066}", "method": "tools/call\t"
+        });
+        let line = serde_json::to_vec(&rec).unwrap();
+        let parts = f.format(&line, Kind::Record).unwrap();
+        assert_eq!(parts.len(), 1);
+        let m = &parts[0];
+        let (head, _) = m.split_at(m.windows(3).position(|w| w == BOM).unwrap());
+        let head = std::str::from_utf8(head).unwrap();
+        assert!(
+            !head.chars().any(|c| c.is_control()
+                || ('\u{2028}'..='\u{202e}').contains(&c)
+                || c == '\u{feff}'),
+            "{head:?}"
+        );
+        // The header fields a record could steer fall back to `-`.
+        assert!(head.starts_with("<86>1 - "), "{head}");
+        assert!(head.contains(" rootfence "), "{head}");
+        assert!(
+            head.contains(
+                r#"uri="file:///w/a\\u000A<13>1 - forged\\u000D\\u001B\]0;title\\u0007\\u0085\\u2028\\u202E\\uFEFF\\\\u000A\"\]""#
+            ),
+            "{head}"
+        );
+        assert!(head.contains(r#"session="ab\\u001B[2J""#), "{head}");
+        assert!(head.contains(r#"reason="outside_roots\\u0000""#), "{head}");
+        // MSG is the JSON line, escaped by JSON.
+        assert!(m.ends_with(&line));
+    }
+
+    /// A record longer than `max_message` goes in parts that each fit and join back into
+    /// the line byte for byte.
+    #[test]
+    fn long_records_are_split_into_parts_that_join_back() {
+        let mut cfg = SyslogConfig::new(Transport::Udp("127.0.0.1:1".into()));
+        cfg.max_message = MIN_MAX_MESSAGE;
+        let f = Formatter::new(&cfg, "s");
+        // Multi-byte characters so that cuts must respect character boundaries.
+        let uri = format!("file:///w/{}", "é日a".repeat(900));
+        let line = serde_json::to_vec(&serde_json::json!({
+            "v": 1, "seq": 42, "ts": "2026-01-02T03:04:05.000006Z", "session": "ab",
+            "prev": "00", "event": "decision", "uri": uri, "decision": "allow"
+        }))
+        .unwrap();
+        let parts = f.format(&line, Kind::Record).unwrap();
+        assert!(parts.len() > 2, "{}", parts.len());
+        let mut joined = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            assert!(p.len() <= MIN_MAX_MESSAGE, "part {i}: {} bytes", p.len());
+            let s = std::str::from_utf8(p).expect("each part is UTF-8");
+            assert!(
+                s.contains(&format!(r#" part="{}/{}"]"#, i + 1, parts.len())),
+                "{s}"
+            );
+            assert!(s.contains(r#"seq="42" session="ab""#), "{s}");
+            let at = p.windows(3).position(|w| w == BOM).unwrap() + 3;
+            joined.extend_from_slice(&p[at..]);
+        }
+        assert_eq!(joined, line);
+        // A short one is one message without `part`.
+        let short = br#"{"v":1,"seq":1,"ts":"2026-01-02T03:04:05.000006Z","session":"ab","prev":"00","event":"session_end"}"#;
+        let one = f.format(short, Kind::Record).unwrap();
+        assert_eq!(one.len(), 1);
+        assert!(!String::from_utf8_lossy(&one[0]).contains("part="));
     }
 }

@@ -95,28 +95,45 @@ pub(crate) fn parse_rfc3339(s: &str) -> Option<i64> {
     Some(secs * 1_000_000 + frac)
 }
 
-/// Parses a `--since` argument: an RFC 3339 date-time, a date, or a duration ago such as
-/// `90s`, `15m`, `2h`, `7d`. The error names the input and the accepted forms.
+/// Parses a `--since`/`--until` argument: an RFC 3339 date-time, a date, a duration ago
+/// such as `90s`, `15m`, `2h`, `7d`, `2w`, or one of the words `now`, `today` and
+/// `yesterday` (midnight UTC of that day: the log's `ts` is UTC, so a day is a UTC day).
+/// The error names the input and the accepted forms.
 pub fn parse_time_arg(s: &str) -> Result<i64, String> {
+    parse_time_arg_at(s, now_micros())
+}
+
+/// [`parse_time_arg`] relative to `now` (for tests).
+pub(crate) fn parse_time_arg_at(s: &str, now: i64) -> Result<i64, String> {
     if let Some(t) = parse_rfc3339(s) {
         return Ok(t);
+    }
+    const DAY: i64 = 86_400 * 1_000_000;
+    let midnight = now.div_euclid(DAY) * DAY;
+    match s.trim().to_ascii_lowercase().as_str() {
+        "now" => return Ok(now),
+        "today" => return Ok(midnight),
+        "yesterday" => return Ok(midnight - DAY),
+        "tomorrow" => return Ok(midnight + DAY),
+        _ => {}
     }
     let unit = match s.as_bytes().last() {
         Some(b's') => 1,
         Some(b'm') => 60,
         Some(b'h') => 3600,
         Some(b'd') => 86_400,
+        Some(b'w') => 7 * 86_400,
         _ => 0,
     };
     if unit != 0
         && let Ok(n) = s[..s.len() - 1].parse::<i64>()
         && n >= 0
     {
-        return Ok(now_micros() - n.saturating_mul(unit).saturating_mul(1_000_000));
+        return Ok(now - n.saturating_mul(unit).saturating_mul(1_000_000));
     }
     Err(format!(
-        "invalid time '{s}': use RFC 3339 (2026-08-21T10:00:00Z), a date (2026-08-21) or a \
-         duration ago (90s, 15m, 2h, 7d)"
+        "invalid time '{s}': use RFC 3339 (2026-08-21T10:00:00Z), a date (2026-08-21), a \
+         duration ago (90s, 15m, 2h, 7d, 2w) or now, today, yesterday (UTC days)"
     ))
 }
 
@@ -213,11 +230,23 @@ mod tests {
         let t = parse_time_arg("2h").unwrap();
         assert!((now - 2 * 3600 * 1_000_000 - t).abs() < 5_000_000);
         assert!(parse_time_arg("-2h").is_err());
-        assert!(
-            parse_time_arg("yesterday")
-                .unwrap_err()
-                .contains("yesterday")
-        );
+        assert!(parse_time_arg("someday").unwrap_err().contains("someday"));
+    }
+
+    #[test]
+    fn words_are_utc_days() {
+        let now = parse_rfc3339("2026-08-21T10:15:00Z").unwrap();
+        let day = |s| parse_rfc3339(s).unwrap();
+        let cases = [
+            ("now", now),
+            ("today", day("2026-08-21")),
+            ("Yesterday", day("2026-08-20")),
+            ("tomorrow", day("2026-08-22")),
+            ("1w", now - 7 * 86_400 * 1_000_000),
+        ];
+        for (s, want) in cases {
+            assert_eq!(parse_time_arg_at(s, now), Ok(want), "{s}");
+        }
     }
 
     #[test]

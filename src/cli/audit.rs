@@ -1,4 +1,4 @@
-//! `rootfence audit verify|summary|show|keygen` (issues 5, 15): thin front ends over the
+//! `rootfence audit verify|summary|show|report|keygen` (issues 5, 15, 29): thin front ends over the
 //! readers and the checkpoint keys in `rootfence::audit`.
 //!
 //! Exit codes of `verify`: 0 the chain is intact and the log ends with a `session_end`;
@@ -54,40 +54,119 @@ pub enum AuditCommand {
         #[arg(value_name = "FILE")]
         out: PathBuf,
     },
-    /// Per session: counts by decision, method and reason, top denied URIs and rules.
+    /// Per session and across them: counts by decision, method and reason, the top tools,
+    /// denied URIs and denying rules. Takes the filters of `show`.
     Summary {
-        /// How many denied URIs and rules to list per session.
+        /// How many tools, denied URIs and rules to list.
         #[arg(long, default_value_t = 10, value_name = "N")]
         top: usize,
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        filter: FilterArgs,
         /// The log file (and its rotated files, if wanted).
         #[arg(value_name = "FILE", required = true)]
         files: Vec<PathBuf>,
     },
-    /// List records readably, with filters.
+    /// List records readably, with filters; --follow to tail a live log.
+    ///
+    /// Filters combine (all must hold). A filter on an attribute keeps only the records
+    /// that have it: --method tools/call lists decisions on tool calls, not session starts.
     Show {
-        /// Only denied decisions.
-        #[arg(long)]
-        denied: bool,
-        /// Only this session (its id or a prefix of it).
-        #[arg(long, value_name = "ID")]
-        session: Option<String>,
-        /// Only records at or after T: RFC 3339, a date, or a duration ago (15m, 2h, 7d).
-        #[arg(long, value_name = "T", value_parser = audit::parse_time_arg)]
-        since: Option<i64>,
+        #[command(flatten)]
+        filter: FilterArgs,
         /// Print the stored JSON lines (the same as --format json).
         #[arg(long, conflicts_with = "format")]
         json: bool,
-        /// Output format: text, json (the stored lines) or ocsf (each record mapped to
-        /// OCSF 1.3 field names, one JSON object per line; docs/audit-schema.md).
-        #[arg(long, value_name = "FORMAT", value_parser = ["text", "json", "ocsf"])]
+        /// Output format: text, json (the stored lines), ocsf (each record mapped to OCSF
+        /// 1.3, one JSON object per line; docs/audit-schema.md), cef (ArcSight CEF, one line
+        /// per record) or csv (RFC 4180 with a header line; docs/siem.md).
+        #[arg(long, value_name = "FORMAT", value_parser = ["text", "json", "ocsf", "cef", "csv"])]
         format: Option<String>,
+        /// After the last record, keep reading the newest file as the log grows, across
+        /// rotations, until interrupted (like tail -F).
+        #[arg(long, short = 'f')]
+        follow: bool,
         /// The log file (and its rotated files, if wanted).
         #[arg(value_name = "FILE", required = true)]
         files: Vec<PathBuf>,
     },
+    /// One self-contained HTML file for a reviewer: the chain's verification, a timeline
+    /// per session with every denial marked, the top denied paths, tools and rules, and a
+    /// table to filter. No network access when opened; fine as an email attachment.
+    Report {
+        /// The HTML file to write (`-` for stdout).
+        #[arg(long, value_name = "OUT", required = true)]
+        html: PathBuf,
+        #[command(flatten)]
+        filter: FilterArgs,
+        /// How many entries each top list shows.
+        #[arg(long, default_value_t = 10, value_name = "N")]
+        top: usize,
+        /// The log files: the active file and its rotated files.
+        #[arg(value_name = "FILE", required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// The record filters `show`, `summary` and `report` share.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FilterArgs {
+    /// Only denied decisions.
+    #[arg(long)]
+    denied: bool,
+    /// Only this session (its id or a prefix of it).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Only records at or after T: RFC 3339, a date, a duration ago (15m, 2h, 7d, 2w), or
+    /// now, today, yesterday (UTC days).
+    #[arg(long, value_name = "T", value_parser = audit::parse_time_arg)]
+    since: Option<i64>,
+    /// Only records before T (the same forms as --since).
+    #[arg(long, value_name = "T", value_parser = audit::parse_time_arg)]
+    until: Option<i64>,
+    /// Every record of one request, in order: its JSON-RPC id (5, or '"abc"' for a string
+    /// id), optionally after a session prefix (7f9c0e12:5).
+    #[arg(long, value_name = "[SESSION:]ID")]
+    request: Option<audit::RequestKey>,
+    /// Only decisions on calls of a tool (a glob: 'write_*'); records written before
+    /// decisions named their tool have none and never match.
+    #[arg(long, value_name = "GLOB", value_parser = glob_arg)]
+    tool: Option<String>,
+    /// Only records of a JSON-RPC method (a glob: 'resources/*').
+    #[arg(long, value_name = "GLOB", value_parser = glob_arg)]
+    method: Option<String>,
+    /// Only decisions with this reason code (docs/reasons.md), e.g. outside_roots.
+    #[arg(long, value_name = "CODE")]
+    reason: Option<String>,
+    /// Only decisions (and roots updates) on a URI matching a glob, as received or
+    /// canonical; `*` also matches `/`: '*/.env', 'file:///home/*/.ssh/*'.
+    #[arg(long, value_name = "GLOB", value_parser = glob_arg)]
+    uri: Option<String>,
+}
+
+/// A glob argument, checked when the command line is parsed (kept as text so the parsed
+/// command stays small).
+fn glob_arg(s: &str) -> Result<String, String> {
+    audit::Pattern::new(s).map(|_| s.to_owned())
+}
+
+impl FilterArgs {
+    fn into_filter(self) -> anyhow::Result<audit::Filter> {
+        let pat = |p: Option<String>| p.as_deref().map(audit::Pattern::new).transpose();
+        Ok(audit::Filter {
+            denied: self.denied,
+            session: self.session,
+            since: self.since,
+            until: self.until,
+            request: self.request,
+            tool: pat(self.tool).map_err(anyhow::Error::msg)?,
+            method: pat(self.method).map_err(anyhow::Error::msg)?,
+            reason: self.reason,
+            uri: pat(self.uri).map_err(anyhow::Error::msg)?,
+        })
+    }
 }
 
 pub fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
@@ -140,25 +219,62 @@ pub fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
             )?;
             ExitCode::SUCCESS
         }
-        AuditCommand::Summary { top, json, files } => {
-            audit::summarize(&files, SummaryOptions { top, json }, &mut out, &mut err)
+        AuditCommand::Summary {
+            top,
+            json,
+            filter,
+            files,
+        } => {
+            let opts = SummaryOptions {
+                top,
+                json,
+                filter: filter.into_filter()?,
+            };
+            audit::summarize(&files, &opts, &mut out, &mut err)
                 .context("cannot summarize the audit log")?;
             ExitCode::SUCCESS
         }
-        AuditCommand::Show {
-            denied,
-            session,
-            since,
-            json,
-            format,
+        AuditCommand::Report {
+            html,
+            filter,
+            top,
             files,
         } => {
+            let opts = audit::ReportOptions {
+                top,
+                filter: filter.into_filter()?,
+            };
+            let page = audit::report_html(&files, &opts, &mut err)
+                .context("cannot build the audit report")?;
+            if html.as_os_str() == "-" {
+                out.write_all(page.as_bytes())?;
+            } else {
+                std::fs::write(&html, page.as_bytes())
+                    .with_context(|| format!("cannot write the report to {}", html.display()))?;
+                writeln!(err, "rootfence: report written to {}", html.display())?;
+            }
+            ExitCode::SUCCESS
+        }
+        AuditCommand::Show {
+            filter,
+            json,
+            format,
+            follow,
+            files,
+        } => {
+            let format = if json {
+                audit::Format::Json
+            } else {
+                let word = format.as_deref().unwrap_or("text");
+                audit::Format::WORDS
+                    .iter()
+                    .find(|(w, _)| *w == word)
+                    .map_or(audit::Format::Text, |(_, f)| *f)
+            };
             let filter = ShowFilter {
-                denied,
-                session,
-                since,
-                json: json || format.as_deref() == Some("json"),
-                ocsf: format.as_deref() == Some("ocsf"),
+                filter: filter.into_filter()?,
+                format,
+                follow,
             };
             match audit::show(&files, &filter, &mut out, &mut err) {
                 // `show | head` is not an error.

@@ -969,6 +969,7 @@ impl Inner {
             direction: Direction::ServerToHost,
             method: method.to_owned(),
             id: id.and_then(|i| RpcId::from_json(i.raw())),
+            tool: None,
             field: Some("message".into()),
             uri: AuditUri::new(&uri),
             canonical: None,

@@ -1292,6 +1292,10 @@ fn apply_syslog(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
                 raw.syslog_sd_id.is_some(),
                 raw.syslog_sd_id.as_ref().map(|e| e.key_span.clone()),
             ),
+            (
+                raw.syslog_max_message.is_some(),
+                raw.syslog_max_message.as_ref().map(|e| e.key_span.clone()),
+            ),
         ] {
             if let (true, Some(span)) = (set, span) {
                 cx.error(
@@ -1326,6 +1330,9 @@ fn apply_syslog(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     }
     if let Some(q) = &raw.syslog_queue {
         c.queue = q.v as usize;
+    }
+    if let Some(m) = &raw.syslog_max_message {
+        c.max_message = m.v as usize;
     }
     if let Some(id) = &raw.syslog_sd_id {
         let ok = !id.v.is_empty()

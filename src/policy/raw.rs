@@ -137,6 +137,7 @@ pub(crate) struct RawLayer {
     pub(crate) syslog_format: Option<Entry<MsgFormat>>,
     pub(crate) syslog_queue: Option<Entry<u64>>,
     pub(crate) syslog_sd_id: Option<Entry<String>>,
+    pub(crate) syslog_max_message: Option<Entry<u64>>,
 
     pub(crate) sb_mode: Option<Entry<SandboxMode>>,
     pub(crate) sb_read: Strings,
@@ -210,7 +211,14 @@ const AUDIT_KEYS: &[&str] = &[
     "checkpoint_every_ms",
     "syslog",
 ];
-const SYSLOG_KEYS: &[&str] = &["address", "facility", "format", "queue", "sd_id"];
+const SYSLOG_KEYS: &[&str] = &[
+    "address",
+    "facility",
+    "format",
+    "queue",
+    "sd_id",
+    "max_message",
+];
 const SANDBOX_KEYS: &[&str] = &[
     "mode",
     "read",
@@ -349,6 +357,13 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
             raw.syslog_format = w.word(sy, "audit.syslog", "format", MsgFormat::WORDS);
             raw.syslog_queue = w.uint(sy, "audit.syslog", "queue", 16, 10_000_000);
             raw.syslog_sd_id = w.string(sy, "audit.syslog", "sd_id");
+            raw.syslog_max_message = w.uint(
+                sy,
+                "audit.syslog",
+                "max_message",
+                crate::audit::syslog::MIN_MAX_MESSAGE as u64,
+                64 << 20,
+            );
         }
     }
     if let Some(t) = w.table(top, "", "sandbox") {

@@ -240,6 +240,7 @@ pub(super) struct Sdk {
 
 struct Instruments {
     duration: Histogram<f64>,
+    session_duration: Histogram<f64>,
     requests: Counter<u64>,
     decisions: Counter<u64>,
     denied_bytes: Counter<u64>,
@@ -379,6 +380,14 @@ impl Instruments {
                 .with_description(
                     "Time from a host request's arrival at rootfence to its answer leaving",
                 )
+                .with_boundaries(buckets.clone())
+                .build(),
+            session_duration: meter
+                .f64_histogram("mcp.server.session.duration")
+                .with_unit("s")
+                .with_description(
+                    "Time from a session's session_start record to its session_end record",
+                )
                 .with_boundaries(buckets)
                 .build(),
             requests: meter
@@ -433,7 +442,11 @@ struct Verdict {
 /// The telemetry thread's loop: until the inbox is closed.
 pub(super) fn run(sdk: Sdk, inbox: &Inbox, dropped: Arc<AtomicU64>) {
     let mut open: HashMap<Key, Open> = HashMap::new();
-    let w = Worker { sdk, dropped };
+    let w = Worker {
+        sdk,
+        dropped,
+        sessions: std::cell::RefCell::new(HashMap::new()),
+    };
     let mut batch = Vec::with_capacity(256);
     loop {
         let last = inbox.take(&mut batch);
@@ -508,7 +521,19 @@ impl Worker {
 struct Worker {
     sdk: Sdk,
     dropped: Arc<AtomicU64>,
+    /// Per audit session, from its records: the negotiated protocol revision (for
+    /// `mcp.protocol.version`) and when it started (for `mcp.server.session.duration`).
+    sessions: std::cell::RefCell<HashMap<String, SessionFacts>>,
 }
+
+#[derive(Default)]
+struct SessionFacts {
+    protocol: Option<String>,
+    started: Option<SystemTime>,
+}
+
+/// Sessions tracked at most (one per `serve` session alive; ended ones are removed).
+const MAX_SESSIONS: usize = 65_536;
 
 impl Worker {
     fn count_decision(&self, d: &Decision) {
@@ -558,6 +583,14 @@ impl Worker {
         };
         let method = s.method.to_string();
         let mut common = vec![KeyValue::new("mcp.method.name", method.clone())];
+        if let Some(v) = s.session.id.get().and_then(|id| {
+            self.sessions
+                .borrow()
+                .get(id)
+                .and_then(|f| f.protocol.clone())
+        }) {
+            common.push(KeyValue::new("mcp.protocol.version", v));
+        }
         if let Some(code) = error {
             common.push(KeyValue::new("error.type", code.to_string()));
         }
@@ -673,6 +706,7 @@ impl Worker {
     /// Audit records, as the writer wrote them: one log record each, with the record's
     /// fields as attributes under the same names.
     fn audit(&self, lines: &[u8]) {
+        self.track_sessions(lines);
         let Some((_, logger)) = &self.sdk.logger else {
             return;
         };
@@ -713,6 +747,63 @@ impl Worker {
                 log.add_attribute(k, any_value(v));
             }
             logger.emit(log);
+        }
+    }
+}
+
+impl Worker {
+    /// Follows the sessions' `session_start`, `initialized` and `session_end` records: the
+    /// protocol revision for the spans and metrics that follow, and the session's duration
+    /// when it ends. Only those records are parsed.
+    fn track_sessions(&self, lines: &[u8]) {
+        for line in lines.split(|b| *b == b'\n') {
+            let kind = if memchr::memmem::find(line, b"\"event\":\"session_start\"").is_some() {
+                0
+            } else if memchr::memmem::find(line, b"\"event\":\"initialized\"").is_some() {
+                1
+            } else if memchr::memmem::find(line, b"\"event\":\"session_end\"").is_some() {
+                2
+            } else {
+                continue;
+            };
+            let Ok(serde_json::Value::Object(r)) = serde_json::from_slice(line) else {
+                continue;
+            };
+            let str_of = |k: &str| r.get(k).and_then(serde_json::Value::as_str);
+            let Some(session) = str_of("session") else {
+                continue;
+            };
+            let ts = str_of("ts").and_then(parse_rfc3339);
+            let mut sessions = self.sessions.borrow_mut();
+            if !sessions.contains_key(session) && sessions.len() >= MAX_SESSIONS {
+                continue;
+            }
+            let facts = sessions.entry(session.to_owned()).or_default();
+            match kind {
+                0 => facts.started = ts,
+                1 => facts.protocol = str_of("protocol_version").map(str::to_owned),
+                _ => {
+                    let facts = sessions.remove(session).unwrap_or_default();
+                    let protocol = facts
+                        .protocol
+                        .or_else(|| str_of("protocol_version").map(str::to_owned));
+                    let (Some(start), Some(end), Some((_, i))) =
+                        (facts.started, ts, &self.sdk.meter)
+                    else {
+                        continue;
+                    };
+                    let secs = end.duration_since(start).unwrap_or_default().as_secs_f64();
+                    let mut attrs = vec![KeyValue::new("network.transport", "pipe")];
+                    if let Some(v) = protocol {
+                        attrs.push(KeyValue::new("mcp.protocol.version", v));
+                    }
+                    let cause = str_of("cause").unwrap_or("unknown");
+                    if !matches!(cause, "host_closed") {
+                        attrs.push(KeyValue::new("error.type", cause.to_owned()));
+                    }
+                    i.session_duration.record(secs, &attrs);
+                }
+            }
         }
     }
 }

@@ -1,0 +1,239 @@
+//! Which records the readers (`show`, `summary`, `report`) look at: the filters of
+//! `rootfence audit show|summary|report`, one definition for all three.
+//!
+//! A filter on an attribute (`--tool`, `--method`, `--uri`, `--reason`, `--request`) keeps
+//! only records that carry that attribute and match it: `--method tools/call` drops the
+//! session's start and end records, as a reviewer asking for one method expects. Globs
+//! (`--tool`, `--method`, `--uri`) are `globset` globs in which `*` also matches `/`, so
+//! `--uri '*/.env'` finds every `.env`; a pattern without metacharacters matches exactly.
+
+use globset::{Glob, GlobMatcher};
+
+use super::event::{Event, Verdict};
+use super::read::Record;
+
+/// A glob, and the pattern it was made from (for messages).
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    text: String,
+    glob: GlobMatcher,
+}
+
+impl Pattern {
+    /// Parses a glob; the error names the pattern and what is wrong with it.
+    pub fn new(s: &str) -> Result<Pattern, String> {
+        let glob = Glob::new(s)
+            .map_err(|e| format!("invalid pattern '{s}': {e}; quote it from the shell"))?
+            .compile_matcher();
+        Ok(Pattern {
+            text: s.to_owned(),
+            glob,
+        })
+    }
+
+    /// Whether `s` matches.
+    pub fn is_match(&self, s: &str) -> bool {
+        self.text == s || self.glob.is_match(s)
+    }
+}
+
+impl std::str::FromStr for Pattern {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Pattern::new(s)
+    }
+}
+
+/// One request: a JSON-RPC id as on the wire (`5`, `"a"`), optionally in one session
+/// (`<session prefix>:<id>`). JSON-RPC ids repeat in every session, and a client may reuse
+/// an id once its request was answered; a session prefix and `--since/--until` narrow it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestKey {
+    /// A prefix of the session id.
+    pub session: Option<String>,
+    /// The id's JSON text.
+    pub id: String,
+}
+
+impl std::str::FromStr for RequestKey {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (session, id) = match s.split_once(':') {
+            Some((p, rest))
+                if !p.is_empty()
+                    && !p.starts_with('"')
+                    && p.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                (Some(p.to_ascii_lowercase()), rest)
+            }
+            _ => (None, s),
+        };
+        if id.is_empty() {
+            return Err(format!(
+                "invalid request '{s}': give the JSON-RPC id (5, or '\"abc\"' for a string id), \
+                 optionally after a session prefix (7f9c0e12:5)"
+            ));
+        }
+        // An id given bare that is not a JSON number or string is taken as a string id:
+        // `--request abc` means `"abc"`.
+        let id = match serde_json::from_str::<serde_json::Value>(id) {
+            Ok(v) if v.is_number() || v.is_string() => id.to_owned(),
+            _ => serde_json::Value::String(id.to_owned()).to_string(),
+        };
+        Ok(RequestKey { session, id })
+    }
+}
+
+/// The filters of `show`, `summary` and `report`.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only denied decisions.
+    pub denied: bool,
+    /// Only this session (an id or a prefix of one).
+    pub session: Option<String>,
+    /// Only records at or after this instant (microseconds since the epoch).
+    pub since: Option<i64>,
+    /// Only records before this instant.
+    pub until: Option<i64>,
+    /// Only the records of one request.
+    pub request: Option<RequestKey>,
+    /// Only decisions on a call of a matching tool.
+    pub tool: Option<Pattern>,
+    /// Only records of a matching JSON-RPC method.
+    pub method: Option<Pattern>,
+    /// Only decisions with this reason code (or summaries counting it).
+    pub reason: Option<String>,
+    /// Only decisions on a matching URI (as received, or canonical).
+    pub uri: Option<Pattern>,
+}
+
+impl Filter {
+    /// Whether a record passes every filter.
+    pub(crate) fn accepts(&self, r: &Record) -> bool {
+        if let Some(s) = &self.session
+            && !r.session.starts_with(s.as_str())
+        {
+            return false;
+        }
+        if let Some(t) = self.since
+            && r.ts_micros.is_none_or(|ts| ts < t)
+        {
+            return false;
+        }
+        if let Some(t) = self.until
+            && r.ts_micros.is_none_or(|ts| ts >= t)
+        {
+            return false;
+        }
+        let decision = match &r.event {
+            Some(Event::Decision(d)) => Some(d),
+            _ => None,
+        };
+        if self.denied && !decision.is_some_and(|d| d.decision == Verdict::Deny) {
+            return false;
+        }
+        if let Some(k) = &self.request {
+            if k.session
+                .as_ref()
+                .is_some_and(|s| !r.session.starts_with(s.as_str()))
+            {
+                return false;
+            }
+            if record_id(r) != Some(k.id.as_str()) {
+                return false;
+            }
+        }
+        if let Some(p) = &self.method
+            && !record_method(r).is_some_and(|m| p.is_match(m))
+        {
+            return false;
+        }
+        if let Some(p) = &self.tool
+            && !r.tool.as_deref().is_some_and(|t| p.is_match(t))
+        {
+            return false;
+        }
+        if let Some(want) = &self.reason {
+            let ok = match &r.event {
+                Some(Event::Decision(d)) => &d.reason == want,
+                Some(Event::DecisionSummary(s)) => s.reasons.contains_key(want),
+                Some(Event::RootsUpdate(u)) => u.dropped.iter().any(|d| &d.reason == want),
+                _ => false,
+            };
+            if !ok {
+                return false;
+            }
+        }
+        if let Some(p) = &self.uri {
+            let ok = match &r.event {
+                Some(Event::Decision(d)) => {
+                    p.is_match(d.uri.as_str())
+                        || d.canonical.as_ref().is_some_and(|c| p.is_match(c.as_str()))
+                }
+                Some(Event::RootsUpdate(u)) => {
+                    u.received.iter().any(|x| p.is_match(x.as_str()))
+                        || u.effective.iter().any(|x| p.is_match(x.as_str()))
+                }
+                _ => false,
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The JSON-RPC id a record carries, as its JSON text.
+pub(crate) fn record_id(r: &Record) -> Option<&str> {
+    match &r.event {
+        Some(Event::Decision(d)) => d.id.as_ref().map(|i| i.as_json()),
+        Some(Event::DecisionSummary(d)) => d.id.as_ref().map(|i| i.as_json()),
+        Some(Event::ProtocolError(p)) => p.id.as_ref().map(|i| i.as_json()),
+        _ => None,
+    }
+}
+
+/// The JSON-RPC method a record is about.
+pub(crate) fn record_method(r: &Record) -> Option<&str> {
+    match &r.event {
+        Some(Event::Decision(d)) => Some(&d.method),
+        Some(Event::DecisionSummary(d)) => Some(&d.method),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_keys_parse() {
+        let k = |s: &str| s.parse::<RequestKey>();
+        assert_eq!(
+            k("5"),
+            Ok(RequestKey {
+                session: None,
+                id: "5".into()
+            })
+        );
+        assert_eq!(k("abc").unwrap().id, "\"abc\"");
+        assert_eq!(k("\"abc\"").unwrap().id, "\"abc\"");
+        assert_eq!(k("\"a:b\"").unwrap().id, "\"a:b\"");
+        let s = k("7F9c:12").unwrap();
+        assert_eq!((s.session.as_deref(), s.id.as_str()), (Some("7f9c"), "12"));
+        assert!(k("7f9c:").is_err());
+        assert!(k("").is_err());
+    }
+
+    #[test]
+    fn patterns_match_exactly_or_as_globs() {
+        let p = Pattern::new("*/.env").unwrap();
+        assert!(p.is_match("file:///w/app/.env"));
+        assert!(!p.is_match("file:///w/app/.envrc"));
+        let p = Pattern::new("read_*").unwrap();
+        assert!(p.is_match("read_text_file") && !p.is_match("write_file"));
+        assert!(Pattern::new("tools/call").unwrap().is_match("tools/call"));
+        assert!(Pattern::new("a[").is_err());
+    }
+}
