@@ -329,6 +329,12 @@ fn stateless_call(path: &Path, extra_params: serde_json::Value) -> String {
 }
 
 const V2026: (&str, &str) = ("MCP-Protocol-Version", "2026-07-28");
+/// The routing headers a 2026-07-28 client mirrors from a `stateless_call` body.
+const CALL_HEADERS: [(&str, &str); 3] = [
+    V2026,
+    ("Mcp-Method", "tools/call"),
+    ("Mcp-Name", "read_path"),
+];
 
 /// 2026-07-28 across replicas: replica A asks for the roots (`input_required`) and signs
 /// the state; replica B, with the same key, serves the retry under those roots (and refuses
@@ -353,7 +359,7 @@ fn stateless_requests_are_served_by_any_replica_with_the_key() {
 
     // A: no roots known yet → rootfence asks, MRTR style.
     let r = a.post(
-        &[V2026],
+        &CALL_HEADERS,
         &stateless_call(&data.join("a.txt"), serde_json::json!({})),
     );
     assert_eq!(r.status, 200, "{r:?}");
@@ -377,7 +383,7 @@ fn stateless_requests_are_served_by_any_replica_with_the_key() {
             }),
         )
     };
-    let r = b.post(&[V2026], &retry(&data.join("a.txt"), &state));
+    let r = b.post(&CALL_HEADERS, &retry(&data.join("a.txt"), &state));
     assert_eq!(r.status, 200, "{r:?}\n{}", b.stderr());
     let v = r.json();
     assert_eq!(v["id"], "call-1", "the client's id is restored: {v}");
@@ -396,7 +402,14 @@ fn stateless_requests_are_served_by_any_replica_with_the_key() {
             "io.modelcontextprotocol/clientCapabilities": {"roots": {}}
         }
     }});
-    let r = b.post(&[V2026], &read.to_string());
+    let r = b.post(
+        &[
+            V2026,
+            ("Mcp-Method", "resources/read"),
+            ("Mcp-Name", "file:///etc/passwd"),
+        ],
+        &read.to_string(),
+    );
     let v = r.json();
     assert_eq!(v["id"], 7, "{v}");
     assert!(
@@ -417,7 +430,7 @@ fn stateless_requests_are_served_by_any_replica_with_the_key() {
     let tampered = String::from_utf8(bytes).unwrap();
     let marker = t.path().join("never-read.txt");
     for (replica, token) in [(&b, tampered.as_str()), (&c, state.as_str())] {
-        let r = replica.post(&[V2026], &retry(&marker, token));
+        let r = replica.post(&CALL_HEADERS, &retry(&marker, token));
         assert_eq!(r.status, 400, "{r:?}");
         assert_eq!(r.json()["error"]["code"], -32602, "{r:?}");
         assert!(r.body.contains("requestState"), "{r:?}");

@@ -34,7 +34,9 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 
 use super::auth::Auth;
+use super::headers::{self, HEADER_MISMATCH};
 use super::origin::OriginRules;
+use super::refusals::Refusals;
 use super::router::{Out, RegisterError, Stream, request_progress_token};
 use super::session::HttpSession;
 use super::sse::SseBody;
@@ -69,6 +71,8 @@ pub struct App {
     pub draining: AtomicBool,
     /// 2026-07-28 requests.
     pub stateless: Stateless,
+    /// The audit session of requests refused before any session sees them.
+    pub refusals: Refusals,
 }
 
 /// The axum router for `app`.
@@ -460,6 +464,19 @@ async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Response {
             .as_deref()
             .is_some_and(|v| Revision::parse(v).is_stateless())
             || version.as_ref().is_some_and(Revision::is_stateless));
+    if let Err(mismatch) = headers::check(headers, &incoming, stateless) {
+        tracing::warn!(refused = %mismatch, "request refused");
+        let id = incoming.requests.first().map(|(id, _)| id);
+        let message = mismatch.to_string();
+        // The audit log never holds message content: only which header disagreed.
+        let detail = format!(
+            "header mismatch: the {} header does not agree with the body; refused before any session",
+            mismatch.header()
+        );
+        app.refusals
+            .refused(&app.setup, &incoming.line, id, HEADER_MISMATCH, &detail);
+        return rpc_error(StatusCode::BAD_REQUEST, id, HEADER_MISMATCH, &message);
+    }
     if stateless {
         return app.stateless.handle(app, principal, &parts, incoming).await;
     }

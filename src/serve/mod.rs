@@ -2,6 +2,8 @@
 //!
 //! - `http.rs`: the endpoint (`/mcp`), health and readiness, status codes.
 //! - `origin.rs`: Host and Origin validation (DNS rebinding).
+//! - `headers.rs`: routing headers (`Mcp-Method`, `Mcp-Name`) that must agree with the body;
+//!   `refusals.rs` audits what is refused before any session.
 //! - `auth.rs`: bearer tokens from a token file.
 //! - `table.rs`: the session table (cap, idle reaper).
 //! - `session.rs`: one 2025-03-26…2025-11-25 session: a relay of its own over in-memory
@@ -22,9 +24,11 @@
 //! shutdown sequence, its audit session is closed).
 
 pub mod auth;
+pub mod headers;
 pub mod http;
 pub mod origin;
 pub mod pipe;
+pub mod refusals;
 pub mod router;
 pub mod session;
 pub mod sse;
@@ -116,6 +120,7 @@ pub async fn serve(
         auth: cfg.auth,
         stall: cfg.stall,
         draining: Default::default(),
+        refusals: Default::default(),
     });
     let reaper = tokio::spawn(Arc::clone(&table).reaper());
     let pool_reaper = tokio::spawn(Arc::clone(&app).stateless_reaper());
@@ -216,6 +221,7 @@ pub async fn serve(
     if tokio::time::timeout(grace, all_done).await.is_err() {
         tracing::warn!("some sessions did not end within {grace:?}");
     }
+    app.refusals.close();
     tracing::info!("rootfence serve stopped");
     Ok(())
 }

@@ -1,0 +1,150 @@
+//! `rootfence serve` attacked from outside through the real binary (issue 28): routing
+//! headers that lie about the body, descriptor exhaustion by idle connections, a stateless
+//! body built to blow up memory, and one principal taking every slot.
+//!
+//! The server is the scripted test server with `--log` (every line it receives, appended to a
+//! file the sandbox lets it write), so a test can show that what was refused never reached it.
+
+mod common;
+#[path = "common/serve_harness.rs"]
+mod serve_harness;
+
+use std::path::{Path, PathBuf};
+
+use common::{tempdir, test_server};
+use serve_harness::Serve;
+
+/// `rootfence serve <opts> -- test_server --log <dir>/server.log`, auditing to
+/// `<dir>/audit.jsonl`.
+fn start(dir: &Path, opts: &[&str]) -> (Serve, PathBuf, PathBuf) {
+    let log = dir.join("server.log");
+    let audit = dir.join("audit.jsonl");
+    let dir_s = dir.display().to_string();
+    let audit_s = audit.display().to_string();
+    let mut all = vec!["--write", &dir_s, "--audit-log", &audit_s];
+    all.extend_from_slice(opts);
+    let serve = Serve::start(&all, &[&test_server(), "--log", log.to_str().unwrap()]);
+    (serve, log, audit)
+}
+
+fn received(log: &Path) -> String {
+    std::fs::read_to_string(log).unwrap_or_default()
+}
+
+const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+/// The attack of issue 28 item 10: an intermediary allows `tools/list` by its header; the
+/// body calls a tool. rootfence refuses with 400 and -32020 before anything reaches a
+/// server, and audits it; the honest request with the same body is served.
+#[test]
+fn routing_headers_that_disagree_with_the_body_are_refused_and_audited() {
+    let t = tempdir();
+    let (serve, log, audit) = start(t.path(), &[]);
+    let marker = t.path().join("header-smuggled.txt");
+    std::fs::write(&marker, "reached").unwrap();
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{{"name":"read_path","arguments":{{"path":"{}"}},{META}}}}}"#,
+        marker.display()
+    );
+    let v = ("MCP-Protocol-Version", "2026-07-28");
+    for (headers, says) in [
+        // Headers say tools/list; the body calls a tool.
+        (vec![v, ("Mcp-Method", "tools/list")], "tools/call"),
+        // The right method, another tool's name.
+        (
+            vec![v, ("Mcp-Method", "tools/call"), ("Mcp-Name", "list_things")],
+            "read_path",
+        ),
+        // The name header left out.
+        (vec![v, ("Mcp-Method", "tools/call")], "Mcp-Name"),
+        // No routing headers at all.
+        (vec![v], "Mcp-Method"),
+        // Another revision in the header than in the body.
+        (
+            vec![
+                ("MCP-Protocol-Version", "2025-11-25"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "read_path"),
+            ],
+            "_meta",
+        ),
+        // The method header twice: readers taking the first or the last copy disagree.
+        (
+            vec![
+                v,
+                ("Mcp-Method", "tools/list"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "read_path"),
+            ],
+            "more than once",
+        ),
+    ] {
+        let r = serve.post(&headers, &call);
+        assert_eq!(r.status, 400, "{headers:?}: {r:?}");
+        let body = r.json();
+        assert_eq!(body["error"]["code"], -32020, "{headers:?}: {r:?}");
+        assert_eq!(body["id"], 41, "{r:?}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("header mismatch"), "{message}");
+        assert!(message.contains(says), "{headers:?}: {message}");
+    }
+    assert!(
+        !received(&log).contains("header-smuggled"),
+        "a request with lying headers reached the server"
+    );
+
+    // A legacy session: headers are optional, but when sent they must agree too.
+    let sid = serve.open_session(&[]);
+    let legacy = format!(
+        r#"{{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{{"name":"read_path","arguments":{{"path":"{}"}}}}}}"#,
+        marker.display()
+    );
+    let r = serve.post(
+        &[("Mcp-Session-Id", &sid), ("Mcp-Method", "tools/list")],
+        &legacy,
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    assert_eq!(r.json()["error"]["code"], -32020, "{r:?}");
+    assert!(!received(&log).contains("header-smuggled"));
+
+    // The same body with honest headers is served.
+    let r = serve.post(
+        &[v, ("Mcp-Method", "tools/call"), ("Mcp-Name", "read_path")],
+        &call,
+    );
+    assert_eq!(r.status, 200, "{r:?}\n{}", serve.stderr());
+    assert_eq!(r.json()["id"], 41, "{r:?}");
+    assert!(received(&log).contains("header-smuggled"));
+
+    // Each refusal is in the audit log (the front door's session): a protocol_error with the
+    // code and which header disagreed, never the content; repeats within a second are
+    // counted, and session_end counts them all.
+    let mut serve = serve;
+    assert!(serve.stop().success());
+    let text = std::fs::read_to_string(&audit).unwrap();
+    assert!(
+        !text.contains("header-smuggled") && !text.contains("list_things"),
+        "the audit log holds the message's hash, not its content"
+    );
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let first = records
+        .iter()
+        .find(|r| r["event"] == "protocol_error")
+        .unwrap_or_else(|| panic!("no protocol_error: {records:#?}"));
+    let detail = first["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("-32020: header mismatch: the Mcp-Method header"),
+        "{detail}"
+    );
+    assert_eq!(first["id"], 41);
+    assert_eq!(first["sha256"].as_str().map(str::len), Some(64));
+    let door = first["session"].clone();
+    let end = records
+        .iter()
+        .find(|r| r["event"] == "session_end" && r["session"] == door)
+        .unwrap_or_else(|| panic!("the front door's session did not end: {records:#?}"));
+    assert_eq!(end["counts"]["protocol_errors"], 7, "{end}");
+}
