@@ -148,3 +148,146 @@ fn routing_headers_that_disagree_with_the_body_are_refused_and_audited() {
         .unwrap_or_else(|| panic!("the front door's session did not end: {records:#?}"));
     assert_eq!(end["counts"]["protocol_errors"], 7, "{end}");
 }
+
+/// Descriptors rootfence holds open.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// The attack of issue 28 item 2, under a descriptor limit lowered to 1,024: 1,100 sockets
+/// that send nothing or only the HTTP/2 preface, held open. `/healthz` still answers, a
+/// client still opens a session and calls a tool, and rootfence never runs out of
+/// descriptors: at its connection cap the idle sockets give way.
+#[test]
+fn idle_connections_and_h2c_prefaces_cannot_exhaust_descriptors() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    // The test holds 1,100 sockets itself.
+    let (soft, hard) =
+        nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
+    if soft < 2048 {
+        nix::sys::resource::setrlimit(
+            nix::sys::resource::Resource::RLIMIT_NOFILE,
+            hard.min(4096),
+            hard,
+        )
+        .unwrap();
+    }
+    let t = tempdir();
+    let log = t.path().join("server.log");
+    let dir_s = t.path().display().to_string();
+    let serve = Serve::start_under(
+        &["prlimit", "--nofile=1024:1024", "--"],
+        &[
+            "--write",
+            &dir_s,
+            "--audit-log",
+            &format!("{dir_s}/audit.jsonl"),
+            "--max-sessions",
+            "4",
+            "--pool-size",
+            "1",
+        ],
+        &[&test_server(), "--log", log.to_str().unwrap()],
+    );
+    let pid = serve.child.id();
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    assert!(
+        limits
+            .lines()
+            .any(|l| l.starts_with("Max open files") && l.contains(" 1024 ")),
+        "{limits}"
+    );
+    let mut held = Vec::with_capacity(1100);
+    for i in 0..1100 {
+        let Ok(mut s) = TcpStream::connect(&serve.addr) else {
+            // The listen backlog may be full for a moment; the flood is what it is.
+            continue;
+        };
+        if i % 2 == 1 {
+            let _ = s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        }
+        held.push(s);
+    }
+    assert!(held.len() > 1024, "only {} sockets opened", held.len());
+    let peak = open_fds(pid);
+    assert!(peak < 1024, "rootfence holds {peak} descriptors");
+
+    let r = serve.request("GET", "/healthz", &[], b"");
+    assert_eq!(r.status, 200, "{r:?}");
+    let sid = serve.open_session(&[]);
+    let probe = t.path().join("probe.txt");
+    std::fs::write(&probe, "still served").unwrap();
+    let r = serve.post(
+        &[("Mcp-Session-Id", &sid), ("MCP-Protocol-Version", "2025-11-25")],
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"read_path","arguments":{{"path":"{}"}}}}}}"#,
+            probe.display()
+        ),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.contains("still served"), "{r:?}");
+    let r = serve.request("GET", "/healthz", &[], b"");
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(open_fds(pid) < 1024);
+
+    // The idle sockets were closed by rootfence to make room: most read end-of-file.
+    let mut closed = 0;
+    for s in &mut held {
+        s.set_read_timeout(Some(std::time::Duration::from_millis(20)))
+            .unwrap();
+        let mut buf = [0u8; 256];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => {
+                    closed += 1;
+                    break;
+                }
+                Ok(_) => continue,
+                Err(_) => break,
+            }
+        }
+    }
+    assert!(closed >= 100, "only {closed} idle sockets were closed");
+    let err = serve.stderr();
+    assert!(!err.contains("accepting a connection failed"), "{err}");
+}
+
+/// A connection that never sends a request, or only the HTTP/2 preface, or that keeps its
+/// HTTP/1 connection open after a request, is closed after `--connection-idle`.
+#[test]
+fn idle_connections_are_closed_after_the_idle_timeout() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let t = tempdir();
+    let (serve, _, _) = start(t.path(), &["--connection-idle", "1s"]);
+    let mut silent = TcpStream::connect(&serve.addr).unwrap();
+    let mut preface = TcpStream::connect(&serve.addr).unwrap();
+    preface
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .unwrap();
+    let mut kept = TcpStream::connect(&serve.addr).unwrap();
+    write!(
+        kept,
+        "GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n",
+        serve.addr
+    )
+    .unwrap();
+    for (name, s) in [
+        ("silent", &mut silent),
+        ("h2c preface", &mut preface),
+        ("keep-alive", &mut kept),
+    ] {
+        s.set_read_timeout(Some(serve_harness::PATIENCE)).unwrap();
+        let mut buf = [0u8; 1024];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(e) => panic!("{name}: not closed by rootfence: {e}"),
+            }
+        }
+    }
+}

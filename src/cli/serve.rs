@@ -97,6 +97,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", help_heading = "HTTP")]
     pub state_key_file: Option<PathBuf>,
 
+    /// Most connections open at once. Default: what the descriptor limit allows (the soft
+    /// limit is raised to the hard one at start), less a reserve for sessions. At the cap,
+    /// the oldest connection that has not sent a request is closed to make room.
+    #[arg(long, value_name = "N", help_heading = "HTTP")]
+    pub max_connections: Option<usize>,
+
+    /// Close a connection with no request in flight for this long (keep-alive, HTTP/2). A new
+    /// connection must start its first request within 10s.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, help_heading = "HTTP")]
+    pub connection_idle: Duration,
+
     /// Server processes kept for 2026-07-28 requests (one per set of roots); the least
     /// recently used is stopped beyond this.
     #[arg(long, value_name = "N", default_value_t = 8, help_heading = "HTTP")]
@@ -116,6 +127,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if args.max_sessions == 0 {
         bail!("--max-sessions must be at least 1");
     }
+    let max_connections = connection_cap(&args)?;
     let listener = std::net::TcpListener::bind(addr)
         .with_context(|| format!("cannot listen on {addr} (is it in use? try another --listen)"))?;
     let local = listener
@@ -142,6 +154,8 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             pool: args.pool_size.max(1),
             ttl: Duration::from_secs(600),
         },
+        max_connections,
+        connection_idle: args.connection_idle,
     };
     // Worker threads live as long as the runtime: server processes are started from them,
     // and their parent-death signal is tied to the thread that started them.
@@ -158,6 +172,30 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     result?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The connection cap: raises the soft descriptor limit, then keeps a reserve for sessions.
+fn connection_cap(args: &ServeArgs) -> anyhow::Result<usize> {
+    let (nofile, hard) = serve::conns::raise_nofile();
+    let sessions = args.max_sessions + args.pool_size.max(1);
+    let Some(auto) = serve::conns::cap_for(nofile, sessions) else {
+        bail!(
+            "the open-file limit ({nofile}, hard {hard}) leaves no room for connections beside --max-sessions {} and --pool-size {}: raise it (ulimit -n, LimitNOFILE=) or lower those",
+            args.max_sessions,
+            args.pool_size
+        );
+    };
+    Ok(match args.max_connections {
+        Some(0) => bail!("--max-connections must be at least 1"),
+        Some(n) if n > auto => {
+            rootfence::stderr_line!(
+                "rootfence: warning: --max-connections {n} lowered to {auto}: the open-file limit is {nofile}"
+            );
+            auto
+        }
+        Some(n) => n,
+        None => auto,
+    })
 }
 
 /// `host:port` to an address (the first a name resolves to).

@@ -24,6 +24,7 @@
 //! shutdown sequence, its audit session is closed).
 
 pub mod auth;
+pub mod conns;
 pub mod headers;
 pub mod http;
 pub mod origin;
@@ -37,6 +38,7 @@ pub mod stateless;
 pub mod table;
 pub mod tls;
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -44,6 +46,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use hyper::service::Service as _;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
@@ -51,12 +54,14 @@ use tokio::net::TcpListener;
 
 use crate::setup::Setup;
 use auth::Auth;
+use conns::{Conns, Tracked};
 use http::App;
 use origin::OriginRules;
 use table::Table;
 
-/// How long a TLS handshake may take.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a new connection may take to start its first request (TLS handshake, HTTP/1
+/// headers, HTTP/2 preface and HEADERS).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a client may take to send a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -83,6 +88,10 @@ pub struct ServeConfig {
     pub stall: Duration,
     /// 2026-07-28 requests.
     pub stateless: stateless::StatelessConfig,
+    /// Most connections open at once (below the descriptor limit: [`conns::cap_for`]).
+    pub max_connections: usize,
+    /// How long a connection may stay open without a request in flight.
+    pub connection_idle: Duration,
 }
 
 /// Why the server could not run.
@@ -112,6 +121,11 @@ pub async fn serve(
         None => None,
     };
     let table = Table::new(cfg.max_sessions, cfg.idle);
+    let conns = Conns::new(
+        cfg.max_connections,
+        HANDSHAKE_TIMEOUT.min(cfg.connection_idle),
+        cfg.connection_idle,
+    );
     let app = Arc::new(App {
         stateless: stateless::Stateless::new(&setup, cfg.stateless, tls.is_some()),
         setup,
@@ -135,6 +149,7 @@ pub async fn serve(
     tracing::info!(
         address = %local,
         tls = tls.is_some(),
+        max_connections = cfg.max_connections,
         "rootfence serve is listening; the MCP endpoint is /mcp"
     );
     tokio::pin!(shutdown);
@@ -151,39 +166,64 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let Some(guard) = conns.admit() else {
+            // Every connection is serving a request: this one cannot be.
+            tracing::debug!(%peer, "at the connection cap with every connection busy: closed");
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let watcher = graceful.watcher();
-        let service = service.clone();
         let builder = Arc::clone(&builder);
         let tls = tls.clone();
+        let conns = Arc::clone(&conns);
+        // Each request on the connection counts as in flight until its response's last byte.
+        let tracked = {
+            let conns = Arc::clone(&conns);
+            let conn = Arc::clone(&guard.conn);
+            let service = service.clone();
+            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let in_flight = conns.begin(&conn);
+                let call = service.call(req);
+                async move {
+                    let resp = call.await?;
+                    Ok::<_, Infallible>(resp.map(|body| Tracked::new(body, in_flight)))
+                }
+            })
+        };
         tokio::spawn(async move {
-            let result = match tls {
-                Some(acceptor) => {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                        Ok(Ok(stream)) => {
+            let work = async move {
+                match tls {
+                    Some(acceptor) => match acceptor.accept(stream).await {
+                        Ok(stream) => {
                             let conn = builder
-                                .serve_connection_with_upgrades(TokioIo::new(stream), service);
+                                .serve_connection_with_upgrades(TokioIo::new(stream), tracked);
                             watcher.watch(conn.into_owned()).await
                         }
-                        Ok(Err(e)) => {
+                        Err(e) => {
                             tracing::debug!(%peer, "TLS handshake failed: {e}");
-                            return;
+                            Ok(())
                         }
-                        Err(_) => {
-                            tracing::debug!(%peer, "TLS handshake timed out");
-                            return;
-                        }
+                    },
+                    None => {
+                        let conn =
+                            builder.serve_connection_with_upgrades(TokioIo::new(stream), tracked);
+                        watcher.watch(conn.into_owned()).await
                     }
                 }
-                None => {
-                    let conn =
-                        builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                    watcher.watch(conn.into_owned()).await
-                }
             };
-            if let Err(e) = result {
-                tracing::debug!(%peer, "connection ended: {e}");
+            tokio::select! {
+                result = work => {
+                    if let Err(e) = result {
+                        tracing::debug!(%peer, "connection ended: {e}");
+                    }
+                }
+                // No first request in time, idle too long, or closed to make room.
+                () = conns.expired(&guard.conn) => {
+                    tracing::debug!(%peer, "closed an idle connection");
+                }
             }
+            drop(guard);
         });
     }
 
