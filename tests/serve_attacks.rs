@@ -291,3 +291,126 @@ fn idle_connections_are_closed_after_the_idle_timeout() {
         }
     }
 }
+
+/// Peak resident memory of a process (`VmHWM`), in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status")
+}
+
+/// Sends `head` and `body` on one connection while reading the reply (the server may answer
+/// and close before it has read the body); the status code.
+fn post_while_reading(addr: &str, head: String, body: Vec<u8>) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(serve_harness::PATIENCE)).unwrap();
+    let mut w = s.try_clone().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = w.write_all(head.as_bytes());
+        for chunk in body.chunks(1 << 20) {
+            if w.write_all(chunk).is_err() {
+                break;
+            }
+        }
+    });
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+        }
+    }
+    let _ = s.shutdown(std::net::Shutdown::Both);
+    let _ = writer.join();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP reply: {text:?}"));
+    (status, text)
+}
+
+/// The attack of issue 28 item 3: a 60 MB 2026-07-28 body of tiny values (30 million of
+/// them). It is refused with 413 as soon as the value limit is crossed, and rootfence's peak
+/// RSS grows by less than 32 MiB (it took 3.1 GB when the body was parsed into a value tree).
+/// The same request of ordinary size is still served.
+#[test]
+fn a_huge_stateless_body_of_tiny_values_is_refused_with_bounded_memory() {
+    let t = tempdir();
+    let (serve, log, _) = start(t.path(), &[]);
+    let pid = serve.child.id();
+    let r = serve.request("GET", "/healthz", &[], b"");
+    assert_eq!(r.status, 200);
+    let before = peak_rss_kib(pid);
+
+    let prefix = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{{META},"name":"read_path","arguments":{{"path":"tiny-values-marker","v":["#
+    );
+    let suffix = "0]}}}";
+    let n = (60_000_000 - prefix.len() - suffix.len()) / 2;
+    let mut body = Vec::with_capacity(60_000_000);
+    body.extend_from_slice(prefix.as_bytes());
+    for _ in 0..n {
+        body.extend_from_slice(b"0,");
+    }
+    body.extend_from_slice(suffix.as_bytes());
+    assert!(body.len() >= 60_000_000 - 2);
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: read_path\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        serve.addr,
+        body.len()
+    );
+    let (status, reply) = post_while_reading(&serve.addr, head, body);
+    assert_eq!(status, 413, "{reply}");
+    assert!(reply.contains("--max-json-values"), "{reply}");
+    let after = peak_rss_kib(pid);
+    let grew = after.saturating_sub(before);
+    eprintln!("peak RSS {before} KiB -> {after} KiB (+{grew} KiB)");
+    assert!(grew < 32 * 1024, "peak RSS grew by {grew} KiB");
+    assert!(!received(&log).contains("tiny-values-marker"));
+
+    // Too deep is a 400.
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{{{META},"name":"read_path","arguments":{{"v":{}}}}}}}"#,
+        "[".repeat(200) + &"]".repeat(200)
+    );
+    let r = serve.post(
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "read_path"),
+        ],
+        &deep,
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+
+    // An ordinary stateless call is served, its other members forwarded as written.
+    let probe = t.path().join("probe.txt");
+    std::fs::write(&probe, "served").unwrap();
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":"x-1","method":"tools/call","params":{{"name":"read_path","arguments":{{"path":"{}","v":[1,2.50,{{"k":null}}]}},{META}}}}}"#,
+        probe.display()
+    );
+    let r = serve.post(
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "read_path"),
+        ],
+        &call,
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["id"], "x-1", "{r:?}");
+    assert!(r.body.contains("served"), "{r:?}");
+    assert!(
+        received(&log).contains(r#""v":[1,2.50,{"k":null}]"#),
+        "{}",
+        received(&log)
+    );
+}

@@ -108,6 +108,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, help_heading = "HTTP")]
     pub connection_idle: Duration,
 
+    /// Most JSON values (and keys) in one POST body; a body with more gets 413 as soon as
+    /// the limit is crossed, before anything is parsed (nesting is limited to 128 levels).
+    #[arg(long, value_name = "N", default_value_t = rootfence::serve::limits::DEFAULT_MAX_VALUES, help_heading = "HTTP")]
+    pub max_json_values: usize,
+
     /// Server processes kept for 2026-07-28 requests (one per set of roots); the least
     /// recently used is stopped beyond this.
     #[arg(long, value_name = "N", default_value_t = 8, help_heading = "HTTP")]
@@ -156,6 +161,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         },
         max_connections,
         connection_idle: args.connection_idle,
+        max_values: args.max_json_values.max(1),
     };
     // Worker threads live as long as the runtime: server processes are started from them,
     // and their parent-death signal is tied to the thread that started them.

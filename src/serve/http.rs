@@ -35,6 +35,7 @@ use http_body_util::BodyExt;
 
 use super::auth::Auth;
 use super::headers::{self, HEADER_MISMATCH};
+use super::limits::{self, Exceeded, Shape};
 use super::origin::OriginRules;
 use super::refusals::Refusals;
 use super::router::{Out, RegisterError, Stream, request_progress_token};
@@ -73,6 +74,8 @@ pub struct App {
     pub stateless: Stateless,
     /// The audit session of requests refused before any session sees them.
     pub refusals: Refusals,
+    /// Most JSON values in one POST body.
+    pub max_values: usize,
 }
 
 /// The axum router for `app`.
@@ -343,8 +346,15 @@ fn accepts(headers: &HeaderMap, kind: &str) -> bool {
     })
 }
 
-/// Reads a body of at most `limit` bytes (413 beyond).
-pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, Response> {
+/// Reads a body of at most `limit` bytes (413 beyond) and at most `max_values` JSON values
+/// (413) nested at most [`limits::MAX_DEPTH`] deep (400), refusing as soon as a limit is
+/// crossed (see `limits.rs`).
+pub async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    max_values: usize,
+) -> Result<Bytes, Response> {
     let too_large = || {
         refuse(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -358,19 +368,68 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
-    match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(too_large())
+    let mut shape = Shape::new(max_values);
+    let mut body = http_body_util::Limited::new(body, limit);
+    // One chunk (the usual case) is kept as it came; more are gathered.
+    let mut first: Option<Bytes> = None;
+    let mut gathered = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = match frame {
+            Ok(f) => f,
+            Err(e)
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some() =>
+            {
+                return Err(too_large());
+            }
+            Err(e) => {
+                return Err(refuse(
+                    StatusCode::BAD_REQUEST,
+                    &format!("the body could not be read: {e}"),
+                ));
+            }
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if let Err(e) = shape.feed(&data) {
+            tracing::warn!(limit = ?e, "a body over the JSON shape limits was refused");
+            return Err(match e {
+                Exceeded::Depth => rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    INVALID_REQUEST,
+                    &format!(
+                        "the message nests deeper than {} levels; no MCP message needs that",
+                        limits::MAX_DEPTH
+                    ),
+                ),
+                Exceeded::Values(max) => refuse(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!(
+                        "the message holds more than {max} JSON values (--max-json-values); send large data as one string, or raise the limit"
+                    ),
+                ),
+            });
         }
-        Err(e) => Err(refuse(
-            StatusCode::BAD_REQUEST,
-            &format!("the body could not be read: {e}"),
-        )),
+        match first.take() {
+            None if gathered.is_empty() => first = Some(data),
+            None => gathered.extend_from_slice(&data),
+            Some(one) => {
+                let want = declared
+                    .and_then(|n| usize::try_from(n).ok())
+                    .unwrap_or(one.len() + data.len())
+                    .min(limit);
+                gathered.reserve(want);
+                gathered.extend_from_slice(&one);
+                gathered.extend_from_slice(&data);
+            }
+        }
     }
+    Ok(match first {
+        Some(one) => one,
+        None => gathered.freeze(),
+    })
 }
 
 /// The session id header's value.
@@ -450,7 +509,7 @@ async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Response {
         Ok(v) => v,
         Err(r) => return r,
     };
-    let body = match read_body(headers, body, app.setup.max_message).await {
+    let body = match read_body(headers, body, app.setup.max_message, app.max_values).await {
         Ok(b) => b,
         Err(r) => return r,
     };

@@ -27,11 +27,13 @@ pub mod auth;
 pub mod conns;
 pub mod headers;
 pub mod http;
+pub mod limits;
 pub mod origin;
 pub mod pipe;
 pub mod refusals;
 pub mod router;
 pub mod session;
+pub mod splice;
 pub mod sse;
 pub mod state;
 pub mod stateless;
@@ -92,6 +94,8 @@ pub struct ServeConfig {
     pub max_connections: usize,
     /// How long a connection may stay open without a request in flight.
     pub connection_idle: Duration,
+    /// Most JSON values in one POST body ([`limits`]).
+    pub max_values: usize,
 }
 
 /// Why the server could not run.
@@ -135,6 +139,7 @@ pub async fn serve(
         stall: cfg.stall,
         draining: Default::default(),
         refusals: Default::default(),
+        max_values: cfg.max_values,
     });
     let reaper = tokio::spawn(Arc::clone(&table).reaper());
     let pool_reaper = tokio::spawn(Arc::clone(&app).stateless_reaper());
