@@ -414,3 +414,153 @@ fn a_huge_stateless_body_of_tiny_values_is_refused_with_bounded_memory() {
         received(&log)
     );
 }
+
+fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < serve_harness::PATIENCE, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The attack of issue 28 item 6, sessions: with two tokens, one cannot take every session
+/// slot (it stops at its share and is told so), the other gets the rest. With three, a token
+/// below its fair share of a full server takes the slot of an idle session of the token
+/// holding the most; a token at its fair share is refused.
+#[test]
+fn one_token_cannot_take_every_session_slot() {
+    let t = tempdir();
+    let tokens = t.path().join("tokens");
+    std::fs::write(&tokens, "token-a\ntoken-b\ntoken-c\n").unwrap();
+    let tokens_s = tokens.to_str().unwrap();
+    let a = ("Authorization", "Bearer token-a");
+    let b = ("Authorization", "Bearer token-b");
+    let c = ("Authorization", "Bearer token-c");
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+    // Default share: half of --max-sessions.
+    let (serve, _, _) = start(
+        t.path(),
+        &["--auth-token-file", tokens_s, "--max-sessions", "4"],
+    );
+    serve.open_session(&[a]);
+    serve.open_session(&[a]);
+    let r = serve.post(&[a], init);
+    assert_eq!(r.status, 503, "{r:?}");
+    assert!(r.body.contains("share"), "{r:?}");
+    assert!(r.header("retry-after").is_some(), "{r:?}");
+    serve.open_session(&[b]);
+    serve.open_session(&[b]);
+    let r = serve.post(&[b], init);
+    assert_eq!(r.status, 503, "{r:?}");
+    drop(serve);
+
+    // Shares up to the whole table: fairness by taking an idle session back.
+    let (serve, _, _) = start(
+        t.path(),
+        &[
+            "--auth-token-file",
+            tokens_s,
+            "--max-sessions",
+            "4",
+            "--max-sessions-per-token",
+            "4",
+        ],
+    );
+    let a_sessions: Vec<String> = (0..3).map(|_| serve.open_session(&[a])).collect();
+    let b_session = serve.open_session(&[b]);
+    // Full: C holds nothing, below its fair share (4 / 3 principals): one of A's idle
+    // sessions makes room.
+    serve.open_session(&[c]);
+    let ping = |h: &[(&str, &str)], sid: &str| {
+        let mut h = h.to_vec();
+        h.push(("Mcp-Session-Id", sid));
+        serve
+            .post(&h, r#"{"jsonrpc":"2.0","id":77,"method":"ping"}"#)
+            .status
+    };
+    let alive_a = a_sessions.iter().filter(|s| ping(&[a], s) == 200).count();
+    assert_eq!(alive_a, 2, "one of A's three sessions gave way");
+    assert_eq!(
+        ping(&[b], &b_session),
+        200,
+        "B, at its fair share, kept its session"
+    );
+    // B is at its fair share of a full table: refused, nobody's session taken.
+    let r = serve.post(&[b], init);
+    assert_eq!(r.status, 503, "{r:?}");
+    assert_eq!(
+        a_sessions.iter().filter(|s| ping(&[a], s) == 200).count(),
+        2
+    );
+}
+
+/// The attack of issue 28 item 6, pooled servers: token A keeps its pooled server busy and
+/// asks for another under other roots; with two tokens it is at its share (half the pool),
+/// so it is told to wait, and token B's stateless request is still served.
+#[test]
+fn one_token_cannot_take_every_pooled_server() {
+    use std::io::Write;
+    let t = tempdir();
+    let tokens = t.path().join("tokens");
+    std::fs::write(&tokens, "token-a\ntoken-b\n").unwrap();
+    let (serve, log, _) = start(
+        t.path(),
+        &[
+            "--auth-token-file",
+            tokens.to_str().unwrap(),
+            "--pool-size",
+            "2",
+        ],
+    );
+    let never = |n: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":"hang-{n}","method":"never","params":{{"marker":"hang-{n}","inputResponses":{{"io.rootfence/http-roots":{{"roots":[{{"uri":"file:///tmp/share-{n}"}}]}}}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{"roots":{{}}}}}}}}}}"#
+        )
+    };
+    // A's first request hangs in its pooled server.
+    let body = never(1);
+    let mut held = std::net::TcpStream::connect(&serve.addr).unwrap();
+    write!(
+        held,
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer token-a\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: never\r\nContent-Length: {}\r\n\r\n{body}",
+        serve.addr,
+        body.len()
+    )
+    .unwrap();
+    eventually("A's request reaches its pooled server", || {
+        received(&log).contains("hang-1")
+    });
+    // Under other roots, A needs a second pooled server: at its share, with its only one busy.
+    let v = ("MCP-Protocol-Version", "2026-07-28");
+    let r = serve.post(
+        &[
+            ("Authorization", "Bearer token-a"),
+            v,
+            ("Mcp-Method", "never"),
+        ],
+        &never(2),
+    );
+    assert_eq!(r.status, 503, "{r:?}");
+    assert!(r.header("retry-after").is_some(), "{r:?}");
+    assert!(!received(&log).contains("hang-2"));
+    // B is served.
+    let probe = t.path().join("probe.txt");
+    std::fs::write(&probe, "B is served").unwrap();
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"read_path","arguments":{{"path":"{}"}},{META}}}}}"#,
+        probe.display()
+    );
+    let r = serve.post(
+        &[
+            ("Authorization", "Bearer token-b"),
+            v,
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "read_path"),
+        ],
+        &call,
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.contains("B is served"), "{r:?}");
+    drop(held);
+}

@@ -97,6 +97,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", help_heading = "HTTP")]
     pub state_key_file: Option<PathBuf>,
 
+    /// Most sessions one token may hold (and, likewise, pooled servers: half of
+    /// --pool-size). Default: half of --max-sessions when the token file holds several tokens,
+    /// so one client cannot take every slot; all of them otherwise.
+    #[arg(long, value_name = "N", help_heading = "HTTP")]
+    pub max_sessions_per_token: Option<usize>,
+
     /// Most connections open at once. Default: what the descriptor limit allows (the soft
     /// limit is raised to the hard one at start), less a reserve for sessions. At the cap,
     /// the oldest connection that has not sent a request is closed to make room.
@@ -133,6 +139,8 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         bail!("--max-sessions must be at least 1");
     }
     let max_connections = connection_cap(&args)?;
+    // Several tokens: each gets a share, so one cannot take every slot.
+    let shared = auth.principals() > 1;
     let listener = std::net::TcpListener::bind(addr)
         .with_context(|| format!("cannot listen on {addr} (is it in use? try another --listen)"))?;
     let local = listener
@@ -151,12 +159,25 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         hosts: args.hosts.clone(),
         auth,
         max_sessions: args.max_sessions,
+        per_principal: args
+            .max_sessions_per_token
+            .unwrap_or(if shared {
+                args.max_sessions / 2
+            } else {
+                args.max_sessions
+            })
+            .max(1),
         idle: args.session_idle,
         drain: args.drain_timeout,
         stall: args.stream_stall,
         stateless: StatelessConfig {
             key,
             pool: args.pool_size.max(1),
+            per_principal: if shared {
+                args.pool_size.div_ceil(2)
+            } else {
+                args.pool_size
+            },
             ttl: Duration::from_secs(600),
         },
         max_connections,

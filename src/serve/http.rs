@@ -42,7 +42,7 @@ use super::router::{Out, RegisterError, Stream, request_progress_token};
 use super::session::HttpSession;
 use super::sse::SseBody;
 use super::stateless::Stateless;
-use super::table::Table;
+use super::table::{Full, Table};
 use crate::jsonrpc::envelope::{Kind, Scanned, scan, scan_message};
 use crate::jsonrpc::error::{INVALID_REQUEST, PARSE_ERROR, SERVER_GONE, error_response};
 use crate::jsonrpc::{Id, IdKey};
@@ -563,15 +563,18 @@ async fn initialize(app: &Arc<App>, principal: Option<String>, incoming: Incomin
             "the server is shutting down; try another replica or again shortly",
         );
     }
-    let opened = app
-        .table
-        .open(|id| HttpSession::start(&app.setup, id, principal.clone(), app.stall));
+    let opened = app.table.open(&principal, |id| {
+        HttpSession::start(&app.setup, id, principal.clone(), app.stall)
+    });
     let session = match opened {
         Ok(s) => s,
         Err(full) => {
             let mut resp = refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
-                &format!("{full}; try again later (or raise --max-sessions)"),
+                &match full {
+                    Full::Table(_) => format!("{full}; try again later (or raise --max-sessions)"),
+                    Full::Share(_) => format!("{full} (--max-sessions-per-token)"),
+                },
             );
             resp.headers_mut()
                 .insert("retry-after", HeaderValue::from_static("5"));

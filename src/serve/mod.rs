@@ -82,6 +82,8 @@ pub struct ServeConfig {
     pub auth: Auth,
     /// Most sessions open at once.
     pub max_sessions: usize,
+    /// Most sessions, and pooled servers, one principal may hold.
+    pub per_principal: usize,
     /// A session idle this long is ended.
     pub idle: Duration,
     /// How long requests in flight may take to finish at shutdown.
@@ -124,7 +126,7 @@ pub async fn serve(
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
         None => None,
     };
-    let table = Table::new(cfg.max_sessions, cfg.idle);
+    let table = Table::new(cfg.max_sessions, cfg.per_principal, cfg.idle);
     let conns = Conns::new(
         cfg.max_connections,
         HANDSHAKE_TIMEOUT.min(cfg.connection_idle),

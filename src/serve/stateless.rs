@@ -58,6 +58,8 @@ pub struct StatelessConfig {
     pub key: Vec<u8>,
     /// Pooled relays kept at once.
     pub pool: usize,
+    /// Pooled relays one principal may hold.
+    pub per_principal: usize,
     /// How long signed state stays valid, and how long an idle pooled relay is kept.
     pub ttl: Duration,
 }
@@ -72,6 +74,7 @@ pub struct Stateless {
     pub tls: bool,
     signer: Signer,
     max: usize,
+    per_principal: usize,
     idle: Duration,
     pool: Mutex<HashMap<PoolKey, Arc<HttpSession>>>,
     next_id: AtomicU64,
@@ -85,6 +88,7 @@ impl Stateless {
             tls,
             signer: Signer::new(cfg.key, cfg.ttl),
             max: cfg.pool.max(1),
+            per_principal: cfg.per_principal.clamp(1, cfg.pool.max(1)),
             idle: cfg.ttl,
             pool: Mutex::default(),
             next_id: AtomicU64::new(1),
@@ -106,12 +110,40 @@ impl Stateless {
             }
         }
         pool.retain(|_, s| s.is_open());
-        if pool.len() >= self.max {
-            let lru = pool
+        let mine = pool.keys().filter(|k| k.0 == key.0).count();
+        // At its share, a principal makes room among its own relays; otherwise, at the cap,
+        // the least recently used idle relay goes, preferably one of a principal beyond its
+        // share.
+        let victim = if mine >= self.per_principal {
+            Some(
+                pool.iter()
+                    .filter(|(k, s)| k.0 == key.0 && s.router.open_streams() == 0)
+                    .max_by_key(|(_, s)| s.router.idle_for())
+                    .map(|(k, _)| k.clone())?,
+            )
+        } else if pool.len() >= self.max {
+            let mut held: HashMap<&Option<String>, usize> = HashMap::new();
+            for k in pool.keys() {
+                *held.entry(&k.0).or_default() += 1;
+            }
+            let fair = self.max / (held.len() + usize::from(mine == 0)).max(1);
+            let idle = |(k, s): &(&PoolKey, &Arc<HttpSession>)| {
+                s.router.open_streams() == 0 && k.0 != key.0
+            };
+            let over = pool
+                .iter()
+                .filter(idle)
+                .filter(|(k, _)| held.get(&k.0).is_some_and(|n| *n > fair))
+                .max_by_key(|(_, s)| s.router.idle_for());
+            let any = pool
                 .iter()
                 .filter(|(_, s)| s.router.open_streams() == 0)
-                .max_by_key(|(_, s)| s.router.idle_for())
-                .map(|(k, _)| k.clone())?;
+                .max_by_key(|(_, s)| s.router.idle_for());
+            Some(over.or(any).map(|(k, _)| k.clone())?)
+        } else {
+            None
+        };
+        if let Some(lru) = victim {
             if let Some(old) = pool.remove(&lru) {
                 tracing::info!(relay = %old.id, "stopping the least recently used pooled server");
                 old.close();
