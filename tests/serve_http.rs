@@ -230,7 +230,22 @@ fn the_session_cap_refuses_more_with_503_and_readiness_follows() {
     );
     assert_eq!(r.status, 503, "{r:?}");
     assert!(r.header("retry-after").is_some());
-    assert_eq!(serve.request("GET", "/readyz", &[], b"").status, 503);
+    // Full is not unready: a full replica keeps serving its sessions (issue 30). Full is its
+    // own signal.
+    assert_eq!(serve.request("GET", "/readyz", &[], b"").status, 200);
+    let cap = serve.request("GET", "/capacity", &[], b"");
+    assert_eq!(cap.status, 200);
+    let cap = cap.json();
+    assert_eq!(cap["full"], true, "{cap}");
+    assert_eq!(cap["sessions"], 2, "{cap}");
+    assert_eq!(cap["max_sessions"], 2, "{cap}");
+    let metrics = serve.request("GET", "/metrics", &[], b"");
+    assert!(
+        metrics.body.contains("\nrootfence_full 1\n")
+            && metrics.body.contains("\nrootfence_sessions 2\n"),
+        "{}",
+        metrics.body
+    );
     // Ending one makes room again.
     assert_eq!(
         serve
@@ -239,7 +254,7 @@ fn the_session_cap_refuses_more_with_503_and_readiness_follows() {
         204
     );
     eventually("room for a session again", || {
-        serve.request("GET", "/readyz", &[], b"").status == 200
+        serve.request("GET", "/capacity", &[], b"").json()["full"] == false
     });
     serve.open_session(&[]);
 }
@@ -263,7 +278,7 @@ fn idle_sessions_are_reaped() {
 #[test]
 fn sigterm_drains_and_stops_every_server() {
     let t = tempdir();
-    let (mut serve, _log) = start(t.path(), &[]);
+    let (mut serve, _log) = start(t.path(), &["--drain-timeout", "2s"]);
     let pids: Vec<i32> = (0..2)
         .map(|_| {
             let id = serve.open_session(&[]);
@@ -284,7 +299,7 @@ fn sigterm_drains_and_stops_every_server() {
 #[test]
 fn a_request_in_flight_is_answered_across_a_drain() {
     let t = tempdir();
-    let (mut serve, log) = start(t.path(), &[]);
+    let (mut serve, log) = start(t.path(), &["--drain-timeout", "3s"]);
     let id = serve.open_session(&[]);
     let addr = serve.addr.clone();
     let slow = std::thread::spawn(move || {
@@ -309,6 +324,37 @@ fn a_request_in_flight_is_answered_across_a_drain() {
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.json()["result"], serde_json::json!({}), "{r:?}");
     assert!(status.success());
+}
+
+/// SIGTERM keeps live sessions (issue 30): readiness turns 503 and new sessions are refused,
+/// but a session still open is served as before, and rootfence exits as soon as it ends,
+/// long before the drain deadline.
+#[test]
+fn a_drain_keeps_live_sessions_until_they_end() {
+    let t = tempdir();
+    let (mut serve, _log) = start(t.path(), &["--drain-timeout", "5m"]);
+    let id = serve.open_session(&[]);
+    let pid = nix::unistd::Pid::from_raw(serve.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    eventually("readiness turns 503", || {
+        serve.request("GET", "/readyz", &[], b"").status == 503
+    });
+    let r = serve.post(
+        &[],
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#,
+    );
+    assert_eq!(r.status, 503, "{r:?}");
+    let r = serve.post(&[("Mcp-Session-Id", &id)], PING);
+    assert_eq!(r.status, 200, "the live session is still served: {r:?}");
+    assert_eq!(
+        serve
+            .request("DELETE", "/mcp", &[("Mcp-Session-Id", &id)], b"")
+            .status,
+        204
+    );
+    // Its last session ended: rootfence exits without waiting for the 5 minute deadline.
+    let status = serve.stop();
+    assert!(status.success(), "{status:?}\n{}", serve.stderr());
 }
 
 /// A `tools/call` 2026-07-28 request from a client that declares the roots capability.

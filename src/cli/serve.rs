@@ -21,12 +21,15 @@ use super::run::{ServerOptions, parse_duration, setup};
 /// revisions 2025-03-26 to 2025-11-25, `Mcp-Session-Id`) gets its own sandboxed server
 /// process, its own roots (from that client, bounded by --root) and its own audit session;
 /// 2026-07-28 requests are stateless and served by a pool of server processes keyed by the
-/// roots they run under. /healthz and /readyz are for probes.
+/// roots they run under. /healthz and /readyz are for probes (ready means "can serve its
+/// sessions"; a full replica stays ready), /capacity (JSON) and /metrics (Prometheus) say
+/// how full it is.
 ///
 /// Security: bind to loopback unless clients are elsewhere; beyond loopback, authenticate
 /// (--auth-token-file, or an authenticating proxy in front) and use TLS
 /// or a TLS-terminating proxy. Browser origins are refused unless listed (--allowed-origin).
-/// SIGTERM or SIGINT drains: no new sessions, requests in flight finish, servers stop.
+/// SIGTERM or SIGINT drains: no new sessions, live sessions are kept until they end or
+/// --drain-timeout, then servers stop.
 ///
 /// Example:
 ///
@@ -83,7 +86,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration, help_heading = "HTTP")]
     pub session_idle: Duration,
 
-    /// At shutdown, how long requests in flight may take to finish before their sessions end.
+    /// At shutdown (SIGTERM), how long live sessions are kept, served as before, before they
+    /// are ended; rootfence exits as soon as they have all ended. Readiness is 503 meanwhile.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, help_heading = "HTTP")]
     pub drain_timeout: Duration,
 

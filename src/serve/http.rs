@@ -76,6 +76,8 @@ pub struct App {
     pub refusals: Refusals,
     /// Most JSON values in one POST body.
     pub max_values: usize,
+    /// The open connections.
+    pub conns: Arc<super::conns::Conns>,
 }
 
 /// The axum router for `app`.
@@ -90,6 +92,8 @@ pub fn routes(app: Arc<App>) -> Router {
         )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/capacity", get(capacity))
+        .route("/metrics", get(metrics))
         .fallback(not_found)
         .with_state(app)
 }
@@ -119,14 +123,131 @@ async fn healthz() -> impl IntoResponse {
     (StatusCode::OK, "ok\n")
 }
 
+/// Ready means "can serve its sessions": only a drain makes it 503. Full is a separate
+/// signal (`/capacity`, `/metrics`, and 503 with `Retry-After` for a new session), so a full
+/// replica stays in its Service and keeps serving the sessions it holds.
 async fn readyz(State(app): State<Arc<App>>) -> Response {
     if app.draining.load(Ordering::Relaxed) {
         return (StatusCode::SERVICE_UNAVAILABLE, "draining\n").into_response();
     }
     if app.table.len() >= app.table.max {
-        return (StatusCode::SERVICE_UNAVAILABLE, "at the session limit\n").into_response();
+        return (StatusCode::OK, "ready (full: new sessions get 503)\n").into_response();
     }
     (StatusCode::OK, "ready\n").into_response()
+}
+
+/// What this replica holds and can still take, as JSON.
+async fn capacity(State(app): State<Arc<App>>) -> Response {
+    let c = app.capacity();
+    let body = serde_json::json!({
+        "draining": c.draining,
+        "full": c.full,
+        "sessions": c.sessions,
+        "max_sessions": app.table.max,
+        "max_sessions_per_token": app.table.per_principal,
+        "pooled_servers": c.pooled,
+        "pool_size": app.stateless.max(),
+        "connections": c.connections,
+        "max_connections": app.conns.max,
+        "connections_shed": c.shed,
+    });
+    (
+        StatusCode::OK,
+        [(CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// The same, in the Prometheus text format.
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    let c = app.capacity();
+    let mut out = String::new();
+    let mut gauge = |name: &str, help: &str, kind: &str, v: u64| {
+        out.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n"
+        ));
+    };
+    gauge(
+        "rootfence_sessions",
+        "Sessions open.",
+        "gauge",
+        c.sessions as u64,
+    );
+    gauge(
+        "rootfence_sessions_max",
+        "The session cap (--max-sessions).",
+        "gauge",
+        app.table.max as u64,
+    );
+    gauge(
+        "rootfence_full",
+        "1 when new sessions are refused for lack of room.",
+        "gauge",
+        u64::from(c.full),
+    );
+    gauge(
+        "rootfence_draining",
+        "1 while shutting down.",
+        "gauge",
+        u64::from(c.draining),
+    );
+    gauge(
+        "rootfence_pooled_servers",
+        "Pooled server processes for 2026-07-28 requests.",
+        "gauge",
+        c.pooled as u64,
+    );
+    gauge(
+        "rootfence_connections",
+        "Open connections.",
+        "gauge",
+        c.connections as u64,
+    );
+    gauge(
+        "rootfence_connections_shed_total",
+        "Connections closed, or refused, at the connection cap.",
+        "counter",
+        c.shed,
+    );
+    (
+        StatusCode::OK,
+        [(CONTENT_TYPE, "text/plain; version=0.0.4")],
+        out,
+    )
+        .into_response()
+}
+
+/// A snapshot of what the replica holds.
+#[derive(Debug, Clone, Copy)]
+pub struct Capacity {
+    /// Shutting down.
+    pub draining: bool,
+    /// New sessions are refused for lack of room.
+    pub full: bool,
+    /// Sessions open.
+    pub sessions: usize,
+    /// Pooled servers running.
+    pub pooled: usize,
+    /// Connections open.
+    pub connections: usize,
+    /// Connections shed at the cap so far.
+    pub shed: u64,
+}
+
+impl App {
+    /// What this replica holds now.
+    pub fn capacity(&self) -> Capacity {
+        let sessions = self.table.len();
+        Capacity {
+            draining: self.draining.load(Ordering::Relaxed),
+            full: sessions >= self.table.max,
+            sessions,
+            pooled: self.stateless.len(),
+            connections: self.conns.len(),
+            shed: self.conns.shed.load(Ordering::Relaxed),
+        }
+    }
 }
 
 // ---- the gate -------------------------------------------------------------------------------
@@ -777,12 +898,6 @@ fn get_inner(app: &Arc<App>, parts: &Parts) -> Response {
         resp.headers_mut()
             .insert("allow", HeaderValue::from_static("POST"));
         return resp;
-    }
-    if app.draining.load(Ordering::Relaxed) {
-        return refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the server is shutting down; no new streams",
-        );
     }
     let session = match find_session(app, &parts.headers, &principal) {
         Ok(s) => s,

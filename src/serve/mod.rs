@@ -18,10 +18,13 @@
 //! and forwards exactly what it checked; what the relay writes toward the host goes out as
 //! the HTTP body or SSE event data byte for byte.
 //!
-//! [`serve`] runs until its shutdown future resolves, then drains: readiness turns 503, new
-//! sessions are refused, GET streams are closed, requests in flight are given
-//! [`ServeConfig::drain`] to finish, then every session is ended (its server gets the stdio
-//! shutdown sequence, its audit session is closed).
+//! [`serve`] runs until its shutdown future resolves, then drains: readiness turns 503 (the
+//! load balancer sends new sessions elsewhere), new sessions and stateless requests are
+//! refused, and the live sessions are kept, served as before, until they end (DELETE, idle)
+//! or [`ServeConfig::drain`] has passed. Then the listener closes, GET streams are closed,
+//! requests in flight get what is left of the deadline (at least a second), and every
+//! session still open is ended (its server gets the stdio shutdown sequence, its audit
+//! session is closed).
 
 pub mod auth;
 pub mod conns;
@@ -86,7 +89,7 @@ pub struct ServeConfig {
     pub per_principal: usize,
     /// A session idle this long is ended.
     pub idle: Duration,
-    /// How long requests in flight may take to finish at shutdown.
+    /// At shutdown, how long live sessions are kept (and requests in flight may take).
     pub drain: Duration,
     /// How long a client may leave one of its streams unread before it is closed.
     pub stall: Duration,
@@ -142,6 +145,7 @@ pub async fn serve(
         draining: Default::default(),
         refusals: Default::default(),
         max_values: cfg.max_values,
+        conns: Arc::clone(&conns),
     });
     let reaper = tokio::spawn(Arc::clone(&table).reaper());
     let pool_reaper = tokio::spawn(Arc::clone(&app).stateless_reaper());
@@ -160,7 +164,20 @@ pub async fn serve(
         "rootfence serve is listening; the MCP endpoint is /mcp"
     );
     tokio::pin!(shutdown);
+    let mut deadline: Option<tokio::time::Instant> = None;
     loop {
+        // While draining: done when every session has ended, or at the deadline.
+        let drained = async {
+            match deadline {
+                None => std::future::pending().await,
+                Some(at) => loop {
+                    if table.is_empty() || tokio::time::Instant::now() >= at {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                },
+            }
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -171,7 +188,17 @@ pub async fn serve(
                     continue;
                 }
             },
-            () = &mut shutdown => break,
+            () = &mut shutdown, if deadline.is_none() => {
+                tracing::info!(
+                    sessions = table.len(),
+                    "shutting down: new sessions go elsewhere; live sessions are kept until they end or for {:?}",
+                    cfg.drain
+                );
+                app.draining.store(true, Ordering::Relaxed);
+                deadline = Some(tokio::time::Instant::now() + cfg.drain);
+                continue;
+            }
+            () = drained => break,
         };
         let Some(guard) = conns.admit() else {
             // Every connection is serving a request: this one cannot be.
@@ -234,15 +261,17 @@ pub async fn serve(
         });
     }
 
-    // Drain.
-    tracing::info!("shutting down: draining sessions");
-    app.draining.store(true, Ordering::Relaxed);
+    // Drained, or out of time.
     drop(listener);
     for s in table.all() {
         s.router.close_get();
     }
     app.stateless.close_streams();
-    if tokio::time::timeout(cfg.drain, graceful.shutdown())
+    let left = deadline
+        .map(|at| at.saturating_duration_since(tokio::time::Instant::now()))
+        .unwrap_or_default()
+        .max(Duration::from_secs(1));
+    if tokio::time::timeout(left, graceful.shutdown())
         .await
         .is_err()
     {

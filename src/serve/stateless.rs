@@ -416,6 +416,21 @@ impl Stateless {
         }
     }
 
+    /// Pooled relays running.
+    pub fn len(&self) -> usize {
+        self.lock().values().filter(|s| s.is_open()).count()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The pool's size.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
     /// Closes long-lived streams (at shutdown): stateless requests have none.
     pub fn close_streams(&self) {}
 
