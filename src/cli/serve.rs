@@ -107,6 +107,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", help_heading = "HTTP")]
     pub max_sessions_per_token: Option<usize>,
 
+    /// The address (host:port) the other replicas reach this one at (in Kubernetes, the pod
+    /// IP from the downward API). Session ids then name their replica, and a request, GET
+    /// stream or DELETE for a session another replica holds is forwarded to it, so sessions
+    /// work behind any load balancer, round-robin included. Needs --state-key-file (the same
+    /// key on every replica).
+    #[arg(long, value_name = "ADDR", help_heading = "HTTP")]
+    pub advertise: Option<String>,
+
     /// Most connections open at once. Default: what the descriptor limit allows (the soft
     /// limit is raised to the hard one at start), less a reserve for sessions. At the cap,
     /// the oldest connection that has not sent a request is closed to make room.
@@ -139,6 +147,16 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let addr = resolve(&args.listen)?;
     let auth = auth(&args, addr)?;
     let key = state_key(args.state_key_file.as_deref())?;
+    if let Some(a) = &args.advertise {
+        if args.state_key_file.is_none() {
+            bail!(
+                "--advertise {a} needs --state-key-file: session ids are protected with the key every replica shares"
+            );
+        }
+        if resolve(a).is_err() {
+            bail!("--advertise {a}: not host:port (the address other replicas reach this one at)");
+        }
+    }
     if args.max_sessions == 0 {
         bail!("--max-sessions must be at least 1");
     }
@@ -187,6 +205,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         max_connections,
         connection_idle: args.connection_idle,
         max_values: args.max_json_values.max(1),
+        advertise: args.advertise.clone(),
     };
     // Worker threads live as long as the runtime: server processes are started from them,
     // and their parent-death signal is tied to the thread that started them.

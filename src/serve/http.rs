@@ -601,7 +601,36 @@ fn find_session(
     }
 }
 
+/// A request for a session another replica holds, forwarded there whole (`owner.rs`); the
+/// request back when it is this replica's to answer. Host, Origin and authentication are
+/// checked here first (and again by the owner).
+async fn to_owner(app: &App, request: Request) -> Result<Request, Response> {
+    let Some(owner) = &app.table.owner else {
+        return Ok(request);
+    };
+    let headers = request.headers();
+    if headers.contains_key(super::owner::FORWARDED) {
+        return Ok(request);
+    }
+    let Some(id) = session_id(headers) else {
+        return Ok(request);
+    };
+    if app.table.get(id).is_some() {
+        return Ok(request);
+    }
+    let Some(addr) = owner.elsewhere(id) else {
+        return Ok(request);
+    };
+    let (parts, body) = request.into_parts();
+    admit(app, &parts)?;
+    Err(super::owner::forward(&addr, Request::from_parts(parts, body)).await)
+}
+
 async fn post_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
+    let request = match to_owner(&app, request).await {
+        Ok(r) => r,
+        Err(forwarded) => return forwarded,
+    };
     let (parts, body) = request.into_parts();
     let headers = parts.headers.clone();
     let response = post_inner(&app, parts, body).await;
@@ -873,7 +902,12 @@ pub fn sse_response(body: SseBody) -> Response {
 
 // ---- GET and DELETE -------------------------------------------------------------------------
 
-async fn get_mcp(State(app): State<Arc<App>>, parts: Parts) -> Response {
+async fn get_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
+    let request = match to_owner(&app, request).await {
+        Ok(r) => r,
+        Err(forwarded) => return forwarded,
+    };
+    let (parts, _) = request.into_parts();
     let resp = get_inner(&app, &parts);
     with_cors(&app, &parts.headers, resp)
 }
@@ -909,7 +943,12 @@ fn get_inner(app: &Arc<App>, parts: &Parts) -> Response {
     }
 }
 
-async fn delete_mcp(State(app): State<Arc<App>>, parts: Parts) -> Response {
+async fn delete_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
+    let request = match to_owner(&app, request).await {
+        Ok(r) => r,
+        Err(forwarded) => return forwarded,
+    };
+    let (parts, _) = request.into_parts();
     let principal = match admit(&app, &parts) {
         Ok(p) => p,
         Err(r) => return with_cors(&app, &parts.headers, r),

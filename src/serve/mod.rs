@@ -32,6 +32,7 @@ pub mod headers;
 pub mod http;
 pub mod limits;
 pub mod origin;
+pub mod owner;
 pub mod pipe;
 pub mod refusals;
 pub mod router;
@@ -101,6 +102,9 @@ pub struct ServeConfig {
     pub connection_idle: Duration,
     /// Most JSON values in one POST body ([`limits`]).
     pub max_values: usize,
+    /// The address peers reach this replica at: session ids name it, and requests for
+    /// sessions other replicas hold are forwarded to them ([`owner`]).
+    pub advertise: Option<String>,
 }
 
 /// Why the server could not run.
@@ -129,7 +133,11 @@ pub async fn serve(
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
         None => None,
     };
-    let table = Table::new(cfg.max_sessions, cfg.per_principal, cfg.idle);
+    let owner = cfg
+        .advertise
+        .clone()
+        .map(|a| owner::Owner::new(a, cfg.stateless.key.clone()));
+    let table = Table::new(cfg.max_sessions, cfg.per_principal, cfg.idle, owner);
     let conns = Conns::new(
         cfg.max_connections,
         HANDSHAKE_TIMEOUT.min(cfg.connection_idle),

@@ -28,6 +28,8 @@ pub struct Table {
     pub per_principal: usize,
     /// A session with no open stream and no message for this long is ended.
     pub idle: Duration,
+    /// When replicas share sessions: session ids name this replica.
+    pub owner: Option<super::owner::Owner>,
 }
 
 /// Why no session could be opened.
@@ -45,12 +47,18 @@ pub enum Full {
 
 impl Table {
     /// An empty table.
-    pub fn new(max: usize, per_principal: usize, idle: Duration) -> Arc<Table> {
+    pub fn new(
+        max: usize,
+        per_principal: usize,
+        idle: Duration,
+        owner: Option<super::owner::Owner>,
+    ) -> Arc<Table> {
         Arc::new(Table {
             sessions: Mutex::default(),
             max,
             per_principal: per_principal.clamp(1, max.max(1)),
             idle,
+            owner,
         })
     }
 
@@ -58,11 +66,16 @@ impl Table {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A fresh session id.
-    pub fn new_id() -> String {
+    /// A fresh session id: 128 random bits (hex), naming this replica when replicas share
+    /// sessions (`owner.rs`).
+    pub fn new_id(&self) -> String {
         let mut bytes = [0u8; 16];
         getrandom::getrandom(&mut bytes).expect("the OS random source is available");
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
+        let random: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        match &self.owner {
+            Some(owner) => owner.session_id(&random),
+            None => random,
+        }
     }
 
     /// Reserves room for one more session and builds it with `open` (which receives its id).
@@ -109,7 +122,7 @@ impl Table {
                 s.close();
             }
         }
-        let session = open(Self::new_id());
+        let session = open(self.new_id());
         sessions.insert(session.id.clone(), Arc::clone(&session));
         Ok(session)
     }
@@ -177,8 +190,9 @@ mod tests {
 
     #[test]
     fn ids_are_128_random_bits_in_hex() {
-        let a = Table::new_id();
-        let b = Table::new_id();
+        let t = Table::new(1, 1, Duration::from_secs(1), None);
+        let a = t.new_id();
+        let b = t.new_id();
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);

@@ -42,9 +42,11 @@ impl Serve {
             }
             None => Command::new(bin),
         };
-        cmd.arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
-            .args(opts)
+        cmd.arg("serve");
+        if !opts.contains(&"--listen") {
+            cmd.args(["--listen", "127.0.0.1:0"]);
+        }
+        cmd.args(opts)
             .arg("--")
             .args(server)
             .stdin(Stdio::null())
