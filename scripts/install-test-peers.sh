@@ -16,6 +16,8 @@
 #           registry), with apt-get when it is missing and we are root (if apt-get fails,
 #           a warning: the browser cases skip, saying why).
 #           ROOTFENCE_PEERS_NO_APT=1 skips it (the browser cases then skip, saying why).
+#   - Debian: nginx-light (/usr/sbin/nginx), the load balancer in front of three `rootfence
+#           serve` replicas in tests/serve_fleet.rs, likewise (the nginx case skips without it).
 # Each part is skipped when a stamp file shows it was installed from the same lock files with
 # the same toolchain, so a second run takes well under a second. Everything it installs is
 # git-ignored. Set ROOTFENCE_PEERS_FORCE=1 to reinstall everything.
@@ -128,8 +130,26 @@ install_chromium() {
     [[ -x /usr/bin/chromium ]] || log "warning: apt-get did not install /usr/bin/chromium; the browser cases will skip"
 }
 
+install_nginx() {
+    if [[ -x /usr/sbin/nginx ]]; then
+        log "nginx: $(/usr/sbin/nginx -v 2>&1 || echo present)"
+        return
+    fi
+    if [[ "${ROOTFENCE_PEERS_NO_APT:-0}" == 1 || $(id -u) != 0 ]] ||
+        ! command -v apt-get >/dev/null 2>&1; then
+        log "warning: /usr/sbin/nginx is missing: run 'sudo apt-get install nginx-light' for the load balancer case of tests/serve_fleet.rs (it skips until then)"
+        return
+    fi
+    log "nginx: apt-get install nginx-light"
+    if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light >&2; }; then
+        log "warning: apt-get could not install nginx-light; the nginx case will skip"
+    fi
+}
+
 install_node
 install_python
 install_rmcp_client
 install_chromium
+install_nginx
 log "all test peers installed"
