@@ -16,6 +16,9 @@
 #           registry), with apt-get when it is missing and we are root (if apt-get fails,
 #           a warning: the browser cases skip, saying why).
 #           ROOTFENCE_PEERS_NO_APT=1 skips it (the browser cases then skip, saying why).
+#   - PyPI: kubernetes-validate 1.37.0 (offline, strict schema validation of
+#           deploy/kubernetes/*.yaml), hash-pinned in tests/peers/deploy/requirements.txt,
+#           into its own venv tests/peers/.venv-deploy;
 #   - Debian: nginx-light (/usr/sbin/nginx), the load balancer in front of three `rootfence
 #           serve` replicas in tests/serve_fleet.rs, likewise (the nginx case skips without it).
 # Each part is skipped when a stamp file shows it was installed from the same lock files with
@@ -130,6 +133,24 @@ install_chromium() {
     [[ -x /usr/bin/chromium ]] || log "warning: apt-get did not install /usr/bin/chromium; the browser cases will skip"
 }
 
+install_deploy_validator() {
+    local python=${ROOTFENCE_PEERS_PYTHON:-python3}
+    local venv=$PEERS/.venv-deploy req=$PEERS/deploy/requirements.txt stamp key
+    stamp=$venv/.rootfence-stamp
+    key=$(key_of "$("$python" --version 2>&1)" "$req")
+    if fresh "$stamp" "$key" && [[ -x "$venv/bin/kubernetes-validate" ]]; then
+        log "kubernetes-validate: up to date"
+        return
+    fi
+    log "kubernetes-validate: creating $venv"
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --require-hashes --only-binary :all: --no-deps -r "$req" >&2
+    "$venv/bin/kubernetes-validate" --version >/dev/null || die "kubernetes-validate does not run in $venv"
+    printf '%s\n' "$key" >"$stamp"
+}
+
 install_nginx() {
     if [[ -x /usr/sbin/nginx ]]; then
         log "nginx: $(/usr/sbin/nginx -v 2>&1 || echo present)"
@@ -152,4 +173,5 @@ install_python
 install_rmcp_client
 install_chromium
 install_nginx
+install_deploy_validator
 log "all test peers installed"
