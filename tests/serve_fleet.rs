@@ -85,6 +85,36 @@ fn sessions_work_whichever_replica_each_request_reaches() {
         sessions.push((i % 3, id));
     }
 
+    // A GET stream opened through another replica is relayed whole: a notification the
+    // server sends (prompted by a POST through a third replica) arrives on it.
+    {
+        use std::io::{BufRead, BufReader, Write};
+        let (owner, id) = &sessions[1];
+        let mut get = std::net::TcpStream::connect(&replicas[(owner + 1) % 3].addr).unwrap();
+        get.set_read_timeout(Some(serve_harness::PATIENCE)).unwrap();
+        write!(
+            get,
+            "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+        )
+        .unwrap();
+        let mut reader = BufReader::new(get);
+        let mut status = String::new();
+        reader.read_line(&mut status).unwrap();
+        assert!(status.contains(" 200 "), "{status}");
+        let emit = r#"{"jsonrpc":"2.0","id":8,"method":"emit","params":{"lines":["{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}"]}}"#;
+        let r = replicas[(owner + 2) % 3].post(&[("Mcp-Session-Id", id), V], emit);
+        assert_eq!(r.status, 200, "{r:?}");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = reader.read_line(&mut line).unwrap();
+            assert!(n > 0, "the forwarded GET stream ended");
+            if line.contains("notifications/tools/list_changed") {
+                break;
+            }
+        }
+    }
+
     // A forged owner (another address spliced into an id) is refused, not followed.
     let (_, id) = &sessions[0];
     let mut parts: Vec<&str> = id.split('.').collect();
