@@ -544,9 +544,28 @@ fn tls_serves_mcp_over_https() {
             cert.to_str().unwrap(),
             "--tls-key",
             key.to_str().unwrap(),
+            "--connection-idle",
+            "2s",
         ],
     );
     assert!(serve.url.starts_with("https://"), "{}", serve.url);
+    // A TLS handshake that never comes (or never ends: one byte of a ClientHello) does not
+    // hold its connection: closed after --connection-idle (issue 28).
+    for opening in [&b""[..], &[0x16u8][..]] {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&serve.addr).unwrap();
+        s.write_all(opening).unwrap();
+        s.set_read_timeout(Some(serve_harness::PATIENCE)).unwrap();
+        let mut buf = [0u8; 64];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+                Err(e) => panic!("a stalled TLS handshake was not closed: {e}"),
+            }
+        }
+    }
     let url = format!("https://{}/mcp", serve.addr);
     let out = std::process::Command::new("curl")
         .args(["-sS", "--max-time", "20", "--cacert"])
