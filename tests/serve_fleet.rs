@@ -247,6 +247,7 @@ http {{
     upstream fleet {{
         {servers}
         keepalive 16;
+        keepalive_timeout 50s;
     }}
     server {{
         listen 127.0.0.1:{port};
