@@ -14,10 +14,12 @@
 //! - **Idle.** A connection with no request in flight for [`Conns::idle`] is closed (keep-
 //!   alive, HTTP/2 with only PINGs or SETTINGS). A request in flight, including a long SSE
 //!   stream, keeps its connection.
-//! - **At the cap**, a new connection is still accepted: the oldest connection that has
-//!   never started a request is closed to make room (else the one idle the longest); only if
-//!   every connection is serving a request is the new one closed. A flood of idle sockets
-//!   therefore cannot keep out a real client or a health check: they are its first victims.
+//! - **At the cap**, before the next connection is accepted, room is made: the oldest
+//!   connection that has never started a request is closed (else the one idle the longest),
+//!   and the next is accepted once its descriptor is released. If every connection is
+//!   serving a request, the next waits in the kernel's listen queue (costing rootfence no
+//!   descriptor) until one ends. A flood of idle sockets therefore cannot keep out a real
+//!   client or a health check: they are the first to go.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -49,8 +51,10 @@ pub struct Conns {
     pub handshake: Duration,
     /// How long a connection may go without a request in flight.
     pub idle: Duration,
-    /// Connections closed to make room (or refused) at the cap.
+    /// Connections closed to make room at the cap.
     pub shed: AtomicU64,
+    /// Signalled when a connection's descriptor is released.
+    room: Notify,
 }
 
 /// One connection's state.
@@ -59,6 +63,8 @@ pub struct Conn {
     id: u64,
     in_flight: AtomicUsize,
     started: AtomicBool,
+    /// Told to close to make room (still counted until it has).
+    evicted: AtomicBool,
     /// Milliseconds since the table's epoch when the connection last became idle.
     idle_since: AtomicU64,
     close: Notify,
@@ -75,6 +81,7 @@ pub struct ConnGuard {
 impl Drop for ConnGuard {
     fn drop(&mut self) {
         self.conns.lock().remove(&self.conn.id);
+        self.conns.room.notify_one();
     }
 }
 
@@ -110,6 +117,7 @@ impl Conns {
             handshake,
             idle,
             shed: AtomicU64::new(0),
+            room: Notify::new(),
         })
     }
 
@@ -131,45 +139,63 @@ impl Conns {
         self.len() == 0
     }
 
-    /// Registers a new connection, closing another to make room at the cap; `None` when
-    /// every open connection is serving a request (the new one is then closed).
-    pub fn admit(self: &Arc<Self>) -> Option<ConnGuard> {
-        let now = self.now_ms();
-        let mut map = self.lock();
-        if map.len() >= self.max {
-            // The oldest connection that never started a request, else the longest idle.
-            let victim = map
-                .values()
-                .filter(|c| !c.started.load(Ordering::Relaxed))
-                .min_by_key(|c| c.id)
-                .or_else(|| {
-                    map.values()
-                        .filter(|c| c.in_flight.load(Ordering::Relaxed) == 0)
-                        .min_by_key(|c| c.idle_since.load(Ordering::Relaxed))
-                })
-                .cloned();
-            self.shed.fetch_add(1, Ordering::Relaxed);
-            let victim = victim?;
-            map.remove(&victim.id);
-            victim.close.notify_one();
-            tracing::debug!(
-                "at the connection cap ({}): closed an idle connection",
-                self.max
-            );
+    /// Returns once there is room for one more connection: at the cap, the oldest
+    /// connection that never started a request (else the longest idle) is told to close, and
+    /// this waits until a descriptor is released. Call before accepting.
+    pub async fn make_room(&self) {
+        loop {
+            {
+                let map = self.lock();
+                if map.len() < self.max {
+                    return;
+                }
+                // One closing at a time: it is still counted until its socket is closed.
+                if !map.values().any(|c| c.evicted.load(Ordering::Relaxed)) {
+                    let victim = map
+                        .values()
+                        .filter(|c| !c.started.load(Ordering::Relaxed))
+                        .min_by_key(|c| c.id)
+                        .or_else(|| {
+                            map.values()
+                                .filter(|c| c.in_flight.load(Ordering::Relaxed) == 0)
+                                .min_by_key(|c| c.idle_since.load(Ordering::Relaxed))
+                        });
+                    if let Some(v) = victim {
+                        v.evicted.store(true, Ordering::Relaxed);
+                        v.close.notify_one();
+                        self.shed.fetch_add(1, Ordering::Relaxed);
+                        tracing::debug!(
+                            "at the connection cap ({}): closing an idle connection",
+                            self.max
+                        );
+                    }
+                }
+            }
+            // A guard dropped, or look again (a busy connection may have gone idle).
+            tokio::select! {
+                () = self.room.notified() => {}
+                () = tokio::time::sleep(Duration::from_millis(50)) => {}
+            }
         }
+    }
+
+    /// Registers a connection just accepted (after [`Conns::make_room`]).
+    pub fn admit(self: &Arc<Self>) -> ConnGuard {
+        let now = self.now_ms();
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
             id,
             in_flight: AtomicUsize::new(0),
             started: AtomicBool::new(false),
+            evicted: AtomicBool::new(false),
             idle_since: AtomicU64::new(now),
             close: Notify::new(),
         });
-        map.insert(id, Arc::clone(&conn));
-        Some(ConnGuard {
+        self.lock().insert(id, Arc::clone(&conn));
+        ConnGuard {
             conns: Arc::clone(self),
             conn,
-        })
+        }
     }
 
     /// Resolves when `conn` must be closed: evicted, or idle (or without a first request)
@@ -278,30 +304,47 @@ mod tests {
     #[tokio::test]
     async fn at_the_cap_the_oldest_connection_without_a_request_gives_way() {
         let conns = Conns::new(2, Duration::from_secs(10), Duration::from_secs(60));
-        let a = conns.admit().unwrap();
-        let b = conns.admit().unwrap();
+        let a = conns.admit();
+        let b = conns.admit();
         let _busy = conns.begin(&b.conn);
-        let c = conns.admit().expect("room is made");
-        // `a` never started a request: it was told to close.
+        // Room is made by closing `a` (it never started a request); it counts until closed.
+        let room = conns.make_room();
+        tokio::pin!(room);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), &mut room)
+                .await
+                .is_err()
+        );
         tokio::time::timeout(Duration::from_secs(1), conns.expired(&a.conn))
             .await
-            .expect("the idle connection is evicted");
-        assert_eq!(conns.len(), 2);
-        // Every remaining connection busy: a new one is refused.
-        let _busy_c = conns.begin(&c.conn);
-        assert!(conns.admit().is_none());
-        assert_eq!(conns.shed.load(Ordering::Relaxed), 2);
+            .expect("the idle connection is told to close");
         drop(a);
+        tokio::time::timeout(Duration::from_secs(1), room)
+            .await
+            .expect("room once it closed");
+        let c = conns.admit();
+        let _busy_c = conns.begin(&c.conn);
+        // Every connection busy: no room until one ends.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), conns.make_room())
+                .await
+                .is_err()
+        );
+        assert_eq!(conns.shed.load(Ordering::Relaxed), 1);
+        drop(c);
+        tokio::time::timeout(Duration::from_secs(1), conns.make_room())
+            .await
+            .expect("room once one ended");
     }
 
     #[tokio::test]
     async fn a_connection_without_a_request_expires_and_one_in_flight_does_not() {
         let conns = Conns::new(8, Duration::from_millis(50), Duration::from_millis(50));
-        let quiet = conns.admit().unwrap();
+        let quiet = conns.admit();
         tokio::time::timeout(Duration::from_secs(2), conns.expired(&quiet.conn))
             .await
             .expect("expires");
-        let busy = conns.admit().unwrap();
+        let busy = conns.admit();
         let in_flight = conns.begin(&busy.conn);
         assert!(
             tokio::time::timeout(Duration::from_millis(200), conns.expired(&busy.conn))

@@ -187,7 +187,11 @@ pub async fn serve(
             }
         };
         let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
+            // Room first (at the cap an idle connection is closed), then the next connection.
+            accepted = async {
+                conns.make_room().await;
+                listener.accept().await
+            } => match accepted {
                 Ok(a) => a,
                 Err(e) => {
                     // Out of descriptors or similar: wait a moment instead of spinning.
@@ -208,12 +212,7 @@ pub async fn serve(
             }
             () = drained => break,
         };
-        let Some(guard) = conns.admit() else {
-            // Every connection is serving a request: this one cannot be.
-            tracing::debug!(%peer, "at the connection cap with every connection busy: closed");
-            drop(stream);
-            continue;
-        };
+        let guard = conns.admit();
         let _ = stream.set_nodelay(true);
         let watcher = graceful.watcher();
         let builder = Arc::clone(&builder);
