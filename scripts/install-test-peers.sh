@@ -28,6 +28,11 @@
 #   - Debian: the rsyslog package (/usr/sbin/rsyslogd), the real syslog receiver
 #           tests/audit_syslog.rs starts on a loopback port with a config of its own (the
 #           package's own service is not used), the same way and with the same fallbacks.
+#   - PyPI: kubernetes-validate 1.37.0 (offline, strict schema validation of
+#           deploy/kubernetes/*.yaml), hash-pinned in tests/peers/deploy/requirements.txt,
+#           into its own venv tests/peers/.venv-deploy;
+#   - Debian: nginx-light (/usr/sbin/nginx), the load balancer in front of three `rootfence
+#           serve` replicas in tests/serve_fleet.rs, likewise (the nginx case skips without it).
 # Each part is skipped when a stamp file shows it was installed from the same lock files with
 # the same toolchain, so a second run takes well under a second. Everything it installs is
 # git-ignored. Set ROOTFENCE_PEERS_FORCE=1 to reinstall everything.
@@ -222,6 +227,41 @@ install_rsyslog() {
     [[ -x /usr/sbin/rsyslogd ]] || log "warning: apt-get did not install /usr/sbin/rsyslogd; the rsyslog case will skip"
 }
 
+install_deploy_validator() {
+    local python=${ROOTFENCE_PEERS_PYTHON:-python3}
+    local venv=$PEERS/.venv-deploy req=$PEERS/deploy/requirements.txt stamp key
+    stamp=$venv/.rootfence-stamp
+    key=$(key_of "$("$python" --version 2>&1)" "$req")
+    if fresh "$stamp" "$key" && [[ -x "$venv/bin/kubernetes-validate" ]]; then
+        log "kubernetes-validate: up to date"
+        return
+    fi
+    log "kubernetes-validate: creating $venv"
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --require-hashes --only-binary :all: --no-deps -r "$req" >&2
+    "$venv/bin/kubernetes-validate" --version >/dev/null || die "kubernetes-validate does not run in $venv"
+    printf '%s\n' "$key" >"$stamp"
+}
+
+install_nginx() {
+    if [[ -x /usr/sbin/nginx ]]; then
+        log "nginx: $(/usr/sbin/nginx -v 2>&1 || echo present)"
+        return
+    fi
+    if [[ "${ROOTFENCE_PEERS_NO_APT:-0}" == 1 || $(id -u) != 0 ]] ||
+        ! command -v apt-get >/dev/null 2>&1; then
+        log "warning: /usr/sbin/nginx is missing: run 'sudo apt-get install nginx-light' for the load balancer case of tests/serve_fleet.rs (it skips until then)"
+        return
+    fi
+    log "nginx: apt-get install nginx-light"
+    if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light >&2; }; then
+        log "warning: apt-get could not install nginx-light; the nginx case will skip"
+    fi
+}
+
 install_node
 install_python
 install_rmcp_client
@@ -229,4 +269,6 @@ install_uv
 install_pipx
 install_chromium
 install_rsyslog
+install_nginx
+install_deploy_validator
 log "all test peers installed"

@@ -230,7 +230,22 @@ fn the_session_cap_refuses_more_with_503_and_readiness_follows() {
     );
     assert_eq!(r.status, 503, "{r:?}");
     assert!(r.header("retry-after").is_some());
-    assert_eq!(serve.request("GET", "/readyz", &[], b"").status, 503);
+    // Full is not unready: a full replica keeps serving its sessions (issue 30). Full is its
+    // own signal.
+    assert_eq!(serve.request("GET", "/readyz", &[], b"").status, 200);
+    let cap = serve.request("GET", "/capacity", &[], b"");
+    assert_eq!(cap.status, 200);
+    let cap = cap.json();
+    assert_eq!(cap["full"], true, "{cap}");
+    assert_eq!(cap["sessions"], 2, "{cap}");
+    assert_eq!(cap["max_sessions"], 2, "{cap}");
+    let metrics = serve.request("GET", "/metrics", &[], b"");
+    assert!(
+        metrics.body.contains("\nrootfence_full 1\n")
+            && metrics.body.contains("\nrootfence_sessions 2\n"),
+        "{}",
+        metrics.body
+    );
     // Ending one makes room again.
     assert_eq!(
         serve
@@ -239,7 +254,7 @@ fn the_session_cap_refuses_more_with_503_and_readiness_follows() {
         204
     );
     eventually("room for a session again", || {
-        serve.request("GET", "/readyz", &[], b"").status == 200
+        serve.request("GET", "/capacity", &[], b"").json()["full"] == false
     });
     serve.open_session(&[]);
 }
@@ -263,7 +278,7 @@ fn idle_sessions_are_reaped() {
 #[test]
 fn sigterm_drains_and_stops_every_server() {
     let t = tempdir();
-    let (mut serve, _log) = start(t.path(), &[]);
+    let (mut serve, _log) = start(t.path(), &["--drain-timeout", "2s"]);
     let pids: Vec<i32> = (0..2)
         .map(|_| {
             let id = serve.open_session(&[]);
@@ -284,7 +299,7 @@ fn sigterm_drains_and_stops_every_server() {
 #[test]
 fn a_request_in_flight_is_answered_across_a_drain() {
     let t = tempdir();
-    let (mut serve, log) = start(t.path(), &[]);
+    let (mut serve, log) = start(t.path(), &["--drain-timeout", "3s"]);
     let id = serve.open_session(&[]);
     let addr = serve.addr.clone();
     let slow = std::thread::spawn(move || {
@@ -311,6 +326,37 @@ fn a_request_in_flight_is_answered_across_a_drain() {
     assert!(status.success());
 }
 
+/// SIGTERM keeps live sessions (issue 30): readiness turns 503 and new sessions are refused,
+/// but a session still open is served as before, and rootfence exits as soon as it ends,
+/// long before the drain deadline.
+#[test]
+fn a_drain_keeps_live_sessions_until_they_end() {
+    let t = tempdir();
+    let (mut serve, _log) = start(t.path(), &["--drain-timeout", "5m"]);
+    let id = serve.open_session(&[]);
+    let pid = nix::unistd::Pid::from_raw(serve.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    eventually("readiness turns 503", || {
+        serve.request("GET", "/readyz", &[], b"").status == 503
+    });
+    let r = serve.post(
+        &[],
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#,
+    );
+    assert_eq!(r.status, 503, "{r:?}");
+    let r = serve.post(&[("Mcp-Session-Id", &id)], PING);
+    assert_eq!(r.status, 200, "the live session is still served: {r:?}");
+    assert_eq!(
+        serve
+            .request("DELETE", "/mcp", &[("Mcp-Session-Id", &id)], b"")
+            .status,
+        204
+    );
+    // Its last session ended: rootfence exits without waiting for the 5 minute deadline.
+    let status = serve.stop();
+    assert!(status.success(), "{status:?}\n{}", serve.stderr());
+}
+
 /// A `tools/call` 2026-07-28 request from a client that declares the roots capability.
 fn stateless_call(path: &Path, extra_params: serde_json::Value) -> String {
     let mut params = serde_json::json!({
@@ -329,6 +375,12 @@ fn stateless_call(path: &Path, extra_params: serde_json::Value) -> String {
 }
 
 const V2026: (&str, &str) = ("MCP-Protocol-Version", "2026-07-28");
+/// The routing headers a 2026-07-28 client mirrors from a `stateless_call` body.
+const CALL_HEADERS: [(&str, &str); 3] = [
+    V2026,
+    ("Mcp-Method", "tools/call"),
+    ("Mcp-Name", "read_path"),
+];
 
 /// 2026-07-28 across replicas: replica A asks for the roots (`input_required`) and signs
 /// the state; replica B, with the same key, serves the retry under those roots (and refuses
@@ -353,7 +405,7 @@ fn stateless_requests_are_served_by_any_replica_with_the_key() {
 
     // A: no roots known yet → rootfence asks, MRTR style.
     let r = a.post(
-        &[V2026],
+        &CALL_HEADERS,
         &stateless_call(&data.join("a.txt"), serde_json::json!({})),
     );
     assert_eq!(r.status, 200, "{r:?}");
@@ -377,7 +429,7 @@ fn stateless_requests_are_served_by_any_replica_with_the_key() {
             }),
         )
     };
-    let r = b.post(&[V2026], &retry(&data.join("a.txt"), &state));
+    let r = b.post(&CALL_HEADERS, &retry(&data.join("a.txt"), &state));
     assert_eq!(r.status, 200, "{r:?}\n{}", b.stderr());
     let v = r.json();
     assert_eq!(v["id"], "call-1", "the client's id is restored: {v}");
@@ -396,7 +448,14 @@ fn stateless_requests_are_served_by_any_replica_with_the_key() {
             "io.modelcontextprotocol/clientCapabilities": {"roots": {}}
         }
     }});
-    let r = b.post(&[V2026], &read.to_string());
+    let r = b.post(
+        &[
+            V2026,
+            ("Mcp-Method", "resources/read"),
+            ("Mcp-Name", "file:///etc/passwd"),
+        ],
+        &read.to_string(),
+    );
     let v = r.json();
     assert_eq!(v["id"], 7, "{v}");
     assert!(
@@ -417,7 +476,7 @@ fn stateless_requests_are_served_by_any_replica_with_the_key() {
     let tampered = String::from_utf8(bytes).unwrap();
     let marker = t.path().join("never-read.txt");
     for (replica, token) in [(&b, tampered.as_str()), (&c, state.as_str())] {
-        let r = replica.post(&[V2026], &retry(&marker, token));
+        let r = replica.post(&CALL_HEADERS, &retry(&marker, token));
         assert_eq!(r.status, 400, "{r:?}");
         assert_eq!(r.json()["error"]["code"], -32602, "{r:?}");
         assert!(r.body.contains("requestState"), "{r:?}");
@@ -485,9 +544,28 @@ fn tls_serves_mcp_over_https() {
             cert.to_str().unwrap(),
             "--tls-key",
             key.to_str().unwrap(),
+            "--connection-idle",
+            "2s",
         ],
     );
     assert!(serve.url.starts_with("https://"), "{}", serve.url);
+    // A TLS handshake that never comes (or never ends: one byte of a ClientHello) does not
+    // hold its connection: closed after --connection-idle (issue 28).
+    for opening in [&b""[..], &[0x16u8][..]] {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&serve.addr).unwrap();
+        s.write_all(opening).unwrap();
+        s.set_read_timeout(Some(serve_harness::PATIENCE)).unwrap();
+        let mut buf = [0u8; 64];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+                Err(e) => panic!("a stalled TLS handshake was not closed: {e}"),
+            }
+        }
+    }
     let url = format!("https://{}/mcp", serve.addr);
     let out = std::process::Command::new("curl")
         .args(["-sS", "--max-time", "20", "--cacert"])

@@ -490,7 +490,15 @@ fn serve_sessions_each_get_their_own_spans() {
     let log = t.path().join("server.log");
     let dir = t.path().display().to_string();
     let mut serve = serve_harness::Serve::start(
-        &["--write", &dir, "--policy", policy.to_str().unwrap()],
+        // SIGTERM keeps live sessions up to the drain deadline: keep it short.
+        &[
+            "--write",
+            &dir,
+            "--policy",
+            policy.to_str().unwrap(),
+            "--drain-timeout",
+            "1s",
+        ],
         &[&test_server(), "--log", log.to_str().unwrap()],
     );
     for _ in 0..2 {

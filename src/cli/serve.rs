@@ -21,12 +21,15 @@ use super::run::{ServerOptions, parse_duration, setup};
 /// revisions 2025-03-26 to 2025-11-25, `Mcp-Session-Id`) gets its own sandboxed server
 /// process, its own roots (from that client, bounded by --root) and its own audit session;
 /// 2026-07-28 requests are stateless and served by a pool of server processes keyed by the
-/// roots they run under. /healthz and /readyz are for probes.
+/// roots they run under. /healthz and /readyz are for probes (ready means "can serve its
+/// sessions"; a full replica stays ready), /capacity (JSON) and /metrics (Prometheus) say
+/// how full it is.
 ///
 /// Security: bind to loopback unless clients are elsewhere; beyond loopback, authenticate
 /// (--auth-token-file, or an authenticating proxy in front) and use TLS
 /// or a TLS-terminating proxy. Browser origins are refused unless listed (--allowed-origin).
-/// SIGTERM or SIGINT drains: no new sessions, requests in flight finish, servers stop.
+/// SIGTERM or SIGINT drains: no new sessions, live sessions are kept until they end or
+/// --drain-timeout, then servers stop.
 ///
 /// Example:
 ///
@@ -83,7 +86,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration, help_heading = "HTTP")]
     pub session_idle: Duration,
 
-    /// At shutdown, how long requests in flight may take to finish before their sessions end.
+    /// At shutdown (SIGTERM), how long live sessions are kept, served as before, before they
+    /// are ended; rootfence exits as soon as they have all ended. Readiness is 503 meanwhile.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, help_heading = "HTTP")]
     pub drain_timeout: Duration,
 
@@ -96,6 +100,36 @@ pub struct ServeArgs {
     /// is then only valid on this replica).
     #[arg(long, value_name = "FILE", help_heading = "HTTP")]
     pub state_key_file: Option<PathBuf>,
+
+    /// Most sessions one token may hold (and, likewise, pooled servers: half of
+    /// --pool-size). Default: half of --max-sessions when the token file holds several tokens,
+    /// so one client cannot take every slot; all of them otherwise.
+    #[arg(long, value_name = "N", help_heading = "HTTP")]
+    pub max_sessions_per_token: Option<usize>,
+
+    /// The address (host:port) the other replicas reach this one at (in Kubernetes, the pod
+    /// IP from the downward API). Session ids then name their replica, and a request, GET
+    /// stream or DELETE for a session another replica holds is forwarded to it, so sessions
+    /// work behind any load balancer, round-robin included. Needs --state-key-file (the same
+    /// key on every replica).
+    #[arg(long, value_name = "ADDR", help_heading = "HTTP")]
+    pub advertise: Option<String>,
+
+    /// Most connections open at once. Default: what the descriptor limit allows (the soft
+    /// limit is raised to the hard one at start), less a reserve for sessions. At the cap,
+    /// the oldest connection that has not sent a request is closed to make room.
+    #[arg(long, value_name = "N", help_heading = "HTTP")]
+    pub max_connections: Option<usize>,
+
+    /// Close a connection with no request in flight for this long (keep-alive, HTTP/2). A new
+    /// connection must start its first request within 10s.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, help_heading = "HTTP")]
+    pub connection_idle: Duration,
+
+    /// Most JSON values (and keys) in one POST body; a body with more gets 413 as soon as
+    /// the limit is crossed, before anything is parsed (nesting is limited to 128 levels).
+    #[arg(long, value_name = "N", default_value_t = rootfence::serve::limits::DEFAULT_MAX_VALUES, help_heading = "HTTP")]
+    pub max_json_values: usize,
 
     /// Server processes kept for 2026-07-28 requests (one per set of roots); the least
     /// recently used is stopped beyond this.
@@ -113,9 +147,22 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let addr = resolve(&args.listen)?;
     let auth = auth(&args, addr)?;
     let key = state_key(args.state_key_file.as_deref())?;
+    if let Some(a) = &args.advertise {
+        if args.state_key_file.is_none() {
+            bail!(
+                "--advertise {a} needs --state-key-file: session ids are protected with the key every replica shares"
+            );
+        }
+        if resolve(a).is_err() {
+            bail!("--advertise {a}: not host:port (the address other replicas reach this one at)");
+        }
+    }
     if args.max_sessions == 0 {
         bail!("--max-sessions must be at least 1");
     }
+    let max_connections = connection_cap(&args)?;
+    // Several tokens: each gets a share, so one cannot take every slot.
+    let shared = auth.principals() > 1;
     let listener = std::net::TcpListener::bind(addr)
         .with_context(|| format!("cannot listen on {addr} (is it in use? try another --listen)"))?;
     let local = listener
@@ -134,14 +181,31 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         hosts: args.hosts.clone(),
         auth,
         max_sessions: args.max_sessions,
+        per_principal: args
+            .max_sessions_per_token
+            .unwrap_or(if shared {
+                args.max_sessions / 2
+            } else {
+                args.max_sessions
+            })
+            .max(1),
         idle: args.session_idle,
         drain: args.drain_timeout,
         stall: args.stream_stall,
         stateless: StatelessConfig {
             key,
             pool: args.pool_size.max(1),
+            per_principal: if shared {
+                args.pool_size.div_ceil(2)
+            } else {
+                args.pool_size
+            },
             ttl: Duration::from_secs(600),
         },
+        max_connections,
+        connection_idle: args.connection_idle,
+        max_values: args.max_json_values.max(1),
+        advertise: args.advertise.clone(),
     };
     // Worker threads live as long as the runtime: server processes are started from them,
     // and their parent-death signal is tied to the thread that started them.
@@ -158,6 +222,30 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     result?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The connection cap: raises the soft descriptor limit, then keeps a reserve for sessions.
+fn connection_cap(args: &ServeArgs) -> anyhow::Result<usize> {
+    let (nofile, hard) = serve::conns::raise_nofile();
+    let sessions = args.max_sessions + args.pool_size.max(1);
+    let Some(auto) = serve::conns::cap_for(nofile, sessions) else {
+        bail!(
+            "the open-file limit ({nofile}, hard {hard}) leaves no room for connections beside --max-sessions {} and --pool-size {}: raise it (ulimit -n, LimitNOFILE=) or lower those",
+            args.max_sessions,
+            args.pool_size
+        );
+    };
+    Ok(match args.max_connections {
+        Some(0) => bail!("--max-connections must be at least 1"),
+        Some(n) if n > auto => {
+            rootfence::stderr_line!(
+                "rootfence: warning: --max-connections {n} lowered to {auto}: the open-file limit is {nofile}"
+            );
+            auto
+        }
+        Some(n) => n,
+        None => auto,
+    })
 }
 
 /// `host:port` to an address (the first a name resolves to).

@@ -80,6 +80,15 @@ impl Auth {
         Ok(Auth::Tokens(tokens))
     }
 
+    /// How many principals there can be (tokens in the file; 0 when authentication is off,
+    /// every request being the same anonymous principal).
+    pub fn principals(&self) -> usize {
+        match self {
+            Auth::Open => 0,
+            Auth::Tokens(t) => t.len(),
+        }
+    }
+
     /// Whether requests are authenticated at all.
     pub fn is_open(&self) -> bool {
         matches!(self, Auth::Open)

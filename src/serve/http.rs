@@ -34,12 +34,15 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 
 use super::auth::Auth;
+use super::headers::{self, HEADER_MISMATCH};
+use super::limits::{self, Exceeded, Shape};
 use super::origin::OriginRules;
+use super::refusals::Refusals;
 use super::router::{Out, RegisterError, Stream, request_progress_token};
 use super::session::HttpSession;
 use super::sse::SseBody;
 use super::stateless::Stateless;
-use super::table::Table;
+use super::table::{Full, Table};
 use crate::jsonrpc::envelope::{Kind, Scanned, scan, scan_message};
 use crate::jsonrpc::error::{INVALID_REQUEST, PARSE_ERROR, SERVER_GONE, error_response};
 use crate::jsonrpc::{Id, IdKey};
@@ -69,6 +72,12 @@ pub struct App {
     pub draining: AtomicBool,
     /// 2026-07-28 requests.
     pub stateless: Stateless,
+    /// The audit session of requests refused before any session sees them.
+    pub refusals: Refusals,
+    /// Most JSON values in one POST body.
+    pub max_values: usize,
+    /// The open connections.
+    pub conns: Arc<super::conns::Conns>,
 }
 
 /// The axum router for `app`.
@@ -83,6 +92,8 @@ pub fn routes(app: Arc<App>) -> Router {
         )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/capacity", get(capacity))
+        .route("/metrics", get(metrics))
         .fallback(not_found)
         .with_state(app)
 }
@@ -112,14 +123,131 @@ async fn healthz() -> impl IntoResponse {
     (StatusCode::OK, "ok\n")
 }
 
+/// Ready means "can serve its sessions": only a drain makes it 503. Full is a separate
+/// signal (`/capacity`, `/metrics`, and 503 with `Retry-After` for a new session), so a full
+/// replica stays in its Service and keeps serving the sessions it holds.
 async fn readyz(State(app): State<Arc<App>>) -> Response {
     if app.draining.load(Ordering::Relaxed) {
         return (StatusCode::SERVICE_UNAVAILABLE, "draining\n").into_response();
     }
     if app.table.len() >= app.table.max {
-        return (StatusCode::SERVICE_UNAVAILABLE, "at the session limit\n").into_response();
+        return (StatusCode::OK, "ready (full: new sessions get 503)\n").into_response();
     }
     (StatusCode::OK, "ready\n").into_response()
+}
+
+/// What this replica holds and can still take, as JSON.
+async fn capacity(State(app): State<Arc<App>>) -> Response {
+    let c = app.capacity();
+    let body = serde_json::json!({
+        "draining": c.draining,
+        "full": c.full,
+        "sessions": c.sessions,
+        "max_sessions": app.table.max,
+        "max_sessions_per_token": app.table.per_principal,
+        "pooled_servers": c.pooled,
+        "pool_size": app.stateless.max(),
+        "connections": c.connections,
+        "max_connections": app.conns.max,
+        "connections_shed": c.shed,
+    });
+    (
+        StatusCode::OK,
+        [(CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// The same, in the Prometheus text format.
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    let c = app.capacity();
+    let mut out = String::new();
+    let mut gauge = |name: &str, help: &str, kind: &str, v: u64| {
+        out.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n"
+        ));
+    };
+    gauge(
+        "rootfence_sessions",
+        "Sessions open.",
+        "gauge",
+        c.sessions as u64,
+    );
+    gauge(
+        "rootfence_sessions_max",
+        "The session cap (--max-sessions).",
+        "gauge",
+        app.table.max as u64,
+    );
+    gauge(
+        "rootfence_full",
+        "1 when new sessions are refused for lack of room.",
+        "gauge",
+        u64::from(c.full),
+    );
+    gauge(
+        "rootfence_draining",
+        "1 while shutting down.",
+        "gauge",
+        u64::from(c.draining),
+    );
+    gauge(
+        "rootfence_pooled_servers",
+        "Pooled server processes for 2026-07-28 requests.",
+        "gauge",
+        c.pooled as u64,
+    );
+    gauge(
+        "rootfence_connections",
+        "Open connections.",
+        "gauge",
+        c.connections as u64,
+    );
+    gauge(
+        "rootfence_connections_shed_total",
+        "Connections closed, or refused, at the connection cap.",
+        "counter",
+        c.shed,
+    );
+    (
+        StatusCode::OK,
+        [(CONTENT_TYPE, "text/plain; version=0.0.4")],
+        out,
+    )
+        .into_response()
+}
+
+/// A snapshot of what the replica holds.
+#[derive(Debug, Clone, Copy)]
+pub struct Capacity {
+    /// Shutting down.
+    pub draining: bool,
+    /// New sessions are refused for lack of room.
+    pub full: bool,
+    /// Sessions open.
+    pub sessions: usize,
+    /// Pooled servers running.
+    pub pooled: usize,
+    /// Connections open.
+    pub connections: usize,
+    /// Connections shed at the cap so far.
+    pub shed: u64,
+}
+
+impl App {
+    /// What this replica holds now.
+    pub fn capacity(&self) -> Capacity {
+        let sessions = self.table.len();
+        Capacity {
+            draining: self.draining.load(Ordering::Relaxed),
+            full: sessions >= self.table.max,
+            sessions,
+            pooled: self.stateless.len(),
+            connections: self.conns.len(),
+            shed: self.conns.shed.load(Ordering::Relaxed),
+        }
+    }
 }
 
 // ---- the gate -------------------------------------------------------------------------------
@@ -339,8 +467,15 @@ fn accepts(headers: &HeaderMap, kind: &str) -> bool {
     })
 }
 
-/// Reads a body of at most `limit` bytes (413 beyond).
-pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, Response> {
+/// Reads a body of at most `limit` bytes (413 beyond) and at most `max_values` JSON values
+/// (413) nested at most [`limits::MAX_DEPTH`] deep (400), refusing as soon as a limit is
+/// crossed (see `limits.rs`).
+pub async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    max_values: usize,
+) -> Result<Bytes, Response> {
     let too_large = || {
         refuse(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -354,19 +489,68 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
-    match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(too_large())
+    let mut shape = Shape::new(max_values);
+    let mut body = http_body_util::Limited::new(body, limit);
+    // One chunk (the usual case) is kept as it came; more are gathered.
+    let mut first: Option<Bytes> = None;
+    let mut gathered = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = match frame {
+            Ok(f) => f,
+            Err(e)
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some() =>
+            {
+                return Err(too_large());
+            }
+            Err(e) => {
+                return Err(refuse(
+                    StatusCode::BAD_REQUEST,
+                    &format!("the body could not be read: {e}"),
+                ));
+            }
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if let Err(e) = shape.feed(&data) {
+            tracing::warn!(limit = ?e, "a body over the JSON shape limits was refused");
+            return Err(match e {
+                Exceeded::Depth => rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    INVALID_REQUEST,
+                    &format!(
+                        "the message nests deeper than {} levels; no MCP message needs that",
+                        limits::MAX_DEPTH
+                    ),
+                ),
+                Exceeded::Values(max) => refuse(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!(
+                        "the message holds more than {max} JSON values (--max-json-values); send large data as one string, or raise the limit"
+                    ),
+                ),
+            });
         }
-        Err(e) => Err(refuse(
-            StatusCode::BAD_REQUEST,
-            &format!("the body could not be read: {e}"),
-        )),
+        match first.take() {
+            None if gathered.is_empty() => first = Some(data),
+            None => gathered.extend_from_slice(&data),
+            Some(one) => {
+                let want = declared
+                    .and_then(|n| usize::try_from(n).ok())
+                    .unwrap_or(one.len() + data.len())
+                    .min(limit);
+                gathered.reserve(want);
+                gathered.extend_from_slice(&one);
+                gathered.extend_from_slice(&data);
+            }
+        }
     }
+    Ok(match first {
+        Some(one) => one,
+        None => gathered.freeze(),
+    })
 }
 
 /// The session id header's value.
@@ -417,7 +601,36 @@ fn find_session(
     }
 }
 
+/// A request for a session another replica holds, forwarded there whole (`owner.rs`); the
+/// request back when it is this replica's to answer. Host, Origin and authentication are
+/// checked here first (and again by the owner).
+async fn to_owner(app: &App, request: Request) -> Result<Request, Response> {
+    let Some(owner) = &app.table.owner else {
+        return Ok(request);
+    };
+    let headers = request.headers();
+    if headers.contains_key(super::owner::FORWARDED) {
+        return Ok(request);
+    }
+    let Some(id) = session_id(headers) else {
+        return Ok(request);
+    };
+    if app.table.get(id).is_some() {
+        return Ok(request);
+    }
+    let Some(addr) = owner.elsewhere(id) else {
+        return Ok(request);
+    };
+    let (parts, body) = request.into_parts();
+    admit(app, &parts)?;
+    Err(super::owner::forward(&addr, Request::from_parts(parts, body)).await)
+}
+
 async fn post_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
+    let request = match to_owner(&app, request).await {
+        Ok(r) => r,
+        Err(forwarded) => return forwarded,
+    };
     let (parts, body) = request.into_parts();
     let headers = parts.headers.clone();
     let response = post_inner(&app, parts, body).await;
@@ -446,7 +659,7 @@ async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Response {
         Ok(v) => v,
         Err(r) => return r,
     };
-    let body = match read_body(headers, body, app.setup.max_message).await {
+    let body = match read_body(headers, body, app.setup.max_message, app.max_values).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -460,6 +673,19 @@ async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Response {
             .as_deref()
             .is_some_and(|v| Revision::parse(v).is_stateless())
             || version.as_ref().is_some_and(Revision::is_stateless));
+    if let Err(mismatch) = headers::check(headers, &incoming, stateless) {
+        tracing::warn!(refused = %mismatch, "request refused");
+        let id = incoming.requests.first().map(|(id, _)| id);
+        let message = mismatch.to_string();
+        // The audit log never holds message content: only which header disagreed.
+        let detail = format!(
+            "header mismatch: the {} header does not agree with the body; refused before any session",
+            mismatch.header()
+        );
+        app.refusals
+            .refused(&app.setup, &incoming.line, id, HEADER_MISMATCH, &detail);
+        return rpc_error(StatusCode::BAD_REQUEST, id, HEADER_MISMATCH, &message);
+    }
     if stateless {
         return app.stateless.handle(app, principal, &parts, incoming).await;
     }
@@ -487,15 +713,18 @@ async fn initialize(app: &Arc<App>, principal: Option<String>, incoming: Incomin
             "the server is shutting down; try another replica or again shortly",
         );
     }
-    let opened = app
-        .table
-        .open(|id| HttpSession::start(&app.setup, id, principal.clone(), app.stall));
+    let opened = app.table.open(&principal, |id| {
+        HttpSession::start(&app.setup, id, principal.clone(), app.stall)
+    });
     let session = match opened {
         Ok(s) => s,
         Err(full) => {
             let mut resp = refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
-                &format!("{full}; try again later (or raise --max-sessions)"),
+                &match full {
+                    Full::Table(_) => format!("{full}; try again later (or raise --max-sessions)"),
+                    Full::Share(_) => format!("{full} (--max-sessions-per-token)"),
+                },
             );
             resp.headers_mut()
                 .insert("retry-after", HeaderValue::from_static("5"));
@@ -673,7 +902,12 @@ pub fn sse_response(body: SseBody) -> Response {
 
 // ---- GET and DELETE -------------------------------------------------------------------------
 
-async fn get_mcp(State(app): State<Arc<App>>, parts: Parts) -> Response {
+async fn get_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
+    let request = match to_owner(&app, request).await {
+        Ok(r) => r,
+        Err(forwarded) => return forwarded,
+    };
+    let (parts, _) = request.into_parts();
     let resp = get_inner(&app, &parts);
     with_cors(&app, &parts.headers, resp)
 }
@@ -699,12 +933,6 @@ fn get_inner(app: &Arc<App>, parts: &Parts) -> Response {
             .insert("allow", HeaderValue::from_static("POST"));
         return resp;
     }
-    if app.draining.load(Ordering::Relaxed) {
-        return refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the server is shutting down; no new streams",
-        );
-    }
     let session = match find_session(app, &parts.headers, &principal) {
         Ok(s) => s,
         Err(r) => return r,
@@ -715,7 +943,12 @@ fn get_inner(app: &Arc<App>, parts: &Parts) -> Response {
     }
 }
 
-async fn delete_mcp(State(app): State<Arc<App>>, parts: Parts) -> Response {
+async fn delete_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
+    let request = match to_owner(&app, request).await {
+        Ok(r) => r,
+        Err(forwarded) => return forwarded,
+    };
+    let (parts, _) = request.into_parts();
     let principal = match admit(&app, &parts) {
         Ok(p) => p,
         Err(r) => return with_cors(&app, &parts.headers, r),

@@ -2,6 +2,8 @@
 //!
 //! - `http.rs`: the endpoint (`/mcp`), health and readiness, status codes.
 //! - `origin.rs`: Host and Origin validation (DNS rebinding).
+//! - `headers.rs`: routing headers (`Mcp-Method`, `Mcp-Name`) that must agree with the body;
+//!   `refusals.rs` audits what is refused before any session.
 //! - `auth.rs`: bearer tokens from a token file.
 //! - `table.rs`: the session table (cap, idle reaper).
 //! - `session.rs`: one 2025-03-26…2025-11-25 session: a relay of its own over in-memory
@@ -16,23 +18,33 @@
 //! and forwards exactly what it checked; what the relay writes toward the host goes out as
 //! the HTTP body or SSE event data byte for byte.
 //!
-//! [`serve`] runs until its shutdown future resolves, then drains: readiness turns 503, new
-//! sessions are refused, GET streams are closed, requests in flight are given
-//! [`ServeConfig::drain`] to finish, then every session is ended (its server gets the stdio
-//! shutdown sequence, its audit session is closed).
+//! [`serve`] runs until its shutdown future resolves, then drains: readiness turns 503 (the
+//! load balancer sends new sessions elsewhere), new sessions and stateless requests are
+//! refused, and the live sessions are kept, served as before, until they end (DELETE, idle)
+//! or [`ServeConfig::drain`] has passed. Then the listener closes, GET streams are closed,
+//! requests in flight get what is left of the deadline (at least a second), and every
+//! session still open is ended (its server gets the stdio shutdown sequence, its audit
+//! session is closed).
 
 pub mod auth;
+pub mod conns;
+pub mod headers;
 pub mod http;
+pub mod limits;
 pub mod origin;
+pub mod owner;
 pub mod pipe;
+pub mod refusals;
 pub mod router;
 pub mod session;
+pub mod splice;
 pub mod sse;
 pub mod state;
 pub mod stateless;
 pub mod table;
 pub mod tls;
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -40,6 +52,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use hyper::service::Service as _;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
@@ -47,12 +60,14 @@ use tokio::net::TcpListener;
 
 use crate::setup::Setup;
 use auth::Auth;
+use conns::{Conns, Tracked};
 use http::App;
 use origin::OriginRules;
 use table::Table;
 
-/// How long a TLS handshake may take.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a new connection may take to start its first request (TLS handshake, HTTP/1
+/// headers, HTTP/2 preface and HEADERS).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a client may take to send a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -71,14 +86,25 @@ pub struct ServeConfig {
     pub auth: Auth,
     /// Most sessions open at once.
     pub max_sessions: usize,
+    /// Most sessions, and pooled servers, one principal may hold.
+    pub per_principal: usize,
     /// A session idle this long is ended.
     pub idle: Duration,
-    /// How long requests in flight may take to finish at shutdown.
+    /// At shutdown, how long live sessions are kept (and requests in flight may take).
     pub drain: Duration,
     /// How long a client may leave one of its streams unread before it is closed.
     pub stall: Duration,
     /// 2026-07-28 requests.
     pub stateless: stateless::StatelessConfig,
+    /// Most connections open at once (below the descriptor limit: [`conns::cap_for`]).
+    pub max_connections: usize,
+    /// How long a connection may stay open without a request in flight.
+    pub connection_idle: Duration,
+    /// Most JSON values in one POST body ([`limits`]).
+    pub max_values: usize,
+    /// The address peers reach this replica at: session ids name it, and requests for
+    /// sessions other replicas hold are forwarded to them ([`owner`]).
+    pub advertise: Option<String>,
 }
 
 /// Why the server could not run.
@@ -107,7 +133,16 @@ pub async fn serve(
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
         None => None,
     };
-    let table = Table::new(cfg.max_sessions, cfg.idle);
+    let owner = cfg
+        .advertise
+        .clone()
+        .map(|a| owner::Owner::new(a, cfg.stateless.key.clone()));
+    let table = Table::new(cfg.max_sessions, cfg.per_principal, cfg.idle, owner);
+    let conns = Conns::new(
+        cfg.max_connections,
+        HANDSHAKE_TIMEOUT.min(cfg.connection_idle),
+        cfg.connection_idle,
+    );
     let app = Arc::new(App {
         stateless: stateless::Stateless::new(&setup, cfg.stateless, tls.is_some()),
         setup,
@@ -116,6 +151,9 @@ pub async fn serve(
         auth: cfg.auth,
         stall: cfg.stall,
         draining: Default::default(),
+        refusals: Default::default(),
+        max_values: cfg.max_values,
+        conns: Arc::clone(&conns),
     });
     let reaper = tokio::spawn(Arc::clone(&table).reaper());
     let pool_reaper = tokio::spawn(Arc::clone(&app).stateless_reaper());
@@ -130,12 +168,30 @@ pub async fn serve(
     tracing::info!(
         address = %local,
         tls = tls.is_some(),
+        max_connections = cfg.max_connections,
         "rootfence serve is listening; the MCP endpoint is /mcp"
     );
     tokio::pin!(shutdown);
+    let mut deadline: Option<tokio::time::Instant> = None;
     loop {
+        // While draining: done when every session has ended, or at the deadline.
+        let drained = async {
+            match deadline {
+                None => std::future::pending().await,
+                Some(at) => loop {
+                    if table.is_empty() || tokio::time::Instant::now() >= at {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                },
+            }
+        };
         let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
+            // Room first (at the cap an idle connection is closed), then the next connection.
+            accepted = async {
+                conns.make_room().await;
+                listener.accept().await
+            } => match accepted {
                 Ok(a) => a,
                 Err(e) => {
                     // Out of descriptors or similar: wait a moment instead of spinning.
@@ -144,53 +200,85 @@ pub async fn serve(
                     continue;
                 }
             },
-            () = &mut shutdown => break,
+            () = &mut shutdown, if deadline.is_none() => {
+                tracing::info!(
+                    sessions = table.len(),
+                    "shutting down: new sessions go elsewhere; live sessions are kept until they end or for {:?}",
+                    cfg.drain
+                );
+                app.draining.store(true, Ordering::Relaxed);
+                deadline = Some(tokio::time::Instant::now() + cfg.drain);
+                continue;
+            }
+            () = drained => break,
         };
+        let guard = conns.admit();
         let _ = stream.set_nodelay(true);
         let watcher = graceful.watcher();
-        let service = service.clone();
         let builder = Arc::clone(&builder);
         let tls = tls.clone();
+        let conns = Arc::clone(&conns);
+        // Each request on the connection counts as in flight until its response's last byte.
+        let tracked = {
+            let conns = Arc::clone(&conns);
+            let conn = Arc::clone(&guard.conn);
+            let service = service.clone();
+            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let in_flight = conns.begin(&conn);
+                let call = service.call(req);
+                async move {
+                    let resp = call.await?;
+                    Ok::<_, Infallible>(resp.map(|body| Tracked::new(body, in_flight)))
+                }
+            })
+        };
         tokio::spawn(async move {
-            let result = match tls {
-                Some(acceptor) => {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                        Ok(Ok(stream)) => {
+            let work = async move {
+                match tls {
+                    Some(acceptor) => match acceptor.accept(stream).await {
+                        Ok(stream) => {
                             let conn = builder
-                                .serve_connection_with_upgrades(TokioIo::new(stream), service);
+                                .serve_connection_with_upgrades(TokioIo::new(stream), tracked);
                             watcher.watch(conn.into_owned()).await
                         }
-                        Ok(Err(e)) => {
+                        Err(e) => {
                             tracing::debug!(%peer, "TLS handshake failed: {e}");
-                            return;
+                            Ok(())
                         }
-                        Err(_) => {
-                            tracing::debug!(%peer, "TLS handshake timed out");
-                            return;
-                        }
+                    },
+                    None => {
+                        let conn =
+                            builder.serve_connection_with_upgrades(TokioIo::new(stream), tracked);
+                        watcher.watch(conn.into_owned()).await
                     }
                 }
-                None => {
-                    let conn =
-                        builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                    watcher.watch(conn.into_owned()).await
-                }
             };
-            if let Err(e) = result {
-                tracing::debug!(%peer, "connection ended: {e}");
+            tokio::select! {
+                result = work => {
+                    if let Err(e) = result {
+                        tracing::debug!(%peer, "connection ended: {e}");
+                    }
+                }
+                // No first request in time, idle too long, or closed to make room.
+                () = conns.expired(&guard.conn) => {
+                    tracing::debug!(%peer, "closed an idle connection");
+                }
             }
+            drop(guard);
         });
     }
 
-    // Drain.
-    tracing::info!("shutting down: draining sessions");
-    app.draining.store(true, Ordering::Relaxed);
+    // Drained, or out of time.
     drop(listener);
     for s in table.all() {
         s.router.close_get();
     }
     app.stateless.close_streams();
-    if tokio::time::timeout(cfg.drain, graceful.shutdown())
+    let left = deadline
+        .map(|at| at.saturating_duration_since(tokio::time::Instant::now()))
+        .unwrap_or_default()
+        .max(Duration::from_secs(1));
+    if tokio::time::timeout(left, graceful.shutdown())
         .await
         .is_err()
     {
@@ -216,6 +304,7 @@ pub async fn serve(
     if tokio::time::timeout(grace, all_done).await.is_err() {
         tracing::warn!("some sessions did not end within {grace:?}");
     }
+    app.refusals.close();
     tracing::info!("rootfence serve stopped");
     Ok(())
 }

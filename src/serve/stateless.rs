@@ -21,6 +21,7 @@
 //! notifications of stateless requests are not relayed (they could not be told apart from
 //! another client's), and `subscriptions/listen` is refused.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,11 +32,13 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::http::{App, Incoming, rpc_error};
 use super::router::RegisterError;
 use super::session::HttpSession;
+use super::splice::Members;
 use super::state::{PREFIX, Signer};
 use crate::jsonrpc::IdKey;
 use crate::jsonrpc::envelope::Kind;
@@ -45,8 +48,6 @@ use crate::setup::Setup;
 
 /// The `inputRequests` key of the roots question this handler asks.
 pub const ROOTS_KEY: &str = "io.rootfence/http-roots";
-/// Where a request's client capabilities are.
-const CAPS: &str = "/params/_meta/io.modelcontextprotocol~1clientCapabilities";
 /// Rounds of the pooled enforcer's own roots question answered for one request.
 const MAX_INNER_ROUNDS: usize = 3;
 
@@ -57,6 +58,8 @@ pub struct StatelessConfig {
     pub key: Vec<u8>,
     /// Pooled relays kept at once.
     pub pool: usize,
+    /// Pooled relays one principal may hold.
+    pub per_principal: usize,
     /// How long signed state stays valid, and how long an idle pooled relay is kept.
     pub ttl: Duration,
 }
@@ -71,6 +74,7 @@ pub struct Stateless {
     pub tls: bool,
     signer: Signer,
     max: usize,
+    per_principal: usize,
     idle: Duration,
     pool: Mutex<HashMap<PoolKey, Arc<HttpSession>>>,
     next_id: AtomicU64,
@@ -84,6 +88,7 @@ impl Stateless {
             tls,
             signer: Signer::new(cfg.key, cfg.ttl),
             max: cfg.pool.max(1),
+            per_principal: cfg.per_principal.clamp(1, cfg.pool.max(1)),
             idle: cfg.ttl,
             pool: Mutex::default(),
             next_id: AtomicU64::new(1),
@@ -105,12 +110,40 @@ impl Stateless {
             }
         }
         pool.retain(|_, s| s.is_open());
-        if pool.len() >= self.max {
-            let lru = pool
+        let mine = pool.keys().filter(|k| k.0 == key.0).count();
+        // At its share, a principal makes room among its own relays; otherwise, at the cap,
+        // the least recently used idle relay goes, preferably one of a principal beyond its
+        // share.
+        let victim = if mine >= self.per_principal {
+            Some(
+                pool.iter()
+                    .filter(|(k, s)| k.0 == key.0 && s.router.open_streams() == 0)
+                    .max_by_key(|(_, s)| s.router.idle_for())
+                    .map(|(k, _)| k.clone())?,
+            )
+        } else if pool.len() >= self.max {
+            let mut held: HashMap<&Option<String>, usize> = HashMap::new();
+            for k in pool.keys() {
+                *held.entry(&k.0).or_default() += 1;
+            }
+            let fair = self.max / (held.len() + usize::from(mine == 0)).max(1);
+            let idle = |(k, s): &(&PoolKey, &Arc<HttpSession>)| {
+                s.router.open_streams() == 0 && k.0 != key.0
+            };
+            let over = pool
+                .iter()
+                .filter(idle)
+                .filter(|(k, _)| held.get(&k.0).is_some_and(|n| *n > fair))
+                .max_by_key(|(_, s)| s.router.idle_for());
+            let any = pool
                 .iter()
                 .filter(|(_, s)| s.router.open_streams() == 0)
-                .max_by_key(|(_, s)| s.router.idle_for())
-                .map(|(k, _)| k.clone())?;
+                .max_by_key(|(_, s)| s.router.idle_for());
+            Some(over.or(any).map(|(k, _)| k.clone())?)
+        } else {
+            None
+        };
+        if let Some(lru) = victim {
             if let Some(old) = pool.remove(&lru) {
                 tracing::info!(relay = %old.id, "stopping the least recently used pooled server");
                 old.close();
@@ -163,56 +196,64 @@ impl Stateless {
                 "subscriptions/listen is not served over stateless HTTP by rootfence yet; poll with resources/read".into(),
             );
         }
-        let Ok(mut message) = serde_json::from_slice::<Value>(&incoming.line) else {
+        // Only the members rootfence reads or rewrites are looked at; every other member is
+        // forwarded as the client's text (no value tree: `splice.rs`).
+        let text = crate::jsonrpc::framing::line_str(&incoming.line);
+        let Some(mut message) = Request::parse(text) else {
             return bad("the request could not be read".into());
         };
-        let has_roots_cap = message
-            .pointer(CAPS)
-            .is_some_and(|c| c.get("roots").is_some());
+        let has_roots_cap = message.has_roots_capability();
 
         // What the client echoes: rootfence's state (verified, then replaced by the server's
         // own), and the answer to rootfence's roots question.
         let mut roots: Option<Value> = None;
-        if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
-            if let Some(token) = params.get("requestState").and_then(Value::as_str) {
-                if token.starts_with(PREFIX) {
-                    match self.signer.verify(token, principal.as_deref()) {
-                        Ok(state) => {
-                            roots = state.r;
-                            match state.s {
-                                Some(inner) => params.insert("requestState".into(), inner),
-                                None => params.remove("requestState"),
-                            };
-                        }
-                        Err(e) => {
-                            tracing::warn!(refused = %e, "a stateless request's requestState was refused");
-                            return bad(format!(
-                                "{e}; send the request again without requestState"
-                            ));
-                        }
+        if let Some(params) = message.params.as_mut() {
+            let token = params
+                .get("requestState")
+                .and_then(|raw| serde_json::from_str::<String>(raw).ok());
+            if let Some(token) = token.filter(|t| t.starts_with(PREFIX)) {
+                match self.signer.verify(&token, principal.as_deref()) {
+                    Ok(state) => {
+                        roots = state.r;
+                        match state.s {
+                            Some(inner) => params.set("requestState", inner.to_string()),
+                            None => drop(params.remove("requestState")),
+                        };
+                    }
+                    Err(e) => {
+                        tracing::warn!(refused = %e, "a stateless request's requestState was refused");
+                        return bad(format!("{e}; send the request again without requestState"));
                     }
                 }
             }
-            if let Some(responses) = params
-                .get_mut("inputResponses")
-                .and_then(Value::as_object_mut)
-            {
-                if responses
-                    .keys()
-                    .any(|k| k.starts_with("io.rootfence/") && k != ROOTS_KEY)
-                {
-                    return bad("inputResponses names a key rootfence did not ask for".into());
-                }
-                if let Some(answer) = responses.remove(ROOTS_KEY) {
-                    if answer.get("roots").and_then(Value::as_array).is_none() {
-                        return bad(
-                            "the answer to rootfence's roots/list has no roots array".into()
-                        );
+            if let Some(raw) = params.get("inputResponses") {
+                if let Some(mut responses) = Members::parse(raw).map(Members::into_owned) {
+                    if responses
+                        .0
+                        .iter()
+                        .any(|(k, _)| k.starts_with("io.rootfence/") && k != ROOTS_KEY)
+                    {
+                        return bad("inputResponses names a key rootfence did not ask for".into());
                     }
-                    roots = Some(answer);
-                }
-                if responses.is_empty() {
-                    params.remove("inputResponses");
+                    if let Some(answer) = responses.remove(ROOTS_KEY) {
+                        let answer: Option<Value> = serde_json::from_str(&answer).ok();
+                        match answer {
+                            Some(a) if a.get("roots").and_then(Value::as_array).is_some() => {
+                                roots = Some(a);
+                            }
+                            _ => {
+                                return bad(
+                                    "the answer to rootfence's roots/list has no roots array"
+                                        .into(),
+                                );
+                            }
+                        }
+                        if responses.is_empty() {
+                            params.remove("inputResponses");
+                        } else {
+                            params.set("inputResponses", responses.to_json());
+                        }
+                    }
                 }
             }
         }
@@ -221,7 +262,11 @@ impl Stateless {
             m::TOOLS_CALL | m::PROMPTS_GET | m::RESOURCES_READ
         );
         if has_roots_cap && roots.is_none() && needs_roots {
-            let inner = message.pointer("/params/requestState").cloned();
+            let inner = message
+                .params
+                .as_ref()
+                .and_then(|p| p.get("requestState"))
+                .and_then(|raw| serde_json::from_str::<Value>(raw).ok());
             let state = self.signer.sign(principal.as_deref(), None, inner);
             let body = json!({
                 "jsonrpc": "2.0", "id": id.to_value(),
@@ -260,7 +305,9 @@ impl Stateless {
                     return resp(&id);
                 }
             };
-            let Ok(mut answer) = serde_json::from_slice::<Value>(&answer) else {
+            // The answer's id is put back; its result is only parsed when it asks for input.
+            let answer_text = crate::jsonrpc::framing::line_str(&answer);
+            let Some(mut top) = Members::parse(answer_text) else {
                 return rpc_error(
                     StatusCode::OK,
                     Some(&id),
@@ -268,12 +315,18 @@ impl Stateless {
                     "the server's answer could not be read",
                 );
             };
-            answer["id"] = id.to_value();
-            let input_required = answer.pointer("/result/resultType").and_then(Value::as_str)
-                == Some("input_required");
-            if !input_required {
-                return json_response(answer.to_string());
+            top.set("id", id.raw().to_owned());
+            if !asks_for_input(top.get("result")) {
+                return json_response(top.to_json());
             }
+            let Ok(mut answer) = serde_json::from_str::<Value>(&top.to_json()) else {
+                return rpc_error(
+                    StatusCode::OK,
+                    Some(&id),
+                    SERVER_GONE,
+                    "the server's answer could not be read",
+                );
+            };
             // The pooled enforcer's own roots question: answered here from the roots held.
             let result = &mut answer["result"];
             let ours: Vec<String> = result
@@ -294,17 +347,19 @@ impl Stateless {
                     && ours.len() == result["inputRequests"].as_object().map_or(0, |o| o.len())
                 {
                     rounds += 1;
-                    let params = message
-                        .get_mut("params")
-                        .and_then(Value::as_object_mut)
-                        .expect("a request with roots has params");
-                    let responses = params.entry("inputResponses").or_insert_with(|| json!({}));
+                    let params = message.params.get_or_insert_with(Members::default);
+                    let mut responses = params
+                        .get("inputResponses")
+                        .and_then(Members::parse)
+                        .map(Members::into_owned)
+                        .unwrap_or_default();
                     for k in ours {
-                        responses[k] = r.clone();
+                        responses.set(&k, r.to_string());
                     }
+                    params.set("inputResponses", responses.to_json());
                     match result.get("requestState") {
-                        Some(s) => params.insert("requestState".into(), s.clone()),
-                        None => params.remove("requestState"),
+                        Some(s) => params.set("requestState", s.to_string()),
+                        None => drop(params.remove("requestState")),
                     };
                     continue;
                 }
@@ -329,10 +384,10 @@ impl Stateless {
     async fn exchange(
         &self,
         relay: &Arc<HttpSession>,
-        message: &mut Value,
+        message: &mut Request<'_>,
     ) -> Result<Bytes, Box<dyn FnOnce(&crate::jsonrpc::Id) -> Response + Send>> {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        message["id"] = json!(n);
+        message.top.set("id", n.to_string());
         let gone = |why: &'static str| -> Box<dyn FnOnce(&crate::jsonrpc::Id) -> Response + Send> {
             Box::new(move |id| rpc_error(StatusCode::OK, Some(id), SERVER_GONE, why))
         };
@@ -345,7 +400,7 @@ impl Stateless {
                 return Err(gone("the pooled server ended; send the request again"));
             }
         };
-        if relay.send(Bytes::from(message.to_string())).await.is_err() {
+        if relay.send(Bytes::from(message.to_json())).await.is_err() {
             return Err(gone("the pooled server ended; send the request again"));
         }
         loop {
@@ -359,6 +414,21 @@ impl Stateless {
                 }
             }
         }
+    }
+
+    /// Pooled relays running.
+    pub fn len(&self) -> usize {
+        self.lock().values().filter(|s| s.is_open()).count()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The pool's size.
+    pub fn max(&self) -> usize {
+        self.max
     }
 
     /// Closes long-lived streams (at shutdown): stateless requests have none.
@@ -390,6 +460,72 @@ impl Stateless {
             !idle && s.is_open()
         });
     }
+}
+
+/// A stateless request, held as its members: the top level and `params`.
+#[derive(Debug)]
+struct Request<'a> {
+    top: Members<'a>,
+    params: Option<Members<'a>>,
+}
+
+impl<'a> Request<'a> {
+    fn parse(text: &'a str) -> Option<Request<'a>> {
+        let mut top = Members::parse(text)?;
+        let params = match top.remove("params") {
+            None => None,
+            Some(Cow::Borrowed(raw)) => Some(Members::parse(raw)?),
+            // `Members::parse` borrows every value from the text.
+            Some(Cow::Owned(_)) => return None,
+        };
+        Some(Request { top, params })
+    }
+
+    /// Whether `params._meta` declares the client's roots capability.
+    fn has_roots_capability(&self) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Meta<'a> {
+            #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
+            caps: Option<&'a RawValue>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Caps<'a> {
+            #[serde(borrow, default)]
+            roots: Option<&'a RawValue>,
+        }
+        let Some(meta) = self.params.as_ref().and_then(|p| p.get("_meta")) else {
+            return false;
+        };
+        serde_json::from_str::<Meta<'_>>(meta)
+            .ok()
+            .and_then(|m| m.caps)
+            .and_then(|c| serde_json::from_str::<Caps<'_>>(c.get()).ok())
+            .is_some_and(|c| c.roots.is_some())
+    }
+
+    fn to_json(&self) -> String {
+        match &self.params {
+            Some(p) => {
+                let mut top = self.top.clone();
+                top.set("params", p.to_json());
+                top.to_json()
+            }
+            None => self.top.to_json(),
+        }
+    }
+}
+
+/// Whether a result (raw) is `input_required`; only `resultType` is read.
+fn asks_for_input(result: Option<&str>) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "resultType", borrow, default)]
+        result_type: Option<Cow<'a, str>>,
+    }
+    result
+        .and_then(|r| serde_json::from_str::<Kind<'_>>(r).ok())
+        .and_then(|k| k.result_type)
+        .is_some_and(|t| t == "input_required")
 }
 
 fn json_response(body: String) -> Response {

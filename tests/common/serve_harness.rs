@@ -27,10 +27,26 @@ pub struct Serve {
 impl Serve {
     /// Starts `rootfence serve --listen 127.0.0.1:0 <opts> -- <server>` and waits for its URL.
     pub fn start(opts: &[&str], server: &[&str]) -> Serve {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rootfence"));
-        cmd.arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
-            .args(opts)
+        Self::start_under(&[], opts, server)
+    }
+
+    /// Like [`Serve::start`], run through `wrapper` (a command that execs the rest, such as
+    /// `prlimit --nofile=1024:1024 --`), so the child is still rootfence itself.
+    pub fn start_under(wrapper: &[&str], opts: &[&str], server: &[&str]) -> Serve {
+        let bin = env!("CARGO_BIN_EXE_rootfence");
+        let mut cmd = match wrapper.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
+        cmd.arg("serve");
+        if !opts.contains(&"--listen") {
+            cmd.args(["--listen", "127.0.0.1:0"]);
+        }
+        cmd.args(opts)
             .arg("--")
             .args(server)
             .stdin(Stdio::null())
