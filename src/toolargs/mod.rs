@@ -37,6 +37,17 @@ pub enum Infer {
     Off,
 }
 
+impl Infer {
+    /// The policy's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Infer::Strict => "strict",
+            Infer::Schema => "schema",
+            Infer::Off => "off",
+        }
+    }
+}
+
 /// Tools remembered per server at most (more fall back to the value's shape).
 pub const MAX_TOOLS: usize = 4096;
 
