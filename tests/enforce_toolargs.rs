@@ -357,3 +357,38 @@ fn the_policy_decides_how_far_inference_goes() {
     );
     s.finish();
 }
+
+/// `rootfence policy explain --tool NAME --tools-list FILE` shows what `run` infers from a
+/// recorded `tools/list` (here the pinned reference filesystem server's).
+#[test]
+fn explain_shows_what_was_inferred_for_a_tool() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tools_list/server-filesystem.json");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(common::rootfence())
+            .args(["policy", "explain", "--tool"])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let f = fixture.to_str().unwrap();
+    let text = run(&["--tools-list", f, "move_file"]);
+    assert!(text.contains("tools.infer = \"schema\""), "{text}");
+    assert!(
+        text.contains("/destination") && text.contains("named `destination`"),
+        "{text}"
+    );
+    let text = run(&["--tools-list", f, "search_files"]);
+    assert!(
+        text.contains("/pattern") && text.contains("not a path"),
+        "{text}"
+    );
+    let text = run(&["--tools-list", f, "never_listed"]);
+    assert!(text.contains("not listed in"), "{text}");
+    let json: Value =
+        serde_json::from_str(&run(&["--json", "--tools-list", f, "read_multiple_files"])).unwrap();
+    assert_eq!(json["inferred"]["infer"], "schema");
+    assert_eq!(json["inferred"]["arguments"][0]["pointer"], "/paths/*");
+    assert_eq!(json["inferred"]["arguments"][0]["role"], "path");
+}

@@ -68,9 +68,14 @@ pub struct ExplainArgs {
     /// opens, allowed by `[roots]` under its declared and its real path.
     #[arg(long, conflicts_with = "tool")]
     as_root: bool,
-    /// Treat the argument as a tool name (decided by `[tools]`).
+    /// Treat the argument as a tool name (decided by `[tools]`), and show which of its
+    /// arguments are judged as paths (`tools.infer`).
     #[arg(long)]
     tool: bool,
+    /// With `--tool`: a recorded `tools/list` result (or response) of the server, JSON; the
+    /// tool's arguments are inferred from its schema there, as `run` does.
+    #[arg(long, value_name = "FILE", requires = "tool")]
+    tools_list: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -303,8 +308,14 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     // Whether the decision could change with roots that were not given: only for a
     // `file:` URI that parsed and reached the policy without a root check.
     let mut roots_unchecked = false;
+    let mut inferred = None;
     let subject = if args.tool {
         steps.push(Step::policy("tools", &policy.decide_tool(&args.target)));
+        inferred = Some(infer_for_tool(
+            &policy,
+            &args.target,
+            args.tools_list.as_deref(),
+        )?);
         json!({"tool": args.target})
     } else if args.as_root {
         explain_root(&policy, &args.target, &mut steps)
@@ -381,6 +392,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                 "rule": d.rule.rule,
             })).collect::<Vec<_>>(),
             "roots_checked": !roots_unchecked,
+            "inferred": inferred.as_ref().map(|i| i.json()),
             "layers": policy.layers().iter().map(|l| json!({"name": l.name, "sha256": l.sha256})).collect::<Vec<_>>(),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
@@ -415,6 +427,9 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                 location(&d.rule)
             )?;
         }
+        if let Some(i) = &inferred {
+            i.write(&mut out)?;
+        }
         if steps.len() > 1 {
             writeln!(out, "steps:")?;
             for s in &steps {
@@ -439,6 +454,121 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    })
+}
+
+/// What `run` would judge of a tool's arguments (`tools.infer`, `src/toolargs/`).
+struct Inferred {
+    infer: rootfence::policy::ToolInfer,
+    rule: Provenance,
+    /// The recorded list and what it taught about the tool (`None`: not listed there).
+    listed: Option<(PathBuf, Option<rootfence::toolargs::ToolPlan>)>,
+}
+
+impl Inferred {
+    fn json(&self) -> serde_json::Value {
+        let plan = self.listed.as_ref().and_then(|(_, p)| p.as_ref());
+        json!({
+            "infer": self.infer.as_str(),
+            "provenance": provenance_json(Some(&self.rule)),
+            "tools_list": self.listed.as_ref().map(|(f, _)| f.display().to_string()),
+            "listed": plan.is_some(),
+            "overflow": plan.and_then(|p| p.overflow.as_deref()),
+            "arguments": plan.map(|p| p.rules.iter().map(|r| json!({
+                "pointer": r.pointer(),
+                "role": r.role.as_str(),
+                "why": r.why,
+            })).collect::<Vec<_>>()),
+            "notes": plan.map(|p| p.notes.clone()),
+        })
+    }
+
+    fn write(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        use rootfence::policy::ToolInfer;
+        writeln!(
+            out,
+            "infer:    tools.infer = \"{}\" ({}: {})",
+            self.infer.as_str(),
+            location(&self.rule),
+            self.rule.rule
+        )?;
+        if self.infer == ToolInfer::Off {
+            return writeln!(
+                out,
+                "          only the arguments [[tools.paths]] names are judged"
+            );
+        }
+        let Some((file, plan)) = &self.listed else {
+            return writeln!(
+                out,
+                "          (pass --tools-list FILE, a recorded tools/list, to see what its schema teaches)"
+            );
+        };
+        let Some(plan) = plan else {
+            return writeln!(
+                out,
+                "          not listed in {}: every string argument is judged by its shape",
+                file.display()
+            );
+        };
+        if let Some(why) = &plan.overflow {
+            return writeln!(
+                out,
+                "          schema not read to the end ({why}): every string argument is judged by its shape"
+            );
+        }
+        writeln!(out, "arguments (from {}):", file.display())?;
+        for r in &plan.rules {
+            let role = match (self.infer, r.role) {
+                (ToolInfer::Strict, rootfence::toolargs::Role::Weak) => "path",
+                (_, role) => role.as_str(),
+            };
+            writeln!(out, "  {:<24} {:<36} {}", r.pointer(), role, r.why)?;
+        }
+        for n in &plan.notes {
+            writeln!(out, "  note: {n}")?;
+        }
+        writeln!(out, "  (any other string)       by value shape")
+    }
+}
+
+/// The tool's `tools.infer` stance and, given a recorded `tools/list`, its inferred
+/// arguments.
+fn infer_for_tool(
+    policy: &Policy,
+    tool: &str,
+    tools_list: Option<&std::path::Path>,
+) -> anyhow::Result<Inferred> {
+    let (infer, rule) = policy.tool_infer(tool);
+    let listed = match tools_list {
+        None => None,
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read the tools list {}", file.display()))?;
+            let v: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+                format!(
+                    "{} is not JSON (write the tools/list result or response the server sent)",
+                    file.display()
+                )
+            })?;
+            let result = v.get("result").unwrap_or(&v);
+            if result.get("tools").and_then(|t| t.as_array()).is_none() {
+                anyhow::bail!(
+                    "{} has no `tools` array (write the tools/list result or response the server sent)",
+                    file.display()
+                );
+            }
+            let plan = rootfence::toolargs::infer_list(result)
+                .into_iter()
+                .find(|(name, _)| name == tool)
+                .map(|(_, p)| p);
+            Some((file.to_owned(), plan))
+        }
+    };
+    Ok(Inferred {
+        infer,
+        rule: rule.clone(),
+        listed,
     })
 }
 

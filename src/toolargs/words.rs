@@ -26,7 +26,7 @@ impl Role {
     /// The word `policy explain` prints.
     pub fn as_str(self) -> &'static str {
         match self {
-            Role::NotPath => "not a path",
+            Role::NotPath => "not a path (a whole file: URI is)",
             Role::Uncertain => "by value shape",
             Role::Weak => "path if strict, else by value shape",
             Role::Uri => "uri",
