@@ -10,6 +10,9 @@
 //! describes `lookup.key` as a REST endpoint instead of a file. It also answers calls to
 //! `hidden_read`, a tool it never lists.
 //!
+//! Every revision: `initialize`, or 2026-07-28's `server/discover` (whose results carry
+//! `resultType` and the cache fields).
+//!
 //! Usage: `toolargs_server --log <file>`.
 
 use std::io::{BufRead, Write};
@@ -110,7 +113,16 @@ fn main() {
         let (Some(id), Some(method)) = (msg.get("id"), msg["method"].as_str()) else {
             continue;
         };
-        let result = match method {
+        let stateless = msg["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
+            == "2026-07-28"
+            || method == "server/discover";
+        let mut result = match method {
+            "server/discover" => json!({
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {"listChanged": true}},
+                "_meta": {"io.modelcontextprotocol/serverInfo":
+                          {"name": "toolargs-test-server", "version": "0.0.0"}}
+            }),
             "initialize" => json!({
                 "protocolVersion": msg["params"]["protocolVersion"],
                 "capabilities": {"tools": {"listChanged": true}},
@@ -139,6 +151,11 @@ fn main() {
                 continue;
             }
         };
+        if stateless {
+            result["resultType"] = json!("complete");
+            result["ttlMs"] = json!(0);
+            result["cacheScope"] = json!("private");
+        }
         let _ = writeln!(
             out,
             "{}",

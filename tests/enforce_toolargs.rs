@@ -30,6 +30,15 @@ fn start(policies: &[&str]) -> Session {
 
 /// [`start`], run in `cwd(tree)` (the server inherits it).
 fn start_in(policies: &[&str], cwd: impl FnOnce(&Tree) -> std::path::PathBuf) -> Session {
+    start_rev(policies, cwd, "2025-06-18")
+}
+
+/// [`start_in`], the host speaking `rev`.
+fn start_rev(
+    policies: &[&str],
+    cwd: impl FnOnce(&Tree) -> std::path::PathBuf,
+    rev: &str,
+) -> Session {
     let tree = Tree::new();
     let audit = tree.file("audit.jsonl");
     let files: Vec<std::path::PathBuf> = policies
@@ -44,7 +53,7 @@ fn start_in(policies: &[&str], cwd: impl FnOnce(&Tree) -> std::path::PathBuf) ->
         "--log".into(),
         tree.file("server.log").display().to_string(),
     ];
-    let mut host = Host::start_in(&o, &server, "2025-06-18", &cwd(&tree));
+    let mut host = Host::start_in(&o, &server, rev, &cwd(&tree));
     host.begin(json!({}));
     let r = host.request("tools/list", json!({}));
     assert!(r["result"]["tools"].as_array().is_some(), "{r}");
@@ -202,6 +211,45 @@ fn escapes_in_every_shape_are_refused_before_the_server() {
             .contains("`read_many` argument `paths/1`"),
         "{passwd}"
     );
+}
+
+/// Every revision: learned from its `tools/list`, refused and passed alike (2026-07-28's
+/// stateless requests included).
+#[test]
+fn every_revision_learns_and_refuses_alike() {
+    for rev in [
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+        "2026-07-28",
+    ] {
+        let mut s = start_rev(&[], |t| t.base.clone(), rev);
+        let root = s.tree.root.display().to_string();
+        let (r, _) = s
+            .host
+            .call_tool("read_file", json!({"path": "/etc/passwd"}));
+        assert_tool_denied(&r, &["outside_roots"]);
+        if rev == "2026-07-28" {
+            assert_eq!(r["result"]["resultType"], "complete", "{r}");
+        }
+        let (r, _) = s.host.call_tool(
+            "nested",
+            json!({"target": {"file": format!("{root}/link_out")}}),
+        );
+        assert_tool_denied(&r, &["symlink_escape"]);
+        let inside = json!({"paths": [format!("{root}/a.txt")]});
+        let (r, _) = s.host.call_tool("read_many", inside.clone());
+        assert!(r["result"]["isError"].is_null(), "{rev}: {r}");
+        let (r, _) = s
+            .host
+            .call_tool("call_api", json!({"endpoint": "/v1/users"}));
+        assert!(r["result"]["isError"].is_null(), "{rev}: {r}");
+        let got = s.received();
+        assert_eq!(got.len(), 2, "{rev}: {got:?}");
+        assert_eq!(got[0]["arguments"], inside, "{rev}");
+        s.finish();
+    }
 }
 
 /// Inside paths and every benign shape reach the server exactly as sent.

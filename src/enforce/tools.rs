@@ -208,10 +208,12 @@ impl Inner {
                     } else {
                         canonical.path()
                     };
-                    let slot = message
-                        .pointer_mut(&format!("/params/arguments{pointer}"))
-                        .expect("the candidate's pointer names a string of the arguments");
-                    ctx.set_uri(slot, text);
+                    // The pointer names the string just judged (only strings are rewritten,
+                    // so the arguments keep their shape).
+                    if let Some(slot) = message.pointer_mut(&format!("/params/arguments{pointer}"))
+                    {
+                        ctx.set_uri(slot, text);
+                    }
                 }
             }
         }
@@ -421,6 +423,33 @@ fn advice(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The inference's list of schemes that name local files is the checker's.
+    #[test]
+    fn both_lists_of_file_wrapping_schemes_agree() {
+        for raw in [
+            "jar:file:///x.jar!/a",
+            "view-source:file:///etc/passwd",
+            "vscode-file://vscode-app/etc/passwd",
+            "vscode-resource:/etc/passwd",
+            "vscode-webview-resource://id/file/etc/passwd",
+            "vscode-remote://ssh-remote+h/etc/passwd",
+            "vscode-remote-resource://h/etc/passwd",
+            "vscode-userdata:/etc/passwd",
+            "blob:file:///etc/passwd",
+            "x-y: FILE:///etc/passwd",
+            "https://example.com/file:",
+            "data:text/plain,file:",
+            "mailto:a@b",
+        ] {
+            let scheme = crate::uri::scheme_of(raw).unwrap().to_ascii_lowercase();
+            assert_eq!(
+                super::super::decide::wraps_a_file(raw, &scheme),
+                crate::toolargs::words::wraps_a_file(raw, &scheme),
+                "{raw}"
+            );
+        }
+    }
 
     #[test]
     fn advice_names_the_roots_and_what_to_send() {
