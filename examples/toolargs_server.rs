@@ -6,6 +6,9 @@
 //! trusts every argument, answers each call with the arguments it received, and writes
 //! every line it receives to `--log`, so a test can tell what reached it.
 //!
+//! Three tools have hostile schemas: `dag` (`$ref`s that double at each of 14 levels),
+//! `tree` (a recursive `$ref`), `huge_enum` (an `enum` of 50,000 words).
+//!
 //! `change_tools` makes it send `notifications/tools/list_changed`; its next `tools/list`
 //! describes `lookup.key` as a REST endpoint instead of a file. It also answers calls to
 //! `hidden_read`, a tool it never lists.
@@ -81,8 +84,38 @@ fn tools() -> Value {
             }}
         },
         tool("lookup", json!({"key": key})),
+        {"name": "dag", "inputSchema": dag()},
+        {
+            "name": "tree",
+            "inputSchema": {
+                "$defs": {"Node": {"type": "object", "properties": {
+                    "path": {"type": "string"},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}},
+                "$ref": "#/$defs/Node"
+            }
+        },
+        tool(
+            "huge_enum",
+            json!({"mode": {"type": "string",
+                            "enum": (0..50_000).map(|i| format!("m{i}")).collect::<Vec<_>>()},
+                   "text": s("Free text")})
+        ),
         tool("change_tools", json!({})),
     ])
+}
+
+/// A schema whose `$ref`s double at each level: 2^14 paths through 15 definitions.
+fn dag() -> Value {
+    let mut defs = serde_json::Map::new();
+    defs.insert("d0".into(), json!({"type": "string"}));
+    for i in 1..15 {
+        let prev = format!("#/$defs/d{}", i - 1);
+        defs.insert(
+            format!("d{i}"),
+            json!({"type": "object", "properties": {"l": {"$ref": prev}, "r": {"$ref": prev}}}),
+        );
+    }
+    json!({"$defs": defs, "$ref": "#/$defs/d14", "properties": {"note": {"type": "string"}}})
 }
 
 fn main() {

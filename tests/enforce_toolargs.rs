@@ -252,6 +252,38 @@ fn every_revision_learns_and_refuses_alike() {
     }
 }
 
+/// Hostile schemas through the real binary (a `$ref` DAG past the node budget, a recursive
+/// tree, a huge `enum`): the session goes on, and their tools are still checked: the DAG's
+/// tool by every string's shape, the tree's paths at every depth by shape past the first.
+#[test]
+fn hostile_schemas_still_check_their_tools() {
+    let mut s = start(&[]);
+    let root = s.tree.root.display().to_string();
+    assert_tool_denied(
+        &s.call("dag", json!({"note": "/etc/passwd"})),
+        &["outside_roots"],
+    );
+    let r = s.call("dag", json!({"note": "plain words"}));
+    assert!(r["result"]["isError"].is_null(), "{r}");
+    let deep = json!({"path": format!("{root}/a.txt"),
+                      "children": [{"path": format!("{root}/sub/b.txt"),
+                                    "children": [{"path": "~/.ssh/id_rsa"}]}]});
+    let r = s.call("tree", deep);
+    let text = assert_tool_denied(&r, &["relative_path"]);
+    assert!(text.contains("children/0/children/0/path"), "{text}");
+    let r = s.call(
+        "huge_enum",
+        json!({"mode": "m7", "text": "/etc/passwd is a file"}),
+    );
+    assert!(r["result"]["isError"].is_null(), "{r}");
+    assert_tool_denied(
+        &s.call("huge_enum", json!({"mode": "/etc/passwd"})),
+        &["outside_roots"],
+    );
+    assert_eq!(s.received().len(), 2);
+    s.finish();
+}
+
 /// Inside paths and every benign shape reach the server exactly as sent.
 #[test]
 fn inside_paths_and_benign_strings_pass_unchanged() {
