@@ -466,6 +466,15 @@ fn explain_shows_what_was_inferred_for_a_tool() {
     );
     let text = run(&["--tools-list", f, "never_listed"]);
     assert!(text.contains("not listed in"), "{text}");
+    let out = std::process::Command::new(common::rootfence())
+        .args(["policy", "check", "--tools-list", f, "builtin:default"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("tool read_multiple_files [infer schema]: /paths/* (named `paths`)"),
+        "{text}"
+    );
     let json: Value =
         serde_json::from_str(&run(&["--json", "--tools-list", f, "read_multiple_files"])).unwrap();
     assert_eq!(json["inferred"]["infer"], "schema");

@@ -32,6 +32,10 @@ pub enum PolicyCommand {
         /// Check each file as a single-layer policy rather than as a stack of layers.
         #[arg(long)]
         each: bool,
+        /// A recorded `tools/list` result (or response) of a server, JSON: also print, for
+        /// each of its tools, which arguments `run` would judge as paths (`tools.infer`).
+        #[arg(long, value_name = "FILE")]
+        tools_list: Option<PathBuf>,
         /// Policy files (`builtin:default` and `builtin:strict` name the built-ins).
         #[arg(value_name = "FILE", required = true)]
         files: Vec<PathBuf>,
@@ -86,7 +90,11 @@ pub struct ExplainArgs {
 
 pub fn run(cmd: PolicyCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        PolicyCommand::Check { each, files } => check(&files, each),
+        PolicyCommand::Check {
+            each,
+            files,
+            tools_list,
+        } => check(&files, each, tools_list.as_deref()),
         PolicyCommand::Explain(args) => explain(&args),
         PolicyCommand::Show { policies, json } => show(&policies, json),
     }
@@ -135,7 +143,8 @@ pub(crate) fn warn_dropped(policy: &Policy) {
     );
 }
 
-fn check(files: &[PathBuf], each: bool) -> anyhow::Result<ExitCode> {
+fn check(files: &[PathBuf], each: bool, tools_list: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let tools = tools_list.map(read_tools_list).transpose()?;
     let groups: Vec<&[PathBuf]> = if each {
         files.chunks(1).collect()
     } else {
@@ -155,6 +164,9 @@ fn check(files: &[PathBuf], each: bool) -> anyhow::Result<ExitCode> {
                     .unwrap_or_default();
                 warn_dropped(&policy);
                 writeln!(out, "ok: {}{base}", names.join(" + "))?;
+                if let Some(tools) = &tools {
+                    write_inferred_tools(&mut out, &policy, tools)?;
+                }
             }
             Err(errs) => {
                 failed = true;
@@ -532,6 +544,60 @@ impl Inferred {
     }
 }
 
+/// A recorded `tools/list` result (a response's `result`, or the result itself).
+fn read_tools_list(file: &Path) -> anyhow::Result<serde_json::Value> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("cannot read the tools list {}", file.display()))?;
+    let mut v: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not JSON (write the tools/list result or response the server sent)",
+            file.display()
+        )
+    })?;
+    if let Some(result) = v.get_mut("result") {
+        v = result.take();
+    }
+    if v.get("tools").and_then(|t| t.as_array()).is_none() {
+        bail!(
+            "{} has no `tools` array (write the tools/list result or response the server sent)",
+            file.display()
+        );
+    }
+    Ok(v)
+}
+
+/// For `policy check --tools-list`: each tool's stance and the arguments judged as paths.
+fn write_inferred_tools(
+    out: &mut impl std::io::Write,
+    policy: &Policy,
+    tools: &serde_json::Value,
+) -> std::io::Result<()> {
+    use rootfence::toolargs::Role;
+    for (name, plan) in rootfence::toolargs::infer_list(tools) {
+        let (infer, _) = policy.tool_infer(&name);
+        let judged: Vec<String> = plan
+            .rules
+            .iter()
+            .filter(|r| match r.role {
+                Role::Path | Role::Uri => true,
+                Role::Weak => infer == rootfence::policy::ToolInfer::Strict,
+                _ => false,
+            })
+            .map(|r| format!("{} ({})", r.pointer(), r.why))
+            .collect();
+        let what = match (infer, &plan.overflow) {
+            (rootfence::policy::ToolInfer::Off, _) => "only [[tools.paths]]".to_owned(),
+            (_, Some(why)) => format!("every string by its shape ({why})"),
+            (_, None) if judged.is_empty() => {
+                "no path arguments; other strings by shape".to_owned()
+            }
+            (_, None) => format!("{}; other strings by shape", judged.join(", ")),
+        };
+        writeln!(out, "  tool {name} [infer {}]: {what}", infer.as_str())?;
+    }
+    Ok(())
+}
+
 /// The tool's `tools.infer` stance and, given a recorded `tools/list`, its inferred
 /// arguments.
 fn infer_for_tool(
@@ -543,22 +609,8 @@ fn infer_for_tool(
     let listed = match tools_list {
         None => None,
         Some(file) => {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read the tools list {}", file.display()))?;
-            let v: serde_json::Value = serde_json::from_str(&text).with_context(|| {
-                format!(
-                    "{} is not JSON (write the tools/list result or response the server sent)",
-                    file.display()
-                )
-            })?;
-            let result = v.get("result").unwrap_or(&v);
-            if result.get("tools").and_then(|t| t.as_array()).is_none() {
-                anyhow::bail!(
-                    "{} has no `tools` array (write the tools/list result or response the server sent)",
-                    file.display()
-                );
-            }
-            let plan = rootfence::toolargs::infer_list(result)
+            let result = read_tools_list(file)?;
+            let plan = rootfence::toolargs::infer_list(&result)
                 .into_iter()
                 .find(|(name, _)| name == tool)
                 .map(|(_, p)| p);
