@@ -2,7 +2,8 @@
 //! filesystem server (`examples/naive_fs_server.rs`), first directly and then through
 //! `rootfence run` with the built-in default policy, and tries the classic escapes: a
 //! string-prefix sibling (CVE-2025-53110), a symlink out of the root (CVE-2025-53109), `..`
-//! in plain and encoded forms, a secret inside the root, and a tool reading `/etc/passwd`.
+//! in plain and encoded forms, a secret inside the root, and a tool reading `/etc/passwd`
+//! (refused because the tool's own schema says `path` is a path: `src/toolargs/`).
 //! It then prints the audit log's summary and verifies its hash chain.
 //!
 //! Everything is written under `target/rootfence-demo/` so it can be looked at afterwards.
@@ -84,6 +85,16 @@ fn outcome(resp: &Value) -> String {
         };
     }
     let r = &resp["result"];
+    // A refused tool call is a tool execution error carrying rootfence's denial.
+    let denial = &r["_meta"]["io.rootfence/denial"];
+    if let Some(reason) = denial["reason"].as_str() {
+        let text = r["content"][0]["text"].as_str().unwrap_or("");
+        return format!(
+            "REFUSED by rootfence: {reason} (argument `{}`)\n  {:<42} the model is told: {text}",
+            denial["argument"].as_str().unwrap_or(""),
+            ""
+        );
+    }
     let text = r["contents"][0]["text"]
         .as_str()
         .or(r["content"][0]["text"].as_str())
@@ -189,6 +200,14 @@ fn main() {
             .map(|l| l.iter().filter_map(|r| r["name"].as_str()).collect())
             .unwrap_or_default();
         println!("  {:<42} listed: {}", "resources/list", names.join(", "));
+        // As a host does before calling tools: rootfence learns from the schemas which
+        // arguments are paths (here `read_file`'s `path`).
+        let tools = host.request("tools/list", json!({}));
+        let tools: Vec<&str> = tools["result"]["tools"]
+            .as_array()
+            .map(|l| l.iter().filter_map(|t| t["name"].as_str()).collect())
+            .unwrap_or_default();
+        println!("  {:<42} listed: {}", "tools/list", tools.join(", "));
         for (what, method, params) in &attempts {
             let resp = host.request(method, params.clone());
             println!("  {what:<42} {}", outcome(&resp));

@@ -18,6 +18,8 @@
 //! - [`policy`]: raw TOML, validated and compiled policy, decisions with provenance.
 //! - [`sandbox`]: Landlock confinement of the child (with the denied paths inside the roots
 //!   hidden from it) and its enforcement report.
+//! - [`toolargs`]: which tool arguments carry paths, inferred from the tools' own schemas
+//!   (pure; the enforcer judges what it lists).
 //! - [`tripwire`]: fingerprints of the denied files inside the roots, searched in every
 //!   message from the server.
 //! - [`audit`]: the hash-chained JSON Lines audit log and its readers.
@@ -50,6 +52,7 @@ pub mod serve;
 pub mod setup;
 pub mod stderr;
 pub mod telemetry;
+pub mod toolargs;
 pub mod tripwire;
 pub mod uri;
 pub mod wrap;

@@ -73,6 +73,28 @@ fn start(tree: &Tree, method: Method, server: &[String]) -> Host {
     host
 }
 
+/// [`start`] with the tool-argument inference off (`tools.infer = "off"`): rootfence would
+/// refuse these calls on the wire before the server saw them (tests/enforce_toolargs.rs);
+/// here the server must make its own system calls, so the OS layer is what is tested.
+fn start_os(tree: &Tree, method: Method, server: &[String]) -> Host {
+    let policy = tree.policy("no-infer.toml", "version = 1\n[tools]\ninfer = \"off\"\n");
+    let mut cmd = Command::new(common::rootfence());
+    cmd.arg("run")
+        .args(["--root", &tree.root_str()])
+        .arg("--policy")
+        .arg(policy)
+        .arg("--audit-log")
+        .arg(tree.file("audit.jsonl"))
+        .arg("--")
+        .args(server);
+    if method == Method::Landlock {
+        cmd.env(rootfence::sandbox::MOUNTS_ENV, "off");
+    }
+    let mut host = Host::spawn(cmd, REV);
+    host.begin(json!({"sampling": {}}));
+    host
+}
+
 fn exfil(secret: Option<&str>) -> Vec<String> {
     let mut v = vec![common::example("exfil_server").display().to_string()];
     if let Some(s) = secret {
@@ -152,7 +174,7 @@ fn a_server_reading_denied_files_itself_gets_nothing() {
     for method in METHODS {
         let tree = tree();
         let root = tree.root_str();
-        let mut host = start(&tree, method, &exfil(None));
+        let mut host = start_os(&tree, method, &exfil(None));
         let stderr = host.stderr();
         for name in [".env", "key.pem"] {
             let path = format!("{root}/{name}");
@@ -325,7 +347,7 @@ fn a_server_cannot_write_where_code_runs_later() {
         .iter()
         .map(|f| (f.to_string(), std::fs::read_to_string(r.join(f)).unwrap()))
         .collect();
-        let mut host = start(&tree, method, &exfil(None));
+        let mut host = start_os(&tree, method, &exfil(None));
         let attempts = [
             (
                 "append",

@@ -49,6 +49,12 @@ fn start(
     host
 }
 
+/// The `elicit` tool's `url` argument unchecked on the wire: a `file:` URL there would be
+/// refused before the server could ask (tests/enforce_toolargs.rs); these tests are about
+/// the server's elicitation request.
+const NO_INFER_ELICIT: &str =
+    "version = 1\n[[tools.infer_for]]\ntool = \"elicit\"\ninfer = \"off\"\n";
+
 fn finish(mut host: Host, tree: &Tree) -> Vec<Value> {
     assert_eq!(host.finish(), 0, "stderr:\n{}", host.stderr());
     assert_audit_verifies(&tree.file("audit.jsonl"));
@@ -786,7 +792,7 @@ fn url_elicitation_of_a_local_file_in_any_disguise_is_refused() {
         format!("fi\tle://{outside}"),
         format!("file://{}/../secret-place/secret.txt", tree.root_str()),
     ];
-    let mut host = start(&tree, "2025-11-25", &[], &[], None);
+    let mut host = start(&tree, "2025-11-25", &[NO_INFER_ELICIT], &[], None);
     for url in &urls {
         let (r, _) = host.call_tool("elicit", json!({"url": url}));
         // The server got rootfence's denial as the answer to its request, and says so.
@@ -820,7 +826,7 @@ fn url_elicitation_of_a_local_file_in_any_disguise_is_refused() {
 fn mrtr_2026_07_28_elicitation_of_a_local_file_is_taken_out() {
     let tree = Tree::new();
     let outside = tree.outside_uri();
-    let mut host = start(&tree, "2026-07-28", &[], &[], None);
+    let mut host = start(&tree, "2026-07-28", &[NO_INFER_ELICIT], &[], None);
     for url in [outside.clone(), format!("view-source:{outside}")] {
         let r = host.request(
             "tools/call",

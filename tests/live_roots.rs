@@ -527,7 +527,19 @@ fn mrtr_roots_confine_the_server_and_a_new_answer_moves_it() {
         return;
     }
     let t = tree();
-    let mut p = Proxy::run(&["--audit-log", t.log.to_str().unwrap()], &[&test_server()]);
+    // The tool-argument inference off: `read_path` outside the roots would be refused on
+    // the wire (tests/enforce_toolargs.rs); here the sandbox's own refusal is tested.
+    let policy = t.log.with_file_name("no-infer.toml");
+    std::fs::write(&policy, "version = 1\n[tools]\ninfer = \"off\"\n").unwrap();
+    let mut p = Proxy::run(
+        &[
+            "--audit-log",
+            t.log.to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+        ],
+        &[&test_server()],
+    );
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"roots": {}},

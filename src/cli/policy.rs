@@ -32,6 +32,10 @@ pub enum PolicyCommand {
         /// Check each file as a single-layer policy rather than as a stack of layers.
         #[arg(long)]
         each: bool,
+        /// A recorded `tools/list` result (or response) of a server, JSON: also print, for
+        /// each of its tools, which arguments `run` would judge as paths (`tools.infer`).
+        #[arg(long, value_name = "FILE")]
+        tools_list: Option<PathBuf>,
         /// Policy files (`builtin:default` and `builtin:strict` name the built-ins).
         #[arg(value_name = "FILE", required = true)]
         files: Vec<PathBuf>,
@@ -68,9 +72,14 @@ pub struct ExplainArgs {
     /// opens, allowed by `[roots]` under its declared and its real path.
     #[arg(long, conflicts_with = "tool")]
     as_root: bool,
-    /// Treat the argument as a tool name (decided by `[tools]`).
+    /// Treat the argument as a tool name (decided by `[tools]`), and show which of its
+    /// arguments are judged as paths (`tools.infer`).
     #[arg(long)]
     tool: bool,
+    /// With `--tool`: a recorded `tools/list` result (or response) of the server, JSON; the
+    /// tool's arguments are inferred from its schema there, as `run` does.
+    #[arg(long, value_name = "FILE", requires = "tool")]
+    tools_list: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -81,7 +90,11 @@ pub struct ExplainArgs {
 
 pub fn run(cmd: PolicyCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        PolicyCommand::Check { each, files } => check(&files, each),
+        PolicyCommand::Check {
+            each,
+            files,
+            tools_list,
+        } => check(&files, each, tools_list.as_deref()),
         PolicyCommand::Explain(args) => explain(&args),
         PolicyCommand::Show { policies, json } => show(&policies, json),
     }
@@ -130,7 +143,8 @@ pub(crate) fn warn_dropped(policy: &Policy) {
     );
 }
 
-fn check(files: &[PathBuf], each: bool) -> anyhow::Result<ExitCode> {
+fn check(files: &[PathBuf], each: bool, tools_list: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let tools = tools_list.map(read_tools_list).transpose()?;
     let groups: Vec<&[PathBuf]> = if each {
         files.chunks(1).collect()
     } else {
@@ -150,6 +164,9 @@ fn check(files: &[PathBuf], each: bool) -> anyhow::Result<ExitCode> {
                     .unwrap_or_default();
                 warn_dropped(&policy);
                 writeln!(out, "ok: {}{base}", names.join(" + "))?;
+                if let Some(tools) = &tools {
+                    write_inferred_tools(&mut out, &policy, tools)?;
+                }
             }
             Err(errs) => {
                 failed = true;
@@ -303,8 +320,14 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     // Whether the decision could change with roots that were not given: only for a
     // `file:` URI that parsed and reached the policy without a root check.
     let mut roots_unchecked = false;
+    let mut inferred = None;
     let subject = if args.tool {
         steps.push(Step::policy("tools", &policy.decide_tool(&args.target)));
+        inferred = Some(infer_for_tool(
+            &policy,
+            &args.target,
+            args.tools_list.as_deref(),
+        )?);
         json!({"tool": args.target})
     } else if args.as_root {
         explain_root(&policy, &args.target, &mut steps)
@@ -381,6 +404,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                 "rule": d.rule.rule,
             })).collect::<Vec<_>>(),
             "roots_checked": !roots_unchecked,
+            "inferred": inferred.as_ref().map(|i| i.json()),
             "layers": policy.layers().iter().map(|l| json!({"name": l.name, "sha256": l.sha256})).collect::<Vec<_>>(),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
@@ -415,6 +439,9 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                 location(&d.rule)
             )?;
         }
+        if let Some(i) = &inferred {
+            i.write(&mut out)?;
+        }
         if steps.len() > 1 {
             writeln!(out, "steps:")?;
             for s in &steps {
@@ -439,6 +466,161 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    })
+}
+
+/// What `run` would judge of a tool's arguments (`tools.infer`, `src/toolargs/`).
+struct Inferred {
+    infer: rootfence::policy::ToolInfer,
+    rule: Provenance,
+    /// The recorded list and what it taught about the tool (`None`: not listed there).
+    listed: Option<(PathBuf, Option<rootfence::toolargs::ToolPlan>)>,
+}
+
+impl Inferred {
+    fn json(&self) -> serde_json::Value {
+        let plan = self.listed.as_ref().and_then(|(_, p)| p.as_ref());
+        json!({
+            "infer": self.infer.as_str(),
+            "provenance": provenance_json(Some(&self.rule)),
+            "tools_list": self.listed.as_ref().map(|(f, _)| f.display().to_string()),
+            "listed": plan.is_some(),
+            "overflow": plan.and_then(|p| p.overflow.as_deref()),
+            "arguments": plan.map(|p| p.rules.iter().map(|r| json!({
+                "pointer": r.pointer(),
+                "role": r.role.as_str(),
+                "why": r.why,
+            })).collect::<Vec<_>>()),
+            "notes": plan.map(|p| p.notes.clone()),
+        })
+    }
+
+    fn write(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        use rootfence::policy::ToolInfer;
+        writeln!(
+            out,
+            "infer:    tools.infer = \"{}\" ({}: {})",
+            self.infer.as_str(),
+            location(&self.rule),
+            self.rule.rule
+        )?;
+        if self.infer == ToolInfer::Off {
+            return writeln!(
+                out,
+                "          only the arguments [[tools.paths]] names are judged"
+            );
+        }
+        let Some((file, plan)) = &self.listed else {
+            return writeln!(
+                out,
+                "          (pass --tools-list FILE, a recorded tools/list, to see what its schema teaches)"
+            );
+        };
+        let Some(plan) = plan else {
+            return writeln!(
+                out,
+                "          not listed in {}: every string argument is judged by its shape",
+                file.display()
+            );
+        };
+        if let Some(why) = &plan.overflow {
+            return writeln!(
+                out,
+                "          schema not read to the end ({why}): every string argument is judged by its shape"
+            );
+        }
+        writeln!(out, "arguments (from {}):", file.display())?;
+        for r in &plan.rules {
+            let role = match (self.infer, r.role) {
+                (ToolInfer::Strict, rootfence::toolargs::Role::Weak) => "path",
+                (_, role) => role.as_str(),
+            };
+            writeln!(out, "  {:<24} {:<36} {}", r.pointer(), role, r.why)?;
+        }
+        for n in &plan.notes {
+            writeln!(out, "  note: {n}")?;
+        }
+        writeln!(out, "  (any other string)       by value shape")
+    }
+}
+
+/// A recorded `tools/list` result (a response's `result`, or the result itself).
+fn read_tools_list(file: &Path) -> anyhow::Result<serde_json::Value> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("cannot read the tools list {}", file.display()))?;
+    let mut v: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not JSON (write the tools/list result or response the server sent)",
+            file.display()
+        )
+    })?;
+    if let Some(result) = v.get_mut("result") {
+        v = result.take();
+    }
+    if v.get("tools").and_then(|t| t.as_array()).is_none() {
+        bail!(
+            "{} has no `tools` array (write the tools/list result or response the server sent)",
+            file.display()
+        );
+    }
+    Ok(v)
+}
+
+/// For `policy check --tools-list`: each tool's stance and the arguments judged as paths.
+fn write_inferred_tools(
+    out: &mut impl std::io::Write,
+    policy: &Policy,
+    tools: &serde_json::Value,
+) -> std::io::Result<()> {
+    use rootfence::toolargs::Role;
+    for (name, plan) in rootfence::toolargs::infer_list(tools) {
+        let (infer, _) = policy.tool_infer(&name);
+        let judged: Vec<String> = plan
+            .rules
+            .iter()
+            .filter(|r| match r.role {
+                Role::Path | Role::Uri => true,
+                Role::Weak => infer == rootfence::policy::ToolInfer::Strict,
+                _ => false,
+            })
+            .map(|r| format!("{} ({})", r.pointer(), r.why))
+            .collect();
+        let what = match (infer, &plan.overflow) {
+            (rootfence::policy::ToolInfer::Off, _) => "only [[tools.paths]]".to_owned(),
+            (_, Some(why)) => format!("every string by its shape ({why})"),
+            (_, None) if judged.is_empty() => {
+                "no path arguments; other strings by shape".to_owned()
+            }
+            (_, None) => format!("{}; other strings by shape", judged.join(", ")),
+        };
+        writeln!(out, "  tool {name} [infer {}]: {what}", infer.as_str())?;
+    }
+    Ok(())
+}
+
+/// The tool's `tools.infer` stance and, given a recorded `tools/list`, its inferred
+/// arguments.
+fn infer_for_tool(
+    policy: &Policy,
+    tool: &str,
+    tools_list: Option<&std::path::Path>,
+) -> anyhow::Result<Inferred> {
+    let (infer, rule) = policy.tool_infer(tool);
+    let listed = match tools_list {
+        None => None,
+        Some(file) => {
+            let result = read_tools_list(file)?;
+            let plan = rootfence::toolargs::infer_list(&result)
+                .into_iter()
+                .find(|(name, _)| name == tool)
+                .map(|(_, p)| p);
+            Some((file.to_owned(), plan))
+        }
+    };
+    Ok(Inferred {
+        infer,
+        rule: rule.clone(),
+        listed,
     })
 }
 

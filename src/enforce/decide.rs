@@ -158,6 +158,12 @@ impl Checker {
         self
     }
 
+    /// The server's working directory, when known (tool arguments inferred as paths are
+    /// resolved against it: `tools.rs`).
+    pub(super) fn server_cwd(&self) -> Option<&Path> {
+        self.server_cwd.as_deref()
+    }
+
     /// The options every root check uses.
     pub fn options(&self) -> &CheckOptions {
         &self.opts

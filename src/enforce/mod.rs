@@ -162,6 +162,9 @@ struct Inner {
     dropped_at_start: Mutex<Vec<DroppedRoot>>,
     /// The server's `serverInfo.name`, once it gave one (see `tools.rs`).
     server_name: OnceLock<String>,
+    /// What the server's `tools/list` results taught about its tools' path arguments
+    /// (`crate::toolargs`; see `tools.rs`).
+    tool_plans: Mutex<crate::toolargs::Learned>,
     /// What the field handlers remember (see `fields.rs`).
     fields: fields::FieldState,
     /// The content tripwire (`src/tripwire/`): fingerprints of the denied files inside
@@ -274,6 +277,7 @@ impl Enforcer {
             subscriptions: Mutex::default(),
             dropped_at_start: Mutex::new(dropped.clone()),
             server_name: OnceLock::new(),
+            tool_plans: Mutex::default(),
             fields: fields::FieldState::default(),
             tripwire: Tripwire::new(&policy_deny_globs),
             fingerprints: Mutex::new((None, Arc::new(Fingerprints::default()))),
@@ -805,6 +809,10 @@ impl Inner {
                 self.done_ctx(&ctx, message)
             }
             (Side::Server, Kind::Notification, m::RESOURCES_UPDATED) => self.updated(&ctx, message),
+            (Side::Server, Kind::Notification, m::TOOLS_LIST_CHANGED) => {
+                self.forget_tools();
+                self.server_notification(&ctx, message)
+            }
             (Side::Server, Kind::Notification, _) => self.server_notification(&ctx, message),
             (Side::Server, Kind::ErrorResponse, _) => self.server_error(&ctx, message),
             (Side::Server, Kind::Request, m::ELICITATION_CREATE) => self.elicitation(&ctx, message),
@@ -1236,7 +1244,10 @@ impl Inner {
                 result.get_mut("resourceTemplates"),
                 "uriTemplate",
             ),
-            m::TOOLS_LIST => self.filter_entries(ctx, "result.tools", result.get_mut("tools"), ""),
+            m::TOOLS_LIST => {
+                self.learn_tools(result);
+                self.filter_entries(ctx, "result.tools", result.get_mut("tools"), "")
+            }
             m::PROMPTS_LIST => {
                 self.filter_entries(ctx, "result.prompts", result.get_mut("prompts"), "")
             }

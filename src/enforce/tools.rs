@@ -10,6 +10,16 @@
 //! protects a buggy honest server from hostile arguments, not the user from a hostile
 //! server (that is the sandbox's job and the result filters').
 //!
+//! Every other argument is judged by what the server's own `tools/list` said about it
+//! (`crate::toolargs`, under the policy's `tools.infer`): a path or URI argument is checked
+//! like a `[[tools.paths]]` one; a string of uncertain role is checked when it looks like a
+//! file reference (an absolute path, `~/…`, a `file:` URI, `..`). A relative value is
+//! resolved against the server's working directory: inside a root it is checked there;
+//! outside every root, one that names an existing file is refused and one that names
+//! nothing is passed (tools such as git take names relative to their own base).
+//! What was learned lasts until the server says `notifications/tools/list_changed`; a tool
+//! never listed has every string judged by its shape.
+//!
 //! A refused call is answered as a tool execution error (SEP-1303): a `CallToolResult` with
 //! `isError: true` whose text tells the model what went wrong and what to send instead,
 //! with the machine-readable denial in `_meta["io.rootfence/denial"]`. Every revision's
@@ -21,7 +31,7 @@ use super::decide::{Checked, rule_text};
 use super::{Ctx, Inner};
 use crate::audit;
 use crate::jsonrpc::Id;
-use crate::policy::ArgKind;
+use crate::policy::{ArgKind, ToolInfer};
 use crate::relay::Action;
 use crate::roots::RootSet;
 
@@ -51,6 +61,8 @@ impl Inner {
         }
         let server = self.server_name.get().map(String::as_str);
         let writes = live.policy.tool_writes(&name);
+        // The argument strings the policy's own rules judge (the inference skips them).
+        let mut judged: Vec<String> = Vec::new();
         for tool_path in live.policy.tool_path_pointers(&name, server) {
             let pointer = format!("/params/arguments{}", tool_path.pointer);
             let field = format!("params.arguments{}", tool_path.pointer.replace('/', "."));
@@ -59,8 +71,14 @@ impl Inner {
                 continue; // the argument is absent
             };
             let strings: Vec<&mut Value> = match value {
-                Value::Array(items) => items.iter_mut().collect(),
-                other => vec![other],
+                Value::Array(items) => {
+                    judged.extend((0..items.len()).map(|i| format!("{}/{i}", tool_path.pointer)));
+                    items.iter_mut().collect()
+                }
+                other => {
+                    judged.push(tool_path.pointer.clone());
+                    vec![other]
+                }
             };
             for v in strings {
                 let Some(raw) = v.as_str().map(str::to_owned) else {
@@ -106,7 +124,157 @@ impl Inner {
                 }
             }
         }
+        if let Some(refusal) = self.inferred_arguments(ctx, id, &name, &mut message, &judged) {
+            return refusal;
+        }
         self.done_ctx(ctx, message)
+    }
+
+    /// The arguments the tool's schema (or, for a tool never listed, each value's shape)
+    /// says are paths, judged like the policy's own (`tools.infer`; see the module doc).
+    /// `Some` is the refusal to answer with.
+    fn inferred_arguments(
+        &self,
+        ctx: &Ctx<'_>,
+        id: &Id,
+        name: &str,
+        message: &mut Value,
+        judged: &[String],
+    ) -> Option<Action> {
+        let live = self.live();
+        let (mode, _) = live.policy.tool_infer(name);
+        if mode == ToolInfer::Off {
+            return None;
+        }
+        let args = message.get("params")?.get("arguments")?;
+        let plan = self
+            .tool_plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name);
+        let found: Vec<(String, String, bool, bool, String)> =
+            crate::toolargs::candidates(plan.as_deref(), args, mode, judged)
+                .into_iter()
+                .map(|c| (c.pointer, c.value.to_owned(), c.relative, c.rewrite, c.why))
+                .collect();
+        if found.is_empty() {
+            return None;
+        }
+        let writes = live.policy.tool_writes(name);
+        let word = mode.as_str();
+        for (pointer, raw, relative, rewrite, why) in found {
+            let Some((mut c, as_uri, resolved)) = self.judge_inferred(&live, &raw, relative, ctx)
+            else {
+                continue;
+            };
+            if c.allow && writes && self.names_read_only_path(&c, ctx.roots) {
+                c = Checked {
+                    rule: Some("sandbox.read_only_paths".into()),
+                    canonical: c.canonical,
+                    root: c.root,
+                    ..Checked::deny("read_only_path")
+                };
+            }
+            // The record and the refusal say which tool, which argument and why it was
+            // judged as a path.
+            let arg = pointer.trim_start_matches('/');
+            let note = format!("tools.infer = \"{word}\": `{name}` argument `{arg}`, {why}");
+            c.rule = Some(match c.rule.take() {
+                Some(r) => format!("{r}; {note}").into(),
+                None => note.into(),
+            });
+            let field = format!("params.arguments{}", pointer.replace('/', "."));
+            let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
+            if !(c.allow && ok) {
+                if live.enforce {
+                    return Some(Action::Reply(tool_error(
+                        ctx,
+                        id,
+                        name,
+                        Some(arg),
+                        &raw,
+                        &c,
+                    )));
+                }
+                continue;
+            }
+            // A path or URI argument given absolutely goes on as exactly what was checked;
+            // a relative one goes on as given (the tool may resolve it against a base of its
+            // own, such as a repository).
+            if rewrite && !resolved {
+                if let Some(canonical) = &c.canonical {
+                    let text = if as_uri {
+                        canonical.as_str()
+                    } else {
+                        canonical.path()
+                    };
+                    // The pointer names the string just judged (only strings are rewritten,
+                    // so the arguments keep their shape).
+                    if let Some(slot) = message.pointer_mut(&format!("/params/arguments{pointer}"))
+                    {
+                        ctx.set_uri(slot, text);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Judges one inferred argument string: its decision, whether it was a URI, and whether
+    /// it was relative (resolved against the server's working directory). `None`: it is
+    /// not a file reference (another scheme; a relative name a path argument does not
+    /// need judged; a relative name that resolves to nothing outside the roots).
+    fn judge_inferred(
+        &self,
+        live: &super::Live,
+        raw: &str,
+        relative: bool,
+        ctx: &Ctx<'_>,
+    ) -> Option<(Checked, bool, bool)> {
+        if let Some(scheme) = crate::uri::scheme_of(raw) {
+            let scheme = scheme.to_ascii_lowercase();
+            return (scheme == "file" || crate::toolargs::words::wraps_a_file(raw, &scheme))
+                .then(|| (live.uri(raw, ctx.roots), true, false));
+        }
+        if raw.starts_with('/') || raw.starts_with('~') {
+            return Some((live.path(raw, ctx.roots), false, false));
+        }
+        let dotdot = raw.split('/').any(|s| s == "..");
+        if raw.is_empty() || !(relative || dotdot) {
+            return None;
+        }
+        let c = live.path(raw, ctx.roots);
+        if c.reason != "relative_path" {
+            return Some((c, false, true));
+        }
+        // The server's working directory is outside every root (or the roots are not known
+        // yet): it would resolve `raw` there. What exists there is judged as that file; a
+        // name that resolves to nothing is passed.
+        let Some(cwd) = live.checker.server_cwd() else {
+            return Some((c, false, true));
+        };
+        let there = cwd.join(raw);
+        if std::fs::symlink_metadata(&there).is_err() {
+            return None;
+        }
+        let there = there.to_str()?;
+        Some((live.path(there, ctx.roots), false, true))
+    }
+
+    /// Learns the path arguments of the tools a `tools/list` result describes.
+    pub(super) fn learn_tools(&self, result: &Value) {
+        self.tool_plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .learn(result);
+    }
+
+    /// `notifications/tools/list_changed`: what was learned no longer holds.
+    pub(super) fn forget_tools(&self) {
+        self.tool_plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .forget();
     }
 
     /// Whether an allowed path names a `sandbox.read_only_paths` match, by its canonical
@@ -255,6 +423,33 @@ fn advice(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The inference's list of schemes that name local files is the checker's.
+    #[test]
+    fn both_lists_of_file_wrapping_schemes_agree() {
+        for raw in [
+            "jar:file:///x.jar!/a",
+            "view-source:file:///etc/passwd",
+            "vscode-file://vscode-app/etc/passwd",
+            "vscode-resource:/etc/passwd",
+            "vscode-webview-resource://id/file/etc/passwd",
+            "vscode-remote://ssh-remote+h/etc/passwd",
+            "vscode-remote-resource://h/etc/passwd",
+            "vscode-userdata:/etc/passwd",
+            "blob:file:///etc/passwd",
+            "x-y: FILE:///etc/passwd",
+            "https://example.com/file:",
+            "data:text/plain,file:",
+            "mailto:a@b",
+        ] {
+            let scheme = crate::uri::scheme_of(raw).unwrap().to_ascii_lowercase();
+            assert_eq!(
+                super::super::decide::wraps_a_file(raw, &scheme),
+                crate::toolargs::words::wraps_a_file(raw, &scheme),
+                "{raw}"
+            );
+        }
+    }
 
     #[test]
     fn advice_names_the_roots_and_what_to_send() {

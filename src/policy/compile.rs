@@ -38,7 +38,7 @@ use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
 use super::settings::{
     Access, AuditSettings, CommandRoots, FollowRoots, HardlinkStance, Mode, Network, Ranked,
     ReadStance, ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode,
-    SandboxSettings, SchemeStance, StaticRoot, SymlinkStance, TelemetrySettings, Word,
+    SandboxSettings, SchemeStance, StaticRoot, SymlinkStance, TelemetrySettings, ToolInfer, Word,
     env_pattern_covers, fsync_rank,
 };
 use super::{AllowTable, LayerInfo, Matchers, Policy, ToolPaths};
@@ -137,6 +137,9 @@ struct Acc {
     read_only: Setting<bool>,
     /// `[[tools.paths]]`: tool glob text and glob, server glob, the checked arguments.
     tool_paths: Vec<(String, Glob, Option<NamedGlob>, Vec<ToolPath>)>,
+    infer: Setting<ToolInfer>,
+    /// `[[tools.infer_for]]`: tool glob text and glob, its stance.
+    infer_for: Vec<(String, Glob, ToolInfer, Provenance)>,
 
     audit_path: Setting<Option<String>>,
     fsync: Setting<Fsync>,
@@ -217,6 +220,8 @@ impl Acc {
             tools_writing: Vec::new(),
             read_only: Setting::default(false, "tools.read_only = false"),
             tool_paths: Vec::new(),
+            infer: Setting::default(ToolInfer::Schema, "tools.infer = \"schema\""),
+            infer_for: Vec::new(),
             audit_path: Setting::default(None, "audit.path: the audit module's default"),
             fsync: Setting::default(Fsync::Denials, "audit.fsync = \"denials\""),
             rotate_bytes: Setting::default(None, "audit.rotate_bytes: the audit module's default"),
@@ -1065,6 +1070,7 @@ fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         }
     }
     ranked_bool(cx, &mut acc.read_only, &raw.tools_read_only);
+    apply_infer(acc, raw, cx);
     for entry in &raw.tools_paths {
         let (Some(tool), Some(pointers)) = (&entry.tool, &entry.pointers) else {
             continue;
@@ -1132,6 +1138,55 @@ fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         if list.len() == pointers.v.len() {
             acc.tool_paths.push((tool.v.clone(), glob, server, list));
         }
+    }
+}
+
+/// `tools.infer` and its per-tool overrides. The inference is a heuristic whose misses a
+/// user must be able to correct: while only built-in layers (or the default) set the stance,
+/// any layer may set it or override it for a tool; once an operator's layer set it, later
+/// layers may only narrow it (the tool overrides too).
+fn apply_infer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    let builtin = cx.set_by_builtin(&acc.infer.prov);
+    if builtin {
+        if let Some(e) = &raw.tools_infer {
+            acc.infer = Setting {
+                v: e.v,
+                prov: cx.prov(e),
+            };
+        }
+    } else {
+        ranked(cx, &mut acc.infer, &raw.tools_infer, ToolInfer::WORDS);
+    }
+    for entry in &raw.tools_infer_for {
+        let (Some(tool), Some(infer)) = (&entry.tool, &entry.infer) else {
+            continue;
+        };
+        let glob = match glob::name_glob(&tool.v, Side::Deny) {
+            Ok(g) => g,
+            Err(p) => {
+                cx.problem(&tool.span, p);
+                continue;
+            }
+        };
+        if cx.check && !builtin && infer.v.rank() > acc.infer.v.rank() {
+            let what = format!(
+                "`[[tools.infer_for]] infer = \"{}\"` is wider than the earlier `tools.infer = \"{}\"`",
+                infer.v.word(),
+                acc.infer.v.word()
+            );
+            let earlier = acc.infer.prov.clone();
+            cx.widening(&infer.span, what, &earlier, order_of(ToolInfer::WORDS));
+            continue;
+        }
+        let prov = cx.at(
+            &tool.span,
+            format!(
+                "[[tools.infer_for]] tool = {}, infer = \"{}\"",
+                cx.src.snippet(&tool.span),
+                infer.v.word()
+            ),
+        );
+        acc.infer_for.push((tool.v.clone(), glob, infer.v, prov));
     }
 }
 
@@ -1816,6 +1871,12 @@ fn build(
                 paths: l.clone(),
             })
             .collect(),
+        infer: (acc.infer.v, acc.infer.prov.clone()),
+        infer_for: acc
+            .infer_for
+            .iter()
+            .map(|(t, g, i, p)| (t.clone(), g.compile_matcher(), *i, p.clone()))
+            .collect(),
         max_bytes_prov: acc.max_bytes.prov.clone(),
         mime_prov: acc.mime.prov.clone(),
         default: Provenance::default_rule("default"),
@@ -1945,6 +2006,11 @@ fn build(
             "tools.read_only",
             acc.read_only.v.to_string(),
             acc.read_only.prov.clone(),
+        ),
+        (
+            "tools.infer",
+            format!("\"{}\"", acc.infer.v.word()),
+            acc.infer.prov.clone(),
         ),
         (
             "audit.path",
@@ -2256,6 +2322,59 @@ mod tests {
         for bad in ["", "1X", "A-B", "A*B", "**"] {
             assert!(!valid_env_pattern(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn tools_infer_narrows_once_an_operator_set_it() {
+        let load = |layers: &[&str]| {
+            let mut sources = vec![(
+                "builtin:default".to_owned(),
+                include_str!("../../policies/default.toml").to_owned(),
+            )];
+            sources.extend(
+                layers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (format!("l{i}.toml"), format!("version = 1\n{t}"))),
+            );
+            crate::policy::Policy::from_sources(&sources)
+        };
+        let p = load(&[]).unwrap();
+        assert_eq!(p.tool_infer("read_file").0, ToolInfer::Schema);
+        // Over the built-in default, a user may loosen it, for all tools or one.
+        let p = load(&[
+            "[tools]\ninfer = \"off\"\n[[tools.infer_for]]\ntool = \"fs_*\"\ninfer = \"strict\"",
+        ])
+        .unwrap();
+        assert_eq!(p.tool_infer("search").0, ToolInfer::Off);
+        assert_eq!(p.tool_infer("fs_read").0, ToolInfer::Strict);
+        let p = load(&["[[tools.infer_for]]\ntool = \"search\"\ninfer = \"off\""]).unwrap();
+        assert_eq!(p.tool_infer("search").0, ToolInfer::Off);
+        assert_eq!(p.tool_infer("other").0, ToolInfer::Schema);
+        // Once an operator set it, later layers only narrow.
+        let org = "[tools]\ninfer = \"strict\"";
+        let e = load(&[org, "[tools]\ninfer = \"schema\""])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is wider than the earlier"), "{e}");
+        let e = load(&[org, "[[tools.infer_for]]\ntool = \"x\"\ninfer = \"off\""])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("[[tools.infer_for]] infer = \"off\"` is wider"),
+            "{e}"
+        );
+        // The narrowest matching override wins.
+        let p = load(&[
+            "[[tools.infer_for]]\ntool = \"*\"\ninfer = \"off\"\n[[tools.infer_for]]\ntool = \"run\"\ninfer = \"strict\"",
+        ])
+        .unwrap();
+        assert_eq!(p.tool_infer("run").0, ToolInfer::Strict);
+        assert_eq!(p.tool_infer("ls").0, ToolInfer::Off);
+        let e = load(&["[[tools.infer_for]]\ninfer = \"off\""])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("without `tool`"), "{e}");
     }
 
     #[test]

@@ -320,6 +320,18 @@ impl Policy {
             .flat_map(|e| e.paths.iter())
             .collect()
     }
+
+    /// `tools.infer` for one tool, with the rule that set it: the narrowest
+    /// `[[tools.infer_for]]` entry whose glob matches the name, else `tools.infer`.
+    pub fn tool_infer(&self, tool_name: &str) -> (super::ToolInfer, &Provenance) {
+        use super::settings::Ranked;
+        let m = &self.m;
+        m.infer_for
+            .iter()
+            .filter(|(_, g, _, _)| g.is_match(tool_name))
+            .min_by_key(|(_, _, i, _)| i.rank())
+            .map_or((m.infer.0, &m.infer.1), |(_, _, i, p)| (*i, p))
+    }
 }
 
 /// Whether MIME pattern `pattern` (lowercase `type/subtype`, `type/*`, `*/*`) matches the

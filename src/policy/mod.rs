@@ -51,7 +51,7 @@ pub use grant::{Grant, GrantRefused, Grantable, Grants, Refusal};
 pub use settings::{
     Access, AuditSettings, CommandRoots, FollowRoots, HardlinkStance, Mode, Network, ReadStance,
     ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
-    SchemeStance, StaticRoot, SymlinkStance, TelemetrySettings,
+    SchemeStance, StaticRoot, SymlinkStance, TelemetrySettings, ToolInfer,
 };
 
 use glob::GlobTable;
@@ -148,6 +148,15 @@ pub(crate) struct Matchers {
     pub(crate) read_only: bool,
     pub(crate) tool_paths_set: globset::GlobSet,
     pub(crate) tool_paths: Vec<ToolPaths>,
+    /// `tools.infer` and where it was set.
+    pub(crate) infer: (settings::ToolInfer, Provenance),
+    /// `[[tools.infer_for]]`: tool glob as written, its matcher, stance, origin.
+    pub(crate) infer_for: Vec<(
+        String,
+        globset::GlobMatcher,
+        settings::ToolInfer,
+        Provenance,
+    )>,
     pub(crate) max_bytes_prov: Provenance,
     pub(crate) mime_prov: Provenance,
     pub(crate) default: Provenance,

@@ -17,7 +17,7 @@ use super::decision::ArgKind;
 use super::error::{ErrorKind, PolicyError, Source};
 use super::settings::{
     Access, CommandRoots, FollowRoots, HardlinkStance, Mode, ReadStance, RootsFallback,
-    SandboxMode, SymlinkStance,
+    SandboxMode, SymlinkStance, ToolInfer,
 };
 use crate::audit::syslog::{FACILITIES, MsgFormat};
 use crate::audit::{AllowedRecords, OnFailure};
@@ -86,6 +86,13 @@ pub(crate) struct RawToolPath {
     pub(crate) server: Option<Entry<String>>,
 }
 
+/// One `[[tools.infer_for]]` entry: `tools.infer` for the tools a glob names.
+#[derive(Debug, Clone)]
+pub(crate) struct RawInferFor {
+    pub(crate) tool: Option<Entry<String>>,
+    pub(crate) infer: Option<Entry<ToolInfer>>,
+}
+
 type Strings = Option<Entry<Vec<Sp<String>>>>;
 
 /// One layer's document, shape-checked.
@@ -118,6 +125,8 @@ pub(crate) struct RawLayer {
     pub(crate) tools_writing: Strings,
     pub(crate) tools_read_only: Option<Entry<bool>>,
     pub(crate) tools_paths: Vec<RawToolPath>,
+    pub(crate) tools_infer: Option<Entry<ToolInfer>>,
+    pub(crate) tools_infer_for: Vec<RawInferFor>,
 
     pub(crate) audit_path: Option<Entry<String>>,
     pub(crate) audit_fsync: Option<Entry<FsyncWord>>,
@@ -193,7 +202,15 @@ const RESOURCES_KEYS: &[&str] = &[
     "mime",
     "read",
 ];
-const TOOLS_KEYS: &[&str] = &["deny", "writing", "read_only", "paths"];
+const TOOLS_KEYS: &[&str] = &[
+    "deny",
+    "writing",
+    "read_only",
+    "paths",
+    "infer",
+    "infer_for",
+];
+const INFER_FOR_KEYS: &[&str] = &["tool", "infer"];
 const TOOL_PATH_KEYS: &[&str] = &["tool", "pointers", "kind", "server"];
 const AUDIT_KEYS: &[&str] = &[
     "path",
@@ -248,6 +265,7 @@ const ALL_TABLES: &[(&str, &[&str])] = &[
     ("resources", RESOURCES_KEYS),
     ("tools", TOOLS_KEYS),
     ("tools.paths", TOOL_PATH_KEYS),
+    ("tools.infer_for", INFER_FOR_KEYS),
     ("audit", AUDIT_KEYS),
     ("audit.syslog", SYSLOG_KEYS),
     ("sandbox", SANDBOX_KEYS),
@@ -333,6 +351,8 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.tools_writing = w.strings(t, "tools", "writing");
         raw.tools_read_only = w.boolean(t, "tools", "read_only");
         raw.tools_paths = w.tool_paths(t);
+        raw.tools_infer = w.word(t, "tools", "infer", ToolInfer::WORDS);
+        raw.tools_infer_for = w.infer_for(t);
     }
     if let Some(t) = w.table(top, "", "audit") {
         w.check_keys(t, "audit", AUDIT_KEYS);
@@ -435,7 +455,8 @@ fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
         "resources", "max_bytes"; "resources", "mime"; "resources", "read";
         "tools", "deny"; "tools", "writing"; "tools", "read_only"; "tools", "paths";
         "tools.paths", "tool"; "tools.paths", "pointers"; "tools.paths", "kind";
-        "tools.paths", "server";
+        "tools.paths", "server"; "tools", "infer"; "tools", "infer_for";
+        "tools.infer_for", "tool"; "tools.infer_for", "infer";
         "audit", "path"; "audit", "fsync"; "audit", "fsync_interval_ms";
         "audit", "rotate_bytes"; "audit", "on_failure"; "audit", "log_allowed";
         "audit", "allowed"; "audit", "retain_files"; "audit", "retain_bytes";
@@ -791,6 +812,47 @@ impl Walker<'_, '_> {
                 None
             }
         }
+    }
+
+    fn infer_for(&mut self, table: &DeTable<'_>) -> Vec<RawInferFor> {
+        let Some((_, v)) = Self::find(table, "infer_for") else {
+            return Vec::new();
+        };
+        let what = "an array of tables ([[tools.infer_for]])";
+        let DeValue::Array(items) = v.get_ref() else {
+            self.wrong_type(&v.span(), "tools.infer_for", what, v.get_ref());
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for item in items.iter() {
+            let DeValue::Table(t) = item.get_ref() else {
+                self.wrong_type(&item.span(), "tools.infer_for", what, item.get_ref());
+                continue;
+            };
+            self.check_keys(t, "tools.infer_for", INFER_FOR_KEYS);
+            let entry = RawInferFor {
+                tool: self.string(t, "tools.infer_for", "tool"),
+                infer: self.word(t, "tools.infer_for", "infer", ToolInfer::WORDS),
+            };
+            for what in ["tool", "infer"] {
+                if Self::find(t, what).is_none() {
+                    let err = self
+                        .src
+                        .error(
+                            &item.span(),
+                            ErrorKind::BadValue,
+                            format!("[[tools.infer_for]] entry without `{what}`"),
+                        )
+                        .hint(
+                            "each [[tools.infer_for]] needs `tool = \"<name glob>\"` and \
+                             `infer = \"strict\"`, `\"schema\"` or `\"off\"`",
+                        );
+                    self.errs.push(err);
+                }
+            }
+            out.push(entry);
+        }
+        out
     }
 
     fn tool_paths(&mut self, table: &DeTable<'_>) -> Vec<RawToolPath> {

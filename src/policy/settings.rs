@@ -37,6 +37,10 @@ pub use crate::fsaccess::SymlinkStance;
 /// The sandbox's own types, so what a policy states is exactly what the sandbox applies.
 pub use crate::sandbox::{Access, Network, Rlimits, SandboxMode};
 
+/// `tools.infer`: which tool arguments are judged beyond those the policy names (the
+/// inference's own type, so the stance a policy states is exactly the one applied).
+pub use crate::toolargs::Infer as ToolInfer;
+
 /// How files with more than one hard link are treated: the resolver's own type, so the
 /// stance a policy states is exactly the one the checks apply.
 pub use crate::fsaccess::HardlinkStance;
@@ -319,6 +323,16 @@ impl Ranked for ReadStance {
     }
 }
 
+impl Ranked for ToolInfer {
+    fn rank(&self) -> u64 {
+        match self {
+            ToolInfer::Strict => 0,
+            ToolInfer::Schema => 1,
+            ToolInfer::Off => 2,
+        }
+    }
+}
+
 impl Ranked for AllowedRecords {
     fn rank(&self) -> u64 {
         match self {
@@ -418,6 +432,11 @@ words!(ReadStance {
     ReadStance::Forward => "forward",
     ReadStance::Verify => "verify",
     ReadStance::Serve => "serve",
+});
+words!(ToolInfer {
+    ToolInfer::Strict => "strict",
+    ToolInfer::Schema => "schema",
+    ToolInfer::Off => "off",
 });
 words!(OnFailure { OnFailure::Stop => "stop", OnFailure::Continue => "continue" });
 words!(AllowedRecords { AllowedRecords::Each => "each", AllowedRecords::Summary => "summary" });

@@ -155,6 +155,17 @@ impl Policy {
                 ));
             }
         }
+        out.push_str("\n# tools.infer_for (per-tool tools.infer)\n");
+        if m.infer_for.is_empty() {
+            out.push_str("#   (none)\n");
+        }
+        for (tool, _, infer, prov) in &m.infer_for {
+            out.push_str(&format!(
+                "#   tool {tool:?} infer {:?}  from {}\n",
+                super::settings::Word::word(infer),
+                origin(prov)
+            ));
+        }
         let grants = &self.sandbox.grants;
         if !(grants.env.is_empty() && grants.read.is_empty() && grants.write.is_empty()) {
             out.push_str("\n# sandbox grants (accumulate over the layers)\n");
@@ -238,6 +249,11 @@ impl Policy {
                 "kind": p.kind.as_str(),
                 "provenance": prov_json(&p.provenance),
             }))).collect::<Vec<_>>(),
+            "tools_infer_for": m.infer_for.iter().map(|(tool, _, infer, p)| json!({
+                "tool": tool,
+                "infer": super::settings::Word::word(infer),
+                "provenance": prov_json(p),
+            })).collect::<Vec<_>>(),
             "sandbox_read_only_roots": self.sandbox.read_only_roots,
             "sandbox_grants": {
                 "env": grant_list(&self.sandbox.grants.env),
