@@ -258,7 +258,7 @@ const CASES: &[Case] = &[
         host: Host::ClaudeDesktop,
         style: "headless, Debian's Chromium by `--executable-path`, no host roots, host run by a normal user",
         wrap_adds: "--read /usr/bin/chromium",
-        checked: "Chromium starts with its own sandbox; navigates, snapshots, evaluates, clicks (the snapshot file's directory under `$TMPDIR` masked); `file:` navigation outside refused (the server's tool error)",
+        checked: "Chromium starts with its own sandbox; navigates, snapshots, evaluates, clicks (the snapshot file's directory under `$TMPDIR` masked); `file:` navigation outside refused (tool error)",
         known: None,
         normal_user: true,
     },
@@ -316,7 +316,7 @@ const CASES: &[Case] = &[
         host: Host::ClaudeDesktop,
         style: "`uvx markitdown-mcp@…` with uv in `~/.local/bin`, no arguments, no host roots",
         wrap_adds: "",
-        checked: "uvx builds its 71-package environment (pandas, onnxruntime, magika) from the uv cache offline; converts an HTML `data:` URI to Markdown; a `file:` URI outside fails in the sandbox (the server's tool error: rootfence does not read its `uri` argument as a path)",
+        checked: "uvx builds its 71-package environment (pandas, onnxruntime, magika) from the uv cache offline; converts an HTML `data:` URI to Markdown; a `file:` URI outside refused (tool error)",
         known: None,
         normal_user: false,
     },
@@ -1503,7 +1503,7 @@ fn git_claude_desktop() {
                 call_error(
                     "git_log",
                     json!({"repo_path": other, "max_count": 5}),
-                    Refusal::ServerTool,
+                    Refusal::RootfenceTool("outside_roots"),
                 ),
             ],
             reset: Box::new(move || {
@@ -1710,7 +1710,7 @@ fn playwright_claude_desktop() {
             denials: vec![call_error(
                 "browser_navigate",
                 json!({"url": uri(&w.outside.join("secret.txt"))}),
-                Refusal::ServerTool,
+                Refusal::RootfenceTool("outside_roots"),
             )],
             reset: Box::new(|| {}),
             after: Box::new(|run| {
@@ -1824,7 +1824,7 @@ fn git_uvx_claude_desktop() {
                 call_error(
                     "git_log",
                     json!({"repo_path": other, "max_count": 5}),
-                    Refusal::ServerTool,
+                    Refusal::RootfenceTool("outside_roots"),
                 ),
             ],
             reset: Box::new(move || {
@@ -2010,9 +2010,9 @@ fn markitdown_uvx_claude_desktop() {
             denials: vec![call_error(
                 "convert_to_markdown",
                 json!({"uri": uri(&w.outside.join("secret.txt"))}),
-                // rootfence does not take this tool's `uri` as a path: the sandbox stops
-                // the server's own read.
-                Refusal::ServerTool,
+                // A `file:` URI is file access whatever the argument is called: refused
+                // before the server reads it.
+                Refusal::RootfenceTool("outside_roots"),
             )],
             reset: Box::new(|| {}),
             after: Box::new(|run| {
@@ -2149,7 +2149,7 @@ fn git_worktree_claude_desktop() {
                 call_error(
                     "git_log",
                     json!({"repo_path": other, "max_count": 5}),
-                    Refusal::ServerTool,
+                    Refusal::RootfenceTool("outside_roots"),
                 ),
             ],
             reset: Box::new(move || {
