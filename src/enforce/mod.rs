@@ -485,6 +485,7 @@ impl Interceptor for Enforcer {
             from: msg.from,
             kind: msg.kind,
             method: msg.method,
+            tool: None,
             id: msg.id,
             roots: roots.as_deref(),
             changed: std::cell::Cell::new(false),
@@ -632,6 +633,8 @@ struct Ctx<'a> {
     from: Side,
     kind: Kind,
     method: &'a str,
+    /// The tool of a `tools/call` request, for its decisions' audit records.
+    tool: Option<&'a str>,
     id: Option<&'a Id>,
     roots: Option<&'a RootSet>,
     changed: std::cell::Cell<bool>,
@@ -707,6 +710,7 @@ impl Inner {
             from,
             kind,
             method: &method,
+            tool: None,
             id: id.as_ref(),
             roots: roots.as_deref(),
             // When the original bytes could mean something else than the parsed value, the
@@ -941,6 +945,7 @@ impl Inner {
             from: ctx.from,
             kind: ctx.kind,
             method: ctx.method,
+            tool: ctx.tool,
             id: ctx.id,
             roots: roots_now.as_deref(),
             changed: std::cell::Cell::new(ctx.changed.get()),
