@@ -372,3 +372,77 @@ fn follow_prints_new_records_as_they_come_across_a_rotation() {
     let want: Vec<u64> = (1..=total as u64).collect();
     assert_eq!(got, want, "every record once, in order");
 }
+
+/// A real session: a `tools/call` whose path argument is judged leaves a decision that
+/// names its tool, which `--tool` and `summary` then find.
+#[test]
+fn a_real_tool_call_decision_names_its_tool() {
+    #[path = "common/mod.rs"]
+    mod common;
+    let t = tempfile::tempdir().unwrap();
+    let ws = t.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("notes.txt"), "hello").unwrap();
+    let ws = ws.canonicalize().unwrap();
+    let log = t.path().join("audit.jsonl");
+    let policy = t.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[[tools.paths]]\ntool = \"read_path\"\npointers = [\"/path\"]\n",
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new(common::rootfence());
+    cmd.arg("run")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit-log")
+        .arg(&log)
+        .arg("--")
+        .arg(common::test_server());
+    let mut p = common::Proxy::spawn(cmd);
+    p.send_json(
+        &serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true}},
+        "clientInfo":{"name":"test-host","version":"0"}}}),
+    );
+    let ask = p.recv();
+    assert_eq!(ask["method"], "roots/list", "{ask}");
+    let root = format!("file://{}", ws.display());
+    p.send_json(
+        &serde_json::json!({"jsonrpc":"2.0","id":ask["id"],"result":{"roots":[{"uri":root}]}}),
+    );
+    assert_eq!(p.recv()["id"], 0);
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    for (id, path) in [(1, ws.join("notes.txt")), (2, "/etc/passwd".into())] {
+        p.send_json(
+            &serde_json::json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":"read_path","arguments":{"path":path}}}),
+        );
+        assert_eq!(p.recv()["id"], id);
+    }
+    p.close_stdin();
+    assert_eq!(p.exit_code(), 0, "{}", p.stderr());
+    let found = seqs(&["--tool", "read_*"], &log);
+    let recs = records(&log);
+    let calls: Vec<&serde_json::Value> = recs
+        .iter()
+        .filter(|r| r["method"] == "tools/call" && r["event"] == "decision")
+        .collect();
+    assert!(
+        !calls.is_empty(),
+        "the tool's path argument was judged: {recs:?}"
+    );
+    for r in &calls {
+        assert_eq!(r["tool"], "read_path", "{r}");
+    }
+    assert_eq!(
+        found,
+        calls
+            .iter()
+            .map(|r| r["seq"].as_u64().unwrap())
+            .collect::<Vec<_>>()
+    );
+    assert!(calls.iter().any(|r| r["decision"] == "deny"), "{calls:?}");
+    let j: serde_json::Value = serde_json::from_str(&out(&["summary", "--json"], &log)).unwrap();
+    assert_eq!(j["all"]["top_denied_tools"][0][0], "read_path", "{j}");
+}

@@ -541,6 +541,7 @@ impl Interceptor for Enforcer {
             from: msg.from,
             kind: msg.kind,
             method: msg.method,
+            tool: None,
             id: msg.id,
             roots: roots.as_deref(),
             roots_arc: roots.as_ref(),
@@ -689,6 +690,8 @@ struct Ctx<'a> {
     from: Side,
     kind: Kind,
     method: &'a str,
+    /// The tool of a `tools/call` request, for its decisions' audit records.
+    tool: Option<&'a str>,
     id: Option<&'a Id>,
     roots: Option<&'a RootSet>,
     /// The same roots as shared: a verdict kept across the server's answer remembers which
@@ -767,6 +770,7 @@ impl Inner {
             from,
             kind,
             method: &method,
+            tool: None,
             id: id.as_ref(),
             roots: roots.as_deref(),
             roots_arc: roots.as_ref(),
@@ -1034,6 +1038,7 @@ impl Inner {
             from: ctx.from,
             kind: ctx.kind,
             method: ctx.method,
+            tool: ctx.tool,
             id: ctx.id,
             roots: roots_now.as_deref(),
             roots_arc: roots_now.as_ref(),

@@ -326,7 +326,7 @@ impl Inner {
             direction: direction(ctx.from),
             method: ctx.method,
             id: id.as_ref(),
-            tool: None,
+            tool: ctx.tool,
             field: Some(field),
             uri: raw,
             canonical,

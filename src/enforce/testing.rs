@@ -87,6 +87,7 @@ impl World {
             from,
             kind,
             method,
+            tool: None,
             id: Some(id),
             roots: Some(self.enforcer.inner.operator.set()),
             roots_arc: None,

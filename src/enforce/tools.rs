@@ -49,6 +49,17 @@ impl Inner {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
+        // The same request, its decisions' records naming the tool (issue 29).
+        let ctx = &Ctx {
+            from: ctx.from,
+            kind: ctx.kind,
+            method: ctx.method,
+            tool: Some(&name),
+            id: ctx.id,
+            roots: ctx.roots,
+            changed: std::cell::Cell::new(ctx.changed.get()),
+            stateless: ctx.stateless,
+        };
         let live = self.live();
         let d = live.policy.decide_tool(&name);
         if !d.allow || !d.provenance.is_default() {
