@@ -260,3 +260,17 @@ fn the_report_renders_in_headless_chromium() {
     assert!(red > 5 * 60, "the denial marks: {red} red pixels");
     assert!(green > 100, "the verified bar: {green} green pixels");
 }
+
+/// A flood of denials keeps the page bounded: marks are capped per lane, the table at its
+/// row limit, and the page says what it left out.
+#[test]
+fn a_flood_of_denials_keeps_the_page_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    write_session(config(&log), 30_000); // every 5th denied: 6,000 denials
+    let html = report(&log, &dir.path().join("f.html"), &[]);
+    assert_eq!(html.matches("<circle class=\"deny\"").count(), 5_000);
+    assert!(html.contains("6000 denials, the first 5000 drawn."));
+    assert!(html.contains("10000 more decisions are not in this table"));
+    assert!(html.len() < 40 << 20, "{} bytes", html.len());
+}

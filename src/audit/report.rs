@@ -43,8 +43,13 @@ pub struct ReportOptions {
 /// Rows of the decisions table at most; the page says when more were left out.
 const MAX_ROWS: usize = 20_000;
 
-/// Allowed-decision ticks per lane at most (denials are all drawn).
+/// Allowed-decision ticks per lane at most.
 const MAX_ALLOW_TICKS: usize = 2_000;
+
+/// Denial marks per lane at most: a flood of denials must not make a page of hundreds of
+/// megabytes. The lane's label still counts them all, and the page says how many were not
+/// drawn.
+const MAX_DENY_MARKS: usize = 5_000;
 
 /// A mark on a lane.
 struct Mark {
@@ -76,6 +81,7 @@ struct Lane {
     allowed: u64,
     denied: u64,
     allow_ticks: usize,
+    deny_marks: usize,
     marks: Vec<Mark>,
 }
 
@@ -211,8 +217,15 @@ pub fn report_html(
                     } else {
                         lane.allowed += 1;
                     }
-                    if deny || lane.allow_ticks < MAX_ALLOW_TICKS {
-                        if !deny {
+                    let room = if deny {
+                        lane.deny_marks < MAX_DENY_MARKS
+                    } else {
+                        lane.allow_ticks < MAX_ALLOW_TICKS
+                    };
+                    if room {
+                        if deny {
+                            lane.deny_marks += 1;
+                        } else {
                             lane.allow_ticks += 1;
                         }
                         let mut label = format!(
@@ -569,7 +582,19 @@ fn timeline(o: &mut String, lanes: &[Lane]) {
         }
         o.push_str("</g>");
     }
-    o.push_str("</svg></section>");
+    o.push_str("</svg>");
+    for l in lanes {
+        if l.denied as usize > l.deny_marks {
+            let _ = write!(
+                o,
+                "<p class=\"n\">session {}: {} denials, the first {} drawn.</p>",
+                h(l.session.get(..8).unwrap_or(&l.session)),
+                l.denied,
+                l.deny_marks
+            );
+        }
+    }
+    o.push_str("</section>");
 }
 
 fn tops(o: &mut String, p: &Page<'_>) {
