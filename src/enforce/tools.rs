@@ -57,6 +57,7 @@ impl Inner {
             tool: Some(&name),
             id: ctx.id,
             roots: ctx.roots,
+            roots_arc: ctx.roots_arc,
             changed: std::cell::Cell::new(ctx.changed.get()),
             stateless: ctx.stateless,
         };
