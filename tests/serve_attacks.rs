@@ -21,7 +21,9 @@ fn start(dir: &Path, opts: &[&str]) -> (Serve, PathBuf, PathBuf) {
     let audit = dir.join("audit.jsonl");
     let dir_s = dir.display().to_string();
     let audit_s = audit.display().to_string();
-    let mut all = vec!["--write", &dir_s, "--audit-log", &audit_s];
+    // The directory is the session's root too: `read_path` of a file in it is allowed work
+    // (tool path arguments are judged against the roots).
+    let mut all = vec!["--root", &dir_s, "--write", &dir_s, "--audit-log", &audit_s];
     all.extend_from_slice(opts);
     let serve = Serve::start(&all, &[&test_server(), "--log", log.to_str().unwrap()]);
     (serve, log, audit)
@@ -123,8 +125,17 @@ fn routing_headers_that_disagree_with_the_body_are_refused_and_audited() {
     let mut serve = serve;
     assert!(serve.stop().success());
     let text = std::fs::read_to_string(&audit).unwrap();
+    // The honest call's path is judged and its decision names the file; the refusals hold
+    // the message's hash only.
+    let refusals: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(r#""event":"protocol_error""#))
+        .collect();
+    assert!(!refusals.is_empty(), "no protocol_error record:\n{text}");
     assert!(
-        !text.contains("header-smuggled") && !text.contains("list_things"),
+        refusals
+            .iter()
+            .all(|l| !l.contains("header-smuggled") && !l.contains("list_things")),
         "the audit log holds the message's hash, not its content"
     );
     let records: Vec<serde_json::Value> = text
@@ -182,6 +193,8 @@ fn idle_connections_and_h2c_prefaces_cannot_exhaust_descriptors() {
     let serve = Serve::start_under(
         &["prlimit", "--nofile=1024:1024", "--"],
         &[
+            "--root",
+            &dir_s,
             "--write",
             &dir_s,
             "--audit-log",

@@ -39,6 +39,8 @@ fn fleet(dir: &Path, n: usize) -> Vec<Serve> {
                     &addr,
                     "--state-key-file",
                     key.to_str().unwrap(),
+                    "--root",
+                    &dir_s,
                     "--write",
                     &dir_s,
                     "--audit-log",

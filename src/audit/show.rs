@@ -150,9 +150,11 @@ fn follow_file(
         }
         out.flush()?;
         // At the end: has the writer rotated the file (a new file at the path) or has it
-        // been cut? The renamed file was complete before the new one was started, so what
-        // is left of it was read above.
+        // been cut? The renamed file was complete before the new one was started, but the
+        // writer may have appended to it between the read above and this look: what it
+        // holds past `pos` is read before moving on (a record was lost here under load).
         match std::fs::metadata(path) {
+            Ok(m) if m.ino() != ino && file.metadata()?.len() > pos => continue,
             Ok(m) if m.ino() != ino => {
                 // Move on to the file that follows the one just finished: the next rotated
                 // file when the writer rotated more than once since the last look, else
