@@ -173,58 +173,34 @@ install_pipx() {
     printf '%s\n' "$key" >"$stamp"
 }
 
-install_chromium() {
-    if [[ -x /usr/bin/chromium ]]; then
-        log "chromium: $(/usr/bin/chromium --version 2>/dev/null || echo present)"
+# install_deb PACKAGE BINARY CASES: a Debian package the suite runs (never its service),
+# installed with apt-get when BINARY is missing and we are root. A package the apt mirror
+# cannot deliver costs only CASES (they skip and say why), never the rest of the suite;
+# ROOTFENCE_PEERS_NO_APT=1 skips the install.
+apt_updated=0
+install_deb() {
+    local package=$1 binary=$2 cases=$3
+    if [[ -x "$binary" ]]; then
+        log "$package: present ($binary)"
         return
     fi
     if [[ "${ROOTFENCE_PEERS_NO_APT:-0}" == 1 ]]; then
-        log "chromium: not installed (ROOTFENCE_PEERS_NO_APT=1); the browser cases will skip"
+        log "$package: not installed (ROOTFENCE_PEERS_NO_APT=1); $cases will skip"
         return
     fi
-    if ! command -v apt-get >/dev/null 2>&1; then
-        log "warning: /usr/bin/chromium is missing and there is no apt-get: install Chromium at /usr/bin/chromium for the browser cases (they skip until then)"
+    if ! command -v apt-get >/dev/null 2>&1 || [[ $(id -u) != 0 ]]; then
+        log "warning: $binary is missing: run 'sudo apt-get install $package' for $cases (they skip until then)"
         return
     fi
-    if [[ $(id -u) != 0 ]]; then
-        log "warning: /usr/bin/chromium is missing: run 'sudo apt-get install chromium' for the browser cases (they skip until then)"
+    log "$package: apt-get install $package"
+    if [[ $apt_updated == 0 ]]; then
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && apt_updated=1
+    fi
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$package" >&2; then
+        log "warning: apt-get could not install $package; $cases will skip"
         return
     fi
-    log "chromium: apt-get install chromium"
-    # A browser the apt mirror cannot deliver costs the browser cases only (they skip and say
-    # why), never the rest of the suite.
-    if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >&2; }; then
-        log "warning: apt-get could not install chromium; the browser cases will skip"
-        return
-    fi
-    [[ -x /usr/bin/chromium ]] || log "warning: apt-get did not install /usr/bin/chromium; the browser cases will skip"
-}
-
-install_rsyslog() {
-    if [[ -x /usr/sbin/rsyslogd ]]; then
-        log "rsyslog: $(/usr/sbin/rsyslogd -v 2>/dev/null | head -n1 || echo present)"
-        return
-    fi
-    if [[ "${ROOTFENCE_PEERS_NO_APT:-0}" == 1 ]]; then
-        log "rsyslog: not installed (ROOTFENCE_PEERS_NO_APT=1); the rsyslog case will skip"
-        return
-    fi
-    if ! command -v apt-get >/dev/null 2>&1; then
-        log "warning: /usr/sbin/rsyslogd is missing and there is no apt-get: install rsyslog for the rsyslog case (it skips until then)"
-        return
-    fi
-    if [[ $(id -u) != 0 ]]; then
-        log "warning: /usr/sbin/rsyslogd is missing: run 'sudo apt-get install rsyslog' for the rsyslog case (it skips until then)"
-        return
-    fi
-    log "rsyslog: apt-get install rsyslog"
-    if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rsyslog >&2; }; then
-        log "warning: apt-get could not install rsyslog; the rsyslog case will skip"
-        return
-    fi
-    [[ -x /usr/sbin/rsyslogd ]] || log "warning: apt-get did not install /usr/sbin/rsyslogd; the rsyslog case will skip"
+    [[ -x "$binary" ]] || log "warning: apt-get did not install $binary; $cases will skip"
 }
 
 install_deploy_validator() {
@@ -245,30 +221,15 @@ install_deploy_validator() {
     printf '%s\n' "$key" >"$stamp"
 }
 
-install_nginx() {
-    if [[ -x /usr/sbin/nginx ]]; then
-        log "nginx: $(/usr/sbin/nginx -v 2>&1 || echo present)"
-        return
-    fi
-    if [[ "${ROOTFENCE_PEERS_NO_APT:-0}" == 1 || $(id -u) != 0 ]] ||
-        ! command -v apt-get >/dev/null 2>&1; then
-        log "warning: /usr/sbin/nginx is missing: run 'sudo apt-get install nginx-light' for the load balancer case of tests/serve_fleet.rs (it skips until then)"
-        return
-    fi
-    log "nginx: apt-get install nginx-light"
-    if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light >&2; }; then
-        log "warning: apt-get could not install nginx-light; the nginx case will skip"
-    fi
-}
-
 install_node
 install_python
 install_rmcp_client
 install_uv
 install_pipx
-install_chromium
-install_rsyslog
-install_nginx
+# Playwright MCP's browser (Playwright's own builds come from a CDN, not a registry) and the
+# renderer of `audit report --html`; the syslog receiver; the load balancer of serve_fleet.
+install_deb chromium /usr/bin/chromium "the browser cases (compat's Playwright row, audit_report)"
+install_deb rsyslog /usr/sbin/rsyslogd "the rsyslog case of tests/audit_syslog.rs"
+install_deb nginx-light /usr/sbin/nginx "the load balancer case of tests/serve_fleet.rs"
 install_deploy_validator
 log "all test peers installed"

@@ -24,28 +24,6 @@ pub fn rule_text(p: &crate::policy::Provenance) -> String {
     }
 }
 
-/// Schemes hosts resolve to local files: `jar:file:…!/x`, `view-source:file:…`, VS Code's
-/// `vscode-file://vscode-app/<path>`, resource, remote and user-data schemes, and any
-/// `scheme:file:…` form.
-pub(super) fn wraps_a_file(raw: &str, scheme: &str) -> bool {
-    const LOCAL: [&str; 8] = [
-        "jar",
-        "view-source",
-        "vscode-file",
-        "vscode-resource",
-        "vscode-webview-resource",
-        "vscode-remote",
-        "vscode-remote-resource",
-        "vscode-userdata",
-    ];
-    if LOCAL.contains(&scheme) {
-        return true;
-    }
-    let rest = raw.get(scheme.len() + 1..).unwrap_or("").trim_start();
-    rest.get(..5)
-        .is_some_and(|p| p.eq_ignore_ascii_case("file:"))
-}
-
 /// The outcome of checking one URI (or path).
 #[derive(Clone, Debug)]
 pub struct Checked {
@@ -193,7 +171,7 @@ impl Checker {
             // Schemes that wrap a file: URI, or name local files themselves, are file access
             // in disguise to the hosts that resolve them: never waved through as "another
             // scheme".
-            if wraps_a_file(raw, &scheme) {
+            if crate::uri::wraps_a_file(raw, &scheme) {
                 return Err(Box::new(Checked::deny("wrapped_file_uri")));
             }
             return Err(Box::new(Checked::from_policy(

@@ -245,7 +245,7 @@ impl Inner {
     ) -> Option<(Checked, bool, bool)> {
         if let Some(scheme) = crate::uri::scheme_of(raw) {
             let scheme = scheme.to_ascii_lowercase();
-            return (scheme == "file" || crate::toolargs::words::wraps_a_file(raw, &scheme))
+            return (scheme == "file" || crate::uri::wraps_a_file(raw, &scheme))
                 .then(|| (live.uri(raw, ctx.roots), true, false));
         }
         if raw.starts_with('/') || raw.starts_with('~') {
@@ -435,33 +435,6 @@ fn advice(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The inference's list of schemes that name local files is the checker's.
-    #[test]
-    fn both_lists_of_file_wrapping_schemes_agree() {
-        for raw in [
-            "jar:file:///x.jar!/a",
-            "view-source:file:///etc/passwd",
-            "vscode-file://vscode-app/etc/passwd",
-            "vscode-resource:/etc/passwd",
-            "vscode-webview-resource://id/file/etc/passwd",
-            "vscode-remote://ssh-remote+h/etc/passwd",
-            "vscode-remote-resource://h/etc/passwd",
-            "vscode-userdata:/etc/passwd",
-            "blob:file:///etc/passwd",
-            "x-y: FILE:///etc/passwd",
-            "https://example.com/file:",
-            "data:text/plain,file:",
-            "mailto:a@b",
-        ] {
-            let scheme = crate::uri::scheme_of(raw).unwrap().to_ascii_lowercase();
-            assert_eq!(
-                super::super::decide::wraps_a_file(raw, &scheme),
-                crate::toolargs::words::wraps_a_file(raw, &scheme),
-                "{raw}"
-            );
-        }
-    }
 
     #[test]
     fn advice_names_the_roots_and_what_to_send() {

@@ -29,7 +29,7 @@ pub(super) fn local_url(raw: &str) -> bool {
     let cleaned = whatwg_cleaned(raw);
     match uri::scheme_of(&cleaned) {
         Some(s) if s == "file" => true,
-        Some(s) => super::decide::wraps_a_file(&cleaned, &s),
+        Some(s) => crate::uri::wraps_a_file(&cleaned, &s),
         None => false,
     }
 }

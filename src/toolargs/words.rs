@@ -287,8 +287,7 @@ pub fn description_role(text: &str) -> Option<(Role, String)> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
     /// A `file:` URI, or one of a scheme hosts resolve to a local file (`vscode-file:`,
-    /// `jar:file:…`: the same list as `enforce::decide::wraps_a_file`, a test holds them
-    /// together).
+    /// `jar:file:…`: [`crate::uri::wraps_a_file`]).
     FileUri,
     /// An absolute POSIX path.
     Absolute,
@@ -306,7 +305,8 @@ pub fn shape(value: &str) -> Option<Shape> {
     }
     if let Some(scheme) = crate::uri::scheme_of(value) {
         let scheme = scheme.to_ascii_lowercase();
-        return (scheme == "file" || wraps_a_file(value, &scheme)).then_some(Shape::FileUri);
+        return (scheme == "file" || crate::uri::wraps_a_file(value, &scheme))
+            .then_some(Shape::FileUri);
     }
     if let Some(rest) = value.strip_prefix('/') {
         // `//host/x` is a protocol-relative URL, not a path.
@@ -320,26 +320,6 @@ pub fn shape(value: &str) -> Option<Shape> {
         return Some(Shape::DotDot);
     }
     None
-}
-
-/// Schemes hosts resolve to local files, and any `scheme:file:…` form.
-pub fn wraps_a_file(raw: &str, scheme: &str) -> bool {
-    const LOCAL: [&str; 8] = [
-        "jar",
-        "view-source",
-        "vscode-file",
-        "vscode-resource",
-        "vscode-webview-resource",
-        "vscode-remote",
-        "vscode-remote-resource",
-        "vscode-userdata",
-    ];
-    if LOCAL.contains(&scheme) {
-        return true;
-    }
-    let rest = raw.get(scheme.len() + 1..).unwrap_or("").trim_start();
-    rest.get(..5)
-        .is_some_and(|p| p.eq_ignore_ascii_case("file:"))
 }
 
 #[cfg(test)]

@@ -290,5 +290,29 @@ pub fn scheme_of(raw: &str) -> Option<Cow<'_, str>> {
     }
 }
 
+/// Whether a URI of `scheme` (lowercased, from [`scheme_of`]) names a local file although
+/// its scheme is not `file`: hosts resolve `jar:file:…!/x`, `view-source:file:…`, VS Code's
+/// `vscode-file://vscode-app/<path>` and its resource, remote and user-data schemes to local
+/// files, and any `scheme:file:…` form wraps one. The one list both the URI checks and the
+/// tool-argument inference use.
+pub fn wraps_a_file(raw: &str, scheme: &str) -> bool {
+    const LOCAL: [&str; 8] = [
+        "jar",
+        "view-source",
+        "vscode-file",
+        "vscode-resource",
+        "vscode-webview-resource",
+        "vscode-remote",
+        "vscode-remote-resource",
+        "vscode-userdata",
+    ];
+    if LOCAL.contains(&scheme) {
+        return true;
+    }
+    let rest = raw.get(scheme.len() + 1..).unwrap_or("").trim_start();
+    rest.get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case("file:"))
+}
+
 #[cfg(test)]
 mod tests;

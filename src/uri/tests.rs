@@ -481,3 +481,26 @@ proptest::proptest! {
         }
     }
 }
+
+/// The schemes that wrap a local file, and look-alikes that do not.
+#[test]
+fn wraps_a_file_names_the_schemes_hosts_resolve_to_files() {
+    for (raw, wraps) in [
+        ("jar:file:///x.jar!/a", true),
+        ("view-source:file:///etc/passwd", true),
+        ("vscode-file://vscode-app/etc/passwd", true),
+        ("vscode-resource:/etc/passwd", true),
+        ("vscode-webview-resource://id/file/etc/passwd", true),
+        ("vscode-remote://ssh-remote+h/etc/passwd", true),
+        ("vscode-remote-resource://h/etc/passwd", true),
+        ("vscode-userdata:/etc/passwd", true),
+        ("blob:file:///etc/passwd", true),
+        ("x-y: FILE:///etc/passwd", true),
+        ("https://example.com/file:", false),
+        ("data:text/plain,file:", false),
+        ("mailto:a@b", false),
+    ] {
+        let scheme = super::scheme_of(raw).unwrap().to_ascii_lowercase();
+        assert_eq!(super::wraps_a_file(raw, &scheme), wraps, "{raw}");
+    }
+}
