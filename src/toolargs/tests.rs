@@ -24,7 +24,7 @@ fn summary(result: &Value) -> Vec<String> {
     out
 }
 
-const FIXTURES: [&str; 8] = [
+const FIXTURES: [&str; 10] = [
     "server-filesystem",
     "server-memory",
     "mcp-server-git",
@@ -33,6 +33,8 @@ const FIXTURES: [&str; 8] = [
     "server-everything-2025",
     "python-sdk-roots-files",
     "playwright-mcp",
+    "mcp-server-sqlite",
+    "markitdown-mcp",
 ];
 
 fn fixture_dir() -> std::path::PathBuf {
