@@ -1,6 +1,7 @@
 //! Unit tables for the inference: the recorded `tools/list` of every server the
-//! compatibility suite runs (`tests/fixtures/tools_list/`, from the pinned versions,
-//! compared with `inferred.txt` there), one synthetic schema per shape, hostile schemas,
+//! compatibility suite runs (`tests/fixtures/tools_list/`, from the pinned versions by
+//! `scripts/record-tools-list.py`, compared with `inferred.txt` there), one synthetic schema
+//! per shape, hostile schemas,
 //! and the call-time walk.
 
 use serde_json::{Value, json};
