@@ -239,17 +239,8 @@ fn every_record_of_a_real_session_is_valid_ocsf() {
         .arg("--")
         .arg(test_server());
     let mut p = Proxy::spawn(cmd);
-    p.send_json(
-        &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-        "protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true}},
-        "clientInfo":{"name":"claude-code","version":"2.1.0"}}}),
-    );
-    let ask = p.recv();
-    assert_eq!(ask["method"], "roots/list", "{ask}; {}", p.stderr());
     let root = format!("file://{}", project.display());
-    p.send_json(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"roots":[{"uri":root}]}}));
-    assert_eq!(p.recv()["id"], 0);
-    p.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    p.initialize_with_roots("claude-code", &root);
     let uri = format!("{root}/a.txt");
     let raw = json!({"contents":[{"uri":uri,"text":"a"}]}).to_string();
     p.send_json(&json!({"jsonrpc":"2.0","id":1,"method":"resources/read",

@@ -400,19 +400,7 @@ fn a_real_tool_call_decision_names_its_tool() {
         .arg("--")
         .arg(common::test_server());
     let mut p = common::Proxy::spawn(cmd);
-    p.send_json(
-        &serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-        "protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true}},
-        "clientInfo":{"name":"test-host","version":"0"}}}),
-    );
-    let ask = p.recv();
-    assert_eq!(ask["method"], "roots/list", "{ask}");
-    let root = format!("file://{}", ws.display());
-    p.send_json(
-        &serde_json::json!({"jsonrpc":"2.0","id":ask["id"],"result":{"roots":[{"uri":root}]}}),
-    );
-    assert_eq!(p.recv()["id"], 0);
-    p.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    p.initialize_with_roots("test-host", &format!("file://{}", ws.display()));
     for (id, path) in [(1, ws.join("notes.txt")), (2, "/etc/passwd".into())] {
         p.send_json(
             &serde_json::json!({"jsonrpc":"2.0","id":id,"method":"tools/call",

@@ -281,17 +281,8 @@ fn session(project: &Path, policy: &Path, reads: u64, denied: u64) -> String {
         .arg("--")
         .arg(test_server());
     let mut p = Proxy::spawn(cmd);
-    p.send_json(
-        &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-        "protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true}},
-        "clientInfo":{"name":"test-host","version":"0"}}}),
-    );
-    let ask = p.recv();
-    assert_eq!(ask["method"], "roots/list", "{ask}; {}", p.stderr());
     let root = format!("file://{}", project.display());
-    p.send_json(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"roots":[{"uri":root}]}}));
-    assert_eq!(p.recv()["id"], 0);
-    p.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    p.initialize_with_roots("test-host", &root);
     let uri = format!("{root}/a.txt");
     let raw = json!({"contents":[{"uri":uri,"text":"a"}]}).to_string();
     let mut burst = String::new();
@@ -855,17 +846,8 @@ fn session_with(project: &Path, policy: &Path, reads: u64, uris: &[String], args
         .arg(test_server())
         .args(args);
     let mut p = Proxy::spawn(cmd);
-    p.send_json(
-        &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-        "protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true}},
-        "clientInfo":{"name":"test-host","version":"0"}}}),
-    );
-    let ask = p.recv();
-    assert_eq!(ask["method"], "roots/list", "{ask}; {}", p.stderr());
     let root = format!("file://{}", project.display());
-    p.send_json(&json!({"jsonrpc":"2.0","id":ask["id"],"result":{"roots":[{"uri":root}]}}));
-    assert_eq!(p.recv()["id"], 0);
-    p.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    p.initialize_with_roots("test-host", &root);
     let uri = format!("{root}/a.txt");
     let mut burst = String::new();
     for (i, u) in std::iter::repeat_n(&uri, reads as usize)

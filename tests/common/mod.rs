@@ -241,6 +241,27 @@ impl Proxy {
         })
     }
 
+    /// `initialize` (2025-06-18) from a host named `client` that declares roots: answers
+    /// rootfence's early `roots/list` with `root` (a `file:` URI), then sends
+    /// `notifications/initialized`. Returns the `initialize` response.
+    pub fn initialize_with_roots(&mut self, client: &str, root: &str) -> Value {
+        self.send_json(&serde_json::json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18",
+                "capabilities": {"roots": {"listChanged": true}},
+                "clientInfo": {"name": client, "version": "0"}}
+        }));
+        let ask = self.recv();
+        assert_eq!(ask["method"], "roots/list", "{ask}; {}", self.stderr());
+        self.send_json(&serde_json::json!({
+            "jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": root}]}
+        }));
+        let resp = self.recv();
+        assert_eq!(resp["id"], 0, "{resp}; {}", self.stderr());
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        resp
+    }
+
     /// Sends an `initialize` request and returns the response.
     pub fn initialize(&mut self, version: &str) -> Value {
         self.send_json(&serde_json::json!({
