@@ -13,7 +13,9 @@
 #           and the uv cache tests/peers/uv/cache filled by running each server of
 #           tests/peers/uv/servers.txt once with uvx (mcp-server-git, mcp-server-sqlite,
 #           markitdown-mcp; about 450 MB), so
-#           that the compatibility suite's `uvx` cases run offline;
+#           that the compatibility suite's `uvx` cases run offline; then, into the same
+#           cache, basic-memory 0.24.1 (with the first python3.12 on PATH) and serena-agent
+#           2.1.0 (tests/peers/uv/servers-long-tail.txt, about 650 MB more);
 #   - PyPI: pipx 1.18.4 (hash-locked, tests/peers/pipx/requirements.txt) into
 #           tests/peers/pipx/venv, and `pipx install mcp-server-time==2026.10.19` into
 #           tests/peers/pipx/home (its dependencies resolved by pipx, binary wheels only);
@@ -149,6 +151,53 @@ install_uv() {
     printf '%s\n' "$key" >"$stamp"
 }
 
+# The long-tail uvx servers of issue 27 (tests/peers/uv/servers-long-tail.txt: basic-memory
+# with a Python 3.12, serena-agent), added to the uv cache install_uv filled (so it runs
+# after it, and its stamp includes install_uv's: a refilled cache is refilled here too).
+# python312: a Python 3.12 interpreter's real path: python3.12 on PATH when it runs (a
+# pyenv shim may not), else the newest 3.12 of pyenv's versions; empty when there is none.
+# tests/compat.rs (py312) looks for it the same way.
+python312() {
+    local exe
+    if exe=$(python3.12 -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null); then
+        printf '%s\n' "$exe"
+        return
+    fi
+    local root
+    root=$(pyenv root 2>/dev/null || printf '%s' "$HOME/.pyenv")
+    find "$root/versions" -maxdepth 3 -path '*/3.12.*/bin/python3.12' 2>/dev/null | sort -V | tail -1
+}
+
+install_uv_long_tail() {
+    local dir=$PEERS/uv venv=$PEERS/uv/venv cache=$PEERS/uv/cache stamp key list
+    list=$dir/servers-long-tail.txt
+    stamp=$dir/.rootfence-stamp-long-tail
+    key=$(key_of "$(cat "$dir/.rootfence-stamp") $(python312)" "$list")
+    if fresh "$stamp" "$key"; then
+        log "uv long-tail servers' cache: up to date"
+        return
+    fi
+    local exclude_newer line words py312
+    exclude_newer=$(sed -n 's/^# exclude-newer: //p' "$dir/servers.txt")
+    py312=$(python312)
+    while read -r line; do
+        [[ -z "$line" || "$line" == \#* ]] && continue
+        if [[ "$line" == *python3.12* ]]; then
+            if [[ -z "$py312" ]]; then
+                log "warning: no Python 3.12 (python3.12 on PATH or in pyenv): skipping 'uvx $line' (its cases skip, saying why)"
+                continue
+            fi
+            line=${line/python3.12/$py312}
+        fi
+        read -ra words <<<"$line"
+        log "uv cache: uvx $line"
+        UV_CACHE_DIR=$cache UV_EXCLUDE_NEWER=$exclude_newer UV_PYTHON_DOWNLOADS=never \
+            "$venv/bin/uvx" "${words[@]}" --help >/dev/null ||
+            die "uvx $line --help failed (UV_CACHE_DIR=$cache)"
+    done <"$list"
+    printf '%s\n' "$key" >"$stamp"
+}
+
 install_pipx() {
     local python=${ROOTFENCE_PEERS_PYTHON:-python3}
     local dir=$PEERS/pipx venv=$PEERS/pipx/venv stamp key home
@@ -225,6 +274,7 @@ install_node
 install_python
 install_rmcp_client
 install_uv
+install_uv_long_tail
 install_pipx
 # Playwright MCP's browser (Playwright's own builds come from a CDN, not a registry) and the
 # renderer of `audit report --html`; the syslog receiver; the load balancer of serve_fleet.

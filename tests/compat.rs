@@ -58,8 +58,10 @@ const SECRET: &str = "compat-secret-9c41e7";
 /// compares it with its own copy and never echoes it).
 const FILES_TOKEN: &str = "compat-token-5d1e";
 
-/// One client run's limit (the client also bounds itself with `--timeout`).
-const RUN_LIMIT: Duration = Duration::from_secs(90);
+/// One client run's limit (the client also bounds itself with `--timeout`, which a case's
+/// session options may raise: the long-tail uvx servers build their environment and index
+/// before answering `initialize`, which takes a minute on a loaded CI machine).
+const RUN_LIMIT: Duration = Duration::from_secs(300);
 
 // -------------------------------------------------------------------------------------------
 // The cases: one row of README.md's table each
@@ -356,6 +358,35 @@ const CASES: &[Case] = &[
         known: Some(PLACEHOLDERS),
         normal_user: false,
     },
+    // Issue 27's Python long tail (LEARNED_CASES: wrapped with `--learn --yes`).
+    Case {
+        id: "basic_memory_uvx_pyenv_python_claude_desktop",
+        server: "basic-memory",
+        package: Package::Uvx {
+            dist: "basic-memory",
+            version: "0.24.1",
+        },
+        host: Host::ClaudeDesktop,
+        style: "`uvx --python <pyenv prefix>/bin/python3.12 basic-memory@… mcp`, uv in `~/.local/bin`, no host roots; wrapped with `rootfence wrap --learn --yes`",
+        wrap_adds: "--write ~/.basic-memory --write ~/basic-memory",
+        checked: "its state in the home (`~/.basic-memory`: config, database, log; `~/basic-memory`: the notes) learned as two new directories, never the home; writes a note, reads it, searches it; a file outside refused (tool error) and an outside `file:` URI (JSON-RPC error)",
+        known: None,
+        normal_user: false,
+    },
+    Case {
+        id: "serena_uvx_claude_desktop",
+        server: "serena",
+        package: Package::Uvx {
+            dist: "serena-agent",
+            version: "2.1.0",
+        },
+        host: Host::ClaudeDesktop,
+        style: "`uvx --from serena-agent@… serena start-mcp-server --project <project> --agent-interface tools`, uv in `~/.local/bin`, no host roots; wrapped with `rootfence wrap --learn --yes`",
+        wrap_adds: "--root <project> --read /root/.cargo/bin --write ~/.serena --write /dev/shm",
+        checked: "its state in the home (`~/.serena`: config, logs, global memories) learned as a new directory, never the home; writes, lists and reads a project memory (`<project>/.serena/memories`); a file outside refused (tool error)",
+        known: None,
+        normal_user: false,
+    },
 ];
 
 const UVX_GIT: Package = Package::Uvx {
@@ -548,8 +579,9 @@ fn config_file(w: &World, host: Host) -> (PathBuf, &'static str) {
 }
 
 /// Writes the host config holding `entry` as server `name`, runs the real `rootfence wrap`
-/// on it (the built-in default policy: no `--policy`), and returns the entry it wrote.
-fn wrap(w: &World, host: Host, name: &str, entry: &Value) -> Value {
+/// on it (the built-in default policy: no `--policy`; `extra` options after it), and
+/// returns the entry it wrote.
+fn wrap(w: &World, host: Host, name: &str, entry: &Value, extra: &[&str]) -> Value {
     let (file, key) = config_file(w, host);
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     let mut entry = entry.clone();
@@ -565,8 +597,10 @@ fn wrap(w: &World, host: Host, name: &str, entry: &Value) -> Value {
         .arg("wrap")
         .arg(&file)
         .args(["--rootfence-path", env!("CARGO_BIN_EXE_rootfence")])
+        .args(extra)
         .env_clear()
         .envs(host_env(w))
+        .stdin(Stdio::null())
         .output()
         .expect("rootfence wrap runs");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -857,7 +891,7 @@ fn run_case(id: &str, build: impl FnOnce(&World) -> Spec<'_>) {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> bool {
         let w = world();
         let spec = build(&w);
-        let wrapped = wrap(&w, case.host, "server", &spec.entry);
+        let wrapped = wrap(&w, case.host, "server", &spec.entry, learn_args(case.id));
         assert_eq!(
             derived_options(&w, &wrapped),
             case.wrap_adds,
@@ -2244,6 +2278,208 @@ fn filesystem_remote_word_claude_desktop() {
                     std::fs::read_to_string(p2.join("new.txt")).unwrap(),
                     "written in jsmith1987/app\n"
                 );
+            }),
+            after_wrapped: Box::new(|_| {}),
+        }
+    });
+}
+
+// -------------------------------------------------------------------------------------------
+// Issue 27's Python long tail: basic-memory with a pyenv Python 3.12, serena's memory tools,
+// both through uvx and both keeping state in the home, wrapped with `rootfence wrap --learn
+// --yes` (the trial start learns their new state directories; never the home)
+// -------------------------------------------------------------------------------------------
+
+/// The cases wrapped with `--learn --yes`: their `wrap_adds` are what the trial learned.
+const LEARNED_CASES: &[&str] = &[
+    "basic_memory_uvx_pyenv_python_claude_desktop",
+    "serena_uvx_claude_desktop",
+];
+
+/// The options after `rootfence wrap` for `id`: a learned case's trial may take minutes on a
+/// loaded machine (a first uvx start builds the environment; basic-memory migrates its
+/// database and indexes), each of up to four rounds.
+fn learn_args(id: &str) -> &'static [&'static str] {
+    if LEARNED_CASES.contains(&id) {
+        &["--learn", "--yes", "--learn-timeout", "240"]
+    } else {
+        &[]
+    }
+}
+
+/// Session options for the long-tail servers: their first answer may take a minute.
+fn slow_session() -> Vec<String> {
+    ["--timeout", "240", "--request-timeout", "200"]
+        .map(str::to_owned)
+        .to_vec()
+}
+
+/// A Python 3.12 interpreter's real path, found as `scripts/install-test-peers.sh`'s
+/// `python312` finds it: `python3.12` on `PATH` when it runs (a pyenv shim may not), else
+/// the newest 3.12 among pyenv's versions (beside the pyenv python3 on `PATH`).
+fn py312() -> Option<PathBuf> {
+    let real = |cmd: &Path| -> Option<PathBuf> {
+        let out = Command::new(cmd)
+            .args([
+                "-c",
+                "import os, sys; print(os.path.realpath(sys.executable))",
+            ])
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    };
+    if let Some(p) = real(Path::new("python3.12")) {
+        return Some(p);
+    }
+    let versions = pyenv_python()?.parent()?.parent()?.parent()?.to_owned();
+    let mut found: Vec<(Vec<u32>, PathBuf)> = std::fs::read_dir(&versions)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let key: Vec<u32> = name
+                .split('.')
+                .map(|n| n.parse().ok())
+                .collect::<Option<_>>()?;
+            let exe = e.path().join("bin/python3.12");
+            (key.starts_with(&[3, 12]) && exe.exists()).then_some((key, exe))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, exe)| exe)
+}
+
+/// Removes everything beneath `dir`, keeping `dir` (a learned grant names it).
+fn empty_dir(dir: &Path) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            std::fs::remove_dir_all(&p).unwrap();
+        } else {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+}
+
+#[test]
+fn basic_memory_uvx_pyenv_python_claude_desktop() {
+    let Some(python) = py312() else {
+        eprintln!(
+            "SKIPPED basic_memory_uvx_pyenv_python_claude_desktop: no Python 3.12 (python3.12 on \
+             PATH or in pyenv): basic-memory 0.24.1 requires it"
+        );
+        return;
+    };
+    run_case("basic_memory_uvx_pyenv_python_claude_desktop", |w| {
+        let uvx = uv_home(w);
+        let (state, notes) = (w.home.join(".basic-memory"), w.home.join("basic-memory"));
+        let calls = [
+            call(
+                "write_note",
+                json!({"title": "Wrapped server", "directory": "notes",
+                       "content": "rootfence keeps this note in its own directory."}),
+            ),
+            call("read_note", json!({"identifier": "notes/wrapped-server"})),
+            call("search_notes", json!({"query": "rootfence"})),
+        ];
+        let mut session = vec!["--steps".into(), "read,call".into()];
+        session.extend(slow_session());
+        session.extend(opts(&calls));
+        let (state2, notes2, notes3) = (state.clone(), notes.clone(), notes.clone());
+        let home = w.home.clone();
+        Spec {
+            entry: json!({"command": uvx, "args": [
+                "--python", s(&python), "basic-memory@0.24.1", "mcp"]}),
+            session,
+            denials: vec![
+                call_error(
+                    "read_content",
+                    json!({"path": s(&w.outside.join("secret.txt"))}),
+                    Refusal::RootfenceTool("outside_roots"),
+                ),
+                read_error(
+                    uri(&w.outside.join("secret.txt")),
+                    Refusal::RootfenceRpc("outside_roots"),
+                ),
+            ],
+            // A first start, as the user's: the learned (empty) directories stay.
+            reset: Box::new(move || {
+                empty_dir(&state2);
+                empty_dir(&notes2);
+            }),
+            after: Box::new(move |run| {
+                let note = notes3.join("notes/Wrapped server.md");
+                let text = std::fs::read_to_string(&note)
+                    .unwrap_or_else(|e| panic!("{}: {e}\n{}", note.display(), run.stdout));
+                assert!(text.contains("in its own directory"), "{text}");
+                assert!(
+                    state.join("config.json").exists(),
+                    "no config in ~/.basic-memory"
+                );
+            }),
+            after_wrapped: Box::new(move |run| {
+                // Learned, not the home: the two directories, each with why.
+                assert!(
+                    !run.stderr
+                        .contains(&format!("{} (read-write", home.display())),
+                    "the home is granted read-write:\n{}",
+                    run.stderr
+                );
+                assert!(
+                    run.stderr.contains(&format!(
+                        "{} (read-exec, install of",
+                        python.parent().unwrap().parent().unwrap().display()
+                    )),
+                    "the named python's install is not granted read-exec:\n{}",
+                    run.stderr
+                );
+            }),
+        }
+    });
+}
+
+#[test]
+fn serena_uvx_claude_desktop() {
+    run_case("serena_uvx_claude_desktop", |w| {
+        let uvx = uv_home(w);
+        // A project with no source file: serena's memory tools need no language server.
+        std::fs::write(w.project.join("README.md"), "# demo\n").unwrap();
+        std::fs::write(w.project.join(".env"), format!("TOKEN={SECRET}\n")).unwrap();
+        let calls = [
+            call(
+                "write_memory",
+                json!({"memory_name": "decisions", "content": "Servers run wrapped by rootfence."}),
+            ),
+            call("list_memories", json!({})),
+            call("read_memory", json!({"memory_name": "decisions"})),
+        ];
+        let mut session = vec!["--steps".into(), "list-tools,call".into()];
+        session.extend(slow_session());
+        session.extend(opts(&calls));
+        let (project, project2) = (w.project.clone(), w.project.clone());
+        let state = w.home.join(".serena");
+        Spec {
+            entry: json!({"command": uvx, "args": [
+                "--from", "serena-agent@2.1.0", "serena", "start-mcp-server",
+                "--project", s(&w.project), "--open-web-dashboard", "false",
+                "--agent-interface", "tools"]}),
+            session,
+            denials: vec![call_error(
+                "read_file",
+                json!({"relative_path": s(&w.outside.join("secret.txt"))}),
+                Refusal::RootfenceTool("outside_roots"),
+            )],
+            reset: Box::new(move || {
+                let _ = std::fs::remove_dir_all(project.join(".serena"));
+                empty_dir(&state);
+            }),
+            after: Box::new(move |run| {
+                let memory = project2.join(".serena/memories/decisions.md");
+                let text = std::fs::read_to_string(&memory)
+                    .unwrap_or_else(|e| panic!("{}: {e}\n{}", memory.display(), run.stdout));
+                assert!(text.contains("wrapped by rootfence"), "{text}");
             }),
             after_wrapped: Box::new(|_| {}),
         }

@@ -232,6 +232,14 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         "launching the server command over stdio",
     )
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECS", help="whole-run limit")
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECS",
+        help="one request's limit (default 30; a server that builds its environment or index "
+        "before answering initialize, as uvx-started basic-memory does, may need more)",
+    )
     args = p.parse_args(own)
     steps = [s for s in args.steps.split(",") if s]
     unknown = [s for s in steps if s not in ALL_STEPS]
@@ -331,7 +339,7 @@ class Session:
             session = ClientSession(
                 read,
                 write,
-                read_timeout_seconds=min(a.timeout, 30.0),
+                read_timeout_seconds=min(a.timeout, a.request_timeout),
                 message_handler=self.on_message,
                 list_roots_callback=self.on_list_roots if a.roots else None,
                 sampling_callback=self.on_sampling if a.sampling is not None else None,
