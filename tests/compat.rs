@@ -369,7 +369,7 @@ const CASES: &[Case] = &[
         host: Host::ClaudeDesktop,
         style: "`uvx --python <pyenv prefix>/bin/python3.12 basic-memory@… mcp`, uv in `~/.local/bin`, no host roots; wrapped with `rootfence wrap --learn --yes`",
         wrap_adds: "--write ~/.basic-memory --write ~/basic-memory",
-        checked: "its state in the home (`~/.basic-memory`: config, database, log; `~/basic-memory`: the notes) learned as two new directories, never the home; writes a note, reads it, searches it; a file outside refused (tool error) and an outside `file:` URI (JSON-RPC error)",
+        checked: "its state in the home (`~/.basic-memory`: config, database, log; `~/basic-memory`: the notes) granted as two new directories from rootfence's catalogue (matched by the PyPI distribution uvx runs), never the home; the named python's install read-exec; writes a note, reads it, searches it; a file outside refused (tool error) and an outside `file:` URI (JSON-RPC error)",
         known: None,
         normal_user: false,
     },
@@ -383,7 +383,7 @@ const CASES: &[Case] = &[
         host: Host::ClaudeDesktop,
         style: "`uvx --from serena-agent@… serena start-mcp-server --project <project> --agent-interface tools`, uv in `~/.local/bin`, no host roots; wrapped with `rootfence wrap --learn --yes`",
         wrap_adds: "--root <project> --read /root/.cargo/bin --write ~/.serena --write /dev/shm",
-        checked: "its state in the home (`~/.serena`: config, logs, global memories) learned as a new directory, never the home; writes, lists and reads a project memory (`<project>/.serena/memories`); a file outside refused (tool error)",
+        checked: "its state in the home (`~/.serena`: config, logs, global memories) granted as a new directory from rootfence's catalogue, never the home; the trial learns `/dev/shm` (its semaphores) and the `PATH` directory it searches for language servers; writes, lists and reads a project memory (`<project>/.serena/memories`); a file outside refused (tool error)",
         known: None,
         normal_user: false,
     },
@@ -2287,7 +2287,8 @@ fn filesystem_remote_word_claude_desktop() {
 // -------------------------------------------------------------------------------------------
 // Issue 27's Python long tail: basic-memory with a pyenv Python 3.12, serena's memory tools,
 // both through uvx and both keeping state in the home, wrapped with `rootfence wrap --learn
-// --yes` (the trial start learns their new state directories; never the home)
+// --yes` (their state directories come from rootfence's catalogue, src/sandbox/profiles.toml;
+// the trial start learns the rest; never the home)
 // -------------------------------------------------------------------------------------------
 
 /// The cases wrapped with `--learn --yes`: their `wrap_adds` are what the trial learned.

@@ -3,9 +3,10 @@
 //! mcp-server-sqlite, markitdown-mcp, basic-memory with a pyenv Python 3.12, serena), uv
 //! installed in `~/.local/bin` of a temporary home as uv's installer puts it, its cache
 //! filled by `scripts/install-test-peers.sh` (offline). `wrap --learn --yes` starts each
-//! server once under the default sandbox, learns what the failing ones need (their new state
-//! directories in the home, never the home) and writes the wrap; the diff and the report
-//! name each learned grant with why. Then every server works on the first start as Claude
+//! server once under the default sandbox, learns what the failing ones need (new state
+//! directories in the home, never the home; basic-memory's and serena's come from rootfence's
+//! catalogue before any trial) and writes the wrap; the diff and the report name each
+//! grant with why. Then every server works on the first start as Claude
 //! Desktop starts it: the official Python SDK client runs initialize, tools/list and one
 //! real tool call through the wrapped entry.
 
@@ -283,11 +284,15 @@ fn wrap_learn_yes_makes_the_five_uvx_servers_start_on_the_first_start() {
         ("basic-memory", home.join("basic-memory")),
         ("serena", home.join(".serena")),
     ] {
+        // Learned by the trial, or known from rootfence's catalogue (matched by the PyPI
+        // distribution the uvx command runs): either way named with why.
+        let learned = format!(
+            "`{name}` needs --write {}: a new state directory: the server was denied creating",
+            state.display()
+        );
+        let known = format!("--write {} (rootfence's catalogue (PyPI ", state.display());
         assert!(
-            report.contains(&format!(
-                "`{name}` needs --write {}: a new state directory: the server was denied creating",
-                state.display()
-            )),
+            report.contains(&learned) || report.contains(&known),
             "the report does not name {} with why:\n{report}",
             state.display()
         );

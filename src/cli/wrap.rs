@@ -184,9 +184,14 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
         rewrap: args.rewrap,
         derive: Some(derive_context(&path)),
         learned: Vec::new(),
+        catalogue: Vec::new(),
     };
     let mut outcome = wrap::wrap_config(&original, &opts)
         .with_context(|| format!("cannot wrap {}", path.display()))?;
+    if apply_catalogue(&mut opts, &outcome, &policy) {
+        outcome = wrap::wrap_config(&original, &opts)
+            .with_context(|| format!("cannot wrap {}", path.display()))?;
+    }
     let mut target = args.target;
     let mut consent_missing = false;
     if args.learn {
@@ -238,6 +243,17 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
         }
     }
     drop(err);
+    if !target.dry_run {
+        // A directory that does not exist cannot be granted: created as the server would.
+        for (name, grants) in &opts.catalogue {
+            for dir in wrap::learn::create_state_dirs(grants) {
+                rootfence::stderr_line!(
+                    "rootfence: created {} (mode 0700) for `{name}`'s state (catalogue)",
+                    dir.display()
+                );
+            }
+        }
+    }
     let code = finish(&path, &original, &outcome, &target, "wrap")?;
     if consent_missing {
         rootfence::stderr_line!(
@@ -247,6 +263,50 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(code)
+}
+
+/// The built-in profile catalogue (`src/sandbox/profiles.toml`): per wrapped server, the
+/// state directories its package is known to keep, each checked against the policy like a
+/// `--write` (a refused one is left out, saying why), added to `opts.catalogue`. Returns
+/// whether any was added.
+fn apply_catalogue(opts: &mut WrapOptions, outcome: &Outcome, policy: &Policy) -> bool {
+    use rootfence::policy::Grant;
+    use rootfence::sandbox::catalogue;
+    let Some(home) = opts.derive.as_ref().and_then(|c| c.home.clone()) else {
+        return false;
+    };
+    let path_var = std::env::var_os("PATH");
+    for s in &outcome.servers {
+        if !matches!(
+            s.action,
+            Action::Wrapped | Action::Rewrapped | Action::AlreadyWrapped
+        ) {
+            continue;
+        }
+        let mut granted = Vec::new();
+        for g in catalogue::grants(&s.server_argv, &home, path_var.as_deref()) {
+            let shown = g.path.display().to_string();
+            if s.derived.write.contains(&shown) {
+                continue;
+            }
+            if let Err(refused) = policy.check_grant(Grant::Write(&g.path)) {
+                rootfence::stderr_line!(
+                    "rootfence: note: `{}`: not granted from the catalogue: --write {shown}: {refused}",
+                    s.label()
+                );
+                continue;
+            }
+            granted.push(wrap::Learned {
+                flag: "--write",
+                path: shown,
+                why: g.why,
+            });
+        }
+        if !granted.is_empty() {
+            opts.catalogue.push((s.name.clone(), granted));
+        }
+    }
+    !opts.catalogue.is_empty()
 }
 
 /// The trial rounds of `--learn`: per wrapped server, start it; on failure learn grants,
@@ -719,7 +779,7 @@ fn derived_summary(d: &wrap::Derived) -> String {
     let not_learned = |paths: &[String]| -> Vec<String> {
         paths
             .iter()
-            .filter(|p| !d.learned.iter().any(|l| &l.path == *p))
+            .filter(|p| !d.learned.iter().chain(&d.catalogue).any(|l| &l.path == *p))
             .cloned()
             .collect()
     };
@@ -735,6 +795,14 @@ fn derived_summary(d: &wrap::Derived) -> String {
             "its own state (paths its env or arguments name), read-only: {} (--read)",
             read.join(", ")
         ));
+    }
+    if !d.catalogue.is_empty() {
+        let known: Vec<String> = d
+            .catalogue
+            .iter()
+            .map(|l| format!("{} {} ({})", l.flag, l.path, l.why))
+            .collect();
+        parts.push(format!("its known state: {}", known.join(", ")));
     }
     if !d.learned.is_empty() {
         let learned: Vec<String> = d

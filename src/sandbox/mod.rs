@@ -38,6 +38,7 @@
 //!   `--env`/`--read`/`--write` (shared by `run` and `sandbox probe`).
 //! - `probe.rs`: `rootfence sandbox probe`: strace log and stderr analysis.
 
+pub mod catalogue;
 mod deny;
 mod fds;
 pub(crate) mod gitdir;

@@ -96,6 +96,8 @@ pub struct Derived {
     pub notes: Vec<String>,
     /// Grants learned by a trial start (`wrap --learn`), already in `read`/`write`.
     pub learned: Vec<super::Learned>,
+    /// Grants from the built-in profile catalogue, already in `write`.
+    pub catalogue: Vec<super::Learned>,
 }
 
 impl Derived {
@@ -119,6 +121,21 @@ impl Derived {
             }
         }
         out
+    }
+
+    /// Adds the catalogue's grants (to `read`/`write`, once each).
+    pub(crate) fn add_catalogue(&mut self, grants: &[super::Learned]) {
+        for g in grants {
+            let list = if g.flag == "--write" {
+                &mut self.write
+            } else {
+                &mut self.read
+            };
+            if !list.contains(&g.path) {
+                list.push(g.path.clone());
+                self.catalogue.push(g.clone());
+            }
+        }
     }
 
     /// Adds grants learned by a trial start (to `read`/`write`, once each).

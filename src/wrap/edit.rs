@@ -492,8 +492,13 @@ pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapE
     Ok(finish(text, edits, servers))
 }
 
-/// The grants learned for server `name`, after the derived ones.
+/// The catalogue's and then the learned grants for server `name`, after the derived ones.
 fn add_learned(derived: &mut Derived, opts: &WrapOptions, name: &str) {
+    for (server, grants) in &opts.catalogue {
+        if server == name {
+            derived.add_catalogue(grants);
+        }
+    }
     for (server, learned) in &opts.learned {
         if server == name {
             derived.add_learned(learned);
@@ -786,6 +791,7 @@ mod tests {
             rewrap: false,
             derive: None,
             learned: Vec::new(),
+            catalogue: Vec::new(),
         }
     }
 

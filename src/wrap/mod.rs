@@ -78,6 +78,10 @@ pub struct WrapOptions {
     /// added to that entry's options after what derivation gives, each with its reason
     /// (kept in [`Derived::learned`] for the report).
     pub learned: Vec<(String, Vec<Learned>)>,
+    /// Grants from rootfence's built-in profile catalogue (`src/sandbox/profiles.toml`),
+    /// by server name, already checked against the policy: added after what derivation
+    /// gives (kept in [`Derived::catalogue`] for the report).
+    pub catalogue: Vec<(String, Vec<Learned>)>,
 }
 
 /// A grant `rootfence wrap --learn` found a server needs to start (see `docs/wrap.md`).
