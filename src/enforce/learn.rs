@@ -241,7 +241,7 @@ impl Learner {
             // The answer starts a server that waits for it. Some hosts answer only once their
             // `initialize` is answered: past `launch_wait`, the server starts under the
             // operator roots, and the answer, when it comes, moves it to a new generation.
-            self.ask_host(session, "initialize");
+            self.ask_host(session, m::INITIALIZE);
             if self.follow.waits_for_roots() {
                 let me = Arc::clone(self);
                 let session = Arc::clone(session);
