@@ -188,8 +188,8 @@ impl Learner {
         if method == m::INITIALIZE || !self.follow.unlaunched() {
             return;
         }
-        let stateless = session.revision().is_some_and(|r| r.is_stateless());
-        if stateless {
+        let mrtr = session.revision().is_some_and(|r| r.has_input_required());
+        if mrtr {
             self.learn_stateless_host(session);
             let asks = self.enforce
                 && self.host_has_roots() == Some(true)

@@ -35,6 +35,7 @@ use tokio::sync::watch;
 use crate::audit::{self, AuditUri, Auditor, Direction, DroppedRoot, Event, RpcId};
 use crate::jsonrpc::error::{DENIED, INVALID_PARAMS};
 use crate::jsonrpc::{Id, Kind};
+use crate::mcp::Revision;
 use crate::mcp::methods as m;
 use crate::policy::{Mode, Policy, ReadStance};
 use crate::relay::{
@@ -546,7 +547,7 @@ impl Interceptor for Enforcer {
             roots: roots.as_deref(),
             roots_arc: roots.as_ref(),
             changed: std::cell::Cell::new(false),
-            stateless: session.revision().is_some_and(|r| r.is_stateless()),
+            revision: session.revision(),
         };
         recording::start_handling();
         let action = match route {
@@ -698,11 +699,21 @@ struct Ctx<'a> {
     /// set it was made under (see `read_verdicts`).
     roots_arc: Option<&'a Arc<RootSet>>,
     changed: std::cell::Cell<bool>,
-    /// The peers speak 2026-07-28 or later (results carry `resultType`, not-found is -32602).
-    stateless: bool,
+    /// The revision the peers speak (`None` before they agreed on one): what differs between
+    /// revisions is asked of it (`Ctx::revision`), never tested inline.
+    revision: Option<Revision>,
 }
 
+/// The revision a message is judged under before the peers agreed on one: the facts of the
+/// oldest (no `resultType`, no `input_required`).
+static UNNEGOTIATED: Revision = Revision::V2024_11_05;
+
 impl Ctx<'_> {
+    /// The revision the peers speak, for its facts ([`Revision`]'s methods).
+    fn revision(&self) -> &Revision {
+        self.revision.as_ref().unwrap_or(&UNNEGOTIATED)
+    }
+
     /// The host request this message is or answers (the span its decisions belong to).
     fn host_request(&self) -> Option<&Id> {
         match (self.from, self.kind) {
@@ -742,8 +753,10 @@ impl Inner {
         session: &Arc<Session>,
         roots: Option<Arc<RootSet>>,
     ) -> Option<Arc<RootSet>> {
-        let stateless = session.revision().is_some_and(|r| r.is_stateless());
-        if stateless && self.learner.learn_stateless_host(session) {
+        let per_request = session
+            .revision()
+            .is_some_and(|r| r.capabilities_per_request());
+        if per_request && self.learner.learn_stateless_host(session) {
             self.learner.tracker.known()
         } else {
             roots
@@ -764,7 +777,6 @@ impl Inner {
             message,
             verbatim_ok,
         } = msg;
-        let stateless = session.revision().is_some_and(|r| r.is_stateless());
         let roots = self.roots_for(session, roots);
         let ctx = Ctx {
             from,
@@ -777,7 +789,7 @@ impl Inner {
             // When the original bytes could mean something else than the parsed value, the
             // checked value is always what gets forwarded.
             changed: std::cell::Cell::new(!verbatim_ok),
-            stateless,
+            revision: session.revision(),
         };
         match (from, kind, &*method) {
             (Side::Host, Kind::Request, _) => self.host_request(session, &ctx, message),
@@ -1012,10 +1024,10 @@ impl Inner {
                 _ => Action::Forward,
             };
         }
-        let stateless = ctx.stateless;
+        let mrtr = ctx.revision().has_input_required();
         // 2026-07-28: answers to input requests ride in the retried request; roots answers
         // rootfence owes the server on behalf of a host without roots go in first.
-        if stateless && self.learner.inject_roots(&mut message) {
+        if mrtr && self.learner.inject_roots(&mut message) {
             ctx.mark();
         }
         let mut roots_now: Option<Arc<RootSet>> = self.learner.tracker.known();
@@ -1043,10 +1055,10 @@ impl Inner {
             roots: roots_now.as_deref(),
             roots_arc: roots_now.as_ref(),
             changed: std::cell::Cell::new(ctx.changed.get()),
-            stateless: stateless || ctx.stateless,
+            revision: ctx.revision.clone(),
         };
         // 2026-07-28 host that has roots we do not know yet: ask it, MRTR style.
-        if stateless
+        if mrtr
             && self.live().enforce
             && ctx.roots.is_none()
             && self.learner.host_has_roots() == Some(true)
@@ -1139,7 +1151,7 @@ impl Inner {
                         allowed,
                         canonical,
                         id,
-                        ctx.stateless,
+                        ctx.revision(),
                     );
                     if let Some(refused) = refused {
                         // The file opened was refused when judged again: say so in the log.

@@ -187,7 +187,7 @@ impl Inner {
     /// path (see the module docs).
     pub(super) fn read_request_text(&self, ctx: &Ctx<'_>, text: &str) -> Option<Action> {
         let id = ctx.id?;
-        if ctx.stateless {
+        if ctx.revision().has_input_required() {
             return None;
         }
         let live = self.live();

@@ -1,8 +1,8 @@
-//! MCP method names, protocol revisions, and typed views of only the messages rootfence
-//! intercepts. Method names are constants here and nowhere else, so a typo is a compile error
-//! rather than a silently unmatched string.
+//! What rootfence knows of the MCP protocol, in one place: every method name
+//! (`methods`, spelled nowhere else), the protocol revisions and what differs between them
+//! (`Revision`'s methods).
 
 pub mod methods;
 mod revision;
 
-pub use revision::Revision;
+pub use revision::{Revision, Revisions};
