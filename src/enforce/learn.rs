@@ -193,7 +193,7 @@ impl Learner {
             self.learn_stateless_host(session);
             let asks = self.enforce
                 && self.host_has_roots() == Some(true)
-                && matches!(method, m::TOOLS_CALL | m::PROMPTS_GET | m::RESOURCES_READ);
+                && crate::mcp::uris::ASKS_FOR_ROOTS_FIRST.contains(&method);
             if asks {
                 return;
             }

@@ -36,7 +36,8 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::page::{self, decline};
-use super::{Ctx, Inner, READ_VERDICTS, read};
+use super::resources_read::READ_VERDICTS;
+use super::{Ctx, Inner, read};
 use crate::audit;
 use crate::jsonrpc::envelope::Key;
 use crate::policy::ReadStance;

@@ -154,6 +154,10 @@ const MRTR: &[&str] = &[
     m::PROMPTS_GET,
     m::RESOURCES_READ,
 ];
+/// The requests a 2026-07-28 host that has roots rootfence does not know yet is asked
+/// for them first (answered `input_required` with a `roots/list` question): the ones whose
+/// judging needs the roots and whose answer may be `input_required`.
+pub const ASKS_FOR_ROOTS_FIRST: &[&str] = &[m::PROMPTS_GET, m::TOOLS_CALL, m::RESOURCES_READ];
 const SINCE_2025_11_25: Revisions = Revisions::Since("2025-11-25");
 const SINCE_2026_07_28: Revisions = Revisions::Since("2026-07-28");
 
@@ -327,7 +331,7 @@ pub const POSITIONS: &[Position] = &[
     ),
     since(
         row(
-            &[m::PROMPTS_GET, m::TOOLS_CALL, m::RESOURCES_READ],
+            ASKS_FOR_ROOTS_FIRST,
             Peer::Host,
             REQ,
             "none of its own until the roots are known: a host that has roots rootfence does \
@@ -544,6 +548,67 @@ pub fn result_keys(method: &str) -> Vec<&'static str> {
     keys
 }
 
+/// What the table says of one kind of message, looked up once per message by the relay's
+/// hot path ([`route`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Route {
+    /// The enforcer looks at it ([`intercepted`]).
+    pub intercepted: bool,
+    /// Judging it waits for the roots while rootfence asks for them ([`waits_for_roots`]).
+    pub waits_for_roots: bool,
+    /// The enforcer has a text path for it ([`has_text_path`]).
+    pub text_path: bool,
+    /// The server result keys its method's handler judges ([`result_keys`]).
+    pub result_keys: Vec<&'static str>,
+}
+
+/// The routes of every known method, by method, then by [`slot`] (sender and part), computed
+/// once.
+type Routes = std::collections::HashMap<&'static str, [Route; 8], foldhash::fast::FixedState>;
+
+fn slot(sender: Peer, part: Part) -> usize {
+    (sender as usize) << 2 | part as usize
+}
+
+fn routes() -> &'static Routes {
+    static ROUTES: std::sync::OnceLock<Routes> = std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| {
+        let mut map = Routes::default();
+        for method in super::methods::ALL {
+            let mut slots: [Route; 8] = Default::default();
+            for sender in [Peer::Host, Peer::Server] {
+                for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
+                    slots[slot(sender, part)] = compute(sender, part, method);
+                }
+            }
+            map.insert(method, slots);
+        }
+        map
+    })
+}
+
+fn compute(sender: Peer, part: Part, method: &str) -> Route {
+    Route {
+        intercepted: intercepted(sender, part, method),
+        waits_for_roots: waits_for_roots(method),
+        text_path: has_text_path(sender, part, method),
+        result_keys: if (sender, part) == (Peer::Server, Part::Result) {
+            result_keys(method)
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+/// What the table says of a message: one hash lookup for a known method; a method the
+/// table does not know is routed like every other message of its sender and part.
+pub fn route(sender: Peer, part: Part, method: &str) -> std::borrow::Cow<'static, Route> {
+    match routes().get(method) {
+        Some(slots) => std::borrow::Cow::Borrowed(&slots[slot(sender, part)]),
+        None => std::borrow::Cow::Owned(compute(sender, part, method)),
+    }
+}
+
 /// The table as docs/enforcement.md shows it (a Markdown table, one line per row).
 pub fn render() -> String {
     let mut out = String::from(
@@ -720,6 +785,24 @@ mod tests {
         for method in m::ALL {
             assert_eq!(result_keys(method), handled_before(method), "{method}");
         }
+    }
+
+    #[test]
+    fn the_precomputed_routes_are_the_tables() {
+        for method in m::ALL.iter().copied().chain(["x/unknown"]) {
+            for sender in [Peer::Host, Peer::Server] {
+                for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
+                    let r = route(sender, part, method);
+                    assert_eq!(r.intercepted, intercepted(sender, part, method));
+                    assert_eq!(r.waits_for_roots, waits_for_roots(method));
+                    assert_eq!(r.text_path, has_text_path(sender, part, method));
+                }
+            }
+        }
+        assert_eq!(
+            route(Peer::Server, Part::Result, m::RESOURCES_READ).result_keys,
+            ["contents", "inputRequests"]
+        );
     }
 
     #[test]
