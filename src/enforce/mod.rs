@@ -40,7 +40,6 @@ mod testing;
 mod tools;
 mod walk;
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Value, json};
@@ -163,7 +162,7 @@ struct Inner {
     /// SipHash's stronger guarantee is not worth its cost on every read.
     read_verdicts: Mutex<resources_read::ReadVerdicts>,
     /// What the host subscribed to: canonical `file:` URIs, or other URIs verbatim.
-    subscriptions: Mutex<HashSet<String>>,
+    subscriptions: subscriptions::Subscriptions,
     /// Operator roots dropped at start, audited once the log is open.
     dropped_at_start: Mutex<Vec<DroppedRoot>>,
     /// The server's `serverInfo.name`, once it gave one (see `tools.rs`).
@@ -280,7 +279,7 @@ impl Enforcer {
             start: Mutex::new(None),
             fatal,
             read_verdicts: Mutex::default(),
-            subscriptions: Mutex::default(),
+            subscriptions: subscriptions::Subscriptions::default(),
             dropped_at_start: Mutex::new(dropped.clone()),
             server_name: OnceLock::new(),
             tool_plans: Mutex::default(),

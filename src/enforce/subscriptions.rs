@@ -2,6 +2,9 @@
 //! `subscriptions/listen` (2026-07-28), and the server's `notifications/resources/updated`,
 //! forwarded only for what the host subscribed to.
 
+use std::collections::HashSet;
+use std::sync::Mutex;
+
 use serde_json::Value;
 
 use super::{Ctx, Inner};
@@ -10,6 +13,36 @@ use crate::jsonrpc::Id;
 use crate::mcp::methods as m;
 use crate::relay::Action;
 use crate::uri::FileUri;
+
+/// What the host subscribed to: canonical `file:` URIs, or other URIs verbatim.
+#[derive(Debug, Default)]
+pub(super) struct Subscriptions(Mutex<HashSet<String>>);
+
+impl Subscriptions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn add(&self, keys: impl IntoIterator<Item = String>) {
+        self.lock().extend(keys);
+    }
+
+    fn remove(&self, key: &str) {
+        self.lock().remove(key);
+    }
+
+    /// Whether an update for `raw` (canonical: `canonical`) is for something subscribed:
+    /// the URI itself, or for a `file:` URI, one inside a subscribed `file:` URI.
+    fn covers(&self, canonical: Option<&FileUri>, raw: &str) -> bool {
+        let subs = self.lock();
+        match canonical {
+            Some(uri) => subs
+                .iter()
+                .any(|s| FileUri::parse(s).is_ok_and(|sub| uri.starts_with(&sub)) || s == raw),
+            None => subs.contains(raw),
+        }
+    }
+}
 
 impl Inner {
     /// 2026-07-28 `subscriptions/listen`: a refused URI is taken out of the list; the kept
@@ -22,8 +55,7 @@ impl Inner {
                 list,
                 |v| v.as_str().map(str::to_owned),
             );
-            let mut subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
-            subs.extend(kept);
+            self.subscriptions.add(kept);
         }
         self.done_ctx(ctx, message)
     }
@@ -46,13 +78,11 @@ impl Inner {
         if let Some(canonical) = &c.canonical {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
         }
-        let mut subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
         if ctx.method == m::RESOURCES_SUBSCRIBE {
-            subs.insert(key);
+            self.subscriptions.add([key]);
         } else {
-            subs.remove(&key);
+            self.subscriptions.remove(&key);
         }
-        drop(subs);
         self.done_ctx(ctx, message)
     }
 
@@ -65,19 +95,10 @@ impl Inner {
             .unwrap_or("")
             .to_owned();
         let mut c = self.live().uri(&raw, ctx.roots);
-        if c.allow {
-            let subs = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
-            let subscribed = match &c.canonical {
-                Some(uri) => subs
-                    .iter()
-                    .any(|s| FileUri::parse(s).is_ok_and(|sub| uri.starts_with(&sub)) || s == &raw),
-                None => subs.contains(&raw),
-            };
-            if !subscribed {
-                c.allow = false;
-                c.reason = "not_subscribed".into();
-                c.allowed = None;
-            }
+        if c.allow && !self.subscriptions.covers(c.canonical.as_ref(), &raw) {
+            c.allow = false;
+            c.reason = "not_subscribed".into();
+            c.allowed = None;
         }
         let ok = self.audit_decision(ctx, "params.uri", &raw, &c, audit::Action::Dropped);
         if !(c.allow && ok) {
@@ -92,5 +113,24 @@ impl Inner {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
         }
         self.done_ctx(ctx, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_update_is_covered_by_its_own_subscription_or_a_file_uri_that_contains_it() {
+        let subs = Subscriptions::default();
+        subs.add(["file:///srv/root/dir".to_owned(), "mem://note".to_owned()]);
+        let inside = FileUri::parse("file:///srv/root/dir/a.txt").unwrap();
+        let beside = FileUri::parse("file:///srv/root/dir2/a.txt").unwrap();
+        assert!(subs.covers(Some(&inside), "file:///srv/root/dir/a.txt"));
+        assert!(!subs.covers(Some(&beside), "file:///srv/root/dir2/a.txt"));
+        assert!(subs.covers(None, "mem://note"));
+        assert!(!subs.covers(None, "mem://other"));
+        subs.remove("mem://note");
+        assert!(!subs.covers(None, "mem://note"));
     }
 }
