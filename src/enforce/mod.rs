@@ -151,16 +151,9 @@ struct Inner {
     audit: Recorder,
     start: Mutex<Option<StartHook>>,
     fatal: watch::Sender<Option<String>>,
-    /// The verdicts of forwarded `resources/read` requests, by request id, with the root set
-    /// they were made under: a result item naming exactly the URI that was checked reuses
-    /// its verdict instead of resolving the same path again, but only while the roots are
-    /// that same set; after any change the result is judged again under the roots in force
-    /// when it is delivered (issue 28: a slow answer must not bring a removed root's
-    /// content). The `Weak` keeps the set's allocation, not its contents, so a new set can
-    /// never share its address. Bounded: cleared when it grows past `READ_VERDICTS`. Keyed
-    /// with foldhash, seeded per map: the host picks the ids, and the map is bounded, so
-    /// SipHash's stronger guarantee is not worth its cost on every read.
-    read_verdicts: Mutex<resources_read::ReadVerdicts>,
+    /// The verdicts of forwarded `resources/read` requests, kept for their results
+    /// (`resources_read.rs`).
+    read_verdicts: resources_read::ReadVerdicts,
     /// What the host subscribed to: canonical `file:` URIs, or other URIs verbatim.
     subscriptions: subscriptions::Subscriptions,
     /// Operator roots dropped at start, audited once the log is open.
@@ -278,7 +271,7 @@ impl Enforcer {
             audit,
             start: Mutex::new(None),
             fatal,
-            read_verdicts: Mutex::default(),
+            read_verdicts: resources_read::ReadVerdicts::default(),
             subscriptions: subscriptions::Subscriptions::default(),
             dropped_at_start: Mutex::new(dropped.clone()),
             server_name: OnceLock::new(),

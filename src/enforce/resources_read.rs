@@ -3,7 +3,7 @@
 //! text path of the same messages is `read_text.rs`; the `serve` and `verify` stances'
 //! own reads are `read.rs`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::Value;
 
@@ -16,14 +16,86 @@ use crate::relay::Action;
 use crate::roots::RootSet;
 
 /// Read verdicts kept for their results at most (more means results that never came).
-pub(super) const READ_VERDICTS: usize = 4096;
+const READ_VERDICTS: usize = 4096;
 
-/// A read request's verdict and the root set it was made under, by request id.
-pub(super) type ReadVerdicts = std::collections::HashMap<
+/// The verdicts of forwarded `resources/read` requests, by request id, with the root set
+/// they were made under: a result item naming exactly the URI that was checked reuses its
+/// verdict instead of resolving the same path again, but only while the roots are that same
+/// set; after any change the result is judged again under the roots in force when it is
+/// delivered (issue 28: a slow answer must not bring a removed root's content). The `Weak`
+/// keeps the set's allocation, not its contents, so a new set can never share its address.
+/// Bounded: cleared when it grows past [`READ_VERDICTS`]. Keyed with foldhash, seeded per
+/// map: the host picks the ids, and the map is bounded, so SipHash's stronger guarantee is
+/// not worth its cost on every read.
+#[derive(Debug, Default)]
+pub(super) struct ReadVerdicts(Mutex<Verdicts>);
+
+type Verdicts = std::collections::HashMap<
     crate::jsonrpc::IdKey,
-    (Checked, Option<std::sync::Weak<RootSet>>),
+    (Checked, Option<Weak<RootSet>>),
     foldhash::fast::RandomState,
 >;
+
+/// Whether a verdict made under `made_under` still holds under `now`: the same set, by
+/// address (the `Weak` keeps the address from being reused).
+fn same_set(made_under: Option<&Weak<RootSet>>, now: Option<&Arc<RootSet>>) -> bool {
+    match (made_under, now) {
+        (Some(w), Some(now)) => std::ptr::eq(w.as_ptr(), Arc::as_ptr(now)),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+impl ReadVerdicts {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Verdicts> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps the verdict of request `id`, made under `roots`.
+    pub(super) fn keep(&self, id: &Id, verdict: Checked, roots: Option<&Arc<RootSet>>) {
+        let mut kept = self.lock();
+        if kept.len() >= READ_VERDICTS {
+            kept.clear();
+        }
+        kept.insert(id.key().clone(), (verdict, roots.map(Arc::downgrade)));
+    }
+
+    /// Takes the verdict of request `id` out, and returns it if it was made under `now`.
+    pub(super) fn take(&self, id: &Id, now: Option<&Arc<RootSet>>) -> Option<Checked> {
+        let (verdict, made_under) = self.lock().remove(id.key())?;
+        same_set(made_under.as_ref(), now).then_some(verdict)
+    }
+
+    /// The verdict kept for request `id`, as (allow, canonical), for the tests.
+    #[cfg(test)]
+    pub(super) fn peek(&self, id: &Id) -> Option<(bool, Option<String>)> {
+        self.lock()
+            .get(id.key())
+            .map(|(c, _)| (c.allow, c.canonical.as_ref().map(|u| u.as_str().to_owned())))
+    }
+
+    /// Forgets every verdict, for the tests.
+    #[cfg(test)]
+    pub(super) fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// Takes the verdict of request `id` out if it allowed exactly `uri` under `now` (the
+    /// text path's one reuse); otherwise leaves it for the value path.
+    pub(super) fn take_allowing(&self, id: &Id, uri: &str, now: Option<&Arc<RootSet>>) -> bool {
+        let mut kept = self.lock();
+        let Some((prior, made_under)) = kept.get(id.key()) else {
+            return false;
+        };
+        let reusable = prior.allow
+            && prior.canonical.as_ref().map(|u| u.as_str()) == Some(uri)
+            && same_set(made_under.as_ref(), now);
+        if reusable {
+            kept.remove(id.key());
+        }
+        reusable
+    }
+}
 
 impl Inner {
     /// The `params.uri` of a request, checked and audited: its verdict if allowed, or what
@@ -86,12 +158,7 @@ impl Inner {
                 }
             }
         }
-        let mut kept = self.read_verdicts.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() >= READ_VERDICTS {
-            kept.clear();
-        }
-        kept.insert(id.key().clone(), (c, ctx.roots_arc.map(Arc::downgrade)));
-        drop(kept);
+        self.read_verdicts.keep(id, c, ctx.roots_arc);
         self.done_ctx(ctx, message)
     }
 
@@ -119,20 +186,10 @@ impl Inner {
         if contents.is_empty() {
             return self.done_ctx(ctx, message);
         }
-        let mut prior = ctx.id.and_then(|id| {
-            let (verdict, made_under) = self
-                .read_verdicts
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(id.key())?;
-            // Made under the roots still in force, or judged again.
-            let same = match (&made_under, ctx.roots_arc) {
-                (Some(w), Some(now)) => std::ptr::eq(w.as_ptr(), Arc::as_ptr(now)),
-                (None, None) => true,
-                _ => false,
-            };
-            same.then_some(verdict)
-        });
+        // Made under the roots still in force, or judged again.
+        let mut prior = ctx
+            .id
+            .and_then(|id| self.read_verdicts.take(id, ctx.roots_arc));
         let mut last_denied: Option<(String, Checked)> = None;
         let mut kept = Vec::with_capacity(contents.len());
         for (i, mut item) in std::mem::take(contents).into_iter().enumerate() {
