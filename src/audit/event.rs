@@ -1139,7 +1139,7 @@ mod tests {
     fn decision(uri: &str) -> Decision {
         Decision {
             direction: Direction::HostToServer,
-            method: "resources/read".into(),
+            method: crate::mcp::methods::RESOURCES_READ.into(),
             id: RpcId::from_json("7"),
             tool: None,
             field: Some("params.uri".into()),

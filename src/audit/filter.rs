@@ -233,7 +233,11 @@ mod tests {
         assert!(!p.is_match("file:///w/app/.envrc"));
         let p = Pattern::new("read_*").unwrap();
         assert!(p.is_match("read_text_file") && !p.is_match("write_file"));
-        assert!(Pattern::new("tools/call").unwrap().is_match("tools/call"));
+        assert!(
+            Pattern::new(crate::mcp::methods::TOOLS_CALL)
+                .unwrap()
+                .is_match(crate::mcp::methods::TOOLS_CALL)
+        );
         assert!(Pattern::new("a[").is_err());
     }
 }

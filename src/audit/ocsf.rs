@@ -23,6 +23,8 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
+use crate::mcp::methods as m;
+
 /// Maps records in log order, remembering per session the peers' claimed names (from
 /// `initialized`) for the decisions that follow.
 #[derive(Debug, Default)]
@@ -97,12 +99,12 @@ fn map_with(rec: &Map<String, Value>, host: Option<&str>, server: Option<&str>) 
             category_name = "Application Activity";
             let method = s("method").unwrap_or("");
             (activity_id, activity_name) = match method {
-                "resources/read"
-                | "resources/list"
-                | "resources/templates/list"
-                | "resources/subscribe"
-                | "prompts/get"
-                | "roots/list" => (2, "Read"),
+                m::RESOURCES_READ
+                | m::RESOURCES_LIST
+                | m::RESOURCES_TEMPLATES_LIST
+                | m::RESOURCES_SUBSCRIBE
+                | m::PROMPTS_GET
+                | m::ROOTS_LIST => (2, "Read"),
                 _ => (99, "Other"),
             };
             let allowed = s("decision") == Some("allow");
@@ -270,7 +272,7 @@ mod tests {
         assert_eq!(o["action_id"], 2);
         assert_eq!(o["disposition"], "Blocked");
         assert_eq!(o["status_detail"], "outside_roots");
-        assert_eq!(o["api"]["operation"], "resources/read");
+        assert_eq!(o["api"]["operation"], m::RESOURCES_READ);
         assert_eq!(o["api"]["request"]["uid"], "3");
         assert_eq!(o["resources"][0]["uid"], "file:///etc/passwd");
         assert_eq!(o["time"], 1_767_323_045_123_i64);

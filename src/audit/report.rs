@@ -197,7 +197,7 @@ pub fn report_html(
                     let deny = d.decision == Verdict::Deny;
                     let tool = match (&rec.tool, d.method.as_str()) {
                         (Some(t), _) => disp(t),
-                        (None, "tools/call") => NO_TOOL.to_owned(),
+                        (None, crate::mcp::methods::TOOLS_CALL) => NO_TOOL.to_owned(),
                         _ => String::new(),
                     };
                     let rule = rule_text(d.layer.as_deref(), d.rule.as_deref());

@@ -196,7 +196,7 @@ impl Session {
                 *s.by_action.entry(enum_name(&d.action)).or_default() += 1;
                 let tool = match (&rec.tool, d.method.as_str()) {
                     (Some(t), _) => Some(t.as_str()),
-                    (None, "tools/call") => Some(NO_TOOL),
+                    (None, crate::mcp::methods::TOOLS_CALL) => Some(NO_TOOL),
                     _ => None,
                 };
                 if let Some(t) = tool {

@@ -26,9 +26,6 @@ use crate::jsonrpc::{Id, IdKey};
 use crate::mcp::methods as m;
 use crate::relay::Action;
 
-/// The logging notification, whose `data` it must carry.
-const LOGGING_MESSAGE: &str = "notifications/message";
-
 /// Completion requests remembered at most (more means answers that never came).
 const COMPLETIONS: usize = 1024;
 
@@ -214,7 +211,7 @@ impl Inner {
         };
         let kept = self.walk(ctx, "params", params);
         let required_gone =
-            ctx.method == LOGGING_MESSAGE && self.live().enforce && params.get("data").is_none();
+            ctx.method == m::LOGGING_MESSAGE && self.live().enforce && params.get("data").is_none();
         if (!kept && self.live().enforce) || required_gone {
             return Action::Drop;
         }

@@ -188,12 +188,12 @@ impl Learner {
         if method == m::INITIALIZE || !self.follow.unlaunched() {
             return;
         }
-        let stateless = session.revision().is_some_and(|r| r.is_stateless());
-        if stateless {
+        let mrtr = session.revision().is_some_and(|r| r.has_input_required());
+        if mrtr {
             self.learn_stateless_host(session);
             let asks = self.enforce
                 && self.host_has_roots() == Some(true)
-                && matches!(method, m::TOOLS_CALL | m::PROMPTS_GET | m::RESOURCES_READ);
+                && crate::mcp::uris::ASKS_FOR_ROOTS_FIRST.contains(&method);
             if asks {
                 return;
             }
@@ -241,7 +241,7 @@ impl Learner {
             // The answer starts a server that waits for it. Some hosts answer only once their
             // `initialize` is answered: past `launch_wait`, the server starts under the
             // operator roots, and the answer, when it comes, moves it to a new generation.
-            self.ask_host(session, "initialize");
+            self.ask_host(session, m::INITIALIZE);
             if self.follow.waits_for_roots() {
                 let me = Arc::clone(self);
                 let session = Arc::clone(session);

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::decide::{Checked, ReadRefusal, read_judged};
 use crate::fsaccess::FsError;
 use crate::jsonrpc::Id;
-use crate::jsonrpc::error::{INVALID_PARAMS, RESOURCE_NOT_FOUND};
+use crate::mcp::Revision;
 use crate::policy::Policy;
 use crate::roots::{Allowed, CheckOptions, RootSet};
 use crate::uri::FileUri;
@@ -94,9 +94,8 @@ fn limits(policy: &Policy, mime: Option<&str>, reprs: &[Repr<'_>]) -> Option<Che
     (!d.allow).then(|| Checked::from_policy(&d))
 }
 
-/// Answers `resources/read` from rootfence's own read of the checked file. `stateless` peers
-/// (2026-07-28) get `resultType` on the result and `-32602` for a file that does not exist;
-/// older ones `-32002`, as each revision's resources page says. Returns the reply, and the
+/// Answers `resources/read` from rootfence's own read of the checked file, shaped as
+/// `revision` wants it (`resultType` on the result, its not-found code). Returns the reply, and the
 /// refusal when the file opened was refused (for the audit log).
 pub(super) fn serve(
     policy: &Policy,
@@ -105,7 +104,7 @@ pub(super) fn serve(
     allowed: &Allowed,
     canonical: &FileUri,
     id: &Id,
-    stateless: bool,
+    revision: &Revision,
 ) -> (Value, Option<Checked>) {
     let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
     let refused = match read_judged(policy, opts, roots, allowed, limit) {
@@ -119,7 +118,7 @@ pub(super) fn serve(
                 }
             }
             let mut result = json!({ "contents": [item] });
-            if stateless {
+            if revision.results_carry_result_type() {
                 result["resultType"] = json!("complete");
             }
             let reply = json!({ "jsonrpc": "2.0", "id": id.to_value(), "result": result });
@@ -129,7 +128,7 @@ pub(super) fn serve(
             let reply = json!({
                 "jsonrpc": "2.0", "id": id.to_value(),
                 "error": {
-                    "code": if stateless { INVALID_PARAMS } else { RESOURCE_NOT_FOUND },
+                    "code": revision.resource_not_found_code(),
                     "message": "Resource not found",
                     "data": {"uri": canonical.as_str()},
                 }

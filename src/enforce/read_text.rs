@@ -29,14 +29,13 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
 
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::page::{self, decline};
-use super::{Ctx, Inner, READ_VERDICTS, read};
+use super::{Ctx, Inner, read};
 use crate::audit;
 use crate::jsonrpc::envelope::Key;
 use crate::policy::ReadStance;
@@ -187,7 +186,7 @@ impl Inner {
     /// path (see the module docs).
     pub(super) fn read_request_text(&self, ctx: &Ctx<'_>, text: &str) -> Option<Action> {
         let id = ctx.id?;
-        if ctx.stateless {
+        if ctx.revision().has_input_required() {
             return None;
         }
         let live = self.live();
@@ -209,11 +208,7 @@ impl Inner {
                 Action::Forward
             });
         }
-        let mut kept = self.read_verdicts.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() >= READ_VERDICTS {
-            kept.clear();
-        }
-        kept.insert(id.key().clone(), (c, ctx.roots_arc.map(Arc::downgrade)));
+        self.read_verdicts.keep(id, c, ctx.roots_arc);
         Some(Action::Forward)
     }
 
@@ -240,22 +235,11 @@ impl Inner {
         }
         // The item names exactly the URI its request was allowed for: the request's record is
         // its record, as on the value path.
-        let mut kept = self.read_verdicts.lock().unwrap_or_else(|e| e.into_inner());
-        let (prior, made_under) = kept.get(id.key())?;
-        if !prior.allow || prior.canonical.as_ref().map(|u| u.as_str()) != Some(uri) {
-            return None;
-        }
-        // The roots changed since the request: the value path judges it again.
-        let same = match (made_under, ctx.roots_arc) {
-            (Some(w), Some(now)) => std::ptr::eq(w.as_ptr(), Arc::as_ptr(now)),
-            (None, None) => true,
-            _ => false,
-        };
-        if !same {
-            return None;
-        }
-        kept.remove(id.key());
-        Some(Action::Forward)
+        // Anything else (another URI, a refusal, roots changed since the request): the value
+        // path judges it again.
+        self.read_verdicts
+            .take_allowing(id, uri, ctx.roots_arc)
+            .then_some(Action::Forward)
     }
 }
 

@@ -92,7 +92,7 @@ impl World {
             roots: Some(self.enforcer.inner.operator.set()),
             roots_arc: None,
             changed: std::cell::Cell::new(false),
-            stateless: false,
+            revision: None,
         }
     }
 }

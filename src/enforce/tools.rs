@@ -59,7 +59,7 @@ impl Inner {
             roots: ctx.roots,
             roots_arc: ctx.roots_arc,
             changed: std::cell::Cell::new(ctx.changed.get()),
-            stateless: ctx.stateless,
+            revision: ctx.revision.clone(),
         };
         let live = self.live();
         let d = live.policy.decide_tool(&name);
@@ -339,7 +339,7 @@ fn tool_error(
             "argument": arg,
         }},
     });
-    if ctx.stateless {
+    if ctx.revision().results_carry_result_type() {
         result["resultType"] = json!("complete");
     }
     json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result})

@@ -1,4 +1,7 @@
-//! Every MCP method name rootfence routes on, across all supported revisions.
+//! Every MCP method name rootfence routes on, across all supported revisions: the one place
+//! a method is spelled. A test (below) scans `src/` and fails on a method name written as a
+//! string literal anywhere else, so a typo is a compile error rather than a silently
+//! unmatched string.
 
 /// Lifecycle (2024-11-05 to 2025-11-25).
 pub const INITIALIZE: &str = "initialize";
@@ -36,6 +39,8 @@ pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
 /// Server → host: the tool list changed.
 pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+/// Server → host: a log message (its `data` is walked like any free-form field).
+pub const LOGGING_MESSAGE: &str = "notifications/message";
 /// Server → host: the prompt list changed.
 pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
 /// Host → server: the level of `notifications/message` (removed in 2026-07-28).
@@ -61,3 +66,186 @@ pub const ELICITATION_CREATE: &str = "elicitation/create";
 
 /// Tasks (2025-11-25): the deferred result of a task-augmented request.
 pub const TASKS_RESULT: &str = "tasks/result";
+/// Tasks (2025-11-25): one task's status (a free-form result).
+pub const TASKS_GET: &str = "tasks/get";
+/// Tasks (2025-11-25): the tasks in flight (a free-form result).
+pub const TASKS_LIST: &str = "tasks/list";
+
+/// Every method above, for the tests that hold the rest of `src/` to them.
+pub const ALL: [&str; 30] = [
+    INITIALIZE,
+    INITIALIZED,
+    SERVER_DISCOVER,
+    PING,
+    CANCELLED,
+    PROGRESS,
+    ROOTS_LIST,
+    ROOTS_LIST_CHANGED,
+    RESOURCES_LIST,
+    RESOURCES_TEMPLATES_LIST,
+    RESOURCES_READ,
+    RESOURCES_SUBSCRIBE,
+    RESOURCES_UNSUBSCRIBE,
+    RESOURCES_UPDATED,
+    RESOURCES_LIST_CHANGED,
+    TOOLS_LIST_CHANGED,
+    LOGGING_MESSAGE,
+    PROMPTS_LIST_CHANGED,
+    LOGGING_SET_LEVEL,
+    SUBSCRIPTIONS_LISTEN,
+    TOOLS_LIST,
+    TOOLS_CALL,
+    PROMPTS_LIST,
+    PROMPTS_GET,
+    COMPLETION_COMPLETE,
+    SAMPLING_CREATE_MESSAGE,
+    ELICITATION_CREATE,
+    TASKS_RESULT,
+    TASKS_GET,
+    TASKS_LIST,
+];
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::ALL;
+
+    /// The value of every string literal in Rust source `text` (plain, byte and raw; escapes
+    /// are kept as written, which is enough to compare with a method name), skipping comments
+    /// and character literals.
+    fn string_literals(text: &str) -> Vec<String> {
+        let b = text.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'/' if b.get(i + 1) == Some(&b'/') => {
+                    while i < b.len() && b[i] != b'\n' {
+                        i += 1;
+                    }
+                }
+                b'/' if b.get(i + 1) == Some(&b'*') => {
+                    let end = text[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2);
+                    i = end;
+                }
+                // A character literal (`'"'`, `'\''`), not a lifetime (`'a`).
+                b'\'' if b.get(i + 1) == Some(&b'\\') => {
+                    i += 2;
+                    while i < b.len() && b[i] != b'\'' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                b'\'' if b.get(i + 2) == Some(&b'\'') => i += 3,
+                b'r' | b'b' if !is_ident(b, i) => {
+                    // `r#"…"#`, `br"…"`, `b"…"`: find the opening quote, if any.
+                    let mut j = i + 1;
+                    if b[i] == b'b' && b.get(j) == Some(&b'r') {
+                        j += 1;
+                    }
+                    let raw = b[i] == b'r' || b.get(i + 1) == Some(&b'r');
+                    let hashes = b[j..].iter().take_while(|&&c| c == b'#').count();
+                    if b.get(j + hashes) != Some(&b'"') || (!raw && hashes > 0) {
+                        i += 1;
+                        continue;
+                    }
+                    let start = j + hashes + 1;
+                    if raw {
+                        let close = format!("\"{}", "#".repeat(hashes));
+                        let end = text[start..].find(&close).map_or(b.len(), |e| start + e);
+                        out.push(text[start..end].to_owned());
+                        i = end + close.len();
+                    } else {
+                        let end = plain_end(b, start);
+                        out.push(text[start..end].to_owned());
+                        i = end + 1;
+                    }
+                }
+                b'"' => {
+                    let end = plain_end(b, i + 1);
+                    out.push(text[i + 1..end].to_owned());
+                    i = end + 1;
+                }
+                _ => i += 1,
+            }
+        }
+        out
+    }
+
+    /// Whether the byte at `i` continues an identifier (so `r`/`b` there is not a prefix).
+    fn is_ident(b: &[u8], i: usize) -> bool {
+        i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')
+    }
+
+    /// The index of the quote closing a plain literal whose text starts at `start`.
+    fn plain_end(b: &[u8], start: usize) -> usize {
+        let mut i = start;
+        while i < b.len() && b[i] != b'"' {
+            i += if b[i] == b'\\' { 2 } else { 1 };
+        }
+        i.min(b.len())
+    }
+
+    /// A literal that is an MCP method: one of [`ALL`], or any notification (a method
+    /// rootfence does not know yet still belongs here, not in the file that needs it).
+    fn is_method(literal: &str) -> bool {
+        ALL.contains(&literal)
+            || literal.strip_prefix("notifications/").is_some_and(|rest| {
+                !rest.is_empty()
+                    && rest
+                        .bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'/')
+            })
+    }
+
+    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("src/ is readable") {
+            let path = entry.expect("src/ entries are readable").path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn the_lexer_sees_literals_not_comments_or_chars() {
+        let text = r##"// "tools/call" in a comment
+            let a = "tools/list"; let c = '"'; let d = '\''; fn f<'a>(x: &'a str) {}
+            /* "ping" */ let e = r#"{"method":"ping"}"#; let g = b"roots/list"; let h = "a\"b";
+            let k = br"x";"##;
+        assert_eq!(
+            string_literals(text),
+            [
+                "tools/list",
+                r#"{"method":"ping"}"#,
+                "roots/list",
+                r#"a\"b"#,
+                "x"
+            ]
+        );
+    }
+
+    #[test]
+    fn no_method_name_is_spelled_outside_src_mcp() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let mcp = src.join("mcp");
+        let mut found = Vec::new();
+        for file in files.iter().filter(|f| !f.starts_with(&mcp)) {
+            let text = std::fs::read_to_string(file).expect("a source file is UTF-8");
+            for literal in string_literals(&text).into_iter().filter(|l| is_method(l)) {
+                found.push(format!("{}: \"{literal}\"", file.display()));
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "method names spelled outside src/mcp (use the constants of `crate::mcp::methods`, \
+             adding one there if it is new):\n{}",
+            found.join("\n")
+        );
+    }
+}

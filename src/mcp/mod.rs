@@ -1,8 +1,10 @@
-//! MCP method names, protocol revisions, and typed views of only the messages rootfence
-//! intercepts. Method names are constants here and nowhere else, so a typo is a compile error
-//! rather than a silently unmatched string.
+//! What rootfence knows of the MCP protocol, in one place: every method name
+//! (`methods`, spelled nowhere else), the protocol revisions and what differs between them
+//! (`Revision`'s methods), and the one table of where URIs sit in each message (`uris`),
+//! which the enforcer routes from and docs/enforcement.md renders.
 
 pub mod methods;
 mod revision;
+pub mod uris;
 
-pub use revision::Revision;
+pub use revision::{Revision, Revisions};

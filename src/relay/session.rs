@@ -1099,6 +1099,7 @@ fn random_u64() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::methods as m;
 
     fn id(text: &str) -> Id {
         let raw: Box<serde_json::value::RawValue> = serde_json::from_str(text).unwrap();
@@ -1145,17 +1146,17 @@ mod tests {
     async fn id_spaces_are_independent_and_own_ids_are_reserved() {
         let mut f = session();
         let s = &f.s;
-        s.track_host_request(&id("1"), "tools/call".into());
-        s.track_server_request(1, &id("1"), "roots/list".into());
+        s.track_host_request(&id("1"), m::TOOLS_CALL.into());
+        s.track_server_request(1, &id("1"), m::ROOTS_LIST.into());
         // The host's response to the server's request 1 and the server's response to the
         // host's request 1 are different things.
         assert_eq!(
             pending_method(s.match_response(Side::Host, 0, &id("1"))).as_deref(),
-            Some("roots/list")
+            Some(m::ROOTS_LIST)
         );
         assert_eq!(
             pending_method(s.match_response(Side::Server, 1, &id("1"))).as_deref(),
-            Some("tools/call")
+            Some(m::TOOLS_CALL)
         );
         assert!(matches!(
             s.match_response(Side::Server, 1, &id("1")),
@@ -1166,12 +1167,12 @@ mod tests {
             Matched::Unmatched
         ));
 
-        let rx = s.request_host("roots/list", None);
+        let rx = s.request_host(m::ROOTS_LIST, None);
         let Some(Outgoing::Line(line)) = f.host.prio.recv().await else {
             panic!("no request sent")
         };
         let sent: Value = serde_json::from_slice(&line).unwrap();
-        assert_eq!(sent["method"], "roots/list");
+        assert_eq!(sent["method"], m::ROOTS_LIST);
         let own_id = id(&sent["id"].to_string());
         assert!(s.is_reserved_id(&own_id));
         assert!(!s.is_reserved_id(&id("\"rootfence-\"")));
@@ -1187,8 +1188,8 @@ mod tests {
         let f = session();
         let s = &f.s;
         // Two generations both use id 0 for a request to the host.
-        let first = s.track_server_request(1, &id("0"), "sampling/createMessage".into());
-        let second = s.track_server_request(2, &id("0"), "roots/list".into());
+        let first = s.track_server_request(1, &id("0"), m::SAMPLING_CREATE_MESSAGE.into());
+        let second = s.track_server_request(2, &id("0"), m::ROOTS_LIST.into());
         assert_eq!(
             first.raw(),
             "0",
@@ -1215,7 +1216,7 @@ mod tests {
     fn a_response_is_matched_only_from_the_generation_asked() {
         let f = session();
         let s = &f.s;
-        s.track_host_request(&id("7"), "tools/call".into());
+        s.track_host_request(&id("7"), m::TOOLS_CALL.into());
         assert!(matches!(
             s.match_response(Side::Server, 2, &id("7")),
             Matched::Unmatched

@@ -258,13 +258,13 @@ mod tests {
         let ok = |h: HeaderMap, b: &str| check(&h, &incoming(b), true);
         assert_eq!(
             ok(
-                headers(&[V, ("mcp-method", "tools/call"), ("mcp-name", "write")]),
+                headers(&[V, ("mcp-method", m::TOOLS_CALL), ("mcp-name", "write")]),
                 CALL
             ),
             Ok(())
         );
         assert_eq!(
-            ok(headers(&[V, ("mcp-method", "tools/list")]), LIST),
+            ok(headers(&[V, ("mcp-method", m::TOOLS_LIST)]), LIST),
             Ok(())
         );
         let encoded = format!(
@@ -273,7 +273,7 @@ mod tests {
         );
         assert_eq!(
             ok(
-                headers(&[V, ("mcp-method", "resources/read"), ("mcp-name", &encoded)]),
+                headers(&[V, ("mcp-method", m::RESOURCES_READ), ("mcp-name", &encoded)]),
                 READ
             ),
             Ok(())
@@ -284,24 +284,24 @@ mod tests {
     fn disagreeing_or_missing_headers_are_refused() {
         let bad = |h: HeaderMap, b: &str| check(&h, &incoming(b), true).unwrap_err().1;
         // The attack: the headers say tools/list, the body calls a tool.
-        assert!(bad(headers(&[V, ("mcp-method", "tools/list")]), CALL).contains("tools/call"));
+        assert!(bad(headers(&[V, ("mcp-method", m::TOOLS_LIST)]), CALL).contains(m::TOOLS_CALL));
         assert!(
             bad(
-                headers(&[V, ("mcp-method", "tools/call"), ("mcp-name", "read_only")]),
+                headers(&[V, ("mcp-method", m::TOOLS_CALL), ("mcp-name", "read_only")]),
                 CALL
             )
             .contains("\"write\"")
         );
-        assert!(bad(headers(&[V, ("mcp-method", "tools/call")]), CALL).contains("missing"));
+        assert!(bad(headers(&[V, ("mcp-method", m::TOOLS_CALL)]), CALL).contains("missing"));
         assert!(bad(headers(&[V]), LIST).contains("Mcp-Method"));
         assert!(
-            bad(headers(&[("mcp-method", "tools/list")]), LIST).contains("MCP-Protocol-Version")
+            bad(headers(&[("mcp-method", m::TOOLS_LIST)]), LIST).contains("MCP-Protocol-Version")
         );
         assert!(
             bad(
                 headers(&[
                     ("mcp-protocol-version", "2025-11-25"),
-                    ("mcp-method", "tools/list")
+                    ("mcp-method", m::TOOLS_LIST)
                 ]),
                 LIST
             )
@@ -312,8 +312,8 @@ mod tests {
             bad(
                 headers(&[
                     V,
-                    ("mcp-method", "tools/list"),
-                    ("mcp-method", "tools/call")
+                    ("mcp-method", m::TOOLS_LIST),
+                    ("mcp-method", m::TOOLS_CALL)
                 ]),
                 CALL
             )
@@ -322,7 +322,7 @@ mod tests {
         // A nested "name" is not params.name.
         assert!(
             bad(
-                headers(&[V, ("mcp-method", "tools/call"), ("mcp-name", "x")]),
+                headers(&[V, ("mcp-method", m::TOOLS_CALL), ("mcp-name", "x")]),
                 CALL
             )
             .contains("\"write\"")
@@ -330,7 +330,7 @@ mod tests {
         // A name header on a method that names nothing.
         assert!(
             bad(
-                headers(&[V, ("mcp-method", "tools/list"), ("mcp-name", "write")]),
+                headers(&[V, ("mcp-method", m::TOOLS_LIST), ("mcp-name", "write")]),
                 LIST
             )
             .contains("names nothing")
@@ -339,7 +339,7 @@ mod tests {
             bad(
                 headers(&[
                     V,
-                    ("mcp-method", "tools/call"),
+                    ("mcp-method", m::TOOLS_CALL),
                     ("mcp-name", "=?base64?!!?=")
                 ]),
                 CALL
@@ -354,7 +354,7 @@ mod tests {
         assert_eq!(check(&HeaderMap::new(), &incoming(body), false), Ok(()));
         assert!(
             check(
-                &headers(&[("mcp-method", "tools/list")]),
+                &headers(&[("mcp-method", m::TOOLS_LIST)]),
                 &incoming(body),
                 false
             )
@@ -363,7 +363,7 @@ mod tests {
         assert!(check(&headers(&[("mcp-name", "other")]), &incoming(body), false).is_err());
         assert_eq!(
             check(
-                &headers(&[("mcp-method", "tools/call"), ("mcp-name", "write")]),
+                &headers(&[("mcp-method", m::TOOLS_CALL), ("mcp-name", "write")]),
                 &incoming(body),
                 false
             ),
@@ -372,7 +372,7 @@ mod tests {
         let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#;
         assert!(
             check(
-                &headers(&[("mcp-method", "tools/list")]),
+                &headers(&[("mcp-method", m::TOOLS_LIST)]),
                 &incoming(batch),
                 false
             )

@@ -40,10 +40,6 @@ const BACKLOG_MESSAGES: usize = 1024;
 /// Bytes likewise.
 const BACKLOG_BYTES: usize = 16 << 20;
 
-/// A log message from the server (no constant in `mcp::methods`: rootfence never looks
-/// inside one).
-const LOGGING_MESSAGE: &str = "notifications/message";
-
 /// A progress token, compared by its JSON text (tokens are strings or integers).
 type TokenKey = Box<str>;
 
@@ -365,7 +361,7 @@ impl Router {
                         return Target::Post(*key);
                     }
                 }
-                let request_scoped = method == m::PROGRESS || method == LOGGING_MESSAGE;
+                let request_scoped = method == m::PROGRESS || method == m::LOGGING_MESSAGE;
                 match (request_scoped, newest_post, get) {
                     (true, Some(k), _) => Target::Post(k),
                     (_, _, true) => Target::Get,
@@ -590,7 +586,7 @@ mod tests {
         ))
         .await;
         assert!(next(&mut b).await.contains(r#""id":"x""#));
-        assert!(next(&mut b).await.contains("roots/list"));
+        assert!(next(&mut b).await.contains(m::ROOTS_LIST));
         assert!(next(&mut a).await.contains(r#""id":1"#));
         // `1` and `"1"` are different ids.
         assert!(r.register_post(vec![id("\"1\"")], vec![]).is_ok());

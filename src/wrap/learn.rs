@@ -147,7 +147,7 @@ pub fn trial(
     };
     let mut t = Trial::default();
     send(serde_json::json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "jsonrpc": "2.0", "id": 1, "method": crate::mcp::methods::INITIALIZE,
         "params": {
             "protocolVersion": "2025-06-18",
             "capabilities": {},
@@ -157,8 +157,10 @@ pub fn trial(
     if let Some(r) = wait_for(1) {
         t.initialized = r.get("result").is_some();
         if t.initialized {
-            send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-            send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+            send(serde_json::json!({"jsonrpc": "2.0", "method": crate::mcp::methods::INITIALIZED}));
+            send(
+                serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": crate::mcp::methods::TOOLS_LIST}),
+            );
             t.listed = wait_for(2).is_some();
         }
     }

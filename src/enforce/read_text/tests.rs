@@ -24,13 +24,14 @@ impl World {
 
     /// The verdict kept for request 1, as (allow, canonical).
     fn kept(&self) -> Option<(bool, Option<String>)> {
-        let kept = self.enforcer.inner.read_verdicts.lock().unwrap();
-        kept.get(Id::from_string("1").key())
-            .map(|(c, _)| (c.allow, c.canonical.as_ref().map(|u| u.as_str().to_owned())))
+        self.enforcer
+            .inner
+            .read_verdicts
+            .peek(&Id::from_string("1"))
     }
 
     fn forget(&self) {
-        self.enforcer.inner.read_verdicts.lock().unwrap().clear();
+        self.enforcer.inner.read_verdicts.clear();
     }
 
     /// A request through both paths: (fast outcome or `None` if declined, slow outcome),

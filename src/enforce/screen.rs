@@ -1,0 +1,172 @@
+//! The content tripwire on the relay's screen: a server message that holds text of a
+//! denied file inside the roots (`crate::tripwire`) is redacted, or withheld, and audited.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::Inner;
+use crate::audit::{self, AuditUri, Direction, Event, RpcId};
+use crate::jsonrpc::error::DENIED;
+use crate::jsonrpc::{Id, Kind};
+use crate::relay::{Action, Side};
+use crate::tripwire::{Fingerprints, Hit};
+use crate::uri::FileUri;
+
+impl Inner {
+    /// The fingerprints of the denied files inside the roots the server can reach now: the
+    /// operator roots (granted at launch) and the effective roots. Built on first use after
+    /// each change of the roots (or waited for, when a build is under way).
+    pub(super) fn fingerprints(&self) -> Arc<Fingerprints> {
+        self.fingerprints_with(false)
+    }
+
+    /// [`Inner::fingerprints`], built again when `refresh` (denied files created since).
+    pub(super) fn fingerprints_with(&self, refresh: bool) -> Arc<Fingerprints> {
+        let known = self.learner.tracker.known();
+        if !refresh {
+            let cached = self.fingerprints.lock().unwrap_or_else(|e| e.into_inner());
+            let same = match (&cached.0, &known) {
+                (Some(None), None) => true,
+                (Some(Some(a)), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            };
+            if same {
+                return Arc::clone(&cached.1);
+            }
+        }
+        let reals: Vec<(&cap_std::fs::Dir, std::path::PathBuf)> = self
+            .operator
+            .set()
+            .roots()
+            .iter()
+            .chain(known.iter().flat_map(|k| k.roots()))
+            .map(|r| (r.dir(), std::path::PathBuf::from(r.real_uri().path())))
+            .collect();
+        let roots: Vec<(&cap_std::fs::Dir, &std::path::Path)> =
+            reals.iter().map(|(d, p)| (*d, p.as_path())).collect();
+        let fresh = self.tripwire.for_roots(&roots, refresh);
+        drop(roots);
+        *self.fingerprints.lock().unwrap_or_else(|e| e.into_inner()) =
+            (Some(known.clone()), Arc::clone(&fresh));
+        fresh
+    }
+
+    /// A server message holds a fingerprint: audit it, and (enforcing) withhold it. A
+    /// response becomes an error for the host (every request gets its one answer), a
+    /// request from the server is refused to the server, a notification is dropped.
+    pub(super) fn withhold(
+        &self,
+        kind: Kind,
+        id: Option<&Id>,
+        method: &str,
+        hit: &Hit,
+    ) -> Option<Action> {
+        let (uri, what) = self.record_tripwire(kind, id, method, hit, 1, false);
+        if !self.live().enforce {
+            return None;
+        }
+        let noun = match kind {
+            Kind::Request => format!("`{method}` request"),
+            Kind::Notification => format!("`{method}` notification"),
+            Kind::Response | Kind::ErrorResponse => format!("answer to `{method}`"),
+        };
+        // An answer withheld is still an answer: the request was carried out, and the model
+        // must not take the error for a failure and do it again (a write that happened).
+        let done = if matches!(kind, Kind::Response | Kind::ErrorResponse) {
+            " (the request itself was carried out; do not repeat it)"
+        } else {
+            ""
+        };
+        let error = |id: &Id| {
+            json!({
+                "jsonrpc": "2.0",
+                "id": id.to_value(),
+                "error": {
+                    "code": DENIED,
+                    "message": format!(
+                        "rootfence: denied: the server's {noun} was withheld{done}: it holds \
+                         text from {}, a file the policy denies (tripwire); ask for something \
+                         that does not include it",
+                        hit.file.display()
+                    ),
+                    "data": {"uri": uri, "reason": "tripwire", "rule": what},
+                }
+            })
+        };
+        match (kind, id) {
+            (Kind::Notification, _) | (_, None) => Some(Action::Drop),
+            (Kind::Request, Some(id)) => Some(Action::Reply(error(id))),
+            (Kind::Response | Kind::ErrorResponse, Some(id)) => Some(Action::Replace(error(id))),
+        }
+    }
+
+    /// Logs, counts and audits a tripwire hit: `redacted` (`spans` secrets replaced in a
+    /// message that goes on) or withheld. Returns the file's URI and the hit's description.
+    pub(super) fn record_tripwire(
+        &self,
+        kind: Kind,
+        id: Option<&Id>,
+        method: &str,
+        hit: &Hit,
+        spans: usize,
+        redacted: bool,
+    ) -> (String, String) {
+        let uri = FileUri::from_path(&hit.file)
+            .map(|u| u.as_str().to_owned())
+            .unwrap_or_else(|_| hit.file.display().to_string());
+        let mut what = hit.describe();
+        if redacted {
+            what.push_str(&format!("; {spans} span(s) redacted, the rest forwarded"));
+            tracing::warn!("redacted a secret in a message from the server (`{method}`): {what}");
+        } else {
+            tracing::warn!("withheld a message from the server (`{method}`): it holds {what}");
+        }
+        if let Some(t) = self.telemetry.get() {
+            t.decision(&crate::telemetry::DecisionNote {
+                request: id.filter(|_| matches!(kind, Kind::Response | Kind::ErrorResponse)),
+                from: Side::Server,
+                method,
+                allow: false,
+                reason: "tripwire",
+                rule: Some(&what),
+                uri: &uri,
+                count: 1,
+            });
+        }
+        let action = match (self.live().enforce, kind) {
+            (false, _) => audit::Action::Forwarded,
+            (true, _) if redacted => audit::Action::Rewritten,
+            (true, Kind::Notification) => audit::Action::Dropped,
+            (true, _) => audit::Action::AnsweredError,
+        };
+        self.record(Event::Decision(audit::Decision {
+            direction: Direction::ServerToHost,
+            method: method.to_owned(),
+            id: id.and_then(|i| RpcId::from_json(i.raw())),
+            tool: None,
+            field: Some("message".into()),
+            uri: AuditUri::new(&uri),
+            canonical: None,
+            decision: audit::Verdict::Deny,
+            reason: "tripwire".into(),
+            layer: None,
+            rule: Some(what.clone()),
+            root: None,
+            action,
+        }));
+        (uri, what)
+    }
+}
+
+/// The message with every fingerprint in its strings redacted, when that leaves none in it
+/// (checked again on the bytes that will be sent), with what was redacted.
+pub(super) fn redacted(fp: &Fingerprints, line: &[u8]) -> Option<(Value, Vec<Hit>)> {
+    let mut message: Value = serde_json::from_slice(line).ok()?;
+    let hits = fp.redact(&mut message);
+    if hits.is_empty() {
+        return None;
+    }
+    let bytes = serde_json::to_vec(&message).ok()?;
+    fp.check(&bytes).is_none().then_some((message, hits))
+}

@@ -1,0 +1,136 @@
+//! Subscriptions: `resources/subscribe` and `unsubscribe` (up to 2025-11-25),
+//! `subscriptions/listen` (2026-07-28), and the server's `notifications/resources/updated`,
+//! forwarded only for what the host subscribed to.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use super::{Ctx, Inner};
+use crate::audit;
+use crate::jsonrpc::Id;
+use crate::mcp::methods as m;
+use crate::relay::Action;
+use crate::uri::FileUri;
+
+/// What the host subscribed to: canonical `file:` URIs, or other URIs verbatim.
+#[derive(Debug, Default)]
+pub(super) struct Subscriptions(Mutex<HashSet<String>>);
+
+impl Subscriptions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn add(&self, keys: impl IntoIterator<Item = String>) {
+        self.lock().extend(keys);
+    }
+
+    fn remove(&self, key: &str) {
+        self.lock().remove(key);
+    }
+
+    /// Whether an update for `raw` (canonical: `canonical`) is for something subscribed:
+    /// the URI itself, or for a `file:` URI, one inside a subscribed `file:` URI.
+    fn covers(&self, canonical: Option<&FileUri>, raw: &str) -> bool {
+        let subs = self.lock();
+        match canonical {
+            Some(uri) => subs
+                .iter()
+                .any(|s| FileUri::parse(s).is_ok_and(|sub| uri.starts_with(&sub)) || s == raw),
+            None => subs.contains(raw),
+        }
+    }
+}
+
+impl Inner {
+    /// 2026-07-28 `subscriptions/listen`: a refused URI is taken out of the list; the kept
+    /// ones are remembered as subscribed.
+    pub(super) fn listen_request(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
+        if let Some(list) = message.pointer_mut("/params/notifications/resourceSubscriptions") {
+            let kept = self.filter_list(
+                ctx,
+                "params.notifications.resourceSubscriptions",
+                list,
+                |v| v.as_str().map(str::to_owned),
+            );
+            self.subscriptions.add(kept);
+        }
+        self.done_ctx(ctx, message)
+    }
+
+    /// `resources/subscribe` and `unsubscribe`: the URI judged like a read's; the
+    /// subscription is remembered under its canonical name.
+    pub(super) fn subscribe_request(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
+        let c = match self.request_uri(ctx, id, &message) {
+            Ok(c) => c,
+            Err(action) => return action,
+        };
+        let raw = message["params"]["uri"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let key = c
+            .canonical
+            .as_ref()
+            .map_or(raw.clone(), |u| u.as_str().to_owned());
+        if let Some(canonical) = &c.canonical {
+            ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
+        }
+        if ctx.method == m::RESOURCES_SUBSCRIBE {
+            self.subscriptions.add([key]);
+        } else {
+            self.subscriptions.remove(&key);
+        }
+        self.done_ctx(ctx, message)
+    }
+
+    /// `notifications/resources/updated`: forwarded only for an allowed URI the host
+    /// subscribed to (or one inside a subscribed `file:` URI).
+    pub(super) fn updated(&self, ctx: &Ctx<'_>, message: Value) -> Action {
+        let raw = message
+            .pointer("/params/uri")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let mut c = self.live().uri(&raw, ctx.roots);
+        if c.allow && !self.subscriptions.covers(c.canonical.as_ref(), &raw) {
+            c.allow = false;
+            c.reason = "not_subscribed".into();
+            c.allowed = None;
+        }
+        let ok = self.audit_decision(ctx, "params.uri", &raw, &c, audit::Action::Dropped);
+        if !(c.allow && ok) {
+            return if self.live().enforce {
+                Action::Drop
+            } else {
+                Action::Forward
+            };
+        }
+        let mut message = message;
+        if let Some(canonical) = &c.canonical {
+            ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
+        }
+        self.done_ctx(ctx, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_update_is_covered_by_its_own_subscription_or_a_file_uri_that_contains_it() {
+        let subs = Subscriptions::default();
+        subs.add(["file:///srv/root/dir".to_owned(), "mem://note".to_owned()]);
+        let inside = FileUri::parse("file:///srv/root/dir/a.txt").unwrap();
+        let beside = FileUri::parse("file:///srv/root/dir2/a.txt").unwrap();
+        assert!(subs.covers(Some(&inside), "file:///srv/root/dir/a.txt"));
+        assert!(!subs.covers(Some(&beside), "file:///srv/root/dir2/a.txt"));
+        assert!(subs.covers(None, "mem://note"));
+        assert!(!subs.covers(None, "mem://other"));
+        subs.remove("mem://note");
+        assert!(!subs.covers(None, "mem://note"));
+    }
+}

@@ -1,0 +1,822 @@
+//! The one table of where URIs sit in MCP messages: for each message (methods, sender, part)
+//! the JSON paths that carry URIs, the revisions they exist in, what a refusal does and
+//! whether judging it waits for the roots. The enforcer routes from it (what it intercepts,
+//! what waits, what has a text path, which result keys a method's own handler judges), and
+//! docs/enforcement.md's table is its rendering ([`render`]; a test compares the two), so
+//! the contract, the routing and the code cannot drift apart.
+//!
+//! The routing the table replaced is kept in its tests as a specification: the table routes
+//! every message exactly as those hand-written `match`es did.
+//!
+//! To add a URI position: add a row here, run the `mcp::uris` tests, paste the rendering
+//! they print into docs/enforcement.md, and handle the row in the method's family handler
+//! (`src/enforce/`).
+
+use super::Revisions;
+use super::methods as m;
+use crate::jsonrpc::Kind;
+
+/// Who sends the message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peer {
+    /// The MCP host (the client).
+    Host,
+    /// The MCP server rootfence guards.
+    Server,
+}
+
+/// Which part of an exchange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// A request's `params`.
+    Request,
+    /// A response's `result`.
+    Result,
+    /// An error response's `error`.
+    Error,
+    /// A notification's `params`.
+    Notification,
+}
+
+impl Part {
+    /// The part a JSON-RPC message kind carries.
+    pub fn of(kind: Kind) -> Part {
+        match kind {
+            Kind::Request => Part::Request,
+            Kind::Response => Part::Result,
+            Kind::ErrorResponse => Part::Error,
+            Kind::Notification => Part::Notification,
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Part::Request => "request",
+            Part::Result => "result",
+            Part::Error => "error",
+            Part::Notification => "notification",
+        }
+    }
+}
+
+/// One row: where URIs sit in one kind of message, and what rootfence does with them.
+#[derive(Debug)]
+pub struct Position {
+    /// The methods (a response's method is its request's); empty for every method.
+    pub methods: &'static [&'static str],
+    /// Who sends the message.
+    pub sender: Peer,
+    /// The parts of the exchange the paths are in.
+    pub parts: &'static [Part],
+    /// The JSON paths (relative to the part), as the documentation words them.
+    pub paths: &'static str,
+    /// The revisions the paths exist in.
+    pub revisions: Revisions,
+    /// What a refusal does.
+    pub refusal: &'static str,
+    /// Judging it waits while rootfence is asking the host for its roots (the roots
+    /// handshake itself never waits).
+    pub waits_for_roots: bool,
+    /// The enforcer can judge it from its text, without a parse to a value tree.
+    pub text_path: bool,
+    /// The result keys the method's own handler judges: the free-form walk skips them.
+    pub owns: &'static [&'static str],
+}
+
+impl Position {
+    /// Whether the row names `method` (not as one of every method).
+    fn names(&self, method: &str) -> bool {
+        self.methods.contains(&method)
+    }
+
+    fn covers(&self, sender: Peer, part: Part) -> bool {
+        self.sender == sender && self.parts.contains(&part)
+    }
+}
+
+const REQ: &[Part] = &[Part::Request];
+const RES: &[Part] = &[Part::Result];
+const NOTE: &[Part] = &[Part::Notification];
+const ERR: &[Part] = &[Part::Error];
+/// What a server sends in answer or unprompted.
+const ANSWERS: &[Part] = &[Part::Result, Part::Error, Part::Notification];
+
+/// A row with the defaults of most: every revision, waits for the roots, no text path,
+/// owns nothing.
+const fn row(
+    methods: &'static [&'static str],
+    sender: Peer,
+    parts: &'static [Part],
+    paths: &'static str,
+    refusal: &'static str,
+) -> Position {
+    Position {
+        methods,
+        sender,
+        parts,
+        paths,
+        revisions: Revisions::All,
+        refusal,
+        waits_for_roots: true,
+        text_path: false,
+        owns: &[],
+    }
+}
+
+const fn since(mut p: Position, revisions: Revisions) -> Position {
+    p.revisions = revisions;
+    p
+}
+
+const fn owning(mut p: Position, keys: &'static [&'static str]) -> Position {
+    p.owns = keys;
+    p
+}
+
+const fn texted(mut p: Position) -> Position {
+    p.text_path = true;
+    p
+}
+
+const fn at_once(mut p: Position) -> Position {
+    p.waits_for_roots = false;
+    p
+}
+
+/// The methods whose results may come back `input_required` (2026-07-28) and whose content
+/// blocks rootfence filters.
+const CONTENT: &[&str] = &[m::TOOLS_CALL, m::TASKS_RESULT, m::PROMPTS_GET];
+/// The requests a 2026-07-28 host retries with `inputResponses`, and whose results may be
+/// `input_required`.
+const MRTR: &[&str] = &[
+    m::TOOLS_CALL,
+    m::TASKS_RESULT,
+    m::PROMPTS_GET,
+    m::RESOURCES_READ,
+];
+/// The requests a 2026-07-28 host that has roots rootfence does not know yet is asked
+/// for them first (answered `input_required` with a `roots/list` question): the ones whose
+/// judging needs the roots and whose answer may be `input_required`.
+pub const ASKS_FOR_ROOTS_FIRST: &[&str] = &[m::PROMPTS_GET, m::TOOLS_CALL, m::RESOURCES_READ];
+const SINCE_2025_11_25: Revisions = Revisions::Since("2025-11-25");
+const SINCE_2026_07_28: Revisions = Revisions::Since("2026-07-28");
+
+/// Every position, in the order docs/enforcement.md lists them.
+pub const POSITIONS: &[Position] = &[
+    texted(row(
+        &[m::RESOURCES_READ],
+        Peer::Host,
+        REQ,
+        "`params.uri`",
+        "the request is answered with the denial error; the server never sees it",
+    )),
+    texted(owning(
+        row(
+            &[m::RESOURCES_READ],
+            Peer::Server,
+            RES,
+            "`contents[].uri`",
+            "the item is removed; if none is left, the host gets the denial error",
+        ),
+        &["contents"],
+    )),
+    row(
+        &[m::RESOURCES_READ],
+        Peer::Server,
+        RES,
+        "`contents[]` items over `resources.max_bytes` or outside `resources.mime`",
+        "the item is removed (`too_large`, `mime_denied`). The size is the item's largest \
+         representation: `text`, decoded `blob`, and `data` (which a lenient host may read \
+         too); an item whose `blob`/`data` is not base64, or whose `text` is not a string, is \
+         removed (`not_base64`, `malformed_content`)",
+    ),
+    texted(owning(
+        row(
+            &[m::RESOURCES_LIST],
+            Peer::Server,
+            RES,
+            "`resources[].uri` (every page; cursors untouched), and each entry's `icons` and \
+             free-form fields",
+            "the entry is removed",
+        ),
+        &["resources"],
+    )),
+    owning(
+        row(
+            &[m::RESOURCES_TEMPLATES_LIST],
+            Peer::Server,
+            RES,
+            "`resourceTemplates[].uriTemplate`, and each entry's `icons` and free-form fields",
+            "removed when every expansion must leave the roots: judged by its literal prefix \
+             and the operator that follows it (`{/x}` closes the last name; `{x}`, `{+x}`, \
+             `{.x}` continue it, so `file:///srv/root_evil{/x}` and `file:///srv/ro{x}` are \
+             judged by what those names can reach; `{?x}`, `{&x}`, `{#x}` give a query or \
+             fragment, which a `file:` URI may not have); any expansion is checked again at \
+             read time",
+        ),
+        &["resourceTemplates"],
+    ),
+    owning(
+        row(
+            &[m::TOOLS_LIST],
+            Peer::Server,
+            RES,
+            "`tools[]`: each entry's `icons` and free-form fields; the tools' input schemas \
+             teach their path arguments",
+            "the icon or the free-form object is removed (below)",
+        ),
+        &["tools"],
+    ),
+    owning(
+        row(
+            &[m::PROMPTS_LIST],
+            Peer::Server,
+            RES,
+            "`prompts[]`: each entry's `icons` and free-form fields",
+            "the icon or the free-form object is removed (below)",
+        ),
+        &["prompts"],
+    ),
+    since(
+        row(
+            &[m::RESOURCES_SUBSCRIBE, m::RESOURCES_UNSUBSCRIBE],
+            Peer::Host,
+            REQ,
+            "`params.uri`",
+            "denial error",
+        ),
+        Revisions::Until("2025-11-25"),
+    ),
+    since(
+        row(
+            &[m::SUBSCRIPTIONS_LISTEN],
+            Peer::Host,
+            REQ,
+            "`params.notifications.resourceSubscriptions[]`",
+            "the URI is removed from the list",
+        ),
+        SINCE_2026_07_28,
+    ),
+    row(
+        &[m::RESOURCES_UPDATED],
+        Peer::Server,
+        NOTE,
+        "`params.uri`",
+        "the notification is dropped; also dropped when the URI was never subscribed (nor is \
+         inside a subscribed `file:` URI)",
+    ),
+    row(
+        &[m::COMPLETION_COMPLETE],
+        Peer::Host,
+        REQ,
+        "`params.ref.uri` when `ref.type = \"ref/resource\"`",
+        "denial error (a template is judged like a listed template)",
+    ),
+    row(
+        &[m::COMPLETION_COMPLETE],
+        Peer::Server,
+        RES,
+        "`completion.values[]` when the request's `ref` is a `file:` template",
+        "each value is judged by the URI the template expands to with it (RFC 6570, as the \
+         host would expand it); one that leaves the roots is removed (`../secret`), a value \
+         that is not a string too (`not_a_string`)",
+    ),
+    row(
+        &[m::TOOLS_CALL],
+        Peer::Host,
+        REQ,
+        "`params.name`",
+        "tool error (see below; `tool_denied`, `read_only`)",
+    ),
+    row(
+        &[m::TOOLS_CALL],
+        Peer::Host,
+        REQ,
+        "`params.arguments` at the policy's `[[tools.paths]]` pointers whose `server` matches \
+         the server's `serverInfo.name` (or every entry while the name is unknown)",
+        "tool error (see below); an allowed path or URI is forwarded in canonical form",
+    ),
+    row(
+        &[m::TOOLS_CALL],
+        Peer::Host,
+        REQ,
+        "`params.arguments`: every other string, as the tool's own schema says (learned from \
+         `tools/list`, `tools.infer`; see below)",
+        "tool error (see below); an allowed absolute path or URI of a path argument is \
+         forwarded in canonical form, everything else as sent",
+    ),
+    owning(
+        row(
+            CONTENT,
+            Peer::Server,
+            RES,
+            "`content[]` blocks: **every** URI position of a block, `resource.uri` and `uri` \
+             both, whatever its `type` says (`{type:\"resource_link\", uri, resource:{…}}` is \
+             judged by both; resource links exist from 2025-06-18); a block's own nested \
+             `content` (`tool_result`, or any block) is filtered the same way, recursively",
+            "the block is removed if any position is refused; a `resource` object without a \
+             URI is refused (`missing_uri`)",
+        ),
+        &["content"],
+    ),
+    owning(
+        row(
+            CONTENT,
+            Peer::Server,
+            RES,
+            "`messages[].content` (the same blocks)",
+            "the message is removed",
+        ),
+        &["messages"],
+    ),
+    since(
+        row(
+            ASKS_FOR_ROOTS_FIRST,
+            Peer::Host,
+            REQ,
+            "none of its own until the roots are known: a host that has roots rootfence does \
+             not know yet is asked for them first",
+            "the request is answered `input_required` with a `roots/list` question",
+        ),
+        SINCE_2026_07_28,
+    ),
+    row(
+        &[m::SAMPLING_CREATE_MESSAGE],
+        Peer::Server,
+        REQ,
+        "`params.messages[].content` (blocks, arrays, and `tool_result.content[]`, 2025-11-25), \
+         and the rest of `params` as free-form fields",
+        "the block is removed",
+    ),
+    row(
+        &[m::SAMPLING_CREATE_MESSAGE],
+        Peer::Host,
+        RES,
+        "`content` (a block or an array of blocks)",
+        "the block is removed; a single block refused: the server gets the denial error",
+    ),
+    since(
+        owning(
+            row(
+                MRTR,
+                Peer::Server,
+                RES,
+                "`input_required` `inputRequests[k]` with `method: \"sampling/createMessage\"`: \
+                 `params.messages[].content`",
+                "the block is removed",
+            ),
+            &["inputRequests"],
+        ),
+        SINCE_2026_07_28,
+    ),
+    since(
+        owning(
+            row(
+                MRTR,
+                Peer::Server,
+                RES,
+                "`input_required` `inputRequests[k]` with `method: \"elicitation/create\"` and a \
+                 `params.url`",
+                "judged like `elicitation/create` `params.url`; a refused entry is taken out of \
+                 `inputRequests`",
+            ),
+            &["inputRequests"],
+        ),
+        SINCE_2026_07_28,
+    ),
+    since(
+        row(
+            &[m::ELICITATION_CREATE],
+            Peer::Server,
+            REQ,
+            "`params.url` (URL mode), and the rest of `params` as free-form fields",
+            "a URL that names a local file (below) and is refused: the request is refused to \
+             the server with the denial error, the host never sees it",
+        ),
+        SINCE_2025_11_25,
+    ),
+    since(
+        row(
+            &[],
+            Peer::Server,
+            ERR,
+            "error `-32042` `error.data.elicitations[].url`",
+            "the same judgement; a refused entry is removed from the list",
+        ),
+        SINCE_2025_11_25,
+    ),
+    since(
+        row(
+            &[],
+            Peer::Server,
+            ANSWERS,
+            "`icons[].src` anywhere (listed resources, templates, tools, prompts, content \
+             blocks, `serverInfo`, 2026-07-28 `_meta` serverInfo)",
+            "an icon whose `src` names a local file (below) is judged like any URI and removed \
+             if refused; a **relative** `src` is removed (`relative_url`: a desktop host \
+             resolves it against its own `file:` page); other schemes are the host's to judge",
+        ),
+        SINCE_2025_11_25,
+    ),
+    row(
+        &[],
+        Peer::Server,
+        ANSWERS,
+        "`serverInfo.websiteUrl` (2025-11-25+), and any `url` / `resourceUri` (MCP Apps \
+         `_meta.ui.resourceUri`) / `websiteUrl` key in the free-form fields below",
+        "a link that names a local file and is refused: the key is removed",
+    ),
+    row(
+        &[],
+        Peer::Server,
+        ANSWERS,
+        "**free-form fields**: every other part of every server result (`structuredContent` \
+         2025-06-18+, `_meta`, `tasks/get`/`tasks/list` results, `annotations`, list \
+         entries' `_meta`, …), `error.data` of every server error response (answers to \
+         allowed requests), the `params` of every server notification (`notifications/message` \
+         log `data`, `notifications/progress`, task status, …)",
+        "walked recursively: an object whose `uri`, `resource.uri` or `uriTemplate` names a \
+         **local file** (below) that is refused is removed from its parent (taking its text \
+         with it); relative or other-scheme names in free-form data are the tool's own data \
+         and pass. A log message left without `data` is dropped. Free text is not judged \
+         here: the content tripwire covers it",
+    ),
+    row(
+        &[],
+        Peer::Server,
+        ANSWERS,
+        "`_meta[\"io.rootfence/…\"]` in anything the server sends",
+        "removed: only rootfence speaks for rootfence (its tool errors carry \
+         `io.rootfence/denial`)",
+    ),
+    row(
+        &[
+            m::RESOURCES_READ,
+            m::RESOURCES_LIST,
+            m::RESOURCES_TEMPLATES_LIST,
+            m::TOOLS_LIST,
+            m::PROMPTS_LIST,
+            m::TOOLS_CALL,
+            m::TASKS_RESULT,
+            m::PROMPTS_GET,
+        ],
+        Peer::Server,
+        RES,
+        "`contents`, `resources`, `resourceTemplates`, `tools`, `prompts`, `messages` or \
+         `content` that is not the shape it must be (an object instead of an array)",
+        "the whole result is replaced by the denial error (`malformed_result`): it cannot be \
+         checked item by item",
+    ),
+    // The roots handshake: never waits (it is what the others wait for).
+    at_once(row(
+        &[m::INITIALIZE],
+        Peer::Host,
+        REQ,
+        "`params.capabilities.roots`: whether the host has roots",
+        "none: rootfence asks the host for its roots",
+    )),
+    at_once(row(
+        &[m::INITIALIZED, m::ROOTS_LIST_CHANGED],
+        Peer::Host,
+        NOTE,
+        "none: the host's roots are asked for again",
+        "none",
+    )),
+    at_once(row(
+        &[m::ROOTS_LIST],
+        Peer::Server,
+        REQ,
+        "none: a host without roots cannot answer it",
+        "rootfence answers with the operator roots, or an error when there are none",
+    )),
+    at_once(row(
+        &[m::ROOTS_LIST],
+        Peer::Host,
+        RES,
+        "`roots[].uri` (host → server), and `roots/list` answers inside a 2026-07-28 \
+         request's `params.inputResponses`",
+        "replaced by the effective roots",
+    )),
+    at_once(row(
+        &[m::INITIALIZE, m::SERVER_DISCOVER],
+        Peer::Server,
+        &[Part::Result, Part::Error],
+        "`serverInfo` (`icons`, `websiteUrl`) and the rest, as free-form fields",
+        "as for free-form fields",
+    )),
+];
+
+/// Whether the enforcer looks at this message at all (a static table, cheap on the hot
+/// path): a row names it, or covers every method for its sender and part.
+pub fn intercepted(sender: Peer, part: Part, method: &str) -> bool {
+    POSITIONS
+        .iter()
+        .any(|p| p.covers(sender, part) && (p.methods.is_empty() || p.names(method)))
+}
+
+/// Whether judging this message waits for the roots while rootfence is asking the host for
+/// them. Everything waits but the roots handshake: a method a handshake row names never
+/// waits, whoever sends it (a server that sends `notifications/initialized` is not asked to
+/// wait for anything).
+pub fn waits_for_roots(method: &str) -> bool {
+    !POSITIONS
+        .iter()
+        .any(|p| !p.waits_for_roots && p.names(method))
+}
+
+/// Whether the enforcer has a text path for this message.
+pub fn has_text_path(sender: Peer, part: Part, method: &str) -> bool {
+    POSITIONS
+        .iter()
+        .any(|p| p.text_path && p.covers(sender, part) && p.names(method))
+}
+
+/// The keys of a server result that `method`'s own handler judges (the free-form walk
+/// skips them), in table order.
+pub fn result_keys(method: &str) -> Vec<&'static str> {
+    let mut keys = Vec::new();
+    for p in POSITIONS
+        .iter()
+        .filter(|p| p.covers(Peer::Server, Part::Result) && p.names(method))
+    {
+        for key in p.owns {
+            if !keys.contains(key) {
+                keys.push(*key);
+            }
+        }
+    }
+    keys
+}
+
+/// What the table says of one kind of message, looked up once per message by the relay's
+/// hot path ([`route`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Route {
+    /// The enforcer looks at it ([`intercepted`]).
+    pub intercepted: bool,
+    /// Judging it waits for the roots while rootfence asks for them ([`waits_for_roots`]).
+    pub waits_for_roots: bool,
+    /// The enforcer has a text path for it ([`has_text_path`]).
+    pub text_path: bool,
+    /// The server result keys its method's handler judges ([`result_keys`]).
+    pub result_keys: Vec<&'static str>,
+}
+
+/// The routes of every known method, by method, then by [`slot`] (sender and part), computed
+/// once.
+type Routes = std::collections::HashMap<&'static str, [Route; 8], foldhash::fast::FixedState>;
+
+fn slot(sender: Peer, part: Part) -> usize {
+    (sender as usize) << 2 | part as usize
+}
+
+fn routes() -> &'static Routes {
+    static ROUTES: std::sync::OnceLock<Routes> = std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| {
+        let mut map = Routes::default();
+        for method in super::methods::ALL {
+            let mut slots: [Route; 8] = Default::default();
+            for sender in [Peer::Host, Peer::Server] {
+                for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
+                    slots[slot(sender, part)] = compute(sender, part, method);
+                }
+            }
+            map.insert(method, slots);
+        }
+        map
+    })
+}
+
+fn compute(sender: Peer, part: Part, method: &str) -> Route {
+    Route {
+        intercepted: intercepted(sender, part, method),
+        waits_for_roots: waits_for_roots(method),
+        text_path: has_text_path(sender, part, method),
+        result_keys: if (sender, part) == (Peer::Server, Part::Result) {
+            result_keys(method)
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+/// What the table says of a message: one hash lookup for a known method; a method the
+/// table does not know is routed like every other message of its sender and part.
+pub fn route(sender: Peer, part: Part, method: &str) -> std::borrow::Cow<'static, Route> {
+    match routes().get(method) {
+        Some(slots) => std::borrow::Cow::Borrowed(&slots[slot(sender, part)]),
+        None => std::borrow::Cow::Owned(compute(sender, part, method)),
+    }
+}
+
+/// The table as docs/enforcement.md shows it (a Markdown table, one line per row).
+pub fn render() -> String {
+    let mut out = String::from(
+        "| message | where (JSON path) | revisions | on deny | waits for the roots |\n\
+         |---|---|---|---|---|\n",
+    );
+    for p in POSITIONS {
+        let methods = if p.methods.is_empty() {
+            "every".to_owned()
+        } else {
+            p.methods
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let parts = p
+            .parts
+            .iter()
+            .map(|p| p.word())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sender = match p.sender {
+            Peer::Host => "host",
+            Peer::Server => "server",
+        };
+        out.push_str(&format!(
+            "| {methods} {parts} ({sender}) | {} | {} | {} | {} |\n",
+            p.paths,
+            p.revisions.render(),
+            p.refusal,
+            if p.waits_for_roots { "yes" } else { "no" },
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where docs/enforcement.md holds the rendering.
+    const BEGIN: &str = "<!-- uri-table: rendered from src/mcp/uris.rs; a test compares -->\n";
+    const END: &str = "<!-- /uri-table -->";
+
+    #[test]
+    fn the_documented_table_is_the_rendering_of_the_code_table() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/enforcement.md");
+        let doc = std::fs::read_to_string(&path).expect("docs/enforcement.md is readable");
+        let start = doc.find(BEGIN).map(|i| i + BEGIN.len());
+        let end = doc.find(END);
+        let rendered = render();
+        let (Some(start), Some(end)) = (start, end) else {
+            panic!(
+                "docs/enforcement.md has no `{}` … `{END}` section; put this table between \
+                 them:\n{rendered}",
+                BEGIN.trim_end()
+            );
+        };
+        assert!(
+            doc[start..end] == rendered,
+            "docs/enforcement.md's URI table differs from src/mcp/uris.rs; replace it with:\n\
+             {rendered}"
+        );
+    }
+
+    #[test]
+    fn every_row_names_known_methods_and_no_pipe_breaks_the_markdown() {
+        for p in POSITIONS {
+            for method in p.methods {
+                assert!(m::ALL.contains(method), "{method}");
+            }
+            assert!(!p.parts.is_empty(), "{p:?}");
+            for text in [p.paths, p.refusal] {
+                assert!(!text.contains('|') && !text.contains('\n'), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_roots_handshake_never_waits_for_the_roots() {
+        use Part::*;
+        use Peer::*;
+        for (sender, part, method) in [
+            (Host, Request, m::INITIALIZE),
+            (Host, Notification, m::INITIALIZED),
+            (Host, Notification, m::ROOTS_LIST_CHANGED),
+            (Host, Result, m::ROOTS_LIST),
+            (Server, Request, m::ROOTS_LIST),
+            (Server, Result, m::INITIALIZE),
+            (Server, Error, m::SERVER_DISCOVER),
+        ] {
+            assert!(intercepted(sender, part, method), "{method}");
+            assert!(!waits_for_roots(method), "{method}");
+        }
+        assert!(waits_for_roots(m::RESOURCES_READ));
+        assert!(waits_for_roots(m::LOGGING_MESSAGE));
+        assert!(waits_for_roots("x/unknown"));
+    }
+
+    /// The routing the table replaced (the hand-written `match`es of `enforce/mod.rs`
+    /// before issue 25), kept as the specification the table must reproduce exactly.
+    fn routed_before(sender: Peer, part: Part, method: &str) -> (bool, bool, bool) {
+        use Part::*;
+        use Peer::*;
+        let wanted = match (sender, part) {
+            (Host, Request) => matches!(
+                method,
+                m::INITIALIZE
+                    | m::RESOURCES_READ
+                    | m::RESOURCES_SUBSCRIBE
+                    | m::RESOURCES_UNSUBSCRIBE
+                    | m::SUBSCRIPTIONS_LISTEN
+                    | m::COMPLETION_COMPLETE
+                    | m::TOOLS_CALL
+                    | m::PROMPTS_GET
+            ),
+            (Host, Notification) => matches!(method, m::INITIALIZED | m::ROOTS_LIST_CHANGED),
+            (Host, Result) => matches!(method, m::ROOTS_LIST | m::SAMPLING_CREATE_MESSAGE),
+            (Server, Request) => matches!(
+                method,
+                m::ROOTS_LIST | m::SAMPLING_CREATE_MESSAGE | m::ELICITATION_CREATE
+            ),
+            (Server, Notification | Result | Error) => true,
+            _ => false,
+        };
+        let waits = !matches!(
+            method,
+            m::INITIALIZE
+                | m::INITIALIZED
+                | m::ROOTS_LIST
+                | m::ROOTS_LIST_CHANGED
+                | m::SERVER_DISCOVER
+        );
+        let text = matches!(
+            (sender, part, method),
+            (Server, Result, m::RESOURCES_LIST | m::RESOURCES_READ)
+                | (Host, Request, m::RESOURCES_READ)
+        );
+        (wanted, waits, text)
+    }
+
+    #[test]
+    fn the_table_routes_every_message_as_the_matches_it_replaced() {
+        for method in m::ALL.iter().copied().chain(["x/unknown", ""]) {
+            for sender in [Peer::Host, Peer::Server] {
+                for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
+                    let now = (
+                        intercepted(sender, part, method),
+                        waits_for_roots(method),
+                        has_text_path(sender, part, method),
+                    );
+                    assert_eq!(
+                        now,
+                        routed_before(sender, part, method),
+                        "{sender:?} {part:?} {method}"
+                    );
+                }
+            }
+        }
+        let handled_before = |method: &str| -> &[&str] {
+            match method {
+                m::RESOURCES_LIST => &["resources"],
+                m::RESOURCES_TEMPLATES_LIST => &["resourceTemplates"],
+                m::TOOLS_LIST => &["tools"],
+                m::PROMPTS_LIST => &["prompts"],
+                m::TOOLS_CALL | m::TASKS_RESULT | m::PROMPTS_GET => {
+                    &["content", "messages", "inputRequests"]
+                }
+                m::RESOURCES_READ => &["contents", "inputRequests"],
+                _ => &[],
+            }
+        };
+        for method in m::ALL {
+            assert_eq!(result_keys(method), handled_before(method), "{method}");
+        }
+    }
+
+    #[test]
+    fn the_precomputed_routes_are_the_tables() {
+        for method in m::ALL.iter().copied().chain(["x/unknown"]) {
+            for sender in [Peer::Host, Peer::Server] {
+                for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
+                    let r = route(sender, part, method);
+                    assert_eq!(r.intercepted, intercepted(sender, part, method));
+                    assert_eq!(r.waits_for_roots, waits_for_roots(method));
+                    assert_eq!(r.text_path, has_text_path(sender, part, method));
+                }
+            }
+        }
+        assert_eq!(
+            route(Peer::Server, Part::Result, m::RESOURCES_READ).result_keys,
+            ["contents", "inputRequests"]
+        );
+    }
+
+    #[test]
+    fn result_keys_are_what_each_handler_judges() {
+        assert_eq!(result_keys(m::RESOURCES_LIST), ["resources"]);
+        assert_eq!(result_keys(m::TOOLS_LIST), ["tools"]);
+        assert_eq!(
+            result_keys(m::TOOLS_CALL),
+            ["content", "messages", "inputRequests"]
+        );
+        assert_eq!(
+            result_keys(m::RESOURCES_READ),
+            ["contents", "inputRequests"]
+        );
+        assert!(result_keys(m::INITIALIZE).is_empty());
+    }
+}
