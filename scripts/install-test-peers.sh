@@ -42,8 +42,11 @@
 #           tests/peers/pnpm/node_modules, and a pnpm home tests/peers/pnpm/home (its
 #           `.cache/pnpm` dlx cache and `.local/share/pnpm/store`) filled by one
 #           `pnpm dlx @modelcontextprotocol/server-filesystem@2026.8.31`, so that the
-#           suite's `pnpm dlx` case runs offline. `bunx` is not here: the npm package
-#           `bun` fetches its binary in an install script (docs in tests/compat.rs);
+#           suite's `pnpm dlx` case runs offline;
+#   - npm:  bun 1.4.5 (tests/peers/bun/package.json) into tests/peers/bun/node_modules the
+#           same way (its own install script links the native binary of @oven/bun-linux-*),
+#           and a bun home tests/peers/bun/home (`.bun/install/cache`) filled by one
+#           `bunx @modelcontextprotocol/server-filesystem@2026.8.31`, for the `bunx` case;
 # Each part is skipped when a stamp file shows it was installed from the same lock files with
 # the same toolchain, so a second run takes well under a second. Everything it installs is
 # git-ignored. Set ROOTFENCE_PEERS_FORCE=1 to reinstall everything.
@@ -289,6 +292,29 @@ install_pnpm() {
     printf '%s\n' "$key" >"$stamp"
 }
 
+# bun (exact version, like pnpm) and a bun home whose cache holds the suite's `bunx` server.
+install_bun() {
+    local dir=$PEERS/bun home stamp key
+    home=$PWD/$dir/home
+    stamp=$dir/.rootfence-stamp
+    key=$(key_of "node $(node --version)" "$dir/package.json")
+    if fresh "$stamp" "$key" && [[ -x "$dir/node_modules/.bin/bunx" && -d "$home/.bun/install/cache" ]]; then
+        log "bun and its bunx cache: up to date"
+        return
+    fi
+    log "bun: npm install in $dir, then bunx @modelcontextprotocol/server-filesystem@2026.8.31"
+    rm -rf "$dir/node_modules" "$home"
+    (cd "$dir" && npm install --no-package-lock --ignore-scripts --no-audit --no-fund --loglevel=error >&2 &&
+        npm rebuild bun --foreground-scripts --loglevel=error >&2)
+    head -c4 "$dir/node_modules/.bin/bunx" | grep -q ELF || die "bun's install script did not put its native binary in $dir/node_modules/bun"
+    mkdir -p "$home"
+    env -u BUN_INSTALL -u XDG_CACHE_HOME HOME="$home" \
+        "$dir/node_modules/.bin/bunx" @modelcontextprotocol/server-filesystem@2026.8.31 \
+        "$home" </dev/null >/dev/null || die "bunx server-filesystem failed (HOME=$home)"
+    [[ -d "$home/.bun/install/cache" ]] || die "bunx left no cache in $home/.bun/install/cache"
+    printf '%s\n' "$key" >"$stamp"
+}
+
 install_node
 install_python
 install_rmcp_client
@@ -296,6 +322,7 @@ install_uv
 install_pipx
 install_npx_cache
 install_pnpm
+install_bun
 # Playwright MCP's browser (Playwright's own builds come from a CDN, not a registry) and the
 # renderer of `audit report --html`; the syslog receiver; the load balancer of serve_fleet.
 install_deb chromium /usr/bin/chromium "the browser cases (compat's Playwright row, audit_report)"

@@ -2300,10 +2300,8 @@ fn filesystem_remote_word_claude_desktop() {
 
 // -------------------------------------------------------------------------------------------
 // Node launchers (issue 27): `npx -y` from a filled npm cache (desktop-commander,
-// mcp-obsidian in Claude Desktop and in Cursor), `pnpm dlx`. Their rows follow [`CASES`].
-// `bunx` is not here: the npm package `bun` installs its binary from an install script
-// (`postinstall` picks the platform package), and the suite's peers are installed with
-// install scripts off.
+// mcp-obsidian in Claude Desktop and in Cursor), `pnpm dlx`, `bunx`. Their rows follow
+// [`CASES`].
 // -------------------------------------------------------------------------------------------
 
 const DESKTOP_COMMANDER: Package = Package::NpmExec {
@@ -2361,6 +2359,20 @@ const NODE_CASES: &[Case] = &[
         style: "`pnpm dlx @modelcontextprotocol/server-filesystem@… <project>` (pnpm 12.21.0 installed with npm), no host roots",
         wrap_adds: "--root <project>",
         checked: "pnpm's native binary, dlx cache and store are found and granted; read, write, edit, list, tree; outside path and `.env` refused (tool error)",
+        known: Some(PLACEHOLDERS),
+        normal_user: false,
+    },
+    Case {
+        id: "filesystem_bunx_vscode",
+        server: "server-filesystem",
+        package: Package::NpmExec {
+            name: "@modelcontextprotocol/server-filesystem",
+            version: "2026.8.31",
+        },
+        host: Host::VsCode,
+        style: "`bunx @modelcontextprotocol/server-filesystem@… ${workspaceFolder}` (bun 1.4.5 installed with npm), host roots",
+        wrap_adds: "--root ${workspaceFolder}",
+        checked: "bun's native binary and its package cache (`~/.bun/install/cache`) are found and granted; read, write, edit, list, tree, relative paths; outside path and `.env` refused (tool error)",
         known: Some(PLACEHOLDERS),
         normal_user: false,
     },
@@ -2658,6 +2670,46 @@ fn filesystem_pnpm_dlx_claude_desktop() {
         pnpm_home(w);
         let mut spec = filesystem_spec(w, &s(&w.project), false);
         spec.entry = json!({"command": "pnpm", "args": ["dlx", "@modelcontextprotocol/server-filesystem@2026.8.31", s(&w.project)]});
+        spec
+    });
+}
+
+/// bun as `npm install -g bun` leaves it (its `bin` on the host's `PATH`), and the bun home
+/// the install script filled (`~/.bun/install/cache`).
+fn bun_home(w: &World) {
+    let dir = peers_dir().join("bun");
+    let bin = dir.join("node_modules/.bin");
+    let cache = dir.join("home/.bun");
+    assert!(
+        bin.join("bunx").exists() && cache.join("install/cache").is_dir(),
+        "bun or its cache is missing under {}: run scripts/install-test-peers.sh",
+        dir.display()
+    );
+    let status = Command::new("cp")
+        .arg("-al")
+        .arg(&cache)
+        .arg(w.home.join(".bun"))
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "cannot copy the bun home");
+    let path = std::env::var("PATH").unwrap_or_default();
+    w.env
+        .borrow_mut()
+        .insert("PATH".into(), format!("{}:{path}", s(&bin)));
+}
+
+/// In VS Code, which starts the server in the workspace folder. Not in Claude Desktop: bunx
+/// 1.4.5 lists its working directory before anything else, and Claude Desktop starts
+/// servers in `/`, which the sandbox cannot let it list without letting it list every
+/// directory beneath (a Landlock right covers the whole tree): wrapped, it exits before
+/// `initialize` with `error: An internal error occurred (CouldntReadCurrentDirectory)`,
+/// which rootfence passes on as the server's last words.
+#[test]
+fn filesystem_bunx_vscode() {
+    run_case("filesystem_bunx_vscode", |w| {
+        bun_home(w);
+        let mut spec = filesystem_spec(w, "${workspaceFolder}", true);
+        spec.entry = json!({"command": "bunx", "args": ["@modelcontextprotocol/server-filesystem@2026.8.31", "${workspaceFolder}"]});
         spec
     });
 }
