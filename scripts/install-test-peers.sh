@@ -35,6 +35,20 @@
 #           into its own venv tests/peers/.venv-deploy;
 #   - Debian: nginx-light (/usr/sbin/nginx), the load balancer in front of three `rootfence
 #           serve` replicas in tests/serve_fleet.rs, likewise (the nginx case skips without it).
+#   - npm:  the npx cache tests/peers/npx/cache, filled by running each spec of
+#           tests/peers/npx/packages.txt once with `npx` (install scripts off):
+#           @wonderwhy-er/desktop-commander 0.2.52 and mcp-obsidian 1.0.0 (about 430 MB),
+#           so that the compatibility suite's `npx -y` cases run offline;
+#   - npm:  pnpm 12.21.0 (tests/peers/pnpm/package.json, exact versions: npm 11 cannot
+#           write a lock for pnpm's platform packages that `npm ci` accepts) into
+#           tests/peers/pnpm/node_modules, and a pnpm home tests/peers/pnpm/home (its
+#           `.cache/pnpm` dlx cache and `.local/share/pnpm/store`) filled by one
+#           `pnpm dlx @modelcontextprotocol/server-filesystem@2026.8.31`, so that the
+#           suite's `pnpm dlx` case runs offline;
+#   - npm:  bun 1.4.5 (tests/peers/bun/package.json) into tests/peers/bun/node_modules the
+#           same way (its own install script links the native binary of @oven/bun-linux-*),
+#           and a bun home tests/peers/bun/home (`.bun/install/cache`) filled by one
+#           `bunx @modelcontextprotocol/server-filesystem@2026.8.31`, for the `bunx` case;
 # Each part is skipped when a stamp file shows it was installed from the same lock files with
 # the same toolchain, so a second run takes well under a second. Everything it installs is
 # git-ignored. Set ROOTFENCE_PEERS_FORCE=1 to reinstall everything.
@@ -270,12 +284,95 @@ install_deploy_validator() {
     printf '%s\n' "$key" >"$stamp"
 }
 
+# The npm cache `npx -y <spec>` runs from (tests/peers/npx/packages.txt). npx keys its
+# install by the spec list, so `npx -p <spec> -- node -e 0` fills the very `_npx` directory
+# a later `npx -y <spec>` runs from.
+install_npx_cache() {
+    need npx "install npm (it comes with Node.js)"
+    local dir=$PEERS/npx cache=$PEERS/npx/cache stamp key spec
+    stamp=$dir/.rootfence-stamp
+    key=$(key_of "node $(node --version) npm $(npm --version)" "$dir/packages.txt")
+    if fresh "$stamp" "$key" && [[ -d "$cache/_npx" ]]; then
+        log "npx cache: up to date"
+        return
+    fi
+    rm -rf "$cache"
+    while read -r spec; do
+        [[ -z "$spec" || "$spec" == \#* ]] && continue
+        log "npx cache: npx -y $spec"
+        # Install scripts off, as in install_node: desktop-commander's reports the install
+        # to its authors and puppeteer's downloads a browser from a CDN; neither is needed.
+        npm_config_cache=$PWD/$cache npm_config_ignore_scripts=true npm_config_yes=true \
+            npm_config_update_notifier=false npm_config_audit=false npm_config_fund=false \
+            npx -p "$spec" -- node -e 0 >&2 </dev/null || die "npx -p $spec failed (npm_config_cache=$cache)"
+    done <"$dir/packages.txt"
+    rm -rf "$cache/_logs"
+    printf '%s\n' "$key" >"$stamp"
+}
+
+# pnpm (pinned by its lock) and a pnpm home whose dlx cache and store hold the suite's
+# `pnpm dlx` server.
+install_pnpm() {
+    local dir=$PEERS/pnpm home stamp key
+    home=$PWD/$dir/home
+    stamp=$dir/.rootfence-stamp
+    key=$(key_of "node $(node --version)" "$dir/package.json")
+    if fresh "$stamp" "$key" && [[ -x "$dir/node_modules/.bin/pnpm" && -d "$home/.cache/pnpm/dlx" ]]; then
+        log "pnpm and its dlx cache: up to date"
+        return
+    fi
+    log "pnpm: npm install in $dir, then pnpm dlx @modelcontextprotocol/server-filesystem@2026.8.31"
+    rm -rf "$dir/node_modules" "$home"
+    # Exact versions: pnpm 12.21.0 names its platform packages (@pnpm/exe.linux-x64, ...)
+    # at exactly 12.21.0, so this resolves the same every time without a lock. Installed
+    # with scripts off, then pnpm's own install script alone: it puts the native binary in
+    # place of the shell placeholders, as `npm install -g pnpm` does. Hosts start commands
+    # without a shell, and a placeholder (no `#!` line) then fails with ENOEXEC.
+    (cd "$dir" && npm install --no-package-lock --ignore-scripts --no-audit --no-fund --loglevel=error >&2 &&
+        npm rebuild pnpm --foreground-scripts --loglevel=error >&2)
+    [[ -x "$dir/node_modules/.bin/pnpm" ]] || die "npm did not install pnpm in $dir"
+    head -c4 "$dir/node_modules/.bin/pnpm" | grep -q ELF || die "pnpm's install script did not put its native binary in $dir/node_modules/pnpm"
+    mkdir -p "$home"
+    # stdin closed: the server starts, finds end of input and exits.
+    env -u XDG_CACHE_HOME -u XDG_DATA_HOME -u PNPM_HOME HOME="$home" \
+        "$dir/node_modules/.bin/pnpm" dlx @modelcontextprotocol/server-filesystem@2026.8.31 \
+        "$home" </dev/null >/dev/null || die "pnpm dlx server-filesystem failed (HOME=$home)"
+    [[ -d "$home/.cache/pnpm/dlx" ]] || die "pnpm dlx left no cache in $home/.cache/pnpm/dlx"
+    printf '%s\n' "$key" >"$stamp"
+}
+
+# bun (exact version, like pnpm) and a bun home whose cache holds the suite's `bunx` server.
+install_bun() {
+    local dir=$PEERS/bun home stamp key
+    home=$PWD/$dir/home
+    stamp=$dir/.rootfence-stamp
+    key=$(key_of "node $(node --version)" "$dir/package.json")
+    if fresh "$stamp" "$key" && [[ -x "$dir/node_modules/.bin/bunx" && -d "$home/.bun/install/cache" ]]; then
+        log "bun and its bunx cache: up to date"
+        return
+    fi
+    log "bun: npm install in $dir, then bunx @modelcontextprotocol/server-filesystem@2026.8.31"
+    rm -rf "$dir/node_modules" "$home"
+    (cd "$dir" && npm install --no-package-lock --ignore-scripts --no-audit --no-fund --loglevel=error >&2 &&
+        npm rebuild bun --foreground-scripts --loglevel=error >&2)
+    head -c4 "$dir/node_modules/.bin/bunx" | grep -q ELF || die "bun's install script did not put its native binary in $dir/node_modules/bun"
+    mkdir -p "$home"
+    env -u BUN_INSTALL -u XDG_CACHE_HOME HOME="$home" \
+        "$dir/node_modules/.bin/bunx" @modelcontextprotocol/server-filesystem@2026.8.31 \
+        "$home" </dev/null >/dev/null || die "bunx server-filesystem failed (HOME=$home)"
+    [[ -d "$home/.bun/install/cache" ]] || die "bunx left no cache in $home/.bun/install/cache"
+    printf '%s\n' "$key" >"$stamp"
+}
+
 install_node
 install_python
 install_rmcp_client
 install_uv
 install_uv_long_tail
 install_pipx
+install_npx_cache
+install_pnpm
+install_bun
 # Playwright MCP's browser (Playwright's own builds come from a CDN, not a registry) and the
 # renderer of `audit report --html`; the syslog receiver; the load balancer of serve_fleet.
 install_deb chromium /usr/bin/chromium "the browser cases (compat's Playwright row, audit_report)"

@@ -74,6 +74,11 @@ enum Host {
     /// `.vscode/mcp.json`: `servers` with `"type": "stdio"`, started in the workspace folder,
     /// `${workspaceFolder}` expanded, the workspace folder sent as the host's root.
     VsCode,
+    /// Cursor's user-wide `~/.cursor/mcp.json`: `mcpServers`, the entry's `env` on top of
+    /// the app's environment, started in the app's own working directory (`/`), and the
+    /// project open in the editor sent as the host's root (`<project>`), whatever the entry
+    /// is for.
+    Cursor,
 }
 
 impl Host {
@@ -81,6 +86,7 @@ impl Host {
         match self {
             Host::ClaudeDesktop => "Claude Desktop",
             Host::VsCode => "VS Code",
+            Host::Cursor => "Cursor",
         }
     }
 }
@@ -109,6 +115,13 @@ enum Package {
     /// `scripts/install-test-peers.sh` (`tests/peers/pipx/home`).
     Pipx {
         dist: &'static str,
+        version: &'static str,
+    },
+    /// An npm package the host starts with `npx -y <name>@<version>` (or `pnpm dlx`), from
+    /// the npm cache `scripts/install-test-peers.sh` fills (`tests/peers/npx/packages.txt`,
+    /// the pnpm home of `tests/peers/pnpm`).
+    NpmExec {
+        name: &'static str,
         version: &'static str,
     },
 }
@@ -343,7 +356,7 @@ const CASES: &[Case] = &[
         host: Host::ClaudeDesktop,
         style: "`--repository` a linked worktree (`git worktree add`: its git directory outside the root), no host roots",
         wrap_adds: "--root <project>/wt",
-        checked: "status, diffs, add, branch, log in the worktree (its git directory and the shared `objects/`, `refs/`, `logs/` granted, the main `.git`'s `hooks/` and `config` unwritable); `git add .env` fails in the sandbox, outside repository refused (tool errors). Not checked: `git_commit`, which GitPython does by creating a file in the shared `.git` (docs/sandbox.md)",
+        checked: "status, diffs, add, commit (GitPython's `COMMIT_EDITMSG` in the shared `.git`), branch, log in the worktree (its git directory, the shared `.git`'s files, `objects/`, `refs/`, `logs/` granted; the main `.git`'s `hooks/` and `config` unwritable); `git add .env` fails in the sandbox, outside repository refused (tool errors)",
         known: None,
         normal_user: false,
     },
@@ -430,9 +443,13 @@ fn only_placeholder_lines(diffs: &[Difference]) -> bool {
         })
 }
 
+/// Every case, in the order of README.md's table: [`CASES`], then each later section's.
+fn all_cases() -> impl Iterator<Item = &'static Case> {
+    CASES.iter().chain(NODE_CASES)
+}
+
 fn case(id: &str) -> &'static Case {
-    CASES
-        .iter()
+    all_cases()
         .find(|c| c.id == id)
         .unwrap_or_else(|| panic!("no case {id}"))
 }
@@ -493,6 +510,7 @@ fn version_of(p: Package) -> String {
         Package::Uvx { dist, version } | Package::Pipx { dist, version } => {
             format!("`{dist}` {version}")
         }
+        Package::NpmExec { name, version } => format!("`{name}` {version}"),
     }
 }
 
@@ -511,10 +529,22 @@ struct World {
     /// Variables the case adds to the host's environment (`PATH` with `~/.local/bin`,
     /// uv's offline switches).
     env: std::cell::RefCell<BTreeMap<String, String>>,
+    /// Options the case gives `rootfence wrap` besides the config file (what the user adds
+    /// when wrap's output tells them to, e.g. `--run-arg=--root=DIR`).
+    wrap_args: std::cell::RefCell<Vec<String>>,
 }
 
 fn world() -> World {
-    let tmp = tempfile::tempdir().expect("a temporary directory");
+    // Named like a user's home would be: no hidden component and all lowercase
+    // (mcp-obsidian 1.0.0 refuses any path with a component starting with `.`, and lowercases
+    // its vault's path before reading it).
+    static WORLDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = WORLDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("rootfence-compat-{}-{n}", std::process::id()))
+        .rand_bytes(0)
+        .tempdir()
+        .expect("a temporary directory");
     // Canonical: servers realpath their directories, and the transcripts name them.
     let base = tmp.path().canonicalize().unwrap();
     let (home, project, outside) = (
@@ -532,6 +562,7 @@ fn world() -> World {
         project,
         outside,
         env: Default::default(),
+        wrap_args: Default::default(),
     }
 }
 
@@ -575,6 +606,7 @@ fn config_file(w: &World, host: Host) -> (PathBuf, &'static str) {
             "mcpServers",
         ),
         Host::VsCode => (w.project.join(".vscode/mcp.json"), "servers"),
+        Host::Cursor => (w.home.join(".cursor/mcp.json"), "mcpServers"),
     }
 }
 
@@ -598,6 +630,7 @@ fn wrap(w: &World, host: Host, name: &str, entry: &Value, extra: &[&str]) -> Val
         .arg(&file)
         .args(["--rootfence-path", env!("CARGO_BIN_EXE_rootfence")])
         .args(extra)
+        .args(w.wrap_args.borrow().iter())
         .env_clear()
         .envs(host_env(w))
         .stdin(Stdio::null())
@@ -650,7 +683,7 @@ fn run_entry(w: &World, host: Host, entry: &Value, args: &[String], normal_user:
     let ws = s(&w.project);
     let expand = |v: &str| match host {
         Host::VsCode => v.replace("${workspaceFolder}", &ws),
-        Host::ClaudeDesktop => v.to_owned(),
+        Host::ClaudeDesktop | Host::Cursor => v.to_owned(),
     };
     let mut argv = vec![expand(entry["command"].as_str().expect("a command"))];
     argv.extend(
@@ -668,7 +701,7 @@ fn run_entry(w: &World, host: Host, entry: &Value, args: &[String], normal_user:
         env.insert(k.clone(), expand(v.as_str().unwrap()));
     }
     let cwd = match host {
-        Host::ClaudeDesktop => PathBuf::from("/"),
+        Host::ClaudeDesktop | Host::Cursor => PathBuf::from("/"),
         Host::VsCode => w.project.clone(),
     };
     if normal_user && nix::unistd::geteuid().is_root() {
@@ -689,7 +722,7 @@ fn run_entry(w: &World, host: Host, entry: &Value, args: &[String], normal_user:
     }
     let mut cmd = Command::new(python());
     cmd.arg(peers_dir().join("py/session.py"));
-    if host == Host::VsCode {
+    if matches!(host, Host::VsCode | Host::Cursor) {
         cmd.args(["--roots", &uri(&w.project)]);
     }
     cmd.args(["--timeout", "60"])
@@ -1163,7 +1196,7 @@ fn complete_results() -> Option<Vec<Value>> {
         let v: Value = serde_json::from_str(line).ok()?;
         latest.insert(v["case"].as_str()?.to_owned(), v);
     }
-    CASES.iter().map(|c| latest.get(c.id).cloned()).collect()
+    all_cases().map(|c| latest.get(c.id).cloned()).collect()
 }
 
 /// README.md's table is exactly what the results of a complete run say (every case has a
@@ -1188,8 +1221,8 @@ fn readme_compat_table_is_the_suite_results() {
             results_file().display()
         );
         let rows: Vec<&str> = section.lines().filter(|l| l.starts_with("| ")).collect();
-        assert_eq!(rows.len(), CASES.len() + 1, "{section}");
-        for c in CASES {
+        assert_eq!(rows.len(), all_cases().count() + 1, "{section}");
+        for c in all_cases() {
             let key = format!("| {} | ", c.server);
             let host = format!(" | {} | {} | ", c.host.label(), c.style);
             assert!(
@@ -2150,6 +2183,10 @@ fn git_worktree_claude_desktop() {
             call("git_add", json!({"repo_path": r(), "files": ["b.txt"]})),
             call("git_diff_staged", json!({"repo_path": r()})),
             call(
+                "git_commit",
+                json!({"repo_path": r(), "message": "commit in the worktree"}),
+            ),
+            call(
                 "git_create_branch",
                 json!({"repo_path": r(), "branch_name": "from-the-session"}),
             ),
@@ -2159,7 +2196,13 @@ fn git_worktree_claude_desktop() {
             ),
             call("git_log", json!({"repo_path": r(), "max_count": 5})),
         ];
-        let mut session = vec!["--steps".into(), "list-tools,call".into()];
+        let mut session = vec![
+            "--steps".into(),
+            "list-tools,call".into(),
+            // The commit made in the session gets a new hash (and date) each run.
+            "--mask".into(),
+            r"\b[0-9a-f]{7,40}\b".into(),
+        ];
         session.extend(opts(&calls));
         let main = w.project.join("main");
         let (wt2, wt3, home, home2, main2) = (
@@ -2192,7 +2235,12 @@ fn git_worktree_claude_desktop() {
             after: Box::new(move |_| {
                 assert_eq!(
                     git(&wt2, &home, &["diff", "--cached", "--name-only"]),
-                    "b.txt"
+                    "",
+                    "the commit took what was staged"
+                );
+                assert_eq!(
+                    git(&wt2, &home, &["log", "-1", "--format=%an %s"]),
+                    "Compat Tester commit in the worktree"
                 );
                 assert!(git(&wt2, &home, &["branch"]).contains("from-the-session"));
             }),
@@ -2484,5 +2532,421 @@ fn serena_uvx_claude_desktop() {
             }),
             after_wrapped: Box::new(|_| {}),
         }
+    });
+}
+
+// -------------------------------------------------------------------------------------------
+// Node launchers (issue 27): `npx -y` from a filled npm cache (desktop-commander,
+// mcp-obsidian in Claude Desktop and in Cursor), `pnpm dlx`, `bunx`. Their rows follow
+// [`CASES`].
+// -------------------------------------------------------------------------------------------
+
+const DESKTOP_COMMANDER: Package = Package::NpmExec {
+    name: "@wonderwhy-er/desktop-commander",
+    version: "0.2.52",
+};
+const OBSIDIAN: Package = Package::NpmExec {
+    name: "mcp-obsidian",
+    version: "1.0.0",
+};
+
+/// In the order of README.md's table, after [`CASES`].
+const NODE_CASES: &[Case] = &[
+    Case {
+        id: "desktop_commander_npx_claude_desktop",
+        server: "desktop-commander",
+        package: DESKTOP_COMMANDER,
+        host: Host::ClaudeDesktop,
+        style: "`npx -y @wonderwhy-er/desktop-commander@…`, no directory, no host roots; wrapped with `--run-arg=--root=<project>` as wrap's note says",
+        wrap_adds: "--root=<project>",
+        checked: "read, write, edit, list in the project; its shell runs `git status` and `git log` on the project (`~/.gitconfig` read); `.env` and outside path refused (tool error)",
+        known: Some(PLACEHOLDERS),
+        normal_user: false,
+    },
+    Case {
+        id: "obsidian_npx_claude_desktop",
+        server: "mcp-obsidian",
+        package: OBSIDIAN,
+        host: Host::ClaudeDesktop,
+        style: "`npx -y mcp-obsidian@1.0.0 ~/vault`, no host roots",
+        wrap_adds: "--root ~/vault",
+        checked: "searches and reads notes of the vault; `.env` in the vault and outside path refused (tool error)",
+        known: None,
+        normal_user: false,
+    },
+    Case {
+        id: "obsidian_npx_cursor",
+        server: "mcp-obsidian",
+        package: OBSIDIAN,
+        host: Host::Cursor,
+        style: "user-wide `~/.cursor/mcp.json` entry `npx -y mcp-obsidian@1.0.0 ~/vault`, an unrelated project open (its root sent by the host)",
+        wrap_adds: "--root ~/vault",
+        checked: "the host's root and `--root` do not overlap: the server keeps the vault (said on stderr) and is refused the open project; the same work as above",
+        known: Some(ROOTS_ASKED),
+        normal_user: false,
+    },
+    Case {
+        id: "filesystem_pnpm_dlx_claude_desktop",
+        server: "server-filesystem",
+        package: Package::NpmExec {
+            name: "@modelcontextprotocol/server-filesystem",
+            version: "2026.8.31",
+        },
+        host: Host::ClaudeDesktop,
+        style: "`pnpm dlx @modelcontextprotocol/server-filesystem@… <project>` (pnpm 12.21.0 installed with npm), no host roots",
+        wrap_adds: "--root <project>",
+        checked: "pnpm's native binary, dlx cache and store are found and granted; read, write, edit, list, tree; outside path and `.env` refused (tool error)",
+        known: Some(PLACEHOLDERS),
+        normal_user: false,
+    },
+    Case {
+        id: "filesystem_bunx_vscode",
+        server: "server-filesystem",
+        package: Package::NpmExec {
+            name: "@modelcontextprotocol/server-filesystem",
+            version: "2026.8.31",
+        },
+        host: Host::VsCode,
+        style: "`bunx @modelcontextprotocol/server-filesystem@… ${workspaceFolder}` (bun 1.4.5 installed with npm), host roots",
+        wrap_adds: "--root ${workspaceFolder}",
+        checked: "bun's native binary and its package cache (`~/.bun/install/cache`) are found and granted; read, write, edit, list, tree, relative paths; outside path and `.env` refused (tool error)",
+        known: Some(PLACEHOLDERS),
+        normal_user: false,
+    },
+];
+
+/// rootfence asks a host that declares roots for them (`roots/list`) at the start of the
+/// session, to bound what the server reaches by them, even when the server itself never
+/// asks; the client then sees one server request more than without rootfence.
+const ROOTS_ASKED: Known = Known {
+    reason: "the host is asked for its roots (`roots/list`) once, by rootfence, although this \
+             server never asks; everything else matches",
+    deliberate: true,
+    explains: only_roots_asked,
+};
+
+/// Every difference is the wrapped run's one `roots/list` server request.
+fn only_roots_asked(diffs: &[Difference]) -> bool {
+    diffs.len() == 1
+        && diffs[0].0 == "$.server_requests"
+        && diffs[0].1 == json!([])
+        && diffs[0].2 == json!(["roots/list"])
+}
+
+/// Lays the npm cache the install script filled (`tests/peers/npx/cache`: its `_cacache`
+/// and the `_npx` installs) out as `~/.npm`, and makes npm offline, so that `npx -y <spec>`
+/// runs what the cache holds.
+fn npx_home(w: &World) {
+    let cache = peers_dir().join("npx/cache");
+    assert!(
+        cache.join("_npx").is_dir(),
+        "{} is missing: run scripts/install-test-peers.sh",
+        cache.display()
+    );
+    // Hard links: the cache is hundreds of megabytes; npm adds files, it does not edit them.
+    let status = Command::new("cp")
+        .arg("-al")
+        .arg(&cache)
+        .arg(w.home.join(".npm"))
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "cannot copy the npx cache");
+    let mut env = w.env.borrow_mut();
+    env.insert("npm_config_offline".into(), "true".into());
+    env.insert("npm_config_update_notifier".into(), "false".into());
+}
+
+/// A project with one commit (fixed dates: the same hash every run), a `.env` and notes.
+fn commander_tree(w: &World) {
+    let p = &w.project;
+    let _ = std::fs::remove_dir_all(p);
+    std::fs::create_dir_all(p).unwrap();
+    git(p, &w.home, &["init", "-q", "-b", "main"]);
+    std::fs::write(p.join("notes.txt"), "inside the project\n").unwrap();
+    git(p, &w.home, &["add", "notes.txt"]);
+    git(p, &w.home, &["commit", "-qm", "first commit"]);
+    std::fs::write(p.join(".env"), format!("API_KEY={SECRET}\n")).unwrap();
+    // What a user who keeps telemetry off has (desktop-commander's own setting): no
+    // analytics traffic from either run.
+    let state = w.home.join(".claude-server-commander");
+    let _ = std::fs::remove_dir_all(&state);
+    std::fs::create_dir_all(&state).unwrap();
+    // `allowedDirectories: []` (everything) is its own first-run default; a config without
+    // it confines the server to the home directory.
+    std::fs::write(
+        state.join("config.json"),
+        r#"{"telemetryEnabled": false, "allowedDirectories": []}"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn desktop_commander_npx_claude_desktop() {
+    run_case("desktop_commander_npx_claude_desktop", |w| {
+        npx_home(w);
+        std::fs::write(
+            w.home.join(".gitconfig"),
+            "[user]\n\tname = Compat Tester\n\temail = compat@example.com\n",
+        )
+        .unwrap();
+        commander_tree(w);
+        w.wrap_args
+            .borrow_mut()
+            .push(format!("--run-arg=--root={}", s(&w.project)));
+        let p = &w.project;
+        let git_cmd = |args: &str| format!("git -C {} {args}", s(p));
+        let calls = [
+            call("read_file", json!({"path": p.join("notes.txt")})),
+            call(
+                "write_file",
+                json!({"path": p.join("new.txt"), "content": "written by the client\n", "mode": "rewrite"}),
+            ),
+            call(
+                "edit_block",
+                json!({"file_path": p.join("notes.txt"), "old_string": "inside", "new_string": "edited inside"}),
+            ),
+            call("list_directory", json!({"path": p, "depth": 1})),
+            call(
+                "start_process",
+                json!({"command": git_cmd("status --short"), "timeout_ms": 20000}),
+            ),
+            call(
+                "start_process",
+                json!({"command": git_cmd("log --format='%an %s'"), "timeout_ms": 20000}),
+            ),
+        ];
+        let mut session = vec![
+            "--steps".into(),
+            "call".into(),
+            // Process ids differ between runs (and the wrapped server has its own PID
+            // namespace); so do the timings desktop-commander reports.
+            "--mask".into(),
+            r"PID \d+".into(),
+            "--mask".into(),
+            r"\d+(\.\d+)?\s?ms\b".into(),
+        ];
+        session.extend(opts(&calls));
+        let (p2, home) = (p.clone(), w.home.clone());
+        Spec {
+            entry: json!({"command": "npx", "args": ["-y", "@wonderwhy-er/desktop-commander@0.2.52"]}),
+            session,
+            denials: vec![
+                call_error(
+                    "read_file",
+                    json!({"path": p.join(".env")}),
+                    Refusal::RootfenceTool("policy_deny"),
+                ),
+                call_error(
+                    "read_file",
+                    json!({"path": w.outside.join("secret.txt")}),
+                    Refusal::RootfenceTool("outside_roots"),
+                ),
+            ],
+            reset: Box::new(move || commander_tree(w)),
+            after: Box::new(move |run| {
+                let text = run.transcript.to_string();
+                assert_eq!(
+                    std::fs::read_to_string(p2.join("new.txt")).ok().as_deref(),
+                    Some("written by the client\n"),
+                    "{text}"
+                );
+                assert_eq!(
+                    std::fs::read_to_string(p2.join("notes.txt")).unwrap(),
+                    "edited inside the project\n",
+                    "{text}"
+                );
+                // Its shell ran git in the project: the log and the status are there.
+                assert!(
+                    text.contains("Compat Tester first commit"),
+                    "git log did not run: {text}"
+                );
+                assert!(
+                    text.contains("M notes.txt"),
+                    "git status did not run: {text}"
+                );
+                let _ = &home;
+            }),
+            after_wrapped: Box::new(|_| {}),
+        }
+    });
+}
+
+/// An Obsidian vault at `~/vault` (notes, the app's `.obsidian/` settings, a `.env`), and an
+/// unrelated project (Cursor's open folder) with a file of its own.
+fn vault_tree(w: &World) -> PathBuf {
+    let v = w.home.join("vault");
+    let _ = std::fs::remove_dir_all(&v);
+    std::fs::create_dir_all(v.join("Daily")).unwrap();
+    std::fs::create_dir_all(v.join(".obsidian")).unwrap();
+    std::fs::write(
+        v.join("Welcome.md"),
+        "# Welcome\n\nThe vault's first note.\n",
+    )
+    .unwrap();
+    std::fs::write(v.join("Daily/2026-01-02.md"), "# Daily\n\n- wrote tests\n").unwrap();
+    std::fs::write(v.join(".obsidian/app.json"), "{}\n").unwrap();
+    std::fs::write(v.join(".env"), format!("SYNC_TOKEN={SECRET}\n")).unwrap();
+    std::fs::write(w.project.join("README.md"), "the open project\n").unwrap();
+    v
+}
+
+fn obsidian_spec(w: &World) -> Spec<'_> {
+    npx_home(w);
+    let vault = vault_tree(w);
+    let calls = [
+        call("search_notes", json!({"query": "daily"})),
+        call("search_notes", json!({"query": "welcome"})),
+        call(
+            "read_notes",
+            json!({"paths": ["Welcome.md", "Daily/2026-01-02.md"]}),
+        ),
+    ];
+    let mut session = vec![
+        // Not `list-tools`: its input schemas lack `"type": "object"` (zod-to-json-schema's
+        // draft-07 output), which the Python SDK client rejects; the hosts do not.
+        "--steps".into(),
+        "call".into(),
+        "--unlisted-tools".into(),
+        // What the host and this server settle on (its SDK knows no later revision).
+        "--protocol".into(),
+        "2024-11-05".into(),
+    ];
+    session.extend(opts(&calls));
+    Spec {
+        entry: json!({"command": "npx", "args": ["-y", "mcp-obsidian@1.0.0", s(&vault)]}),
+        session,
+        denials: vec![
+            call_error(
+                "read_notes",
+                json!({"paths": [vault.join(".env")]}),
+                Refusal::RootfenceTool("policy_deny"),
+            ),
+            call_error(
+                "read_notes",
+                json!({"paths": [w.outside.join("secret.txt")]}),
+                Refusal::RootfenceTool("outside_roots"),
+            ),
+        ],
+        reset: Box::new(move || {
+            vault_tree(w);
+        }),
+        after: Box::new(|run| {
+            let text = run.transcript.to_string();
+            assert!(
+                text.contains("wrote tests"),
+                "the notes were not read: {text}"
+            );
+        }),
+        after_wrapped: Box::new(|_| {}),
+    }
+}
+
+#[test]
+fn obsidian_npx_claude_desktop() {
+    run_case("obsidian_npx_claude_desktop", obsidian_spec);
+}
+
+#[test]
+fn obsidian_npx_cursor() {
+    run_case("obsidian_npx_cursor", |w| {
+        let mut spec = obsidian_spec(w);
+        let (vault, project) = (w.home.join("vault"), w.project.clone());
+        // The open project is not the vault's: the server is refused it.
+        spec.denials.push(call_error(
+            "read_notes",
+            json!({"paths": [project.join("README.md")]}),
+            Refusal::RootfenceTool("outside_roots"),
+        ));
+        spec.after_wrapped = Box::new(move |run| {
+            let want = format!(
+                "the host's roots ({}) and --root ({}) do not overlap: the server keeps its own --root",
+                s(&project),
+                s(&vault)
+            );
+            assert!(
+                run.stderr.contains(&want),
+                "not said on stderr:\n{}",
+                run.stderr
+            );
+        });
+        spec
+    });
+}
+
+/// pnpm as `npm install -g pnpm` leaves it (its `bin` on the host's `PATH`, the package
+/// outside the home), and the pnpm home the install script filled (its dlx cache and
+/// store) under `~`, offline.
+fn pnpm_home(w: &World) {
+    let dir = peers_dir().join("pnpm");
+    let bin = dir.join("node_modules/.bin");
+    let home = dir.join("home");
+    assert!(
+        bin.join("pnpm").exists() && home.join(".cache/pnpm/dlx").is_dir(),
+        "pnpm or its dlx cache is missing under {}: run scripts/install-test-peers.sh",
+        dir.display()
+    );
+    for sub in [".cache", ".local/share"] {
+        std::fs::create_dir_all(w.home.join(sub)).unwrap();
+        let status = Command::new("cp")
+            .arg("-al")
+            .arg(home.join(sub).join("pnpm"))
+            .arg(w.home.join(sub).join("pnpm"))
+            .status()
+            .expect("cp runs");
+        assert!(status.success(), "cannot copy the pnpm home's {sub}/pnpm");
+    }
+    let path = std::env::var("PATH").unwrap_or_default();
+    let mut env = w.env.borrow_mut();
+    env.insert("PATH".into(), format!("{}:{path}", s(&bin)));
+    env.insert("npm_config_offline".into(), "true".into());
+}
+
+#[test]
+fn filesystem_pnpm_dlx_claude_desktop() {
+    run_case("filesystem_pnpm_dlx_claude_desktop", |w| {
+        pnpm_home(w);
+        let mut spec = filesystem_spec(w, &s(&w.project), false);
+        spec.entry = json!({"command": "pnpm", "args": ["dlx", "@modelcontextprotocol/server-filesystem@2026.8.31", s(&w.project)]});
+        spec
+    });
+}
+
+/// bun as `npm install -g bun` leaves it (its `bin` on the host's `PATH`), and the bun home
+/// the install script filled (`~/.bun/install/cache`).
+fn bun_home(w: &World) {
+    let dir = peers_dir().join("bun");
+    let bin = dir.join("node_modules/.bin");
+    let cache = dir.join("home/.bun");
+    assert!(
+        bin.join("bunx").exists() && cache.join("install/cache").is_dir(),
+        "bun or its cache is missing under {}: run scripts/install-test-peers.sh",
+        dir.display()
+    );
+    let status = Command::new("cp")
+        .arg("-al")
+        .arg(&cache)
+        .arg(w.home.join(".bun"))
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "cannot copy the bun home");
+    let path = std::env::var("PATH").unwrap_or_default();
+    w.env
+        .borrow_mut()
+        .insert("PATH".into(), format!("{}:{path}", s(&bin)));
+}
+
+/// In VS Code, which starts the server in the workspace folder. Not in Claude Desktop: bunx
+/// 1.4.5 lists its working directory before anything else, and Claude Desktop starts
+/// servers in `/`, which the sandbox cannot let it list without letting it list every
+/// directory beneath (a Landlock right covers the whole tree): wrapped, it exits before
+/// `initialize` with `error: An internal error occurred (CouldntReadCurrentDirectory)`,
+/// which rootfence passes on as the server's last words.
+#[test]
+fn filesystem_bunx_vscode() {
+    run_case("filesystem_bunx_vscode", |w| {
+        bun_home(w);
+        let mut spec = filesystem_spec(w, "${workspaceFolder}", true);
+        spec.entry = json!({"command": "bunx", "args": ["@modelcontextprotocol/server-filesystem@2026.8.31", "${workspaceFolder}"]});
+        spec
     });
 }

@@ -3,7 +3,8 @@
 //! default sandbox with the real `mcp-server-git`: the worktree's own git directory and the
 //! parts of the main repository's `.git` git writes are granted (named with why in the
 //! start-up report), its `hooks/` and `config` stay unwritable, and a credential in the main
-//! repository's config is fingerprinted by the tripwire.
+//! repository's config is fingerprinted by the tripwire. A submodule checkout opened as the
+//! root gets the same treatment for its git directory in the superproject's `.git/modules`.
 
 mod common;
 #[path = "common/hostile.rs"]
@@ -115,6 +116,13 @@ fn mcp_server_git_works_on_a_linked_worktree() {
         json!({"repo_path": repo}),
     ));
     assert!(staged.contains("+b"), "{staged}");
+    // GitPython's commit: COMMIT_EDITMSG created and removed in the shared `.git`.
+    let c = text(&call(
+        &mut host,
+        "git_commit",
+        json!({"repo_path": repo, "message": "commit from the server"}),
+    ));
+    assert!(c.contains("Changes committed successfully"), "{c}");
     text(&call(
         &mut host,
         "git_create_branch",
@@ -125,7 +133,10 @@ fn mcp_server_git_works_on_a_linked_worktree() {
         "git_log",
         json!({"repo_path": repo, "max_count": 5}),
     ));
-    assert!(log.contains("init"), "{log}");
+    assert!(
+        log.contains("init") && log.contains("commit from the server"),
+        "{log}"
+    );
     assert_eq!(host.finish(), 0);
     let err = host.stderr();
     assert!(
@@ -133,7 +144,7 @@ fn mcp_server_git_works_on_a_linked_worktree() {
             "{}/.git/worktrees/wt (read-write, root-git: the git directory of the linked worktree",
             main.display()
         )) && err.contains(&format!(
-            "{}/.git (read-exec, root-git: the main repository's .git",
+            "{}/.git (write-files, root-git: the main repository's .git",
             main.display()
         )) && err.contains(&format!(
             "{}/.git/objects (read-write, root-git",
@@ -147,8 +158,8 @@ fn mcp_server_git_works_on_a_linked_worktree() {
     // What the server did is git's own state; nothing that runs code later changed.
     assert!(git(&main, &["branch"]).contains("from-the-server"));
     assert_eq!(
-        git(&wt, &["diff", "--cached", "--name-only"]).trim(),
-        "b.txt"
+        git(&wt, &["log", "-1", "--format=%s"]).trim(),
+        "commit from the server"
     );
     assert_eq!(
         std::fs::read_dir(main.join(".git/hooks")).unwrap().count(),
@@ -157,5 +168,118 @@ fn mcp_server_git_works_on_a_linked_worktree() {
     assert_eq!(
         std::fs::read_to_string(main.join(".git/config")).unwrap(),
         config_before
+    );
+}
+
+/// Issue 27, submodules: a root that is a submodule checkout (its `.git` is a file,
+/// `gitdir: ../.git/modules/<name>`, inside the superproject's `.git`, outside the root)
+/// gets what a root's own `.git/` gets: `mcp-server-git` stages and commits there (GitPython
+/// writes the submodule's `index` and `COMMIT_EDITMSG`), and the submodule's `hooks/` and
+/// `config`, and the checkout's `.git` file, stay unwritable.
+#[test]
+fn mcp_server_git_commits_in_a_submodule_checkout() {
+    interop_peers::require_peers();
+    let t = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(t.path()).unwrap();
+    let (lib, sup) = (base.join("lib-origin"), base.join("super"));
+    for d in [&lib, &sup] {
+        std::fs::create_dir_all(d).unwrap();
+        git(d, &["init", "-q", "-b", "main"]);
+        std::fs::write(d.join("a.txt"), "a\n").unwrap();
+        git(d, &["add", "a.txt"]);
+        git(d, &["commit", "-q", "-m", "init"]);
+    }
+    git(
+        &sup,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            lib.to_str().unwrap(),
+            "lib",
+        ],
+    );
+    git(&sup, &["commit", "-q", "-m", "add lib"]);
+    let sub = sup.join("lib");
+    let gitdir = sup.join(".git/modules/lib");
+    assert!(sub.join(".git").is_file() && gitdir.is_dir());
+    git(&sub, &["checkout", "-q", "-b", "work"]);
+    std::fs::write(sub.join("b.txt"), "b\n").unwrap();
+    let hooks_before = std::fs::read_dir(gitdir.join("hooks")).unwrap().count();
+    let config_before = std::fs::read_to_string(gitdir.join("config")).unwrap();
+    let dot_git_before = std::fs::read_to_string(sub.join(".git")).unwrap();
+
+    let server = vec![
+        interop_peers::peers_dir()
+            .join(".venv/bin/mcp-server-git")
+            .display()
+            .to_string(),
+        "--repository".to_owned(),
+        sub.display().to_string(),
+    ];
+    let opts = vec![
+        "--root".to_owned(),
+        sub.display().to_string(),
+        "--audit-log".to_owned(),
+        base.join("audit.jsonl").display().to_string(),
+    ];
+    let mut host = Host::start(&opts, &server, "2025-06-18");
+    host.begin(json!({}));
+    let repo = sub.display().to_string();
+    let call = |host: &mut Host, tool: &str, args: Value| host.call_tool(tool, args).0;
+    let s = text(&call(&mut host, "git_status", json!({"repo_path": repo})));
+    assert!(s.contains("On branch work") && s.contains("b.txt"), "{s}");
+    text(&call(
+        &mut host,
+        "git_add",
+        json!({"repo_path": repo, "files": ["b.txt"]}),
+    ));
+    let staged = text(&call(
+        &mut host,
+        "git_diff_staged",
+        json!({"repo_path": repo}),
+    ));
+    assert!(staged.contains("+b"), "{staged}");
+    let c = text(&call(
+        &mut host,
+        "git_commit",
+        json!({"repo_path": repo, "message": "commit in the submodule"}),
+    ));
+    assert!(c.contains("Changes committed successfully"), "{c}");
+    let log = text(&call(
+        &mut host,
+        "git_log",
+        json!({"repo_path": repo, "max_count": 5}),
+    ));
+    assert!(log.contains("commit in the submodule"), "{log}");
+    assert_eq!(host.finish(), 0);
+    let err = host.stderr();
+    assert!(
+        err.contains(&format!(
+            "{} (write-files, root-git: the git directory {} names (a submodule's)",
+            gitdir.display(),
+            sub.display()
+        )),
+        "the start-up report names the grant and why:\n{err}"
+    );
+    assert_eq!(
+        git(&sub, &["log", "-1", "--format=%s"]).trim(),
+        "commit in the submodule"
+    );
+    assert_eq!(git(&sub, &["status", "--porcelain"]).trim(), "");
+    // Nothing that runs code later, or redirects git, changed.
+    assert_eq!(
+        std::fs::read_dir(gitdir.join("hooks")).unwrap().count(),
+        hooks_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(gitdir.join("config")).unwrap(),
+        config_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(sub.join(".git")).unwrap(),
+        dot_git_before
     );
 }

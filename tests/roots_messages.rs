@@ -2,8 +2,8 @@
 //! binary: `rootfence run -- <server> DIR` with a host that declares no roots serves DIR
 //! (the directories on the server's command line, derived as `rootfence wrap` derives
 //! them, and said on stderr; `roots.from_command = "off"` opts out); a session left without
-//! roots, or whose host roots and `--root` do not overlap, says so on stderr at start with
-//! the exact argument to add.
+//! roots says so on stderr at start with the exact argument to add; one whose host roots
+//! and `--root` do not overlap keeps its `--root` and says so.
 
 mod common;
 #[path = "common/hostile.rs"]
@@ -144,24 +144,46 @@ fn no_roots_at_all_is_said_at_start() {
 }
 
 #[test]
-fn host_roots_that_miss_every_root_flag_are_said_with_the_argument_to_add() {
-    // A user-wide entry for a vault (`--root VAULT`) while the host has a project open.
+fn host_roots_that_miss_every_root_flag_leave_the_entry_its_own_root_and_say_so() {
+    // A user-wide entry for a vault (`--root VAULT`) while the host has a project open
+    // (issue 27): the server keeps the vault, is not given the project, and stderr says so.
     let t = tempfile::tempdir().unwrap();
     let vault = project(&t, "vault");
     let proj = project(&t, "proj");
     let server = vec![common::example("exfil_server").display().to_string()];
     let opts = ["--root".to_owned(), vault.display().to_string()];
-    let mut host = start(&opts, &server, &t.path().join("a.jsonl"));
+    let log = t.path().join("a.jsonl");
+    let mut host = start(&opts, &server, &log);
     host.roots = Some(vec![format!("file://{}", proj.display())]);
     host.begin(json!({"roots": {"listChanged": true}}));
     let err = stderr_has(&host, "do not overlap");
     assert!(
         err.contains(&format!(
-            "the host's roots ({}) and --root ({}) do not overlap",
+            "rootfence: note: the host's roots ({}) and --root ({}) do not overlap: the server \
+             keeps its own --root ({})",
             proj.display(),
+            vault.display(),
             vault.display()
-        )) && err.contains(&format!("add `--root {}`", proj.display())),
+        )) && err.contains(&format!("give it `--root {}` instead", proj.display())),
         "{err}"
     );
+    assert!(!err.contains("every file request is refused"), "{err}");
     assert_eq!(host.finish(), 0);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let update = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|r| {
+            r["event"] == "roots_update" && r["received"].as_array().is_some_and(|a| !a.is_empty())
+        })
+        .expect("a roots_update with the host's roots");
+    assert_eq!(
+        update["effective"],
+        json!([format!("file://{}", vault.display())]),
+        "{update}"
+    );
+    assert_eq!(
+        update["dropped"][0]["reason"], "outside_operator_roots",
+        "{update}"
+    );
 }

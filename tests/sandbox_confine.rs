@@ -1030,3 +1030,119 @@ fn pathname_unix_sockets_are_reported_as_not_covered() {
             .contains("not covered: connecting to pathname unix sockets")
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 27: a linked worktree's shared `.git`, writable for GitPython's commit, never for
+// what runs code later or redirects git.
+
+/// `<tmp>/main` (a repository with a `pre-commit` hook) and its linked worktree `<tmp>/wt`.
+fn worktree_tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let (main, wt) = (base.join("main"), base.join("wt"));
+    std::fs::create_dir_all(&main).unwrap();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(args)
+            .current_dir(&main)
+            .env("HOME", &base)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}: {o:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.com",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "init",
+    ]);
+    git(&["worktree", "add", "-q", "-b", "feature", "../wt"]);
+    std::fs::write(main.join(".git/hooks/pre-commit"), "#!/bin/sh").unwrap();
+    (dir, main, wt)
+}
+
+/// The attack of a server in a linked worktree: plant a hook, rewrite the shared config,
+/// create a submodule git directory, or repoint the worktree's `.git` file or `commondir`
+/// at a directory of its own. Each is refused; GitPython's `COMMIT_EDITMSG` (created and
+/// removed in the shared `.git`), objects and the worktree's own index work.
+#[test]
+fn worktree_shared_git_dir_refuses_hooks_config_and_redirects() {
+    if skip_below(
+        2,
+        "worktree_shared_git_dir_refuses_hooks_config_and_redirects",
+    ) {
+        return;
+    }
+    let (_dir, main, wt) = worktree_tree();
+    let g = main.join(".git");
+    let s = with_root(spec(SandboxMode::BestEffort), &wt, Access::ReadWrite);
+    let cases = vec![
+        (act(&[&"write", &g.join("COMMIT_EDITMSG")]), OK),
+        (act(&[&"unlink", &g.join("COMMIT_EDITMSG")]), OK),
+        (act(&[&"write", &g.join("objects/tmp_obj")]), OK),
+        (act(&[&"write", &g.join("worktrees/wt/index.lock")]), OK),
+        (act(&[&"write", &g.join("hooks/pre-commit")]), EROFS),
+        (act(&[&"write", &g.join("hooks/post-checkout")]), EROFS),
+        (act(&[&"write", &g.join("config")]), EROFS),
+        (act(&[&"unlink", &g.join("config")]), EBUSY),
+        (act(&[&"mkdir", &g.join("modules")]), EACCES),
+        (act(&[&"symlink", &"/tmp", &g.join("evil")]), EACCES),
+        (act(&[&"write", &wt.join(".git")]), EROFS),
+        (act(&[&"write", &g.join("worktrees/wt/commondir")]), EROFS),
+        (act(&[&"write", &g.join("worktrees/wt/gitdir")]), EROFS),
+    ];
+    let actions: Vec<String> = cases.iter().map(|(a, _)| a.clone()).collect();
+    let run = run_child(&s, &actions, &[]);
+    let report = run.report.as_ref().unwrap();
+    let carve = report.filesystem.carve.as_ref().unwrap();
+    if carve.method == "landlock" {
+        skip(format_args!(
+            "worktree_shared_git_dir_refuses_hooks_config_and_redirects: no mount namespace \
+             here ({:?})",
+            carve.fallback
+        ));
+        return;
+    }
+    let cases: Vec<(&str, &str)> = cases.iter().map(|(a, w)| (a.as_str(), *w)).collect();
+    run.expect(&cases);
+    assert_eq!(
+        std::fs::read_to_string(g.join("hooks/pre-commit")).unwrap(),
+        "#!/bin/sh"
+    );
+    assert!(!g.join("hooks/post-checkout").exists());
+
+    // Without a mount namespace the Landlock carve-out keeps the same parts unwritable, at
+    // the carve-out's usual cost: no name is made or removed directly in the shared `.git`
+    // (an existing `COMMIT_EDITMSG` is rewritten, not removed: GitPython's commit fails).
+    let (_dir, main, wt) = worktree_tree();
+    let g = main.join(".git");
+    let s = with_root(spec(SandboxMode::BestEffort), &wt, Access::ReadWrite);
+    let cases = [
+        (act(&[&"write", &g.join("hooks/pre-commit")]), EACCES),
+        (act(&[&"write", &g.join("config")]), EACCES),
+        (act(&[&"write", &wt.join(".git")]), EACCES),
+        (act(&[&"write", &g.join("hooks/post-checkout")]), EACCES),
+        (act(&[&"unlink", &g.join("config")]), EACCES),
+        (act(&[&"write", &g.join("worktrees/wt/commondir")]), EACCES),
+        (act(&[&"mkdir", &g.join("modules")]), EACCES),
+        (act(&[&"write", &g.join("COMMIT_EDITMSG")]), OK),
+        (
+            act(&[&"rename", &g.join("COMMIT_EDITMSG"), &g.join("config")]),
+            EACCES,
+        ),
+        (act(&[&"unlink", &g.join("COMMIT_EDITMSG")]), EACCES),
+        (act(&[&"write", &g.join("ORIG_HEAD")]), EACCES),
+        (act(&[&"write", &g.join("objects/tmp_obj")]), OK),
+    ];
+    let actions: Vec<String> = cases.iter().map(|(a, _)| a.clone()).collect();
+    let run = run_child(&s, &actions, &[(sandbox::MOUNTS_ENV, "off")]);
+    let cases: Vec<(&str, &str)> = cases.iter().map(|(a, w)| (a.as_str(), *w)).collect();
+    run.expect(&cases);
+}

@@ -1,6 +1,8 @@
 //! The effective roots: operator bounds (`--root`, `roots.static`, `roots.allow`/`deny`)
 //! intersected with what the host declares, recomputed whenever the host's roots change, and
-//! the "not known yet" state that `file:` decisions wait on.
+//! the "not known yet" state that `file:` decisions wait on. Host roots that miss every
+//! operator root (a user-wide entry for a vault while the host has an unrelated project
+//! open) leave the operator roots, never an empty set that serves no one.
 //!
 //! Containment between host and operator roots is decided by the kernel, not by spelling
 //! ([`Root::contains`]): the inner root's real path, expressed below the outer root's real
@@ -179,9 +181,6 @@ pub fn missing(
     operator: &OperatorRoots,
     host_has_roots: bool,
 ) -> Option<String> {
-    if !update.effective.is_empty() {
-        return None;
-    }
     let consequence = "the server has no roots, so every file request is refused";
     let operator_paths: Vec<String> = operator
         .set()
@@ -196,6 +195,24 @@ pub fn missing(
         .filter_map(|d| FileUri::parse(d.uri.as_str()).ok())
         .map(|u| u.path().to_owned())
         .collect();
+    if !update.effective.is_empty() {
+        // The disjoint case `effective` resolved by keeping the entry's own roots.
+        return is_disjoint(update, operator).then(|| {
+            format!(
+                "rootfence: note: the host's roots ({}) and --root ({}) do not overlap: the \
+                 server keeps its own --root ({}) and is not given the host's; for a server \
+                 meant to work in the project the host has open, give it `{}` instead",
+                host_paths.join(", "),
+                operator_paths.join(", "),
+                operator_paths.join(", "),
+                host_paths
+                    .iter()
+                    .map(|p| format!("--root {p}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            )
+        });
+    }
     if !host_paths.is_empty() {
         let add: Vec<String> = host_paths.iter().map(|p| format!("--root {p}")).collect();
         return Some(format!(
@@ -309,9 +326,30 @@ pub fn effective(
     // The same directory named twice (two host roots narrowed to one operator root).
     let mut seen = std::collections::HashSet::new();
     out.retain(|r| seen.insert(r.uri().as_str().to_owned()));
+    if out.is_empty() && is_disjoint(&update, operator) {
+        // The host's roots are about something else (a user-wide entry for a notes vault
+        // while the host has an unrelated project open, issue 27): intersecting leaves
+        // nothing, which serves no one. The entry's own `--root` is what the operator gave
+        // this server, so it keeps exactly that, never more; the dropped host roots stay in
+        // the audit record, and stderr says so (`missing`).
+        out = operator.set().roots().iter().filter_map(dup).collect();
+    }
     let set = RootSet::from_roots(out);
     update.effective = uris(&set);
     (set, update)
+}
+
+/// Whether a host answer misses the operator roots entirely: it named roots, every one was
+/// dropped, at least one for lying outside every `--root` and none narrowed to one.
+fn is_disjoint(update: &RootsUpdate, operator: &OperatorRoots) -> bool {
+    !operator.is_empty()
+        && !update.received.is_empty()
+        && update.narrowed.is_empty()
+        && update.dropped.len() == update.received.len()
+        && update
+            .dropped
+            .iter()
+            .any(|d| d.reason == "outside_operator_roots")
 }
 
 fn uris(set: &RootSet) -> Vec<AuditUri> {
@@ -505,6 +543,21 @@ mod tests {
         // A host that declares none leaves the operator roots.
         let (set, _) = effective(&[], &op, &policy, "test");
         assert_eq!(paths(&set), [p("ws")]);
+
+        // A host whose roots all miss the operator roots (an unrelated project open): the
+        // operator roots, the host's dropped and audited, and stderr says so.
+        let (set, update) = effective(&host(&[u("other"), u("ws_evil")]), &op, &policy, "test");
+        assert_eq!(paths(&set), [p("ws")]);
+        assert_eq!(update.dropped.len(), 2);
+        let note = missing(&update, &op, true).expect("the disjoint roots are said");
+        assert!(
+            note.contains("do not overlap: the server keeps its own --root"),
+            "{note}"
+        );
+        // One host root kept: no fallback, nothing said.
+        let (set, update) = effective(&host(&[u("other"), u("ws/a")]), &op, &policy, "test");
+        assert_eq!(paths(&set), [p("ws/a")]);
+        assert_eq!(missing(&update, &op, true), None);
 
         // Named through links inside the operator root: judged by where the kernel resolves
         // them. One leading out is dropped; one staying inside is kept.

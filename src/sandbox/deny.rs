@@ -149,9 +149,12 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
             return out;
         }
     };
-    let roots: Vec<_> = plan.grants.iter().filter(|g| g.origin == "root").collect();
+    let mut roots: Vec<_> = plan.grants.iter().filter(|g| g.origin == "root").collect();
     if rules.is_empty() || roots.is_empty() {
-        return out;
+        if plan.git_read_only.is_empty() {
+            return out;
+        }
+        roots.clear();
     }
     let mut budget = Budget::new(plan.scan_limits);
     let mut report = CarveReport {
@@ -202,6 +205,38 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
         }
         add(gits, CarvedKind::LeftToGit);
         opened.push((dir, real));
+    }
+    // The parts of the roots' linked git directories that stay read-only (`gitdir.rs`),
+    // each named relative to its parent directory.
+    for p in &plan.git_read_only {
+        let (Some(parent), Some(name)) = (p.parent(), p.file_name()) else {
+            continue;
+        };
+        let i = match opened.iter().position(|(_, real)| real == parent) {
+            Some(i) => i,
+            None => match Dir::open_ambient_dir(parent, ambient_authority()) {
+                Ok(dir) => {
+                    opened.push((dir, parent.to_owned()));
+                    opened.len() - 1
+                }
+                Err(_) => {
+                    // Not coverable here: the Landlock carve-out keeps it read-only.
+                    out.targets.push(Target {
+                        path: p.clone(),
+                        hide: false,
+                    });
+                    continue;
+                }
+            },
+        };
+        let dir = std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+        work.push((
+            i,
+            PathBuf::from(name),
+            CarvedKind::ReadOnly,
+            "a linked git directory's hooks/, config and pointers stay read-only".into(),
+            dir,
+        ));
     }
     // A root's own entry in `unscanned` (the root could not be listed at all) hides the
     // whole root: the carve-out handles the empty relative path as the grant itself.

@@ -8,19 +8,25 @@
 //!
 //! - the worktree's own git directory (`HEAD`, `index`, `logs/`, its private refs): the
 //!   root's access (read-write for a writable root), as a `.git/` inside the root;
-//! - the common directory: **read** as a whole (git reads its `config`, `HEAD`,
-//!   `packed-refs`, `info/`, and runs its `hooks/`: read-exec), and for a writable root
-//!   read-write on exactly `objects/`, `refs/` and `logs/` (what a commit, a branch or a
-//!   tag writes) and an existing `COMMIT_EDITMSG` (GitPython writes a commit's message
-//!   there, not in the worktree's own directory). Its `hooks/` and `config` stay read-only, as the read-only globs keep a
-//!   root's own `.git/hooks/**` and `.git/config`: a file written there runs code outside
-//!   the sandbox later (at the user's next commit in the main checkout).
+//! - the common directory, for a writable root: its files writable ([`Rights::WriteFiles`]:
+//!   create, write, remove regular files, never a directory, link or device), since
+//!   GitPython (`mcp-server-git`'s `git_commit`) creates and removes `COMMIT_EDITMSG` there;
+//!   `objects/`, `refs/` and `logs/` read-write (what a commit, a branch or a tag writes);
+//!   for a read-only root, read-exec as a whole;
+//! - kept read-only (`GitDirs::read_only`, a read-only bind in the launcher's private
+//!   mount namespace, else the Landlock carve-out, which then also leaves the directory's
+//!   own files unwritable): its `hooks/` and `config` (a file written there runs code outside
+//!   the sandbox at the user's next git command), `modules/` (its submodules' git
+//!   directories, each with hooks and config) and the other worktrees' directories; the
+//!   worktree's `commondir` and `gitdir` pointers and the root's `.git` file, which would
+//!   otherwise redirect git to a directory the server made. A common `config` that turns
+//!   on `extensions.worktreeConfig` keeps the directory read-only (a `config.worktree` the
+//!   server created would be read as configuration).
 //!
-//! A git directory without `commondir` (a submodule opened as the root) is a whole
-//! repository of its own: it is granted read-exec, with `objects/`, `refs/` and `logs/`
-//! read-write; its `index` cannot be rewritten (git reads the state, a commit there fails),
-//! since a writable grant of the directory would also make its `hooks/` and `config`
-//! writable.
+//! A git directory without `commondir` (a submodule checkout opened as the root: its `.git`
+//! file points into the superproject's `.git/modules/<name>`) is a whole repository of its
+//! own and gets the same: its files writable (`HEAD`, `index`, `COMMIT_EDITMSG`),
+//! `objects/`, `refs/` and `logs/` read-write, `hooks/`, `config` and `modules/` read-only.
 //!
 //! The wire is unchanged: `**/.git/**` still denies serving these files as URIs, and the
 //! tripwire fingerprints the common directory's `config` (`src/tripwire/`).
@@ -64,39 +70,41 @@ pub(crate) fn linked_dirs(root: &Path) -> Option<(PathBuf, Option<PathBuf>)> {
     Some((gitdir, common))
 }
 
+/// What a root's linked git directories get: grants, and paths inside them (or the root's
+/// `.git` file) the launcher keeps read-only (`deny.rs`: a read-only bind in the private
+/// mount namespace, else the Landlock carve-out).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct GitDirs {
+    pub grants: Vec<GitGrant>,
+    pub read_only: Vec<PathBuf>,
+}
+
 /// The grants for a root's linked git directories (see the module doc); none when the
 /// root's `.git` is a directory or absent, or when they lie inside the root already.
-pub(crate) fn grants(root: &Path, access: Access) -> Vec<GitGrant> {
+pub(crate) fn grants(root: &Path, access: Access) -> GitDirs {
+    let mut out = GitDirs::default();
     let Some((gitdir, common)) = linked_dirs(root) else {
-        return Vec::new();
+        return out;
     };
     let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
     let writable = access == Access::ReadWrite;
-    let mut out = Vec::new();
-    let writable_parts = |dir: &Path, whose: &str, out: &mut Vec<GitGrant>| {
+    if writable {
+        // Rewritten, the `.git` file would send the user's next git command in this
+        // checkout to a git directory the server made, with hooks of its own.
+        out.read_only.push(real_root.join(".git"));
+    }
+    let parts = |dir: &Path, whose: &str, out: &mut GitDirs| {
         if !writable {
             return;
-        }
-        // GitPython (mcp-server-git) writes a commit's message to the common directory's
-        // `COMMIT_EDITMSG`: that file alone, when it exists (a file cannot be created in a
-        // directory granted read-only).
-        let msg = dir.join("COMMIT_EDITMSG");
-        if std::fs::symlink_metadata(&msg).is_ok_and(|m| m.is_file()) {
-            out.push(GitGrant {
-                path: msg,
-                rights: Rights::ReadWrite,
-                why: "the message of a commit, which GitPython writes there".into(),
-            });
         }
         for part in ["objects", "refs", "logs"] {
             let p = dir.join(part);
             if p.is_dir() {
-                out.push(GitGrant {
+                out.grants.push(GitGrant {
                     path: p,
                     rights: Rights::ReadWrite,
                     why: format!(
-                        "{whose} `{part}/`, written by a commit, a branch or a tag in the \
-                         worktree {}",
+                        "{whose} `{part}/`, written by a commit, a branch or a tag in {}",
                         root.display()
                     ),
                 });
@@ -106,7 +114,7 @@ pub(crate) fn grants(root: &Path, access: Access) -> Vec<GitGrant> {
     match common {
         Some(common) => {
             if !gitdir.starts_with(&real_root) {
-                out.push(GitGrant {
+                out.grants.push(GitGrant {
                     path: gitdir.clone(),
                     rights: if writable {
                         Rights::ReadWrite
@@ -119,37 +127,110 @@ pub(crate) fn grants(root: &Path, access: Access) -> Vec<GitGrant> {
                         root.display()
                     ),
                 });
+                if writable {
+                    // Its pointers back: rewritten, they would redirect git as the `.git`
+                    // file would.
+                    for f in ["commondir", "gitdir"] {
+                        push_existing(&mut out.read_only, gitdir.join(f));
+                    }
+                }
             }
             if !common.starts_with(&real_root) {
-                out.push(GitGrant {
+                let files = writable && files_may_be_written(&common);
+                out.grants.push(GitGrant {
                     path: common.clone(),
-                    rights: Rights::ReadExec,
+                    rights: if files {
+                        Rights::WriteFiles
+                    } else {
+                        Rights::ReadExec
+                    },
                     why: format!(
                         "the main repository's .git that the worktree {} shares (config, \
-                         HEAD, packed-refs, hooks), read only: its hooks/ and config stay \
-                         unwritable",
-                        root.display()
+                         HEAD, packed-refs, hooks){}",
+                        root.display(),
+                        if files {
+                            "; files in it can be written (GitPython writes a commit's \
+                             message there), never a new directory; its hooks/, config and \
+                             modules/ stay read-only"
+                        } else {
+                            ", read only: its hooks/ and config stay unwritable"
+                        }
                     ),
                 });
-                writable_parts(&common, "the shared", &mut out);
+                if files {
+                    protect(&common, Some(&gitdir), &mut out.read_only);
+                }
+                parts(&common, "the shared", &mut out);
             }
         }
         None => {
             if !gitdir.starts_with(&real_root) {
-                out.push(GitGrant {
+                let files = writable && files_may_be_written(&gitdir);
+                out.grants.push(GitGrant {
                     path: gitdir.clone(),
-                    rights: Rights::ReadExec,
+                    rights: if files {
+                        Rights::WriteFiles
+                    } else {
+                        Rights::ReadExec
+                    },
                     why: format!(
-                        "the git directory {} names (a submodule's), read only: its hooks/ \
-                         and config stay unwritable, so its index cannot be rewritten",
-                        root.display()
+                        "the git directory {} names (a submodule's){}",
+                        root.display(),
+                        if files {
+                            ": its files (HEAD, index, a commit's message) can be written, \
+                             never a new directory; its hooks/, config and modules/ stay \
+                             read-only"
+                        } else {
+                            ", read only: its hooks/ and config stay unwritable"
+                        }
                     ),
                 });
-                writable_parts(&gitdir, "its", &mut out);
+                if files {
+                    protect(&gitdir, None, &mut out.read_only);
+                }
+                parts(&gitdir, "its", &mut out);
             }
         }
     }
     out
+}
+
+/// Whether the files of a git directory outside the root may be made writable
+/// ([`Rights::WriteFiles`]): only when its `config` can be read and does not turn on
+/// per-worktree configuration (`extensions.worktreeConfig`), since a `config.worktree`
+/// the server creates would then be read as configuration (hooks path, fsmonitor: code
+/// that runs outside the sandbox). Fails closed: any mention of it, or no readable
+/// config, keeps the directory read-only.
+fn files_may_be_written(dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join("config")) else {
+        return false;
+    };
+    !text.to_ascii_lowercase().contains("worktreeconfig")
+}
+
+/// The parts of a git directory that stay read-only when its files are writable: what
+/// git runs or reads as configuration (`hooks/`, `config`), the git directories of its
+/// submodules (`modules/`, each with hooks and config of its own), and the other linked
+/// worktrees' directories (`worktrees/<name>`, whose `commondir` and `gitdir` redirect
+/// git), all but `own`.
+fn protect(dir: &Path, own: Option<&Path>, out: &mut Vec<PathBuf>) {
+    for name in ["hooks", "config", "modules"] {
+        push_existing(out, dir.join(name));
+    }
+    if let Ok(entries) = std::fs::read_dir(dir.join("worktrees")) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if own.is_none_or(|o| o != p) {
+                push_existing(out, p);
+            }
+        }
+    }
+}
+
+fn push_existing(out: &mut Vec<PathBuf>, p: PathBuf) {
+    if std::fs::symlink_metadata(&p).is_ok() {
+        out.push(p);
+    }
 }
 
 #[cfg(test)]
@@ -191,14 +272,31 @@ mod tests {
         );
         git(&main, &["worktree", "add", "-q", "../wt"]);
         let wt = base.join("wt");
-        let g = grants(&wt, Access::ReadWrite);
+        let dirs = grants(&wt, Access::ReadWrite);
+        let g = &dirs.grants;
         let find = |p: PathBuf| g.iter().find(|x| x.path == p).map(|x| x.rights);
         assert_eq!(
             find(main.join(".git/worktrees/wt")),
             Some(Rights::ReadWrite),
             "{g:#?}"
         );
-        assert_eq!(find(main.join(".git")), Some(Rights::ReadExec), "{g:#?}");
+        // Its files writable (GitPython's COMMIT_EDITMSG), never a new directory; hooks/,
+        // config, and the pointers that redirect git read-only.
+        assert_eq!(find(main.join(".git")), Some(Rights::WriteFiles), "{g:#?}");
+        for p in [
+            main.join(".git/hooks"),
+            main.join(".git/config"),
+            main.join(".git/worktrees/wt/commondir"),
+            main.join(".git/worktrees/wt/gitdir"),
+            wt.join(".git"),
+        ] {
+            assert!(
+                dirs.read_only.contains(&p),
+                "{p:?} in {:#?}",
+                dirs.read_only
+            );
+        }
+        assert!(!dirs.read_only.contains(&main.join(".git/worktrees/wt")));
         assert_eq!(find(main.join(".git/objects")), Some(Rights::ReadWrite));
         assert_eq!(find(main.join(".git/refs")), Some(Rights::ReadWrite));
         assert_eq!(
@@ -207,14 +305,27 @@ mod tests {
             "hooks are never writable"
         );
         // Read-only roots: nothing writable.
-        let ro = grants(&wt, Access::ReadOnly);
-        assert!(ro.iter().all(|x| x.rights != Rights::ReadWrite), "{ro:#?}");
+        let ro = grants(&wt, Access::ReadOnly).grants;
+        assert!(
+            ro.iter()
+                .all(|x| x.rights != Rights::ReadWrite && x.rights != Rights::WriteFiles),
+            "{ro:#?}"
+        );
+        // A repository with per-worktree configuration: a `config.worktree` the server
+        // made would be read as configuration, so the shared directory stays read-only.
+        git(&main, &["config", "extensions.worktreeConfig", "true"]);
+        let g = grants(&wt, Access::ReadWrite).grants;
+        assert!(
+            g.iter()
+                .any(|x| x.path == main.join(".git") && x.rights == Rights::ReadExec),
+            "{g:#?}"
+        );
         // The main checkout itself (`.git` a directory) needs nothing more.
-        assert!(grants(&main, Access::ReadWrite).is_empty());
+        assert_eq!(grants(&main, Access::ReadWrite), GitDirs::default());
         // A `.git` file pointing nowhere: nothing.
         let odd = base.join("odd");
         std::fs::create_dir_all(&odd).unwrap();
         std::fs::write(odd.join(".git"), "gitdir: /nonexistent/x\n").unwrap();
-        assert!(grants(&odd, Access::ReadWrite).is_empty());
+        assert_eq!(grants(&odd, Access::ReadWrite), GitDirs::default());
     }
 }

@@ -76,6 +76,13 @@ pub(crate) fn access_of(rights: Rights) -> BitFlags<AccessFs> {
         Rights::Read => AccessFs::ReadFile | AccessFs::ReadDir,
         Rights::ReadExec => AccessFs::from_read(PINNED_ABI),
         Rights::ReadWrite => AccessFs::from_all(PINNED_ABI),
+        Rights::WriteFiles => {
+            AccessFs::from_read(PINNED_ABI)
+                | AccessFs::WriteFile
+                | AccessFs::Truncate
+                | AccessFs::MakeReg
+                | AccessFs::RemoveFile
+        }
         Rights::Device => {
             AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev
         }
@@ -637,10 +644,12 @@ mod tests {
             Rights::Read,
             Rights::ReadExec,
             Rights::ReadWrite,
+            Rights::WriteFiles,
             Rights::Device,
         ] {
             assert!(handled.contains(access_of(r)), "{r}");
         }
+        assert!(!access_of(Rights::WriteFiles).contains(AccessFs::MakeDir));
         assert!(!access_of(Rights::Read).contains(AccessFs::Execute));
         assert!(access_of(Rights::ReadExec).contains(AccessFs::Execute));
     }

@@ -45,6 +45,10 @@ pub(crate) struct LaunchPlan {
     /// Paths the profile deliberately did not grant, with the reason (for the report).
     #[serde(default)]
     pub withheld: Vec<(String, String)>,
+    /// Paths kept read-only in and around the roots' linked git directories (`gitdir.rs`):
+    /// their `hooks/` and `config`, and a worktree's `.git` file.
+    #[serde(default, with = "bytes::paths")]
+    pub git_read_only: Vec<PathBuf>,
 }
 
 /// One granted path.
@@ -140,6 +144,7 @@ pub(crate) fn build(
             .map(|w| (w.path.display().to_string(), w.why))
             .collect();
     }
+    let mut git_read_only = Vec::new();
     for r in &spec.roots {
         grants.push(Grant {
             path: r.path.clone(),
@@ -150,17 +155,16 @@ pub(crate) fn build(
             origin: "root".into(),
             why: String::new(),
         });
-        // A linked worktree's git directories, outside the root (`gitdir.rs`).
-        grants.extend(
-            super::gitdir::grants(&r.path, r.access)
-                .into_iter()
-                .map(|g| Grant {
-                    path: g.path,
-                    rights: g.rights,
-                    origin: "root-git".into(),
-                    why: g.why,
-                }),
-        );
+        // A linked worktree's or a submodule's git directories, outside the root
+        // (`gitdir.rs`), and what in them stays read-only.
+        let git = super::gitdir::grants(&r.path, r.access);
+        grants.extend(git.grants.into_iter().map(|g| Grant {
+            path: g.path,
+            rights: g.rights,
+            origin: "root-git".into(),
+            why: g.why,
+        }));
+        git_read_only.extend(git.read_only);
     }
     for p in &spec.read {
         grants.push(Grant {
@@ -217,6 +221,7 @@ pub(crate) fn build(
         env_allow,
         env_set,
         withheld,
+        git_read_only,
     })
 }
 

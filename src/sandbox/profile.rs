@@ -39,6 +39,11 @@ pub enum Rights {
     ReadExec,
     /// Everything Landlock handles beneath the path.
     ReadWrite,
+    /// Read-exec, plus creating, writing, truncating and removing regular files beneath
+    /// the path; no directories, links or special files. For a shared git directory
+    /// (`gitdir.rs`): with no new directory possible, a `hooks/` or `modules/` that does
+    /// not exist cannot be made, and those that exist are mounted read-only.
+    WriteFiles,
     /// Read, write, truncate and ioctl on device files (`/dev/null` and friends).
     Device,
 }
@@ -49,6 +54,7 @@ impl std::fmt::Display for Rights {
             Rights::Read => "read",
             Rights::ReadExec => "read-exec",
             Rights::ReadWrite => "read-write",
+            Rights::WriteFiles => "write-files",
             Rights::Device => "device",
         })
     }
@@ -177,7 +183,7 @@ const DEVICES: &[(&str, Rights)] = &[
 ];
 
 /// Environment variables every server gets (values from rootfence's own environment):
-/// lookup, identity, locale, terminal, proxies and TLS roots, and the variables that say
+/// lookup, identity, locale, terminal and shell, proxies and TLS roots, and the variables that say
 /// where the caches granted above are, so tools and grants agree. Everything else is
 /// dropped unless the host entry names it (`rootfence run --env`, written by `wrap`) or a
 /// policy's `[sandbox] env` lists it; `docs/sandbox.md` says what that keeps out and why.
@@ -191,6 +197,9 @@ pub(crate) const ENV_BASELINE: &[&str] = &[
     "LC_*",
     "TZ",
     "TERM",
+    // The user's login shell (a path, nothing secret): servers with a shell tool
+    // (desktop-commander) run the commands in it, as they do unwrapped.
+    "SHELL",
     "NO_COLOR",
     "HTTP_PROXY",
     "HTTPS_PROXY",
@@ -223,7 +232,8 @@ pub enum ToolFamily {
     /// `~/.git-credentials`.
     Git,
     /// desktop-commander: its own state directory `~/.claude-server-commander`
-    /// (configuration, logs), read-write.
+    /// (configuration, logs), read-write; and [`ToolFamily::Git`]'s grants, for the git its
+    /// shell tool runs.
     DesktopCommander,
     /// Browsers and the servers that drive them (Playwright, Puppeteer, Chromium, Chrome):
     /// the Playwright/Puppeteer browser and profile caches read-write, fontconfig, and
@@ -276,6 +286,9 @@ pub fn tool_families(argv: &[OsString]) -> Vec<ToolFamily> {
         }
         if name.eq_ignore_ascii_case("desktop-commander") {
             out.push(ToolFamily::DesktopCommander);
+            // Its shell tool runs git in the project, which reads the user's git
+            // configuration (without it git refuses to run at all, issue 27).
+            out.push(ToolFamily::Git);
         }
         if ["playwright", "puppeteer", "chromium", "chrome"]
             .iter()
@@ -426,6 +439,18 @@ fn grant_tool_family<'e>(
                 home.map(|h| h.join(".claude-server-commander")),
                 "desktop-commander configuration and logs",
             );
+            // Its shell tool starts the user's shell as a login shell, which reads the
+            // system-wide profile (world-readable, no secrets; every command it runs
+            // otherwise begins with "/etc/profile: Permission denied"). The user's own
+            // dotfiles (`~/.profile`) are not granted: they often export tokens.
+            for p in ["/etc/profile", "/etc/profile.d", "/etc/bash.bashrc"] {
+                push_existing(
+                    profile,
+                    PathBuf::from(p),
+                    Rights::Read,
+                    "the system-wide shell profile its shell tool reads",
+                );
+            }
         }
         ToolFamily::Browser => {
             let playwright = getenv("PLAYWRIGHT_BROWSERS_PATH")
@@ -559,6 +584,8 @@ fn widest(a: Rights, b: Rights) -> Rights {
     use Rights::*;
     match (a, b) {
         (ReadWrite, _) | (_, ReadWrite) => ReadWrite,
+        (WriteFiles, Device) | (Device, WriteFiles) => ReadWrite,
+        (WriteFiles, _) | (_, WriteFiles) => WriteFiles,
         (Device, Read | ReadExec) | (Read | ReadExec, Device) => ReadWrite,
         (ReadExec, _) | (_, ReadExec) => ReadExec,
         (Device, Device) => Device,
@@ -867,7 +894,7 @@ mod tests {
         assert_eq!(f(&["npx", "-y", "gitlab-mcp"]), []);
         assert_eq!(
             f(&["npx", "-y", "@wonderwhy-er/desktop-commander@latest"]),
-            [DesktopCommander]
+            [Git, DesktopCommander]
         );
         assert_eq!(
             f(&["npx", "@playwright/mcp@latest", "--headless"]),
@@ -901,6 +928,8 @@ mod tests {
         let dc = profile_for(&argv(&["npx", "@wonderwhy-er/desktop-commander"]), &e, true);
         let state = home.join(".claude-server-commander");
         assert!(has(&dc, &state, Rights::ReadWrite));
+        // Its shell runs git: the git configuration, read-only.
+        assert!(has(&dc, &home.join(".gitconfig"), Rights::Read));
         assert!(dc.create_dirs.contains(&state));
 
         let pw = profile_for(&argv(&["npx", "@playwright/mcp"]), &e, true);

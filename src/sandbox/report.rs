@@ -521,6 +521,7 @@ fn write_grants(f: &mut fmt::Formatter<'_>, fs: &FsReport, rules: usize) -> fmt:
         Rights::Read,
         Rights::Device,
         Rights::ReadWrite,
+        Rights::WriteFiles,
     ] {
         let paths: Vec<&str> = fs
             .grants

@@ -93,6 +93,10 @@ pub(crate) const LAUNCHER_ENV: &[&str] = &[
     "FNM_DIR",
     "VOLTA_HOME",
     "npm_config_cache",
+    // npm's and pnpm's offline switches (both read `npm_config_*`), and npm's update check.
+    "npm_config_offline",
+    "npm_config_prefer_offline",
+    "npm_config_update_notifier",
     "PNPM_HOME",
     "BUN_INSTALL",
 ];

@@ -221,6 +221,13 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     )
     p.add_argument("--mask", action="append", default=[], metavar="REGEX", help="extra volatile pattern")
     p.add_argument(
+        "--unlisted-tools",
+        action="store_true",
+        help="call tools without the SDK listing them first to validate their results (as "
+        "hosts do): for servers whose tools/list the SDK rejects (an inputSchema without "
+        '"type": "object")',
+    )
+    p.add_argument(
         "--allow-sdk-warnings",
         action="store_true",
         help="record SDK warnings in the transcript instead of failing on them",
@@ -455,6 +462,10 @@ class Session:
         )
 
     async def call(self, session: ClientSession, name: str, args: dict[str, Any]) -> Any:
+        if self.args.unlisted_tools:
+            # Known to the SDK as a tool without an output schema: it then does not call
+            # tools/list to find one.
+            session._tool_output_schemas.setdefault(name, None)
         return await self.resolve(
             session,
             lambda r, s: session.call_tool(name, args, input_responses=r, request_state=s, allow_input_required=True),
