@@ -108,8 +108,9 @@ pub struct ServeConfig {
     /// The address peers reach this replica at: session ids name it, and requests for
     /// sessions other replicas hold are forwarded to them ([`owner`]).
     pub advertise: Option<String>,
-    /// Sessions kept pre-started for clients whose grants are the operator's ([`pool`]).
-    pub session_pool: usize,
+    /// Sessions kept pre-started for clients whose grants are the operator's ([`pool`]);
+    /// `None`: the default, where it applies (and nothing said where it does not).
+    pub session_pool: Option<usize>,
 }
 
 /// Why the server could not run.

@@ -80,9 +80,12 @@ impl std::fmt::Debug for SessionPool {
 }
 
 impl SessionPool {
-    /// A pool of `asked` sessions for `setup`'s server, or an empty one (with the reason)
-    /// when pooling does not apply to this configuration.
-    pub fn new(setup: &Setup, asked: usize, stall: Duration) -> Arc<SessionPool> {
+    /// A pool of `asked` sessions for `setup`'s server (`None`: [`DEFAULT_SIZE`]), or an
+    /// empty one (with the reason, said on stderr when the size was asked for) when pooling
+    /// does not apply to this configuration.
+    pub fn new(setup: &Setup, asked: Option<usize>, stall: Duration) -> Arc<SessionPool> {
+        let explicit = asked.is_some();
+        let asked = asked.unwrap_or(DEFAULT_SIZE);
         let off_because = if asked == 0 {
             None
         } else if setup.roots.is_empty() {
@@ -93,7 +96,7 @@ impl SessionPool {
         } else {
             None
         };
-        if let Some(why) = off_because {
+        if let Some(why) = off_because.filter(|_| explicit) {
             crate::stderr_line!("rootfence: --session-pool is off: {why}");
         }
         Arc::new(SessionPool {
