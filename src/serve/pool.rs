@@ -20,9 +20,9 @@
 //! for good, and its session ends with it. A pooled server that died (or whose relay
 //! ended) before use is discarded, never handed out: each one is watched, and the check is
 //! made again when it is taken. The pool is refilled off the request path by one background
-//! task, one server at a time, after a take or a discard. At a drain every pooled server is
-//! stopped at once (new sessions are refused anyway) with the stdio shutdown sequence;
-//! [`SessionPool::wait_all`] waits for them at the end.
+//! task, after a take or a discard, starting at most one server per `REFILL_GAP`. At a
+//! drain every pooled server is stopped at once (new sessions are refused anyway) with the
+//! stdio shutdown sequence; [`SessionPool::wait_all`] waits for them at the end.
 //!
 //! Each pooled server opens its audit session when it starts (`session_start`, then
 //! `server_start` with trigger `pool`); one never taken ends with `host_closed`.
@@ -46,6 +46,11 @@ pub const DEFAULT_SIZE: usize = 2;
 
 /// How often the refill task looks at the pool even when nothing told it to.
 const SWEEP: Duration = Duration::from_secs(1);
+
+/// The least time between two starts by the refill task. A sandboxed start costs about
+/// 10 ms of CPU (docs/benchmarks.md); spacing them keeps a refill after a burst of sessions
+/// to a fraction of one core, so it does not compete with the sessions it was taken for.
+const REFILL_GAP: Duration = Duration::from_millis(25);
 
 /// Pre-started sessions, waiting for clients.
 pub struct SessionPool {
@@ -171,8 +176,8 @@ impl SessionPool {
         s.push(Box::pin(ended));
     }
 
-    /// The refill task: keeps [`SessionPool::size`] servers ready, one start at a time,
-    /// drops the dead ones, until [`SessionPool::close`].
+    /// The refill task: keeps [`SessionPool::size`] servers ready, starting at most one per
+    /// `REFILL_GAP`, and drops the dead ones, until [`SessionPool::close`].
     pub async fn refill(self: Arc<Self>) {
         if self.size == 0 {
             return;
@@ -209,6 +214,7 @@ impl SessionPool {
                     return;
                 }
                 self.queue().push_back(p);
+                tokio::time::sleep(REFILL_GAP).await;
                 continue;
             }
             tokio::select! {
