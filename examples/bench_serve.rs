@@ -7,9 +7,19 @@
 //! side in one run:
 //! - **direct**: a minimal native Streamable HTTP MCP server (this example re-run with
 //!   `--direct-server`: one process, sessions in memory), the floor for HTTP on this machine;
-//! - **rootfence serve**: `rootfence serve -- bench_server` with its defaults (best-effort
-//!   sandbox, built-in policy): every session its own sandboxed `bench_server` process, its
-//!   own enforcer and audit session.
+//! - **rootfence serve**: `rootfence serve --root <dir> --session-pool N -- bench_server`
+//!   with its defaults otherwise (best-effort sandbox, built-in policy): every session its
+//!   own sandboxed `bench_server` process, its own enforcer and audit session; N (default:
+//!   `--clients`) servers pre-started, and the run begins once they are ready;
+//! - **rootfence (no pool)**: the same with `--session-pool 0`: every session starts its
+//!   sandboxed server when its `initialize` arrives;
+//! - **supergateway** 4.0.0 (`--stdio <bench_server> --outputTransport streamableHttp
+//!   --stateful`): a `bench_server` process per session, no sandbox, no checks;
+//! - **mcp-proxy** 6.7.19 (`--server stream -- <bench_server>`): one `bench_server` process
+//!   started with the proxy and shared by every session, no sandbox, no checks.
+//!
+//! The two bridges are Node.js programs installed by `scripts/install-bench-peers.sh`
+//! (pinned, into `tests/peers/bench`). `--targets` picks targets by name (comma-separated).
 //!
 //! For each it reports: requests answered (every one must be, or the run fails), wall time
 //! and throughput, per-request latency (p50, p99, max), session-open latency (p50, p99;
@@ -37,7 +47,18 @@ struct Options {
     clients: usize,
     requests: usize,
     rounds: usize,
+    targets: Vec<String>,
+    session_pool: Option<usize>,
 }
+
+/// Every target, in the order they run.
+const TARGETS: &[&str] = &[
+    "direct",
+    "rootfence",
+    "rootfence-nopool",
+    "supergateway",
+    "mcp-proxy",
+];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -48,6 +69,8 @@ fn main() -> ExitCode {
         clients: 200,
         requests: 100,
         rounds: 1,
+        targets: TARGETS.iter().map(|t| (*t).to_owned()).collect(),
+        session_pool: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -60,9 +83,18 @@ fn main() -> ExitCode {
             "--clients" => o.clients = num(),
             "--requests" => o.requests = num(),
             "--rounds" => o.rounds = num(),
+            "--session-pool" => o.session_pool = Some(num()),
+            "--targets" => {
+                let list = it.next().map(String::as_str).unwrap_or("");
+                o.targets = list.split(',').map(str::to_owned).collect();
+                if let Some(bad) = o.targets.iter().find(|t| !TARGETS.contains(&t.as_str())) {
+                    eprintln!("bench_serve: unknown target {bad:?} (one of {TARGETS:?})");
+                    return ExitCode::from(2);
+                }
+            }
             other => {
                 eprintln!(
-                    "bench_serve: unknown argument {other:?} (--clients N, --requests N, --rounds N)"
+                    "bench_serve: unknown argument {other:?} (--clients N, --requests N, --rounds N, --session-pool N, --targets LIST)"
                 );
                 return ExitCode::from(2);
             }
@@ -144,27 +176,127 @@ fn start(name: &'static str, mut cmd: Command) -> Result<Target, String> {
     Ok(Target { name, child, addr })
 }
 
-fn rootfence_target() -> Result<Target, String> {
+fn rootfence_target(name: &'static str, pool: usize, clients: usize) -> Result<Target, String> {
     let dir = exe_dir();
     let rootfence = dir.parent().expect("target/<profile>").join("rootfence");
     let audit =
         std::env::temp_dir().join(format!("bench-serve-audit-{}.jsonl", std::process::id()));
+    // The operator's root: the sessions' roots do not depend on the client, so the pool
+    // applies (the bench client declares no roots).
+    let root = std::env::temp_dir().join(format!("bench-serve-root-{}", std::process::id()));
+    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
     let mut cmd = Command::new(rootfence);
-    cmd.args([
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--max-sessions",
-        "100000",
-    ])
-    .arg("--audit-log")
-    .arg(&audit)
-    .arg("--")
-    .arg(dir.join("bench_server"))
-    // Not the 10 MiB payload of the relay benchmark: RSS here is per session.
-    .args(["--payload-bytes", "2"])
-    .env("RUST_LOG", "warn");
-    start("rootfence serve", cmd)
+    // Room for every client (each session holds descriptors: no more than needed).
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--max-sessions"])
+        .arg(clients.max(64).to_string())
+        .arg("--root")
+        .arg(&root)
+        .arg("--session-pool")
+        .arg(pool.to_string())
+        .arg("--audit-log")
+        .arg(&audit)
+        .arg("--")
+        .arg(dir.join("bench_server"))
+        // Not the 10 MiB payload of the relay benchmark: RSS here is per session.
+        .args(["--payload-bytes", "2"])
+        .env("RUST_LOG", "warn");
+    let target = start(name, cmd)?;
+    // The steady state a pool is for: its servers are up before the clients come.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while pool > 0 && metric(&target.addr, "rootfence_session_pool_ready") < pool as u64 {
+        if Instant::now() > deadline {
+            return Err(format!("{name}: the session pool did not fill within 120s"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(target)
+}
+
+/// One value of rootfence's /metrics (0 when it cannot be read).
+fn metric(addr: &str, name: &str) -> u64 {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return 0;
+    };
+    let _ = write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    );
+    let mut body = String::new();
+    let _ = s.read_to_string(&mut body);
+    body.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Where `scripts/install-bench-peers.sh` put the bridges.
+fn bench_peers() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/bench/node_modules")
+}
+
+/// A free loopback port (for programs that take a port, not an address, and print none).
+fn free_port() -> Result<u16, String> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// Starts a bridge listening on `port` and waits until it accepts connections.
+fn bridge_target(name: &'static str, mut cmd: Command, port: u16) -> Result<Target, String> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().map_err(|e| {
+        format!("cannot start {name} (node on PATH? run scripts/install-bench-peers.sh): {e}")
+    })?;
+    let addr = format!("127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("{name} exited at start ({status})"));
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            return Err(format!("{name} did not listen on {addr} within 60s"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(Target { name, child, addr })
+}
+
+fn node_script(path: &str) -> Result<Command, String> {
+    let script = bench_peers().join(path);
+    if !script.exists() {
+        return Err(format!(
+            "{} is missing: run scripts/install-bench-peers.sh (or bench with --targets direct,rootfence)",
+            script.display()
+        ));
+    }
+    let mut cmd = Command::new("node");
+    cmd.arg(script);
+    Ok(cmd)
+}
+
+fn supergateway_target() -> Result<Target, String> {
+    let port = free_port()?;
+    let server = format!(
+        "{} --payload-bytes 2",
+        exe_dir().join("bench_server").display()
+    );
+    let mut cmd = node_script("supergateway/dist/index.js")?;
+    cmd.args(["--stdio", &server])
+        .args(["--outputTransport", "streamableHttp", "--stateful"])
+        .args(["--port", &port.to_string(), "--logLevel", "none"]);
+    bridge_target("supergateway", cmd, port)
+}
+
+fn mcp_proxy_target() -> Result<Target, String> {
+    let port = free_port()?;
+    let mut cmd = node_script("mcp-proxy/dist/bin/mcp-proxy.mjs")?;
+    cmd.args(["--port", &port.to_string(), "--host", "127.0.0.1"])
+        .args(["--server", "stream", "--"])
+        .arg(exe_dir().join("bench_server"))
+        .args(["--payload-bytes", "2"]);
+    bridge_target("mcp-proxy", cmd, port)
 }
 
 fn direct_target() -> Result<Target, String> {
@@ -179,12 +311,17 @@ async fn bench(o: Options) -> Result<(), String> {
         o.clients, o.requests, o.rounds
     );
     let mut results: Vec<Report> = Vec::new();
+    let pool = o.session_pool.unwrap_or(o.clients);
     for round in 0..o.rounds {
-        for make in [
-            direct_target as fn() -> Result<Target, String>,
-            rootfence_target,
-        ] {
-            let target = make()?;
+        for name in &o.targets {
+            let target = match name.as_str() {
+                "direct" => direct_target(),
+                "rootfence" => rootfence_target("rootfence serve", pool, o.clients),
+                "rootfence-nopool" => rootfence_target("rootfence no pool", 0, o.clients),
+                "supergateway" => supergateway_target(),
+                "mcp-proxy" => mcp_proxy_target(),
+                other => unreachable!("checked: {other}"),
+            }?;
             let r = run(&target, &o).await?;
             eprintln!("round {}: {} done", round + 1, target.name);
             results.push(r);
@@ -192,7 +329,7 @@ async fn bench(o: Options) -> Result<(), String> {
         }
     }
     println!(
-        "\n{:<16} {:>11} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>12} {:>10}",
+        "\n{:<18} {:>11} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>12} {:>10}",
         "target",
         "answered",
         "wall s",
@@ -207,7 +344,7 @@ async fn bench(o: Options) -> Result<(), String> {
     );
     for r in &results {
         println!(
-            "{:<16} {:>11} {:>8.2} {:>9.0} {:>9.0} {:>9.0} {:>9.1} {:>10.1} {:>10.1} {:>8.1} MiB {:>6.1} MiB",
+            "{:<18} {:>11} {:>8.2} {:>9.0} {:>9.0} {:>9.0} {:>9.1} {:>10.1} {:>10.1} {:>8.1} MiB {:>6.1} MiB",
             r.name,
             format!("{}/{}", r.answered, r.expected),
             r.wall.as_secs_f64(),
@@ -323,13 +460,21 @@ async fn client(
     let mut conn = Conn {
         io: BufReader::new(stream),
         addr,
+        version: String::new(),
     };
     let t0 = Instant::now();
     let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
-    let (status, session, _) = conn.exchange("POST", init, None).await?;
+    let (status, session, reply) = conn.exchange("POST", init, None).await?;
     if status != 200 {
         return Err(format!("client {c}: initialize got {status}"));
     }
+    // The version the server chose goes in MCP-Protocol-Version from now on.
+    conn.version = reply
+        .split("\"protocolVersion\":\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or("2025-11-25")
+        .to_owned();
     let session = session.ok_or_else(|| format!("client {c}: no Mcp-Session-Id"))?;
     let (status, _, _) = conn
         .exchange(
@@ -369,6 +514,8 @@ async fn client(
 struct Conn {
     io: BufReader<TcpStream>,
     addr: String,
+    /// The negotiated protocol version.
+    version: String,
 }
 
 impl Conn {
@@ -397,7 +544,8 @@ impl Conn {
         );
         if let Some(s) = session {
             req.push_str(&format!(
-                "Mcp-Session-Id: {s}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+                "Mcp-Session-Id: {s}\r\nMCP-Protocol-Version: {}\r\n",
+                self.version
             ));
         }
         req.push_str("\r\n");

@@ -136,6 +136,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 8, help_heading = "HTTP")]
     pub pool_size: usize,
 
+    /// Sessions kept pre-started (a sandboxed server up before any client asks), so that
+    /// opening a session does not wait for a server start. Used only when the roots are the
+    /// operator's (--root or roots.static given) and the client's `initialize` declares no
+    /// roots: then no session could get other grants. 0 turns it off. Default: 2 (when it
+    /// applies).
+    #[arg(long, value_name = "N", help_heading = "HTTP")]
+    pub session_pool: Option<usize>,
+
     /// The server command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -206,6 +214,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         connection_idle: args.connection_idle,
         max_values: args.max_json_values.max(1),
         advertise: args.advertise.clone(),
+        session_pool: args.session_pool,
     };
     // Worker threads live as long as the runtime: server processes are started from them,
     // and their parent-death signal is tied to the thread that started them.
@@ -227,12 +236,16 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 /// The connection cap: raises the soft descriptor limit, then keeps a reserve for sessions.
 fn connection_cap(args: &ServeArgs) -> anyhow::Result<usize> {
     let (nofile, hard) = serve::conns::raise_nofile();
-    let sessions = args.max_sessions + args.pool_size.max(1);
+    let session_pool = args
+        .session_pool
+        .unwrap_or(rootfence::serve::pool::DEFAULT_SIZE);
+    let sessions = args.max_sessions + args.pool_size.max(1) + session_pool;
     let Some(auto) = serve::conns::cap_for(nofile, sessions) else {
         bail!(
-            "the open-file limit ({nofile}, hard {hard}) leaves no room for connections beside --max-sessions {} and --pool-size {}: raise it (ulimit -n, LimitNOFILE=) or lower those",
+            "the open-file limit ({nofile}, hard {hard}) leaves no room for connections beside --max-sessions {}, --pool-size {} and --session-pool {}: raise it (ulimit -n, LimitNOFILE=) or lower those",
             args.max_sessions,
-            args.pool_size
+            args.pool_size,
+            session_pool
         );
     };
     Ok(match args.max_connections {

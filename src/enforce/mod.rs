@@ -174,6 +174,9 @@ struct Inner {
     fingerprints: Mutex<FingerprintCache>,
     /// OpenTelemetry, when on: told every decision (see `recording.rs`).
     telemetry: OnceLock<crate::telemetry::Telemetry>,
+    /// Start the first server generation when the relay starts, under the roots of a host
+    /// without roots ([`Enforcer::prestarted`]).
+    prestart: std::sync::atomic::AtomicBool,
 }
 
 /// The audit log, once open: shared by the enforcer's parts.
@@ -280,6 +283,7 @@ impl Enforcer {
             tripwire: Tripwire::new(&policy_deny_globs),
             fingerprints: Mutex::new((None, Arc::new(Fingerprints::default()))),
             telemetry: OnceLock::new(),
+            prestart: std::sync::atomic::AtomicBool::new(false),
         };
         (
             Enforcer {
@@ -292,6 +296,20 @@ impl Enforcer {
     /// Tells `telemetry` every decision (its spans carry them; see `crate::telemetry`).
     pub fn with_telemetry(self, telemetry: crate::telemetry::Telemetry) -> Enforcer {
         let _ = self.inner.telemetry.set(telemetry);
+        self
+    }
+
+    /// Starts the first server generation as soon as the relay starts, confined to the roots
+    /// a host without roots gets (the operator's), instead of waiting for the host: for a
+    /// server pre-started before any client (`rootfence serve --session-pool`). Only sound
+    /// when the client that takes the session declares no roots, so its roots, and the
+    /// grants, are those same ones (the pool checks that); a client with roots would move
+    /// the server to a new generation under its own grants. The `server_start` record's
+    /// trigger is `pool`.
+    pub fn prestarted(self) -> Enforcer {
+        self.inner
+            .prestart
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self
     }
 
@@ -516,6 +534,8 @@ impl Interceptor for Enforcer {
         let follow = &inner.learner.follow;
         if follow.launches() && !follow.waits_for_roots() {
             follow.launch_first(session, inner.operator.set(), "launch");
+        } else if follow.launches() && inner.prestart.load(std::sync::atomic::Ordering::Relaxed) {
+            follow.launch_first(session, inner.operator.without_host(), "pool");
         }
     }
 

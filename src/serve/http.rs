@@ -78,6 +78,8 @@ pub struct App {
     pub max_values: usize,
     /// The open connections.
     pub conns: Arc<super::conns::Conns>,
+    /// Pre-started sessions (`--session-pool`).
+    pub pool: Arc<super::pool::SessionPool>,
 }
 
 /// The axum router for `app`.
@@ -150,6 +152,15 @@ async fn capacity(State(app): State<Arc<App>>) -> Response {
         "connections": c.connections,
         "max_connections": app.conns.max,
         "connections_shed": c.shed,
+        "session_pool": {
+            "size": app.pool.size,
+            "ready": app.pool.ready(),
+            "off_because": app.pool.off_because,
+            "started": app.pool.started.load(Ordering::Relaxed),
+            "taken": app.pool.taken.load(Ordering::Relaxed),
+            "discarded": app.pool.discarded.load(Ordering::Relaxed),
+            "bypassed": app.pool.bypassed.load(Ordering::Relaxed),
+        },
     });
     (
         StatusCode::OK,
@@ -210,6 +221,47 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
         "counter",
         c.shed,
     );
+    let pool = &app.pool;
+    for (name, help, kind, v) in [
+        (
+            "rootfence_session_pool_size",
+            "Pre-started session servers kept ready (--session-pool; 0 when off).",
+            "gauge",
+            pool.size as u64,
+        ),
+        (
+            "rootfence_session_pool_ready",
+            "Pre-started session servers ready now.",
+            "gauge",
+            pool.ready() as u64,
+        ),
+        (
+            "rootfence_session_pool_started_total",
+            "Pre-started session servers started.",
+            "counter",
+            pool.started.load(Ordering::Relaxed),
+        ),
+        (
+            "rootfence_session_pool_taken_total",
+            "Sessions opened on a pre-started server.",
+            "counter",
+            pool.taken.load(Ordering::Relaxed),
+        ),
+        (
+            "rootfence_session_pool_discarded_total",
+            "Pre-started servers that ended before use, discarded.",
+            "counter",
+            pool.discarded.load(Ordering::Relaxed),
+        ),
+        (
+            "rootfence_session_pool_bypassed_total",
+            "Sessions that started their own server because their client declares roots.",
+            "counter",
+            pool.bypassed.load(Ordering::Relaxed),
+        ),
+    ] {
+        gauge(name, help, kind, v);
+    }
     (
         StatusCode::OK,
         [(CONTENT_TYPE, "text/plain; version=0.0.4")],
@@ -714,7 +766,9 @@ async fn initialize(app: &Arc<App>, principal: Option<String>, incoming: Incomin
         );
     }
     let opened = app.table.open(&principal, |id| {
-        HttpSession::start(&app.setup, id, principal.clone(), app.stall)
+        app.pool
+            .take(&incoming.line, &id, &principal)
+            .unwrap_or_else(|| HttpSession::start(&app.setup, id, principal.clone(), app.stall))
     });
     let session = match opened {
         Ok(s) => s,

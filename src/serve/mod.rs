@@ -11,6 +11,8 @@
 //! - `router.rs`: delivers a relay's output to the right HTTP stream; `sse.rs` streams it.
 //! - `stateless.rs`, `state.rs`: 2026-07-28 requests, served by a pool of server processes
 //!   keyed by the grants they run under, with the state the protocol echoes signed.
+//! - `pool.rs`: sessions whose sandboxed server is started before a client asks
+//!   (`--session-pool`), for the sessions whose grants cannot depend on the client.
 //! - `tls.rs`: rustls.
 //!
 //! Messages are never re-serialized on their way through: a POST body is scanned (the same
@@ -34,6 +36,7 @@ pub mod limits;
 pub mod origin;
 pub mod owner;
 pub mod pipe;
+pub mod pool;
 pub mod refusals;
 pub mod router;
 pub mod session;
@@ -105,6 +108,9 @@ pub struct ServeConfig {
     /// The address peers reach this replica at: session ids name it, and requests for
     /// sessions other replicas hold are forwarded to them ([`owner`]).
     pub advertise: Option<String>,
+    /// Sessions kept pre-started for clients whose grants are the operator's ([`pool`]);
+    /// `None`: the default, where it applies (and nothing said where it does not).
+    pub session_pool: Option<usize>,
 }
 
 /// Why the server could not run.
@@ -143,7 +149,9 @@ pub async fn serve(
         HANDSHAKE_TIMEOUT.min(cfg.connection_idle),
         cfg.connection_idle,
     );
+    let pool = pool::SessionPool::new(&setup, cfg.session_pool, cfg.stall);
     let app = Arc::new(App {
+        pool: Arc::clone(&pool),
         stateless: stateless::Stateless::new(&setup, cfg.stateless, tls.is_some()),
         setup,
         table: Arc::clone(&table),
@@ -157,6 +165,7 @@ pub async fn serve(
     });
     let reaper = tokio::spawn(Arc::clone(&table).reaper());
     let pool_reaper = tokio::spawn(Arc::clone(&app).stateless_reaper());
+    let refill = tokio::spawn(Arc::clone(&pool).refill());
     let service = TowerToHyperService::new(http::routes(Arc::clone(&app)));
     let mut builder = Builder::new(TokioExecutor::new());
     builder
@@ -207,6 +216,8 @@ pub async fn serve(
                     cfg.drain
                 );
                 app.draining.store(true, Ordering::Relaxed);
+                // New sessions are refused from now on: the pre-started servers can go.
+                pool.close();
                 deadline = Some(tokio::time::Instant::now() + cfg.drain);
                 continue;
             }
@@ -289,6 +300,8 @@ pub async fn serve(
     }
     reaper.abort();
     pool_reaper.abort();
+    pool.close();
+    refill.abort();
     let sessions = table.all();
     for s in &sessions {
         s.close();
@@ -300,6 +313,7 @@ pub async fn serve(
             s.wait().await;
         }
         app.stateless.wait_all().await;
+        pool.wait_all().await;
     };
     if tokio::time::timeout(grace, all_done).await.is_err() {
         tracing::warn!("some sessions did not end within {grace:?}");

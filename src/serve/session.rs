@@ -9,7 +9,7 @@
 //! ends. Either way the router then closes every stream and the audit session is closed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -69,54 +69,36 @@ impl HttpSession {
         stall: Duration,
         pooled: bool,
     ) -> Arc<Self> {
-        let (input, reader) = pipe::host_input();
-        let (relay_out, router_in) = tokio::io::duplex(pipe::OUTPUT_PIPE);
-        let router = if pooled {
-            Router::new_pooled(stall, &input)
-        } else {
-            Router::new(stall, Some(&input))
-        };
-        let (enforcer, audit, launcher) = setup.session(setup.roots.clone(), |_| {});
-        let mut config = setup.relay_config();
-        config.observer = enforcer.observer();
-        // The process's signals mean "drain", handled once for every session.
-        config.forward_signals = false;
-        let (done_tx, done) = watch::channel(false);
-        let label = id.clone();
-        let audit_for_log = Arc::clone(&audit);
-        tokio::spawn(async move {
-            let outcome = relay::run_with(config, Arc::new(enforcer), reader, relay_out).await;
-            // Every server of the session has stopped: the placeholders can go.
-            launcher.remove_placeholders();
-            match outcome {
-                Ok(outcome) => {
-                    let audit_session = audit_for_log
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .as_ref()
-                        .map(|l| l.session_id().to_owned());
-                    tracing::info!(
-                        session = %label,
-                        audit_session = audit_session.as_deref().unwrap_or("-"),
-                        cause = outcome.cause.as_str(),
-                        "session ended"
-                    );
-                    if let Err(e) = Setup::finish(&audit, &outcome) {
-                        tracing::error!(session = %label, "could not finish the audit log: {e}");
-                    }
-                }
-                Err(e) => tracing::error!(session = %label, "the session could not run: {e}"),
-            }
-            let _ = done_tx.send(true);
-        });
-        tokio::spawn(Arc::clone(&router).run(LineReader::new(router_in, setup.max_message.max(1))));
+        let label = Arc::new(OnceLock::from(id.clone()));
+        let relay = Relay::start(setup, stall, pooled, false, label);
+        Self::with_relay(relay, id, principal)
+    }
+
+    /// A session's relay and server, started before any client asks for it (`pool.rs`):
+    /// its server starts at once under the operator roots. `label` names it in the log
+    /// until a client takes it ([`HttpSession::adopt`]).
+    pub fn prestart(setup: &Setup, label: String, stall: Duration) -> Prestarted {
+        let relay = Relay::start(setup, stall, false, true, Arc::new(OnceLock::new()));
+        Prestarted { relay, label }
+    }
+
+    /// Makes a pre-started relay the session `id` of `principal`.
+    pub fn adopt(p: Prestarted, id: String, principal: Option<String>) -> Arc<Self> {
+        let _ = p
+            .relay
+            .label
+            .set(format!("{id} (pre-started as {})", p.label));
+        Self::with_relay(p.relay, id, principal)
+    }
+
+    fn with_relay(relay: Relay, id: String, principal: Option<String>) -> Arc<Self> {
         Arc::new(HttpSession {
             id,
             principal,
-            router,
+            router: relay.router,
             opened: Instant::now(),
-            input: Mutex::new(Some(input)),
-            done,
+            input: Mutex::new(Some(relay.input)),
+            done: relay.done,
             initialized: AtomicBool::new(false),
         })
     }
@@ -165,5 +147,112 @@ impl HttpSession {
     /// Whether the client's `initialize` succeeded.
     pub fn initialized(&self) -> bool {
         self.initialized.load(Ordering::Relaxed)
+    }
+}
+
+/// A relay running for one session: its input, its router, and whether it has ended.
+#[derive(Debug)]
+struct Relay {
+    input: HostInput,
+    router: Arc<Router>,
+    done: watch::Receiver<bool>,
+    /// The session's name in the log (set when a client takes a pre-started relay).
+    label: Arc<OnceLock<String>>,
+}
+
+impl Relay {
+    fn start(
+        setup: &Setup,
+        stall: Duration,
+        pooled: bool,
+        prestart: bool,
+        label: Arc<OnceLock<String>>,
+    ) -> Relay {
+        let (input, reader) = pipe::host_input();
+        let (relay_out, router_in) = tokio::io::duplex(pipe::OUTPUT_PIPE);
+        let router = if pooled {
+            Router::new_pooled(stall, &input)
+        } else {
+            Router::new(stall, Some(&input))
+        };
+        let (enforcer, audit, launcher) = setup.session(setup.roots.clone(), |_| {});
+        let enforcer = if prestart {
+            enforcer.prestarted()
+        } else {
+            enforcer
+        };
+        let mut config = setup.relay_config();
+        config.observer = enforcer.observer();
+        // The process's signals mean "drain", handled once for every session.
+        config.forward_signals = false;
+        let (done_tx, done) = watch::channel(false);
+        let audit_for_log = Arc::clone(&audit);
+        let name = Arc::clone(&label);
+        tokio::spawn(async move {
+            let outcome = relay::run_with(config, Arc::new(enforcer), reader, relay_out).await;
+            // Every server of the session has stopped: the placeholders can go.
+            launcher.remove_placeholders();
+            let label = name
+                .get()
+                .map_or("(pre-started, never used)", String::as_str);
+            match outcome {
+                Ok(outcome) => {
+                    let audit_session = audit_for_log
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .as_ref()
+                        .map(|l| l.session_id().to_owned());
+                    tracing::info!(
+                        session = %label,
+                        audit_session = audit_session.as_deref().unwrap_or("-"),
+                        cause = outcome.cause.as_str(),
+                        "session ended"
+                    );
+                    if let Err(e) = Setup::finish(&audit, &outcome) {
+                        tracing::error!(session = %label, "could not finish the audit log: {e}");
+                    }
+                }
+                Err(e) => tracing::error!(session = %label, "the session could not run: {e}"),
+            }
+            let _ = done_tx.send(true);
+        });
+        tokio::spawn(Arc::clone(&router).run(LineReader::new(router_in, setup.max_message.max(1))));
+        Relay {
+            input,
+            router,
+            done,
+            label,
+        }
+    }
+}
+
+/// A session's relay and server started ahead of any client, waiting in the pool.
+#[derive(Debug)]
+pub struct Prestarted {
+    relay: Relay,
+    /// Its name in the log while pooled.
+    pub label: String,
+}
+
+impl Prestarted {
+    /// Whether it can still be handed out: its relay (and so its server) has not ended.
+    pub fn alive(&self) -> bool {
+        !*self.relay.done.borrow() && !self.relay.router.ended()
+    }
+
+    /// Waits until its relay has ended.
+    pub fn ended(&self) -> impl std::future::Future<Output = ()> + Send + use<> {
+        let mut done = self.relay.done.clone();
+        async move {
+            let _ = done.wait_for(|d| *d).await;
+        }
+    }
+
+    /// Stops it (its server gets the stdio shutdown sequence); returns a future that
+    /// completes once its relay has ended.
+    pub fn close(self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let ended = self.ended();
+        drop(self.relay.input);
+        ended
     }
 }

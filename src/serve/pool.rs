@@ -1,0 +1,308 @@
+//! The session pool (`--session-pool N`): sessions whose relay and sandboxed server are
+//! started before any client asks, so that an `initialize` finds its server already up
+//! instead of waiting for a sandboxed start (issue 30).
+//!
+//! When it applies, and why only then: a pre-started server is confined before anyone
+//! knows which client will take it, so it may only be handed to a session whose grants
+//! could not have been anything else.
+//!
+//! - The operator fixes the roots: `--root` (or the policy's `roots.static`) is given.
+//!   Without them a session's roots would come from its client (or the server's command
+//!   line), so the pool stays off and says so at start.
+//! - The client's `initialize` declares no `roots` capability. Such a session's roots are
+//!   exactly the operator's (see `enforce::roots::effective`), and so are its grants; the
+//!   server's environment never depends on the session (`--env` is the operator's). A
+//!   client that declares roots could narrow them (its roots are intersected with
+//!   `--root`), so it never gets a pooled server: its session starts its own, confined to
+//!   its roots, exactly as without a pool (counted as `bypassed`).
+//!
+//! Every pooled server serves one session at most: taking one removes it from the pool
+//! for good, and its session ends with it. A pooled server that died (or whose relay
+//! ended) before use is discarded, never handed out: each one is watched, and the check is
+//! made again when it is taken. The pool is refilled off the request path by one background
+//! task, after a take or a discard, starting at most one server per `REFILL_GAP`. At a
+//! drain every pooled server is stopped at once (new sessions are refused anyway) with the
+//! stdio shutdown sequence; [`SessionPool::wait_all`] waits for them at the end.
+//!
+//! Each pooled server opens its audit session when it starts (`session_start`, then
+//! `server_start` with trigger `pool`); one never taken ends with `host_closed`.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use super::session::{HttpSession, Prestarted};
+use crate::setup::Setup;
+
+/// The default `--session-pool`: two servers ready per replica. A single session opened
+/// at a time (the common case for a team's replica) never waits for a server start, while
+/// the idle cost stays at two server processes (measured in docs/serve.md).
+pub const DEFAULT_SIZE: usize = 2;
+
+/// How often the refill task looks at the pool even when nothing told it to.
+const SWEEP: Duration = Duration::from_secs(1);
+
+/// The least time between two starts by the refill task. A sandboxed start costs about
+/// 10 ms of CPU (docs/benchmarks.md); spacing them keeps a refill after a burst of sessions
+/// to a fraction of one core, so it does not compete with the sessions it was taken for.
+const REFILL_GAP: Duration = Duration::from_millis(25);
+
+/// Pre-started sessions, waiting for clients.
+pub struct SessionPool {
+    setup: Setup,
+    stall: Duration,
+    /// How many it keeps ready (0 when it does not apply).
+    pub size: usize,
+    /// Why it is off although asked for, when it is.
+    pub off_because: Option<&'static str>,
+    ready: Mutex<VecDeque<Prestarted>>,
+    wake: Notify,
+    closed: AtomicBool,
+    /// Started so far.
+    pub started: AtomicU64,
+    /// Handed to a session.
+    pub taken: AtomicU64,
+    /// Found dead before use and discarded.
+    pub discarded: AtomicU64,
+    /// Sessions that could not use it (their client declares roots).
+    pub bypassed: AtomicU64,
+    /// What stopped servers leave to wait for (at the end of a drain).
+    stopping: Mutex<Vec<Pin<Box<dyn Future<Output = ()> + Send>>>>,
+}
+
+impl std::fmt::Debug for SessionPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionPool")
+            .field("size", &self.size)
+            .field("ready", &self.ready())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionPool {
+    /// A pool of `asked` sessions for `setup`'s server (`None`: [`DEFAULT_SIZE`]), or an
+    /// empty one (with the reason, said on stderr when the size was asked for) when pooling
+    /// does not apply to this configuration.
+    pub fn new(setup: &Setup, asked: Option<usize>, stall: Duration) -> Arc<SessionPool> {
+        let explicit = asked.is_some();
+        let asked = asked.unwrap_or(DEFAULT_SIZE);
+        let off_because = if asked == 0 {
+            None
+        } else if setup.roots.is_empty() {
+            Some(
+                "no --root (nor roots.static) was given, so each session's roots come from its \
+                 client; give the served directories with --root to pool servers",
+            )
+        } else {
+            None
+        };
+        if let Some(why) = off_because.filter(|_| explicit) {
+            crate::stderr_line!("rootfence: --session-pool is off: {why}");
+        }
+        Arc::new(SessionPool {
+            setup: setup.clone(),
+            stall,
+            size: if off_because.is_some() { 0 } else { asked },
+            off_because,
+            ready: Mutex::default(),
+            wake: Notify::new(),
+            closed: AtomicBool::new(false),
+            started: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
+            discarded: AtomicU64::new(0),
+            bypassed: AtomicU64::new(0),
+            stopping: Mutex::default(),
+        })
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Prestarted>> {
+        self.ready.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Servers ready now.
+    pub fn ready(&self) -> usize {
+        self.queue().len()
+    }
+
+    /// A pre-started session for the client whose `initialize` is `message`, made the
+    /// session `id` of `principal`; `None` when the pool does not apply to this client or
+    /// is empty (the caller starts a session of its own).
+    pub fn take(
+        &self,
+        message: &[u8],
+        id: &str,
+        principal: &Option<String>,
+    ) -> Option<Arc<HttpSession>> {
+        if self.size == 0 || self.closed.load(Ordering::Relaxed) {
+            return None;
+        }
+        if declares_roots(message) {
+            self.bypassed.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let found = {
+            let mut q = self.queue();
+            let mut found = None;
+            while let Some(p) = q.pop_front() {
+                if p.alive() {
+                    found = Some(p);
+                    break;
+                }
+                self.discard(p);
+            }
+            found
+        };
+        // Refill (or replace what was discarded) off the request path.
+        self.wake.notify_one();
+        let p = found?;
+        self.taken.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(session = %id, pooled = %p.label, "session opened on a pre-started server");
+        Some(HttpSession::adopt(p, id.to_owned(), principal.clone()))
+    }
+
+    fn discard(&self, p: Prestarted) {
+        tracing::info!(pooled = %p.label, "a pre-started server ended before use; discarded");
+        self.discarded.fetch_add(1, Ordering::Relaxed);
+        self.keep_stopping(p.close());
+    }
+
+    fn keep_stopping(&self, ended: impl Future<Output = ()> + Send + 'static) {
+        let mut s = self.stopping.lock().unwrap_or_else(|e| e.into_inner());
+        s.push(Box::pin(ended));
+    }
+
+    /// The refill task: keeps [`SessionPool::size`] servers ready, starting at most one per
+    /// `REFILL_GAP`, and drops the dead ones, until [`SessionPool::close`].
+    pub async fn refill(self: Arc<Self>) {
+        if self.size == 0 {
+            return;
+        }
+        let mut n: u64 = 0;
+        loop {
+            if self.closed.load(Ordering::Relaxed) {
+                return;
+            }
+            {
+                let mut q = self.queue();
+                let (live, dead): (VecDeque<_>, VecDeque<_>) = q.drain(..).partition(|p| p.alive());
+                *q = live;
+                drop(q);
+                for p in dead {
+                    self.discard(p);
+                }
+            }
+            if self.ready() < self.size {
+                n += 1;
+                let p = HttpSession::prestart(&self.setup, format!("pre-started-{n}"), self.stall);
+                self.started.fetch_add(1, Ordering::Relaxed);
+                // Told when it ends, so a dead one is replaced at once.
+                let me = Arc::downgrade(&self);
+                let ended = p.ended();
+                tokio::spawn(async move {
+                    ended.await;
+                    if let Some(me) = me.upgrade() {
+                        me.wake.notify_one();
+                    }
+                });
+                if self.closed.load(Ordering::Relaxed) {
+                    self.keep_stopping(p.close());
+                    return;
+                }
+                self.queue().push_back(p);
+                tokio::time::sleep(REFILL_GAP).await;
+                continue;
+            }
+            tokio::select! {
+                () = self.wake.notified() => {}
+                () = tokio::time::sleep(SWEEP) => {}
+            }
+        }
+    }
+
+    /// Stops every pooled server and starts no more (a drain).
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        let all: Vec<Prestarted> = self.queue().drain(..).collect();
+        for p in all {
+            self.keep_stopping(p.close());
+        }
+        self.wake.notify_one();
+    }
+
+    /// Waits until every pooled server stopped so far has ended.
+    pub async fn wait_all(&self) {
+        let all: Vec<_> =
+            std::mem::take(&mut *self.stopping.lock().unwrap_or_else(|e| e.into_inner()));
+        for ended in all {
+            ended.await;
+        }
+    }
+}
+
+/// Whether an `initialize` message declares the client's `roots` capability (then its
+/// roots, and its server's grants, may differ from the operator's). A message that cannot
+/// be read counts as declaring them: the session then starts its own server.
+pub fn declares_roots(message: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Init {
+        params: Option<Params>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        capabilities: Option<std::collections::HashMap<String, serde::de::IgnoredAny>>,
+    }
+    match serde_json::from_slice::<Init>(message) {
+        Ok(Init {
+            params: Some(Params {
+                capabilities: Some(caps),
+            }),
+        }) => caps.contains_key("roots"),
+        Ok(_) => false,
+        Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::declares_roots;
+
+    #[test]
+    fn only_a_client_without_roots_may_take_a_pooled_server() {
+        let cases: &[(&str, bool)] = &[
+            (
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{}}}"#,
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{"sampling":{}}}}"#,
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#,
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{"roots":{}}}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{"roots":{"listChanged":true}}}}"#,
+                true,
+            ),
+            // Escaped key: still `roots`.
+            (
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{"r\u006fots":{}}}}"#,
+                true,
+            ),
+            ("not json", true),
+        ];
+        for (m, want) in cases {
+            assert_eq!(declares_roots(m.as_bytes()), *want, "{m}");
+        }
+    }
+}
