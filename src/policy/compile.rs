@@ -38,9 +38,10 @@ use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
 use super::settings::{
     Access, AuditSettings, CommandRoots, FollowRoots, HardlinkStance, Mode, Network, Ranked,
     ReadStance, ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode,
-    SandboxSettings, SchemeStance, StaticRoot, SymlinkStance, TelemetrySettings, ToolInfer, Word,
-    env_pattern_covers, fsync_rank,
+    SandboxSettings, SchemeStance, StaticRoot, SymlinkStance, ToolInfer, Word, env_pattern_covers,
+    fsync_rank,
 };
+use super::telemetry::TelemetrySettings;
 use super::{AllowTable, LayerInfo, Matchers, Policy, ToolPaths};
 use crate::audit::syslog::{SyslogConfig, Transport};
 use crate::audit::{AllowedRecords, FsyncPolicy as Fsync, OnFailure};
@@ -741,7 +742,7 @@ fn apply_layer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
 
 fn apply_telemetry(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     if let Some(e) = &raw.tel_endpoint {
-        match crate::telemetry::config::check_endpoint(&e.v) {
+        match super::telemetry::check_endpoint(&e.v) {
             Ok(()) => {
                 let prov = cx.prov(e);
                 fixed(cx, &mut acc.tel_endpoint, &e.span, Some(e.v.clone()), prov);
@@ -784,7 +785,7 @@ fn apply_telemetry(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         }
     }
     if let Some(e) = &raw.tel_resource_attributes {
-        match crate::telemetry::config::parse_attributes(&e.v) {
+        match super::telemetry::parse_attributes(&e.v) {
             Ok(_) => {
                 let prov = cx.prov(e);
                 fixed(

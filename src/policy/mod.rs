@@ -37,8 +37,10 @@ mod glob;
 mod grant;
 mod protections;
 mod raw;
+mod server_spec;
 mod settings;
 mod show;
+pub(crate) mod telemetry;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,11 +50,13 @@ use sha2::{Digest, Sha256};
 pub use decision::{ArgKind, Decision, FileJudge, Provenance, Reason, ToolPath};
 pub use error::{ErrorKind, PolicyError, PolicyErrors, Related};
 pub use grant::{Grant, GrantRefused, Grantable, Grants, Refusal};
+pub use server_spec::{GrantError, server_spec};
 pub use settings::{
     Access, AuditSettings, CommandRoots, FollowRoots, HardlinkStance, Mode, Network, ReadStance,
     ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
-    SchemeStance, StaticRoot, SymlinkStance, TelemetrySettings, ToolInfer,
+    SchemeStance, StaticRoot, SymlinkStance, ToolInfer,
 };
+pub use telemetry::TelemetrySettings;
 
 use glob::GlobTable;
 

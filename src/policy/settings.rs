@@ -160,22 +160,6 @@ pub struct AuditSettings {
     pub syslog: Option<crate::audit::syslog::SyslogConfig>,
 }
 
-/// `[telemetry]`: where OpenTelemetry goes. Every field is optional; one the policy leaves
-/// unset comes from the standard `OTEL_*` environment variable (see `crate::telemetry`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TelemetrySettings {
-    /// The collector's OTLP/HTTP base URL (`http://host:4318`); `/v1/traces`, `/v1/metrics`
-    /// and `/v1/logs` are appended. Setting it turns telemetry on.
-    pub endpoint: Option<String>,
-    /// The OTLP protocol: only `http/protobuf`.
-    pub protocol: Option<String>,
-    /// `service.name`.
-    pub service_name: Option<String>,
-    /// Resource attributes, `key=value,key=value` (the `OTEL_RESOURCE_ATTRIBUTES` format).
-    pub resource_attributes: Option<String>,
-}
-
 /// `sandbox.follow_roots`: what happens when the effective roots change after the server
 /// started, since the OS sandbox of a running process can neither widen nor be narrowed from
 /// outside.
