@@ -28,9 +28,9 @@ fn imports(text: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
         let mut rest = code;
         while let Some(at) = rest.find("crate::") {
             let after = &rest[at + "crate::".len()..];
-            if after.starts_with('{') {
+            if let Some(group) = after.strip_prefix('{') {
                 // `use crate::{a, b::c}`: every first segment inside the braces.
-                let inner = after[1..].split('}').next().unwrap_or("");
+                let inner = group.split('}').next().unwrap_or("");
                 for part in inner.split(',') {
                     let name = part.trim().split("::").next().unwrap_or("").trim();
                     if modules.contains(name) {
