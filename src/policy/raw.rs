@@ -679,106 +679,69 @@ impl Walker<'_, '_> {
         }
     }
 
-    fn infer_for(&mut self, table: &DeTable<'_>) -> Vec<RawInferFor> {
-        let Some((_, v)) = Self::find(table, "infer_for") else {
+    /// The entries of an array of tables (`[[tools.paths]]`), each checked for unknown keys
+    /// and for the keys it requires (a missing one is reported at the entry, with `hint`).
+    fn entries<'t, 'i>(
+        &mut self,
+        table: &'t DeTable<'i>,
+        name: &'static str,
+        required: &[&str],
+        hint: &str,
+    ) -> Vec<&'t DeTable<'i>> {
+        let key = name.rsplit('.').next().unwrap_or(name);
+        let Some((_, v)) = Self::find(table, key) else {
             return Vec::new();
         };
-        let what = "an array of tables ([[tools.infer_for]])";
+        let what = format!("an array of tables ([[{name}]])");
         let DeValue::Array(items) = v.get_ref() else {
-            self.wrong_type(&v.span(), "tools.infer_for", what, v.get_ref());
+            self.wrong_type(&v.span(), name, &what, v.get_ref());
             return Vec::new();
         };
         let mut out = Vec::new();
         for item in items.iter() {
             let DeValue::Table(t) = item.get_ref() else {
-                self.wrong_type(&item.span(), "tools.infer_for", what, item.get_ref());
+                self.wrong_type(&item.span(), name, &what, item.get_ref());
                 continue;
             };
-            self.check_keys(t, "tools.infer_for");
-            let entry = RawInferFor {
-                tool: self.string(t, "tools.infer_for", "tool"),
-                infer: self.word(t, "tools.infer_for", "infer", ToolInfer::WORDS),
-            };
-            for what in ["tool", "infer"] {
-                if Self::find(t, what).is_none() {
-                    let err = self
-                        .src
-                        .error(
-                            &item.span(),
-                            ErrorKind::BadValue,
-                            format!("[[tools.infer_for]] entry without `{what}`"),
-                        )
-                        .hint(
-                            "each [[tools.infer_for]] needs `tool = \"<name glob>\"` and \
-                             `infer = \"strict\"`, `\"schema\"` or `\"off\"`",
-                        );
-                    self.errs.push(err);
-                }
+            self.check_keys(t, name);
+            for key in required.iter().filter(|k| Self::find(t, k).is_none()) {
+                let msg = format!("[[{name}]] entry without `{key}`");
+                let err = self.src.error(&item.span(), ErrorKind::BadValue, msg);
+                self.errs.push(err.hint(hint));
             }
-            out.push(entry);
+            out.push(t);
         }
         out
     }
 
+    fn infer_for(&mut self, table: &DeTable<'_>) -> Vec<RawInferFor> {
+        let hint = "each [[tools.infer_for]] needs `tool = \"<name glob>\"` and \
+                    `infer = \"strict\"`, `\"schema\"` or `\"off\"`";
+        let name = "tools.infer_for";
+        let tables = self.entries(table, name, &["tool", "infer"], hint);
+        tables
+            .into_iter()
+            .map(|t| RawInferFor {
+                tool: self.string(t, name, "tool"),
+                infer: self.word(t, name, "infer", ToolInfer::WORDS),
+            })
+            .collect()
+    }
+
     fn tool_paths(&mut self, table: &DeTable<'_>) -> Vec<RawToolPath> {
-        let Some((_, v)) = Self::find(table, "paths") else {
-            return Vec::new();
-        };
-        let DeValue::Array(items) = v.get_ref() else {
-            self.wrong_type(
-                &v.span(),
-                "tools.paths",
-                "an array of tables ([[tools.paths]])",
-                v.get_ref(),
-            );
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for item in items.iter() {
-            let DeValue::Table(t) = item.get_ref() else {
-                self.wrong_type(
-                    &item.span(),
-                    "tools.paths",
-                    "an array of tables ([[tools.paths]])",
-                    item.get_ref(),
-                );
-                continue;
-            };
-            self.check_keys(t, "tools.paths");
-            let entry = RawToolPath {
-                tool: self.string(t, "tools.paths", "tool"),
-                pointers: self.strings(t, "tools.paths", "pointers"),
-                kind: self.word(t, "tools.paths", "kind", ARG_KIND_WORDS),
-                server: self.string(t, "tools.paths", "server"),
-            };
-            for (missing, what) in [
-                (
-                    entry.tool.is_none() && Self::find(t, "tool").is_none(),
-                    "tool",
-                ),
-                (
-                    entry.pointers.is_none() && Self::find(t, "pointers").is_none(),
-                    "pointers",
-                ),
-            ] {
-                if missing {
-                    let err = self
-                        .src
-                        .error(
-                            &item.span(),
-                            ErrorKind::BadValue,
-                            format!("[[tools.paths]] entry without `{what}`"),
-                        )
-                        .hint(
-                            "each [[tools.paths]] needs `tool = \"<name glob>\"` and \
-                             `pointers = [\"/json/pointer\", ...]`",
-                        );
-                    self.errs.push(err);
-                }
-            }
-            out.push(entry);
-        }
-        out
+        let hint = "each [[tools.paths]] needs `tool = \"<name glob>\"` and \
+                    `pointers = [\"/json/pointer\", ...]`";
+        let name = "tools.paths";
+        let tables = self.entries(table, name, &["tool", "pointers"], hint);
+        tables
+            .into_iter()
+            .map(|t| RawToolPath {
+                tool: self.string(t, name, "tool"),
+                pointers: self.strings(t, name, "pointers"),
+                kind: self.word(t, name, "kind", ARG_KIND_WORDS),
+                server: self.string(t, name, "server"),
+            })
+            .collect()
     }
 }
 

@@ -43,6 +43,7 @@ use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
 use super::glob::{self, GlobTable, PathGlob, Problem, Side};
 use super::grant::{self, Grantable, Grants};
 use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
+use super::schema::SETTINGS;
 use super::settings::{
     Access, AuditSettings, CommandRoots, FollowRoots, HardlinkStance, Mode, Network, Ranked,
     ReadStance, ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode,
@@ -110,6 +111,15 @@ impl<T> Setting<T> {
             v,
             prov: Provenance::default_rule(rule),
         }
+    }
+
+    /// A setting at its declared default (`schema::SETTINGS`), which its provenance names.
+    fn declared(v: T, key: &str) -> Self {
+        let default = SETTINGS
+            .iter()
+            .find(|s| s.key == key)
+            .map_or("", |s| s.default);
+        Setting::default(v, format!("{key} = {}", default.replace('`', "")))
     }
 
     fn is_set(&self) -> bool {
@@ -202,92 +212,62 @@ struct Acc {
 impl Acc {
     fn defaults() -> Self {
         Acc {
-            mode: Setting::default(Mode::Enforce, "mode = \"enforce\""),
+            mode: Setting::declared(Mode::Enforce, "mode"),
             roots_allow: Vec::new(),
             roots_deny: Vec::new(),
             roots_other_homes: Vec::new(),
-            roots_static: Setting::default(Vec::new(), "roots.static = []"),
-            list_timeout_ms: Setting::default(
-                DEFAULT_LIST_TIMEOUT_MS,
-                format!("roots.list_timeout_ms = {DEFAULT_LIST_TIMEOUT_MS}"),
-            ),
-            launch_wait_ms: Setting::default(
-                DEFAULT_LAUNCH_WAIT_MS,
-                format!("roots.launch_wait_ms = {DEFAULT_LAUNCH_WAIT_MS}"),
-            ),
-            on_timeout: Setting::default(RootsFallback::Static, "roots.on_timeout = \"static\""),
-            symlinks: Setting::default(
-                SymlinkStance::FollowWithinRoot,
-                "roots.symlinks = \"follow-within-root\"",
-            ),
-            from_command: Setting::default(
-                CommandRoots::Directories,
-                "roots.from_command = \"directories\"",
-            ),
-            hardlinks: Setting::default(
-                HardlinkStance::AllowPreexisting,
-                "roots.hardlinks = \"allow-preexisting\"",
-            ),
-            schemes: Setting::default(None, "resources.other_schemes = \"allow\""),
+            roots_static: Setting::declared(Vec::new(), "roots.static"),
+            list_timeout_ms: Setting::declared(DEFAULT_LIST_TIMEOUT_MS, "roots.list_timeout_ms"),
+            launch_wait_ms: Setting::declared(DEFAULT_LAUNCH_WAIT_MS, "roots.launch_wait_ms"),
+            on_timeout: Setting::declared(RootsFallback::Static, "roots.on_timeout"),
+            symlinks: Setting::declared(SymlinkStance::FollowWithinRoot, "roots.symlinks"),
+            from_command: Setting::declared(CommandRoots::Directories, "roots.from_command"),
+            hardlinks: Setting::declared(HardlinkStance::AllowPreexisting, "roots.hardlinks"),
+            schemes: Setting::declared(None, "resources.other_schemes"),
             res_allow: Vec::new(),
             res_deny: Vec::new(),
-            max_bytes: Setting::default(None, "resources.max_bytes unlimited"),
-            mime: Setting::default(None, "resources.mime: any type"),
-            read: Setting::default(ReadStance::Forward, "resources.read = \"forward\""),
+            max_bytes: Setting::declared(None, "resources.max_bytes"),
+            mime: Setting::declared(None, "resources.mime"),
+            read: Setting::declared(ReadStance::Forward, "resources.read"),
             tools_deny: Vec::new(),
             tools_writing: Vec::new(),
-            read_only: Setting::default(false, "tools.read_only = false"),
+            read_only: Setting::declared(false, "tools.read_only"),
             tool_paths: Vec::new(),
-            infer: Setting::default(ToolInfer::Schema, "tools.infer = \"schema\""),
+            infer: Setting::declared(ToolInfer::Schema, "tools.infer"),
             infer_for: Vec::new(),
-            audit_path: Setting::default(None, "audit.path: the audit module's default"),
-            fsync: Setting::default(Fsync::Denials, "audit.fsync = \"denials\""),
-            rotate_bytes: Setting::default(None, "audit.rotate_bytes: the audit module's default"),
-            on_failure: Setting::default(OnFailure::Stop, "audit.on_failure = \"stop\""),
-            log_allowed: Setting::default(true, "audit.log_allowed = true"),
-            allowed: Setting::default(AllowedRecords::Summary, "audit.allowed = \"summary\""),
-            retain_files: Setting::default(None, "audit.retain_files: the audit module's default"),
-            retain_bytes: Setting::default(None, "audit.retain_bytes unlimited"),
-            checkpoint_key: Setting::default(None, "audit.checkpoint_key: no checkpoints"),
-            checkpoint_path: Setting::default(None, "audit.checkpoint_path: beside the log"),
-            checkpoint_every_records: Setting::default(
-                None,
-                "audit.checkpoint_every_records: the audit module's default",
-            ),
-            checkpoint_every_ms: Setting::default(
-                None,
-                "audit.checkpoint_every_ms: the audit module's default",
-            ),
+            audit_path: Setting::declared(None, "audit.path"),
+            fsync: Setting::declared(Fsync::Denials, "audit.fsync"),
+            rotate_bytes: Setting::declared(None, "audit.rotate_bytes"),
+            on_failure: Setting::declared(OnFailure::Stop, "audit.on_failure"),
+            log_allowed: Setting::declared(true, "audit.log_allowed"),
+            allowed: Setting::declared(AllowedRecords::Summary, "audit.allowed"),
+            retain_files: Setting::declared(None, "audit.retain_files"),
+            retain_bytes: Setting::declared(None, "audit.retain_bytes"),
+            checkpoint_key: Setting::declared(None, "audit.checkpoint_key"),
+            checkpoint_path: Setting::declared(None, "audit.checkpoint_path"),
+            checkpoint_every_records: Setting::declared(None, "audit.checkpoint_every_records"),
+            checkpoint_every_ms: Setting::declared(None, "audit.checkpoint_every_ms"),
             syslog: Setting::default(None, "audit.syslog: none"),
-            sb_mode: Setting::default(SandboxMode::BestEffort, "sandbox.mode = \"best-effort\""),
+            sb_mode: Setting::declared(SandboxMode::BestEffort, "sandbox.mode"),
             sb_read: Vec::new(),
             sb_write: Vec::new(),
-            network: Setting::default(Network::Allow, "sandbox.network = \"allow\""),
+            network: Setting::declared(Network::Allow, "sandbox.network"),
             env: Vec::new(),
-            grant_env: Setting::default(Vec::new(), "sandbox.grantable.env = []"),
-            grant_read: Setting::default(Vec::new(), "sandbox.grantable.read = []"),
-            grant_write: Setting::default(Vec::new(), "sandbox.grantable.write = []"),
-            root_access: Setting::default(
-                Access::ReadWrite,
-                "sandbox.root_access = \"read-write\"",
-            ),
-            follow_roots: Setting::default(
-                FollowRoots::Restart,
-                "sandbox.follow_roots = \"restart\"",
-            ),
+            grant_env: Setting::declared(Vec::new(), "sandbox.grantable.env"),
+            grant_read: Setting::declared(Vec::new(), "sandbox.grantable.read"),
+            grant_write: Setting::declared(Vec::new(), "sandbox.grantable.write"),
+            root_access: Setting::declared(Access::ReadWrite, "sandbox.root_access"),
+            follow_roots: Setting::declared(FollowRoots::Restart, "sandbox.follow_roots"),
             read_only_roots: Vec::new(),
             read_only_paths: None,
-            rl_nofile: Setting::default(None, "sandbox.rlimits.nofile: inherited"),
-            rl_as: Setting::default(None, "sandbox.rlimits.address_space: inherited"),
-            rl_cpu: Setting::default(None, "sandbox.rlimits.cpu_seconds: inherited"),
-            rl_nproc: Setting::default(None, "sandbox.rlimits.processes: inherited"),
-            tel_endpoint: Setting::default(None, "telemetry.endpoint: OTEL_EXPORTER_OTLP_ENDPOINT"),
-            tel_protocol: Setting::default(None, "telemetry.protocol: http/protobuf"),
-            tel_service_name: Setting::default(None, "telemetry.service_name: OTEL_SERVICE_NAME"),
-            tel_resource_attributes: Setting::default(
-                None,
-                "telemetry.resource_attributes: OTEL_RESOURCE_ATTRIBUTES",
-            ),
+            rl_nofile: Setting::declared(None, "sandbox.rlimits.nofile"),
+            rl_as: Setting::declared(None, "sandbox.rlimits.address_space"),
+            rl_cpu: Setting::declared(None, "sandbox.rlimits.cpu_seconds"),
+            rl_nproc: Setting::declared(None, "sandbox.rlimits.processes"),
+            tel_endpoint: Setting::declared(None, "telemetry.endpoint"),
+            tel_protocol: Setting::declared(None, "telemetry.protocol"),
+            tel_service_name: Setting::declared(None, "telemetry.service_name"),
+            tel_resource_attributes: Setting::declared(None, "telemetry.resource_attributes"),
         }
     }
 }

@@ -24,6 +24,15 @@ pub(super) fn check_pointer(p: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The tool or server name glob of a `[[tools.paths]]` or `[[tools.infer_for]]` entry, on
+/// the deny side (a glob that matches more tools or servers checks more calls: the safe
+/// error); `None` once a bad one is reported.
+fn entry_glob(cx: &mut Cx<'_, '_>, e: &Entry<String>) -> Option<Glob> {
+    glob::name_glob(&e.v, Side::Deny)
+        .map_err(|p| cx.problem(&e.span, p))
+        .ok()
+}
+
 pub(super) fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     if let Some(e) = &raw.tools_deny {
         if let Some(g) = name_globs(cx, e) {
@@ -41,24 +50,15 @@ pub(super) fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         let (Some(tool), Some(pointers)) = (&entry.tool, &entry.pointers) else {
             continue;
         };
-        // Deny side: checking the arguments of more tools is the safe error.
-        let glob = match glob::name_glob(&tool.v, Side::Deny) {
-            Ok(g) => g,
-            Err(p) => {
-                cx.problem(&tool.span, p);
-                continue;
-            }
+        let Some(glob) = entry_glob(cx, tool) else {
+            continue;
         };
         let kind = entry.kind.as_ref().map_or(ArgKind::Path, |k| k.v);
-        // Deny side too: a server glob that matches more servers checks more calls.
         let server = match &entry.server {
             None => None,
-            Some(e) => match glob::name_glob(&e.v, Side::Deny) {
-                Ok(g) => Some((e.v.clone(), g)),
-                Err(p) => {
-                    cx.problem(&e.span, p);
-                    continue;
-                }
+            Some(e) => match entry_glob(cx, e) {
+                Some(g) => Some((e.v.clone(), g)),
+                None => continue,
             },
         };
         let server_rule = entry
@@ -127,12 +127,8 @@ pub(super) fn apply_infer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         let (Some(tool), Some(infer)) = (&entry.tool, &entry.infer) else {
             continue;
         };
-        let glob = match glob::name_glob(&tool.v, Side::Deny) {
-            Ok(g) => g,
-            Err(p) => {
-                cx.problem(&tool.span, p);
-                continue;
-            }
+        let Some(glob) = entry_glob(cx, tool) else {
+            continue;
         };
         if cx.check && !builtin && infer.v.rank() > acc.infer.v.rank() {
             let what = format!(
