@@ -272,8 +272,10 @@ pub(crate) fn fsync_rank(f: &FsyncPolicy) -> (u8, u128) {
 /// The word each enum value is written as in TOML, for messages and `policy show`. Each
 /// type's words and narrowing ranks are declared together by `words!` (rank 0 is the
 /// narrowest).
-pub(crate) trait Word {
+pub(crate) trait Word: Sized + 'static {
     fn word(&self) -> &'static str;
+    /// Every word with its value, in the order hints list them.
+    const ALL: &'static [(&'static str, Self)];
 }
 
 macro_rules! words {
@@ -282,6 +284,7 @@ macro_rules! words {
             fn word(&self) -> &'static str {
                 match self { $($variant => $word),+ }
             }
+            const ALL: &'static [(&'static str, $ty)] = <$ty>::WORDS;
         }
         impl Ranked for $ty {
             fn rank(&self) -> u64 {

@@ -82,31 +82,12 @@ pub(super) fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
             acc.fsync = Setting { v: f, prov };
         }
     }
-    if let Some(e) = &raw.audit_rotate_bytes {
-        let prov = cx.prov(e);
-        fixed(cx, &mut acc.rotate_bytes, &e.span, Some(e.v), prov);
-    }
-    ranked(
-        cx,
-        &mut acc.on_failure,
-        &raw.audit_on_failure,
-        OnFailure::WORDS,
-    );
+    fixed_as(cx, &mut acc.rotate_bytes, &raw.audit_rotate_bytes, Some);
+    ranked(cx, &mut acc.on_failure, &raw.audit_on_failure);
     ranked_bool(cx, &mut acc.log_allowed, &raw.audit_log_allowed);
-    ranked(
-        cx,
-        &mut acc.allowed,
-        &raw.audit_allowed,
-        AllowedRecords::WORDS,
-    );
-    if let Some(e) = &raw.audit_retain_files {
-        let prov = cx.prov(e);
-        fixed(cx, &mut acc.retain_files, &e.span, Some(e.v), prov);
-    }
-    if let Some(e) = &raw.audit_retain_bytes {
-        let prov = cx.prov(e);
-        fixed(cx, &mut acc.retain_bytes, &e.span, Some(e.v), prov);
-    }
+    ranked(cx, &mut acc.allowed, &raw.audit_allowed);
+    fixed_as(cx, &mut acc.retain_files, &raw.audit_retain_files, Some);
+    fixed_as(cx, &mut acc.retain_bytes, &raw.audit_retain_bytes, Some);
     // Checkpoints are operational, like the log's path: the first layer that sets one fixes
     // it (a project layer cannot move the org's checkpoints or swap its key).
     for (raw_e, set) in [
@@ -124,18 +105,14 @@ pub(super) fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
             }
         }
     }
-    for (raw_e, set) in [
-        (
-            &raw.audit_checkpoint_every_records,
-            &mut acc.checkpoint_every_records,
-        ),
-        (&raw.audit_checkpoint_every_ms, &mut acc.checkpoint_every_ms),
-    ] {
-        if let Some(e) = raw_e {
-            let prov = cx.prov(e);
-            fixed(cx, set, &e.span, Some(e.v), prov);
-        }
-    }
+    let every = &mut acc.checkpoint_every_records;
+    fixed_as(cx, every, &raw.audit_checkpoint_every_records, Some);
+    fixed_as(
+        cx,
+        &mut acc.checkpoint_every_ms,
+        &raw.audit_checkpoint_every_ms,
+        Some,
+    );
     apply_syslog(acc, raw, cx);
 }
 
@@ -143,37 +120,20 @@ pub(super) fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
 /// fixes where records go; a later layer may only repeat it).
 pub(super) fn apply_syslog(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     let Some(addr) = &raw.syslog_address else {
-        for (set, span) in [
-            (
-                raw.syslog_facility.is_some(),
-                raw.syslog_facility.as_ref().map(|e| e.key_span.clone()),
-            ),
-            (
-                raw.syslog_format.is_some(),
-                raw.syslog_format.as_ref().map(|e| e.key_span.clone()),
-            ),
-            (
-                raw.syslog_queue.is_some(),
-                raw.syslog_queue.as_ref().map(|e| e.key_span.clone()),
-            ),
-            (
-                raw.syslog_sd_id.is_some(),
-                raw.syslog_sd_id.as_ref().map(|e| e.key_span.clone()),
-            ),
-            (
-                raw.syslog_max_message.is_some(),
-                raw.syslog_max_message.as_ref().map(|e| e.key_span.clone()),
-            ),
-        ] {
-            if let (true, Some(span)) = (set, span) {
-                cx.error(
-                    &span,
-                    ErrorKind::BadValue,
-                    "`[audit.syslog]` without `address`".into(),
-                    "add `address = \"udp://host:514\"`, `\"tcp://host:601\"` or `\"unix:///dev/log\"`",
-                );
-                return;
-            }
+        let parts = [
+            raw.syslog_facility.as_ref().map(|e| &e.key_span),
+            raw.syslog_format.as_ref().map(|e| &e.key_span),
+            raw.syslog_queue.as_ref().map(|e| &e.key_span),
+            raw.syslog_sd_id.as_ref().map(|e| &e.key_span),
+            raw.syslog_max_message.as_ref().map(|e| &e.key_span),
+        ];
+        if let Some(span) = parts.into_iter().flatten().next() {
+            cx.error(
+                span,
+                ErrorKind::BadValue,
+                "`[audit.syslog]` without `address`".into(),
+                "add `address = \"udp://host:514\"`, `\"tcp://host:601\"` or `\"unix:///dev/log\"`",
+            );
         }
         return;
     };

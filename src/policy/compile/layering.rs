@@ -5,8 +5,8 @@
 use super::*;
 
 /// An order description for hints, narrowest first.
-pub(super) fn order_of<T: Ranked + Word + Copy>(words: &[(&str, T)]) -> String {
-    let mut v: Vec<_> = words.iter().map(|(w, t)| (t.rank(), *w)).collect();
+pub(super) fn order_of<T: Ranked + Word>() -> String {
+    let mut v: Vec<_> = T::ALL.iter().map(|(w, t)| (t.rank(), *w)).collect();
     v.sort();
     let list: Vec<String> = v.iter().map(|(_, w)| format!("\"{w}\"")).collect();
     format!(
@@ -20,7 +20,6 @@ pub(super) fn ranked<T: Ranked + Word + Copy>(
     cx: &mut Cx<'_, '_>,
     set: &mut Setting<T>,
     e: &Option<Entry<T>>,
-    words: &[(&str, T)],
 ) {
     let Some(e) = e else { return };
     if cx.check && e.v.rank() > set.v.rank() {
@@ -30,7 +29,7 @@ pub(super) fn ranked<T: Ranked + Word + Copy>(
             e.v.word(),
             set.v.word()
         );
-        cx.widening(&e.span, what, &set.prov.clone(), order_of(words));
+        cx.widening(&e.span, what, &set.prov.clone(), order_of::<T>());
         return;
     }
     *set = Setting {
@@ -81,6 +80,19 @@ pub(super) fn limit(cx: &mut Cx<'_, '_>, set: &mut Setting<Option<u64>>, e: &Opt
         v: Some(e.v),
         prov: cx.prov(e),
     };
+}
+
+/// Applies a fixed operational setting as written (`f` makes the stored value of it).
+pub(super) fn fixed_as<T: Copy, U: PartialEq + Clone + std::fmt::Debug>(
+    cx: &mut Cx<'_, '_>,
+    set: &mut Setting<U>,
+    e: &Option<Entry<T>>,
+    f: impl FnOnce(T) -> U,
+) {
+    if let Some(e) = e {
+        let prov = cx.prov(e);
+        fixed(cx, set, &e.span, f(e.v), prov);
+    }
 }
 
 /// Applies a fixed operational setting: a later layer may only repeat it.

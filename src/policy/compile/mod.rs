@@ -515,7 +515,7 @@ fn check_base(cx: &mut Cx<'_, '_>, raw: &RawLayer, first: bool) -> Option<Proven
 }
 
 fn apply_layer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    ranked(cx, &mut acc.mode, &raw.mode, Mode::WORDS);
+    ranked(cx, &mut acc.mode, &raw.mode);
     apply_roots(acc, raw, cx);
     apply_resources(acc, raw, cx);
     apply_tools(acc, raw, cx);

@@ -36,38 +36,18 @@ pub(super) fn apply_roots(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
             };
         }
     }
-    if let Some(e) = &raw.roots_list_timeout_ms {
-        let prov = cx.prov(e);
-        fixed(cx, &mut acc.list_timeout_ms, &e.span, e.v, prov);
-    }
-    if let Some(e) = &raw.roots_launch_wait_ms {
-        let prov = cx.prov(e);
-        fixed(cx, &mut acc.launch_wait_ms, &e.span, e.v, prov);
-    }
-    ranked(
+    let same = std::convert::identity;
+    fixed_as(
         cx,
-        &mut acc.on_timeout,
-        &raw.roots_on_timeout,
-        RootsFallback::WORDS,
+        &mut acc.list_timeout_ms,
+        &raw.roots_list_timeout_ms,
+        same,
     );
-    ranked(
-        cx,
-        &mut acc.symlinks,
-        &raw.roots_symlinks,
-        SymlinkStance::WORDS,
-    );
-    ranked(
-        cx,
-        &mut acc.hardlinks,
-        &raw.roots_hardlinks,
-        HardlinkStance::WORDS,
-    );
-    ranked(
-        cx,
-        &mut acc.from_command,
-        &raw.roots_from_command,
-        CommandRoots::WORDS,
-    );
+    fixed_as(cx, &mut acc.launch_wait_ms, &raw.roots_launch_wait_ms, same);
+    ranked(cx, &mut acc.on_timeout, &raw.roots_on_timeout);
+    ranked(cx, &mut acc.symlinks, &raw.roots_symlinks);
+    ranked(cx, &mut acc.hardlinks, &raw.roots_hardlinks);
+    ranked(cx, &mut acc.from_command, &raw.roots_from_command);
 }
 
 /// Schemes with the span of each entry.
@@ -232,7 +212,7 @@ pub(super) fn apply_resources(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
             };
         }
     }
-    ranked(cx, &mut acc.read, &raw.res_read, ReadStance::WORDS);
+    ranked(cx, &mut acc.read, &raw.res_read);
 }
 
 #[cfg(test)]

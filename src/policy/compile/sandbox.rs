@@ -30,7 +30,7 @@ pub(super) fn valid_env_pattern(s: &str) -> bool {
 }
 
 pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    ranked(cx, &mut acc.sb_mode, &raw.sb_mode, SandboxMode::WORDS);
+    ranked(cx, &mut acc.sb_mode, &raw.sb_mode);
     // Grants are judged against what earlier layers made grantable, so a layer's own
     // `[sandbox.grantable]` only binds the layers after it.
     if let Some(e) = &raw.sb_read {
@@ -114,13 +114,15 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
         }
     }
     apply_grantable(acc, raw, cx);
-    ranked(cx, &mut acc.root_access, &raw.sb_root_access, Access::WORDS);
+    ranked(cx, &mut acc.root_access, &raw.sb_root_access);
     // Operational, not a permission: the first layer that sets it fixes it (an org layer can
     // pin it; otherwise a user layer may opt out for a server that cannot be restarted).
-    if let Some(e) = &raw.sb_follow_roots {
-        let prov = cx.prov(e);
-        fixed(cx, &mut acc.follow_roots, &e.span, e.v, prov);
-    }
+    fixed_as(
+        cx,
+        &mut acc.follow_roots,
+        &raw.sb_follow_roots,
+        std::convert::identity,
+    );
     if let Some(e) = &raw.sb_read_only_roots {
         if let Some(g) = path_globs(cx, e, Side::Deny) {
             acc.read_only_roots.extend(g);

@@ -121,7 +121,7 @@ pub(super) fn apply_infer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
             };
         }
     } else {
-        ranked(cx, &mut acc.infer, &raw.tools_infer, ToolInfer::WORDS);
+        ranked(cx, &mut acc.infer, &raw.tools_infer);
     }
     for entry in &raw.tools_infer_for {
         let (Some(tool), Some(infer)) = (&entry.tool, &entry.infer) else {
@@ -137,7 +137,7 @@ pub(super) fn apply_infer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
                 acc.infer.v.word()
             );
             let earlier = acc.infer.prov.clone();
-            cx.widening(&infer.span, what, &earlier, order_of(ToolInfer::WORDS));
+            cx.widening(&infer.span, what, &earlier, order_of::<ToolInfer>());
             continue;
         }
         let prov = cx.at(
