@@ -66,10 +66,10 @@ impl SandboxLauncher {
         self.placeholders.release();
     }
 
-    /// The sandbox spec for a server confined to `roots` (`sandbox::server_spec`, the one
+    /// The sandbox spec for a server confined to `roots` (`policy::server_spec`, the one
     /// place the policy and the command line meet; its warnings were said at start).
     pub fn spec(&self, roots: &RootSet) -> Result<SandboxSpec, String> {
-        sandbox::server_spec(
+        crate::policy::server_spec(
             &self.policy,
             self.mode,
             self.grants(roots),

@@ -205,7 +205,8 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
         read: opts.read.clone(),
         write: opts.write.clone(),
     };
-    let (spec, warnings) = sandbox::server_spec(&policy, mode, Vec::new(), &grants, &cwd)?;
+    let (spec, warnings) =
+        rootfence::policy::server_spec(&policy, mode, Vec::new(), &grants, &cwd)?;
     for w in warnings {
         rootfence::stderr_line!("rootfence: warning: {w}");
     }

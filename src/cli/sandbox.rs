@@ -175,7 +175,7 @@ fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
             write: a.write.clone(),
         };
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
-        let (spec, warnings) = sandbox::server_spec(&policy, mode, roots, &grants, &cwd)?;
+        let (spec, warnings) = rootfence::policy::server_spec(&policy, mode, roots, &grants, &cwd)?;
         for w in warnings {
             rootfence::stderr_line!("rootfence: warning: {w}");
         }

@@ -28,7 +28,6 @@ mod paged;
 mod read;
 mod read_text;
 mod recording;
-mod reload;
 mod resources_read;
 mod results;
 pub mod roots;
@@ -57,10 +56,12 @@ use crate::relay::{
 use crate::roots::{RootSet, RootSpec};
 use crate::tripwire::{Fingerprints, Tripwire};
 
+/// What a policy reload cannot change in a running session: derived from each setting's
+/// declared reload behaviour (`policy::schema`).
+pub use crate::policy::reload_deferred;
 pub use decide::{Checked, Checker, rule_text};
 pub use follow::{ReportSlot, ServerLauncher};
 pub use paged::{PageCheck, PageChecks};
-pub use reload::reload_deferred;
 
 use follow::Follower;
 use learn::Learner;

@@ -37,8 +37,11 @@ mod glob;
 mod grant;
 mod protections;
 mod raw;
+mod schema;
+mod server_spec;
 mod settings;
 mod show;
+pub(crate) mod telemetry;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,11 +51,14 @@ use sha2::{Digest, Sha256};
 pub use decision::{ArgKind, Decision, FileJudge, Provenance, Reason, ToolPath};
 pub use error::{ErrorKind, PolicyError, PolicyErrors, Related};
 pub use grant::{Grant, GrantRefused, Grantable, Grants, Refusal};
+pub use schema::reload_deferred;
+pub use server_spec::{GrantError, server_spec};
 pub use settings::{
     Access, AuditSettings, CommandRoots, FollowRoots, HardlinkStance, Mode, Network, ReadStance,
     ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
-    SchemeStance, StaticRoot, SymlinkStance, TelemetrySettings, ToolInfer,
+    SchemeStance, StaticRoot, SymlinkStance, ToolInfer,
 };
+pub use telemetry::TelemetrySettings;
 
 use glob::GlobTable;
 
@@ -99,8 +105,9 @@ pub struct Policy {
     pub(crate) sandbox: SandboxSettings,
     pub(crate) telemetry: TelemetrySettings,
     pub(crate) m: Matchers,
-    /// Effective scalar settings with their origin, for `policy show`.
-    pub(crate) shown: Vec<(&'static str, String, Provenance)>,
+    /// The effective value of every declared setting (`schema::SETTINGS` order) with its
+    /// origin: what `policy show` lists and what a reload compares.
+    pub(crate) effective: Vec<(schema::Value, Provenance)>,
     /// The `base = "none"` line of the first layer, when it opted out of the default.
     pub(crate) opted_out: Option<Provenance>,
     /// The home directory `~` was expanded with.

@@ -15,6 +15,7 @@ use toml::de::{DeTable, DeValue};
 
 use super::decision::ArgKind;
 use super::error::{ErrorKind, PolicyError, Source};
+use super::schema::{self, SETTINGS};
 use super::settings::{
     Access, CommandRoots, FollowRoots, HardlinkStance, Mode, ReadStance, RootsFallback,
     SandboxMode, SymlinkStance, ToolInfer,
@@ -171,109 +172,6 @@ pub(crate) struct RawLayer {
     pub(crate) tel_resource_attributes: Option<Entry<String>>,
 }
 
-const TOP_KEYS: &[&str] = &[
-    "version",
-    "base",
-    "mode",
-    "roots",
-    "resources",
-    "tools",
-    "audit",
-    "sandbox",
-    "telemetry",
-];
-const ROOTS_KEYS: &[&str] = &[
-    "allow",
-    "deny",
-    "other_homes",
-    "static",
-    "list_timeout_ms",
-    "launch_wait_ms",
-    "on_timeout",
-    "symlinks",
-    "hardlinks",
-    "from_command",
-];
-const RESOURCES_KEYS: &[&str] = &[
-    "other_schemes",
-    "allow",
-    "deny",
-    "max_bytes",
-    "mime",
-    "read",
-];
-const TOOLS_KEYS: &[&str] = &[
-    "deny",
-    "writing",
-    "read_only",
-    "paths",
-    "infer",
-    "infer_for",
-];
-const INFER_FOR_KEYS: &[&str] = &["tool", "infer"];
-const TOOL_PATH_KEYS: &[&str] = &["tool", "pointers", "kind", "server"];
-const AUDIT_KEYS: &[&str] = &[
-    "path",
-    "fsync",
-    "fsync_interval_ms",
-    "rotate_bytes",
-    "on_failure",
-    "log_allowed",
-    "allowed",
-    "retain_files",
-    "retain_bytes",
-    "checkpoint_key",
-    "checkpoint_path",
-    "checkpoint_every_records",
-    "checkpoint_every_ms",
-    "syslog",
-];
-const SYSLOG_KEYS: &[&str] = &[
-    "address",
-    "facility",
-    "format",
-    "queue",
-    "sd_id",
-    "max_message",
-];
-const SANDBOX_KEYS: &[&str] = &[
-    "mode",
-    "read",
-    "write",
-    "network",
-    "env",
-    "root_access",
-    "read_only_roots",
-    "follow_roots",
-    "read_only_paths",
-    "rlimits",
-    "grantable",
-];
-const GRANTABLE_KEYS: &[&str] = &["env", "read", "write"];
-const TELEMETRY_KEYS: &[&str] = &[
-    "endpoint",
-    "protocol",
-    "service_name",
-    "resource_attributes",
-];
-const RLIMIT_KEYS: &[&str] = &["nofile", "address_space", "cpu_seconds", "processes"];
-
-/// Every table and its keys, for "did you mean" across tables.
-const ALL_TABLES: &[(&str, &[&str])] = &[
-    ("", TOP_KEYS),
-    ("roots", ROOTS_KEYS),
-    ("resources", RESOURCES_KEYS),
-    ("tools", TOOLS_KEYS),
-    ("tools.paths", TOOL_PATH_KEYS),
-    ("tools.infer_for", INFER_FOR_KEYS),
-    ("audit", AUDIT_KEYS),
-    ("audit.syslog", SYSLOG_KEYS),
-    ("sandbox", SANDBOX_KEYS),
-    ("sandbox.rlimits", RLIMIT_KEYS),
-    ("sandbox.grantable", GRANTABLE_KEYS),
-    ("telemetry", TELEMETRY_KEYS),
-];
-
 /// Parses one layer. Returns `None` when the file is not TOML at all (the syntax error is
 /// pushed); otherwise a `RawLayer` with every well-formed value, and every shape error
 /// pushed to `errs`.
@@ -298,7 +196,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
     let mut w = Walker { src, errs };
     let top = doc.get_ref();
     let mut raw = RawLayer::default();
-    w.check_keys(top, "", TOP_KEYS);
+    w.check_keys(top, "");
 
     raw.version = w.int(top, "", "version");
     match &raw.version {
@@ -324,7 +222,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
     raw.mode = w.word(top, "", "mode", Mode::WORDS);
 
     if let Some(t) = w.table(top, "", "roots") {
-        w.check_keys(t, "roots", ROOTS_KEYS);
+        w.check_keys(t, "roots");
         raw.roots_allow = w.strings(t, "roots", "allow");
         raw.roots_deny = w.strings(t, "roots", "deny");
         raw.roots_other_homes = w.strings(t, "roots", "other_homes");
@@ -337,7 +235,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.roots_from_command = w.word(t, "roots", "from_command", CommandRoots::WORDS);
     }
     if let Some(t) = w.table(top, "", "resources") {
-        w.check_keys(t, "resources", RESOURCES_KEYS);
+        w.check_keys(t, "resources");
         raw.res_other_schemes = w.schemes(t);
         raw.res_allow = w.strings(t, "resources", "allow");
         raw.res_deny = w.strings(t, "resources", "deny");
@@ -346,7 +244,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.res_read = w.word(t, "resources", "read", ReadStance::WORDS);
     }
     if let Some(t) = w.table(top, "", "tools") {
-        w.check_keys(t, "tools", TOOLS_KEYS);
+        w.check_keys(t, "tools");
         raw.tools_deny = w.strings(t, "tools", "deny");
         raw.tools_writing = w.strings(t, "tools", "writing");
         raw.tools_read_only = w.boolean(t, "tools", "read_only");
@@ -355,7 +253,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.tools_infer_for = w.infer_for(t);
     }
     if let Some(t) = w.table(top, "", "audit") {
-        w.check_keys(t, "audit", AUDIT_KEYS);
+        w.check_keys(t, "audit");
         raw.audit_path = w.string(t, "audit", "path");
         raw.audit_fsync = w.word(t, "audit", "fsync", FSYNC_WORDS);
         raw.audit_fsync_interval_ms = w.uint(t, "audit", "fsync_interval_ms", 1, 3_600_000);
@@ -371,7 +269,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
             w.uint(t, "audit", "checkpoint_every_records", 1, 100_000_000);
         raw.audit_checkpoint_every_ms = w.uint(t, "audit", "checkpoint_every_ms", 100, 86_400_000);
         if let Some(sy) = w.table(t, "audit", "syslog") {
-            w.check_keys(sy, "audit.syslog", SYSLOG_KEYS);
+            w.check_keys(sy, "audit.syslog");
             raw.syslog_address = w.string(sy, "audit.syslog", "address");
             raw.syslog_facility = w.word(sy, "audit.syslog", "facility", FACILITIES);
             raw.syslog_format = w.word(sy, "audit.syslog", "format", MsgFormat::WORDS);
@@ -387,7 +285,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         }
     }
     if let Some(t) = w.table(top, "", "sandbox") {
-        w.check_keys(t, "sandbox", SANDBOX_KEYS);
+        w.check_keys(t, "sandbox");
         raw.sb_mode = w.word(t, "sandbox", "mode", SandboxMode::WORDS);
         raw.sb_read = w.strings(t, "sandbox", "read");
         raw.sb_write = w.strings(t, "sandbox", "write");
@@ -398,21 +296,21 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.sb_read_only_roots = w.strings(t, "sandbox", "read_only_roots");
         raw.sb_read_only_paths = w.strings(t, "sandbox", "read_only_paths");
         if let Some(r) = w.table(t, "sandbox", "rlimits") {
-            w.check_keys(r, "sandbox.rlimits", RLIMIT_KEYS);
+            w.check_keys(r, "sandbox.rlimits");
             raw.sb_nofile = w.uint(r, "sandbox.rlimits", "nofile", 1, u64::MAX);
             raw.sb_address_space = w.size(r, "sandbox.rlimits", "address_space");
             raw.sb_cpu_seconds = w.uint(r, "sandbox.rlimits", "cpu_seconds", 1, u64::MAX);
             raw.sb_processes = w.uint(r, "sandbox.rlimits", "processes", 1, u64::MAX);
         }
         if let Some(g) = w.table(t, "sandbox", "grantable") {
-            w.check_keys(g, "sandbox.grantable", GRANTABLE_KEYS);
+            w.check_keys(g, "sandbox.grantable");
             raw.sb_grant_env = w.strings(g, "sandbox.grantable", "env");
             raw.sb_grant_read = w.strings(g, "sandbox.grantable", "read");
             raw.sb_grant_write = w.strings(g, "sandbox.grantable", "write");
         }
     }
     if let Some(t) = w.table(top, "", "telemetry") {
-        w.check_keys(t, "telemetry", TELEMETRY_KEYS);
+        w.check_keys(t, "telemetry");
         raw.tel_endpoint = w.string(t, "telemetry", "endpoint");
         const PROTOCOLS: &[(&str, &str)] = &[("http/protobuf", "http/protobuf")];
         raw.tel_protocol = w.word(t, "telemetry", "protocol", PROTOCOLS);
@@ -422,59 +320,25 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
     Some(raw)
 }
 
-/// Interns a dotted key name. The set of keys is fixed by the schema, so every name is
-/// built from the constant tables above and leaked at most once per distinct name.
+/// The `'static` dotted name of a key of the schema (`roots.allow`, or a sub-table such as
+/// `audit.syslog`): a prefix of its declaration's key, so nothing is allocated.
 fn dotted(table: &str, key: &str) -> &'static str {
-    for (t, keys) in ALL_TABLES {
-        if *t == table {
-            if let Some(k) = keys.iter().find(|k| **k == key) {
-                return dotted_static(t, k);
-            }
+    for s in SETTINGS {
+        let rest = if table.is_empty() {
+            Some(s.key)
+        } else {
+            s.key.strip_prefix(table).and_then(|r| r.strip_prefix('.'))
+        };
+        if rest.is_some_and(|r| r.split('.').next() == Some(key)) {
+            let len = if table.is_empty() {
+                key.len()
+            } else {
+                table.len() + 1 + key.len()
+            };
+            return &s.key[..len];
         }
     }
     "?"
-}
-
-/// Maps (table, key) of the schema to a `'static` dotted name without allocating.
-fn dotted_static(table: &'static str, key: &'static str) -> &'static str {
-    macro_rules! names {
-        ($($t:literal, $k:literal);+ $(;)?) => {
-            match (table, key) {
-                $(($t, $k) => if $t.is_empty() { $k } else { concat!($t, ".", $k) },)+
-                _ => key,
-            }
-        };
-    }
-    names!(
-        "", "version"; "", "base"; "", "mode";
-        "roots", "allow"; "roots", "deny"; "roots", "other_homes"; "roots", "static"; "roots", "list_timeout_ms";
-        "roots", "launch_wait_ms";
-        "roots", "on_timeout"; "roots", "symlinks"; "roots", "hardlinks";
-        "roots", "from_command";
-        "resources", "other_schemes"; "resources", "allow"; "resources", "deny";
-        "resources", "max_bytes"; "resources", "mime"; "resources", "read";
-        "tools", "deny"; "tools", "writing"; "tools", "read_only"; "tools", "paths";
-        "tools.paths", "tool"; "tools.paths", "pointers"; "tools.paths", "kind";
-        "tools.paths", "server"; "tools", "infer"; "tools", "infer_for";
-        "tools.infer_for", "tool"; "tools.infer_for", "infer";
-        "audit", "path"; "audit", "fsync"; "audit", "fsync_interval_ms";
-        "audit", "rotate_bytes"; "audit", "on_failure"; "audit", "log_allowed";
-        "audit", "allowed"; "audit", "retain_files"; "audit", "retain_bytes";
-        "audit", "checkpoint_key"; "audit", "checkpoint_path";
-        "audit", "checkpoint_every_records"; "audit", "checkpoint_every_ms";
-        "audit", "syslog";
-        "audit.syslog", "address"; "audit.syslog", "facility"; "audit.syslog", "format";
-        "audit.syslog", "queue"; "audit.syslog", "sd_id";
-        "sandbox", "mode"; "sandbox", "read"; "sandbox", "write"; "sandbox", "network";
-        "sandbox", "env"; "sandbox", "root_access"; "sandbox", "read_only_roots";
-        "sandbox", "follow_roots"; "sandbox", "read_only_paths"; "sandbox", "rlimits";
-        "sandbox", "grantable";
-        "sandbox.grantable", "env"; "sandbox.grantable", "read"; "sandbox.grantable", "write";
-        "sandbox.rlimits", "nofile"; "sandbox.rlimits", "address_space";
-        "sandbox.rlimits", "cpu_seconds"; "sandbox.rlimits", "processes";
-        "telemetry", "endpoint"; "telemetry", "protocol"; "telemetry", "service_name";
-        "telemetry", "resource_attributes";
-    )
 }
 
 type Item<'t, 'i> = (
@@ -488,7 +352,8 @@ struct Walker<'a, 's> {
 }
 
 impl Walker<'_, '_> {
-    fn check_keys(&mut self, table: &DeTable<'_>, name: &str, known: &[&str]) {
+    fn check_keys(&mut self, table: &DeTable<'_>, name: &str) {
+        let known = schema::keys_of(name);
         for (k, _) in table.iter() {
             let key: &str = k.get_ref();
             if known.contains(&key) {
@@ -499,7 +364,7 @@ impl Walker<'_, '_> {
             } else {
                 format!("in [{name}]")
             };
-            let hint = did_you_mean(name, key, known);
+            let hint = did_you_mean(name, key, &known);
             let err = self
                 .src
                 .error(
@@ -814,106 +679,69 @@ impl Walker<'_, '_> {
         }
     }
 
-    fn infer_for(&mut self, table: &DeTable<'_>) -> Vec<RawInferFor> {
-        let Some((_, v)) = Self::find(table, "infer_for") else {
+    /// The entries of an array of tables (`[[tools.paths]]`), each checked for unknown keys
+    /// and for the keys it requires (a missing one is reported at the entry, with `hint`).
+    fn entries<'t, 'i>(
+        &mut self,
+        table: &'t DeTable<'i>,
+        name: &'static str,
+        required: &[&str],
+        hint: &str,
+    ) -> Vec<&'t DeTable<'i>> {
+        let key = name.rsplit('.').next().unwrap_or(name);
+        let Some((_, v)) = Self::find(table, key) else {
             return Vec::new();
         };
-        let what = "an array of tables ([[tools.infer_for]])";
+        let what = format!("an array of tables ([[{name}]])");
         let DeValue::Array(items) = v.get_ref() else {
-            self.wrong_type(&v.span(), "tools.infer_for", what, v.get_ref());
+            self.wrong_type(&v.span(), name, &what, v.get_ref());
             return Vec::new();
         };
         let mut out = Vec::new();
         for item in items.iter() {
             let DeValue::Table(t) = item.get_ref() else {
-                self.wrong_type(&item.span(), "tools.infer_for", what, item.get_ref());
+                self.wrong_type(&item.span(), name, &what, item.get_ref());
                 continue;
             };
-            self.check_keys(t, "tools.infer_for", INFER_FOR_KEYS);
-            let entry = RawInferFor {
-                tool: self.string(t, "tools.infer_for", "tool"),
-                infer: self.word(t, "tools.infer_for", "infer", ToolInfer::WORDS),
-            };
-            for what in ["tool", "infer"] {
-                if Self::find(t, what).is_none() {
-                    let err = self
-                        .src
-                        .error(
-                            &item.span(),
-                            ErrorKind::BadValue,
-                            format!("[[tools.infer_for]] entry without `{what}`"),
-                        )
-                        .hint(
-                            "each [[tools.infer_for]] needs `tool = \"<name glob>\"` and \
-                             `infer = \"strict\"`, `\"schema\"` or `\"off\"`",
-                        );
-                    self.errs.push(err);
-                }
+            self.check_keys(t, name);
+            for key in required.iter().filter(|k| Self::find(t, k).is_none()) {
+                let msg = format!("[[{name}]] entry without `{key}`");
+                let err = self.src.error(&item.span(), ErrorKind::BadValue, msg);
+                self.errs.push(err.hint(hint));
             }
-            out.push(entry);
+            out.push(t);
         }
         out
     }
 
+    fn infer_for(&mut self, table: &DeTable<'_>) -> Vec<RawInferFor> {
+        let hint = "each [[tools.infer_for]] needs `tool = \"<name glob>\"` and \
+                    `infer = \"strict\"`, `\"schema\"` or `\"off\"`";
+        let name = "tools.infer_for";
+        let tables = self.entries(table, name, &["tool", "infer"], hint);
+        tables
+            .into_iter()
+            .map(|t| RawInferFor {
+                tool: self.string(t, name, "tool"),
+                infer: self.word(t, name, "infer", ToolInfer::WORDS),
+            })
+            .collect()
+    }
+
     fn tool_paths(&mut self, table: &DeTable<'_>) -> Vec<RawToolPath> {
-        let Some((_, v)) = Self::find(table, "paths") else {
-            return Vec::new();
-        };
-        let DeValue::Array(items) = v.get_ref() else {
-            self.wrong_type(
-                &v.span(),
-                "tools.paths",
-                "an array of tables ([[tools.paths]])",
-                v.get_ref(),
-            );
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for item in items.iter() {
-            let DeValue::Table(t) = item.get_ref() else {
-                self.wrong_type(
-                    &item.span(),
-                    "tools.paths",
-                    "an array of tables ([[tools.paths]])",
-                    item.get_ref(),
-                );
-                continue;
-            };
-            self.check_keys(t, "tools.paths", TOOL_PATH_KEYS);
-            let entry = RawToolPath {
-                tool: self.string(t, "tools.paths", "tool"),
-                pointers: self.strings(t, "tools.paths", "pointers"),
-                kind: self.word(t, "tools.paths", "kind", ARG_KIND_WORDS),
-                server: self.string(t, "tools.paths", "server"),
-            };
-            for (missing, what) in [
-                (
-                    entry.tool.is_none() && Self::find(t, "tool").is_none(),
-                    "tool",
-                ),
-                (
-                    entry.pointers.is_none() && Self::find(t, "pointers").is_none(),
-                    "pointers",
-                ),
-            ] {
-                if missing {
-                    let err = self
-                        .src
-                        .error(
-                            &item.span(),
-                            ErrorKind::BadValue,
-                            format!("[[tools.paths]] entry without `{what}`"),
-                        )
-                        .hint(
-                            "each [[tools.paths]] needs `tool = \"<name glob>\"` and \
-                             `pointers = [\"/json/pointer\", ...]`",
-                        );
-                    self.errs.push(err);
-                }
-            }
-            out.push(entry);
-        }
-        out
+        let hint = "each [[tools.paths]] needs `tool = \"<name glob>\"` and \
+                    `pointers = [\"/json/pointer\", ...]`";
+        let name = "tools.paths";
+        let tables = self.entries(table, name, &["tool", "pointers"], hint);
+        tables
+            .into_iter()
+            .map(|t| RawToolPath {
+                tool: self.string(t, name, "tool"),
+                pointers: self.strings(t, name, "pointers"),
+                kind: self.word(t, name, "kind", ARG_KIND_WORDS),
+                server: self.string(t, name, "server"),
+            })
+            .collect()
     }
 }
 
@@ -944,8 +772,8 @@ fn did_you_mean(table: &str, key: &str, known: &[&str]) -> String {
     {
         return format!("did you mean `{best}`?");
     }
-    for (t, keys) in ALL_TABLES {
-        if *t != table && !t.is_empty() && keys.contains(&key) {
+    for t in schema::tables() {
+        if t != table && !t.is_empty() && schema::keys_of(t).contains(&key) {
             return format!("`{key}` belongs in [{t}]");
         }
     }

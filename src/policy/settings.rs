@@ -160,22 +160,6 @@ pub struct AuditSettings {
     pub syslog: Option<crate::audit::syslog::SyslogConfig>,
 }
 
-/// `[telemetry]`: where OpenTelemetry goes. Every field is optional; one the policy leaves
-/// unset comes from the standard `OTEL_*` environment variable (see `crate::telemetry`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TelemetrySettings {
-    /// The collector's OTLP/HTTP base URL (`http://host:4318`); `/v1/traces`, `/v1/metrics`
-    /// and `/v1/logs` are appended. Setting it turns telemetry on.
-    pub endpoint: Option<String>,
-    /// The OTLP protocol: only `http/protobuf`.
-    pub protocol: Option<String>,
-    /// `service.name`.
-    pub service_name: Option<String>,
-    /// Resource attributes, `key=value,key=value` (the `OTEL_RESOURCE_ATTRIBUTES` format).
-    pub resource_attributes: Option<String>,
-}
-
 /// `sandbox.follow_roots`: what happens when the effective roots change after the server
 /// started, since the OS sandbox of a running process can neither widen nor be narrowed from
 /// outside.
@@ -267,118 +251,6 @@ pub(crate) trait Ranked {
     fn rank(&self) -> u64;
 }
 
-impl Ranked for Mode {
-    fn rank(&self) -> u64 {
-        match self {
-            Mode::Enforce => 0,
-            Mode::Audit => 1,
-        }
-    }
-}
-
-impl Ranked for RootsFallback {
-    fn rank(&self) -> u64 {
-        match self {
-            RootsFallback::Deny => 0,
-            RootsFallback::Static => 1,
-        }
-    }
-}
-
-impl Ranked for SymlinkStance {
-    fn rank(&self) -> u64 {
-        match self {
-            SymlinkStance::Never => 0,
-            SymlinkStance::FollowWithinRoot => 1,
-        }
-    }
-}
-
-impl Ranked for CommandRoots {
-    fn rank(&self) -> u64 {
-        match self {
-            CommandRoots::Off => 0,
-            CommandRoots::Directories => 1,
-        }
-    }
-}
-
-impl Ranked for HardlinkStance {
-    fn rank(&self) -> u64 {
-        match self {
-            HardlinkStance::Deny => 0,
-            HardlinkStance::AllowPreexisting => 1,
-            HardlinkStance::Allow => 2,
-        }
-    }
-}
-
-impl Ranked for ReadStance {
-    fn rank(&self) -> u64 {
-        match self {
-            ReadStance::Serve => 0,
-            ReadStance::Verify => 1,
-            ReadStance::Forward => 2,
-        }
-    }
-}
-
-impl Ranked for ToolInfer {
-    fn rank(&self) -> u64 {
-        match self {
-            ToolInfer::Strict => 0,
-            ToolInfer::Schema => 1,
-            ToolInfer::Off => 2,
-        }
-    }
-}
-
-impl Ranked for AllowedRecords {
-    fn rank(&self) -> u64 {
-        match self {
-            AllowedRecords::Each => 0,
-            AllowedRecords::Summary => 1,
-        }
-    }
-}
-
-impl Ranked for OnFailure {
-    fn rank(&self) -> u64 {
-        match self {
-            OnFailure::Stop => 0,
-            OnFailure::Continue => 1,
-        }
-    }
-}
-
-impl Ranked for SandboxMode {
-    fn rank(&self) -> u64 {
-        match self {
-            SandboxMode::Strict => 0,
-            SandboxMode::BestEffort => 1,
-            SandboxMode::Off => 2,
-        }
-    }
-}
-
-impl Ranked for FollowRoots {
-    fn rank(&self) -> u64 {
-        match self {
-            FollowRoots::Restart => 0,
-            FollowRoots::Launch => 1,
-        }
-    }
-}
-
-impl Ranked for Access {
-    fn rank(&self) -> u64 {
-        match self {
-            Access::ReadOnly => 0,
-            Access::ReadWrite => 1,
-        }
-    }
-}
-
 impl Ranked for bool {
     /// For booleans whose `true` is the narrower value (`read_only`, `log_allowed`).
     fn rank(&self) -> u64 {
@@ -397,16 +269,26 @@ pub(crate) fn fsync_rank(f: &FsyncPolicy) -> (u8, u128) {
     }
 }
 
-/// The word each enum value is written as in TOML, for messages and `policy show`.
-pub(crate) trait Word {
+/// The word each enum value is written as in TOML, for messages and `policy show`. Each
+/// type's words and narrowing ranks are declared together by `words!` (rank 0 is the
+/// narrowest).
+pub(crate) trait Word: Sized + 'static {
     fn word(&self) -> &'static str;
+    /// Every word with its value, in the order hints list them.
+    const ALL: &'static [(&'static str, Self)];
 }
 
 macro_rules! words {
-    ($ty:ty { $($variant:path => $word:literal),+ $(,)? }) => {
+    ($ty:ty { $($variant:path => $word:literal @ $rank:literal),+ $(,)? }) => {
         impl Word for $ty {
             fn word(&self) -> &'static str {
                 match self { $($variant => $word),+ }
+            }
+            const ALL: &'static [(&'static str, $ty)] = <$ty>::WORDS;
+        }
+        impl Ranked for $ty {
+            fn rank(&self) -> u64 {
+                match self { $($variant => $rank),+ }
             }
         }
         impl $ty {
@@ -416,37 +298,37 @@ macro_rules! words {
     };
 }
 
-words!(Mode { Mode::Enforce => "enforce", Mode::Audit => "audit" });
-words!(RootsFallback { RootsFallback::Static => "static", RootsFallback::Deny => "deny" });
-words!(CommandRoots { CommandRoots::Directories => "directories", CommandRoots::Off => "off" });
+words!(Mode { Mode::Enforce => "enforce" @ 0, Mode::Audit => "audit" @ 1 });
+words!(RootsFallback { RootsFallback::Static => "static" @ 1, RootsFallback::Deny => "deny" @ 0 });
+words!(CommandRoots { CommandRoots::Directories => "directories" @ 1, CommandRoots::Off => "off" @ 0 });
 words!(SymlinkStance {
-    SymlinkStance::FollowWithinRoot => "follow-within-root",
-    SymlinkStance::Never => "never",
+    SymlinkStance::FollowWithinRoot => "follow-within-root" @ 1,
+    SymlinkStance::Never => "never" @ 0,
 });
 words!(HardlinkStance {
-    HardlinkStance::Allow => "allow",
-    HardlinkStance::AllowPreexisting => "allow-preexisting",
-    HardlinkStance::Deny => "deny",
+    HardlinkStance::Allow => "allow" @ 2,
+    HardlinkStance::AllowPreexisting => "allow-preexisting" @ 1,
+    HardlinkStance::Deny => "deny" @ 0,
 });
 words!(ReadStance {
-    ReadStance::Forward => "forward",
-    ReadStance::Verify => "verify",
-    ReadStance::Serve => "serve",
+    ReadStance::Forward => "forward" @ 2,
+    ReadStance::Verify => "verify" @ 1,
+    ReadStance::Serve => "serve" @ 0,
 });
 words!(ToolInfer {
-    ToolInfer::Strict => "strict",
-    ToolInfer::Schema => "schema",
-    ToolInfer::Off => "off",
+    ToolInfer::Strict => "strict" @ 0,
+    ToolInfer::Schema => "schema" @ 1,
+    ToolInfer::Off => "off" @ 2,
 });
-words!(OnFailure { OnFailure::Stop => "stop", OnFailure::Continue => "continue" });
-words!(AllowedRecords { AllowedRecords::Each => "each", AllowedRecords::Summary => "summary" });
+words!(OnFailure { OnFailure::Stop => "stop" @ 0, OnFailure::Continue => "continue" @ 1 });
+words!(AllowedRecords { AllowedRecords::Each => "each" @ 0, AllowedRecords::Summary => "summary" @ 1 });
 words!(SandboxMode {
-    SandboxMode::Off => "off",
-    SandboxMode::BestEffort => "best-effort",
-    SandboxMode::Strict => "strict",
+    SandboxMode::Off => "off" @ 2,
+    SandboxMode::BestEffort => "best-effort" @ 1,
+    SandboxMode::Strict => "strict" @ 0,
 });
-words!(Access { Access::ReadOnly => "read-only", Access::ReadWrite => "read-write" });
-words!(FollowRoots { FollowRoots::Restart => "restart", FollowRoots::Launch => "launch" });
+words!(Access { Access::ReadOnly => "read-only" @ 0, Access::ReadWrite => "read-write" @ 1 });
+words!(FollowRoots { FollowRoots::Restart => "restart" @ 0, FollowRoots::Launch => "launch" @ 1 });
 
 impl Mode {
     /// The TOML word (`enforce`, `audit`).

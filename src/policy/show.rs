@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::schema::{SETTINGS, is_row};
 use super::{Policy, Provenance};
 
 fn origin(p: &Provenance) -> String {
@@ -62,19 +63,21 @@ impl Policy {
                  `rootfence policy show --policy builtin:default`\n",
             );
         }
-        let width = self
-            .shown
+        let rows: Vec<(&str, String, &Provenance)> = SETTINGS
+            .iter()
+            .zip(&self.effective)
+            .filter(|(spec, (v, _))| is_row(spec, v))
+            .map(|(spec, (v, p))| (spec.key, v.shown(spec), p))
+            .collect();
+        let width = rows
             .iter()
             .map(|(k, v, _)| k.len() + v.len())
             .max()
             .unwrap_or(0)
             + 3;
         let mut section = "";
-        for (key, value, prov) in &self.shown {
-            let (table, name) = match key.rsplit_once('.') {
-                Some((t, n)) => (t, n),
-                None => ("", *key),
-            };
+        for (key, value, prov) in rows {
+            let (table, name) = key.rsplit_once('.').unwrap_or(("", key));
             if table != section {
                 out.push_str(&format!("\n[{table}]\n"));
                 section = table;
@@ -211,14 +214,14 @@ impl Policy {
                 .map(|l| json!({"list": prov_json(&l.miss), "globs": table(&l.table)}))
                 .collect()
         };
-        let settings: serde_json::Map<String, Value> = self
-            .shown
+        let settings: serde_json::Map<String, Value> = SETTINGS
             .iter()
-            .map(|(k, v, p)| {
-                (
-                    (*k).to_string(),
-                    json!({"value": v, "provenance": prov_json(p)}),
-                )
+            .zip(&self.effective)
+            .filter(|(spec, (v, _))| is_row(spec, v))
+            .map(|(spec, (v, p))| {
+                let entry =
+                    json!({"value": v.shown(spec), "provenance": prov_json(p), "type": spec.ty, "doc": spec.doc});
+                (spec.key.to_owned(), entry)
             })
             .collect();
         let grant_list = |list: &[(String, Provenance)]| -> Value {

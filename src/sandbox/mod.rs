@@ -14,8 +14,8 @@
 //!
 //! # What this module does not own
 //!
-//! Policy parsing (the `[sandbox]` table is compiled in `policy`; [`server_spec`] maps it
-//! to a [`SandboxSpec`]), the relay's stdio, process group and parent-death signal (the caller
+//! Policy parsing (the `[sandbox]` table is compiled in `policy`; `policy::server_spec` maps
+//! it to a [`SandboxSpec`]; this module never imports the policy), the relay's stdio, process group and parent-death signal (the caller
 //! adds them to [`Prepared::command`]), and the `session_start` audit record (the caller
 //! serializes the [`EnforcementReport`]).
 //!
@@ -34,8 +34,8 @@
 //! - `fds.rs`: unsafe code: descriptor inheritance before exec and the fd sweep.
 //! - `pidns.rs`: the server's PID namespace and its minimal init (forks, hence unsafe).
 //! - `report.rs`: the enforcement report, its wire format and its reader.
-//! - `server.rs`: the spec of one server from the policy, its roots and its host entry's
-//!   `--env`/`--read`/`--write` (shared by `run` and `sandbox probe`).
+//! - `server.rs`: a host entry's `--env`/`--read`/`--write` and the `--env` name check (the
+//!   spec merging them with the policy is `policy::server_spec`).
 //! - `probe.rs`: `rootfence sandbox probe`: strace log and stderr analysis.
 
 pub mod catalogue;
@@ -74,7 +74,7 @@ pub use report::{
     GrantReport, GrantStatus, LandlockReport, LaunchError, NetworkReport, ReportReader,
     RlimitReport, RlimitStatus, ScopeReport, WithheldReport,
 };
-pub use server::{GrantError, ServerGrants, check_env_name, server_spec};
+pub use server::{EnvNameError, ServerGrants, check_env_name};
 
 /// The hidden first argument under which rootfence runs as the sandbox launcher.
 pub const LAUNCHER_ARG: &str = "__sandbox-exec";

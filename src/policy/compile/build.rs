@@ -1,0 +1,274 @@
+//! From the accumulated layers to the immutable [`Policy`]: the matchers compiled once,
+//! the static roots checked against the root rules, the settings structs, and every
+//! declared setting's effective value.
+
+use super::*;
+
+pub(super) fn table(rules: &[(PathGlob, Provenance)]) -> Result<GlobTable, globset::Error> {
+    GlobTable::build(
+        rules
+            .iter()
+            .map(|(g, p)| (g.text.clone(), g.globs.clone(), p.clone()))
+            .collect(),
+    )
+}
+
+pub(super) fn name_table(
+    rules: &[(String, Glob, Provenance)],
+) -> Result<GlobTable, globset::Error> {
+    GlobTable::build(
+        rules
+            .iter()
+            .map(|(t, g, p)| (t.clone(), vec![g.clone()], p.clone()))
+            .collect(),
+    )
+}
+
+pub(super) fn allow_tables(lists: &[AllowList]) -> Result<Vec<AllowTable>, globset::Error> {
+    lists
+        .iter()
+        .map(|l| {
+            let mut miss = l.key_prov.clone();
+            miss.rule.push_str(" (no entry matched)");
+            Ok(AllowTable {
+                table: table(&l.globs)?,
+                miss,
+            })
+        })
+        .collect()
+}
+
+/// The user's own home for `roots.other_homes`: `HOME` when it is an absolute path other
+/// than `/` (a home of `/` would make every path "inside the own home"), without a
+/// trailing `/`.
+pub(super) fn own_home(home: Option<&str>) -> Option<String> {
+    let h = home?.trim_end_matches('/');
+    (h.starts_with('/') && glob::check_path(h).is_ok()).then(|| h.to_owned())
+}
+
+/// Builds the matchers and the settings, and checks the static roots against the rules.
+pub(super) fn build(
+    acc: Acc,
+    layers: Vec<LayerInfo>,
+    sources: &[Source<'_>],
+    opted_out: Option<Provenance>,
+    home: Option<String>,
+) -> Result<Policy, Vec<PolicyError>> {
+    let mut errs = Vec::new();
+    let set_err = |e: globset::Error| {
+        vec![
+            PolicyError::unlocated(
+                &Arc::from(""),
+                ErrorKind::BadGlob,
+                format!("the globs could not be compiled together: {e}"),
+            )
+            .hint("use fewer or simpler globs"),
+        ]
+    };
+    let root_deny = table(&acc.roots_deny).map_err(set_err)?;
+    let root_other_homes = table(&acc.roots_other_homes).map_err(set_err)?;
+    let res_deny = table(&acc.res_deny).map_err(set_err)?;
+    let root_allow = allow_tables(&acc.roots_allow).map_err(set_err)?;
+    let res_allow = allow_tables(&acc.res_allow).map_err(set_err)?;
+    let tool_deny = name_table(&acc.tools_deny).map_err(set_err)?;
+    let writing: Vec<(String, Glob, Provenance)> = if acc.read_only.v {
+        acc.tools_writing
+            .iter()
+            .map(|(t, g, p)| {
+                let mut p = p.clone();
+                p.rule.push_str(&format!(" with {}", acc.read_only.prov));
+                (t.clone(), g.clone(), p)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let tool_writing = name_table(&writing).map_err(set_err)?;
+    let tool_writes = name_table(&acc.tools_writing).map_err(set_err)?;
+    let mut tp = GlobSetBuilder::new();
+    for (_, g, _, _) in &acc.tool_paths {
+        tp.add(g.clone());
+    }
+    let tool_paths_set = tp.build().map_err(set_err)?;
+    let mut ro = GlobSetBuilder::new();
+    for (g, _) in &acc.read_only_roots {
+        for g in &g.globs {
+            ro.add(g.clone());
+        }
+    }
+    let read_only_roots_set = ro.build().map_err(set_err)?;
+    let read_only_paths = acc
+        .read_only_paths
+        .clone()
+        .unwrap_or_else(default_read_only_paths);
+    let mut rop = GlobSetBuilder::new();
+    for (g, _) in &read_only_paths {
+        for g in &g.globs {
+            rop.add(g.clone());
+        }
+    }
+    let read_only_paths_set = rop.build().map_err(set_err)?;
+
+    let m = Matchers {
+        root_deny,
+        root_other_homes,
+        own_home: own_home(home.as_deref()),
+        root_allow,
+        res_deny,
+        res_allow,
+        scheme_prov: acc.schemes.prov.clone(),
+        tool_deny,
+        tool_writing,
+        tool_writes,
+        read_only: acc.read_only.v,
+        tool_paths_set,
+        tool_paths: acc
+            .tool_paths
+            .iter()
+            .map(|(t, _, server, l)| ToolPaths {
+                tool: t.clone(),
+                server: server.as_ref().map(|(_, g)| g.compile_matcher()),
+                paths: l.clone(),
+            })
+            .collect(),
+        infer: (acc.infer.v, acc.infer.prov.clone()),
+        infer_for: acc
+            .infer_for
+            .iter()
+            .map(|(t, g, i, p)| (t.clone(), g.compile_matcher(), *i, p.clone()))
+            .collect(),
+        max_bytes_prov: acc.max_bytes.prov.clone(),
+        mime_prov: acc.mime.prov.clone(),
+        default: Provenance::default_rule("default"),
+        not_canonical: Provenance::default_rule("undecidable input is denied"),
+    };
+
+    // Static roots must pass the root rules. One denied by its own or an earlier layer is
+    // a mistake in the file (an error); one denied by a later layer was narrowed away.
+    let mut static_roots = Vec::new();
+    for (r, span) in &acc.roots_static.v {
+        let d = super::super::decision::decide_root_with(&m, &r.path);
+        if d.allow {
+            static_roots.push(r.clone());
+            continue;
+        }
+        let own = r.provenance.layer;
+        if d.provenance.layer.is_none() || d.provenance.layer <= own {
+            let err = sources[own.unwrap_or(0)]
+                .error(
+                    span,
+                    ErrorKind::BadPath,
+                    format!("static root \"{}\" is refused by the root rules", r.path),
+                )
+                .related(Related {
+                    label: "refused by",
+                    ..related(d.provenance)
+                })
+                .hint("remove the static root, or change the rule that refuses it");
+            errs.push(err);
+        }
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+
+    let effective = effective::values(
+        &acc,
+        &static_roots,
+        &read_only_paths,
+        &layers,
+        opted_out.as_ref(),
+    );
+    Ok(Policy {
+        layers,
+        mode: acc.mode.v,
+        roots: RootsSettings {
+            static_roots,
+            list_timeout: Duration::from_millis(acc.list_timeout_ms.v),
+            launch_wait: Duration::from_millis(acc.launch_wait_ms.v),
+            on_timeout: acc.on_timeout.v,
+            symlinks: acc.symlinks.v,
+            hardlinks: acc.hardlinks.v,
+            from_command: acc.from_command.v,
+        },
+        resources: ResourceSettings {
+            other_schemes: match acc.schemes.v {
+                None => SchemeStance::AllowAll,
+                Some(l) => SchemeStance::Only(l),
+            },
+            max_bytes: acc.max_bytes.v,
+            mime: acc.mime.v,
+            read: acc.read.v,
+            deny_globs: acc.res_deny.iter().map(|(g, _)| g.text.clone()).collect(),
+        },
+        audit: AuditSettings {
+            path: acc.audit_path.v.map(PathBuf::from),
+            fsync: acc.fsync.v,
+            rotate_bytes: acc.rotate_bytes.v,
+            on_failure: acc.on_failure.v,
+            log_allowed: acc.log_allowed.v,
+            allowed: acc.allowed.v,
+            retain_files: acc.retain_files.v,
+            retain_bytes: acc.retain_bytes.v,
+            checkpoint_key: acc.checkpoint_key.v.map(PathBuf::from),
+            checkpoint_path: acc.checkpoint_path.v.map(PathBuf::from),
+            checkpoint_every_records: acc.checkpoint_every_records.v,
+            checkpoint_every_ms: acc.checkpoint_every_ms.v,
+            syslog: acc.syslog.v.clone().map(|(_, c)| c),
+        },
+        sandbox: SandboxSettings {
+            mode: acc.sb_mode.v,
+            read: acc.sb_read.iter().map(|(p, _)| PathBuf::from(p)).collect(),
+            write: acc.sb_write.iter().map(|(p, _)| PathBuf::from(p)).collect(),
+            network: acc.network.v,
+            rlimits: Rlimits {
+                nofile: acc.rl_nofile.v,
+                address_space: acc.rl_as.v,
+                cpu_seconds: acc.rl_cpu.v,
+                processes: acc.rl_nproc.v,
+            },
+            env: texts(&acc.env),
+            grants: Grants {
+                env: acc.env.clone(),
+                read: acc.sb_read.clone(),
+                write: acc.sb_write.clone(),
+            },
+            grantable: Grantable {
+                env: acc.grant_env.v.clone(),
+                env_prov: acc.grant_env.prov.clone(),
+                read: acc.grant_read.v.clone(),
+                read_prov: acc.grant_read.prov.clone(),
+                write: acc.grant_write.v.clone(),
+                write_prov: acc.grant_write.prov.clone(),
+            },
+            root_access: acc.root_access.v,
+            follow_roots: acc.follow_roots.v,
+            read_only_roots: acc
+                .read_only_roots
+                .iter()
+                .map(|(g, _)| g.text.clone())
+                .collect(),
+            read_only_roots_set,
+            read_only_paths: read_only_paths
+                .iter()
+                .map(|(g, _)| g.text.clone())
+                .collect(),
+            read_only_paths_set,
+        },
+        telemetry: TelemetrySettings {
+            endpoint: acc.tel_endpoint.v,
+            protocol: acc.tel_protocol.v,
+            service_name: acc.tel_service_name.v,
+            resource_attributes: acc.tel_resource_attributes.v,
+        },
+        m,
+        effective,
+        opted_out,
+        home,
+        dropped: std::sync::OnceLock::new(),
+    })
+}
+
+pub(super) fn texts(list: &[(String, Provenance)]) -> Vec<String> {
+    list.iter().map(|(t, _)| t.clone()).collect()
+}

@@ -1,0 +1,531 @@
+//! From raw layers to one immutable [`Policy`]: expansion and validation of every value,
+//! the layering rules, and compilation of the matchers.
+//!
+//! # Layering
+//!
+//! Layers are applied in order onto an effective policy that starts at the built-in
+//! defaults. The first layer may set anything. Every later layer may only narrow the
+//! effective policy built so far (defaults included):
+//!
+//! - deny lists (`roots.deny`, `resources.deny`, `tools.deny`, `tools.writing`,
+//!   `sandbox.read_only_roots`, `[[tools.paths]]`) accumulate: adding is always narrower;
+//! - allow-lists (`roots.allow`, `resources.allow`) intersect: a path must match every
+//!   layer's list. A later entry must also be provably inside an earlier list (a literal
+//!   path an earlier entry matches, or a glob under an earlier `dir/**`), else it is
+//!   rejected as widening, because it would not do what its author expects;
+//! - ordered settings (stances, modes, limits, sets) may only move toward their narrow
+//!   end (see `settings::Ranked` and docs/policy.md for each order);
+//! - `roots.static` is replaced by a later layer that sets it; every static root must
+//!   pass the root rules of all layers, which are the actual bound;
+//! - fixed operational settings (`roots.list_timeout_ms`, `roots.launch_wait_ms`, `audit.path`,
+//!   `audit.rotate_bytes`, `audit.checkpoint_*`, `sandbox.follow_roots`, every `telemetry.*`
+//!   key) are not permissions: the first layer that sets one fixes it, and a later layer may
+//!   only repeat the same value.
+
+mod audit;
+mod build;
+mod effective;
+mod layering;
+mod roots;
+mod sandbox;
+mod tools;
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use globset::{Candidate, Glob, GlobSetBuilder};
+
+use super::decision::{ArgKind, Provenance, ToolPath};
+use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
+use super::glob::{self, GlobTable, PathGlob, Problem, Side};
+use super::grant::{self, Grantable, Grants};
+use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
+use super::schema::SETTINGS;
+use super::settings::{
+    Access, AuditSettings, CommandRoots, FollowRoots, HardlinkStance, Mode, Network, Ranked,
+    ReadStance, ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode,
+    SandboxSettings, SchemeStance, StaticRoot, SymlinkStance, ToolInfer, Word, env_pattern_covers,
+    fsync_rank,
+};
+use super::telemetry::TelemetrySettings;
+use super::{AllowTable, LayerInfo, Matchers, Policy, ToolPaths};
+use crate::audit::syslog::{SyslogConfig, Transport};
+use crate::audit::{AllowedRecords, FsyncPolicy as Fsync, OnFailure};
+
+// The children apply one concern each and share this module's accumulator and context.
+use audit::*;
+use build::*;
+use layering::*;
+use roots::*;
+use sandbox::*;
+use tools::*;
+
+/// Default wait for the host's `roots/list` answer.
+const DEFAULT_LIST_TIMEOUT_MS: u64 = 3_000;
+/// Default wait for the host's early roots answer before the server starts anyway (some
+/// hosts answer only once their `initialize` is answered).
+const DEFAULT_LAUNCH_WAIT_MS: u64 = 1_000;
+/// Default fsync interval when `fsync = "interval"` gives none.
+const DEFAULT_FSYNC_INTERVAL_MS: u64 = 1_000;
+
+/// One layer's source, as read.
+pub(crate) struct LayerInput {
+    pub(crate) name: Arc<str>,
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) text: String,
+    pub(crate) sha256: String,
+    /// A built-in policy (`builtin:<name>`): its fixed settings are defaults, not an
+    /// operator's decision, so a later layer may change them.
+    pub(crate) builtin: bool,
+    /// Stacked under the given layers because the first of them did not opt out.
+    pub(crate) base: bool,
+}
+
+impl LayerInput {
+    /// A built-in policy as a layer.
+    pub(crate) fn builtin(name: &str, text: &str, base: bool) -> LayerInput {
+        LayerInput {
+            name: format!("builtin:{name}").into(),
+            path: None,
+            sha256: super::sha256_hex(text.as_bytes()),
+            text: text.to_owned(),
+            builtin: true,
+            base,
+        }
+    }
+}
+
+/// An effective setting and where it came from (`layer: None` is the built-in default).
+#[derive(Debug, Clone)]
+struct Setting<T> {
+    v: T,
+    prov: Provenance,
+}
+
+impl<T> Setting<T> {
+    fn default(v: T, rule: impl Into<String>) -> Self {
+        Setting {
+            v,
+            prov: Provenance::default_rule(rule),
+        }
+    }
+
+    /// A setting at its declared default (`schema::SETTINGS`), which its provenance names.
+    fn declared(v: T, key: &str) -> Self {
+        let default = SETTINGS
+            .iter()
+            .find(|s| s.key == key)
+            .map_or("", |s| s.default);
+        Setting::default(v, format!("{key} = {}", default.replace('`', "")))
+    }
+
+    fn is_set(&self) -> bool {
+        self.prov.layer.is_some()
+    }
+}
+
+/// A glob with its text as written.
+type NamedGlob = (String, Glob);
+
+/// One layer's allow-list for roots or resources.
+struct AllowList {
+    key_prov: Provenance,
+    globs: Vec<(PathGlob, Provenance)>,
+}
+
+/// The effective policy while layers are applied.
+struct Acc {
+    mode: Setting<Mode>,
+
+    roots_allow: Vec<AllowList>,
+    roots_deny: Vec<(PathGlob, Provenance)>,
+    roots_other_homes: Vec<(PathGlob, Provenance)>,
+    /// Static roots with the span of each entry in its layer.
+    roots_static: Setting<Vec<(StaticRoot, Range<usize>)>>,
+    list_timeout_ms: Setting<u64>,
+    launch_wait_ms: Setting<u64>,
+    on_timeout: Setting<RootsFallback>,
+    symlinks: Setting<SymlinkStance>,
+    hardlinks: Setting<HardlinkStance>,
+    from_command: Setting<CommandRoots>,
+
+    schemes: Setting<Option<Vec<String>>>,
+    res_allow: Vec<AllowList>,
+    res_deny: Vec<(PathGlob, Provenance)>,
+    max_bytes: Setting<Option<u64>>,
+    mime: Setting<Option<Vec<String>>>,
+    read: Setting<ReadStance>,
+
+    tools_deny: Vec<(String, Glob, Provenance)>,
+    tools_writing: Vec<(String, Glob, Provenance)>,
+    read_only: Setting<bool>,
+    /// `[[tools.paths]]`: tool glob text and glob, server glob, the checked arguments.
+    tool_paths: Vec<(String, Glob, Option<NamedGlob>, Vec<ToolPath>)>,
+    infer: Setting<ToolInfer>,
+    /// `[[tools.infer_for]]`: tool glob text and glob, its stance.
+    infer_for: Vec<(String, Glob, ToolInfer, Provenance)>,
+
+    audit_path: Setting<Option<String>>,
+    fsync: Setting<Fsync>,
+    rotate_bytes: Setting<Option<u64>>,
+    on_failure: Setting<OnFailure>,
+    log_allowed: Setting<bool>,
+    allowed: Setting<AllowedRecords>,
+    retain_files: Setting<Option<u64>>,
+    retain_bytes: Setting<Option<u64>>,
+    checkpoint_key: Setting<Option<String>>,
+    checkpoint_path: Setting<Option<String>>,
+    checkpoint_every_records: Setting<Option<u64>>,
+    checkpoint_every_ms: Setting<Option<u64>>,
+    /// `[audit.syslog]`: its address as written, and the configuration.
+    syslog: Setting<Option<(String, SyslogConfig)>>,
+
+    sb_mode: Setting<SandboxMode>,
+    /// Grants accumulate: each entry with where it was granted.
+    sb_read: Vec<(String, Provenance)>,
+    sb_write: Vec<(String, Provenance)>,
+    network: Setting<Network>,
+    env: Vec<(String, Provenance)>,
+    /// What a later layer may add to the grants above.
+    grant_env: Setting<Vec<String>>,
+    grant_read: Setting<Vec<PathGlob>>,
+    grant_write: Setting<Vec<PathGlob>>,
+    root_access: Setting<Access>,
+    follow_roots: Setting<FollowRoots>,
+    read_only_roots: Vec<(PathGlob, Provenance)>,
+    /// `None` until a layer sets it: the built-in list applies.
+    read_only_paths: Option<Vec<(PathGlob, Provenance)>>,
+    rl_nofile: Setting<Option<u64>>,
+    rl_as: Setting<Option<u64>>,
+    rl_cpu: Setting<Option<u64>>,
+    rl_nproc: Setting<Option<u64>>,
+
+    tel_endpoint: Setting<Option<String>>,
+    tel_protocol: Setting<Option<String>>,
+    tel_service_name: Setting<Option<String>>,
+    tel_resource_attributes: Setting<Option<String>>,
+}
+
+impl Acc {
+    fn defaults() -> Self {
+        Acc {
+            mode: Setting::declared(Mode::Enforce, "mode"),
+            roots_allow: Vec::new(),
+            roots_deny: Vec::new(),
+            roots_other_homes: Vec::new(),
+            roots_static: Setting::declared(Vec::new(), "roots.static"),
+            list_timeout_ms: Setting::declared(DEFAULT_LIST_TIMEOUT_MS, "roots.list_timeout_ms"),
+            launch_wait_ms: Setting::declared(DEFAULT_LAUNCH_WAIT_MS, "roots.launch_wait_ms"),
+            on_timeout: Setting::declared(RootsFallback::Static, "roots.on_timeout"),
+            symlinks: Setting::declared(SymlinkStance::FollowWithinRoot, "roots.symlinks"),
+            from_command: Setting::declared(CommandRoots::Directories, "roots.from_command"),
+            hardlinks: Setting::declared(HardlinkStance::AllowPreexisting, "roots.hardlinks"),
+            schemes: Setting::declared(None, "resources.other_schemes"),
+            res_allow: Vec::new(),
+            res_deny: Vec::new(),
+            max_bytes: Setting::declared(None, "resources.max_bytes"),
+            mime: Setting::declared(None, "resources.mime"),
+            read: Setting::declared(ReadStance::Forward, "resources.read"),
+            tools_deny: Vec::new(),
+            tools_writing: Vec::new(),
+            read_only: Setting::declared(false, "tools.read_only"),
+            tool_paths: Vec::new(),
+            infer: Setting::declared(ToolInfer::Schema, "tools.infer"),
+            infer_for: Vec::new(),
+            audit_path: Setting::declared(None, "audit.path"),
+            fsync: Setting::declared(Fsync::Denials, "audit.fsync"),
+            rotate_bytes: Setting::declared(None, "audit.rotate_bytes"),
+            on_failure: Setting::declared(OnFailure::Stop, "audit.on_failure"),
+            log_allowed: Setting::declared(true, "audit.log_allowed"),
+            allowed: Setting::declared(AllowedRecords::Summary, "audit.allowed"),
+            retain_files: Setting::declared(None, "audit.retain_files"),
+            retain_bytes: Setting::declared(None, "audit.retain_bytes"),
+            checkpoint_key: Setting::declared(None, "audit.checkpoint_key"),
+            checkpoint_path: Setting::declared(None, "audit.checkpoint_path"),
+            checkpoint_every_records: Setting::declared(None, "audit.checkpoint_every_records"),
+            checkpoint_every_ms: Setting::declared(None, "audit.checkpoint_every_ms"),
+            syslog: Setting::default(None, "audit.syslog: none"),
+            sb_mode: Setting::declared(SandboxMode::BestEffort, "sandbox.mode"),
+            sb_read: Vec::new(),
+            sb_write: Vec::new(),
+            network: Setting::declared(Network::Allow, "sandbox.network"),
+            env: Vec::new(),
+            grant_env: Setting::declared(Vec::new(), "sandbox.grantable.env"),
+            grant_read: Setting::declared(Vec::new(), "sandbox.grantable.read"),
+            grant_write: Setting::declared(Vec::new(), "sandbox.grantable.write"),
+            root_access: Setting::declared(Access::ReadWrite, "sandbox.root_access"),
+            follow_roots: Setting::declared(FollowRoots::Restart, "sandbox.follow_roots"),
+            read_only_roots: Vec::new(),
+            read_only_paths: None,
+            rl_nofile: Setting::declared(None, "sandbox.rlimits.nofile"),
+            rl_as: Setting::declared(None, "sandbox.rlimits.address_space"),
+            rl_cpu: Setting::declared(None, "sandbox.rlimits.cpu_seconds"),
+            rl_nproc: Setting::declared(None, "sandbox.rlimits.processes"),
+            tel_endpoint: Setting::declared(None, "telemetry.endpoint"),
+            tel_protocol: Setting::declared(None, "telemetry.protocol"),
+            tel_service_name: Setting::declared(None, "telemetry.service_name"),
+            tel_resource_attributes: Setting::declared(None, "telemetry.resource_attributes"),
+        }
+    }
+}
+
+/// Per-layer context: where errors and provenance point.
+struct Cx<'a, 's> {
+    layer: usize,
+    src: &'a Source<'s>,
+    /// Whether widening checks run: not for the first layer, and not after an earlier
+    /// layer failed to parse (its missing rules would make the checks meaningless).
+    check: bool,
+    home: Option<&'a str>,
+    errs: &'a mut Vec<PolicyError>,
+    /// Per layer: whether it is a built-in policy.
+    builtin: &'a [bool],
+    /// The names of every layer of the stack (to accept a later `base` naming one).
+    names: &'a [Arc<str>],
+}
+
+impl Cx<'_, '_> {
+    /// Whether a setting's provenance is a built-in policy's (or the defaults').
+    fn set_by_builtin(&self, p: &Provenance) -> bool {
+        p.layer
+            .is_none_or(|l| self.builtin.get(l).copied().unwrap_or(false))
+    }
+
+    fn at(&self, span: &Range<usize>, rule: String) -> Provenance {
+        let (line, column) = self.src.line_col(span.start);
+        Provenance {
+            layer: Some(self.layer),
+            file: Some(self.src.name.clone()),
+            line: Some(line),
+            column: Some(column),
+            rule,
+        }
+    }
+
+    /// Provenance of a whole key: its position, `key = value` as written.
+    fn prov<T>(&self, e: &Entry<T>) -> Provenance {
+        self.at(
+            &e.key_span,
+            format!("{} = {}", e.key, self.src.snippet(&e.span)),
+        )
+    }
+
+    /// Provenance of one list element: its position, `key = element`.
+    fn prov_item(&self, key: &str, span: &Range<usize>) -> Provenance {
+        self.at(span, format!("{key} = {}", self.src.snippet(span)))
+    }
+
+    fn problem(&mut self, span: &Range<usize>, p: Problem) {
+        let err = self.src.error(span, p.kind, p.message).hint(p.hint);
+        self.errs.push(err);
+    }
+
+    fn error(&mut self, span: &Range<usize>, kind: ErrorKind, msg: String, hint: &str) {
+        let err = self.src.error(span, kind, msg).hint(hint);
+        self.errs.push(err);
+    }
+
+    /// A widening error at `span`, naming the earlier rule.
+    fn widening(&mut self, span: &Range<usize>, what: String, earlier: &Provenance, hint: String) {
+        let hint = if earlier.is_default() {
+            format!(
+                "{hint}; the earlier layers leave this at its built-in default, so to let \
+                 later layers choose, set the widest value you accept in the first layer"
+            )
+        } else {
+            format!("{hint}; change the earlier layer, or remove this setting")
+        };
+        let err = self
+            .src
+            .error(span, ErrorKind::Widening, what)
+            .related(related(earlier))
+            .hint(hint);
+        self.errs.push(err);
+    }
+}
+
+fn related(p: &Provenance) -> Related {
+    Related {
+        label: "earlier",
+        file: p
+            .file
+            .clone()
+            .unwrap_or_else(|| Arc::from("built-in default")),
+        line: p.line,
+        column: p.column,
+        rule: p.rule.clone(),
+    }
+}
+
+/// The built-in policy a stack is based on: none when its first layer is a built-in itself
+/// or says `base = "none"`; `builtin:default` when the first layer says nothing and
+/// `implicit` (files given on the command line); the named built-in for `base =
+/// "builtin:<name>"`. A bad value is reported when the layer is applied.
+fn base_of(inputs: &[LayerInput], implicit: bool) -> Option<(&'static str, &'static str)> {
+    let first = inputs.first()?;
+    if first.builtin {
+        return None;
+    }
+    let src = Source::new(first.name.clone(), &first.text);
+    // Parsed quietly here: its errors are reported when the layer is applied.
+    let raw = raw::parse_layer(&src, &mut Vec::new());
+    match raw.as_ref().and_then(|r| r.base.as_ref()) {
+        None if implicit => super::builtin("default"),
+        None => None,
+        Some(e) => e.v.strip_prefix("builtin:").and_then(super::builtin),
+    }
+}
+
+/// Compiles layers into a policy, or returns every error found. With `implicit_base`,
+/// a first layer that does not say `base = "none"` is stacked on `builtin:default`.
+pub(crate) fn compile(
+    mut inputs: Vec<LayerInput>,
+    home: Option<&str>,
+    implicit_base: bool,
+) -> Result<Policy, PolicyErrors> {
+    if let Some((name, text)) = base_of(&inputs, implicit_base) {
+        inputs.insert(0, LayerInput::builtin(name, text, true));
+    }
+    // A built-in's `~` rules must expand even where HOME is unusable: to a home that does
+    // not exist rather than to an error the user did not write.
+    let fallback_home = home.or(Some("/nonexistent"));
+    let builtin: Vec<bool> = inputs.iter().map(|l| l.builtin).collect();
+    let names: Vec<Arc<str>> = inputs.iter().map(|l| l.name.clone()).collect();
+    let first_user = inputs.iter().position(|l| !l.base).unwrap_or(0);
+    let mut errs = Vec::new();
+    let mut acc = Acc::defaults();
+    let mut all_parsed = true;
+    let mut opted_out = None;
+    let sources: Vec<Source<'_>> = inputs
+        .iter()
+        .map(|l| Source::new(l.name.clone(), &l.text))
+        .collect();
+    for (i, src) in sources.iter().enumerate() {
+        let raw = raw::parse_layer(src, &mut errs);
+        let Some(raw) = raw else {
+            all_parsed = false;
+            continue;
+        };
+        let mut cx = Cx {
+            layer: i,
+            src,
+            check: i > 0 && all_parsed,
+            home: if builtin[i] { fallback_home } else { home },
+            errs: &mut errs,
+            builtin: &builtin,
+            names: &names,
+        };
+        // A built-in's own `base` (what a copy of it says) changes nothing.
+        let checked = if builtin[i] {
+            None
+        } else {
+            check_base(&mut cx, &raw, i == first_user)
+        };
+        if let Some(p) = checked {
+            opted_out = Some(p);
+        }
+        apply_layer(&mut acc, &raw, &mut cx);
+    }
+    if inputs.is_empty() {
+        errs.push(PolicyError::unlocated(
+            &Arc::from("policy"),
+            ErrorKind::Io,
+            "no policy layers given".into(),
+        ));
+    }
+    if !errs.is_empty() {
+        return Err(sorted(errs, &inputs));
+    }
+    let layers: Vec<LayerInfo> = inputs
+        .iter()
+        .map(|l| LayerInfo {
+            name: l.name.to_string(),
+            path: l.path.clone(),
+            sha256: l.sha256.clone(),
+            base: l.base,
+        })
+        .collect();
+    let last_name: Arc<str> = inputs
+        .last()
+        .map_or_else(|| "policy".into(), |l| l.name.clone());
+    let home = home.map(str::to_owned);
+    build(acc, layers, &sources, opted_out, home).map_err(|mut e| {
+        for err in &mut e {
+            if err.file.is_empty() {
+                err.file = last_name.clone();
+            }
+        }
+        sorted(e, &inputs)
+    })
+}
+
+/// Orders errors by layer, then position, so the output reads top to bottom.
+fn sorted(mut errs: Vec<PolicyError>, inputs: &[LayerInput]) -> PolicyErrors {
+    let order = |f: &Arc<str>| {
+        inputs
+            .iter()
+            .position(|l| &l.name == f)
+            .unwrap_or(usize::MAX)
+    };
+    errs.sort_by(|a, b| {
+        (order(&a.file), a.line, a.column).cmp(&(order(&b.file), b.line, b.column))
+    });
+    PolicyErrors(errs)
+}
+
+/// Checks a layer's `base`. In the first layer given, `"none"` opts out of the built-in
+/// default (its provenance is returned, for `policy show` and the warnings) and
+/// `"builtin:<name>"` names the base (already stacked by [`base_of`]); a later layer may
+/// only name a built-in the stack already holds.
+fn check_base(cx: &mut Cx<'_, '_>, raw: &RawLayer, first: bool) -> Option<Provenance> {
+    let e = raw.base.as_ref()?;
+    let v = e.v.as_str();
+    let not_first = "only the first policy layer chooses what the stack is based on; remove \
+                     `base` here (a later layer always stacks on the layers before it)";
+    if v == "none" {
+        if first {
+            return Some(cx.prov(e));
+        }
+        let msg = "`base = \"none\"` in a layer that is not the first".to_string();
+        cx.error(&e.span, ErrorKind::Conflict, msg, not_first);
+        return None;
+    }
+    if v.strip_prefix("builtin:")
+        .and_then(super::builtin)
+        .is_none()
+    {
+        cx.error(
+            &e.span,
+            ErrorKind::BadValue,
+            format!("`base` has no value \"{v}\""),
+            "use \"builtin:default\" (what a file without `base` stacks on), \
+             \"builtin:strict\", or \"none\" (replace the built-in default entirely; \
+             `rootfence policy check` then lists the protections that drops)",
+        );
+        return None;
+    }
+    if !first && !cx.names.iter().any(|n| &**n == v) {
+        let msg = format!("`base = \"{v}\"` in a layer that is not the first");
+        cx.error(&e.span, ErrorKind::Conflict, msg, not_first);
+    }
+    None
+}
+
+fn apply_layer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    ranked(cx, &mut acc.mode, &raw.mode);
+    apply_roots(acc, raw, cx);
+    apply_resources(acc, raw, cx);
+    apply_tools(acc, raw, cx);
+    apply_audit(acc, raw, cx);
+    apply_sandbox(acc, raw, cx);
+    apply_telemetry(acc, raw, cx);
+}
+
+/// Whether `path` is a canonical absolute path (used by the decision functions).
+#[inline]
+pub(crate) fn candidate(path: &str) -> Option<Candidate<'_>> {
+    glob::is_normalized_absolute(path).then(|| Candidate::from_bytes(path.as_bytes()))
+}

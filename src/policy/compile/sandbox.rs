@@ -1,0 +1,364 @@
+//! `[sandbox]`: mode, network, rlimits, the read-only paths, and the grants a later layer
+//! may add only where `[sandbox.grantable]` lets it.
+
+use super::*;
+
+pub(super) fn network_rank(n: &Network) -> u8 {
+    match n {
+        Network::Deny => 0,
+        Network::Ports(_) => 1,
+        Network::Allow => 2,
+    }
+}
+
+pub(super) fn network_word(n: &Network) -> String {
+    match n {
+        Network::Deny => "\"deny\"".into(),
+        Network::Allow => "\"allow\"".into(),
+        Network::Ports(p) => format!("{p:?}"),
+    }
+}
+
+pub(super) fn valid_env_pattern(s: &str) -> bool {
+    let name = s.strip_suffix('*').unwrap_or(s);
+    (name.is_empty() && s == "*")
+        || (name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    ranked(cx, &mut acc.sb_mode, &raw.sb_mode);
+    // Grants are judged against what earlier layers made grantable, so a layer's own
+    // `[sandbox.grantable]` only binds the layers after it.
+    if let Some(e) = &raw.sb_read {
+        if let Some(list) = paths(cx, e) {
+            for (p, span) in list {
+                if grant_path(cx, acc, e.key, &p, &span, false) {
+                    let prov = cx.prov_item(e.key, &span);
+                    acc.sb_read.push((p, prov));
+                }
+            }
+        }
+    }
+    if let Some(e) = &raw.sb_write {
+        if let Some(list) = paths(cx, e) {
+            for (p, span) in list {
+                if grant_path(cx, acc, e.key, &p, &span, true) {
+                    let prov = cx.prov_item(e.key, &span);
+                    acc.sb_write.push((p, prov));
+                }
+            }
+        }
+    }
+    if let Some(e) = &raw.sb_network {
+        let new = match &e.v {
+            RawNetwork::Allow => Network::Allow,
+            RawNetwork::Deny => Network::Deny,
+            RawNetwork::Ports(p) => {
+                let set: BTreeSet<u16> = p.iter().map(|s| s.v).collect();
+                Network::Ports(set.into_iter().collect())
+            }
+        };
+        let old = &acc.network.v;
+        let wider = match (&new, old) {
+            (Network::Ports(n), Network::Ports(o)) => n.iter().any(|p| !o.contains(p)),
+            _ => network_rank(&new) > network_rank(old),
+        };
+        if cx.check && wider {
+            let what = format!(
+                "`sandbox.network = {}` is wider than the earlier {}",
+                network_word(&new),
+                network_word(old)
+            );
+            let hint = "a later layer may only narrow: \"deny\" < a port list (a later list \
+                        must be a subset) < \"allow\""
+                .to_string();
+            cx.widening(&e.span, what, &acc.network.prov.clone(), hint);
+        } else {
+            acc.network = Setting {
+                v: new,
+                prov: cx.prov(e),
+            };
+        }
+    }
+    if let Some(e) = &raw.sb_env {
+        for item in &e.v {
+            if !valid_env_pattern(&item.v) {
+                cx.error(
+                    &item.span,
+                    ErrorKind::BadValue,
+                    format!("\"{}\" is not an environment variable name", item.v),
+                    "write a name such as \"RUST_LOG\", or a prefix ending in `*` such as \"LC_*\"",
+                );
+            } else if grant_env(cx, acc, &item.v, &item.span) {
+                let prov = cx.prov_item(e.key, &item.span);
+                acc.env.push((item.v.clone(), prov));
+            }
+        }
+    }
+    if let Some(e) = &raw.sb_read_only_paths {
+        if let Some(g) = path_globs(cx, e, Side::Deny) {
+            // The first layer may replace the built-in list; a later layer only adds to
+            // what the earlier ones left (adding is narrower).
+            let base = match acc.read_only_paths.take() {
+                Some(earlier) => earlier,
+                None if cx.layer == 0 => Vec::new(),
+                None => default_read_only_paths(),
+            };
+            let mut all = base;
+            all.extend(g);
+            acc.read_only_paths = Some(all);
+        }
+    }
+    apply_grantable(acc, raw, cx);
+    ranked(cx, &mut acc.root_access, &raw.sb_root_access);
+    // Operational, not a permission: the first layer that sets it fixes it (an org layer can
+    // pin it; otherwise a user layer may opt out for a server that cannot be restarted).
+    fixed_as(
+        cx,
+        &mut acc.follow_roots,
+        &raw.sb_follow_roots,
+        std::convert::identity,
+    );
+    if let Some(e) = &raw.sb_read_only_roots {
+        if let Some(g) = path_globs(cx, e, Side::Deny) {
+            acc.read_only_roots.extend(g);
+        }
+    }
+    limit(cx, &mut acc.rl_nofile, &raw.sb_nofile);
+    limit(cx, &mut acc.rl_as, &raw.sb_address_space);
+    limit(cx, &mut acc.rl_cpu, &raw.sb_cpu_seconds);
+    limit(cx, &mut acc.rl_nproc, &raw.sb_processes);
+}
+
+/// Whether a later layer may add this `sandbox.env` entry (see `grant.rs`); reports why not.
+pub(super) fn grant_env(cx: &mut Cx<'_, '_>, acc: &Acc, name: &str, span: &Range<usize>) -> bool {
+    if !cx.check {
+        return true;
+    }
+    let r = grant::judge_env(name, &acc.env, &acc.grant_env.v, &acc.grant_env.prov);
+    match r {
+        Ok(()) => true,
+        Err(refusal) => {
+            grant_error(cx, "sandbox.env", name, span, refusal);
+            false
+        }
+    }
+}
+
+/// Whether a later layer may add this `sandbox.read` (`write = false`) or `sandbox.write`
+/// path (see `grant.rs`); reports why not.
+pub(super) fn grant_path(
+    cx: &mut Cx<'_, '_>,
+    acc: &Acc,
+    key: &str,
+    path: &str,
+    span: &Range<usize>,
+    write: bool,
+) -> bool {
+    if !cx.check {
+        return true;
+    }
+    let grantable = Grantable {
+        env: Vec::new(),
+        env_prov: acc.grant_env.prov.clone(),
+        read: acc.grant_read.v.clone(),
+        read_prov: acc.grant_read.prov.clone(),
+        write: acc.grant_write.v.clone(),
+        write_prov: acc.grant_write.prov.clone(),
+    };
+    let rules = grant::PathRules {
+        read: &acc.sb_read,
+        write: &acc.sb_write,
+        grantable: &grantable,
+        home: cx.home,
+    };
+    let denied = |p: &str| {
+        acc.res_deny
+            .iter()
+            .find(|(g, _)| g.matches_path(p))
+            .map(|(g, prov)| (g.text.clone(), prov.clone()))
+    };
+    match grant::judge_path(path, write, &rules, denied) {
+        Ok(()) => true,
+        Err(refusal) => {
+            grant_error(cx, key, path, span, refusal);
+            false
+        }
+    }
+}
+
+pub(super) fn grant_error(
+    cx: &mut Cx<'_, '_>,
+    key: &str,
+    value: &str,
+    span: &Range<usize>,
+    refusal: grant::Refusal,
+) {
+    use grant::Refusal as R;
+    match refusal {
+        R::NotGrantable(prov) => {
+            let what = format!("`{key}` entry \"{value}\" is not grantable here");
+            let list = match key {
+                "sandbox.env" => "env",
+                "sandbox.write" => "write",
+                _ => "read` or `write",
+            };
+            let hint = format!(
+                "an earlier layer decides what later layers may grant the server: it must \
+                 cover this entry in `[sandbox.grantable] {list}`, or grant it itself"
+            );
+            cx.widening(span, what, &prov, hint);
+        }
+        R::EveryVariable => cx.error(
+            span,
+            ErrorKind::Widening,
+            format!("`{key}` entry \"*\" would pass every variable, secrets included"),
+            "name the variables the server needs (e.g. \"MEMORY_FILE_PATH\", \"GIT_*\")",
+        ),
+        R::TooWide(what) => cx.error(
+            span,
+            ErrorKind::BadPath,
+            format!("`{key}` entry \"{value}\" would grant the server {what}"),
+            "grant the server's own state only, e.g. \"~/.gitconfig\" or \"~/.cache/<tool>\"",
+        ),
+        R::Denied(glob, prov) => {
+            let err = cx
+                .src
+                .error(
+                    span,
+                    ErrorKind::Widening,
+                    format!("`{key}` entry \"{value}\" is denied by the policy (`{glob}`)"),
+                )
+                .related(Related {
+                    label: "denied by",
+                    ..related(&prov)
+                })
+                .hint(
+                    "a grant cannot reach what the policy denies: grant the server's own \
+                     state, not a secret",
+                );
+            cx.errs.push(err);
+        }
+    }
+}
+
+/// `[sandbox.grantable]`: what the layers after this one may add. Like an allow-list, a
+/// later list must lie inside the earlier one.
+pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    if let Some(e) = &raw.sb_grant_env {
+        let mut ok = true;
+        for item in &e.v {
+            if !valid_env_pattern(&item.v) {
+                ok = false;
+                cx.error(
+                    &item.span,
+                    ErrorKind::BadValue,
+                    format!("\"{}\" is not an environment variable name", item.v),
+                    "write a name such as \"RUST_LOG\", or a prefix ending in `*` such as \"LC_*\"",
+                );
+            } else if cx.check
+                && !acc
+                    .grant_env
+                    .v
+                    .iter()
+                    .any(|o| env_pattern_covers(o, &item.v))
+            {
+                ok = false;
+                let what = format!(
+                    "`sandbox.grantable.env` entry \"{}\" is not in the earlier grantable list",
+                    item.v
+                );
+                let hint = "a later layer may only narrow what is grantable: each entry must \
+                            be covered by an earlier `[sandbox.grantable] env` entry"
+                    .to_string();
+                cx.widening(&item.span, what, &acc.grant_env.prov.clone(), hint);
+            }
+        }
+        if ok {
+            acc.grant_env = Setting {
+                v: e.v.iter().map(|s| s.v.clone()).collect(),
+                prov: cx.prov(e),
+            };
+        }
+    }
+    for write in [false, true] {
+        let (entry, set) = if write {
+            (&raw.sb_grant_write, &mut acc.grant_write)
+        } else {
+            (&raw.sb_grant_read, &mut acc.grant_read)
+        };
+        let Some(e) = entry else { continue };
+        let Some(globs) = path_globs(cx, e, Side::Allow) else {
+            continue;
+        };
+        let mut ok = true;
+        if cx.check {
+            for ((g, _), item) in globs.iter().zip(&e.v) {
+                if !set.v.iter().any(|earlier| earlier.covers(g)) {
+                    ok = false;
+                    let what = format!(
+                        "`{}` entry \"{}\" is not inside the earlier grantable list",
+                        e.key, item.v
+                    );
+                    let hint = "a later layer may only narrow what is grantable: each entry \
+                                must be a literal path an earlier entry matches, or a glob \
+                                under an earlier `dir/**` entry"
+                        .to_string();
+                    cx.widening(&item.span, what, &set.prov.clone(), hint);
+                }
+            }
+        }
+        if ok {
+            *set = Setting {
+                v: globs.into_iter().map(|(g, _)| g).collect(),
+                prov: cx.prov(e),
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_patterns() {
+        for ok in ["PATH", "LC_*", "_X1", "*"] {
+            assert!(valid_env_pattern(ok), "{ok}");
+        }
+        for bad in ["", "1X", "A-B", "A*B", "**"] {
+            assert!(!valid_env_pattern(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn read_only_paths_default_replace_first_and_only_add_later() {
+        let load = |layers: &[&str]| {
+            let sources: Vec<(String, String)> = layers
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (format!("l{i}.toml"), format!("version = 1\n{t}")))
+                .collect();
+            crate::policy::Policy::from_sources(&sources).unwrap()
+        };
+        let none = load(&[""]);
+        assert!(none.sandbox().is_read_only_path("/p/.git/hooks/pre-commit"));
+        assert!(none.sandbox().is_read_only_path("/p/.git/hooks"));
+        assert!(none.sandbox().is_read_only_path("/p/.MCP.json"));
+        assert!(!none.sandbox().is_read_only_path("/p/src/main.rs"));
+        // The first layer replaces the built-in list.
+        let own = load(&["[sandbox]\nread_only_paths = [\"**/Makefile\"]"]);
+        assert!(own.sandbox().is_read_only_path("/p/Makefile"));
+        assert!(!own.sandbox().is_read_only_path("/p/.vscode/tasks.json"));
+        // A later layer adds to the built-in list, never removes from it.
+        let later = load(&["", "[sandbox]\nread_only_paths = []"]);
+        assert!(later.sandbox().is_read_only_path("/p/.vscode/tasks.json"));
+        let more = load(&["", "[sandbox]\nread_only_paths = [\"**/.husky/**\"]"]);
+        assert!(more.sandbox().is_read_only_path("/p/.husky/pre-commit"));
+        assert!(more.sandbox().is_read_only_path("/p/.claude/settings.json"));
+    }
+}
