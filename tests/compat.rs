@@ -2694,7 +2694,11 @@ fn desktop_commander_npx_claude_desktop() {
             .borrow_mut()
             .push(format!("--run-arg=--root={}", s(&w.project)));
         let p = &w.project;
-        let git_cmd = |args: &str| format!("git -C {} {args}", s(p));
+        // desktop-commander 0.2.52 answers `start_process` on the process's `exit` event,
+        // which under load can come before the last `data` events of its output (seen: an
+        // empty "Initial output" for `git log`); a short pause after git keeps the output
+        // ahead of the exit, so the transcript is the command's, not the race's.
+        let git_cmd = |args: &str| format!("git -C {} {args}; sleep 0.5", s(p));
         let calls = [
             call("read_file", json!({"path": p.join("notes.txt")})),
             call(
