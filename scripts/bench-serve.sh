@@ -8,5 +8,8 @@
 #   --clients N (200)  --requests N (100)  --rounds N (1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet --bin rootfence --example bench_server --example bench_serve
-exec target/release/examples/bench_serve "$@"
+# PROFILE=profiling builds with line tables for `perf` (docs/benchmarks.md, "Profiling");
+# the figures are from the release build users install.
+profile="${PROFILE:-release}"
+cargo build --profile "$profile" --locked --quiet --bin rootfence --example bench_server --example bench_serve
+exec target/"$profile"/examples/bench_serve "$@"
