@@ -84,7 +84,7 @@ pub struct Decision {
 }
 
 /// A `decision`'s fields, borrowed: what the relay records on its hot path without copying
-/// each string first ([`Auditor::submit_decision`](super::Auditor::submit_decision)). It
+/// each string first ([`Auditor::submit_decision`](crate::audit::Auditor::submit_decision)). It
 /// serializes exactly as the [`Decision`] with the same values; the writer writes it with
 /// `DecisionRef::write_json`, which the tests hold to that serialization.
 #[derive(Debug, Clone, Copy, Serialize)]
