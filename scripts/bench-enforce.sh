@@ -15,6 +15,9 @@
 # --list-entries N (10000) --rounds N (3) --sdk-requests N (1000; 0 skips it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet --bin rootfence \
+# PROFILE=profiling builds with line tables for `perf` (docs/benchmarks.md, "Profiling");
+# the figures are from the release build users install.
+profile="${PROFILE:-release}"
+cargo build --profile "$profile" --locked --quiet --bin rootfence \
     --example bench_server --example relay_passthrough --example bench_enforce --example byte_relay
-exec target/release/examples/bench_enforce "$@"
+exec target/"$profile"/examples/bench_enforce "$@"

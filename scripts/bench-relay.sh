@@ -8,6 +8,9 @@
 #   --pipeline K (1: one big read in flight at a time)  --payload-text (realistic text payload)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet --bin rootfence \
+# PROFILE=profiling builds with line tables for `perf` (docs/benchmarks.md, "Profiling");
+# the figures are from the release build users install.
+profile="${PROFILE:-release}"
+cargo build --profile "$profile" --locked --quiet --bin rootfence \
     --example bench_server --example byte_relay --example bench_relay
-exec target/release/examples/bench_relay "$@"
+exec target/"$profile"/examples/bench_relay "$@"

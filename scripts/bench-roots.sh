@@ -5,5 +5,8 @@
 # release binaries first. Options go to the driver (examples/bench_roots.rs): --rounds N (30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet --bin rootfence --example test_server --example bench_roots
-exec target/release/examples/bench_roots "$@"
+# PROFILE=profiling builds with line tables for `perf` (docs/benchmarks.md, "Profiling");
+# the figures are from the release build users install.
+profile="${PROFILE:-release}"
+cargo build --profile "$profile" --locked --quiet --bin rootfence --example test_server --example bench_roots
+exec target/"$profile"/examples/bench_roots "$@"

@@ -14,5 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-bench-peers.sh
-cargo build --release --locked --quiet --bin rootfence --example bench_server --example bench_serve
-exec target/release/examples/bench_serve "$@"
+# PROFILE=profiling builds with line tables for `perf` (docs/benchmarks.md, "Profiling");
+# the figures are from the release build users install.
+profile="${PROFILE:-release}"
+cargo build --profile "$profile" --locked --quiet --bin rootfence --example bench_server --example bench_serve
+exec target/"$profile"/examples/bench_serve "$@"

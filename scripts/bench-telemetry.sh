@@ -8,6 +8,9 @@
 #   --requests N (3000)  --warmup N (300)  --rounds N (3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet --bin rootfence \
+# PROFILE=profiling builds with line tables for `perf` (docs/benchmarks.md, "Profiling");
+# the figures are from the release build users install.
+profile="${PROFILE:-release}"
+cargo build --profile "$profile" --locked --quiet --bin rootfence \
     --example bench_server --example bench_telemetry
-exec target/release/examples/bench_telemetry "$@"
+exec target/"$profile"/examples/bench_telemetry "$@"

@@ -9,6 +9,9 @@ scripts/install-test-peers.sh
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
+# The small build (no OpenTelemetry, no `serve`; Cargo.toml, [features]) still builds, lint
+# clean: the library and binary only (the tests exercise the default features).
+cargo clippy --no-default-features --locked -- -D warnings
 # The fuzz targets still build: a plain `cargo check` of the fuzz crate works on stable
 # (only `cargo fuzz` needs nightly flags, see fuzz/README.md). Sharing target/ reuses the
 # dependencies clippy just checked; libfuzzer-sys's build script needs a C++ compiler.

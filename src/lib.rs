@@ -24,14 +24,16 @@
 //!   message from the server.
 //! - [`audit`]: the hash-chained JSON Lines audit log and its readers.
 //! - [`telemetry`]: OpenTelemetry (spans, metrics, audit records as logs) over OTLP/HTTP,
-//!   off unless a collector is named; fed through the relay's [`relay::Observer`].
+//!   off unless a collector is named; fed through the relay's [`relay::Observer`]. The SDK
+//!   is built only with the `otel` cargo feature (on by default).
 //! - [`enforce`]: the relay's interceptor that checks every URI crossing rootfence against
 //!   the effective roots and the policy (see `docs/enforcement.md`), learns the roots, and
 //!   decides when the server (re)starts so its OS sandbox follows them.
 //! - [`launch`]: how a server generation is confined and started for a set of roots.
 //! - [`setup`]: what one guarded session is built from (policy, roots, launcher, audit),
 //!   shared by `rootfence run` and `rootfence serve`.
-//! - [`serve`]: `rootfence serve`, the same enforcement over MCP Streamable HTTP.
+//! - `serve`: `rootfence serve`, the same enforcement over MCP Streamable HTTP (the `serve`
+//!   cargo feature, on by default).
 //! - [`wrap`]: rewriting host configuration files so their servers run behind rootfence.
 //! - [`stderr`]: rootfence's own stderr messages, each in one write (the server shares the
 //!   stream).
@@ -48,6 +50,7 @@ pub mod policy;
 pub mod relay;
 pub mod roots;
 pub mod sandbox;
+#[cfg(feature = "serve")]
 pub mod serve;
 pub mod setup;
 pub mod stderr;

@@ -75,6 +75,7 @@ pub use repeat::REPEAT_INTERVAL;
 pub use report::{ReportOptions, report_html};
 pub use show::{Format, ShowFilter, show};
 pub use summary::{SummaryOptions, summarize};
+#[cfg(feature = "otel")]
 pub(crate) use time::parse_rfc3339 as parse_ts_micros;
 pub use time::parse_time_arg;
 pub use verify::{

@@ -7,6 +7,11 @@ pub mod completions;
 pub mod policy;
 pub mod run;
 pub mod sandbox;
+#[cfg(feature = "serve")]
+pub mod serve;
+// Without the `serve` feature, `rootfence serve` still parses and says how to get it.
+#[cfg(not(feature = "serve"))]
+#[path = "serve_off.rs"]
 pub mod serve;
 pub mod wrap;
 

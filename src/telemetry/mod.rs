@@ -23,22 +23,40 @@
 //! written, line by line), never from the relay's.
 
 pub mod config;
+#[cfg(feature = "otel")]
 mod context;
+#[cfg(feature = "otel")]
 mod http;
+#[cfg(not(feature = "otel"))]
+mod off;
+#[cfg(feature = "otel")]
 mod worker;
 
+#[cfg(feature = "otel")]
 use std::sync::atomic::{AtomicU64, Ordering};
+#[cfg(feature = "otel")]
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
+#[cfg(feature = "otel")]
+use std::time::{Instant, SystemTime};
 
+#[cfg(feature = "otel")]
 use opentelemetry_sdk::trace::IdGenerator;
+#[cfg(feature = "otel")]
 use opentelemetry_sdk::trace::RandomIdGenerator;
 
-use crate::jsonrpc::{Id, IdKey};
+use crate::jsonrpc::Id;
+#[cfg(feature = "otel")]
+use crate::jsonrpc::IdKey;
+#[cfg(feature = "otel")]
 use crate::mcp::methods as m;
-use crate::relay::{Answer, Observer, Side};
+use crate::relay::Side;
+#[cfg(feature = "otel")]
+use crate::relay::{Answer, Observer};
 
 pub use config::Config;
+#[cfg(not(feature = "otel"))]
+pub use off::Telemetry;
 
 /// Notes queued for the telemetry thread, at most.
 pub const QUEUE: usize = 8192;
@@ -49,6 +67,7 @@ pub const TICK: Duration = Duration::from_millis(25);
 /// How long the end of a session waits for the last telemetry to be exported.
 pub const SHUTDOWN_WAIT: Duration = Duration::from_millis(1500);
 
+#[cfg(feature = "otel")]
 /// The telemetry handle: cheap to clone; every method returns at once. Each relay session
 /// uses a handle of its own ([`Telemetry::for_session`]), so request ids of different
 /// sessions (`rootfence serve`) never meet.
@@ -58,6 +77,7 @@ pub struct Telemetry {
     session: Arc<worker::SessionSlot>,
 }
 
+#[cfg(feature = "otel")]
 #[derive(Debug)]
 struct Shared {
     inbox: Arc<worker::Inbox>,
@@ -89,6 +109,7 @@ pub struct DecisionNote<'a> {
     pub count: u64,
 }
 
+#[cfg(feature = "otel")]
 impl Telemetry {
     /// Starts telemetry when the policy or the environment names a collector; says on
     /// stderr why not when it is asked for in a way that cannot work (the session runs
@@ -213,6 +234,7 @@ impl Telemetry {
     }
 }
 
+#[cfg(feature = "otel")]
 impl Observer for Telemetry {
     fn request(&self, id: &Id, method: &str, text: &str) -> Option<String> {
         let at = Instant::now();
@@ -263,6 +285,7 @@ impl Observer for Telemetry {
     }
 }
 
+#[cfg(feature = "otel")]
 /// Whether a method's request names a tool or prompt (`params.name`) or a resource
 /// (`params.uri`) worth a span attribute.
 fn names_target(method: &str) -> bool {
