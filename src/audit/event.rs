@@ -207,6 +207,10 @@ pub struct SessionStart {
     /// The protocol revision, when already known at start (usually it is not, and the
     /// `initialized` record carries it).
     pub protocol_version: Option<String>,
+    /// Who the session acts for, when known at start (`rootfence serve`: the token, the
+    /// client's address, the HTTP session; a stdio host says who it is in `initialize`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<super::Principal>,
 }
 
 impl SessionStart {
@@ -276,6 +280,10 @@ pub struct Initialized {
     pub host: Option<PeerInfo>,
     /// The server's `serverInfo`, as it claimed.
     pub server: Option<PeerInfo>,
+    /// stdio: the principal the host's `clientInfo` claims (not authenticated); absent when
+    /// the session's `session_start` named an authenticated principal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<super::Principal>,
 }
 
 /// A peer's self-description (untrusted text, escaped and cut to [`MAX_TEXT_BYTES`]).
@@ -397,7 +405,20 @@ pub struct Decision {
     /// The JSON-RPC id, if the message had one.
     #[serde(default)]
     pub id: Option<RpcId>,
-    /// The tool called, on a `tools/call` decision (`params.name`, as the host sent it).
+    /// The session-unique key of the host request this decision belongs to (the request or
+    /// its result): 1 for the session's first host request, then one more per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<u64>,
+    /// Who the session acts for: the principal's `subject` (`token:<hex>`, `anonymous`,
+    /// `claimed:<clientInfo.name>`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_opt_text"
+    )]
+    pub principal: Option<String>,
+    /// The tool called, on a decision about a `tools/call` request or its result
+    /// (`params.name`, as the host sent it).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -442,6 +463,15 @@ pub struct DecisionRef<'a> {
     pub method: &'a str,
     /// The JSON-RPC id, if the message had one.
     pub id: Option<&'a RpcId>,
+    /// The session-unique key of the host request the decision belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<u64>,
+    /// The principal's subject.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_opt_text_ref"
+    )]
+    pub principal: Option<&'a str>,
     /// The tool called, on a `tools/call` decision.
     #[serde(
         skip_serializing_if = "Option::is_none",
@@ -489,6 +519,14 @@ impl DecisionRef<'_> {
         // An id's text is JSON already (a number or a string: `RpcId::from_json`), which
         // serde writes through as it is.
         out.extend_from_slice(self.id.map_or("null", |id| id.0.as_str()).as_bytes());
+        if let Some(request) = self.request {
+            out.extend_from_slice(b",\"request\":");
+            out.extend_from_slice(request.to_string().as_bytes());
+        }
+        if let Some(principal) = self.principal {
+            out.extend_from_slice(b",\"principal\":");
+            json_str(out, &cut(principal, MAX_TEXT_BYTES));
+        }
         if let Some(tool) = self.tool {
             out.extend_from_slice(b",\"tool\":");
             json_str(out, &cut(tool, MAX_TEXT_BYTES));
@@ -1141,6 +1179,8 @@ mod tests {
             direction: Direction::HostToServer,
             method: crate::mcp::methods::RESOURCES_READ.into(),
             id: RpcId::from_json("7"),
+            request: None,
+            principal: None,
             tool: None,
             field: Some("params.uri".into()),
             uri: uri.into(),
@@ -1186,11 +1226,15 @@ mod tests {
             owned.canonical = Some(uri.into());
             owned.rule = Some("line 3: x".into());
             owned.method = "m".repeat(600);
+            owned.request = Some(12);
+            owned.principal = Some("claimed:\u{202e}x".into());
             let id = owned.id.clone();
             let borrowed = DecisionRef {
                 direction: owned.direction,
                 method: &owned.method,
                 id: id.as_ref(),
+                request: owned.request,
+                principal: owned.principal.as_deref(),
                 tool: owned.tool.as_deref(),
                 field: owned.field.as_deref(),
                 uri,
@@ -1231,7 +1275,7 @@ mod tests {
             Option<String>,
             Action,
         ),
-        Option<String>,
+        (Option<String>, Option<u64>, Option<String>),
     );
 
     fn any_parts() -> impl proptest::strategy::Strategy<Value = Parts> {
@@ -1262,7 +1306,7 @@ mod tests {
         (
             (directions, text.clone(), id, opt(), text.clone(), opt()),
             (verdicts, text.clone(), opt(), opt(), opt(), actions),
-            opt(),
+            (opt(), proptest::option::of(any::<u64>()), opt()),
         )
     }
 
@@ -1273,11 +1317,13 @@ mod tests {
         /// borrowed and owned.
         #[test]
         fn the_hand_written_decision_is_the_serde_record(p in any_parts()) {
-            let ((direction, method, id, field, uri, canonical), (decision, reason, layer, rule, root, action), tool) = p;
+            let ((direction, method, id, field, uri, canonical), (decision, reason, layer, rule, root, action), (tool, request, principal)) = p;
             let borrowed = DecisionRef {
                 direction,
                 method: &method,
                 id: id.as_ref(),
+                request,
+                principal: principal.as_deref(),
                 tool: tool.as_deref(),
                 field: field.as_deref(),
                 uri: &uri,
@@ -1298,6 +1344,8 @@ mod tests {
                 direction,
                 method: method.clone(),
                 id: id.clone(),
+                request,
+                principal: principal.clone(),
                 tool: tool.clone(),
                 field: field.clone(),
                 uri: uri.as_str().into(),

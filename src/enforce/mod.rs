@@ -29,6 +29,7 @@ mod read;
 mod read_text;
 mod recording;
 mod reload;
+mod requests;
 mod resources_read;
 mod results;
 pub mod roots;
@@ -174,6 +175,11 @@ struct Inner {
     fingerprints: Mutex<FingerprintCache>,
     /// OpenTelemetry, when on: told every decision (see `recording.rs`).
     telemetry: OnceLock<crate::telemetry::Telemetry>,
+    /// Each host request's session-unique key and tool, until its answer (`requests.rs`).
+    requests: requests::Requests,
+    /// The subject every decision record names (`principal`): set when the session opens
+    /// (`rootfence serve`) or from the host's `clientInfo` (stdio, as claimed).
+    principal: OnceLock<String>,
 }
 
 /// The audit log, once open: shared by the enforcer's parts.
@@ -280,6 +286,8 @@ impl Enforcer {
             tripwire: Tripwire::new(&policy_deny_globs),
             fingerprints: Mutex::new((None, Arc::new(Fingerprints::default()))),
             telemetry: OnceLock::new(),
+            requests: requests::Requests::default(),
+            principal: OnceLock::new(),
         };
         (
             Enforcer {
@@ -292,6 +300,13 @@ impl Enforcer {
     /// Tells `telemetry` every decision (its spans carry them; see `crate::telemetry`).
     pub fn with_telemetry(self, telemetry: crate::telemetry::Telemetry) -> Enforcer {
         let _ = self.inner.telemetry.set(telemetry);
+        self
+    }
+
+    /// Names the principal the session acts for on every decision record (its `subject`);
+    /// without it, a stdio session's principal is the host's `clientInfo`, as claimed.
+    pub fn with_principal(self, subject: String) -> Enforcer {
+        let _ = self.inner.principal.set(subject);
         self
     }
 
@@ -429,11 +444,15 @@ impl Interceptor for Enforcer {
             return None;
         }
         let roots = inner.roots_for(session, inner.learner.tracker.known());
+        let facts = inner
+            .requests
+            .on_message(msg.from, msg.kind, msg.id, msg.method, None);
         let ctx = Ctx {
             from: msg.from,
             kind: msg.kind,
             method: msg.method,
-            tool: None,
+            tool: facts.tool.as_deref(),
+            request: facts.key,
             id: msg.id,
             roots: roots.as_deref(),
             roots_arc: roots.as_ref(),
@@ -582,8 +601,11 @@ struct Ctx<'a> {
     from: Side,
     kind: Kind,
     method: &'a str,
-    /// The tool of a `tools/call` request, for its decisions' audit records.
+    /// The tool of a `tools/call` request or result, for its decisions' audit records.
     tool: Option<&'a str>,
+    /// The session-unique key of the host request this message is or answers
+    /// (`requests.rs`), for its decisions' audit records.
+    request: Option<u64>,
     id: Option<&'a Id>,
     roots: Option<&'a RootSet>,
     /// The same roots as shared: a verdict kept across the server's answer remembers which

@@ -326,6 +326,8 @@ impl Inner {
             direction: direction(ctx.from),
             method: ctx.method,
             id: id.as_ref(),
+            request: ctx.request,
+            principal: self.principal.get().map(String::as_str),
             tool: ctx.tool,
             field: Some(field),
             uri: raw,

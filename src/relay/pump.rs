@@ -1181,6 +1181,9 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
                                 if let Dest::Server { generation: g, .. } = &mut routed.to {
                                     *g = generation;
                                 }
+                                if let Some(o) = session.observer() {
+                                    o.forwarded(id);
+                                }
                             }
                             None => {
                                 let cause = session.server_gone_cause().unwrap_or_default();

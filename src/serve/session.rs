@@ -17,9 +17,15 @@ use tokio::sync::watch;
 
 use super::pipe::{self, Closed, HostInput};
 use super::router::Router;
+use crate::audit;
 use crate::jsonrpc::LineReader;
 use crate::relay;
 use crate::setup::Setup;
+
+/// The address of the connection a request came on (a request extension set when the
+/// connection is accepted): audited as the principal's `client_address`.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub std::net::SocketAddr);
 
 /// A live HTTP session.
 #[derive(Debug)]
@@ -46,9 +52,15 @@ impl HttpSession {
         setup: &Setup,
         id: String,
         principal: Option<String>,
+        client: Option<ClientAddr>,
         stall: Duration,
     ) -> Arc<Self> {
-        Self::start_with(setup, id, principal, stall, false)
+        let who = audit::Principal::served(
+            principal.as_deref(),
+            client.map(|c| c.0.to_string()),
+            Some(id.clone()),
+        );
+        Self::start_with(setup, id, principal, who, stall, false)
     }
 
     /// A relay for the 2026-07-28 pool: shared by every request of one principal under one
@@ -59,13 +71,16 @@ impl HttpSession {
         principal: Option<String>,
         stall: Duration,
     ) -> Arc<Self> {
-        Self::start_with(setup, id, principal, stall, true)
+        // A pooled relay serves every request of one principal, from any connection.
+        let who = audit::Principal::served(principal.as_deref(), None, None);
+        Self::start_with(setup, id, principal, who, stall, true)
     }
 
     fn start_with(
         setup: &Setup,
         id: String,
         principal: Option<String>,
+        who: audit::Principal,
         stall: Duration,
         pooled: bool,
     ) -> Arc<Self> {
@@ -76,7 +91,11 @@ impl HttpSession {
         } else {
             Router::new(stall, Some(&input))
         };
-        let (enforcer, audit, launcher) = setup.session(setup.roots.clone(), |_| {});
+        let subject = who.subject.clone();
+        let (enforcer, audit, launcher) = setup.session(setup.roots.clone(), move |start| {
+            start.principal = Some(who);
+        });
+        let enforcer = enforcer.with_principal(subject);
         let mut config = setup.relay_config();
         config.observer = enforcer.observer();
         // The process's signals mean "drain", handled once for every session.
