@@ -514,6 +514,7 @@ fn records_match_the_published_json_schema() {
         direction: Direction::ServerToHost,
         method: "resources/list".into(),
         id: RpcId::from_json("5"),
+        request: Some(4),
         field: "result.resources".into(),
         allowed: 3,
         denied: 1,

@@ -132,6 +132,8 @@ fn a_stdio_host_is_recorded_as_claimed_and_each_request_has_its_own_key() {
         reads[1]["request"].as_u64().unwrap(),
     );
     assert_ne!(k1, k2, "a reused id is another request");
+    // The keys count the session's host requests: `initialize` was the first.
+    assert_eq!((k1, k2), (2, 3));
 
     // --request #KEY: the one request; --request ID: both; with a session prefix too.
     let session = start["session"].as_str().unwrap();
@@ -215,6 +217,9 @@ fn two_serve_sessions_with_two_tokens_each_name_their_own_principal() {
         );
         assert_eq!(r.status, 200, "{r:?}");
         assert!(r.json().get("error").is_some(), "{r:?}");
+        // Ended at once, so the drain has nothing to wait for.
+        let r = serve.request("DELETE", "/mcp", &[h, ("Mcp-Session-Id", &sid)], b"");
+        assert!(r.status < 300, "{r:?}");
         http_sessions.push((sid, subject(token)));
     }
     assert!(serve.stop().success(), "{}", serve.stderr());

@@ -749,6 +749,9 @@ pub struct DecisionSummary {
     /// The JSON-RPC id.
     #[serde(default)]
     pub id: Option<RpcId>,
+    /// The session-unique key of the request the page answers (as on `decision`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<u64>,
     /// The list in the message, e.g. `result.resources`.
     pub field: String,
     /// Entries allowed (and forwarded): none of them has a record of its own.

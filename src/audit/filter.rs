@@ -225,6 +225,7 @@ pub(crate) fn record_id(r: &Record) -> Option<&str> {
 pub(crate) fn record_request(r: &Record) -> Option<u64> {
     match &r.event {
         Some(Event::Decision(d)) => d.request,
+        Some(Event::DecisionSummary(d)) => d.request,
         _ => None,
     }
 }

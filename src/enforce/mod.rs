@@ -444,9 +444,17 @@ impl Interceptor for Enforcer {
             return None;
         }
         let roots = inner.roots_for(session, inner.learner.tracker.known());
-        let facts = inner
-            .requests
-            .on_message(msg.from, msg.kind, msg.id, msg.method, None);
+        // The handler may decline (`None`) and leave the message to the parsed path: a
+        // request's key is then kept for it (`decline`), an answer's entry is ended only
+        // once the text path handled it.
+        let request = msg.from == Side::Host && msg.kind == Kind::Request;
+        let facts = if request {
+            inner
+                .requests
+                .on_message(msg.from, msg.kind, msg.id, msg.method, None)
+        } else {
+            inner.requests.preview(msg.from, msg.kind, msg.id)
+        };
         let ctx = Ctx {
             from: msg.from,
             kind: msg.kind,
@@ -464,7 +472,18 @@ impl Interceptor for Enforcer {
             (Side::Server, m::RESOURCES_LIST) => inner.list_page_text(&ctx, msg.text),
             (Side::Server, _) => inner.read_result_text(&ctx, msg.text),
             _ => inner.read_request_text(&ctx, msg.text),
-        }?;
+        };
+        let Some(action) = action else {
+            if request {
+                inner.requests.decline(msg.id);
+            }
+            return None;
+        };
+        if !request {
+            inner
+                .requests
+                .on_message(msg.from, msg.kind, msg.id, msg.method, None);
+        }
         Some(inner.hold_for_denials(action))
     }
 

@@ -230,6 +230,7 @@ impl PageAudit {
             direction: direction(ctx.from),
             method: ctx.method.to_owned(),
             id: ctx.id.and_then(|i| RpcId::from_json(i.raw())),
+            request: ctx.request,
             field: self.field,
             allowed: self.allowed,
             denied: self.denied,

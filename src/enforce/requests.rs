@@ -44,7 +44,17 @@ pub(super) struct Requests {
 #[derive(Debug, Default)]
 struct Table {
     next: u64,
-    open: HashMap<IdKey, (u64, Option<Arc<str>>)>,
+    open: HashMap<IdKey, Entry>,
+}
+
+/// One open host request.
+#[derive(Debug)]
+struct Entry {
+    key: u64,
+    tool: Option<Arc<str>>,
+    /// Taken by the text path, which then declined the request: the parsed path's
+    /// `on_message` takes this key rather than a new one.
+    reserved: bool,
 }
 
 impl Requests {
@@ -65,25 +75,40 @@ impl Requests {
         let mut t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         match (from, kind) {
             (Side::Host, Kind::Request) => {
-                t.next += 1;
-                let key = t.next;
                 let tool: Option<Arc<str>> = (method == m::TOOLS_CALL)
                     .then(|| message?.pointer("/params/name")?.as_str().map(Arc::from))
                     .flatten();
+                if let Some(e) = t.open.get_mut(id.key()).filter(|e| e.reserved) {
+                    e.reserved = false;
+                    e.tool = tool.clone();
+                    return RequestFacts {
+                        key: Some(e.key),
+                        tool,
+                    };
+                }
+                t.next += 1;
+                let key = t.next;
                 if t.open.len() >= MAX_OPEN {
                     let keep_after = key.saturating_sub(MAX_OPEN as u64 / 2);
-                    t.open.retain(|_, (k, _)| *k > keep_after);
+                    t.open.retain(|_, e| e.key > keep_after);
                 }
-                t.open.insert(id.key().clone(), (key, tool.clone()));
+                t.open.insert(
+                    id.key().clone(),
+                    Entry {
+                        key,
+                        tool: tool.clone(),
+                        reserved: false,
+                    },
+                );
                 RequestFacts {
                     key: Some(key),
                     tool,
                 }
             }
             (Side::Server, Kind::Response | Kind::ErrorResponse) => match t.open.remove(id.key()) {
-                Some((key, tool)) => RequestFacts {
-                    key: Some(key),
-                    tool,
+                Some(e) => RequestFacts {
+                    key: Some(e.key),
+                    tool: e.tool,
                 },
                 None => RequestFacts::default(),
             },
@@ -91,11 +116,39 @@ impl Requests {
         }
     }
 
+    /// What [`Self::on_message`] would give a server's answer, without ending its entry:
+    /// for the text path, which may decline the answer and leave it to the parsed path
+    /// (that then calls `on_message`).
+    pub(super) fn preview(&self, from: Side, kind: Kind, id: Option<&Id>) -> RequestFacts {
+        let (Side::Server, Kind::Response | Kind::ErrorResponse, Some(id)) = (from, kind, id)
+        else {
+            return RequestFacts::default();
+        };
+        let t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match t.open.get(id.key()) {
+            Some(e) => RequestFacts {
+                key: Some(e.key),
+                tool: e.tool.clone(),
+            },
+            None => RequestFacts::default(),
+        }
+    }
+
+    /// The text path took a key for the host request `id` and then left the request to
+    /// the parsed path: that path's `on_message` gets the same key instead of a new one.
+    pub(super) fn decline(&self, id: Option<&Id>) {
+        let Some(id) = id else { return };
+        let mut t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = t.open.get_mut(id.key()) {
+            e.reserved = true;
+        }
+    }
+
     /// The key of the host request `id` names, without ending it (for a record made before
     /// the answer is handled: the tripwire's).
     pub(super) fn peek(&self, id: Option<&Id>) -> Option<u64> {
         let t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        t.open.get(id?.key()).map(|(k, _)| *k)
+        t.open.get(id?.key()).map(|e| e.key)
     }
 }
 
@@ -129,6 +182,19 @@ mod tests {
             None,
         );
         assert_eq!((b.key, b.tool), (Some(2), None));
+        // The text path declined it: the parsed path gets the same key, not a new one.
+        r.decline(Some(&id));
+        let again = r.on_message(
+            Side::Host,
+            Kind::Request,
+            Some(&id),
+            m::RESOURCES_READ,
+            None,
+        );
+        assert_eq!(again.key, Some(2));
+        // A preview of the answer does not end the entry.
+        let seen = r.preview(Side::Server, Kind::Response, Some(&id));
+        assert_eq!(seen.key, Some(2));
         let gone = r.on_message(
             Side::Server,
             Kind::Response,
