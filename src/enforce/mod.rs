@@ -487,6 +487,12 @@ impl Interceptor for Enforcer {
         Some(inner.hold_for_denials(action))
     }
 
+    fn passing(&self, from: Side, kind: Kind, id: Option<&Id>, method: &str) {
+        // A request the enforcer does not judge (`resources/list`, `tools/list`) still gets
+        // its key, for the decisions on its result; an answer not judged ends its entry.
+        self.inner.requests.on_message(from, kind, id, method, None);
+    }
+
     fn unlaunched_host_message(&self, session: &Arc<Session>, method: &str) {
         self.inner.learner.first_host_message(session, method);
     }
