@@ -18,6 +18,8 @@ fn decision(i: u64) -> Event {
         direction: Direction::HostToServer,
         method: "resources/read".into(),
         id: Some(RpcId::number(i as i64)),
+        request: None,
+        principal: None,
         tool: None,
         field: Some("params.uri".into()),
         uri: format!("file:///home/user/project/src/module_{i}/file_{i}.rs").into(),

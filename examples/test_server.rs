@@ -24,6 +24,8 @@
 //! - `read_path` `{path}`: reads the file itself, bypassing every protocol check (so tests
 //!   can see what the OS sandbox lets the server reach): `{text}` or `{error, errno}`; also as
 //!   the tool `read_path` (`tools/call`, argument `path`).
+//! - `tools/call` of any tool with an argument `_rawResult`: answers with its text as the
+//!   result, verbatim.
 //! - `pid`: `{pid}` of this process (which server generation answers), as the test sees it
 //!   (rootfence runs the server in a PID namespace of its own, where it is PID 2).
 //! - `daemon`: starts a daemon, as a server's background helper would (`setsid`, parent
@@ -222,6 +224,12 @@ fn handle(line: &str, asked: &Asked, next_ask: &mut u64, caps_pid: bool) {
                 let result = json!({"content": [{"type": "text", "text": text}], "isError": r.get("error").is_some(), "structuredContent": r});
                 respond(id, &result.to_string());
             }
+            // A tool call answered with exactly the result text its arguments carry in
+            // `_rawResult` (a result holding embedded resources or links, say).
+            "tools/call" if params["arguments"].get("_rawResult").is_some() => respond(
+                id,
+                params["arguments"]["_rawResult"].as_str().unwrap_or("{}"),
+            ),
             // A read (or a list) answered with exactly the result text the request carries
             // in `_rawResult` (so tests can script any server output); without it, reads are
             // not served.

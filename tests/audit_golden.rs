@@ -67,6 +67,7 @@ fn scripted_session(path: &Path, log_allowed: bool) -> String {
             name: "secure-filesystem-server\u{202e}".into(),
             version: "0.2.0".into(),
         }),
+        principal: None,
     }))
     .unwrap();
     a.record(Event::RootsUpdate(RootsUpdate {
@@ -88,6 +89,8 @@ fn scripted_session(path: &Path, log_allowed: bool) -> String {
         direction: Direction::HostToServer,
         method: "resources/read".into(),
         id: RpcId::from_json("3"),
+        request: None,
+        principal: None,
         tool: None,
         field: Some("params.uri".into()),
         uri: "file:///data/notes.txt".into(),
@@ -104,6 +107,8 @@ fn scripted_session(path: &Path, log_allowed: bool) -> String {
         direction: Direction::HostToServer,
         method: "resources/read".into(),
         id: RpcId::from_json("\"req-4\""),
+        request: None,
+        principal: None,
         tool: None,
         field: Some("params.uri".into()),
         uri: FORGE.into(),
@@ -120,6 +125,8 @@ fn scripted_session(path: &Path, log_allowed: bool) -> String {
         direction: Direction::ServerToHost,
         method: "tools/call".into(),
         id: RpcId::from_json("5"),
+        request: None,
+        principal: None,
         tool: None,
         field: Some("result.content[1].resource.uri".into()),
         uri: BIDI.into(),
@@ -507,6 +514,7 @@ fn records_match_the_published_json_schema() {
         direction: Direction::ServerToHost,
         method: "resources/list".into(),
         id: RpcId::from_json("5"),
+        request: Some(4),
         field: "result.resources".into(),
         allowed: 3,
         denied: 1,
@@ -524,6 +532,45 @@ fn records_match_the_published_json_schema() {
     for f in family(d4.path(), "audit.jsonl") {
         text.push_str(&std::fs::read_to_string(f).unwrap());
     }
+    // And the fields of issue 29: a served session's principal, a stdio host's claimed
+    // one, a decision's request key and principal reference.
+    let p5 = d.path().join("principal.jsonl");
+    let mut served = start();
+    served.principal = Some(rootfence::audit::Principal::served(
+        Some("token:0a1b2c3d4e5f"),
+        Some("127.0.0.1:40000".into()),
+        Some("9f1c".into()),
+    ));
+    let log = AuditLog::open(config(&p5), served).unwrap();
+    let a = log.handle();
+    a.record(Event::Initialized(Initialized {
+        protocol_version: "2025-11-25".into(),
+        host: Some(PeerInfo {
+            name: "claude-code".into(),
+            version: "2".into(),
+        }),
+        server: None,
+        principal: Some(rootfence::audit::Principal::claimed(PeerInfo {
+            name: "claude-code".into(),
+            version: "2".into(),
+        })),
+    }))
+    .unwrap();
+    let mut d5 = match decision(1, "file:///etc/shadow", Verdict::Deny) {
+        Event::Decision(d) => d,
+        _ => unreachable!(),
+    };
+    d5.request = Some(7);
+    d5.principal = Some("token:0a1b2c3d4e5f".into());
+    d5.tool = Some("read_file".into());
+    a.record(Event::Decision(d5)).unwrap();
+    log.close(SessionEnd::default()).unwrap();
+    let five = std::fs::read_to_string(&p5).unwrap();
+    assert!(
+        five.contains(r#""request":7,"principal":"token:0a1b2c3d4e5f""#),
+        "{five}"
+    );
+    text.push_str(&five);
     let mut seen = std::collections::BTreeSet::new();
     for line in text.lines().filter(|l| l.ends_with('}')) {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();

@@ -13,6 +13,8 @@
 //! attribute the class does not define.
 
 mod common;
+#[path = "common/serve_harness.rs"]
+mod serve_harness;
 
 use common::{Proxy, rootfence, tempdir, test_server};
 use serde_json::{Map, Value, json};
@@ -294,6 +296,103 @@ fn every_record_of_a_real_session_is_valid_ocsf() {
     );
     assert_eq!(deny["src_endpoint"]["name"], "mcp host");
     assert_eq!(deny["type_uid"], 600302);
+    // The version the records state is the one these schema facts are from, and the one
+    // docs/audit-schema.md names.
+    for e in &events {
+        assert_eq!(e["metadata"]["version"], "1.3.0", "{e}");
+    }
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/audit-schema.md"))
+        .unwrap();
+    assert!(
+        doc.contains("OCSF **1.3.0**"),
+        "the documented OCSF version"
+    );
+    // The decisions carry the new fields of issue 29 (request key, claimed principal), and
+    // are still valid: the claim is not a user, it says it was claimed.
+    assert_eq!(
+        deny["unmapped"]["principal"], "claimed:claude-code",
+        "{deny}"
+    );
+    assert!(deny["unmapped"]["request"].as_u64().is_some(), "{deny}");
+    assert!(deny["actor"].get("user").is_none(), "{deny}");
+}
+
+/// A `rootfence serve` session with a bearer token (issue 29): its records carry an
+/// authenticated principal (`actor.user`) and the client's address (`src_endpoint.ip`),
+/// and every one of them is still valid OCSF.
+#[test]
+fn every_record_of_a_served_session_with_a_principal_is_valid_ocsf() {
+    let t = tempdir();
+    let ws = t.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let tokens = t.path().join("tokens");
+    std::fs::write(&tokens, "gamma-token-3\n").unwrap();
+    let log = t.path().join("audit.jsonl");
+    let mut serve = serve_harness::Serve::start(
+        &[
+            "--auth-token-file",
+            tokens.to_str().unwrap(),
+            "--root",
+            ws.to_str().unwrap(),
+            "--audit-log",
+            log.to_str().unwrap(),
+        ],
+        &[&test_server()],
+    );
+    let auth = ("Authorization", "Bearer gamma-token-3");
+    let sid = serve.open_session(&[auth]);
+    let h = [
+        auth,
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = serve.post(
+        &h,
+        r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}"#,
+    );
+    assert!(r.json().get("error").is_some(), "{r:?}");
+    let r = serve.request("DELETE", "/mcp", &h, b"");
+    assert!(r.status < 300, "{r:?}");
+    assert!(serve.stop().success(), "{}", serve.stderr());
+
+    let o = Command::new(rootfence())
+        .args(["audit", "show", "--format", "ocsf"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let events: Vec<Value> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for e in &events {
+        let errs = validate(e);
+        assert!(errs.is_empty(), "{errs:?}\n{e:#}");
+    }
+    let deny = events
+        .iter()
+        .find(|e| e["class_uid"] == 6003 && e["action_id"] == 2)
+        .expect("the denial");
+    assert!(
+        deny["actor"]["user"]["uid"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("token:")),
+        "{deny}"
+    );
+    assert_eq!(deny["src_endpoint"]["ip"], "127.0.0.1", "{deny}");
+    // The session's principal: on its `session_start`, or on its `initialized` when it ran
+    // on a pre-started server (`--session-pool`, on by default with `--root`).
+    let start = events
+        .iter()
+        .find(|e| {
+            matches!(
+                e["metadata"]["event_code"].as_str(),
+                Some("session_start" | "initialized")
+            ) && e["unmapped"]["principal"]["http_session"] == sid.as_str()
+        })
+        .unwrap_or_else(|| panic!("no record names the session's principal: {events:#?}"));
+    assert_eq!(start["unmapped"]["principal"]["source"], "token", "{start}");
 }
 
 #[test]

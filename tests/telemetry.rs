@@ -590,3 +590,60 @@ fn spans_carry_the_protocol_version_and_the_session_duration_is_recorded() {
     assert_eq!(count, 1, "{m:?}");
     assert!((0.5..60.0).contains(&sum), "{sum}");
 }
+
+/// `mcp.client.operation.duration` (issue 29): rootfence is the server's MCP client from
+/// forwarding a host request until the server's answer. Recorded for the requests the
+/// server answered (`initialize`, `ping`), with their method; never for a request
+/// rootfence refused itself (the server never saw it).
+#[test]
+fn the_client_operation_duration_covers_only_what_the_server_answered() {
+    let rx = Receiver::start();
+    let t = tempdir();
+    let ws = t.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let endpoint = rx.endpoint();
+    let mut p = start(
+        &[],
+        &ws.join("server.log"),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+        ],
+    );
+    init_with_roots(&mut p, &ws);
+    p.send(r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#);
+    assert_eq!(p.recv()["id"], 9);
+    p.send_json(&json!({"jsonrpc":"2.0","id":10,"method":"resources/read",
+        "params":{"uri":"file:///etc/passwd"}}));
+    assert!(p.recv().get("error").is_some(), "refused by rootfence");
+    p.close_stdin();
+    assert_eq!(p.exit_code(), 0, "{}", p.stderr());
+
+    let name = "mcp.client.operation.duration";
+    let methods = |rx: &Receiver| -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for m in rx.metrics().iter().filter(|m| m.name == name) {
+            if let Some(opentelemetry_proto::tonic::metrics::v1::metric::Data::Histogram(h)) =
+                &m.data
+            {
+                for d in &h.data_points {
+                    out.push((attr_str(&d.attributes, "mcp.method.name"), d.count));
+                }
+            }
+        }
+        out
+    };
+    rx.wait_for("the ping's client duration", |r| {
+        methods(r).iter().any(|(m, _)| m == "ping")
+    });
+    let metrics = rx.metrics();
+    let m = metrics.iter().find(|m| m.name == name).unwrap();
+    assert_eq!(m.unit, "s");
+    let seen = methods(&rx);
+    assert!(seen.iter().any(|(m, _)| m == "initialize"), "{seen:?}");
+    assert!(
+        !seen.iter().any(|(m, _)| m == "resources/read"),
+        "a request rootfence answered itself has no client duration: {seen:?}"
+    );
+    assert!(format!("{m:?}").contains("network.transport"), "{m:?}");
+}

@@ -216,6 +216,10 @@ pub struct SessionStart {
     /// The protocol revision, when already known at start (usually it is not, and the
     /// `initialized` record carries it).
     pub protocol_version: Option<String>,
+    /// Who the session acts for, when known at start (`rootfence serve`: the token, the
+    /// client's address, the HTTP session; a stdio host says who it is in `initialize`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<super::Principal>,
 }
 
 impl SessionStart {
@@ -285,6 +289,10 @@ pub struct Initialized {
     pub host: Option<PeerInfo>,
     /// The server's `serverInfo`, as it claimed.
     pub server: Option<PeerInfo>,
+    /// stdio: the principal the host's `clientInfo` claims (not authenticated); absent when
+    /// the session's `session_start` named an authenticated principal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<super::Principal>,
 }
 
 /// A peer's self-description (untrusted text, escaped and cut to [`MAX_TEXT_BYTES`]).
@@ -507,6 +515,9 @@ pub struct DecisionSummary {
     /// The JSON-RPC id.
     #[serde(default)]
     pub id: Option<RpcId>,
+    /// The session-unique key of the request the page answers (as on `decision`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<u64>,
     /// The list in the message, e.g. `result.resources`.
     pub field: String,
     /// Entries allowed (and forwarded): none of them has a record of its own.
@@ -643,6 +654,8 @@ mod tests {
             direction: Direction::HostToServer,
             method: crate::mcp::methods::RESOURCES_READ.into(),
             id: RpcId::from_json("7"),
+            request: None,
+            principal: None,
             tool: None,
             field: Some("params.uri".into()),
             uri: uri.into(),
@@ -688,11 +701,15 @@ mod tests {
             owned.canonical = Some(uri.into());
             owned.rule = Some("line 3: x".into());
             owned.method = "m".repeat(600);
+            owned.request = Some(12);
+            owned.principal = Some("claimed:\u{202e}x".into());
             let id = owned.id.clone();
             let borrowed = DecisionRef {
                 direction: owned.direction,
                 method: &owned.method,
                 id: id.as_ref(),
+                request: owned.request,
+                principal: owned.principal.as_deref(),
                 tool: owned.tool.as_deref(),
                 field: owned.field.as_deref(),
                 uri,
@@ -733,7 +750,7 @@ mod tests {
             Option<String>,
             Action,
         ),
-        Option<String>,
+        (Option<String>, Option<u64>, Option<String>),
     );
 
     fn any_parts() -> impl proptest::strategy::Strategy<Value = Parts> {
@@ -764,7 +781,7 @@ mod tests {
         (
             (directions, text.clone(), id, opt(), text.clone(), opt()),
             (verdicts, text.clone(), opt(), opt(), opt(), actions),
-            opt(),
+            (opt(), proptest::option::of(any::<u64>()), opt()),
         )
     }
 
@@ -775,11 +792,13 @@ mod tests {
         /// borrowed and owned.
         #[test]
         fn the_hand_written_decision_is_the_serde_record(p in any_parts()) {
-            let ((direction, method, id, field, uri, canonical), (decision, reason, layer, rule, root, action), tool) = p;
+            let ((direction, method, id, field, uri, canonical), (decision, reason, layer, rule, root, action), (tool, request, principal)) = p;
             let borrowed = DecisionRef {
                 direction,
                 method: &method,
                 id: id.as_ref(),
+                request,
+                principal: principal.as_deref(),
                 tool: tool.as_deref(),
                 field: field.as_deref(),
                 uri: &uri,
@@ -800,6 +819,8 @@ mod tests {
                 direction,
                 method: method.clone(),
                 id: id.clone(),
+                request,
+                principal: principal.clone(),
                 tool: tool.clone(),
                 field: field.clone(),
                 uri: uri.as_str().into(),

@@ -44,15 +44,19 @@ impl std::str::FromStr for Pattern {
     }
 }
 
-/// One request: a JSON-RPC id as on the wire (`5`, `"a"`), optionally in one session
-/// (`<session prefix>:<id>`). JSON-RPC ids repeat in every session, and a client may reuse
-/// an id once its request was answered; a session prefix and `--since/--until` narrow it.
+/// One request: its session-unique key (`#12`, the `request` field of its decisions) or
+/// a JSON-RPC id as on the wire (`5`, `"a"`), optionally in one session (`<session
+/// prefix>:#12`, `<session prefix>:5`). JSON-RPC ids repeat in every session, and a client
+/// may reuse an id once its request was answered, so an id can name several requests; a
+/// key names one in its session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestKey {
     /// A prefix of the session id.
     pub session: Option<String>,
-    /// The id's JSON text.
+    /// The id's JSON text (empty when `key` is given).
     pub id: String,
+    /// The session-unique request key (`#N`), instead of an id.
+    pub key: Option<u64>,
 }
 
 impl std::str::FromStr for RequestKey {
@@ -68,11 +72,26 @@ impl std::str::FromStr for RequestKey {
             }
             _ => (None, s),
         };
-        if id.is_empty() {
+        if id.is_empty() || id == "#" {
             return Err(format!(
-                "invalid request '{s}': give the JSON-RPC id (5, or '\"abc\"' for a string id), \
-                 optionally after a session prefix (7f9c0e12:5)"
+                "invalid request '{s}': give the request key (#12, the `request` of a decision) \
+                 or the JSON-RPC id (5, or '\"abc\"' for a string id), optionally after a \
+                 session prefix (7f9c0e12:#12)"
             ));
+        }
+        // `#N` is a request key; a string id that starts with `#` is given quoted ('"#1"').
+        if let Some(n) = id.strip_prefix('#') {
+            let key = n.parse::<u64>().map_err(|_| {
+                format!(
+                    "invalid request key '{s}': a key is # and a number (#12); quote a string \
+                     id that starts with # ('\"{id}\"')"
+                )
+            })?;
+            return Ok(RequestKey {
+                session,
+                id: String::new(),
+                key: Some(key),
+            });
         }
         // An id given bare that is not a JSON number or string is taken as a string id:
         // `--request abc` means `"abc"`.
@@ -80,7 +99,11 @@ impl std::str::FromStr for RequestKey {
             Ok(v) if v.is_number() || v.is_string() => id.to_owned(),
             _ => serde_json::Value::String(id.to_owned()).to_string(),
         };
-        Ok(RequestKey { session, id })
+        Ok(RequestKey {
+            session,
+            id,
+            key: None,
+        })
     }
 }
 
@@ -139,7 +162,11 @@ impl Filter {
             {
                 return false;
             }
-            if record_id(r) != Some(k.id.as_str()) {
+            let same = match k.key {
+                Some(key) => record_request(r) == Some(key),
+                None => record_id(r) == Some(k.id.as_str()),
+            };
+            if !same {
                 return false;
             }
         }
@@ -194,6 +221,15 @@ pub(crate) fn record_id(r: &Record) -> Option<&str> {
     }
 }
 
+/// The session-unique request key a record carries.
+pub(crate) fn record_request(r: &Record) -> Option<u64> {
+    match &r.event {
+        Some(Event::Decision(d)) => d.request,
+        Some(Event::DecisionSummary(d)) => d.request,
+        _ => None,
+    }
+}
+
 /// The JSON-RPC method a record is about.
 pub(crate) fn record_method(r: &Record) -> Option<&str> {
     match &r.event {
@@ -214,9 +250,15 @@ mod tests {
             k("5"),
             Ok(RequestKey {
                 session: None,
-                id: "5".into()
+                id: "5".into(),
+                key: None,
             })
         );
+        let s = k("7f9c:#12").unwrap();
+        assert_eq!((s.session.as_deref(), s.key), (Some("7f9c"), Some(12)));
+        assert_eq!(k("#3").unwrap().key, Some(3));
+        assert_eq!(k("'\"#3\"'".trim_matches('\'')).unwrap().id, "\"#3\"");
+        assert!(k("#x").is_err() && k("#").is_err());
         assert_eq!(k("abc").unwrap().id, "\"abc\"");
         assert_eq!(k("\"abc\"").unwrap().id, "\"abc\"");
         assert_eq!(k("\"a:b\"").unwrap().id, "\"a:b\"");

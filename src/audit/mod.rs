@@ -18,6 +18,8 @@
 //! - [`checkpoint`]: signed checkpoints of the chain head, their file, and the keys.
 //! - [`syslog`]: the syslog sink (RFC 5424 over UDP, TCP, unix socket), fed by the writer;
 //!   [`ocsf`]: the record mapped to OCSF field names.
+//! - `principal`: who a session acts for (token, client address, HTTP session, or the
+//!   host's claimed `clientInfo`).
 //! - `repeat`: repeated protocol errors counted per interval instead of logged each.
 //! - `verify`, `summary`, `show`, `report`: the readers behind `rootfence audit ...`;
 //!   `filter`: the record filters they share.
@@ -46,6 +48,7 @@ pub mod checkpoint;
 pub mod event;
 mod filter;
 pub mod ocsf;
+mod principal;
 mod read;
 mod repeat;
 mod report;
@@ -71,6 +74,7 @@ pub use event::{
     SessionStart, SinkDropped, Verdict,
 };
 pub use filter::{Filter, Pattern, RequestKey};
+pub use principal::{Principal, PrincipalSource};
 pub use repeat::REPEAT_INTERVAL;
 pub use report::{ReportOptions, report_html};
 pub use show::{Format, ShowFilter, show};

@@ -18,6 +18,13 @@
 //! authenticated, and said so in `unmapped.actor_claimed`), `app` on start and stop
 //! records. [`Mapper`] remembers each session's claimed names from its `initialized`
 //! record; [`map`] alone, without them, names the sides `mcp host` and `mcp server`.
+//!
+//! The principal (issue 29): a decision's `principal` is mapped to `actor.user.uid` only
+//! when it was authenticated (`token:<hex>`, a bearer token of `rootfence serve`); a
+//! `claimed:` principal (a stdio host's `clientInfo`) or `anonymous` is not an identity and
+//! stays in `unmapped.principal`, with `unmapped.actor_claimed` saying so. The client
+//! address a served session's `session_start` names becomes `src_endpoint.ip`/`port` of the
+//! host's decisions in that session.
 
 use std::collections::HashMap;
 
@@ -29,8 +36,19 @@ use crate::mcp::methods as m;
 /// `initialized`) for the decisions that follow.
 #[derive(Debug, Default)]
 pub struct Mapper {
-    /// session → (host name, server name), as claimed.
-    peers: HashMap<String, (Option<String>, Option<String>)>,
+    /// session → what its earlier records said about the peers.
+    peers: HashMap<String, Peers>,
+}
+
+/// What a session's `session_start` and `initialized` records said about its peers.
+#[derive(Debug, Default, Clone)]
+struct Peers {
+    /// The host's `clientInfo.name`, as claimed.
+    host: Option<String>,
+    /// The server's `serverInfo.name`, as claimed.
+    server: Option<String>,
+    /// The address of the connection that opened a served session (`ip:port`).
+    client_address: Option<String>,
 }
 
 impl Mapper {
@@ -39,28 +57,48 @@ impl Mapper {
         Mapper::default()
     }
 
-    /// Maps one record; an `initialized` record is remembered for its session.
+    /// Maps one record; an `initialized` or `session_start` record is remembered for its
+    /// session.
     pub fn map(&mut self, rec: &Map<String, Value>) -> Value {
+        self.remember(rec);
+        let session = rec.get("session").and_then(Value::as_str).unwrap_or("");
+        let peers = self.peers.get(session).cloned().unwrap_or_default();
+        map_with(rec, &peers)
+    }
+
+    /// Remembers what an `initialized` or `session_start` record says about its session's
+    /// peers, without mapping it (a reader's filter left the record out, but the decisions
+    /// it shows still need the session's facts).
+    pub fn remember(&mut self, rec: &Map<String, Value>) {
         let s = |k: &str| rec.get(k).and_then(Value::as_str);
         let session = s("session").unwrap_or("");
-        if s("event") == Some("initialized") {
-            let name = |k: &str| {
-                rec.get(k)
-                    .and_then(|p| p.get("name"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            };
-            // Bounded: one entry per session seen (a reader's input, a writer's one).
-            if self.peers.len() < 65_536 {
-                self.peers
-                    .insert(session.to_owned(), (name("host"), name("server")));
+        let name = |k: &str| {
+            rec.get(k)
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        // Bounded: one entry per session seen (a reader's input, a writer's one).
+        let room = self.peers.len() < 65_536 || self.peers.contains_key(session);
+        // The client's address: on `session_start`, or on `initialized` for a `serve`
+        // session on a pre-started server (its principal came when a client took it).
+        let address = rec
+            .get("principal")
+            .and_then(|p| p.get("client_address"))
+            .and_then(Value::as_str);
+        match s("event") {
+            Some(event @ ("initialized" | "session_start")) if room => {
+                let p = self.peers.entry(session.to_owned()).or_default();
+                if event == "initialized" {
+                    p.host = name("host");
+                    p.server = name("server");
+                }
+                if let Some(a) = address {
+                    p.client_address = Some(a.to_owned());
+                }
             }
+            _ => {}
         }
-        let (host, server) = self
-            .peers
-            .get(session)
-            .map_or((None, None), |(h, s)| (h.as_deref(), s.as_deref()));
-        map_with(rec, host, server)
     }
 }
 
@@ -69,7 +107,7 @@ pub const OCSF_VERSION: &str = "1.3.0";
 
 /// Maps one record (a parsed line) to an OCSF event, without the peers' claimed names.
 pub fn map(rec: &Map<String, Value>) -> Value {
-    map_with(rec, None, None)
+    map_with(rec, &Peers::default())
 }
 
 /// The product object for rootfence (OCSF `product`: `name` required).
@@ -77,8 +115,9 @@ fn rootfence_product() -> Value {
     json!({"name": "rootfence", "vendor_name": "rootfence", "version": env!("CARGO_PKG_VERSION")})
 }
 
-/// Maps one record, with the host's and server's names as they claimed them.
-fn map_with(rec: &Map<String, Value>, host: Option<&str>, server: Option<&str>) -> Value {
+/// Maps one record, with what the session's earlier records said about its peers.
+fn map_with(rec: &Map<String, Value>, peers: &Peers) -> Value {
+    let (host, server) = (peers.host.as_deref(), peers.server.as_deref());
     let s = |k: &str| rec.get(k).and_then(Value::as_str);
     let event = s("event").unwrap_or("");
     let seq = rec.get("seq").cloned().unwrap_or(Value::Null);
@@ -146,20 +185,37 @@ fn map_with(rec: &Map<String, Value>, host: Option<&str>, server: Option<&str>) 
             };
             let mut actor = Map::new();
             actor.insert("app_name".into(), json!(claimed.unwrap_or(side)));
+            // Only an authenticated principal is a user; a claimed name is not an identity.
+            if from_host && let Some(p) = s("principal").filter(|p| p.starts_with("token:")) {
+                actor.insert(
+                    "user".into(),
+                    json!({"uid": p, "type_id": 1, "type": "User"}),
+                );
+                used.push("principal");
+            }
             actor.insert(
                 "session".into(),
                 json!({"uid": s("session").unwrap_or(""), "issuer": "rootfence"}),
             );
             out.insert("actor".into(), Value::Object(actor));
-            out.insert(
-                "src_endpoint".into(),
-                json!({"name": side, "svc_name": "mcp"}),
-            );
+            let mut src = json!({"name": side, "svc_name": "mcp"});
+            if from_host
+                && let Some((ip, port)) = peers
+                    .client_address
+                    .as_deref()
+                    .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+                    .map(|a| (a.ip(), a.port()))
+            {
+                src["ip"] = json!(ip.to_string());
+                src["port"] = json!(port);
+            }
+            out.insert("src_endpoint".into(), src);
             out.insert(
                 "dst_endpoint".into(),
                 json!({"name": other, "svc_name": "mcp"}),
             );
-            claimed_note = claimed.is_some();
+            claimed_note =
+                claimed.is_some() || s("principal").is_some_and(|p| p.starts_with("claimed:"));
             if let Some(uri) = s("uri") {
                 let mut res = Map::new();
                 res.insert("uid".into(), json!(s("canonical").unwrap_or(uri)));
@@ -242,8 +298,8 @@ fn map_with(rec: &Map<String, Value>, host: Option<&str>, server: Option<&str>) 
         unmapped.insert(
             "actor_claimed".into(),
             json!(
-                "actor.app_name is the name the peer claimed in initialize (clientInfo or \
-                 serverInfo), not authenticated"
+                "actor.app_name (and a claimed: principal) is the name the peer claimed in \
+                 initialize (clientInfo or serverInfo), not authenticated"
             ),
         );
     }

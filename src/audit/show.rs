@@ -83,7 +83,11 @@ pub fn show(
     for_each_record(
         read_now,
         |rec, raw| {
-            if io_err.is_some() || !opts.filter.accepts(rec) {
+            if io_err.is_some() {
+                return;
+            }
+            if !opts.filter.accepts(rec) {
+                p.note(rec, raw);
                 return;
             }
             if let Err(e) = p.print(rec, raw, out) {
@@ -134,7 +138,7 @@ fn follow_file(
                 line_no += 1;
                 match parse_record(line) {
                     Ok(rec) if opts.filter.accepts(&rec) => p.print(&rec, line, out)?,
-                    Ok(_) => {}
+                    Ok(rec) => p.note(&rec, line),
                     Err(why) => writeln!(
                         err,
                         "rootfence: warning: {}",
@@ -244,6 +248,19 @@ impl Printer {
         Ok(())
     }
 
+    /// A record the filters left out: OCSF still needs its session's facts (the claimed
+    /// names of `initialized`, the client address of `session_start`) for the decisions
+    /// that are shown.
+    fn note(&mut self, rec: &Record, raw: &[u8]) {
+        if self.format == Format::Ocsf
+            && matches!(rec.event_name.as_str(), "initialized" | "session_start")
+            && let Ok(obj) =
+                serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(raw)
+        {
+            self.ocsf.remember(&obj);
+        }
+    }
+
     fn print(&mut self, rec: &Record, raw: &[u8], out: &mut dyn Write) -> std::io::Result<()> {
         let json = &mut self.json;
         match self.format {
@@ -289,6 +306,25 @@ impl Printer {
             }
         }
     }
+}
+
+/// A principal in one line: its subject, whether it was authenticated, where from.
+fn principal_text(p: &super::Principal) -> String {
+    let mut s = disp(&p.subject);
+    s.push_str(if p.authenticated {
+        " (authenticated)"
+    } else {
+        " (not authenticated)"
+    });
+    if let Some(a) = &p.client_address {
+        s.push_str(" from ");
+        s.push_str(&disp(a));
+    }
+    if let Some(h) = &p.http_session {
+        s.push_str(" http session ");
+        s.push_str(&disp(h));
+    }
+    s
 }
 
 /// The CSV columns, in order.
@@ -593,6 +629,10 @@ fn format_record(r: &Record, o: &mut String) {
                 Some(sb) => write!(o, "  sandbox: {} {}", disp(&sb.mode), disp(&sb.enforcement)),
                 None => Ok(()),
             })
+            .and_then(|()| match &s.principal {
+                Some(p) => write!(o, "  principal: {}", principal_text(p)),
+                None => Ok(()),
+            })
         }
         Event::Initialized(i) => {
             let peer = |p: &Option<super::PeerInfo>| match p {
@@ -606,6 +646,10 @@ fn format_record(r: &Record, o: &mut String) {
                 peer(&i.host),
                 peer(&i.server)
             )
+            .and_then(|()| match &i.principal {
+                Some(p) => write!(o, "  principal: {}", principal_text(p)),
+                None => Ok(()),
+            })
         }
         Event::RootsUpdate(u) => {
             let dropped: Vec<String> = u
@@ -657,6 +701,12 @@ fn format_record(r: &Record, o: &mut String) {
             }
             if let Some(id) = &d.id {
                 let _ = write!(o, " id={}", disp(id.as_json()));
+            }
+            if let Some(k) = d.request {
+                let _ = write!(o, " request=#{k}");
+            }
+            if let Some(p) = &d.principal {
+                let _ = write!(o, " by={}", disp(p));
             }
             if let Some(f) = &d.field {
                 let _ = write!(o, " {}", disp(f));

@@ -126,9 +126,10 @@ pub struct FilterArgs {
     /// Only records before T (the same forms as --since).
     #[arg(long, value_name = "T", value_parser = audit::parse_time_arg)]
     until: Option<i64>,
-    /// Every record of one request, in order: its JSON-RPC id (5, or '"abc"' for a string
-    /// id), optionally after a session prefix (7f9c0e12:5).
-    #[arg(long, value_name = "[SESSION:]ID")]
+    /// Every record of one request, in order: its request key (#12, the `request` of its
+    /// decisions, unique in its session) or its JSON-RPC id (5, or '"abc"' for a string id),
+    /// optionally after a session prefix (7f9c0e12:#12, 7f9c0e12:5).
+    #[arg(long, value_name = "[SESSION:]#KEY|ID")]
     request: Option<audit::RequestKey>,
     /// Only decisions on calls of a tool (a glob: 'write_*'); records written before
     /// decisions named their tool have none and never match.

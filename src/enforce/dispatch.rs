@@ -39,11 +39,15 @@ impl Inner {
             verbatim_ok,
         } = msg;
         let roots = self.roots_for(session, roots);
+        let facts = self
+            .requests
+            .on_message(from, kind, id.as_ref(), &method, Some(&message));
         let ctx = Ctx {
             from,
             kind,
             method: &method,
-            tool: None,
+            tool: facts.tool.as_deref(),
+            request: facts.key,
             id: id.as_ref(),
             roots: roots.as_deref(),
             roots_arc: roots.as_ref(),
@@ -134,6 +138,7 @@ impl Inner {
             kind: ctx.kind,
             method: ctx.method,
             tool: ctx.tool,
+            request: ctx.request,
             id: ctx.id,
             roots: roots_now.as_deref(),
             roots_arc: roots_now.as_ref(),

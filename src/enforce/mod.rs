@@ -28,6 +28,7 @@ mod paged;
 mod read;
 mod read_text;
 mod recording;
+mod requests;
 mod resources_read;
 mod results;
 pub mod roots;
@@ -178,6 +179,14 @@ struct Inner {
     /// Start the first server generation when the relay starts, under the roots of a host
     /// without roots ([`Enforcer::prestarted`]).
     prestart: std::sync::atomic::AtomicBool,
+    /// Each host request's session-unique key and tool, until its answer (`requests.rs`).
+    requests: requests::Requests,
+    /// The subject every decision record names (`principal`): set when the session opens
+    /// (`rootfence serve`) or from the host's `clientInfo` (stdio, as claimed).
+    principal: OnceLock<String>,
+    /// The whole principal of a pre-started session, given when a client took it
+    /// ([`Enforcer::adopt_principal`]): written on its `initialized` record.
+    adopted: OnceLock<crate::audit::Principal>,
 }
 
 /// The audit log, once open: shared by the enforcer's parts.
@@ -285,6 +294,9 @@ impl Enforcer {
             fingerprints: Mutex::new((None, Arc::new(Fingerprints::default()))),
             telemetry: OnceLock::new(),
             prestart: std::sync::atomic::AtomicBool::new(false),
+            requests: requests::Requests::default(),
+            principal: OnceLock::new(),
+            adopted: OnceLock::new(),
         };
         (
             Enforcer {
@@ -312,6 +324,21 @@ impl Enforcer {
             .prestart
             .store(true, std::sync::atomic::Ordering::Relaxed);
         self
+    }
+
+    /// Names the principal the session acts for on every decision record (its `subject`);
+    /// without it, a stdio session's principal is the host's `clientInfo`, as claimed.
+    pub fn with_principal(self, subject: String) -> Enforcer {
+        let _ = self.inner.principal.set(subject);
+        self
+    }
+
+    /// Names the principal of a session that was started before anyone took it (`rootfence
+    /// serve --session-pool`): decisions name its subject from now on, and the `initialized`
+    /// record gives it whole (its `session_start` was written before it was known).
+    pub fn adopt_principal(&self, who: crate::audit::Principal) {
+        let _ = self.inner.principal.set(who.subject.clone());
+        let _ = self.inner.adopted.set(who);
     }
 
     /// The relay observer for this enforcer's session: its telemetry, when on (set it as
@@ -448,11 +475,23 @@ impl Interceptor for Enforcer {
             return None;
         }
         let roots = inner.roots_for(session, inner.learner.tracker.known());
+        // The handler may decline (`None`) and leave the message to the parsed path: a
+        // request's key is then kept for it (`decline`), an answer's entry is ended only
+        // once the text path handled it.
+        let request = msg.from == Side::Host && msg.kind == Kind::Request;
+        let facts = if request {
+            inner
+                .requests
+                .on_message(msg.from, msg.kind, msg.id, msg.method, None)
+        } else {
+            inner.requests.preview(msg.from, msg.kind, msg.id)
+        };
         let ctx = Ctx {
             from: msg.from,
             kind: msg.kind,
             method: msg.method,
-            tool: None,
+            tool: facts.tool.as_deref(),
+            request: facts.key,
             id: msg.id,
             roots: roots.as_deref(),
             roots_arc: roots.as_ref(),
@@ -464,8 +503,25 @@ impl Interceptor for Enforcer {
             (Side::Server, m::RESOURCES_LIST) => inner.list_page_text(&ctx, msg.text),
             (Side::Server, _) => inner.read_result_text(&ctx, msg.text),
             _ => inner.read_request_text(&ctx, msg.text),
-        }?;
+        };
+        let Some(action) = action else {
+            if request {
+                inner.requests.decline(msg.id);
+            }
+            return None;
+        };
+        if !request {
+            inner
+                .requests
+                .on_message(msg.from, msg.kind, msg.id, msg.method, None);
+        }
         Some(inner.hold_for_denials(action))
+    }
+
+    fn passing(&self, from: Side, kind: Kind, id: Option<&Id>, method: &str) {
+        // A request the enforcer does not judge (`resources/list`, `tools/list`) still gets
+        // its key, for the decisions on its result; an answer not judged ends its entry.
+        self.inner.requests.on_message(from, kind, id, method, None);
     }
 
     fn unlaunched_host_message(&self, session: &Arc<Session>, method: &str) {
@@ -603,8 +659,11 @@ struct Ctx<'a> {
     from: Side,
     kind: Kind,
     method: &'a str,
-    /// The tool of a `tools/call` request, for its decisions' audit records.
+    /// The tool of a `tools/call` request or result, for its decisions' audit records.
     tool: Option<&'a str>,
+    /// The session-unique key of the host request this message is or answers
+    /// (`requests.rs`), for its decisions' audit records.
+    request: Option<u64>,
     id: Option<&'a Id>,
     roots: Option<&'a RootSet>,
     /// The same roots as shared: a verdict kept across the server's answer remembers which

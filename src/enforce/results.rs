@@ -86,13 +86,26 @@ impl Inner {
                 version: info["version"].as_str().unwrap_or_default().to_owned(),
             })
         };
+        let host = peer(client_info);
+        // stdio: the host says who it is here; the claim becomes the session's principal
+        // (a served session's was set, authenticated, when it opened).
+        let principal = match &host {
+            Some(h) if self.principal.get().is_none() => {
+                let p = audit::Principal::claimed(h.clone());
+                let _ = self.principal.set(p.subject.clone());
+                Some(p)
+            }
+            // A pre-started `serve` session: its principal came when a client took it.
+            _ => self.adopted.get().cloned(),
+        };
         self.record(Event::Initialized(audit::Initialized {
             protocol_version: result["protocolVersion"]
                 .as_str()
                 .unwrap_or_default()
                 .to_owned(),
-            host: peer(client_info),
+            host: host.clone(),
             server: peer(result.get("serverInfo")),
+            principal,
         }));
     }
 

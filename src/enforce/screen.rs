@@ -144,6 +144,8 @@ impl Inner {
             direction: Direction::ServerToHost,
             method: method.to_owned(),
             id: id.and_then(|i| RpcId::from_json(i.raw())),
+            request: self.requests.peek(id),
+            principal: self.principal.get().cloned(),
             tool: None,
             field: Some("message".into()),
             uri: AuditUri::new(&uri),

@@ -88,6 +88,7 @@ impl World {
             kind,
             method,
             tool: None,
+            request: None,
             id: Some(id),
             roots: Some(self.enforcer.inner.operator.set()),
             roots_arc: None,

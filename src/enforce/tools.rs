@@ -55,6 +55,7 @@ impl Inner {
             kind: ctx.kind,
             method: ctx.method,
             tool: Some(&name),
+            request: ctx.request,
             id: ctx.id,
             roots: ctx.roots,
             roots_arc: ctx.roots_arc,

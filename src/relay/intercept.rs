@@ -166,6 +166,14 @@ pub trait Interceptor: Send + Sync + 'static {
         None
     }
 
+    /// A host request, or a server's answer to one, that [`Interceptor::wants`] did not ask
+    /// for is passing through: an interceptor that follows requests from start to answer
+    /// (the audit's request keys) still sees each one begin and end. Called on the relay's
+    /// thread for every such message: keep it cheap.
+    fn passing(&self, from: Side, kind: Kind, id: Option<&Id>, method: &str) {
+        let _ = (from, kind, id, method);
+    }
+
     /// Called for each message from the host while no server generation was asked for yet
     /// ([`Session::launch`]), before it is routed: an interceptor that starts the server
     /// itself ([`crate::relay::RelayConfig::deferred`]) decides here when to.

@@ -44,6 +44,13 @@ pub trait Observer: Send + Sync + std::fmt::Debug + 'static {
     /// parent the server sees).
     fn request(&self, id: &Id, method: &str, text: &str) -> Option<String>;
 
+    /// A host request was forwarded to the server: from here to its answer, rootfence is
+    /// the server's MCP client (`mcp.client.operation.duration`). Not called for a request
+    /// rootfence answers itself.
+    fn forwarded(&self, id: &Id) {
+        let _ = id;
+    }
+
     /// A host request got its one answer (or was cancelled, or lost its server).
     fn answered(&self, id: &Id, answer: Answer);
 

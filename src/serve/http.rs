@@ -519,7 +519,11 @@ async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Response {
                 "initialize starts a new session; send it without Mcp-Session-Id",
             );
         }
-        return initialize(app, principal, incoming).await;
+        let client = parts
+            .extensions
+            .get::<super::session::ClientAddr>()
+            .copied();
+        return initialize(app, principal, client, incoming).await;
     }
     let session = match find_session(app, headers, &principal) {
         Ok(s) => s,
@@ -529,7 +533,12 @@ async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Response {
 }
 
 /// Opens a session for an `initialize` and answers it.
-async fn initialize(app: &Arc<App>, principal: Option<String>, incoming: Incoming) -> Response {
+async fn initialize(
+    app: &Arc<App>,
+    principal: Option<String>,
+    client: Option<super::session::ClientAddr>,
+    incoming: Incoming,
+) -> Response {
     if app.draining.load(Ordering::Relaxed) {
         return refuse(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -538,8 +547,10 @@ async fn initialize(app: &Arc<App>, principal: Option<String>, incoming: Incomin
     }
     let opened = app.table.open(&principal, |id| {
         app.pool
-            .take(&incoming.line, &id, &principal)
-            .unwrap_or_else(|| HttpSession::start(&app.setup, id, principal.clone(), app.stall))
+            .take(&incoming.line, &id, &principal, client)
+            .unwrap_or_else(|| {
+                HttpSession::start(&app.setup, id, principal.clone(), client, app.stall)
+            })
     });
     let session = match opened {
         Ok(s) => s,

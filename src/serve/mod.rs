@@ -234,8 +234,10 @@ pub async fn serve(
             let conns = Arc::clone(&conns);
             let conn = Arc::clone(&guard.conn);
             let service = service.clone();
-            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+            hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
                 let in_flight = conns.begin(&conn);
+                // Who opened a session is audited with the address it came from (issue 29).
+                req.extensions_mut().insert(session::ClientAddr(peer));
                 let call = service.call(req);
                 async move {
                     let resp = call.await?;

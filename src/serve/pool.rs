@@ -130,13 +130,14 @@ impl SessionPool {
     }
 
     /// A pre-started session for the client whose `initialize` is `message`, made the
-    /// session `id` of `principal`; `None` when the pool does not apply to this client or
+    /// session `id` of `principal`, opened from `client`; `None` when the pool does not apply to this client or
     /// is empty (the caller starts a session of its own).
     pub fn take(
         &self,
         message: &[u8],
         id: &str,
         principal: &Option<String>,
+        client: Option<super::session::ClientAddr>,
     ) -> Option<Arc<HttpSession>> {
         if self.size == 0 || self.closed.load(Ordering::Relaxed) {
             return None;
@@ -162,7 +163,12 @@ impl SessionPool {
         let p = found?;
         self.taken.fetch_add(1, Ordering::Relaxed);
         tracing::info!(session = %id, pooled = %p.label, "session opened on a pre-started server");
-        Some(HttpSession::adopt(p, id.to_owned(), principal.clone()))
+        Some(HttpSession::adopt(
+            p,
+            id.to_owned(),
+            principal.clone(),
+            client,
+        ))
     }
 
     fn discard(&self, p: Prestarted) {

@@ -17,9 +17,15 @@ use tokio::sync::watch;
 
 use super::pipe::{self, Closed, HostInput};
 use super::router::Router;
+use crate::audit;
 use crate::jsonrpc::LineReader;
 use crate::relay;
 use crate::setup::Setup;
+
+/// The address of the connection a request came on (a request extension set when the
+/// connection is accepted): audited as the principal's `client_address`.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub std::net::SocketAddr);
 
 /// A live HTTP session.
 #[derive(Debug)]
@@ -46,9 +52,15 @@ impl HttpSession {
         setup: &Setup,
         id: String,
         principal: Option<String>,
+        client: Option<ClientAddr>,
         stall: Duration,
     ) -> Arc<Self> {
-        Self::start_with(setup, id, principal, stall, false)
+        let who = audit::Principal::served(
+            principal.as_deref(),
+            client.map(|c| c.0.to_string()),
+            Some(id.clone()),
+        );
+        Self::start_with(setup, id, principal, who, stall, false)
     }
 
     /// A relay for the 2026-07-28 pool: shared by every request of one principal under one
@@ -59,18 +71,21 @@ impl HttpSession {
         principal: Option<String>,
         stall: Duration,
     ) -> Arc<Self> {
-        Self::start_with(setup, id, principal, stall, true)
+        // A pooled relay serves every request of one principal, from any connection.
+        let who = audit::Principal::served(principal.as_deref(), None, None);
+        Self::start_with(setup, id, principal, who, stall, true)
     }
 
     fn start_with(
         setup: &Setup,
         id: String,
         principal: Option<String>,
+        who: audit::Principal,
         stall: Duration,
         pooled: bool,
     ) -> Arc<Self> {
         let label = Arc::new(OnceLock::from(id.clone()));
-        let relay = Relay::start(setup, stall, pooled, false, label);
+        let relay = Relay::start(setup, stall, pooled, Some(who), label);
         Self::with_relay(relay, id, principal)
     }
 
@@ -78,16 +93,29 @@ impl HttpSession {
     /// its server starts at once under the operator roots. `label` names it in the log
     /// until a client takes it ([`HttpSession::adopt`]).
     pub fn prestart(setup: &Setup, label: String, stall: Duration) -> Prestarted {
-        let relay = Relay::start(setup, stall, false, true, Arc::new(OnceLock::new()));
+        let relay = Relay::start(setup, stall, false, None, Arc::new(OnceLock::new()));
         Prestarted { relay, label }
     }
 
-    /// Makes a pre-started relay the session `id` of `principal`.
-    pub fn adopt(p: Prestarted, id: String, principal: Option<String>) -> Arc<Self> {
+    /// Makes a pre-started relay the session `id` of `principal`, opened from `client`:
+    /// its decisions name the principal from now on (before the client's first message
+    /// reaches it), and its `initialized` record gives the whole principal, since its
+    /// `session_start` was written before anyone took it.
+    pub fn adopt(
+        p: Prestarted,
+        id: String,
+        principal: Option<String>,
+        client: Option<ClientAddr>,
+    ) -> Arc<Self> {
         let _ = p
             .relay
             .label
             .set(format!("{id} (pre-started as {})", p.label));
+        p.relay.enforcer.adopt_principal(audit::Principal::served(
+            principal.as_deref(),
+            client.map(|c| c.0.to_string()),
+            Some(id.clone()),
+        ));
         Self::with_relay(p.relay, id, principal)
     }
 
@@ -158,6 +186,8 @@ struct Relay {
     done: watch::Receiver<bool>,
     /// The session's name in the log (set when a client takes a pre-started relay).
     label: Arc<OnceLock<String>>,
+    /// The session's enforcer, to name the principal of a pre-started relay when taken.
+    enforcer: Arc<crate::enforce::Enforcer>,
 }
 
 impl Relay {
@@ -165,9 +195,11 @@ impl Relay {
         setup: &Setup,
         stall: Duration,
         pooled: bool,
-        prestart: bool,
+        who: Option<audit::Principal>,
         label: Arc<OnceLock<String>>,
     ) -> Relay {
+        // Without a principal, the relay is pre-started for the pool: its server starts at
+        // once, and the principal comes when a client takes it (`HttpSession::adopt`).
         let (input, reader) = pipe::host_input();
         let (relay_out, router_in) = tokio::io::duplex(pipe::OUTPUT_PIPE);
         let router = if pooled {
@@ -175,12 +207,16 @@ impl Relay {
         } else {
             Router::new(stall, Some(&input))
         };
-        let (enforcer, audit, launcher) = setup.session(setup.roots.clone(), |_| {});
-        let enforcer = if prestart {
-            enforcer.prestarted()
-        } else {
-            enforcer
+        let subject = who.as_ref().map(|w| w.subject.clone());
+        let (enforcer, audit, launcher) = setup.session(setup.roots.clone(), move |start| {
+            start.principal = who;
+        });
+        let enforcer = match subject {
+            Some(subject) => enforcer.with_principal(subject),
+            None => enforcer.prestarted(),
         };
+        let enforcer = Arc::new(enforcer);
+        let handle = Arc::clone(&enforcer);
         let mut config = setup.relay_config();
         config.observer = enforcer.observer();
         // The process's signals mean "drain", handled once for every session.
@@ -189,7 +225,7 @@ impl Relay {
         let audit_for_log = Arc::clone(&audit);
         let name = Arc::clone(&label);
         tokio::spawn(async move {
-            let outcome = relay::run_with(config, Arc::new(enforcer), reader, relay_out).await;
+            let outcome = relay::run_with(config, enforcer, reader, relay_out).await;
             // Every server of the session has stopped: the placeholders can go.
             launcher.remove_placeholders();
             let label = name
@@ -222,6 +258,7 @@ impl Relay {
             router,
             done,
             label,
+            enforcer: handle,
         }
     }
 }

@@ -269,6 +269,13 @@ impl Observer for Telemetry {
         rewrite
     }
 
+    fn forwarded(&self, id: &Id) {
+        self.send(worker::Msg::Forwarded {
+            key: (self.session.n, id.key().clone()),
+            at: Instant::now(),
+        });
+    }
+
     fn answered(&self, id: &Id, answer: Answer) {
         self.send(worker::Msg::Answered {
             key: (self.session.n, id.key().clone()),

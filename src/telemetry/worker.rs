@@ -52,6 +52,11 @@ pub(crate) struct SessionSlot {
 pub(super) enum Msg {
     Start(Box<Start>),
     Decision(Box<Decision>),
+    /// A host request went to the server (the start of `mcp.client.operation.duration`).
+    Forwarded {
+        key: Key,
+        at: Instant,
+    },
     Answered {
         key: Key,
         at: Instant,
@@ -240,6 +245,7 @@ pub(super) struct Sdk {
 
 struct Instruments {
     duration: Histogram<f64>,
+    client_duration: Histogram<f64>,
     session_duration: Histogram<f64>,
     requests: Counter<u64>,
     decisions: Counter<u64>,
@@ -382,6 +388,15 @@ impl Instruments {
                 )
                 .with_boundaries(buckets.clone())
                 .build(),
+            client_duration: meter
+                .f64_histogram("mcp.client.operation.duration")
+                .with_unit("s")
+                .with_description(
+                    "Time from rootfence forwarding a host request to the server until the \
+                     server's answer arrived (rootfence as the server's MCP client)",
+                )
+                .with_boundaries(buckets.clone())
+                .build(),
             session_duration: meter
                 .f64_histogram("mcp.server.session.duration")
                 .with_unit("s")
@@ -429,6 +444,8 @@ struct Open {
     denied: u64,
     /// The first denial (reason, rule, URI), else the last allow.
     verdict: Option<Verdict>,
+    /// When rootfence forwarded it to the server, if it did.
+    forwarded: Option<Instant>,
 }
 
 /// The decision a span reports: the first denial, else the last allow.
@@ -479,6 +496,7 @@ impl Worker {
                     decisions: 0,
                     denied: 0,
                     verdict: None,
+                    forwarded: None,
                 };
                 // An id reused while its first request still had no answer noted (the
                 // answer's note was dropped): the old one ends here.
@@ -502,6 +520,11 @@ impl Worker {
                             uri: d.uri,
                         });
                     }
+                }
+            }
+            Msg::Forwarded { key, at } => {
+                if let Some(o) = open.get_mut(&key) {
+                    o.forwarded = Some(at);
                 }
             }
             Msg::Answered { key, at, answer } => {
@@ -603,6 +626,14 @@ impl Worker {
 
         if let Some((_, i)) = &self.sdk.meter {
             i.duration.record(elapsed.as_secs_f64(), &common);
+            // Only where rootfence was the server's client: the request went to the server
+            // and the server answered it (not a local answer, a cancel, a lost server).
+            if let (Some(sent), Some(Answer::Server { .. })) = (o.forwarded, answer) {
+                let mut attrs = common.clone();
+                attrs.push(KeyValue::new("network.transport", "pipe"));
+                i.client_duration
+                    .record(at.saturating_duration_since(sent).as_secs_f64(), &attrs);
+            }
             let mut attrs = common.clone();
             attrs.push(KeyValue::new("rootfence.answered_by", answered_by));
             if let Some(Verdict { allow, .. }) = &o.verdict {

@@ -51,7 +51,20 @@ pub struct Decision {
     /// The JSON-RPC id, if the message had one.
     #[serde(default)]
     pub id: Option<RpcId>,
-    /// The tool called, on a `tools/call` decision (`params.name`, as the host sent it).
+    /// The session-unique key of the host request this decision belongs to (the request or
+    /// its result): 1 for the session's first host request, then one more per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<u64>,
+    /// Who the session acts for: the principal's `subject` (`token:<hex>`, `anonymous`,
+    /// `claimed:<clientInfo.name>`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_opt_text"
+    )]
+    pub principal: Option<String>,
+    /// The tool called, on a decision about a `tools/call` request or its result
+    /// (`params.name`, as the host sent it).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -96,6 +109,15 @@ pub struct DecisionRef<'a> {
     pub method: &'a str,
     /// The JSON-RPC id, if the message had one.
     pub id: Option<&'a RpcId>,
+    /// The session-unique key of the host request the decision belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<u64>,
+    /// The principal's subject.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_opt_text_ref"
+    )]
+    pub principal: Option<&'a str>,
     /// The tool called, on a `tools/call` decision.
     #[serde(
         skip_serializing_if = "Option::is_none",
@@ -143,6 +165,14 @@ impl DecisionRef<'_> {
         // An id's text is JSON already (a number or a string: `RpcId::from_json`), which
         // serde writes through as it is.
         out.extend_from_slice(self.id.map_or("null", |id| id.0.as_str()).as_bytes());
+        if let Some(request) = self.request {
+            out.extend_from_slice(b",\"request\":");
+            out.extend_from_slice(request.to_string().as_bytes());
+        }
+        if let Some(principal) = self.principal {
+            out.extend_from_slice(b",\"principal\":");
+            json_str(out, &cut(principal, MAX_TEXT_BYTES));
+        }
         if let Some(tool) = self.tool {
             out.extend_from_slice(b",\"tool\":");
             json_str(out, &cut(tool, MAX_TEXT_BYTES));

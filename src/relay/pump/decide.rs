@@ -47,6 +47,7 @@ impl<I: Interceptor> Router<'_, I> {
             .icpt
             .wants(routed.origin.side, routed.kind, &routed.method);
         if !wants && internal == Internal::None {
+            self.passing(&routed);
             return finish(routed, Action::Forward, self.session);
         }
         // serde_json's private marker keys make the text mean something else to serde_json
@@ -81,6 +82,7 @@ impl<I: Interceptor> Router<'_, I> {
             Internal::None => {}
         }
         if !wants {
+            self.passing(&routed);
             return finish(routed, Action::Forward, self.session);
         }
         let action = self.icpt.intercept(
@@ -95,6 +97,18 @@ impl<I: Interceptor> Router<'_, I> {
             },
         );
         finish(routed, action, self.session)
+    }
+
+    /// Tells the interceptor about a host request or a server answer it did not want.
+    fn passing(&self, routed: &Routed) {
+        let (side, kind) = (routed.origin.side, routed.kind);
+        if matches!(
+            (side, kind),
+            (Side::Host, Kind::Request) | (Side::Server, Kind::Response | Kind::ErrorResponse)
+        ) {
+            self.icpt
+                .passing(side, kind, routed.id.as_ref(), &routed.method);
+        }
     }
 
     /// [`Self::decide`] for a message rewritten before the interceptor's decision (`message`
@@ -112,6 +126,7 @@ impl<I: Interceptor> Router<'_, I> {
             .icpt
             .wants(routed.origin.side, routed.kind, &routed.method)
         {
+            self.passing(&routed);
             return finish(routed, Action::Replace(message), self.session);
         }
         let built = message.clone();
@@ -173,6 +188,9 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
                             Some(generation) => {
                                 if let Dest::Server { generation: g, .. } = &mut routed.to {
                                     *g = generation;
+                                }
+                                if let Some(o) = session.observer() {
+                                    o.forwarded(id);
                                 }
                             }
                             None => {
