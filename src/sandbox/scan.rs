@@ -24,7 +24,9 @@
 //! need it, and the default policy's `**/.git/**` is about serving its files on the
 //! wire). Its direct entries are matched against the read-only globs (`hooks`,
 //! `config`) and, for the tripwire only, against the deny globs (`git_denied`). Nothing
-//! deeper in `.git` is scanned.
+//! deeper in `.git` is scanned, but for the git directories of submodules and linked
+//! worktrees beneath `.git/modules/` and `.git/worktrees/` (a directory there holding a
+//! `HEAD`), whose direct entries are checked the same way.
 //!
 //! # Bounds
 //!
@@ -69,6 +71,9 @@ pub(crate) const GIT_DIR: &str = ".git";
 pub const DEFAULT_READ_ONLY_PATHS: &[&str] = &[
     "**/.git/hooks/**",
     "**/.git/config",
+    "**/.git/modules/**/hooks/**",
+    "**/.git/modules/**/config",
+    "**/config.worktree",
     "**/.vscode/**",
     "**/.mcp.json",
     "**/.cursor/**",
@@ -235,6 +240,9 @@ struct Pending {
     bulky: bool,
     /// Inside a read-only directory (read-only matches beneath it add nothing).
     read_only: bool,
+    /// Below `.git/modules/` or `.git/worktrees/`: a directory holding a `HEAD` there is a
+    /// git directory of its own (a submodule's, a linked worktree's), scanned as `.git` is.
+    in_git: bool,
 }
 
 /// The budget shared by the scans of one launch (several roots).
@@ -296,6 +304,7 @@ pub fn scan(
         depth: 0,
         bulky: false,
         read_only: false,
+        in_git: false,
     });
     let mut stop: Option<String> = None;
     // Depth-first over directories (a stack), each listed completely first.
@@ -323,7 +332,8 @@ pub fn scan(
                 continue;
             }
         };
-        let is_git = dir.rel.file_name() == Some(OsStr::new(GIT_DIR));
+        let is_git = dir.rel.file_name() == Some(OsStr::new(GIT_DIR))
+            || (dir.in_git && handle.symlink_metadata("HEAD").is_ok_and(|m| m.is_file()));
         let listing = match handle.entries() {
             Ok(l) => l,
             Err(e) => {
@@ -351,10 +361,30 @@ pub fn scan(
             } else {
                 rules.read_only.first(&candidate, &mut buf)
             };
-            if is_git {
-                // Only `.git`'s direct entries, never deeper (see the module doc).
+            if is_git || dir.in_git {
+                // Only `.git`'s direct entries, never deeper (see the module doc), except
+                // the git directories of submodules and linked worktrees under `modules/`
+                // and `worktrees/`, whose `hooks/` and `config` run code as `.git`'s do.
                 if let Some(rule) = ro {
                     record(&mut out.read_only, budget, &rel, is_dir, rule);
+                }
+                let nested = if is_git {
+                    name == "modules" || name == "worktrees"
+                } else {
+                    true
+                };
+                if ft.is_dir() && nested && ro.is_none() {
+                    subdirs.push(Pending {
+                        rel,
+                        depth: dir.depth + 1,
+                        bulky: false,
+                        read_only: dir.read_only,
+                        in_git: true,
+                    });
+                    continue;
+                }
+                if !is_git {
+                    continue;
                 }
                 if !is_dir && ft.is_file() {
                     if let Some(rule) = rules.deny.first(&candidate, &mut buf) {
@@ -399,6 +429,7 @@ pub fn scan(
                     depth: dir.depth + 1,
                     bulky: is_bulky,
                     read_only: dir.read_only || ro.is_some(),
+                    in_git: false,
                 });
             }
         }
