@@ -257,10 +257,8 @@ impl Stateless {
                 }
             }
         }
-        let needs_roots = matches!(
-            method.as_str(),
-            m::TOOLS_CALL | m::PROMPTS_GET | m::RESOURCES_READ
-        );
+        // The same list the stdio enforcer asks a 2026-07-28 host for its roots first on.
+        let needs_roots = crate::mcp::uris::ASKS_FOR_ROOTS_FIRST.contains(&method.as_str());
         if has_roots_cap && roots.is_none() && needs_roots {
             let inner = message
                 .params
