@@ -2363,43 +2363,6 @@ fn slow_session() -> Vec<String> {
         .to_vec()
 }
 
-/// A Python 3.12 interpreter's real path, found as `scripts/install-test-peers.sh`'s
-/// `python312` finds it: `python3.12` on `PATH` when it runs (a pyenv shim may not), else
-/// the newest 3.12 among pyenv's versions (beside the pyenv python3 on `PATH`).
-fn py312() -> Option<PathBuf> {
-    let real = |cmd: &Path| -> Option<PathBuf> {
-        let out = Command::new(cmd)
-            .args([
-                "-c",
-                "import os, sys; print(os.path.realpath(sys.executable))",
-            ])
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-    };
-    if let Some(p) = real(Path::new("python3.12")) {
-        return Some(p);
-    }
-    let versions = pyenv_python()?.parent()?.parent()?.parent()?.to_owned();
-    let mut found: Vec<(Vec<u32>, PathBuf)> = std::fs::read_dir(&versions)
-        .ok()?
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let key: Vec<u32> = name
-                .split('.')
-                .map(|n| n.parse().ok())
-                .collect::<Option<_>>()?;
-            let exe = e.path().join("bin/python3.12");
-            (key.starts_with(&[3, 12]) && exe.exists()).then_some((key, exe))
-        })
-        .collect();
-    found.sort();
-    found.pop().map(|(_, exe)| exe)
-}
-
 /// Removes everything beneath `dir`, keeping `dir` (a learned grant names it).
 fn empty_dir(dir: &Path) {
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -2414,7 +2377,7 @@ fn empty_dir(dir: &Path) {
 
 #[test]
 fn basic_memory_uvx_pyenv_python_claude_desktop() {
-    let Some(python) = py312() else {
+    let Some(python) = common::python312() else {
         eprintln!(
             "SKIPPED basic_memory_uvx_pyenv_python_claude_desktop: no Python 3.12 (python3.12 on \
              PATH or in pyenv): basic-memory 0.24.1 requires it"

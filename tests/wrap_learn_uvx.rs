@@ -15,7 +15,7 @@ mod common;
 mod interop_peers;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use interop_peers::{peers_dir, python};
@@ -36,48 +36,6 @@ fn uv_exclude_newer() -> String {
         .expect("servers.txt names its exclude-newer date")
         .trim()
         .to_owned()
-}
-
-fn real_exe(cmd: &Path) -> Option<PathBuf> {
-    let out = Command::new(cmd)
-        .args([
-            "-c",
-            "import os, sys; print(os.path.realpath(sys.executable))",
-        ])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-}
-
-/// A Python 3.12 (basic-memory 0.24.1 requires it), found as the install script's
-/// `python312` finds it: `python3.12` on `PATH` when it runs, else pyenv's newest 3.12.
-fn py312() -> Option<PathBuf> {
-    if let Some(p) = real_exe(Path::new("python3.12")) {
-        return Some(p);
-    }
-    // `<pyenv root>/versions/3.11.x/bin/python3.11` -> `<pyenv root>/versions`.
-    let versions = real_exe(Path::new("python3"))?
-        .parent()?
-        .parent()?
-        .parent()?
-        .to_owned();
-    let mut found: Vec<(Vec<u32>, PathBuf)> = std::fs::read_dir(&versions)
-        .ok()?
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let key: Vec<u32> = name
-                .split('.')
-                .map(|n| n.parse().ok())
-                .collect::<Option<_>>()?;
-            let exe = e.path().join("bin/python3.12");
-            (key.starts_with(&[3, 12]) && exe.exists()).then_some((key, exe))
-        })
-        .collect();
-    found.sort();
-    found.pop().map(|(_, exe)| exe)
 }
 
 fn git(repo: &Path, home: &Path, args: &[&str]) {
@@ -154,7 +112,7 @@ fn wrap_learn_yes_makes_the_five_uvx_servers_start_on_the_first_start() {
         return;
     }
     interop_peers::require_peers();
-    let Some(py312) = py312() else {
+    let Some(py312) = common::python312() else {
         eprintln!(
             "SKIPPED: no Python 3.12 (python3.12 on PATH or in pyenv): basic-memory 0.24.1 \
              requires it"

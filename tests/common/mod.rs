@@ -305,3 +305,46 @@ pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The real path of the interpreter `cmd` runs (following shims and links).
+pub fn real_python(cmd: &std::path::Path) -> Option<PathBuf> {
+    let out = Command::new(cmd)
+        .args([
+            "-c",
+            "import os, sys; print(os.path.realpath(sys.executable))",
+        ])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// A Python 3.12 (basic-memory 0.24.1 requires it), found as the install script's
+/// `python312` finds it: `python3.12` on `PATH` when it runs, else pyenv's newest 3.12.
+pub fn python312() -> Option<PathBuf> {
+    if let Some(p) = real_python(std::path::Path::new("python3.12")) {
+        return Some(p);
+    }
+    // `<pyenv root>/versions/3.11.x/bin/python3.11` -> `<pyenv root>/versions`.
+    let versions = real_python(std::path::Path::new("python3"))?
+        .parent()?
+        .parent()?
+        .parent()?
+        .to_owned();
+    let mut found: Vec<(Vec<u32>, PathBuf)> = std::fs::read_dir(&versions)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let key: Vec<u32> = name
+                .split('.')
+                .map(|n| n.parse().ok())
+                .collect::<Option<_>>()?;
+            let exe = e.path().join("bin/python3.12");
+            (key.starts_with(&[3, 12]) && exe.exists()).then_some((key, exe))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, exe)| exe)
+}
