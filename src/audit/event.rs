@@ -289,8 +289,9 @@ pub struct Initialized {
     pub host: Option<PeerInfo>,
     /// The server's `serverInfo`, as it claimed.
     pub server: Option<PeerInfo>,
-    /// stdio: the principal the host's `clientInfo` claims (not authenticated); absent when
-    /// the session's `session_start` named an authenticated principal.
+    /// stdio: the principal the host's `clientInfo` claims (not authenticated); `serve` on a
+    /// pre-started server: the principal of the client that took it. Absent when the
+    /// session's `session_start` named the principal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub principal: Option<super::Principal>,
 }
