@@ -134,3 +134,68 @@ fn the_import_parser_sees_grouped_and_inline_paths() {
     let doc_only = "//! see crate::policy\n/// and [`crate::audit`]\n";
     assert!(imports(doc_only, &modules).is_empty());
 }
+
+/// The file a module path (`relay::pump::route`, `enforce::Enforcer`) names, and the part of
+/// the path left over (an item in that file), if any prefix of it is a file under `src/`.
+fn module_file(path: &str) -> Option<(std::path::PathBuf, Vec<&str>)> {
+    let parts: Vec<&str> = path.split("::").collect();
+    for n in (1..=parts.len()).rev() {
+        let dir = Path::new("src").join(parts[..n].join("/"));
+        for file in [dir.with_extension("rs"), dir.join("mod.rs")] {
+            if file.is_file() {
+                return Some((file, parts[n..].to_vec()));
+            }
+        }
+    }
+    None
+}
+
+/// docs/architecture.md names files (`src/mcp/uris.rs`) and module paths
+/// (`relay::pump::route`, `enforce::decide` (`Checker::uri`)); each must still exist, so the
+/// map cannot silently drift from the code it describes.
+#[test]
+fn the_architecture_doc_names_what_exists() {
+    let doc = std::fs::read_to_string("docs/architecture.md").unwrap();
+    let modules: BTreeSet<String> = std::fs::read_dir("src")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for (i, span) in doc.split('`').enumerate() {
+        if i % 2 == 0 {
+            continue;
+        }
+        if let Some(file) = span.strip_prefix("src/") {
+            checked += 1;
+            let file = file.trim_end_matches('/');
+            if !Path::new("src").join(file).exists() {
+                missing.push(span.to_owned());
+            }
+            continue;
+        }
+        let first = span.split("::").next().unwrap();
+        if !span.contains("::") || !modules.contains(first) {
+            continue;
+        }
+        checked += 1;
+        match module_file(span) {
+            Some((file, rest)) => {
+                let text = std::fs::read_to_string(&file).unwrap();
+                if rest.iter().any(|item| !text.contains(item)) {
+                    missing.push(format!("{span} (not in {})", file.display()));
+                }
+            }
+            None => missing.push(span.to_owned()),
+        }
+    }
+    assert!(
+        checked > 20,
+        "only {checked} names checked: is the doc still there?"
+    );
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md names what no longer exists: {missing:?}"
+    );
+}
