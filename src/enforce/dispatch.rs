@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::evidence::{Evidence, Outcome};
 use super::{Ctx, Inner};
 use crate::jsonrpc::Kind;
 use crate::mcp::methods as m;
@@ -29,7 +30,7 @@ impl Inner {
         session: &Arc<Session>,
         msg: Intercepted,
         roots: Option<Arc<RootSet>>,
-    ) -> Action {
+    ) -> Outcome {
         let Intercepted {
             from,
             kind,
@@ -39,6 +40,7 @@ impl Inner {
             verbatim_ok,
         } = msg;
         let roots = self.roots_for(session, roots);
+        let evidence = Evidence::default();
         let facts = self
             .requests
             .on_message(from, kind, id.as_ref(), &method, Some(&message));
@@ -55,8 +57,9 @@ impl Inner {
             // checked value is always what gets forwarded.
             changed: std::cell::Cell::new(!verbatim_ok),
             revision: session.revision(),
+            evidence: &evidence,
         };
-        match (from, kind, &*method) {
+        let action = match (from, kind, &*method) {
             (Side::Host, Kind::Request, _) => self.host_request(session, &ctx, message),
             (Side::Host, Kind::Notification, m::INITIALIZED | m::ROOTS_LIST_CHANGED) => {
                 self.learner.host_notified(session, &method);
@@ -91,6 +94,10 @@ impl Inner {
                 self.server_result(&ctx, message)
             }
             _ => Action::Forward,
+        };
+        Outcome {
+            action,
+            evidence: evidence.receipt(),
         }
     }
 
@@ -144,6 +151,7 @@ impl Inner {
             roots_arc: roots_now.as_ref(),
             changed: std::cell::Cell::new(ctx.changed.get()),
             revision: ctx.revision.clone(),
+            evidence: ctx.evidence,
         };
         // 2026-07-28 host that has roots we do not know yet: ask it, MRTR style.
         if mrtr

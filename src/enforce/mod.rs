@@ -20,6 +20,7 @@
 mod completion;
 mod decide;
 mod dispatch;
+mod evidence;
 mod fields;
 pub mod follow;
 mod learn;
@@ -153,6 +154,9 @@ struct Inner {
     audit: Recorder,
     start: Mutex<Option<StartHook>>,
     fatal: watch::Sender<Option<String>>,
+    /// The actions waiting for their decisions' records, this session's own
+    /// (`evidence.rs`).
+    backlog: evidence::Backlog,
     /// The verdicts of forwarded `resources/read` requests, kept for their results
     /// (`resources_read.rs`).
     read_verdicts: resources_read::ReadVerdicts,
@@ -284,6 +288,7 @@ impl Enforcer {
             audit,
             start: Mutex::new(None),
             fatal,
+            backlog: evidence::Backlog::default(),
             read_verdicts: resources_read::ReadVerdicts::default(),
             subscriptions: subscriptions::Subscriptions::default(),
             dropped_at_start: Mutex::new(dropped.clone()),
@@ -450,16 +455,16 @@ impl Interceptor for Enforcer {
                 return Action::Defer(Box::pin(async move {
                     let limit = inner.live().policy.roots().list_timeout;
                     let roots = inner.learner.tracker.wait(limit).await;
-                    recording::start_handling();
-                    let action = inner.handle(&session, msg, roots);
-                    recording::resolve(inner.hold_for_denials(action)).await
+                    let from = msg.from;
+                    let outcome = inner.handle(&session, msg, roots);
+                    evidence::resolve(inner.backlog.hold(inner.audit.get(), from, outcome)).await
                 }));
             }
         }
         let roots = inner.learner.tracker.known();
-        recording::start_handling();
-        let action = inner.handle(session, msg, roots);
-        inner.hold_for_denials(action)
+        let from = msg.from;
+        let outcome = inner.handle(session, msg, roots);
+        inner.backlog.hold(inner.audit.get(), from, outcome)
     }
 
     fn intercept_text(&self, session: &Arc<Session>, msg: &Offered<'_>) -> Option<Action> {
@@ -486,6 +491,7 @@ impl Interceptor for Enforcer {
         } else {
             inner.requests.preview(msg.from, msg.kind, msg.id)
         };
+        let evidence = evidence::Evidence::default();
         let ctx = Ctx {
             from: msg.from,
             kind: msg.kind,
@@ -497,8 +503,8 @@ impl Interceptor for Enforcer {
             roots_arc: roots.as_ref(),
             changed: std::cell::Cell::new(false),
             revision: session.revision(),
+            evidence: &evidence,
         };
-        recording::start_handling();
         let action = match which {
             (Side::Server, m::RESOURCES_LIST) => inner.list_page_text(&ctx, msg.text),
             (Side::Server, _) => inner.read_result_text(&ctx, msg.text),
@@ -515,7 +521,16 @@ impl Interceptor for Enforcer {
                 .requests
                 .on_message(msg.from, msg.kind, msg.id, msg.method, None);
         }
-        Some(inner.hold_for_denials(action))
+        let outcome = evidence::Outcome {
+            action,
+            evidence: evidence.receipt(),
+        };
+        Some(inner.backlog.hold(inner.audit.get(), msg.from, outcome))
+    }
+
+    fn backlog(&self, from: Side) -> Option<crate::relay::Drain> {
+        let inner = &self.inner;
+        inner.backlog.backpressure(inner.audit.get(), from)
     }
 
     fn passing(&self, from: Side, kind: Kind, id: Option<&Id>, method: &str) {
@@ -673,6 +688,10 @@ struct Ctx<'a> {
     /// The revision the peers speak (`None` before they agreed on one): what differs between
     /// revisions is asked of it (`Ctx::revision`), never tested inline.
     revision: Option<Revision>,
+    /// The records of the denials decided on this message, which must be durable before
+    /// its action takes effect: returned with the action (`evidence.rs`), shared by every
+    /// context derived from this one.
+    evidence: &'a evidence::Evidence,
 }
 
 /// The revision a message is judged under before the peers agreed on one: the facts of the

@@ -61,6 +61,7 @@ impl Inner {
             roots_arc: ctx.roots_arc,
             changed: std::cell::Cell::new(ctx.changed.get()),
             revision: ctx.revision.clone(),
+            evidence: ctx.evidence,
         };
         let live = self.live();
         let d = live.policy.decide_tool(&name);
