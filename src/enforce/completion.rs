@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::decide::Checked;
+use super::decide::Verdict;
 use super::{Ctx, Inner, denial};
 use crate::audit;
 use crate::jsonrpc::Id;
@@ -37,7 +37,7 @@ impl Inner {
     }
 
     /// A URI or a URI template (completion references may be either).
-    pub(super) fn template_or_uri(&self, ctx: &Ctx<'_>, raw: &str) -> Checked {
+    pub(super) fn template_or_uri(&self, ctx: &Ctx<'_>, raw: &str) -> Verdict {
         if raw.contains('{') {
             self.live().template(raw, ctx.roots)
         } else {

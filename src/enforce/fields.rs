@@ -18,7 +18,7 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
-use super::decide::Checked;
+use super::decide::Verdict;
 use super::walk::local_url;
 use super::{Ctx, Inner};
 use crate::audit;
@@ -151,7 +151,7 @@ impl Inner {
     }
 
     /// Audits a decision on a free-form position; whether the value may stay.
-    fn keep_after(&self, ctx: &Ctx<'_>, field: &str, raw: &str, c: &Checked) -> bool {
+    fn keep_after(&self, ctx: &Ctx<'_>, field: &str, raw: &str, c: &Verdict) -> bool {
         let ok = self.audit_decision(ctx, field, raw, c, audit::Action::Filtered);
         (c.allow && ok) || !self.live().enforce
     }
@@ -304,7 +304,7 @@ impl Inner {
             index += 1;
             let field = format!("result.completion.values[{i}]");
             let Some(value) = v.as_str() else {
-                let c = Checked::deny("not_a_string");
+                let c = Verdict::deny("not_a_string");
                 let keep = self.keep_after(ctx, &field, &v.to_string(), &c);
                 if !keep {
                     ctx.mark();

@@ -61,7 +61,7 @@ use crate::tripwire::{Fingerprints, Tripwire};
 /// What a policy reload cannot change in a running session: derived from each setting's
 /// declared reload behaviour (`policy::schema`).
 pub use crate::policy::reload_deferred;
-pub use decide::{Checked, Checker, rule_text};
+pub use decide::{Checker, Verdict, rule_text};
 pub use follow::{ReportSlot, ServerLauncher};
 pub use paged::{PageCheck, PageChecks};
 
@@ -111,7 +111,7 @@ impl Live {
         }
     }
 
-    fn uri(&self, raw: &str, roots: Option<&RootSet>) -> Checked {
+    fn uri(&self, raw: &str, roots: Option<&RootSet>) -> Verdict {
         self.checker.uri(&self.policy, raw, roots)
     }
 
@@ -119,7 +119,7 @@ impl Live {
         &self,
         raws: impl IntoIterator<Item = &'a str>,
         roots: Option<&RootSet>,
-    ) -> Vec<Checked> {
+    ) -> Vec<Verdict> {
         self.checker.uris(&self.policy, raws, roots)
     }
 
@@ -127,11 +127,11 @@ impl Live {
         self.checker.page(&self.policy, raws, roots)
     }
 
-    fn path(&self, raw: &str, roots: Option<&RootSet>) -> Checked {
+    fn path(&self, raw: &str, roots: Option<&RootSet>) -> Verdict {
         self.checker.path(&self.policy, raw, roots)
     }
 
-    fn template(&self, raw: &str, roots: Option<&RootSet>) -> Checked {
+    fn template(&self, raw: &str, roots: Option<&RootSet>) -> Verdict {
         walk::template(&self.checker, &self.policy, raw, roots)
     }
 
@@ -140,7 +140,7 @@ impl Live {
         roots: &RootSet,
         allowed: &crate::roots::Allowed,
         item: &Value,
-    ) -> Option<Checked> {
+    ) -> Option<Verdict> {
         read::verify(&self.policy, self.checker.options(), roots, allowed, item)
     }
 }
@@ -777,7 +777,7 @@ impl Inner {
 }
 
 /// The error rootfence answers a denied request with.
-pub fn denial(id: &Id, raw: &str, c: &Checked) -> Value {
+pub fn denial(id: &Id, raw: &str, c: &Verdict) -> Value {
     let mut message = format!("rootfence: denied: {} ({})", shorten(raw), c.reason);
     let mut data = json!({"uri": raw, "reason": c.reason, "rule": c.rule.as_deref()});
     if let Some(hint) = &c.hint {

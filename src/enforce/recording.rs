@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::decide::Checked;
+use super::decide::Verdict;
 use super::{Ctx, Inner, direction};
 use crate::audit::event::{MAX_SUMMARY_DIRS, MAX_SUMMARY_KEYS};
 use crate::audit::{self, AllowedRecords, AuditUri, Event, RpcId};
@@ -53,7 +53,7 @@ struct Counted {
 
 impl Counted {
     /// Whether `c` was decided with the same reason and rule.
-    fn same(&self, c: &Checked) -> bool {
+    fn same(&self, c: &Verdict) -> bool {
         fn text(a: &str, b: &str) -> bool {
             std::ptr::eq(a, b) || a == b
         }
@@ -90,7 +90,7 @@ impl PageAudit {
     /// Counts `n` entries allowed alike (`c`), the first being `raw` with the canonical form
     /// `canonical` (the same directory for all: `n` is more than 1 only for a run of
     /// siblings).
-    fn allowed(&mut self, raw: &str, canonical: Option<&str>, c: &Checked, n: u64) {
+    fn allowed(&mut self, raw: &str, canonical: Option<&str>, c: &Verdict, n: u64) {
         self.allowed += n;
         match &self.last {
             Some(last) if last.same(c) => {
@@ -104,7 +104,7 @@ impl PageAudit {
     }
 
     /// Counts `n` under `c`'s reason and rule, and remembers where.
-    fn count_rule(&mut self, c: &Checked, n: u64) {
+    fn count_rule(&mut self, c: &Verdict, n: u64) {
         let reason = bump(
             &mut self.reasons,
             n,
@@ -252,7 +252,7 @@ impl Inner {
         ctx: &Ctx<'_>,
         field: &str,
         raw: &str,
-        c: &Checked,
+        c: &Verdict,
         on_deny: audit::Action,
     ) -> bool {
         let canonical = c.canonical.as_ref().map(|u| u.as_str());
@@ -267,7 +267,7 @@ impl Inner {
         field: &str,
         raw: &str,
         canonical: Option<&str>,
-        c: &Checked,
+        c: &Verdict,
         on_deny: audit::Action,
     ) -> bool {
         self.note_decision(ctx, raw, c, 1);
@@ -320,7 +320,7 @@ impl Inner {
     }
 
     /// Tells telemetry (when on) about `count` decisions like `c` on `raw`.
-    fn note_decision(&self, ctx: &Ctx<'_>, raw: &str, c: &Checked, count: u64) {
+    fn note_decision(&self, ctx: &Ctx<'_>, raw: &str, c: &Verdict, count: u64) {
         if let Some(t) = self.telemetry.get() {
             t.decision(&crate::telemetry::DecisionNote {
                 request: ctx.host_request(),
@@ -365,7 +365,7 @@ impl Inner {
         page: Option<&mut PageAudit>,
         field: impl Fn() -> String,
         raw: &str,
-        c: &Checked,
+        c: &Verdict,
         on_deny: audit::Action,
     ) -> bool {
         let canonical = c.canonical.as_ref().map(|u| u.as_str());
@@ -397,7 +397,7 @@ impl Inner {
         field: impl Fn(usize) -> String,
         raws: &[&str],
         canonical: Option<&str>,
-        c: &Checked,
+        c: &Verdict,
         on_deny: audit::Action,
         mut kept: impl FnMut(bool),
     ) {
@@ -460,13 +460,13 @@ mod tests {
     use super::*;
     use crate::uri::FileUri;
 
-    fn allowed_at(uri: &str) -> Checked {
-        Checked {
+    fn allowed_at(uri: &str) -> Verdict {
+        Verdict {
             allow: true,
             reason: "default_allow".into(),
             canonical: FileUri::parse(uri).ok(),
             rule: Some("default".into()),
-            ..Checked::deny("")
+            ..Verdict::deny("")
         }
     }
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::Value;
 
-use super::decide::Checked;
+use super::decide::Verdict;
 use super::{Ctx, Inner, denial, invalid_params, read, route};
 use crate::audit;
 use crate::jsonrpc::Id;
@@ -32,7 +32,7 @@ pub(super) struct ReadVerdicts(Mutex<Verdicts>);
 
 type Verdicts = std::collections::HashMap<
     crate::jsonrpc::IdKey,
-    (Checked, Option<Weak<RootSet>>),
+    (Verdict, Option<Weak<RootSet>>),
     foldhash::fast::RandomState,
 >;
 
@@ -52,7 +52,7 @@ impl ReadVerdicts {
     }
 
     /// Keeps the verdict of request `id`, made under `roots`.
-    pub(super) fn keep(&self, id: &Id, verdict: Checked, roots: Option<&Arc<RootSet>>) {
+    pub(super) fn keep(&self, id: &Id, verdict: Verdict, roots: Option<&Arc<RootSet>>) {
         let mut kept = self.lock();
         if kept.len() >= READ_VERDICTS {
             kept.clear();
@@ -61,7 +61,7 @@ impl ReadVerdicts {
     }
 
     /// Takes the verdict of request `id` out, and returns it if it was made under `now`.
-    pub(super) fn take(&self, id: &Id, now: Option<&Arc<RootSet>>) -> Option<Checked> {
+    pub(super) fn take(&self, id: &Id, now: Option<&Arc<RootSet>>) -> Option<Verdict> {
         let (verdict, made_under) = self.lock().remove(id.key())?;
         same_set(made_under.as_ref(), now).then_some(verdict)
     }
@@ -105,7 +105,7 @@ impl Inner {
         ctx: &Ctx<'_>,
         id: &Id,
         message: &Value,
-    ) -> Result<Checked, Action> {
+    ) -> Result<Verdict, Action> {
         // `get` twice, not `pointer`: a JSON pointer is parsed (and allocates) on every call.
         let raw = message.get("params").and_then(|p| p.get("uri"));
         let Some(raw) = raw.and_then(Value::as_str) else {
@@ -190,7 +190,7 @@ impl Inner {
         let mut prior = ctx
             .id
             .and_then(|id| self.read_verdicts.take(id, ctx.roots_arc));
-        let mut last_denied: Option<(String, Checked)> = None;
+        let mut last_denied: Option<(String, Verdict)> = None;
         let mut kept = Vec::with_capacity(contents.len());
         for (i, mut item) in std::mem::take(contents).into_iter().enumerate() {
             let raw = item

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::decide::Checked;
+use super::decide::Verdict;
 use super::{Ctx, Inner, denial, route};
 use crate::audit::{self, Event};
 use crate::mcp::methods as m;
@@ -71,7 +71,7 @@ impl Inner {
     /// Replaces a result rootfence cannot pass with its denial error (the host's request
     /// still gets exactly one answer).
     pub(super) fn refuse_result(&self, ctx: &Ctx<'_>, reason: &'static str) -> Action {
-        let c = Checked::deny(reason);
+        let c = Verdict::deny(reason);
         self.audit_decision(ctx, "result", "", &c, audit::Action::AnsweredError);
         match ctx.id {
             Some(id) => Action::Replace(denial(id, "", &c)),

@@ -27,7 +27,7 @@
 
 use serde_json::{Value, json};
 
-use super::decide::{Checked, rule_text};
+use super::decide::{Verdict, rule_text};
 use super::{Ctx, Inner};
 use crate::audit;
 use crate::jsonrpc::Id;
@@ -66,7 +66,7 @@ impl Inner {
         let live = self.live();
         let d = live.policy.decide_tool(&name);
         if !d.allow || !d.provenance.is_default() {
-            let c = Checked::from_policy(&d);
+            let c = Verdict::from_policy(&d);
             let ok =
                 self.audit_decision(ctx, "params.name", &name, &c, audit::Action::AnsweredError);
             if !(d.allow && ok) && live.enforce {
@@ -96,9 +96,9 @@ impl Inner {
             };
             for v in strings {
                 let Some(raw) = v.as_str().map(str::to_owned) else {
-                    let c = Checked {
+                    let c = Verdict {
                         rule: Some(rule_text(&tool_path.provenance).into()),
-                        ..Checked::deny("not_a_path")
+                        ..Verdict::deny("not_a_path")
                     };
                     let shown = v.to_string();
                     self.audit_decision(ctx, &field, &shown, &c, audit::Action::AnsweredError);
@@ -115,11 +115,11 @@ impl Inner {
                     // A writing tool may not change a place where a file runs code outside
                     // the sandbox later (a git hook, an editor's tasks, a host's MCP
                     // configuration), even one that does not exist yet.
-                    c = Checked {
+                    c = Verdict {
                         rule: Some("sandbox.read_only_paths".into()),
                         canonical: c.canonical,
                         root: c.root,
-                        ..Checked::deny("read_only_path")
+                        ..Verdict::deny("read_only_path")
                     };
                 }
                 let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
@@ -182,11 +182,11 @@ impl Inner {
                 continue;
             };
             if c.allow && writes && self.names_read_only_path(&c, ctx.roots) {
-                c = Checked {
+                c = Verdict {
                     rule: Some("sandbox.read_only_paths".into()),
                     canonical: c.canonical,
                     root: c.root,
-                    ..Checked::deny("read_only_path")
+                    ..Verdict::deny("read_only_path")
                 };
             }
             // The record and the refusal say which tool, which argument and why it was
@@ -244,7 +244,7 @@ impl Inner {
         raw: &str,
         relative: bool,
         ctx: &Ctx<'_>,
-    ) -> Option<(Checked, bool, bool)> {
+    ) -> Option<(Verdict, bool, bool)> {
         if let Some(scheme) = crate::uri::scheme_of(raw) {
             let scheme = scheme.to_ascii_lowercase();
             return (scheme == "file" || crate::uri::wraps_a_file(raw, &scheme))
@@ -293,7 +293,7 @@ impl Inner {
 
     /// Whether an allowed path names a `sandbox.read_only_paths` match, by its canonical
     /// name or by the file it resolves to.
-    fn names_read_only_path(&self, c: &Checked, roots: Option<&RootSet>) -> bool {
+    fn names_read_only_path(&self, c: &Verdict, roots: Option<&RootSet>) -> bool {
         let live = self.live();
         let s = live.policy.sandbox();
         c.canonical
@@ -328,7 +328,7 @@ fn tool_error(
     tool: &str,
     arg: Option<&str>,
     raw: &str,
-    c: &Checked,
+    c: &Verdict,
 ) -> Value {
     let text = advice(tool, arg, raw, c, ctx.roots);
     let mut result = json!({
@@ -352,7 +352,7 @@ fn advice(
     tool: &str,
     arg: Option<&str>,
     raw: &str,
-    c: &Checked,
+    c: &Verdict,
     roots: Option<&RootSet>,
 ) -> String {
     let rule = c
@@ -440,7 +440,7 @@ mod tests {
 
     #[test]
     fn advice_names_the_roots_and_what_to_send() {
-        let c = Checked::deny("outside_roots");
+        let c = Verdict::deny("outside_roots");
         let roots = RootSet::empty();
         let text = advice("read_file", Some("path"), "/etc/passwd", &c, Some(&roots));
         assert!(
@@ -448,10 +448,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("no roots are allowed"), "{text}");
-        let c = Checked {
+        let c = Verdict {
             rule: Some("line 3: resources.deny = \"**/.env\"".into()),
             layer: Some("org.toml".into()),
-            ..Checked::deny("policy_deny")
+            ..Verdict::deny("policy_deny")
         };
         let text = advice("read_file", Some("path"), "/p/.env", &c, None);
         assert!(
@@ -459,7 +459,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("Do not retry this path"), "{text}");
-        let c = Checked::deny("tool_denied");
+        let c = Verdict::deny("tool_denied");
         let text = advice("run_shell", None, "run_shell", &c, None);
         assert!(
             text.contains("does not allow the tool `run_shell`"),
