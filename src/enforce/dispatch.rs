@@ -76,7 +76,9 @@ impl Inner {
             (Side::Server, Kind::Request, m::SAMPLING_CREATE_MESSAGE) => {
                 self.sampling_request(&ctx, message)
             }
-            (Side::Server, Kind::Notification, m::RESOURCES_UPDATED) => self.updated(&ctx, message),
+            (Side::Server, Kind::Notification, m::RESOURCES_UPDATED) => {
+                self.subscriptions.updated(self, &ctx, message)
+            }
             (Side::Server, Kind::Notification, m::TOOLS_LIST_CHANGED) => {
                 self.forget_tools();
                 self.server_notification(&ctx, message)
@@ -163,11 +165,11 @@ impl Inner {
             return self.learner.mrtr_question(id);
         }
         match ctx.method {
-            m::RESOURCES_READ => self.read_request(&ctx, id, message),
+            m::RESOURCES_READ => self.resources_read.request(self, &ctx, id, message),
             m::RESOURCES_SUBSCRIBE | m::RESOURCES_UNSUBSCRIBE => {
-                self.subscribe_request(&ctx, id, message)
+                self.subscriptions.subscribe(self, &ctx, id, message)
             }
-            m::SUBSCRIPTIONS_LISTEN => self.listen_request(&ctx, message),
+            m::SUBSCRIPTIONS_LISTEN => self.subscriptions.listen(self, &ctx, message),
             m::COMPLETION_COMPLETE => self.completion_request(&ctx, id, message),
             m::TOOLS_CALL => self.tools_call(&ctx, id, message),
             _ => self.done_ctx(&ctx, message),

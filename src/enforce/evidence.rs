@@ -204,7 +204,7 @@ mod tests {
         let before = w.evidence.receipt();
         let message = json!({"jsonrpc": "2.0", "id": n, "method": m::RESOURCES_READ,
             "params": {"uri": uri}});
-        let action = inner.read_request(&ctx, &id, message);
+        let action = inner.resources_read.request(inner, &ctx, &id, message);
         let evidence = w.evidence.receipt();
         let outcome = Outcome {
             action,

@@ -157,10 +157,10 @@ struct Inner {
     /// The actions waiting for their decisions' records, this session's own
     /// (`evidence.rs`).
     backlog: evidence::Backlog,
-    /// The verdicts of forwarded `resources/read` requests, kept for their results
-    /// (`resources_read.rs`).
-    read_verdicts: resources_read::ReadVerdicts,
-    /// What the host subscribed to: canonical `file:` URIs, or other URIs verbatim.
+    /// The `resources/read` family, with the verdicts of forwarded requests kept for their
+    /// results (`resources_read.rs`).
+    resources_read: resources_read::ResourcesRead,
+    /// The subscriptions family, with what the host subscribed to (`subscriptions.rs`).
     subscriptions: subscriptions::Subscriptions,
     /// Operator roots dropped at start, audited once the log is open.
     dropped_at_start: Mutex<Vec<DroppedRoot>>,
@@ -289,7 +289,7 @@ impl Enforcer {
             start: Mutex::new(None),
             fatal,
             backlog: evidence::Backlog::default(),
-            read_verdicts: resources_read::ReadVerdicts::default(),
+            resources_read: resources_read::ResourcesRead::default(),
             subscriptions: subscriptions::Subscriptions::default(),
             dropped_at_start: Mutex::new(dropped.clone()),
             server_name: OnceLock::new(),
@@ -507,8 +507,8 @@ impl Interceptor for Enforcer {
         };
         let action = match which {
             (Side::Server, m::RESOURCES_LIST) => inner.list_page_text(&ctx, msg.text),
-            (Side::Server, _) => inner.read_result_text(&ctx, msg.text),
-            _ => inner.read_request_text(&ctx, msg.text),
+            (Side::Server, _) => inner.resources_read.result_text(inner, &ctx, msg.text),
+            _ => inner.resources_read.request_text(inner, &ctx, msg.text),
         };
         let Some(action) = action else {
             if request {
@@ -682,7 +682,7 @@ struct Ctx<'a> {
     id: Option<&'a Id>,
     roots: Option<&'a RootSet>,
     /// The same roots as shared: a verdict kept across the server's answer remembers which
-    /// set it was made under (see `read_verdicts`).
+    /// set it was made under (see `resources_read.rs`).
     roots_arc: Option<&'a Arc<RootSet>>,
     changed: std::cell::Cell<bool>,
     /// The revision the peers speak (`None` before they agreed on one): what differs between

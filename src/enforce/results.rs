@@ -41,7 +41,7 @@ impl Inner {
             m::PROMPTS_LIST => {
                 self.filter_entries(ctx, "result.prompts", result.get_mut("prompts"), "")
             }
-            m::RESOURCES_READ => return self.read_result(ctx, message),
+            m::RESOURCES_READ => return self.resources_read.result(self, ctx, message),
             m::TOOLS_CALL | m::TASKS_RESULT | m::PROMPTS_GET => {
                 self.input_required(ctx, result);
                 let content_ok = match result.get_mut("content") {
