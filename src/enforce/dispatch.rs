@@ -80,7 +80,7 @@ impl Inner {
                 self.subscriptions.updated(self, &ctx, message)
             }
             (Side::Server, Kind::Notification, m::TOOLS_LIST_CHANGED) => {
-                self.forget_tools();
+                self.tools.forget();
                 self.server_notification(&ctx, message)
             }
             (Side::Server, Kind::Notification, _) => self.server_notification(&ctx, message),
@@ -171,7 +171,7 @@ impl Inner {
             }
             m::SUBSCRIPTIONS_LISTEN => self.subscriptions.listen(self, &ctx, message),
             m::COMPLETION_COMPLETE => self.completion_request(&ctx, id, message),
-            m::TOOLS_CALL => self.tools_call(&ctx, id, message),
+            m::TOOLS_CALL => self.tools.call(self, &ctx, id, message),
             _ => self.done_ctx(&ctx, message),
         }
     }

@@ -317,7 +317,11 @@ mod tests {
         let ctx = w.ctx(Side::Host, Kind::Request, m::TOOLS_CALL, &id);
         let message = json!({"jsonrpc": "2.0", "id": 1, "method": m::TOOLS_CALL,
             "params": {"name": "read_file", "arguments": {"path": "/etc/shadow"}}});
-        let action = w.enforcer.inner.tools_call(&ctx, &id, message);
+        let action = w
+            .enforcer
+            .inner
+            .tools
+            .call(&w.enforcer.inner, &ctx, &id, message);
         assert!(matches!(action, Action::Reply(_)), "{action:?}");
         assert!(!w.evidence.receipt().is_none());
         log.close(SessionEnd::default()).unwrap();

@@ -164,11 +164,9 @@ struct Inner {
     subscriptions: subscriptions::Subscriptions,
     /// Operator roots dropped at start, audited once the log is open.
     dropped_at_start: Mutex<Vec<DroppedRoot>>,
-    /// The server's `serverInfo.name`, once it gave one (see `tools.rs`).
-    server_name: OnceLock<String>,
-    /// What the server's `tools/list` results taught about its tools' path arguments
-    /// (`crate::toolargs`; see `tools.rs`).
-    tool_plans: Mutex<crate::toolargs::Learned>,
+    /// The `tools/call` family, with what it learned about the server and its tools
+    /// (`tools.rs`).
+    tools: tools::Tools,
     /// What the field handlers remember (see `fields.rs`).
     fields: fields::FieldState,
     /// The content tripwire (`src/tripwire/`): fingerprints of the denied files inside
@@ -292,8 +290,7 @@ impl Enforcer {
             resources_read: resources_read::ResourcesRead::default(),
             subscriptions: subscriptions::Subscriptions::default(),
             dropped_at_start: Mutex::new(dropped.clone()),
-            server_name: OnceLock::new(),
-            tool_plans: Mutex::default(),
+            tools: tools::Tools::default(),
             fields: fields::FieldState::default(),
             tripwire: Tripwire::new(&policy_deny_globs),
             fingerprints: Mutex::new((None, Arc::new(Fingerprints::default()))),

@@ -18,7 +18,7 @@ impl Inner {
         let Some(result) = message.get_mut("result") else {
             return Action::Forward;
         };
-        self.learn_server_name(result);
+        self.tools.learn_server_name(result);
         // Every checker returns false when a payload is not the shape it can check item by
         // item: then the whole result is refused rather than passed unchecked.
         let shaped = match ctx.method {
@@ -35,7 +35,7 @@ impl Inner {
                 "uriTemplate",
             ),
             m::TOOLS_LIST => {
-                self.learn_tools(result);
+                self.tools.learn(result);
                 self.filter_entries(ctx, "result.tools", result.get_mut("tools"), "")
             }
             m::PROMPTS_LIST => {
