@@ -170,7 +170,7 @@ impl Inner {
                 self.subscriptions.subscribe(self, &ctx, id, message)
             }
             m::SUBSCRIPTIONS_LISTEN => self.subscriptions.listen(self, &ctx, message),
-            m::COMPLETION_COMPLETE => self.completion_request(&ctx, id, message),
+            m::COMPLETION_COMPLETE => self.completions.request(self, &ctx, id, message),
             m::TOOLS_CALL => self.tools.call(self, &ctx, id, message),
             _ => self.done_ctx(&ctx, message),
         }

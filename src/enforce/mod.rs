@@ -167,8 +167,8 @@ struct Inner {
     /// The `tools/call` family, with what it learned about the server and its tools
     /// (`tools.rs`).
     tools: tools::Tools,
-    /// What the field handlers remember (see `fields.rs`).
-    fields: fields::FieldState,
+    /// The completion family, with the completions it waits for (`completion.rs`).
+    completions: completion::Completions,
     /// The content tripwire (`src/tripwire/`): fingerprints of the denied files inside
     /// the roots the server can reach.
     tripwire: Tripwire,
@@ -291,7 +291,7 @@ impl Enforcer {
             subscriptions: subscriptions::Subscriptions::default(),
             dropped_at_start: Mutex::new(dropped.clone()),
             tools: tools::Tools::default(),
-            fields: fields::FieldState::default(),
+            completions: completion::Completions::default(),
             tripwire: Tripwire::new(&policy_deny_globs),
             fingerprints: Mutex::new((None, Arc::new(Fingerprints::default()))),
             telemetry: OnceLock::new(),
