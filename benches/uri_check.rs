@@ -19,7 +19,7 @@
 //!   (`Checker::page` on the raw texts: strict parse, the page check and the default
 //!   policy's path rules on each entry: the whole check the text path of the list filter
 //!   runs, audit aside), `uris_default_policy` (`Checker::uris`: the same, expanded to a
-//!   `Checked` per entry, as the value path takes it), and `check_page_fresh_dir` (the
+//!   `Verdict` per entry, as the value path takes it), and `check_page_fresh_dir` (the
 //!   page check while the directory changed after the session started, so each entry's
 //!   link count is read).
 //!

@@ -20,9 +20,9 @@ use anyhow::{Context, anyhow, bail};
 use serde::Serialize;
 
 use rootfence::enforce::roots::OperatorRoots;
-use rootfence::enforce::{Checked, Checker};
+use rootfence::enforce::{Checker, Verdict};
 use rootfence::policy::Policy;
-use rootfence::roots::{RootSet, RootSpec, Verdict};
+use rootfence::roots::{RootSet, RootSpec, Verdict as RootVerdict};
 use rootfence::uri::scheme_of;
 
 /// Arguments of `rootfence check`.
@@ -152,7 +152,7 @@ struct Line<'a> {
     layer: Option<&'a str>,
 }
 
-fn line<'a>(raw: &'a str, c: &'a Checked, detail: Option<&'a str>) -> Line<'a> {
+fn line<'a>(raw: &'a str, c: &'a Verdict, detail: Option<&'a str>) -> Line<'a> {
     Line {
         uri: raw,
         decision: if c.allow { "allow" } else { "deny" },
@@ -169,7 +169,7 @@ fn line<'a>(raw: &'a str, c: &'a Checked, detail: Option<&'a str>) -> Line<'a> {
 
 /// What people read about a denial: the root check's own explanation when it decided, the
 /// rule when the policy did.
-fn detail(c: &Checked, raw: &str, set: &RootSet, checker: &Checker) -> Option<String> {
+fn detail(c: &Verdict, raw: &str, set: &RootSet, checker: &Checker) -> Option<String> {
     if c.allow {
         return None;
     }
@@ -178,7 +178,7 @@ fn detail(c: &Checked, raw: &str, set: &RootSet, checker: &Checker) -> Option<St
         return Some(format!("denied by {layer} {rule}"));
     }
     match set.check_str(raw, checker.options()) {
-        Verdict::Deny(d) if d.reason.code() == c.reason => Some(d.detail),
+        RootVerdict::Deny(d) if d.reason.code() == c.reason => Some(d.detail),
         _ => Some(format!("denied: {}", c.reason)),
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::fsaccess::{FileRead, FsError, Stamp};
 use crate::policy::Policy;
-use crate::roots::{Allowed, CheckOptions, RootSet, Verdict};
+use crate::roots::{Allowed, CheckOptions, RootSet, Verdict as RootVerdict};
 use crate::uri::{self, FileUri};
 
 /// A rule as the audit log and denial errors name it: the rule and its line (the file is
@@ -24,9 +24,12 @@ pub fn rule_text(p: &crate::policy::Provenance) -> String {
     }
 }
 
-/// The outcome of checking one URI (or path).
+/// The enforcer's one verdict: whether one URI (or path, tool name, content item) may
+/// cross, and why. Every check of the enforcer returns it; the roots' and the policy's own
+/// results ([`crate::roots::Verdict`], [`crate::policy::Decision`]) are converted to it where
+/// they are read (`Checker::file`, `Verdict::from_policy`, `path_verdict`).
 #[derive(Clone, Debug)]
-pub struct Checked {
+pub struct Verdict {
     /// Whether it may cross.
     pub allow: bool,
     /// Stable reason code (reasons.md or policy.md); static for every code but the
@@ -44,7 +47,7 @@ pub struct Checked {
     pub rule: Option<Arc<str>>,
     /// The root verdict of an allowed `file:` URI (to read the same file later). `None` for
     /// the entries of a page checked with [`Checker::uris`] or [`Checker::page`]: nothing
-    /// reads those. Boxed: a page's value path holds a `Checked` per entry, and this is most
+    /// reads those. Boxed: a page's value path holds a `Verdict` per entry, and this is most
     /// of its size.
     pub allowed: Option<Box<Allowed>>,
     /// What the user or the model can do instead, for refusals where that is not obvious
@@ -52,22 +55,22 @@ pub struct Checked {
     pub hint: Option<String>,
 }
 
-impl Checked {
+impl Verdict {
     /// A policy decision (on something that is not a resolved path: a scheme, a tool name,
     /// a content item), with the rule that made it.
-    pub(super) fn from_policy(d: &crate::policy::Decision<'_>) -> Checked {
-        Checked {
+    pub(super) fn from_policy(d: &crate::policy::Decision<'_>) -> Verdict {
+        Verdict {
             allow: d.allow,
             reason: Cow::Borrowed(d.reason.as_str()),
             layer: d.provenance.file.as_deref().map(Arc::from),
             rule: Some(rule_text(d.provenance).into()),
-            ..Checked::deny("")
+            ..Verdict::deny("")
         }
     }
 
     /// A refusal with this reason and nothing else known.
-    pub(super) fn deny(reason: impl Into<Cow<'static, str>>) -> Checked {
-        Checked {
+    pub(super) fn deny(reason: impl Into<Cow<'static, str>>) -> Verdict {
+        Verdict {
             allow: false,
             reason: reason.into(),
             canonical: None,
@@ -80,7 +83,7 @@ impl Checked {
     }
 
     /// The same refusal with a hint.
-    pub(super) fn with_hint(mut self, hint: impl Into<String>) -> Checked {
+    pub(super) fn with_hint(mut self, hint: impl Into<String>) -> Verdict {
         self.hint = Some(hint.into());
         self
     }
@@ -149,7 +152,7 @@ impl Checker {
 
     /// Checks a URI of any scheme. `roots` is `None` while the roots are not known: a `file:`
     /// URI is then denied (`roots_unknown`), never allowed.
-    pub fn uri(&self, policy: &Policy, raw: &str, roots: Option<&RootSet>) -> Checked {
+    pub fn uri(&self, policy: &Policy, raw: &str, roots: Option<&RootSet>) -> Verdict {
         match self.file_uri(policy, raw, roots) {
             Ok((uri, roots)) => self.file(policy, roots.check(&uri, &self.opts), roots),
             Err(done) => *done,
@@ -163,50 +166,50 @@ impl Checker {
         policy: &Policy,
         raw: &str,
         roots: Option<&'r RootSet>,
-    ) -> Result<(FileUri, &'r RootSet), Box<Checked>> {
+    ) -> Result<(FileUri, &'r RootSet), Box<Verdict>> {
         let Some(scheme) = uri::scheme_of(raw) else {
-            return Err(Box::new(Checked::deny("not_a_uri")));
+            return Err(Box::new(Verdict::deny("not_a_uri")));
         };
         if scheme != "file" {
             // Schemes that wrap a file: URI, or name local files themselves, are file access
             // in disguise to the hosts that resolve them: never waved through as "another
             // scheme".
             if crate::uri::wraps_a_file(raw, &scheme) {
-                return Err(Box::new(Checked::deny("wrapped_file_uri")));
+                return Err(Box::new(Verdict::deny("wrapped_file_uri")));
             }
-            return Err(Box::new(Checked::from_policy(
+            return Err(Box::new(Verdict::from_policy(
                 &policy.decide_resource(&scheme, None),
             )));
         }
         let Some(roots) = roots else {
-            let mut c = Checked::deny("roots_unknown");
+            let mut c = Verdict::deny("roots_unknown");
             c.canonical = FileUri::parse(raw).ok();
             return Err(Box::new(c));
         };
         match FileUri::parse(raw) {
             Ok(uri) => Ok((uri, roots)),
-            Err(e) => Err(Box::new(Checked::deny(e.reason.code()))),
+            Err(e) => Err(Box::new(Verdict::deny(e.reason.code()))),
         }
     }
 
     /// Checks a page of URIs (the entries of a `resources/list` result): the same decisions
     /// as [`Checker::uri`] on each, in order ([`Checker::page`], expanded). Allowed entries
-    /// carry no [`Checked::allowed`].
+    /// carry no [`Verdict::allowed`].
     pub fn uris<'a>(
         &self,
         policy: &Policy,
         raws: impl IntoIterator<Item = &'a str>,
         roots: Option<&RootSet>,
-    ) -> Vec<Checked> {
+    ) -> Vec<Verdict> {
         let raws: Vec<&str> = raws.into_iter().collect();
-        self.page(policy, &raws, roots).into_checked()
+        self.page(policy, &raws, roots).into_verdicts()
     }
 
     /// Checks a filesystem path (a tool argument the policy names as a path). A relative
     /// path is resolved against the server's working directory when that lies inside a root
     /// (the server would resolve it there), and the absolute path checked is what the caller
     /// forwards; otherwise it is refused with what to send instead.
-    pub fn path(&self, policy: &Policy, raw: &str, roots: Option<&RootSet>) -> Checked {
+    pub fn path(&self, policy: &Policy, raw: &str, roots: Option<&RootSet>) -> Verdict {
         let path = Path::new(raw);
         let absolute;
         let path = if path.is_absolute() {
@@ -222,10 +225,10 @@ impl Checker {
         };
         let uri = match FileUri::from_path(path) {
             Ok(u) => u,
-            Err(e) => return Checked::deny(e.reason.code()),
+            Err(e) => return Verdict::deny(e.reason.code()),
         };
         let Some(roots) = roots else {
-            let mut c = Checked::deny("roots_unknown");
+            let mut c = Verdict::deny("roots_unknown");
             c.canonical = Some(uri);
             return c;
         };
@@ -240,7 +243,7 @@ impl Checker {
         policy: &Policy,
         raw: &str,
         roots: Option<&RootSet>,
-    ) -> Result<PathBuf, Box<Checked>> {
+    ) -> Result<PathBuf, Box<Verdict>> {
         let inside = match roots {
             Some(set) if !set.is_empty() => set
                 .roots()
@@ -252,7 +255,7 @@ impl Checker {
         };
         let refuse = |why: String| {
             Box::new(
-                Checked::deny("relative_path")
+                Verdict::deny("relative_path")
                     .with_hint(format!("{why}; use an absolute path inside {inside}")),
             )
         };
@@ -277,7 +280,7 @@ impl Checker {
         let cwd_uri = FileUri::from_path(cwd).ok();
         let c = match &cwd_uri {
             Some(u) => self.file(policy, roots.check(u, &self.opts), roots),
-            None => Checked::deny("not_canonical"),
+            None => Verdict::deny("not_canonical"),
         };
         let is_dir = c
             .allowed
@@ -306,9 +309,9 @@ impl Checker {
     }
 
     /// The policy's path rules, on a root verdict.
-    pub(super) fn file(&self, policy: &Policy, verdict: Verdict, roots: &RootSet) -> Checked {
+    pub(super) fn file(&self, policy: &Policy, verdict: RootVerdict, roots: &RootSet) -> Verdict {
         match verdict {
-            Verdict::Deny(d) => Checked {
+            RootVerdict::Deny(d) => Verdict {
                 allow: false,
                 reason: Cow::Borrowed(d.reason.code()),
                 canonical: d.canonical,
@@ -320,9 +323,9 @@ impl Checker {
                 allowed: None,
                 hint: None,
             },
-            Verdict::Allow(a) => {
+            RootVerdict::Allow(a) => {
                 let Some(real) = roots.real_path(&a) else {
-                    let mut c = Checked::deny("io_error");
+                    let mut c = Verdict::deny("io_error");
                     c.canonical = Some(a.canonical.clone());
                     return c;
                 };
@@ -341,7 +344,7 @@ impl Checker {
         real: Option<&str>,
         roots: &RootSet,
         allowed: Option<Allowed>,
-    ) -> Checked {
+    ) -> Verdict {
         judge_paths(policy, canonical, root, real, roots, allowed)
     }
 }
@@ -360,7 +363,7 @@ pub fn read_judged(
 ) -> Result<FileRead, ReadRefusal> {
     let read = roots.read(allowed, limit, opts).map_err(ReadRefusal::Fs)?;
     let Some(real) = roots.real_path_at(allowed.root, &read.path) else {
-        return Err(ReadRefusal::Refused(Box::new(Checked::deny("io_error"))));
+        return Err(ReadRefusal::Refused(Box::new(Verdict::deny("io_error"))));
     };
     let c = judge_paths(
         policy,
@@ -387,7 +390,7 @@ fn judge_paths(
     real: Option<&str>,
     roots: &RootSet,
     allowed: Option<Allowed>,
-) -> Checked {
+) -> Verdict {
     judge_paths_with(
         policy,
         canonical,
@@ -437,77 +440,57 @@ fn judge_paths_with<'p>(
     allowed: Option<Allowed>,
     texts: &mut RuleTexts,
     judge: Option<&mut crate::policy::FileJudge<'p>>,
-) -> Checked {
-    let d = path_decision(policy, canonical.path(), real, judge);
-    d.checked(Some(canonical), root, roots, allowed, texts)
+) -> Verdict {
+    let (mut v, _) = path_verdict(policy, canonical.path(), real, judge, root, roots, texts);
+    v.canonical = Some(canonical);
+    if v.allow {
+        v.allowed = allowed.map(Box::new);
+    }
+    v
 }
 
-/// The path rules' decision on `path` inside a root, and on `real`, where the kernel
-/// resolves it when that differs (see [`judge_paths`]).
-pub(super) fn path_decision<'p>(
+/// The path rules' verdict on `path` inside root `root` (without a canonical form), and on
+/// `real`, where the kernel resolves it when that differs (see [`judge_paths`]), with the
+/// rule that decided (a page's runs share verdicts by it: `paged.rs`). The policy's
+/// [`Decision`](crate::policy::Decision) is converted here, at the edge.
+pub(super) fn path_verdict<'p>(
     policy: &'p Policy,
     path: &str,
     real: Option<&str>,
     judge: Option<&mut crate::policy::FileJudge<'p>>,
-) -> PathDecision<'p> {
+    root: usize,
+    roots: &RootSet,
+    texts: &mut RuleTexts,
+) -> (Verdict, &'p crate::policy::Provenance) {
     let named = match judge {
         Some(j) => j.decide(path),
         None => policy.decide_normalized_file(path),
     };
     let resolved = real.map(|p| policy.decide_resource("file", Some(p)));
-    let via_link = named.allow && resolved.is_some_and(|r| !r.allow);
-    PathDecision {
-        d: match resolved {
-            Some(r) if via_link => r,
-            _ => named,
-        },
-        via_link,
-    }
-}
-
-/// What the path rules decided on a URI inside a root.
-pub(super) struct PathDecision<'p> {
-    /// The deciding decision: on the name asked for, or on the real path when that is what
-    /// refused.
-    pub(super) d: crate::policy::Decision<'p>,
-    /// A name that looks allowed was refused at its real path.
-    pub(super) via_link: bool,
-}
-
-impl PathDecision<'_> {
-    /// Allowed, for the reason and rule of the name asked for.
-    pub(super) fn allowed_as_named(&self) -> bool {
-        self.d.allow && !self.via_link
-    }
-
-    /// The decision as a [`Checked`] on `canonical`, inside root `root`.
-    pub(super) fn checked(
-        &self,
-        canonical: Option<FileUri>,
-        root: usize,
-        roots: &RootSet,
-        allowed: Option<Allowed>,
-        texts: &mut RuleTexts,
-    ) -> Checked {
-        let d = &self.d;
-        let reason = if self.via_link {
-            // Say why a name that looks allowed was refused.
-            Cow::Owned(format!("{}_via_symlink", d.reason.as_str()))
-        } else {
-            Cow::Borrowed(d.reason.as_str())
-        };
-        let (rule, layer) = texts.of(d.provenance);
-        Checked {
-            allow: d.allow,
-            reason,
-            canonical,
-            root: roots.roots().get(root).map(|r| Arc::clone(r.shared_uri())),
-            layer,
-            rule: Some(rule),
-            allowed: if d.allow { allowed.map(Box::new) } else { None },
-            hint: None,
-        }
-    }
+    // A name that looks allowed, refused at its real path: the refusal decides, and its
+    // reason says so.
+    let via_link = named.allow && resolved.as_ref().is_some_and(|r| !r.allow);
+    let d = match resolved {
+        Some(r) if via_link => r,
+        _ => named,
+    };
+    let reason = if via_link {
+        Cow::Owned(format!("{}_via_symlink", d.reason.as_str()))
+    } else {
+        Cow::Borrowed(d.reason.as_str())
+    };
+    let (rule, layer) = texts.of(d.provenance);
+    let v = Verdict {
+        allow: d.allow,
+        reason,
+        canonical: None,
+        root: roots.roots().get(root).map(|r| Arc::clone(r.shared_uri())),
+        layer,
+        rule: Some(rule),
+        allowed: None,
+        hint: None,
+    };
+    (v, d.provenance)
 }
 
 /// Why [`Checker::read`] refused.
@@ -518,7 +501,7 @@ pub enum ReadRefusal {
     Fs(FsError),
     /// The file opened is one the policy denies (it was reached through a link made after
     /// the check, say).
-    Refused(Box<Checked>),
+    Refused(Box<Verdict>),
 }
 
 /// A path for a message: whole when short, cut (at a character boundary) when long.

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::evidence::{Evidence, Outcome};
 use super::{Ctx, Inner};
 use crate::jsonrpc::Kind;
 use crate::mcp::methods as m;
@@ -29,7 +30,7 @@ impl Inner {
         session: &Arc<Session>,
         msg: Intercepted,
         roots: Option<Arc<RootSet>>,
-    ) -> Action {
+    ) -> Outcome {
         let Intercepted {
             from,
             kind,
@@ -39,6 +40,7 @@ impl Inner {
             verbatim_ok,
         } = msg;
         let roots = self.roots_for(session, roots);
+        let evidence = Evidence::default();
         let facts = self
             .requests
             .on_message(from, kind, id.as_ref(), &method, Some(&message));
@@ -55,8 +57,9 @@ impl Inner {
             // checked value is always what gets forwarded.
             changed: std::cell::Cell::new(!verbatim_ok),
             revision: session.revision(),
+            evidence: &evidence,
         };
-        match (from, kind, &*method) {
+        let action = match (from, kind, &*method) {
             (Side::Host, Kind::Request, _) => self.host_request(session, &ctx, message),
             (Side::Host, Kind::Notification, m::INITIALIZED | m::ROOTS_LIST_CHANGED) => {
                 self.learner.host_notified(session, &method);
@@ -73,9 +76,11 @@ impl Inner {
             (Side::Server, Kind::Request, m::SAMPLING_CREATE_MESSAGE) => {
                 self.sampling_request(&ctx, message)
             }
-            (Side::Server, Kind::Notification, m::RESOURCES_UPDATED) => self.updated(&ctx, message),
+            (Side::Server, Kind::Notification, m::RESOURCES_UPDATED) => {
+                self.subscriptions.updated(self, &ctx, message)
+            }
             (Side::Server, Kind::Notification, m::TOOLS_LIST_CHANGED) => {
-                self.forget_tools();
+                self.tools.forget();
                 self.server_notification(&ctx, message)
             }
             (Side::Server, Kind::Notification, _) => self.server_notification(&ctx, message),
@@ -91,6 +96,10 @@ impl Inner {
                 self.server_result(&ctx, message)
             }
             _ => Action::Forward,
+        };
+        Outcome {
+            action,
+            evidence: evidence.receipt(),
         }
     }
 
@@ -144,6 +153,7 @@ impl Inner {
             roots_arc: roots_now.as_ref(),
             changed: std::cell::Cell::new(ctx.changed.get()),
             revision: ctx.revision.clone(),
+            evidence: ctx.evidence,
         };
         // 2026-07-28 host that has roots we do not know yet: ask it, MRTR style.
         if mrtr
@@ -155,13 +165,13 @@ impl Inner {
             return self.learner.mrtr_question(id);
         }
         match ctx.method {
-            m::RESOURCES_READ => self.read_request(&ctx, id, message),
+            m::RESOURCES_READ => self.resources_read.request(self, &ctx, id, message),
             m::RESOURCES_SUBSCRIBE | m::RESOURCES_UNSUBSCRIBE => {
-                self.subscribe_request(&ctx, id, message)
+                self.subscriptions.subscribe(self, &ctx, id, message)
             }
-            m::SUBSCRIPTIONS_LISTEN => self.listen_request(&ctx, message),
-            m::COMPLETION_COMPLETE => self.completion_request(&ctx, id, message),
-            m::TOOLS_CALL => self.tools_call(&ctx, id, message),
+            m::SUBSCRIPTIONS_LISTEN => self.subscriptions.listen(self, &ctx, message),
+            m::COMPLETION_COMPLETE => self.completions.request(self, &ctx, id, message),
+            m::TOOLS_CALL => self.tools.call(self, &ctx, id, message),
             _ => self.done_ctx(&ctx, message),
         }
     }

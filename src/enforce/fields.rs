@@ -13,33 +13,18 @@
 //! away (its text with it), a denied link key (`url`, `websiteUrl`, `resourceUri`) only
 //! itself. Free text is not judged here: the content tripwire covers it.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use serde_json::{Map, Value};
 
-use super::decide::Checked;
+use super::decide::Verdict;
 use super::walk::local_url;
 use super::{Ctx, Inner};
 use crate::audit;
-use crate::jsonrpc::{Id, IdKey};
 use crate::mcp::methods as m;
 use crate::relay::Action;
-
-/// Completion requests remembered at most (more means answers that never came).
-const COMPLETIONS: usize = 1024;
 
 /// Keys whose string value is a link the host may open: judged when it names a local file,
 /// and only the key is removed when it is refused.
 pub(super) const LINK_KEYS: [&str; 3] = ["url", "websiteUrl", "resourceUri"];
-
-/// What the field handlers remember between a request and its result.
-#[derive(Debug, Default)]
-pub(super) struct FieldState {
-    /// `completion/complete` of a `file:` template, by request id: the template and the
-    /// argument being completed, to judge each value by the URI it expands to.
-    completions: Mutex<HashMap<IdKey, (String, String)>>,
-}
 
 impl Inner {
     /// Walks the parts of a result the method's own handler did not judge (`skip`).
@@ -49,7 +34,7 @@ impl Inner {
         };
         self.walk_rest(ctx, "result", obj, skip);
         if ctx.method == m::COMPLETION_COMPLETE {
-            self.completion_values(ctx, obj);
+            self.completions.values(self, ctx, obj);
         }
     }
 
@@ -151,7 +136,7 @@ impl Inner {
     }
 
     /// Audits a decision on a free-form position; whether the value may stay.
-    fn keep_after(&self, ctx: &Ctx<'_>, field: &str, raw: &str, c: &Checked) -> bool {
+    pub(super) fn keep_after(&self, ctx: &Ctx<'_>, field: &str, raw: &str, c: &Verdict) -> bool {
         let ok = self.audit_decision(ctx, field, raw, c, audit::Action::Filtered);
         (c.allow && ok) || !self.live().enforce
     }
@@ -252,74 +237,6 @@ impl Inner {
             None => true,
         }
     }
-
-    /// Remembers what a `completion/complete` of a `file:` template completes.
-    pub(super) fn remember_completion(&self, id: &Id, message: &Value) {
-        let template = message.pointer("/params/ref/uri").and_then(Value::as_str);
-        let arg = message
-            .pointer("/params/argument/name")
-            .and_then(Value::as_str);
-        let (Some(template), Some(arg)) = (template, arg) else {
-            return;
-        };
-        if !local_url(template) {
-            return;
-        }
-        let mut kept = self
-            .fields
-            .completions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if kept.len() >= COMPLETIONS {
-            kept.clear();
-        }
-        kept.insert(id.key().clone(), (template.to_owned(), arg.to_owned()));
-    }
-
-    /// Completion values of a `file:` template: each value is judged by the URI the
-    /// template expands to with it, and one that would leave the roots is removed (a
-    /// server cannot list outside names through completion). Every expansion is checked
-    /// again when it is read.
-    fn completion_values(&self, ctx: &Ctx<'_>, result: &mut Map<String, Value>) {
-        let Some(id) = ctx.id else { return };
-        let remembered = self
-            .fields
-            .completions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id.key());
-        let Some((template, arg)) = remembered else {
-            return;
-        };
-        let Some(values) = result
-            .get_mut("completion")
-            .and_then(|c| c.get_mut("values"))
-            .and_then(Value::as_array_mut)
-        else {
-            return;
-        };
-        let mut index = 0;
-        values.retain(|v| {
-            let i = index;
-            index += 1;
-            let field = format!("result.completion.values[{i}]");
-            let Some(value) = v.as_str() else {
-                let c = Checked::deny("not_a_string");
-                let keep = self.keep_after(ctx, &field, &v.to_string(), &c);
-                if !keep {
-                    ctx.mark();
-                }
-                return keep;
-            };
-            let uri = expand(&template, &arg, value);
-            let c = self.live().uri(&uri, ctx.roots);
-            let keep = self.keep_after(ctx, &field, &uri, &c);
-            if !keep {
-                ctx.mark();
-            }
-            keep
-        });
-    }
 }
 
 /// Whether a value under `key` may hold something to judge: an object or an array, or a
@@ -335,7 +252,7 @@ fn walkable(key: &str, value: &Value) -> bool {
 /// Expands an RFC 6570 template for one argument, as a host would to read the value it
 /// picked: the expression naming `arg` gets `value` (percent-encoded as its operator
 /// says), every other expression a placeholder name (`_`).
-fn expand(template: &str, arg: &str, value: &str) -> String {
+pub(super) fn expand(template: &str, arg: &str, value: &str) -> String {
     let mut out = String::with_capacity(template.len() + value.len());
     let mut rest = template;
     while let Some(open) = rest.find('{') {

@@ -20,6 +20,7 @@
 mod completion;
 mod decide;
 mod dispatch;
+mod evidence;
 mod fields;
 pub mod follow;
 mod learn;
@@ -60,7 +61,7 @@ use crate::tripwire::{Fingerprints, Tripwire};
 /// What a policy reload cannot change in a running session: derived from each setting's
 /// declared reload behaviour (`policy::schema`).
 pub use crate::policy::reload_deferred;
-pub use decide::{Checked, Checker, rule_text};
+pub use decide::{Checker, Verdict, rule_text};
 pub use follow::{ReportSlot, ServerLauncher};
 pub use paged::{PageCheck, PageChecks};
 
@@ -110,7 +111,7 @@ impl Live {
         }
     }
 
-    fn uri(&self, raw: &str, roots: Option<&RootSet>) -> Checked {
+    fn uri(&self, raw: &str, roots: Option<&RootSet>) -> Verdict {
         self.checker.uri(&self.policy, raw, roots)
     }
 
@@ -118,7 +119,7 @@ impl Live {
         &self,
         raws: impl IntoIterator<Item = &'a str>,
         roots: Option<&RootSet>,
-    ) -> Vec<Checked> {
+    ) -> Vec<Verdict> {
         self.checker.uris(&self.policy, raws, roots)
     }
 
@@ -126,11 +127,11 @@ impl Live {
         self.checker.page(&self.policy, raws, roots)
     }
 
-    fn path(&self, raw: &str, roots: Option<&RootSet>) -> Checked {
+    fn path(&self, raw: &str, roots: Option<&RootSet>) -> Verdict {
         self.checker.path(&self.policy, raw, roots)
     }
 
-    fn template(&self, raw: &str, roots: Option<&RootSet>) -> Checked {
+    fn template(&self, raw: &str, roots: Option<&RootSet>) -> Verdict {
         walk::template(&self.checker, &self.policy, raw, roots)
     }
 
@@ -139,7 +140,7 @@ impl Live {
         roots: &RootSet,
         allowed: &crate::roots::Allowed,
         item: &Value,
-    ) -> Option<Checked> {
+    ) -> Option<Verdict> {
         read::verify(&self.policy, self.checker.options(), roots, allowed, item)
     }
 }
@@ -153,20 +154,21 @@ struct Inner {
     audit: Recorder,
     start: Mutex<Option<StartHook>>,
     fatal: watch::Sender<Option<String>>,
-    /// The verdicts of forwarded `resources/read` requests, kept for their results
-    /// (`resources_read.rs`).
-    read_verdicts: resources_read::ReadVerdicts,
-    /// What the host subscribed to: canonical `file:` URIs, or other URIs verbatim.
+    /// The actions waiting for their decisions' records, this session's own
+    /// (`evidence.rs`).
+    backlog: evidence::Backlog,
+    /// The `resources/read` family, with the verdicts of forwarded requests kept for their
+    /// results (`resources_read.rs`).
+    resources_read: resources_read::ResourcesRead,
+    /// The subscriptions family, with what the host subscribed to (`subscriptions.rs`).
     subscriptions: subscriptions::Subscriptions,
     /// Operator roots dropped at start, audited once the log is open.
     dropped_at_start: Mutex<Vec<DroppedRoot>>,
-    /// The server's `serverInfo.name`, once it gave one (see `tools.rs`).
-    server_name: OnceLock<String>,
-    /// What the server's `tools/list` results taught about its tools' path arguments
-    /// (`crate::toolargs`; see `tools.rs`).
-    tool_plans: Mutex<crate::toolargs::Learned>,
-    /// What the field handlers remember (see `fields.rs`).
-    fields: fields::FieldState,
+    /// The `tools/call` family, with what it learned about the server and its tools
+    /// (`tools.rs`).
+    tools: tools::Tools,
+    /// The completion family, with the completions it waits for (`completion.rs`).
+    completions: completion::Completions,
     /// The content tripwire (`src/tripwire/`): fingerprints of the denied files inside
     /// the roots the server can reach.
     tripwire: Tripwire,
@@ -284,12 +286,12 @@ impl Enforcer {
             audit,
             start: Mutex::new(None),
             fatal,
-            read_verdicts: resources_read::ReadVerdicts::default(),
+            backlog: evidence::Backlog::default(),
+            resources_read: resources_read::ResourcesRead::default(),
             subscriptions: subscriptions::Subscriptions::default(),
             dropped_at_start: Mutex::new(dropped.clone()),
-            server_name: OnceLock::new(),
-            tool_plans: Mutex::default(),
-            fields: fields::FieldState::default(),
+            tools: tools::Tools::default(),
+            completions: completion::Completions::default(),
             tripwire: Tripwire::new(&policy_deny_globs),
             fingerprints: Mutex::new((None, Arc::new(Fingerprints::default()))),
             telemetry: OnceLock::new(),
@@ -450,16 +452,16 @@ impl Interceptor for Enforcer {
                 return Action::Defer(Box::pin(async move {
                     let limit = inner.live().policy.roots().list_timeout;
                     let roots = inner.learner.tracker.wait(limit).await;
-                    recording::start_handling();
-                    let action = inner.handle(&session, msg, roots);
-                    recording::resolve(inner.hold_for_denials(action)).await
+                    let from = msg.from;
+                    let outcome = inner.handle(&session, msg, roots);
+                    evidence::resolve(inner.backlog.hold(inner.audit.get(), from, outcome)).await
                 }));
             }
         }
         let roots = inner.learner.tracker.known();
-        recording::start_handling();
-        let action = inner.handle(session, msg, roots);
-        inner.hold_for_denials(action)
+        let from = msg.from;
+        let outcome = inner.handle(session, msg, roots);
+        inner.backlog.hold(inner.audit.get(), from, outcome)
     }
 
     fn intercept_text(&self, session: &Arc<Session>, msg: &Offered<'_>) -> Option<Action> {
@@ -486,6 +488,7 @@ impl Interceptor for Enforcer {
         } else {
             inner.requests.preview(msg.from, msg.kind, msg.id)
         };
+        let evidence = evidence::Evidence::default();
         let ctx = Ctx {
             from: msg.from,
             kind: msg.kind,
@@ -497,12 +500,12 @@ impl Interceptor for Enforcer {
             roots_arc: roots.as_ref(),
             changed: std::cell::Cell::new(false),
             revision: session.revision(),
+            evidence: &evidence,
         };
-        recording::start_handling();
         let action = match which {
             (Side::Server, m::RESOURCES_LIST) => inner.list_page_text(&ctx, msg.text),
-            (Side::Server, _) => inner.read_result_text(&ctx, msg.text),
-            _ => inner.read_request_text(&ctx, msg.text),
+            (Side::Server, _) => inner.resources_read.result_text(inner, &ctx, msg.text),
+            _ => inner.resources_read.request_text(inner, &ctx, msg.text),
         };
         let Some(action) = action else {
             if request {
@@ -515,7 +518,16 @@ impl Interceptor for Enforcer {
                 .requests
                 .on_message(msg.from, msg.kind, msg.id, msg.method, None);
         }
-        Some(inner.hold_for_denials(action))
+        let outcome = evidence::Outcome {
+            action,
+            evidence: evidence.receipt(),
+        };
+        Some(inner.backlog.hold(inner.audit.get(), msg.from, outcome))
+    }
+
+    fn backlog(&self, from: Side) -> Option<crate::relay::Drain> {
+        let inner = &self.inner;
+        inner.backlog.backpressure(inner.audit.get(), from)
     }
 
     fn passing(&self, from: Side, kind: Kind, id: Option<&Id>, method: &str) {
@@ -667,12 +679,16 @@ struct Ctx<'a> {
     id: Option<&'a Id>,
     roots: Option<&'a RootSet>,
     /// The same roots as shared: a verdict kept across the server's answer remembers which
-    /// set it was made under (see `read_verdicts`).
+    /// set it was made under (see `resources_read.rs`).
     roots_arc: Option<&'a Arc<RootSet>>,
     changed: std::cell::Cell<bool>,
     /// The revision the peers speak (`None` before they agreed on one): what differs between
     /// revisions is asked of it (`Ctx::revision`), never tested inline.
     revision: Option<Revision>,
+    /// The records of the denials decided on this message, which must be durable before
+    /// its action takes effect: returned with the action (`evidence.rs`), shared by every
+    /// context derived from this one.
+    evidence: &'a evidence::Evidence,
 }
 
 /// The revision a message is judged under before the peers agreed on one: the facts of the
@@ -758,7 +774,7 @@ impl Inner {
 }
 
 /// The error rootfence answers a denied request with.
-pub fn denial(id: &Id, raw: &str, c: &Checked) -> Value {
+pub fn denial(id: &Id, raw: &str, c: &Verdict) -> Value {
     let mut message = format!("rootfence: denied: {} ({})", shorten(raw), c.reason);
     let mut data = json!({"uri": raw, "reason": c.reason, "rule": c.rule.as_deref()});
     if let Some(hint) = &c.hint {

@@ -1,18 +1,18 @@
 //! A page's decisions, compactly (issue 14): [`Checker::page`] decides the URIs of a
 //! `resources/list` page exactly as [`Checker::uri`] decides each, and hands back one
 //! [`PageCheck`] per entry. Most entries of a page are plain names beside the previous one,
-//! allowed by the same rule inside the same root; those are not given a [`Checked`] each
+//! allowed by the same rule inside the same root; those are not given a [`Verdict`] each
 //! (a canonical URI built, three shared texts counted up and down), but point at the one
 //! decision their run shares, and borrow their canonical form from the message text, which
 //! is what it is ([`PlainUri`]). Every other entry (settled before the page check, refused,
 //! allowed through a link, allowed with a canonical form other than its text) keeps its own
-//! [`Checked`].
+//! [`Verdict`].
 
 use crate::policy::{Policy, Provenance};
 use crate::roots::{PageVerdict, RootSet};
 use crate::uri::{FileUri, PageUri, PlainUri};
 
-use super::decide::{Checked, Checker, RuleTexts, path_decision};
+use super::decide::{Checker, RuleTexts, Verdict, path_verdict};
 
 /// One entry's decision on a page.
 #[derive(Debug)]
@@ -25,8 +25,8 @@ pub enum PageCheck<'a> {
         /// The entry's URI (its text).
         uri: PlainUri<'a>,
     },
-    /// Decided on its own: the [`Checked`] holds its canonical form.
-    Own(Box<Checked>),
+    /// Decided on its own: the [`Verdict`] holds its canonical form.
+    Own(Box<Verdict>),
 }
 
 /// The decisions on a page's entries, in order (see the module docs).
@@ -34,19 +34,19 @@ pub enum PageCheck<'a> {
 pub struct PageChecks<'a> {
     /// The decisions runs of entries share: allowed, with no canonical form (each entry's is
     /// its text). The entries of one class are siblings in one directory.
-    pub shared: Vec<Checked>,
+    pub shared: Vec<Verdict>,
     /// One per entry.
     pub entries: Vec<PageCheck<'a>>,
 }
 
 impl PageChecks<'_> {
-    /// Each entry's decision as a [`Checked`] of its own (the value path's form).
-    pub fn into_checked(self) -> Vec<Checked> {
+    /// Each entry's decision as a [`Verdict`] of its own (the value path's form).
+    pub fn into_verdicts(self) -> Vec<Verdict> {
         let shared = self.shared;
         self.entries
             .into_iter()
             .map(|e| match e {
-                PageCheck::Like { class, uri } => Checked {
+                PageCheck::Like { class, uri } => Verdict {
                     canonical: Some(uri.to_file_uri()),
                     ..shared[class as usize].clone()
                 },
@@ -77,7 +77,7 @@ impl Checker {
             /// A plain name beside the latest head.
             Plain(PlainUri<'a>),
             /// Settled without the page check (not a file: URI, no roots...).
-            Settled(Box<Checked>),
+            Settled(Box<Verdict>),
         }
         let mut heads: Vec<FileUri> = Vec::new();
         let mut read: Vec<Read<'a>> = Vec::with_capacity(raws.len());
@@ -110,7 +110,7 @@ impl Checker {
                 Read::Settled(c) => PageCheck::Own(c),
                 // Only a file: URI read while roots are known is a head or plain.
                 Read::Head(_) | Read::Plain(_) => {
-                    PageCheck::Own(Box::new(Checked::deny("io_error")))
+                    PageCheck::Own(Box::new(Verdict::deny("io_error")))
                 }
             }));
             return out;
@@ -146,7 +146,7 @@ impl Checker {
             let Some(verdict) = verdicts.next() else {
                 // Only a bug gets here: refused, never allowed unchecked.
                 out.entries
-                    .push(PageCheck::Own(Box::new(Checked::deny("io_error"))));
+                    .push(PageCheck::Own(Box::new(Verdict::deny("io_error"))));
                 continue;
             };
             let (root, real) = match verdict {
@@ -158,24 +158,33 @@ impl Checker {
                     continue;
                 }
             };
-            let decision = path_decision(policy, uri.path(), real.as_deref(), Some(&mut judge));
-            let plain = plain.filter(|_| decision.allowed_as_named());
+            let (verdict, rule) = path_verdict(
+                policy,
+                uri.path(),
+                real.as_deref(),
+                Some(&mut judge),
+                root,
+                roots,
+                &mut texts,
+            );
+            let plain = plain.filter(|_| verdict.allow);
             let Some(plain) = plain else {
-                let c = decision.checked(
-                    Some(uri.file_uri().into_owned()),
-                    root,
-                    roots,
-                    None,
-                    &mut texts,
-                );
-                out.entries.push(PageCheck::Own(Box::new(c)));
+                let mut v = verdict;
+                v.canonical = Some(uri.file_uri().into_owned());
+                out.entries.push(PageCheck::Own(Box::new(v)));
                 continue;
             };
-            let key: ClassKey = (root, decision.d.provenance, decision.d.reason.as_str());
+            // An allowed reason is always the rule's own static text (only a refusal through
+            // a link has a text of its own).
+            let reason: &'static str = match &verdict.reason {
+                std::borrow::Cow::Borrowed(r) => r,
+                std::borrow::Cow::Owned(_) => "",
+            };
+            let key: ClassKey = (root, rule, reason);
             let class = match keys.iter().rev().find(|(k, _)| same_key(k, &key)) {
                 Some((_, class)) => *class,
                 None => {
-                    let mut c = decision.checked(None, root, roots, None, &mut texts);
+                    let mut c = verdict;
                     let Ok(class) = u32::try_from(out.shared.len()) else {
                         // More shared decisions than a page can hold entries: its own.
                         c.canonical = Some(plain.to_file_uri());

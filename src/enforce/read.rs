@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::decide::{Checked, ReadRefusal, read_judged};
+use super::decide::{ReadRefusal, Verdict, read_judged};
 use crate::fsaccess::FsError;
 use crate::jsonrpc::Id;
 use crate::mcp::Revision;
@@ -18,10 +18,10 @@ use crate::uri::FileUri;
 /// The most rootfence reads for one item when the policy sets no `max_bytes`.
 const DEFAULT_READ_LIMIT: u64 = 64 * 1024 * 1024;
 
-fn refusal(reason: &'static str, rule: Option<String>) -> Checked {
-    Checked {
+fn refusal(reason: &'static str, rule: Option<String>) -> Verdict {
+    Verdict {
         rule: rule.map(Into::into),
-        ..Checked::deny(reason)
+        ..Verdict::deny(reason)
     }
 }
 
@@ -52,7 +52,7 @@ fn representations(item: &Value) -> Result<Vec<Repr<'_>>, &'static str> {
 
 /// The policy's size and MIME limits on one content item; `Some` when they refuse it.
 /// The size is that of its largest representation (`text`, decoded `blob` or `data`).
-pub(super) fn content_refusal(policy: &Policy, item: &Value) -> Option<Checked> {
+pub(super) fn content_refusal(policy: &Policy, item: &Value) -> Option<Verdict> {
     let reprs = match representations(item) {
         Ok(r) => r,
         Err(reason) => return Some(refusal(reason, None)),
@@ -67,7 +67,7 @@ pub(super) fn item_refusal(
     mime: Option<&str>,
     text: Option<&str>,
     blob: Option<&str>,
-) -> Option<Checked> {
+) -> Option<Verdict> {
     let mut reprs = Vec::with_capacity(1);
     if let Some(t) = text {
         reprs.push(Repr::Text(t));
@@ -81,7 +81,7 @@ pub(super) fn item_refusal(
     limits(policy, mime, &reprs)
 }
 
-fn limits(policy: &Policy, mime: Option<&str>, reprs: &[Repr<'_>]) -> Option<Checked> {
+fn limits(policy: &Policy, mime: Option<&str>, reprs: &[Repr<'_>]) -> Option<Verdict> {
     let bytes = reprs
         .iter()
         .map(|r| match r {
@@ -91,7 +91,7 @@ fn limits(policy: &Policy, mime: Option<&str>, reprs: &[Repr<'_>]) -> Option<Che
         .max()
         .unwrap_or(0);
     let d = policy.decide_content(mime, bytes);
-    (!d.allow).then(|| Checked::from_policy(&d))
+    (!d.allow).then(|| Verdict::from_policy(&d))
 }
 
 /// Answers `resources/read` from rootfence's own read of the checked file, shaped as
@@ -105,7 +105,7 @@ pub(super) fn serve(
     canonical: &FileUri,
     id: &Id,
     revision: &Revision,
-) -> (Value, Option<Checked>) {
+) -> (Value, Option<Verdict>) {
     let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
     let refused = match read_judged(policy, opts, roots, allowed, limit) {
         Ok(read) => {
@@ -152,7 +152,7 @@ pub(super) fn verify(
     roots: &RootSet,
     allowed: &Allowed,
     item: &Value,
-) -> Option<Checked> {
+) -> Option<Verdict> {
     let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
     let read = match read_judged(policy, opts, roots, allowed, limit) {
         Ok(r) => r,

@@ -181,15 +181,15 @@ fn parse<'a, T: Deserialize<'a>>(text: &'a str) -> Option<T> {
     Some(v)
 }
 
-impl Inner {
+impl super::resources_read::ResourcesRead {
     /// A host's `resources/read` request from its text; `None` declines it to the value
     /// path (see the module docs).
-    pub(super) fn read_request_text(&self, ctx: &Ctx<'_>, text: &str) -> Option<Action> {
+    pub(super) fn request_text(&self, core: &Inner, ctx: &Ctx<'_>, text: &str) -> Option<Action> {
         let id = ctx.id?;
         if ctx.revision().has_input_required() {
             return None;
         }
-        let live = self.live();
+        let live = core.live();
         if live.enforce && live.policy.resources().read == ReadStance::Serve {
             return None;
         }
@@ -199,7 +199,7 @@ impl Inner {
         if !c.allow || c.canonical.as_ref().is_some_and(|u| u.as_str() != raw) {
             return None;
         }
-        if !self.audit_decision(ctx, "params.uri", raw, &c, audit::Action::AnsweredError) {
+        if !core.audit_decision(ctx, "params.uri", raw, &c, audit::Action::AnsweredError) {
             // The record could not be written and the policy stops on that: the value path
             // would answer with the denial.
             return Some(if live.enforce {
@@ -208,15 +208,15 @@ impl Inner {
                 Action::Forward
             });
         }
-        self.read_verdicts.keep(id, c, ctx.roots_arc);
+        self.verdicts.keep(id, c, ctx.roots_arc);
         Some(Action::Forward)
     }
 
     /// A server's `resources/read` result from its text; `None` declines it to the value
     /// path (see the module docs).
-    pub(super) fn read_result_text(&self, ctx: &Ctx<'_>, text: &str) -> Option<Action> {
+    pub(super) fn result_text(&self, core: &Inner, ctx: &Ctx<'_>, text: &str) -> Option<Action> {
         let id = ctx.id?;
-        let live = self.live();
+        let live = core.live();
         if live.policy.resources().read == ReadStance::Verify {
             return None;
         }
@@ -237,7 +237,7 @@ impl Inner {
         // its record, as on the value path.
         // Anything else (another URI, a refusal, roots changed since the request): the value
         // path judges it again.
-        self.read_verdicts
+        self.verdicts
             .take_allowing(id, uri, ctx.roots_arc)
             .then_some(Action::Forward)
     }

@@ -1,14 +1,7 @@
 //! The enforcer's audit calls: one record per decision (or one per list page for its allowed
-//! entries), and the rule that a denial reaches its recipient only once its record is durable.
-//!
-//! # Evidence before effect, without slowing what is allowed
-//!
-//! Handlers are synchronous and return an [`Action`]. A denial's record is queued like any
-//! other (no I/O in the handler); its receipt is noted in a thread-local slot, because the
-//! denial may be decided deep inside a filter while the action leaves from `intercept`.
-//! [`Inner::hold_for_denials`] then turns an action that follows a denial into a deferred one
-//! that resolves once the record is written (and synced, per the fsync policy). A message
-//! that only allowed things carries no receipt and is never held.
+//! entries). A denial's record is queued like any other (no I/O in the handler) and its
+//! receipt noted in the message's evidence (`Ctx::evidence`), which the dispatch returns
+//! with the action: `evidence.rs` holds the action until the record is durable.
 //!
 //! # List pages
 //!
@@ -17,45 +10,13 @@
 //! `decision_summary` record (by reason, rule, directory and scheme) instead of a record
 //! each; every denied entry still has its own `decision` record.
 
-use std::cell::Cell;
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::Arc;
 
-use super::decide::Checked;
+use super::decide::Verdict;
 use super::{Ctx, Inner, direction};
 use crate::audit::event::{MAX_SUMMARY_DIRS, MAX_SUMMARY_KEYS};
-use crate::audit::{self, AllowedRecords, AuditUri, Event, Receipt, RpcId};
-use crate::relay::Action;
-
-/// Held actions whose denial records are not yet durable, at most, process-wide. Past this
-/// (a flood of denials faster than the disk syncs), a handler waits for the records itself:
-/// the flood then slows its source instead of filling memory or the relay's own bound on held
-/// messages (1024 per direction, past which it refuses messages; a refusal must not reach the
-/// host before the denial's record). Held actions whose records are durable are polled by
-/// their pump before it reads on, so they do not accumulate.
-const MAX_HELD: usize = 256;
-
-/// The receipts of held actions, oldest first (receipts only grow).
-static HELD: Mutex<VecDeque<Receipt>> = Mutex::new(VecDeque::new());
-
-thread_local! {
-    /// The latest receipt of a denial recorded while the current message was handled.
-    static PENDING: Cell<Receipt> = const { Cell::new(Receipt::NONE) };
-}
-
-/// Forgets receipts noted outside a handler (none are expected; this keeps one message's
-/// denials from ever holding another).
-pub(super) fn start_handling() {
-    PENDING.with(|p| p.set(Receipt::NONE));
-}
-
-/// Resolves a possibly deferred action.
-pub(super) async fn resolve(action: Action) -> Action {
-    match action {
-        Action::Defer(later) => later.await,
-        other => other,
-    }
-}
+use crate::audit::{self, AllowedRecords, AuditUri, Event, RpcId};
 
 /// A deciding rule: its layer and its text.
 type RuleKey = (Option<String>, Option<String>);
@@ -92,7 +53,7 @@ struct Counted {
 
 impl Counted {
     /// Whether `c` was decided with the same reason and rule.
-    fn same(&self, c: &Checked) -> bool {
+    fn same(&self, c: &Verdict) -> bool {
         fn text(a: &str, b: &str) -> bool {
             std::ptr::eq(a, b) || a == b
         }
@@ -129,7 +90,7 @@ impl PageAudit {
     /// Counts `n` entries allowed alike (`c`), the first being `raw` with the canonical form
     /// `canonical` (the same directory for all: `n` is more than 1 only for a run of
     /// siblings).
-    fn allowed(&mut self, raw: &str, canonical: Option<&str>, c: &Checked, n: u64) {
+    fn allowed(&mut self, raw: &str, canonical: Option<&str>, c: &Verdict, n: u64) {
         self.allowed += n;
         match &self.last {
             Some(last) if last.same(c) => {
@@ -143,7 +104,7 @@ impl PageAudit {
     }
 
     /// Counts `n` under `c`'s reason and rule, and remembers where.
-    fn count_rule(&mut self, c: &Checked, n: u64) {
+    fn count_rule(&mut self, c: &Verdict, n: u64) {
         let reason = bump(
             &mut self.reasons,
             n,
@@ -291,7 +252,7 @@ impl Inner {
         ctx: &Ctx<'_>,
         field: &str,
         raw: &str,
-        c: &Checked,
+        c: &Verdict,
         on_deny: audit::Action,
     ) -> bool {
         let canonical = c.canonical.as_ref().map(|u| u.as_str());
@@ -306,7 +267,7 @@ impl Inner {
         field: &str,
         raw: &str,
         canonical: Option<&str>,
-        c: &Checked,
+        c: &Verdict,
         on_deny: audit::Action,
     ) -> bool {
         self.note_decision(ctx, raw, c, 1);
@@ -347,7 +308,7 @@ impl Inner {
         match auditor.submit_decision(&record, false) {
             Ok(receipt) => {
                 if !c.allow {
-                    PENDING.with(|p| p.set(p.get().max(receipt)));
+                    ctx.evidence.note(receipt);
                 }
                 true
             }
@@ -359,7 +320,7 @@ impl Inner {
     }
 
     /// Tells telemetry (when on) about `count` decisions like `c` on `raw`.
-    fn note_decision(&self, ctx: &Ctx<'_>, raw: &str, c: &Checked, count: u64) {
+    fn note_decision(&self, ctx: &Ctx<'_>, raw: &str, c: &Verdict, count: u64) {
         if let Some(t) = self.telemetry.get() {
             t.decision(&crate::telemetry::DecisionNote {
                 request: ctx.host_request(),
@@ -404,7 +365,7 @@ impl Inner {
         page: Option<&mut PageAudit>,
         field: impl Fn() -> String,
         raw: &str,
-        c: &Checked,
+        c: &Verdict,
         on_deny: audit::Action,
     ) -> bool {
         let canonical = c.canonical.as_ref().map(|u| u.as_str());
@@ -436,7 +397,7 @@ impl Inner {
         field: impl Fn(usize) -> String,
         raws: &[&str],
         canonical: Option<&str>,
-        c: &Checked,
+        c: &Verdict,
         on_deny: audit::Action,
         mut kept: impl FnMut(bool),
     ) {
@@ -492,42 +453,6 @@ impl Inner {
             self.record(page.into_event(ctx));
         }
     }
-
-    /// `action`, held back until the denials recorded while deciding it are durable (see the
-    /// module docs). Actions that follow no denial pass at once.
-    pub(super) fn hold_for_denials(&self, action: Action) -> Action {
-        let pending = PENDING.with(|p| p.replace(Receipt::NONE));
-        if pending.is_none() {
-            return action;
-        }
-        let Some(auditor) = self.audit.get().cloned() else {
-            return action;
-        };
-        {
-            let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
-            while held.front().is_some_and(|r| auditor.is_durable(*r)) {
-                held.pop_front();
-            }
-            if held.len() >= MAX_HELD {
-                // Waiting for this record waits for every one queued before it: the writer
-                // syncs them together, and nothing held is outstanding afterwards.
-                held.clear();
-                drop(held);
-                if let Err(e) = auditor.durable_blocking(pending) {
-                    tracing::error!("a denial's audit record could not be written: {e}");
-                }
-                return action;
-            }
-            held.push_back(pending);
-        }
-        Action::Defer(Box::pin(async move {
-            if let Err(e) = auditor.durable(pending).await {
-                // The session is being stopped (the log failed); the denial stands.
-                tracing::error!("a denial's audit record could not be written: {e}");
-            }
-            resolve(action).await
-        }))
-    }
 }
 
 #[cfg(test)]
@@ -535,13 +460,13 @@ mod tests {
     use super::*;
     use crate::uri::FileUri;
 
-    fn allowed_at(uri: &str) -> Checked {
-        Checked {
+    fn allowed_at(uri: &str) -> Verdict {
+        Verdict {
             allow: true,
             reason: "default_allow".into(),
             canonical: FileUri::parse(uri).ok(),
             rule: Some("default".into()),
-            ..Checked::deny("")
+            ..Verdict::deny("")
         }
     }
 

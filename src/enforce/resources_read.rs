@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::Value;
 
-use super::decide::Checked;
+use super::decide::Verdict;
 use super::{Ctx, Inner, denial, invalid_params, read, route};
 use crate::audit;
 use crate::jsonrpc::Id;
@@ -32,7 +32,7 @@ pub(super) struct ReadVerdicts(Mutex<Verdicts>);
 
 type Verdicts = std::collections::HashMap<
     crate::jsonrpc::IdKey,
-    (Checked, Option<Weak<RootSet>>),
+    (Verdict, Option<Weak<RootSet>>),
     foldhash::fast::RandomState,
 >;
 
@@ -52,7 +52,7 @@ impl ReadVerdicts {
     }
 
     /// Keeps the verdict of request `id`, made under `roots`.
-    pub(super) fn keep(&self, id: &Id, verdict: Checked, roots: Option<&Arc<RootSet>>) {
+    pub(super) fn keep(&self, id: &Id, verdict: Verdict, roots: Option<&Arc<RootSet>>) {
         let mut kept = self.lock();
         if kept.len() >= READ_VERDICTS {
             kept.clear();
@@ -61,7 +61,7 @@ impl ReadVerdicts {
     }
 
     /// Takes the verdict of request `id` out, and returns it if it was made under `now`.
-    pub(super) fn take(&self, id: &Id, now: Option<&Arc<RootSet>>) -> Option<Checked> {
+    pub(super) fn take(&self, id: &Id, now: Option<&Arc<RootSet>>) -> Option<Verdict> {
         let (verdict, made_under) = self.lock().remove(id.key())?;
         same_set(made_under.as_ref(), now).then_some(verdict)
     }
@@ -105,7 +105,7 @@ impl Inner {
         ctx: &Ctx<'_>,
         id: &Id,
         message: &Value,
-    ) -> Result<Checked, Action> {
+    ) -> Result<Verdict, Action> {
         // `get` twice, not `pointer`: a JSON pointer is parsed (and allocates) on every call.
         let raw = message.get("params").and_then(|p| p.get("uri"));
         let Some(raw) = raw.and_then(Value::as_str) else {
@@ -120,18 +120,35 @@ impl Inner {
             (false, false) => Err(Action::Forward),
         }
     }
+}
 
+/// The `resources/read` family: its handlers (value path here, text path in `read_text.rs`)
+/// and its state, the verdicts of forwarded requests kept for their results. Each handler
+/// takes the enforcer's shared parts (`core`: the policy, the audit log, the checks every
+/// family uses).
+#[derive(Debug, Default)]
+pub(super) struct ResourcesRead {
+    pub(super) verdicts: ReadVerdicts,
+}
+
+impl ResourcesRead {
     /// A `resources/read` request: its URI judged, forwarded in canonical form (or, under
     /// the `serve` stance, answered from rootfence's own read), its verdict kept for the
     /// result.
-    pub(super) fn read_request(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
-        let c = match self.request_uri(ctx, id, &message) {
+    pub(super) fn request(
+        &self,
+        core: &Inner,
+        ctx: &Ctx<'_>,
+        id: &Id,
+        mut message: Value,
+    ) -> Action {
+        let c = match core.request_uri(ctx, id, &message) {
             Ok(c) => c,
             Err(action) => return action,
         };
         if let Some(canonical) = &c.canonical {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
-            let live = self.live();
+            let live = core.live();
             if live.policy.resources().read == ReadStance::Serve && live.enforce {
                 if let (Some(roots), Some(allowed)) = (ctx.roots, c.allowed.as_deref()) {
                     let (reply, refused) = read::serve(
@@ -146,7 +163,7 @@ impl Inner {
                     if let Some(refused) = refused {
                         // The file opened was refused when judged again: say so in the log.
                         let raw = canonical.as_str();
-                        self.audit_decision(
+                        core.audit_decision(
                             ctx,
                             "params.uri",
                             raw,
@@ -158,39 +175,37 @@ impl Inner {
                 }
             }
         }
-        self.read_verdicts.keep(id, c, ctx.roots_arc);
-        self.done_ctx(ctx, message)
+        self.verdicts.keep(id, c, ctx.roots_arc);
+        core.done_ctx(ctx, message)
     }
 
     /// A `resources/read` result: each item judged (reusing the request's verdict while the
     /// roots are the same set), a refused one removed; none left gives the denial error.
-    pub(super) fn read_result(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
+    pub(super) fn result(&self, core: &Inner, ctx: &Ctx<'_>, mut message: Value) -> Action {
         // 2026-07-28: a read may come back `input_required` like a tool call.
         if let Some(result) = message.get_mut("result") {
-            self.input_required(ctx, result);
+            core.input_required(ctx, result);
         }
         let contents = match message
             .get_mut("result")
             .and_then(|r| r.get_mut("contents"))
         {
-            None | Some(Value::Null) => return self.done_ctx(ctx, message),
+            None | Some(Value::Null) => return core.done_ctx(ctx, message),
             Some(Value::Array(contents)) => contents,
             Some(_) => {
-                return if self.live().enforce {
-                    self.refuse_result(ctx, "malformed_result")
+                return if core.live().enforce {
+                    core.refuse_result(ctx, "malformed_result")
                 } else {
                     Action::Forward
                 };
             }
         };
         if contents.is_empty() {
-            return self.done_ctx(ctx, message);
+            return core.done_ctx(ctx, message);
         }
         // Made under the roots still in force, or judged again.
-        let mut prior = ctx
-            .id
-            .and_then(|id| self.read_verdicts.take(id, ctx.roots_arc));
-        let mut last_denied: Option<(String, Checked)> = None;
+        let mut prior = ctx.id.and_then(|id| self.verdicts.take(id, ctx.roots_arc));
+        let mut last_denied: Option<(String, Verdict)> = None;
         let mut kept = Vec::with_capacity(contents.len());
         for (i, mut item) in std::mem::take(contents).into_iter().enumerate() {
             let raw = item
@@ -205,16 +220,16 @@ impl Inner {
                 .is_some_and(|p| p.canonical.as_ref().is_some_and(|u| u.as_str() == raw));
             let mut c = match prior.take_if(|_| reused) {
                 Some(p) => p,
-                None => self.live().uri(&raw, ctx.roots),
+                None => core.live().uri(&raw, ctx.roots),
             };
             if c.allow {
-                if let Some(refusal) = read::content_refusal(&self.live().policy, &item) {
+                if let Some(refusal) = read::content_refusal(&core.live().policy, &item) {
                     c = refusal;
                 }
             }
-            if c.allow && self.live().policy.resources().read == ReadStance::Verify {
+            if c.allow && core.live().policy.resources().read == ReadStance::Verify {
                 if let (Some(roots), Some(allowed)) = (ctx.roots, c.allowed.as_deref()) {
-                    if let Some(refusal) = self.live().verify(roots, allowed, &item) {
+                    if let Some(refusal) = core.live().verify(roots, allowed, &item) {
                         c = refusal;
                     }
                 }
@@ -222,7 +237,7 @@ impl Inner {
             // A reused verdict that still allows is already on record; anything that turned
             // it into a refusal is a new decision.
             let ok = (reused && c.allow)
-                || self.audit_decision(
+                || core.audit_decision(
                     ctx,
                     &format!("result.contents[{i}].uri"),
                     &raw,
@@ -236,11 +251,11 @@ impl Inner {
                 if let Some(obj) = item.as_object_mut() {
                     // Text and blob items have nothing to walk: no field name is built.
                     if Inner::needs_walk(obj, &["uri"]) {
-                        self.walk_rest(ctx, &format!("result.contents[{i}]"), obj, &["uri"]);
+                        core.walk_rest(ctx, &format!("result.contents[{i}]"), obj, &["uri"]);
                     }
                 }
                 kept.push(item);
-            } else if self.live().enforce {
+            } else if core.live().enforce {
                 ctx.mark();
                 last_denied = Some((raw, c));
             } else {
@@ -255,8 +270,8 @@ impl Inner {
         }
         if let Some(result) = message.get_mut("result") {
             let handled = route(ctx.from, ctx.kind, ctx.method);
-            self.walk_result(ctx, result, &handled.result_keys);
+            core.walk_result(ctx, result, &handled.result_keys);
         }
-        self.done_ctx(ctx, message)
+        core.done_ctx(ctx, message)
     }
 }

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::decide::Checked;
+use super::decide::Verdict;
 use super::{Ctx, Inner, denial, route};
 use crate::audit::{self, Event};
 use crate::mcp::methods as m;
@@ -18,7 +18,7 @@ impl Inner {
         let Some(result) = message.get_mut("result") else {
             return Action::Forward;
         };
-        self.learn_server_name(result);
+        self.tools.learn_server_name(result);
         // Every checker returns false when a payload is not the shape it can check item by
         // item: then the whole result is refused rather than passed unchecked.
         let shaped = match ctx.method {
@@ -35,13 +35,13 @@ impl Inner {
                 "uriTemplate",
             ),
             m::TOOLS_LIST => {
-                self.learn_tools(result);
+                self.tools.learn(result);
                 self.filter_entries(ctx, "result.tools", result.get_mut("tools"), "")
             }
             m::PROMPTS_LIST => {
                 self.filter_entries(ctx, "result.prompts", result.get_mut("prompts"), "")
             }
-            m::RESOURCES_READ => return self.read_result(ctx, message),
+            m::RESOURCES_READ => return self.resources_read.result(self, ctx, message),
             m::TOOLS_CALL | m::TASKS_RESULT | m::PROMPTS_GET => {
                 self.input_required(ctx, result);
                 let content_ok = match result.get_mut("content") {
@@ -71,7 +71,7 @@ impl Inner {
     /// Replaces a result rootfence cannot pass with its denial error (the host's request
     /// still gets exactly one answer).
     pub(super) fn refuse_result(&self, ctx: &Ctx<'_>, reason: &'static str) -> Action {
-        let c = Checked::deny(reason);
+        let c = Verdict::deny(reason);
         self.audit_decision(ctx, "result", "", &c, audit::Action::AnsweredError);
         match ctx.id {
             Some(id) => Action::Replace(denial(id, "", &c)),

@@ -44,26 +44,34 @@ impl Subscriptions {
     }
 }
 
-impl Inner {
+/// The family's handlers: each takes the enforcer's shared parts (`core`: the policy, the
+/// audit log, the URI checks every family uses) and keeps the family's own state here.
+impl Subscriptions {
     /// 2026-07-28 `subscriptions/listen`: a refused URI is taken out of the list; the kept
     /// ones are remembered as subscribed.
-    pub(super) fn listen_request(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
+    pub(super) fn listen(&self, core: &Inner, ctx: &Ctx<'_>, mut message: Value) -> Action {
         if let Some(list) = message.pointer_mut("/params/notifications/resourceSubscriptions") {
-            let kept = self.filter_list(
+            let kept = core.filter_list(
                 ctx,
                 "params.notifications.resourceSubscriptions",
                 list,
                 |v| v.as_str().map(str::to_owned),
             );
-            self.subscriptions.add(kept);
+            self.add(kept);
         }
-        self.done_ctx(ctx, message)
+        core.done_ctx(ctx, message)
     }
 
     /// `resources/subscribe` and `unsubscribe`: the URI judged like a read's; the
     /// subscription is remembered under its canonical name.
-    pub(super) fn subscribe_request(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
-        let c = match self.request_uri(ctx, id, &message) {
+    pub(super) fn subscribe(
+        &self,
+        core: &Inner,
+        ctx: &Ctx<'_>,
+        id: &Id,
+        mut message: Value,
+    ) -> Action {
+        let c = match core.request_uri(ctx, id, &message) {
             Ok(c) => c,
             Err(action) => return action,
         };
@@ -79,30 +87,30 @@ impl Inner {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
         }
         if ctx.method == m::RESOURCES_SUBSCRIBE {
-            self.subscriptions.add([key]);
+            self.add([key]);
         } else {
-            self.subscriptions.remove(&key);
+            self.remove(&key);
         }
-        self.done_ctx(ctx, message)
+        core.done_ctx(ctx, message)
     }
 
     /// `notifications/resources/updated`: forwarded only for an allowed URI the host
     /// subscribed to (or one inside a subscribed `file:` URI).
-    pub(super) fn updated(&self, ctx: &Ctx<'_>, message: Value) -> Action {
+    pub(super) fn updated(&self, core: &Inner, ctx: &Ctx<'_>, message: Value) -> Action {
         let raw = message
             .pointer("/params/uri")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
-        let mut c = self.live().uri(&raw, ctx.roots);
-        if c.allow && !self.subscriptions.covers(c.canonical.as_ref(), &raw) {
+        let mut c = core.live().uri(&raw, ctx.roots);
+        if c.allow && !self.covers(c.canonical.as_ref(), &raw) {
             c.allow = false;
             c.reason = "not_subscribed".into();
             c.allowed = None;
         }
-        let ok = self.audit_decision(ctx, "params.uri", &raw, &c, audit::Action::Dropped);
+        let ok = core.audit_decision(ctx, "params.uri", &raw, &c, audit::Action::Dropped);
         if !(c.allow && ok) {
-            return if self.live().enforce {
+            return if core.live().enforce {
                 Action::Drop
             } else {
                 Action::Forward
@@ -112,7 +120,7 @@ impl Inner {
         if let Some(canonical) = &c.canonical {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
         }
-        self.done_ctx(ctx, message)
+        core.done_ctx(ctx, message)
     }
 }
 

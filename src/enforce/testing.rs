@@ -19,6 +19,8 @@ pub(super) struct World {
     _dir: tempfile::TempDir,
     pub(super) base: String,
     pub(super) enforcer: Enforcer,
+    /// The evidence of the messages handled in [`World::ctx`]s.
+    pub(super) evidence: super::evidence::Evidence,
 }
 
 impl World {
@@ -62,6 +64,7 @@ impl World {
             _dir: dir,
             base: base.to_string_lossy().into_owned(),
             enforcer,
+            evidence: Default::default(),
         }
     }
 
@@ -94,6 +97,7 @@ impl World {
             roots_arc: None,
             changed: std::cell::Cell::new(false),
             revision: None,
+            evidence: &self.evidence,
         }
     }
 }

@@ -25,9 +25,11 @@
 //! with the machine-readable denial in `_meta["io.rootfence/denial"]`. Every revision's
 //! `CallToolResult` has `isError`. The denial is audited as before (`answered_error`).
 
+use std::sync::{Mutex, OnceLock};
+
 use serde_json::{Value, json};
 
-use super::decide::{Checked, rule_text};
+use super::decide::{Verdict, rule_text};
 use super::{Ctx, Inner};
 use crate::audit;
 use crate::jsonrpc::Id;
@@ -42,8 +44,20 @@ pub(super) const DENIAL_META: &str = "io.rootfence/denial";
 /// Roots named in a tool error at most.
 const ROOTS_SHOWN: usize = 8;
 
-impl Inner {
-    pub(super) fn tools_call(&self, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
+/// The `tools/call` family: its handler and its state, what it learned about the server (its
+/// name, and its tools' path arguments from `tools/list`). Handlers take the enforcer's shared
+/// parts as `core` (the policy, the audit log, the checks every family uses).
+#[derive(Debug, Default)]
+pub(super) struct Tools {
+    /// The server's `serverInfo.name`, once it gave one.
+    server_name: OnceLock<String>,
+    /// What the server's `tools/list` results taught about its tools' path arguments
+    /// (`crate::toolargs`).
+    plans: Mutex<crate::toolargs::Learned>,
+}
+
+impl Tools {
+    pub(super) fn call(&self, core: &Inner, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
         let name = message
             .pointer("/params/name")
             .and_then(Value::as_str)
@@ -61,13 +75,14 @@ impl Inner {
             roots_arc: ctx.roots_arc,
             changed: std::cell::Cell::new(ctx.changed.get()),
             revision: ctx.revision.clone(),
+            evidence: ctx.evidence,
         };
-        let live = self.live();
+        let live = core.live();
         let d = live.policy.decide_tool(&name);
         if !d.allow || !d.provenance.is_default() {
-            let c = Checked::from_policy(&d);
+            let c = Verdict::from_policy(&d);
             let ok =
-                self.audit_decision(ctx, "params.name", &name, &c, audit::Action::AnsweredError);
+                core.audit_decision(ctx, "params.name", &name, &c, audit::Action::AnsweredError);
             if !(d.allow && ok) && live.enforce {
                 return Action::Reply(tool_error(ctx, id, &name, None, &name, &c));
             }
@@ -95,12 +110,12 @@ impl Inner {
             };
             for v in strings {
                 let Some(raw) = v.as_str().map(str::to_owned) else {
-                    let c = Checked {
+                    let c = Verdict {
                         rule: Some(rule_text(&tool_path.provenance).into()),
-                        ..Checked::deny("not_a_path")
+                        ..Verdict::deny("not_a_path")
                     };
                     let shown = v.to_string();
-                    self.audit_decision(ctx, &field, &shown, &c, audit::Action::AnsweredError);
+                    core.audit_decision(ctx, &field, &shown, &c, audit::Action::AnsweredError);
                     if live.enforce {
                         return Action::Reply(tool_error(ctx, id, &name, Some(arg), &shown, &c));
                     }
@@ -110,18 +125,18 @@ impl Inner {
                     ArgKind::Path => live.path(&raw, ctx.roots),
                     ArgKind::Uri => live.uri(&raw, ctx.roots),
                 };
-                if c.allow && writes && self.names_read_only_path(&c, ctx.roots) {
+                if c.allow && writes && self.names_read_only_path(core, &c, ctx.roots) {
                     // A writing tool may not change a place where a file runs code outside
                     // the sandbox later (a git hook, an editor's tasks, a host's MCP
                     // configuration), even one that does not exist yet.
-                    c = Checked {
+                    c = Verdict {
                         rule: Some("sandbox.read_only_paths".into()),
                         canonical: c.canonical,
                         root: c.root,
-                        ..Checked::deny("read_only_path")
+                        ..Verdict::deny("read_only_path")
                     };
                 }
-                let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
+                let ok = core.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
                 if !(c.allow && ok) {
                     if live.enforce {
                         return Action::Reply(tool_error(ctx, id, &name, Some(arg), &raw, &c));
@@ -137,10 +152,11 @@ impl Inner {
                 }
             }
         }
-        if let Some(refusal) = self.inferred_arguments(ctx, id, &name, &mut message, &judged) {
+        if let Some(refusal) = self.inferred_arguments(core, ctx, id, &name, &mut message, &judged)
+        {
             return refusal;
         }
-        self.done_ctx(ctx, message)
+        core.done_ctx(ctx, message)
     }
 
     /// The arguments the tool's schema (or, for a tool never listed, each value's shape)
@@ -148,20 +164,21 @@ impl Inner {
     /// `Some` is the refusal to answer with.
     fn inferred_arguments(
         &self,
+        core: &Inner,
         ctx: &Ctx<'_>,
         id: &Id,
         name: &str,
         message: &mut Value,
         judged: &[String],
     ) -> Option<Action> {
-        let live = self.live();
+        let live = core.live();
         let (mode, _) = live.policy.tool_infer(name);
         if mode == ToolInfer::Off {
             return None;
         }
         let args = message.get("params")?.get("arguments")?;
         let plan = self
-            .tool_plans
+            .plans
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(name);
@@ -180,12 +197,12 @@ impl Inner {
             else {
                 continue;
             };
-            if c.allow && writes && self.names_read_only_path(&c, ctx.roots) {
-                c = Checked {
+            if c.allow && writes && self.names_read_only_path(core, &c, ctx.roots) {
+                c = Verdict {
                     rule: Some("sandbox.read_only_paths".into()),
                     canonical: c.canonical,
                     root: c.root,
-                    ..Checked::deny("read_only_path")
+                    ..Verdict::deny("read_only_path")
                 };
             }
             // The record and the refusal say which tool, which argument and why it was
@@ -197,7 +214,7 @@ impl Inner {
                 None => note.into(),
             });
             let field = format!("params.arguments{}", pointer.replace('/', "."));
-            let ok = self.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
+            let ok = core.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
             if !(c.allow && ok) {
                 if live.enforce {
                     return Some(Action::Reply(tool_error(
@@ -243,7 +260,7 @@ impl Inner {
         raw: &str,
         relative: bool,
         ctx: &Ctx<'_>,
-    ) -> Option<(Checked, bool, bool)> {
+    ) -> Option<(Verdict, bool, bool)> {
         if let Some(scheme) = crate::uri::scheme_of(raw) {
             let scheme = scheme.to_ascii_lowercase();
             return (scheme == "file" || crate::uri::wraps_a_file(raw, &scheme))
@@ -275,16 +292,16 @@ impl Inner {
     }
 
     /// Learns the path arguments of the tools a `tools/list` result describes.
-    pub(super) fn learn_tools(&self, result: &Value) {
-        self.tool_plans
+    pub(super) fn learn(&self, result: &Value) {
+        self.plans
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .learn(result);
     }
 
     /// `notifications/tools/list_changed`: what was learned no longer holds.
-    pub(super) fn forget_tools(&self) {
-        self.tool_plans
+    pub(super) fn forget(&self) {
+        self.plans
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .forget();
@@ -292,8 +309,8 @@ impl Inner {
 
     /// Whether an allowed path names a `sandbox.read_only_paths` match, by its canonical
     /// name or by the file it resolves to.
-    fn names_read_only_path(&self, c: &Checked, roots: Option<&RootSet>) -> bool {
-        let live = self.live();
+    fn names_read_only_path(&self, core: &Inner, c: &Verdict, roots: Option<&RootSet>) -> bool {
+        let live = core.live();
         let s = live.policy.sandbox();
         c.canonical
             .as_ref()
@@ -327,7 +344,7 @@ fn tool_error(
     tool: &str,
     arg: Option<&str>,
     raw: &str,
-    c: &Checked,
+    c: &Verdict,
 ) -> Value {
     let text = advice(tool, arg, raw, c, ctx.roots);
     let mut result = json!({
@@ -351,7 +368,7 @@ fn advice(
     tool: &str,
     arg: Option<&str>,
     raw: &str,
-    c: &Checked,
+    c: &Verdict,
     roots: Option<&RootSet>,
 ) -> String {
     let rule = c
@@ -439,7 +456,7 @@ mod tests {
 
     #[test]
     fn advice_names_the_roots_and_what_to_send() {
-        let c = Checked::deny("outside_roots");
+        let c = Verdict::deny("outside_roots");
         let roots = RootSet::empty();
         let text = advice("read_file", Some("path"), "/etc/passwd", &c, Some(&roots));
         assert!(
@@ -447,10 +464,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("no roots are allowed"), "{text}");
-        let c = Checked {
+        let c = Verdict {
             rule: Some("line 3: resources.deny = \"**/.env\"".into()),
             layer: Some("org.toml".into()),
-            ..Checked::deny("policy_deny")
+            ..Verdict::deny("policy_deny")
         };
         let text = advice("read_file", Some("path"), "/p/.env", &c, None);
         assert!(
@@ -458,7 +475,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("Do not retry this path"), "{text}");
-        let c = Checked::deny("tool_denied");
+        let c = Verdict::deny("tool_denied");
         let text = advice("run_shell", None, "run_shell", &c, None);
         assert!(
             text.contains("does not allow the tool `run_shell`"),

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::decide::{Checked, Checker, rule_text};
+use super::decide::{Checker, Verdict, rule_text};
 use super::{Ctx, Inner};
 use crate::audit;
 use crate::policy::Policy;
@@ -86,7 +86,7 @@ impl Inner {
                 let c = if uri_key == "uriTemplate" {
                     self.live().template(&raw, ctx.roots)
                 } else {
-                    checks.next().unwrap_or_else(|| Checked::deny("io_error"))
+                    checks.next().unwrap_or_else(|| Verdict::deny("io_error"))
                 };
                 let ok = self.audit_entry(
                     ctx,
@@ -181,7 +181,7 @@ impl Inner {
             // Judged as the host's (WHATWG) parser reads it: `" file://x"` and `"fi\tle://x"`
             // are file: URIs to a browser-based host.
             let c = if relative_url(src) {
-                Checked::deny("relative_url")
+                Verdict::deny("relative_url")
             } else if local_url(src) {
                 self.live().uri(src, ctx.roots)
             } else {
@@ -272,7 +272,7 @@ impl Inner {
                 .map(|v| v.as_str().unwrap_or("").to_owned())
             else {
                 // A resource block without a URI cannot be checked.
-                let c = Checked::deny("missing_uri");
+                let c = Verdict::deny("missing_uri");
                 self.audit_decision(
                     ctx,
                     &format!("{field}{suffix}"),
@@ -330,8 +330,8 @@ pub(super) fn template(
     policy: &Policy,
     raw: &str,
     roots: Option<&RootSet>,
-) -> Checked {
-    let deny = Checked::deny;
+) -> Verdict {
+    let deny = Verdict::deny;
     let brace = raw.find('{').unwrap_or(raw.len());
     let prefix = &raw[..brace];
     match uri::scheme_of(prefix).as_deref() {
@@ -370,8 +370,8 @@ fn template_dir(
     dir_text: &str,
     roots: Option<&RootSet>,
     partial: Option<&str>,
-) -> Checked {
-    let deny = Checked::deny;
+) -> Verdict {
+    let deny = Verdict::deny;
     let dir_text = if dir_text.len() > "file:///".len() {
         dir_text.trim_end_matches('/')
     } else {
@@ -388,7 +388,7 @@ fn template_dir(
         let forms = [root.uri(), root.real_uri()];
         if forms.iter().any(|f| dir.starts_with(f)) {
             let d = policy.decide_resource("file", Some(dir.path()));
-            return Checked {
+            return Verdict {
                 allow: d.allow,
                 reason: d.reason.as_str().into(),
                 canonical: None,

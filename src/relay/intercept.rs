@@ -64,6 +64,9 @@ pub struct Offered<'a> {
 /// A future that decides later, for checks that must wait (for roots, for a file read).
 pub type Deferred = Pin<Box<dyn Future<Output = Action> + Send + 'static>>;
 
+/// A wait a pump finishes before it reads on (see [`Interceptor::backlog`]).
+pub type Drain = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
 /// What to do with an intercepted message.
 pub enum Action {
     /// Forward the original bytes unchanged.
@@ -163,6 +166,15 @@ pub trait Interceptor: Send + Sync + 'static {
     /// offered.
     fn intercept_text(&self, session: &Arc<Session>, msg: &Offered<'_>) -> Option<Action> {
         let _ = (session, msg);
+        None
+    }
+
+    /// Called by a pump right after it held a message back ([`Action::Defer`]): when the
+    /// interceptor's own bound on what waits is reached, a wait for the pump to finish before
+    /// it reads its next message (backpressure on that side's sender, instead of blocking a
+    /// thread or refusing messages). `None` (the default): read on.
+    fn backlog(&self, from: Side) -> Option<Drain> {
+        let _ = from;
         None
     }
 

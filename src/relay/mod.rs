@@ -51,7 +51,8 @@ use tokio::task::JoinHandle;
 pub use child::SpawnError;
 pub use generation::{GenTiming, Launch, Launched};
 pub use intercept::{
-    Action, Deferred, Intercepted, Interceptor, Offered, PassThrough, ProtocolError, Screened,
+    Action, Deferred, Drain, Intercepted, Interceptor, Offered, PassThrough, ProtocolError,
+    Screened,
 };
 use last_words::LastWords;
 pub use observe::{Answer, Observer};

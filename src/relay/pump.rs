@@ -156,7 +156,17 @@ where
         };
         count.fetch_add(1, Ordering::Relaxed);
         match frame {
-            Frame::Line(line) => router.line(line.freeze(), &mut held).await,
+            Frame::Line(line) => {
+                let before = held.items.len();
+                router.line(line.freeze(), &mut held).await;
+                // A message held back may have reached the interceptor's bound on what
+                // waits: it then says what to wait for before reading on.
+                if held.items.len() > before {
+                    if let Some(drain) = icpt.backlog(origin.side) {
+                        drain.await;
+                    }
+                }
+            }
             Frame::TooLong { len, head } => router.unreadable(
                 "too_long",
                 format!("a message of {len} bytes exceeds the line limit of {max_line} bytes"),

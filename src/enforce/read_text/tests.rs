@@ -26,12 +26,13 @@ impl World {
     fn kept(&self) -> Option<(bool, Option<String>)> {
         self.enforcer
             .inner
-            .read_verdicts
+            .resources_read
+            .verdicts
             .peek(&Id::from_string("1"))
     }
 
     fn forget(&self) {
-        self.enforcer.inner.read_verdicts.clear();
+        self.enforcer.inner.resources_read.verdicts.clear();
     }
 
     /// A request through both paths: (fast outcome or `None` if declined, slow outcome),
@@ -41,12 +42,17 @@ impl World {
         let id = Id::from_string("1");
         self.forget();
         let fast = inner
-            .read_request_text(&self.ctx_read(Side::Host, Kind::Request, &id), text)
+            .resources_read
+            .request_text(inner, &self.ctx_read(Side::Host, Kind::Request, &id), text)
             .map(|a| (outcome(a), self.kept()));
         self.forget();
         let value: Value = serde_json::from_str(text).unwrap();
-        let slow =
-            outcome(inner.read_request(&self.ctx_read(Side::Host, Kind::Request, &id), &id, value));
+        let slow = outcome(inner.resources_read.request(
+            inner,
+            &self.ctx_read(Side::Host, Kind::Request, &id),
+            &id,
+            value,
+        ));
         (fast, (slow, self.kept()))
     }
 
@@ -58,17 +64,30 @@ impl World {
             self.forget();
             let req = json!({"jsonrpc": "2.0", "id": 1, "method": m::RESOURCES_READ,
                 "params": {"uri": asked}});
-            inner.read_request(&self.ctx_read(Side::Host, Kind::Request, &id), &id, req);
+            inner.resources_read.request(
+                inner,
+                &self.ctx_read(Side::Host, Kind::Request, &id),
+                &id,
+                req,
+            );
         };
         ask();
         let fast = inner
-            .read_result_text(&self.ctx_read(Side::Server, Kind::Response, &id), text)
+            .resources_read
+            .result_text(
+                inner,
+                &self.ctx_read(Side::Server, Kind::Response, &id),
+                text,
+            )
             .map(outcome);
         let fast_left = self.kept();
         ask();
         let value: Value = serde_json::from_str(text).unwrap();
-        let slow =
-            outcome(inner.read_result(&self.ctx_read(Side::Server, Kind::Response, &id), value));
+        let slow = outcome(inner.resources_read.result(
+            inner,
+            &self.ctx_read(Side::Server, Kind::Response, &id),
+            value,
+        ));
         if fast.is_some() {
             assert_eq!(
                 fast_left,
@@ -210,10 +229,11 @@ fn results_the_value_path_would_judge_again_are_declined() {
         w.forget();
         let id = Id::from_string("1");
         let text = response(json!([{"uri": a, "text": "x"}]));
-        let fast = w
-            .enforcer
-            .inner
-            .read_result_text(&w.ctx_read(Side::Server, Kind::Response, &id), &text);
+        let fast = w.enforcer.inner.resources_read.result_text(
+            &w.enforcer.inner,
+            &w.ctx_read(Side::Server, Kind::Response, &id),
+            &text,
+        );
         (fast.map(outcome), ())
     };
     assert_eq!(fast, None);
