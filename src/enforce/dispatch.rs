@@ -35,28 +35,30 @@ impl Inner {
             from,
             kind,
             id,
+            request,
             method,
             message,
             verbatim_ok,
         } = msg;
-        let roots = self.roots_for(session, roots);
+        let revision = session.revision();
+        let roots = self.roots_for(session, revision.as_ref(), roots);
         let evidence = Evidence::default();
-        let facts = self
-            .requests
-            .on_message(from, kind, id.as_ref(), &method, Some(&message));
+        let tool = self
+            .tool_calls
+            .on_message(from, kind, request, &method, &message);
         let ctx = Ctx {
             from,
             kind,
             method: &method,
-            tool: facts.tool.as_deref(),
-            request: facts.key,
+            tool: tool.as_deref(),
+            request,
             id: id.as_ref(),
             roots: roots.as_deref(),
             roots_arc: roots.as_ref(),
             // When the original bytes could mean something else than the parsed value, the
             // checked value is always what gets forwarded.
             changed: std::cell::Cell::new(!verbatim_ok),
-            revision: session.revision(),
+            revision,
             evidence: &evidence,
         };
         let action = match (from, kind, &*method) {

@@ -181,8 +181,8 @@ struct Inner {
     /// Start the first server generation when the relay starts, under the roots of a host
     /// without roots ([`Enforcer::prestarted`]).
     prestart: std::sync::atomic::AtomicBool,
-    /// Each host request's session-unique key and tool, until its answer (`requests.rs`).
-    requests: requests::Requests,
+    /// The tool of each `tools/call` in flight, until its answer (`requests.rs`).
+    tool_calls: requests::ToolCalls,
     /// The subject every decision record names (`principal`): set when the session opens
     /// (`rootfence serve`) or from the host's `clientInfo` (stdio, as claimed).
     principal: OnceLock<String>,
@@ -296,7 +296,7 @@ impl Enforcer {
             fingerprints: Mutex::new((None, Arc::new(Fingerprints::default()))),
             telemetry: OnceLock::new(),
             prestart: std::sync::atomic::AtomicBool::new(false),
-            requests: requests::Requests::default(),
+            tool_calls: requests::ToolCalls::default(),
             principal: OnceLock::new(),
             adopted: OnceLock::new(),
         };
@@ -401,7 +401,7 @@ impl Enforcer {
 /// What the URI table (`crate::mcp::uris`) says of a message: whether the enforcer looks at
 /// it, whether it waits for the roots, whether it has a text path, which result keys its
 /// handler judges.
-fn route(from: Side, kind: Kind, method: &str) -> std::borrow::Cow<'static, uris::Route> {
+fn route(from: Side, kind: Kind, method: &str) -> &'static uris::Route {
     let sender = match from {
         Side::Host => uris::Peer::Host,
         Side::Server => uris::Peer::Server,
@@ -419,6 +419,7 @@ impl Interceptor for Enforcer {
         from: Side,
         kind: Kind,
         id: Option<&Id>,
+        request: Option<u64>,
         method: &str,
         line: &[u8],
     ) -> Option<Screened> {
@@ -432,7 +433,7 @@ impl Interceptor for Enforcer {
         // is withheld whole.
         if let Some((message, hits)) = redacted(&fp, line) {
             self.inner
-                .record_tripwire(kind, id, method, &hits[0], hits.len(), true);
+                .record_tripwire(kind, id, request, method, &hits[0], hits.len(), true);
             return self
                 .inner
                 .live()
@@ -440,7 +441,7 @@ impl Interceptor for Enforcer {
                 .then_some(Screened::Rewrite(message));
         }
         self.inner
-            .withhold(kind, id, method, &hit)
+            .withhold(kind, id, request, method, &hit)
             .map(Screened::Act)
     }
 
@@ -476,30 +477,21 @@ impl Interceptor for Enforcer {
         if let RootsState::Unknown { asking: true } = inner.learner.tracker.state() {
             return None;
         }
-        let roots = inner.roots_for(session, inner.learner.tracker.known());
-        // The handler may decline (`None`) and leave the message to the parsed path: a
-        // request's key is then kept for it (`decline`), an answer's entry is ended only
-        // once the text path handled it.
-        let request = msg.from == Side::Host && msg.kind == Kind::Request;
-        let facts = if request {
-            inner
-                .requests
-                .on_message(msg.from, msg.kind, msg.id, msg.method, None)
-        } else {
-            inner.requests.preview(msg.from, msg.kind, msg.id)
-        };
+        let revision = session.revision();
+        let roots = inner.roots_for(session, revision.as_ref(), inner.learner.tracker.known());
+        // No text path is a `tools/call`'s: no tool to name.
         let evidence = evidence::Evidence::default();
         let ctx = Ctx {
             from: msg.from,
             kind: msg.kind,
             method: msg.method,
-            tool: facts.tool.as_deref(),
-            request: facts.key,
+            tool: None,
+            request: msg.request,
             id: msg.id,
             roots: roots.as_deref(),
             roots_arc: roots.as_ref(),
             changed: std::cell::Cell::new(false),
-            revision: session.revision(),
+            revision,
             evidence: &evidence,
         };
         let action = match which {
@@ -507,19 +499,8 @@ impl Interceptor for Enforcer {
             (Side::Server, _) => inner.resources_read.result_text(inner, &ctx, msg.text),
             _ => inner.resources_read.request_text(inner, &ctx, msg.text),
         };
-        let Some(action) = action else {
-            if request {
-                inner.requests.decline(msg.id);
-            }
-            return None;
-        };
-        if !request {
-            inner
-                .requests
-                .on_message(msg.from, msg.kind, msg.id, msg.method, None);
-        }
         let outcome = evidence::Outcome {
-            action,
+            action: action?,
             evidence: evidence.receipt(),
         };
         Some(inner.backlog.hold(inner.audit.get(), msg.from, outcome))
@@ -528,12 +509,6 @@ impl Interceptor for Enforcer {
     fn backlog(&self, from: Side) -> Option<crate::relay::Drain> {
         let inner = &self.inner;
         inner.backlog.backpressure(inner.audit.get(), from)
-    }
-
-    fn passing(&self, from: Side, kind: Kind, id: Option<&Id>, method: &str) {
-        // A request the enforcer does not judge (`resources/list`, `tools/list`) still gets
-        // its key, for the decisions on its result; an answer not judged ends its entry.
-        self.inner.requests.on_message(from, kind, id, method, None);
     }
 
     fn unlaunched_host_message(&self, session: &Arc<Session>, method: &str) {
@@ -673,8 +648,8 @@ struct Ctx<'a> {
     method: &'a str,
     /// The tool of a `tools/call` request or result, for its decisions' audit records.
     tool: Option<&'a str>,
-    /// The session-unique key of the host request this message is or answers
-    /// (`requests.rs`), for its decisions' audit records.
+    /// The session-unique key of the host request this message is or answers (the relay's,
+    /// `Intercepted::request`), for its decisions' audit records.
     request: Option<u64>,
     id: Option<&'a Id>,
     roots: Option<&'a RootSet>,
@@ -735,14 +710,14 @@ impl Inner {
     /// (in every request's `_meta`, the relay keeps the latest) it has no roots, the operator
     /// roots, known at once, even for the result of a request rootfence did not look at (a
     /// first `resources/list`).
+    /// `revision` is the session's (read once per message by the caller).
     fn roots_for(
         &self,
         session: &Arc<Session>,
+        revision: Option<&Revision>,
         roots: Option<Arc<RootSet>>,
     ) -> Option<Arc<RootSet>> {
-        let per_request = session
-            .revision()
-            .is_some_and(|r| r.capabilities_per_request());
+        let per_request = revision.is_some_and(Revision::capabilities_per_request);
         if per_request && self.learner.learn_stateless_host(session) {
             self.learner.tracker.known()
         } else {

@@ -1,154 +1,71 @@
-//! The session-unique key of each host request (issue 29), and the tool a `tools/call`
-//! named, kept until its result is judged.
+//! The tool a `tools/call` named, kept from the request until its result is judged (issue
+//! 29), so decisions on a `tools/call` *result* (embedded resources, links) name the tool as
+//! the request's do.
 //!
-//! A JSON-RPC id does not identify a request in the log: every session starts at `1`, and
-//! a host may use an id again once its request was answered. So each host request the
-//! enforcer looks at gets the next number of the session (1, 2, ...), written as `request`
-//! on every decision about the request and about its result; with the record's `session`
-//! it names one request in any log. The tool name travels the same way, so decisions on a
-//! `tools/call` *result* (embedded resources, links) name the tool as the request's do.
+//! Each host request's session-unique key (written as `request` on every decision about it
+//! and about its result) is the relay's: it numbers host requests as they arrive and carries
+//! the key to the answer (`Intercepted::request`), so nothing here is kept or locked for any
+//! other method. The table is keyed by that key, not by the JSON-RPC id (which a host may use
+//! again once answered).
 //!
-//! An entry lives from the request to its answer. An answer the enforcer never sees (a
-//! method whose results carry no URI, a message the tripwire withheld, a cancelled request)
-//! would leave its entry behind, so the table is bounded: past [`MAX_OPEN`] entries the
-//! older half is forgotten (their results, if they ever come, are recorded without a key).
+//! An entry lives from the request to its answer. An answer the enforcer never judges (one
+//! the tripwire withheld, a cancelled request) would leave its entry behind, so the table is
+//! bounded: past [`MAX_OPEN`] entries the older half is forgotten (their results, if they
+//! ever come, are recorded without the tool).
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::jsonrpc::{Id, IdKey, Kind};
+use crate::jsonrpc::Kind;
 use crate::mcp::methods as m;
 use crate::relay::Side;
 
-/// Entries kept at most (a host has far fewer requests in flight).
+/// Entries kept at most (a host has far fewer tool calls in flight).
 const MAX_OPEN: usize = 4096;
 
-/// What a request's decisions carry.
-#[derive(Debug, Clone, Default)]
-pub(super) struct RequestFacts {
-    /// The request's key in the session.
-    pub key: Option<u64>,
-    /// The tool of a `tools/call` (`params.name`).
-    pub tool: Option<Arc<str>>,
-}
-
-/// The open host requests, by id.
+/// The tools of the `tools/call` requests in flight, by request key.
 #[derive(Debug, Default)]
-pub(super) struct Requests {
-    inner: Mutex<Table>,
+pub(super) struct ToolCalls {
+    open: Mutex<HashMap<u64, Arc<str>>>,
 }
 
-#[derive(Debug, Default)]
-struct Table {
-    next: u64,
-    open: HashMap<IdKey, Entry>,
-}
-
-/// One open host request.
-#[derive(Debug)]
-struct Entry {
-    key: u64,
-    tool: Option<Arc<str>>,
-    /// Taken by the text path, which then declined the request: the parsed path's
-    /// `on_message` takes this key rather than a new one.
-    reserved: bool,
-}
-
-impl Requests {
-    /// The facts of the message being handled: a host request gets the session's next key
-    /// (and, for `tools/call`, its tool is noted); a server answer takes its request's facts
-    /// and ends the entry. Anything else has none.
+impl ToolCalls {
+    /// The tool of the message being handled: a host's `tools/call` request names it (and it
+    /// is kept under the request's `key`); its result takes it and ends the entry. Anything
+    /// else has none, and costs one comparison of its method.
     pub(super) fn on_message(
         &self,
         from: Side,
         kind: Kind,
-        id: Option<&Id>,
+        key: Option<u64>,
         method: &str,
-        message: Option<&Value>,
-    ) -> RequestFacts {
-        let Some(id) = id else {
-            return RequestFacts::default();
-        };
-        let mut t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        message: &Value,
+    ) -> Option<Arc<str>> {
+        if method != m::TOOLS_CALL {
+            return None;
+        }
+        let key = key?;
         match (from, kind) {
             (Side::Host, Kind::Request) => {
-                let tool: Option<Arc<str>> = (method == m::TOOLS_CALL)
-                    .then(|| message?.pointer("/params/name")?.as_str().map(Arc::from))
-                    .flatten();
-                if let Some(e) = t.open.get_mut(id.key()).filter(|e| e.reserved) {
-                    e.reserved = false;
-                    e.tool = tool.clone();
-                    return RequestFacts {
-                        key: Some(e.key),
-                        tool,
-                    };
-                }
-                t.next += 1;
-                let key = t.next;
-                if t.open.len() >= MAX_OPEN {
+                // `get` twice, not `pointer`: a JSON pointer is parsed on every call.
+                let tool: Arc<str> = message.get("params")?.get("name")?.as_str()?.into();
+                let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+                if open.len() >= MAX_OPEN {
                     let keep_after = key.saturating_sub(MAX_OPEN as u64 / 2);
-                    t.open.retain(|_, e| e.key > keep_after);
+                    open.retain(|k, _| *k > keep_after);
                 }
-                t.open.insert(
-                    id.key().clone(),
-                    Entry {
-                        key,
-                        tool: tool.clone(),
-                        reserved: false,
-                    },
-                );
-                RequestFacts {
-                    key: Some(key),
-                    tool,
-                }
+                open.insert(key, Arc::clone(&tool));
+                Some(tool)
             }
-            (Side::Server, Kind::Response | Kind::ErrorResponse) => match t.open.remove(id.key()) {
-                Some(e) => RequestFacts {
-                    key: Some(e.key),
-                    tool: e.tool,
-                },
-                None => RequestFacts::default(),
-            },
-            _ => RequestFacts::default(),
+            (Side::Server, Kind::Response | Kind::ErrorResponse) => self
+                .open
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&key),
+            _ => None,
         }
-    }
-
-    /// What [`Self::on_message`] would give a server's answer, without ending its entry:
-    /// for the text path, which may decline the answer and leave it to the parsed path
-    /// (that then calls `on_message`).
-    pub(super) fn preview(&self, from: Side, kind: Kind, id: Option<&Id>) -> RequestFacts {
-        let (Side::Server, Kind::Response | Kind::ErrorResponse, Some(id)) = (from, kind, id)
-        else {
-            return RequestFacts::default();
-        };
-        let t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        match t.open.get(id.key()) {
-            Some(e) => RequestFacts {
-                key: Some(e.key),
-                tool: e.tool.clone(),
-            },
-            None => RequestFacts::default(),
-        }
-    }
-
-    /// The text path took a key for the host request `id` and then left the request to
-    /// the parsed path: that path's `on_message` gets the same key instead of a new one.
-    pub(super) fn decline(&self, id: Option<&Id>) {
-        let Some(id) = id else { return };
-        let mut t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = t.open.get_mut(id.key()) {
-            e.reserved = true;
-        }
-    }
-
-    /// The key of the host request `id` names, without ending it (for a record made before
-    /// the answer is handled: the tripwire's).
-    pub(super) fn peek(&self, id: Option<&Id>) -> Option<u64> {
-        let t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        t.open.get(id?.key()).map(|e| e.key)
     }
 }
 
@@ -158,68 +75,41 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn reused_ids_get_new_keys_and_results_take_the_tool() {
-        let r = Requests::default();
-        let id = Id::from_string("5");
+    fn a_result_takes_its_requests_tool_once() {
+        let t = ToolCalls::default();
         let call = json!({"params": {"name": "read_file"}});
-        let a = r.on_message(
-            Side::Host,
-            Kind::Request,
-            Some(&id),
+        let a = t.on_message(Side::Host, Kind::Request, Some(1), m::TOOLS_CALL, &call);
+        assert_eq!(a.as_deref(), Some("read_file"));
+        let res = t.on_message(
+            Side::Server,
+            Kind::Response,
+            Some(1),
             m::TOOLS_CALL,
-            Some(&call),
+            &json!({}),
         );
-        assert_eq!(a.key, Some(1));
-        assert_eq!(r.peek(Some(&id)), Some(1));
-        let res = r.on_message(Side::Server, Kind::Response, Some(&id), m::TOOLS_CALL, None);
-        assert_eq!((res.key, res.tool.as_deref()), (Some(1), Some("read_file")));
-        // The host uses id 5 again: another request, another key.
-        let b = r.on_message(
-            Side::Host,
-            Kind::Request,
-            Some(&id),
-            m::RESOURCES_READ,
-            None,
-        );
-        assert_eq!((b.key, b.tool), (Some(2), None));
-        // The text path declined it: the parsed path gets the same key, not a new one.
-        r.decline(Some(&id));
-        let again = r.on_message(
-            Side::Host,
-            Kind::Request,
-            Some(&id),
-            m::RESOURCES_READ,
-            None,
-        );
-        assert_eq!(again.key, Some(2));
-        // A preview of the answer does not end the entry.
-        let seen = r.preview(Side::Server, Kind::Response, Some(&id));
-        assert_eq!(seen.key, Some(2));
-        let gone = r.on_message(
+        assert_eq!(res.as_deref(), Some("read_file"));
+        let again = t.on_message(
             Side::Server,
             Kind::Response,
-            Some(&id),
-            m::RESOURCES_READ,
-            None,
+            Some(1),
+            m::TOOLS_CALL,
+            &json!({}),
         );
-        assert_eq!(gone.key, Some(2));
-        let none = r.on_message(
-            Side::Server,
-            Kind::Response,
-            Some(&id),
-            m::RESOURCES_READ,
-            None,
-        );
-        assert_eq!(none.key, None);
+        assert_eq!(again, None);
+        // Another method is never kept, and takes no lock.
+        let read = json!({"params": {"name": "x", "uri": "file:///a"}});
+        let r = t.on_message(Side::Host, Kind::Request, Some(2), m::RESOURCES_READ, &read);
+        assert_eq!(r, None);
+        assert!(t.open.lock().unwrap().is_empty());
     }
 
     #[test]
-    fn unanswered_requests_cannot_grow_the_table() {
-        let r = Requests::default();
-        for n in 0..(MAX_OPEN as i64 * 3) {
-            let id = Id::from_string(&n.to_string());
-            r.on_message(Side::Host, Kind::Request, Some(&id), m::PING, None);
+    fn unanswered_calls_cannot_grow_the_table() {
+        let t = ToolCalls::default();
+        let call = json!({"params": {"name": "read_file"}});
+        for key in 1..=(MAX_OPEN as u64 * 3) {
+            t.on_message(Side::Host, Kind::Request, Some(key), m::TOOLS_CALL, &call);
         }
-        assert!(r.inner.lock().unwrap().open.len() <= MAX_OPEN);
+        assert!(t.open.lock().unwrap().len() <= MAX_OPEN);
     }
 }

@@ -59,10 +59,11 @@ impl Inner {
         &self,
         kind: Kind,
         id: Option<&Id>,
+        request: Option<u64>,
         method: &str,
         hit: &Hit,
     ) -> Option<Action> {
-        let (uri, what) = self.record_tripwire(kind, id, method, hit, 1, false);
+        let (uri, what) = self.record_tripwire(kind, id, request, method, hit, 1, false);
         if !self.live().enforce {
             return None;
         }
@@ -103,10 +104,13 @@ impl Inner {
 
     /// Logs, counts and audits a tripwire hit: `redacted` (`spans` secrets replaced in a
     /// message that goes on) or withheld. Returns the file's URI and the hit's description.
+    /// `request` is the key of the host request the message answers.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn record_tripwire(
         &self,
         kind: Kind,
         id: Option<&Id>,
+        request: Option<u64>,
         method: &str,
         hit: &Hit,
         spans: usize,
@@ -144,7 +148,7 @@ impl Inner {
             direction: Direction::ServerToHost,
             method: method.to_owned(),
             id: id.and_then(|i| RpcId::from_json(i.raw())),
-            request: self.requests.peek(id),
+            request,
             principal: self.principal.get().cloned(),
             tool: None,
             field: Some("message".into()),

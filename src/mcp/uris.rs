@@ -562,9 +562,10 @@ pub struct Route {
     pub result_keys: Vec<&'static str>,
 }
 
-/// The routes of every known method, by method, then by [`slot`] (sender and part), computed
-/// once.
-type Routes = std::collections::HashMap<&'static str, [Route; 8], foldhash::fast::FixedState>;
+/// The routes of every known method, by its place in [`super::methods::ALL`] (one more
+/// entry, last, for every method the table does not know), then by [`slot`] (sender and
+/// part), computed once.
+type Routes = Vec<[Route; 8]>;
 
 fn slot(sender: Peer, part: Part) -> usize {
     (sender as usize) << 2 | part as usize
@@ -573,17 +574,20 @@ fn slot(sender: Peer, part: Part) -> usize {
 fn routes() -> &'static Routes {
     static ROUTES: std::sync::OnceLock<Routes> = std::sync::OnceLock::new();
     ROUTES.get_or_init(|| {
-        let mut map = Routes::default();
-        for method in super::methods::ALL {
-            let mut slots: [Route; 8] = Default::default();
-            for sender in [Peer::Host, Peer::Server] {
-                for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
-                    slots[slot(sender, part)] = compute(sender, part, method);
+        // A method no row names (the empty name) stands for every unknown one: a row that
+        // covers every method of its sender and part is all that can apply to it.
+        let names = super::methods::ALL.iter().copied().chain([""]);
+        names
+            .map(|method| {
+                let mut slots: [Route; 8] = Default::default();
+                for sender in [Peer::Host, Peer::Server] {
+                    for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
+                        slots[slot(sender, part)] = compute(sender, part, method);
+                    }
                 }
-            }
-            map.insert(method, slots);
-        }
-        map
+                slots
+            })
+            .collect()
     })
 }
 
@@ -600,13 +604,13 @@ fn compute(sender: Peer, part: Part, method: &str) -> Route {
     }
 }
 
-/// What the table says of a message: one hash lookup for a known method; a method the
-/// table does not know is routed like every other message of its sender and part.
-pub fn route(sender: Peer, part: Part, method: &str) -> std::borrow::Cow<'static, Route> {
-    match routes().get(method) {
-        Some(slots) => std::borrow::Cow::Borrowed(&slots[slot(sender, part)]),
-        None => std::borrow::Cow::Owned(compute(sender, part, method)),
-    }
+/// What the table says of a message: the method's place found by a `match`
+/// ([`super::methods::index`]), then two array indexes; a method the table does not know is
+/// routed like every other message of its sender and part. Nothing is hashed or allocated.
+pub fn route(sender: Peer, part: Part, method: &str) -> &'static Route {
+    let routes = routes();
+    let row = super::methods::index(method).unwrap_or(routes.len() - 1);
+    &routes[row][slot(sender, part)]
 }
 
 /// The table as docs/enforcement.md shows it (a Markdown table, one line per row).

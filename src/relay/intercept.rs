@@ -29,6 +29,10 @@ pub struct Intercepted {
     pub kind: Kind,
     /// The id (requests and responses).
     pub id: Option<Id>,
+    /// The session-unique key of the host request this message is or answers (1, 2, ... in
+    /// the order the host's requests arrived; issue 29): what names one request in a log,
+    /// where ids repeat. `None` for everything else.
+    pub request: Option<u64>,
     /// For requests and notifications, their method; for responses, the method of the request
     /// they answer.
     pub method: Arc<str>,
@@ -55,6 +59,8 @@ pub struct Offered<'a> {
     pub kind: Kind,
     /// The id (requests and responses).
     pub id: Option<&'a Id>,
+    /// As in [`Intercepted::request`].
+    pub request: Option<u64>,
     /// As in [`Intercepted::method`].
     pub method: &'a str,
     /// The message's text, as it came.
@@ -140,16 +146,17 @@ pub trait Interceptor: Send + Sync + 'static {
     /// response must then get an answer, [`Action::Replace`] with an error, never a drop);
     /// [`Screened::Rewrite`] goes on with a value in its place (a secret redacted), which
     /// is then handled as any checked message. Called for every message: keep it cheap
-    /// when there is nothing to find.
+    /// when there is nothing to find. `request` is as in [`Intercepted::request`].
     fn screen(
         &self,
         from: Side,
         kind: Kind,
         id: Option<&Id>,
+        request: Option<u64>,
         method: &str,
         line: &[u8],
     ) -> Option<Screened> {
-        let _ = (from, kind, id, method, line);
+        let _ = (from, kind, id, request, method, line);
         None
     }
 
@@ -176,14 +183,6 @@ pub trait Interceptor: Send + Sync + 'static {
     fn backlog(&self, from: Side) -> Option<Drain> {
         let _ = from;
         None
-    }
-
-    /// A host request, or a server's answer to one, that [`Interceptor::wants`] did not ask
-    /// for is passing through: an interceptor that follows requests from start to answer
-    /// (the audit's request keys) still sees each one begin and end. Called on the relay's
-    /// thread for every such message: keep it cheap.
-    fn passing(&self, from: Side, kind: Kind, id: Option<&Id>, method: &str) {
-        let _ = (from, kind, id, method);
     }
 
     /// Called for each message from the host while no server generation was asked for yet

@@ -250,6 +250,9 @@ struct Routed {
     to: Dest,
     /// The id to forward it under, when it differs from its own.
     forward_id: Option<Id>,
+    /// The session-unique key of the host request this is or answers
+    /// ([`Session::number_host_request`]).
+    request: Option<u64>,
     /// What the observer (telemetry) needs, when there is one.
     observed: Option<Box<Observed>>,
 }

@@ -83,6 +83,9 @@ pub struct Pending {
     pub started: Instant,
     /// The server generation it was sent to (host requests) or came from (server requests).
     pub generation: Gen,
+    /// A host request's session-unique key ([`Session::number_host_request`]); `None` for a
+    /// server's request.
+    pub request: Option<u64>,
 }
 
 /// A server request as the host saw it: which generation sent it and under which id.
@@ -292,6 +295,8 @@ pub struct Session {
     launches: mpsc::Sender<LaunchRequest>,
     own_prefix: String,
     next_own: AtomicU64,
+    /// The key of the last host request numbered ([`Session::number_host_request`]).
+    last_request: AtomicU64,
     /// Message counters.
     pub counters: Counters,
     /// Told about each host request's life (telemetry).
@@ -331,9 +336,19 @@ impl Session {
             launches,
             own_prefix: format!("rootfence-{:016x}-", random_u64()),
             next_own: AtomicU64::new(1),
+            last_request: AtomicU64::new(0),
             counters: Counters::default(),
             observer,
         }
+    }
+
+    /// Numbers a host request the relay routes (1, 2, ... in the order they arrive): its
+    /// session-unique key (issue 29). A JSON-RPC id does not name a request in a log (every
+    /// session starts at `1`, and an id is used again once answered); the key does, and it
+    /// travels with the request to its answer ([`Pending::request`]), so the interceptor
+    /// keeps no table and takes no lock for it.
+    pub(crate) fn number_host_request(&self) -> u64 {
+        self.last_request.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Who is told about each host request's life, if anyone.
@@ -520,7 +535,7 @@ mod tests {
     async fn id_spaces_are_independent_and_own_ids_are_reserved() {
         let mut f = session();
         let s = &f.s;
-        s.track_host_request(&id("1"), m::TOOLS_CALL.into());
+        s.track_host_request(&id("1"), m::TOOLS_CALL.into(), None);
         s.track_server_request(1, &id("1"), m::ROOTS_LIST.into());
         // The host's response to the server's request 1 and the server's response to the
         // host's request 1 are different things.
@@ -590,7 +605,7 @@ mod tests {
     fn a_response_is_matched_only_from_the_generation_asked() {
         let f = session();
         let s = &f.s;
-        s.track_host_request(&id("7"), m::TOOLS_CALL.into());
+        s.track_host_request(&id("7"), m::TOOLS_CALL.into(), None);
         assert!(matches!(
             s.match_response(Side::Server, 2, &id("7")),
             Matched::Unmatched
@@ -604,7 +619,7 @@ mod tests {
         let s = &f.s;
         s.answered_locally(&id("5"));
         assert!(s.cancel(Side::Host, &id("5")).is_none());
-        s.track_host_request(&id("6"), "x".into());
+        s.track_host_request(&id("6"), "x".into(), None);
         assert_eq!(s.cancel(Side::Host, &id("6")), Some(Some(1)));
         assert!(matches!(
             s.match_response(Side::Server, 1, &id("6")),
@@ -627,14 +642,14 @@ mod tests {
     fn server_gone_takes_every_pending_host_request() {
         let f = session();
         let s = &f.s;
-        s.track_host_request(&id("1"), "a".into());
-        s.track_host_request(&id("2"), "b".into());
+        s.track_host_request(&id("1"), "a".into(), None);
+        s.track_host_request(&id("2"), "b".into(), None);
         let gone = s.server_gone("exited");
         assert_eq!(gone.len(), 2);
         assert!(s.in_flight(Side::Host).is_empty());
         assert_eq!(s.server_gone_cause().as_deref(), Some("exited"));
         // Once gone, a new host request is refused rather than left waiting forever.
-        assert!(s.track_host_request(&id("3"), "c".into()).is_none());
+        assert!(s.track_host_request(&id("3"), "c".into(), None).is_none());
         assert!(s.in_flight(Side::Host).is_empty());
     }
 }

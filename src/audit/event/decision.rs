@@ -167,7 +167,8 @@ impl DecisionRef<'_> {
         out.extend_from_slice(self.id.map_or("null", |id| id.0.as_str()).as_bytes());
         if let Some(request) = self.request {
             out.extend_from_slice(b",\"request\":");
-            out.extend_from_slice(request.to_string().as_bytes());
+            // Written in place: a `to_string` would allocate on every decision.
+            let _ = std::io::Write::write_fmt(out, format_args!("{request}"));
         }
         if let Some(principal) = self.principal {
             out.extend_from_slice(b",\"principal\":");

@@ -15,6 +15,11 @@ use crate::jsonrpc::envelope::Kind;
 use crate::jsonrpc::error::{self as rpc_error, error_response};
 use crate::mcp::methods;
 
+/// serde_json's private marker keys, searched for in every message the interceptor wants:
+/// the searcher is built once, not per message.
+static PRIVATE_MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"serde_json::private"));
+
 impl<I: Interceptor> Router<'_, I> {
     /// Asks the interceptor (when it wants the message) and turns its action into a step.
     pub(super) fn decide(&self, mut routed: Routed, text: &str, internal: Internal) -> Step {
@@ -22,6 +27,7 @@ impl<I: Interceptor> Router<'_, I> {
             routed.origin.side,
             routed.kind,
             routed.id.as_ref(),
+            routed.request,
             &routed.method,
             text.as_bytes(),
         );
@@ -47,17 +53,17 @@ impl<I: Interceptor> Router<'_, I> {
             .icpt
             .wants(routed.origin.side, routed.kind, &routed.method);
         if !wants && internal == Internal::None {
-            self.passing(&routed);
             return finish(routed, Action::Forward, self.session);
         }
         // serde_json's private marker keys make the text mean something else to serde_json
         // than to the peer: only the re-serialized value may stand for it then.
-        let verbatim_ok = memchr::memmem::find(text.as_bytes(), b"serde_json::private").is_none();
+        let verbatim_ok = PRIVATE_MARKER.find(text.as_bytes()).is_none();
         if wants && internal == Internal::None && verbatim_ok {
             let offered = Offered {
                 from: routed.origin.side,
                 kind: routed.kind,
                 id: routed.id.as_ref(),
+                request: routed.request,
                 method: &routed.method,
                 text,
             };
@@ -82,7 +88,6 @@ impl<I: Interceptor> Router<'_, I> {
             Internal::None => {}
         }
         if !wants {
-            self.passing(&routed);
             return finish(routed, Action::Forward, self.session);
         }
         let action = self.icpt.intercept(
@@ -91,24 +96,13 @@ impl<I: Interceptor> Router<'_, I> {
                 from: routed.origin.side,
                 kind: routed.kind,
                 id: routed.id.clone(),
+                request: routed.request,
                 method: Arc::clone(&routed.method),
                 message,
                 verbatim_ok,
             },
         );
         finish(routed, action, self.session)
-    }
-
-    /// Tells the interceptor about a host request or a server answer it did not want.
-    fn passing(&self, routed: &Routed) {
-        let (side, kind) = (routed.origin.side, routed.kind);
-        if matches!(
-            (side, kind),
-            (Side::Host, Kind::Request) | (Side::Server, Kind::Response | Kind::ErrorResponse)
-        ) {
-            self.icpt
-                .passing(side, kind, routed.id.as_ref(), &routed.method);
-        }
     }
 
     /// [`Self::decide`] for a message rewritten before the interceptor's decision (`message`
@@ -126,7 +120,6 @@ impl<I: Interceptor> Router<'_, I> {
             .icpt
             .wants(routed.origin.side, routed.kind, &routed.method)
         {
-            self.passing(&routed);
             return finish(routed, Action::Replace(message), self.session);
         }
         let built = message.clone();
@@ -136,6 +129,7 @@ impl<I: Interceptor> Router<'_, I> {
                 from: routed.origin.side,
                 kind: routed.kind,
                 id: routed.id.clone(),
+                request: routed.request,
                 method: Arc::clone(&routed.method),
                 message,
                 verbatim_ok: false,
@@ -184,7 +178,11 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
             if let (Kind::Request, Some(id)) = (routed.kind, &routed.id) {
                 match from {
                     Side::Host => {
-                        match session.track_host_request(id, Arc::clone(&routed.method)) {
+                        match session.track_host_request(
+                            id,
+                            Arc::clone(&routed.method),
+                            routed.request,
+                        ) {
                             Some(generation) => {
                                 if let Dest::Server { generation: g, .. } = &mut routed.to {
                                     *g = generation;

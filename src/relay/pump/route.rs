@@ -34,7 +34,7 @@ impl<I: Interceptor> Router<'_, I> {
     /// host request's generation is decided when it is forwarded).
     fn request(&self, env: Envelope<'_>, text: &str, bytes: &Bytes) -> Step {
         let id = env.id.expect("the scan gives every request an id");
-        let method: Arc<str> = env.method.as_deref().unwrap_or_default().into();
+        let method = method_name(env.method.as_deref().unwrap_or_default());
         let is_initialize = &*method == methods::INITIALIZE;
         if let Some(refused) = self.admit_request(&id, &method, is_initialize, bytes) {
             return refused;
@@ -54,6 +54,7 @@ impl<I: Interceptor> Router<'_, I> {
             Internal::None
         };
         let observed = self.observe_request(&id, &method, text);
+        let request = (self.from == Side::Host).then(|| self.session.number_host_request());
         let to = match self.from {
             // The generation is decided when the request is forwarded.
             Side::Host => Dest::Server {
@@ -69,6 +70,7 @@ impl<I: Interceptor> Router<'_, I> {
             method,
             to,
             forward_id: None,
+            request,
             observed,
         };
         self.decide(routed, text, internal)
@@ -131,7 +133,7 @@ impl<I: Interceptor> Router<'_, I> {
     /// A notification goes to the other side; a cancellation goes where its request went,
     /// under the id its receiver knows it by.
     fn notification(&self, env: Envelope<'_>, text: &str) -> Step {
-        let method: Arc<str> = env.method.as_deref().unwrap_or_default().into();
+        let method = method_name(env.method.as_deref().unwrap_or_default());
         let mut to = match self.from {
             Side::Host => {
                 self.session.host_message_seen(false);
@@ -157,6 +159,7 @@ impl<I: Interceptor> Router<'_, I> {
             method,
             to,
             forward_id: None,
+            request: None,
             observed: None,
         };
         match bytes_override {
@@ -302,9 +305,22 @@ impl<I: Interceptor> Router<'_, I> {
             method: pending.method,
             to,
             forward_id: restore,
+            request: pending.request,
             observed,
         };
         self.decide(routed, text, internal)
+    }
+}
+
+/// A message's method as the relay keeps it (with its request, for the answer): a method
+/// rootfence knows shares one allocation made once per process, so a message allocates no
+/// name of its own; any other is copied.
+fn method_name(name: &str) -> Arc<str> {
+    static KNOWN: std::sync::LazyLock<Vec<Arc<str>>> =
+        std::sync::LazyLock::new(|| methods::ALL.iter().map(|m| Arc::from(*m)).collect());
+    match methods::index(name) {
+        Some(i) => Arc::clone(&KNOWN[i]),
+        None => name.into(),
     }
 }
 

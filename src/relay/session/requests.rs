@@ -95,11 +95,16 @@ impl Session {
         }
     }
 
-    /// Records a host request as forwarded to the current generation and awaiting its
-    /// response; returns that generation. `None` once the server is gone: nobody would answer
+    /// Records a host request (numbered `request`, [`Self::number_host_request`]) as
+    /// forwarded to the current generation and awaiting its response; returns that generation. `None` once the server is gone: nobody would answer
     /// it, and the caller must answer it instead. (Checked under the same lock as
     /// [`Self::server_gone`] drains the table, so no request can slip in between.)
-    pub(crate) fn track_host_request(&self, id: &Id, method: Arc<str>) -> Option<Gen> {
+    pub(crate) fn track_host_request(
+        &self,
+        id: &Id,
+        method: Arc<str>,
+        request: Option<u64>,
+    ) -> Option<Gen> {
         let mut st = self.state();
         if st.server_gone.is_some() {
             return None;
@@ -113,6 +118,7 @@ impl Session {
                 method,
                 started: Instant::now(),
                 generation,
+                request,
             },
         );
         Some(generation)
@@ -137,6 +143,7 @@ impl Session {
                     method,
                     started: Instant::now(),
                     generation,
+                    request: None,
                 },
                 original: (generation > 1).then(|| id.clone()),
             },
