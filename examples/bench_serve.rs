@@ -7,10 +7,17 @@
 //! side in one run:
 //! - **direct**: a minimal native Streamable HTTP MCP server (this example re-run with
 //!   `--direct-server`: one process, sessions in memory), the floor for HTTP on this machine;
+//! - **floor shared** and **floor per session**: the same HTTP server passing each request
+//!   as a line to `bench_server` and its answer back, nothing checked, no sandbox: one
+//!   `bench_server` for every session (ids renamed, as a shared-server bridge must), or one
+//!   per session started at its `initialize`. Their difference is what one server process
+//!   per session costs at this concurrency, whoever runs it;
 //! - **rootfence serve**: `rootfence serve --root <dir> --session-pool N -- bench_server`
 //!   with its defaults otherwise (best-effort sandbox, built-in policy): every session its
 //!   own sandboxed `bench_server` process, its own enforcer and audit session; N (default:
 //!   `--clients`) servers pre-started, and the run begins once they are ready;
+//! - **baseline** (with `--baseline ROOTFENCE`): the same as rootfence serve, run by another
+//!   build (a change side by side with the build before it);
 //! - **rootfence (no pool)**: the same with `--session-pool 0`: every session starts its
 //!   sandboxed server when its `initialize` arrives;
 //! - **supergateway** 4.0.0 (`--stdio <bench_server> --outputTransport streamableHttp
@@ -24,8 +31,10 @@
 //! For each it reports: requests answered (every one must be, or the run fails), wall time
 //! and throughput, per-request latency (p50, p99, max), session-open latency (p50, p99;
 //! rootfence starts a sandboxed server per session), and the peak RSS of the whole server
-//! side (the process and all its descendants, sampled every 50 ms) and of the front process
-//! alone (rootfence without its servers). Every exchange is
+//! side (the process and all its descendants, sampled every 100 ms) and of the front process
+//! alone (rootfence without its servers), and the CPU per request during the run of the
+//! front process, of the rest of its tree (servers, sandbox launchers) and of the clients
+//! (this process). Every exchange is
 //! bounded by a timeout, so a wedged server ends the run with an error instead of a hang.
 //! Targets run one after the other (`--rounds` times, alternating); the machine is shared, so
 //! compare figures from the same run.
@@ -49,12 +58,18 @@ struct Options {
     rounds: usize,
     targets: Vec<String>,
     session_pool: Option<usize>,
+    /// Other builds' rootfence, each run as a `baseline` target (a change side by side with
+    /// the build before it).
+    baselines: Vec<PathBuf>,
 }
 
 /// Every target, in the order they run.
 const TARGETS: &[&str] = &[
     "direct",
+    "floor-shared",
+    "floor-per-session",
     "rootfence",
+    "baseline",
     "rootfence-nopool",
     "supergateway",
     "mcp-proxy",
@@ -63,14 +78,19 @@ const TARGETS: &[&str] = &[
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--direct-server") {
-        return direct_server();
+        return direct_server(args.get(1).map(String::as_str));
     }
     let mut o = Options {
         clients: 200,
         requests: 100,
         rounds: 1,
-        targets: TARGETS.iter().map(|t| (*t).to_owned()).collect(),
+        targets: TARGETS
+            .iter()
+            .filter(|t| **t != "baseline")
+            .map(|t| (*t).to_owned())
+            .collect(),
         session_pool: None,
+        baselines: Vec::new(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -84,6 +104,17 @@ fn main() -> ExitCode {
             "--requests" => o.requests = num(),
             "--rounds" => o.rounds = num(),
             "--session-pool" => o.session_pool = Some(num()),
+            "--baseline" => {
+                let path = PathBuf::from(it.next().map(String::as_str).unwrap_or(""));
+                if !path.is_file() {
+                    eprintln!(
+                        "bench_serve: --baseline takes another build's rootfence binary, not {}",
+                        path.display()
+                    );
+                    return ExitCode::from(2);
+                }
+                o.baselines.push(path);
+            }
             "--targets" => {
                 let list = it.next().map(String::as_str).unwrap_or("");
                 o.targets = list.split(',').map(str::to_owned).collect();
@@ -94,11 +125,23 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "bench_serve: unknown argument {other:?} (--clients N, --requests N, --rounds N, --session-pool N, --targets LIST)"
+                    "bench_serve: unknown argument {other:?} (--clients N, --requests N, --rounds N, --session-pool N, --targets LIST, --baseline ROOTFENCE)"
                 );
                 return ExitCode::from(2);
             }
         }
+    }
+    if !o.baselines.is_empty() && !o.targets.iter().any(|t| t == "baseline") {
+        let at = o
+            .targets
+            .iter()
+            .position(|t| t == "rootfence")
+            .map_or(0, |i| i + 1);
+        o.targets.insert(at, "baseline".to_owned());
+    }
+    if o.baselines.is_empty() && o.targets.iter().any(|t| t == "baseline") {
+        eprintln!("bench_serve: the baseline target needs --baseline ROOTFENCE");
+        return ExitCode::from(2);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -176,9 +219,17 @@ fn start(name: &'static str, mut cmd: Command) -> Result<Target, String> {
     Ok(Target { name, child, addr })
 }
 
-fn rootfence_target(name: &'static str, pool: usize, clients: usize) -> Result<Target, String> {
+fn rootfence_target(
+    name: &'static str,
+    rootfence: Option<&std::path::Path>,
+    pool: usize,
+    clients: usize,
+) -> Result<Target, String> {
     let dir = exe_dir();
-    let rootfence = dir.parent().expect("target/<profile>").join("rootfence");
+    let rootfence = rootfence.map_or_else(
+        || dir.parent().expect("target/<profile>").join("rootfence"),
+        std::path::Path::to_path_buf,
+    );
     let audit =
         std::env::temp_dir().join(format!("bench-serve-audit-{}.jsonl", std::process::id()));
     // The operator's root: the sessions' roots do not depend on the client, so the pool
@@ -299,10 +350,10 @@ fn mcp_proxy_target() -> Result<Target, String> {
     bridge_target("mcp-proxy", cmd, port)
 }
 
-fn direct_target() -> Result<Target, String> {
+fn direct_target(name: &'static str, mode: &str) -> Result<Target, String> {
     let mut cmd = Command::new(std::env::current_exe().expect("own path"));
-    cmd.arg("--direct-server");
-    start("direct", cmd)
+    cmd.args(["--direct-server", mode]);
+    start(name, cmd)
 }
 
 async fn bench(o: Options) -> Result<(), String> {
@@ -312,15 +363,44 @@ async fn bench(o: Options) -> Result<(), String> {
     );
     let mut results: Vec<Report> = Vec::new();
     let pool = o.session_pool.unwrap_or(o.clients);
+    // Each baseline build is a target of its own, named by its position and file.
+    let baselines: Vec<(&'static str, &std::path::Path)> = o
+        .baselines
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let file = p
+                .file_name()
+                .map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+            let name: &'static str = Box::leak(format!("b{}:{file}", i + 1).into_boxed_str());
+            (name, p.as_path())
+        })
+        .collect();
+    let mut runs: Vec<&str> = Vec::new();
+    for t in &o.targets {
+        if t == "baseline" {
+            runs.extend(baselines.iter().map(|(n, _)| *n));
+        } else {
+            runs.push(t);
+        }
+    }
     for round in 0..o.rounds {
-        for name in &o.targets {
-            let target = match name.as_str() {
-                "direct" => direct_target(),
-                "rootfence" => rootfence_target("rootfence serve", pool, o.clients),
-                "rootfence-nopool" => rootfence_target("rootfence no pool", 0, o.clients),
+        for name in &runs {
+            let target = match *name {
+                "direct" => direct_target("direct", "memory"),
+                "floor-shared" => direct_target("floor shared", "shared"),
+                "floor-per-session" => direct_target("floor per session", "per-session"),
+                "rootfence" => rootfence_target("rootfence serve", None, pool, o.clients),
+                "rootfence-nopool" => rootfence_target("rootfence no pool", None, 0, o.clients),
                 "supergateway" => supergateway_target(),
                 "mcp-proxy" => mcp_proxy_target(),
-                other => unreachable!("checked: {other}"),
+                other => {
+                    let (name, path) = baselines
+                        .iter()
+                        .find(|(n, _)| *n == other)
+                        .expect("a known target");
+                    rootfence_target(name, Some(path), pool, o.clients)
+                }
             }?;
             let r = run(&target, &o).await?;
             eprintln!("round {}: {} done", round + 1, target.name);
@@ -329,7 +409,7 @@ async fn bench(o: Options) -> Result<(), String> {
         }
     }
     println!(
-        "\n{:<18} {:>11} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>12} {:>10}",
+        "\n{:<18} {:>11} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>12} {:>10} {:>9} {:>9} {:>9}",
         "target",
         "answered",
         "wall s",
@@ -340,11 +420,14 @@ async fn bench(o: Options) -> Result<(), String> {
         "open p50ms",
         "open p99ms",
         "peak RSS",
-        "front RSS"
+        "front RSS",
+        "front µs",
+        "rest µs",
+        "client µs"
     );
     for r in &results {
         println!(
-            "{:<18} {:>11} {:>8.2} {:>9.0} {:>9.0} {:>9.0} {:>9.1} {:>10.1} {:>10.1} {:>8.1} MiB {:>6.1} MiB",
+            "{:<18} {:>11} {:>8.2} {:>9.0} {:>9.0} {:>9.0} {:>9.1} {:>10.1} {:>10.1} {:>8.1} MiB {:>6.1} MiB {:>9.1} {:>9.1} {:>9.1}",
             r.name,
             format!("{}/{}", r.answered, r.expected),
             r.wall.as_secs_f64(),
@@ -356,8 +439,15 @@ async fn bench(o: Options) -> Result<(), String> {
             pct(&r.opens, 99.0) as f64 / 1e6,
             r.peak_rss as f64 / (1 << 20) as f64,
             r.peak_self as f64 / (1 << 20) as f64,
+            per_request(r.cpu_front, r.expected),
+            per_request(r.cpu_rest, r.expected),
+            per_request(r.cpu_client, r.expected),
         );
     }
+    println!(
+        "(front/rest/client µs: CPU per request during the run, of the front process, of the \
+         rest of its process tree (servers, launchers), and of this benchmark's clients)"
+    );
     if results.iter().any(|r| r.answered != r.expected) {
         return Err("some requests were not answered".into());
     }
@@ -375,6 +465,19 @@ struct Report {
     /// The whole server side (process tree), and the front process alone.
     peak_rss: u64,
     peak_self: u64,
+    /// CPU used during the run (clock ticks): the front process alone, the rest of its
+    /// tree (servers, sandbox launchers, ended ones included), and this client.
+    cpu_front: u64,
+    cpu_rest: u64,
+    cpu_client: u64,
+}
+
+/// Clock ticks per second in /proc (USER_HZ: 100 on every Linux architecture rootfence runs on).
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// CPU µs per request for `ticks` over `requests`.
+fn per_request(ticks: u64, requests: u64) -> f64 {
+    ticks as f64 / TICKS_PER_SECOND * 1e6 / requests.max(1) as f64
 }
 
 fn pct(sorted: &[u64], p: f64) -> u64 {
@@ -395,14 +498,20 @@ async fn run(target: &Target, o: &Options) -> Result<Report, String> {
         let peak = Arc::clone(&peak);
         let peak_self = Arc::clone(&peak_self);
         let sampling = Arc::clone(&sampling);
+        // Walking /proc costs CPU on the same cores (more with a process per session): it
+        // samples every 100 ms, and says what it used so the clients' CPU leaves it out.
         std::thread::spawn(move || {
+            let mine = || stat_cpu_at("/proc/thread-self/stat").map_or(0, |(own, _)| own);
+            let before = mine();
             while sampling.load(Ordering::Relaxed) {
                 peak.fetch_max(tree_rss(pid), Ordering::Relaxed);
                 peak_self.fetch_max(rss(pid), Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(50));
+                std::thread::sleep(Duration::from_millis(100));
             }
+            mine().saturating_sub(before)
         })
     };
+    let cpu_before = (tree_cpu(pid), own_cpu(pid), own_cpu(std::process::id()));
     let start = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..o.clients {
@@ -427,8 +536,9 @@ async fn run(target: &Target, o: &Options) -> Result<Report, String> {
         }
     }
     let wall = start.elapsed();
+    let cpu_after = (tree_cpu(pid), own_cpu(pid), own_cpu(std::process::id()));
     sampling.store(false, Ordering::Relaxed);
-    let _ = sampler.join();
+    let sampler_cpu = sampler.join().unwrap_or(0);
     if let Some(e) = failure {
         return Err(format!("{}: {e}", target.name));
     }
@@ -443,6 +553,15 @@ async fn run(target: &Target, o: &Options) -> Result<Report, String> {
         opens,
         peak_rss: peak.load(Ordering::Relaxed),
         peak_self: peak_self.load(Ordering::Relaxed),
+        cpu_front: cpu_after.1.saturating_sub(cpu_before.1),
+        cpu_rest: cpu_after
+            .0
+            .saturating_sub(cpu_before.0)
+            .saturating_sub(cpu_after.1.saturating_sub(cpu_before.1)),
+        cpu_client: cpu_after
+            .2
+            .saturating_sub(cpu_before.2)
+            .saturating_sub(sampler_cpu),
     })
 }
 
@@ -605,6 +724,44 @@ impl Conn {
 
 /// The resident memory of `pid` and all its descendants, in bytes.
 fn tree_rss(pid: u32) -> u64 {
+    tree(pid).into_iter().map(rss).sum()
+}
+
+/// The CPU (clock ticks) used by `pid`'s whole tree so far: each live process's own and its
+/// waited-for children's (so a server that ended is still counted, through its parent).
+fn tree_cpu(pid: u32) -> u64 {
+    tree(pid)
+        .into_iter()
+        .filter_map(stat_cpu)
+        .map(|(own, children)| own + children)
+        .sum()
+}
+
+/// The CPU (clock ticks) used by `pid` itself so far.
+fn own_cpu(pid: u32) -> u64 {
+    stat_cpu(pid).map_or(0, |(own, _)| own)
+}
+
+/// (utime + stime, cutime + cstime) of `pid`, from /proc/PID/stat.
+fn stat_cpu(pid: u32) -> Option<(u64, u64)> {
+    stat_cpu_at(&format!("/proc/{pid}/stat"))
+}
+
+/// The same from a stat file.
+fn stat_cpu_at(path: &str) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    (f.len() == 4).then(|| (f[0] + f[1], f[2] + f[3]))
+}
+
+/// `pid` and all its descendants.
+fn tree(pid: u32) -> Vec<u32> {
     let mut children: std::collections::HashMap<u32, Vec<u32>> = Default::default();
     if let Ok(dir) = std::fs::read_dir("/proc") {
         for e in dir.flatten() {
@@ -622,15 +779,15 @@ fn tree_rss(pid: u32) -> u64 {
             }
         }
     }
-    let mut total = 0;
+    let mut all = Vec::new();
     let mut stack = vec![pid];
     while let Some(p) = stack.pop() {
-        total += rss(p);
+        all.push(p);
         if let Some(c) = children.get(&p) {
             stack.extend(c);
         }
     }
-    total
+    all
 }
 
 fn rss(pid: u32) -> u64 {
@@ -647,12 +804,30 @@ fn rss(pid: u32) -> u64 {
 
 // ---- the direct target: a minimal native Streamable HTTP MCP server ----------------------
 
-fn direct_server() -> ExitCode {
+/// How the direct server answers: in memory, or through `bench_server` processes (the
+/// floor of a bridge: HTTP in, a line to a stdio server, a line back, nothing checked).
+#[derive(Clone)]
+enum Backend {
+    /// Answers itself.
+    Memory,
+    /// One `bench_server` for every session, requests told apart by ids it renames.
+    Shared(Arc<SharedServer>),
+    /// A `bench_server` of its own per session, started at `initialize`.
+    PerSession,
+}
+
+fn direct_server(mode: Option<&str>) -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("a runtime");
     runtime.block_on(async {
+        let backend = match mode.unwrap_or("memory") {
+            "memory" => Backend::Memory,
+            "shared" => Backend::Shared(SharedServer::start()),
+            "per-session" => Backend::PerSession,
+            other => panic!("bench_serve: unknown direct server mode {other:?}"),
+        };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -667,18 +842,132 @@ fn direct_server() -> ExitCode {
             };
             stream.set_nodelay(true).ok();
             let sessions = Arc::clone(&sessions);
+            let backend = backend.clone();
             tokio::spawn(async move {
-                let _ = direct_conn(stream, sessions).await;
+                let _ = direct_conn(stream, sessions, backend).await;
             });
         }
     })
 }
 
-/// Serves one keep-alive connection: initialize opens a session (an id), ping answers `{}`,
-/// resources/read a two-byte text, notifications 202, DELETE 204.
-async fn direct_conn(stream: TcpStream, sessions: Arc<AtomicU64>) -> std::io::Result<()> {
+/// A `bench_server` child with piped stdio.
+fn spawn_bench_server() -> tokio::process::Child {
+    tokio::process::Command::new(exe_dir().join("bench_server"))
+        .args(["--payload-bytes", "2"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("bench_server starts")
+}
+
+/// One `bench_server` shared by every session: each request gets an id of the server's
+/// own, and its answer is routed back by it (what a shared-server bridge such as mcp-proxy
+/// must do at the least).
+struct SharedServer {
+    stdin: tokio::sync::Mutex<tokio::process::ChildStdin>,
+    waiting:
+        std::sync::Mutex<std::collections::HashMap<u64, tokio::sync::oneshot::Sender<Vec<u8>>>>,
+    next: AtomicU64,
+    _child: std::sync::Mutex<tokio::process::Child>,
+}
+
+impl SharedServer {
+    fn start() -> Arc<SharedServer> {
+        let mut child = spawn_bench_server();
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = child.stdout.take().expect("piped");
+        let shared = Arc::new(SharedServer {
+            stdin: tokio::sync::Mutex::new(stdin),
+            waiting: Default::default(),
+            next: AtomicU64::new(1),
+            _child: std::sync::Mutex::new(child),
+        });
+        let me = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                if lines.read_until(b'\n', &mut line).await.unwrap_or(0) == 0 {
+                    return;
+                }
+                #[derive(serde::Deserialize)]
+                struct Resp {
+                    id: u64,
+                }
+                let Ok(r) = serde_json::from_slice::<Resp>(&line) else {
+                    continue;
+                };
+                let tx = me.waiting.lock().unwrap().remove(&r.id);
+                if let Some(tx) = tx {
+                    let _ = tx.send(std::mem::take(&mut line));
+                }
+            }
+        });
+        shared
+    }
+
+    /// Sends `body` (a request with id `id`) under an id of the server's own; the answer
+    /// with `id` restored.
+    async fn call(&self, body: &[u8], id: &str) -> std::io::Result<Vec<u8>> {
+        let mine = self.next.fetch_add(1, Ordering::Relaxed);
+        let text = String::from_utf8_lossy(body);
+        let line = text.replacen(&format!("\"id\":{id}"), &format!("\"id\":{mine}"), 1) + "\n";
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.waiting.lock().unwrap().insert(mine, tx);
+        self.stdin.lock().await.write_all(line.as_bytes()).await?;
+        let answer = rx.await.map_err(std::io::Error::other)?;
+        let answer = String::from_utf8_lossy(&answer);
+        Ok(answer
+            .trim_end()
+            .replacen(&format!("\"id\":{mine}"), &format!("\"id\":{id}"), 1)
+            .into_bytes())
+    }
+}
+
+/// A session's own `bench_server`: one line in, one line out.
+struct OwnServer {
+    stdin: tokio::process::ChildStdin,
+    stdout: BufReader<tokio::process::ChildStdout>,
+    _child: tokio::process::Child,
+}
+
+impl OwnServer {
+    fn start() -> OwnServer {
+        let mut child = spawn_bench_server();
+        OwnServer {
+            stdin: child.stdin.take().expect("piped"),
+            stdout: BufReader::new(child.stdout.take().expect("piped")),
+            _child: child,
+        }
+    }
+
+    async fn call(&mut self, body: &[u8]) -> std::io::Result<Vec<u8>> {
+        let mut line = Vec::with_capacity(body.len() + 1);
+        line.extend_from_slice(body);
+        line.push(b'\n');
+        self.stdin.write_all(&line).await?;
+        let mut answer = Vec::new();
+        self.stdout.read_until(b'\n', &mut answer).await?;
+        while answer.last().is_some_and(u8::is_ascii_whitespace) {
+            answer.pop();
+        }
+        Ok(answer)
+    }
+}
+
+/// Serves one keep-alive connection (one session: the benchmark's client opens one per
+/// session): initialize opens a session (an id), ping answers `{}`, resources/read a
+/// two-byte text (from the backend), notifications 202, DELETE 204.
+async fn direct_conn(
+    stream: TcpStream,
+    sessions: Arc<AtomicU64>,
+    backend: Backend,
+) -> std::io::Result<()> {
     let mut io = BufReader::new(stream);
     let mut line = String::new();
+    let mut own: Option<OwnServer> = None;
     loop {
         line.clear();
         if io.read_line(&mut line).await? == 0 {
@@ -702,6 +991,7 @@ async fn direct_conn(stream: TcpStream, sessions: Arc<AtomicU64>) -> std::io::Re
         let mut body = vec![0; length];
         io.read_exact(&mut body).await?;
         let reply = if method == "DELETE" {
+            own = None;
             "HTTP/1.1 204 No Content\r\n\r\n".to_owned()
         } else {
             #[derive(serde::Deserialize)]
@@ -714,6 +1004,12 @@ async fn direct_conn(stream: TcpStream, sessions: Arc<AtomicU64>) -> std::io::Re
             match (req.id, req.method.as_deref()) {
                 (None, _) => "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_owned(),
                 (Some(id), Some("initialize")) => {
+                    if matches!(backend, Backend::PerSession) {
+                        // Started at initialize, like a bridge that spawns per session.
+                        let mut server = OwnServer::start();
+                        server.call(&body).await?;
+                        own = Some(server);
+                    }
                     let s = sessions.fetch_add(1, Ordering::Relaxed);
                     let b = format!(
                         r#"{{"jsonrpc":"2.0","id":{},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"resources":{{}}}},"serverInfo":{{"name":"direct","version":"1"}}}}}}"#,
@@ -725,12 +1021,26 @@ async fn direct_conn(stream: TcpStream, sessions: Arc<AtomicU64>) -> std::io::Re
                     )
                 }
                 (Some(id), m) => {
-                    let result = if m == Some("resources/read") {
-                        r#"{"contents":[{"uri":"bench://small","mimeType":"text/plain","text":"ok"}]}"#
-                    } else {
-                        "{}"
+                    let b = match &backend {
+                        Backend::Memory => {
+                            let result = if m == Some("resources/read") {
+                                r#"{"contents":[{"uri":"bench://small","mimeType":"text/plain","text":"ok"}]}"#
+                            } else {
+                                "{}"
+                            };
+                            format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, id.get())
+                        }
+                        Backend::Shared(server) => {
+                            String::from_utf8_lossy(&server.call(&body, id.get()).await?)
+                                .into_owned()
+                        }
+                        Backend::PerSession => {
+                            let server = own.as_mut().ok_or_else(|| {
+                                std::io::Error::other("a request before initialize")
+                            })?;
+                            String::from_utf8_lossy(&server.call(&body).await?).into_owned()
+                        }
                     };
-                    let b = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, id.get());
                     format!(
                         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
                         b.len()

@@ -10,7 +10,8 @@
 # and the peak RSS of each server side (process tree). Builds the release binaries first.
 # Options go to the driver (examples/bench_serve.rs):
 #   --clients N (200)  --requests N (100)  --rounds N (1)  --session-pool N (= clients)
-#   --targets direct,rootfence,rootfence-nopool,supergateway,mcp-proxy (all)
+#   --targets direct,floor-shared,floor-per-session,rootfence,rootfence-nopool,supergateway,mcp-proxy
+#   (all; add baseline with --baseline OTHER/target/release/rootfence)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-bench-peers.sh

@@ -333,8 +333,13 @@ fn admit(app: &App, parts: &Parts) -> Result<Option<String>, Response> {
 }
 
 /// CORS for an allowed browser origin: what it may read of the response.
-fn with_cors(app: &App, headers: &HeaderMap, mut resp: Response) -> Response {
-    if let Some(origin) = headers.get(ORIGIN) {
+fn with_cors(app: &App, headers: &HeaderMap, resp: Response) -> Response {
+    cors_for(app, headers.get(ORIGIN), resp)
+}
+
+/// [`with_cors`] for the request's `Origin` header.
+fn cors_for(app: &App, origin: Option<&HeaderValue>, mut resp: Response) -> Response {
+    if let Some(origin) = origin {
         if app
             .origin
             .origin_allowed(&String::from_utf8_lossy(origin.as_bytes()))
@@ -455,9 +460,10 @@ async fn post_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
         Err(forwarded) => return forwarded,
     };
     let (parts, body) = request.into_parts();
-    let headers = parts.headers.clone();
+    // Only the Origin is needed after the request is consumed (not a copy of every header).
+    let origin = parts.headers.get(ORIGIN).cloned();
     let response = post_inner(&app, parts, body).await;
-    with_cors(&app, &headers, response)
+    cors_for(&app, origin.as_ref(), response)
 }
 
 async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Response {
@@ -529,6 +535,7 @@ async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Response {
         Ok(s) => s,
         Err(r) => return r,
     };
+    app.pool.saw_request();
     forward(&session, incoming, None).await
 }
 

@@ -19,10 +19,18 @@
 //! Every pooled server serves one session at most: taking one removes it from the pool
 //! for good, and its session ends with it. A pooled server that died (or whose relay
 //! ended) before use is discarded, never handed out: each one is watched, and the check is
-//! made again when it is taken. The pool is refilled off the request path by one background
-//! task, after a take or a discard, starting at most one server per `REFILL_GAP`. At a
-//! drain every pooled server is stopped at once (new sessions are refused anyway) with the
-//! stdio shutdown sequence; [`SessionPool::wait_all`] waits for them at the end.
+//! made again when it is taken. At a drain every pooled server is stopped at once (new
+//! sessions are refused anyway) with the stdio shutdown sequence;
+//! [`SessionPool::wait_all`] waits for them at the end.
+//!
+//! The pool is refilled off the request path by one background task, and off the burst's
+//! too: a sandboxed start costs about 10 ms of CPU (docs/benchmarks.md), so refilling 200
+//! servers while the 200 sessions that took them are relaying took CPU from them on a small
+//! machine. The refill therefore waits until no session has opened for `QUIET` (the
+//! opening burst is over), and then starts one server per `REFILL_GAP` while no session
+//! request comes in, but only one per `BUSY_GAP` while sessions are being served. A pool
+//! short for `MAX_DEFER` refills at the busy pace even while sessions keep opening, so a
+//! steady stream of new sessions is not left without one.
 //!
 //! Each pooled server opens its audit session when it starts (`session_start`, then
 //! `server_start` with trigger `pool`); one never taken ends with `host_closed`.
@@ -32,7 +40,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
@@ -47,10 +55,21 @@ pub const DEFAULT_SIZE: usize = 2;
 /// How often the refill task looks at the pool even when nothing told it to.
 const SWEEP: Duration = Duration::from_secs(1);
 
-/// The least time between two starts by the refill task. A sandboxed start costs about
-/// 10 ms of CPU (docs/benchmarks.md); spacing them keeps a refill after a burst of sessions
-/// to a fraction of one core, so it does not compete with the sessions it was taken for.
+/// The least time between two starts by the refill task while no session request comes
+/// in. A sandboxed start costs about 10 ms of CPU (docs/benchmarks.md): at most 40% of one
+/// core while the replica is otherwise idle.
 const REFILL_GAP: Duration = Duration::from_millis(25);
+
+/// The least time between two starts while sessions are being served: about 4% of a core,
+/// so a refill does not compete with the sessions it was taken for.
+const BUSY_GAP: Duration = Duration::from_millis(250);
+
+/// How long after the latest take the refill waits (the sessions opening together have
+/// found their servers, or started their own, before any refill starts).
+const QUIET: Duration = Duration::from_millis(500);
+
+/// The longest the refill waits for a quiet moment once the pool is short.
+const MAX_DEFER: Duration = Duration::from_secs(5);
 
 /// Pre-started sessions, waiting for clients.
 pub struct SessionPool {
@@ -63,6 +82,11 @@ pub struct SessionPool {
     ready: Mutex<VecDeque<Prestarted>>,
     wake: Notify,
     closed: AtomicBool,
+    /// When the latest take was, in ms since `epoch` (`u64::MAX`: none yet).
+    last_take: AtomicU64,
+    /// Session requests seen (a busy replica refills at the slower pace).
+    requests: AtomicU64,
+    epoch: Instant,
     /// Started so far.
     pub started: AtomicU64,
     /// Handed to a session.
@@ -112,6 +136,9 @@ impl SessionPool {
             ready: Mutex::default(),
             wake: Notify::new(),
             closed: AtomicBool::new(false),
+            last_take: AtomicU64::new(u64::MAX),
+            requests: AtomicU64::new(0),
+            epoch: Instant::now(),
             started: AtomicU64::new(0),
             taken: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
@@ -127,6 +154,17 @@ impl SessionPool {
     /// Servers ready now.
     pub fn ready(&self) -> usize {
         self.queue().len()
+    }
+
+    /// Notes a request to a session (the refill slows down while sessions are served).
+    pub fn saw_request(&self) {
+        if self.size > 0 {
+            self.requests.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX - 1)
     }
 
     /// A pre-started session for the client whose `initialize` is `message`, made the
@@ -158,7 +196,9 @@ impl SessionPool {
             }
             found
         };
-        // Refill (or replace what was discarded) off the request path.
+        // Refill (or replace what was discarded) off the request path, once the burst
+        // this take belongs to is over.
+        self.last_take.store(self.now_ms(), Ordering::Relaxed);
         self.wake.notify_one();
         let p = found?;
         self.taken.fetch_add(1, Ordering::Relaxed);
@@ -182,52 +222,91 @@ impl SessionPool {
         s.push(Box::pin(ended));
     }
 
-    /// The refill task: keeps [`SessionPool::size`] servers ready, starting at most one per
-    /// `REFILL_GAP`, and drops the dead ones, until [`SessionPool::close`].
+    /// The refill task: keeps [`SessionPool::size`] servers ready, paced as the module
+    /// says, and drops the dead ones, until [`SessionPool::close`].
     pub async fn refill(self: Arc<Self>) {
         if self.size == 0 {
             return;
         }
         let mut n: u64 = 0;
+        // Since when the pool has been short (for `MAX_DEFER`).
+        let mut short_since: Option<Instant> = None;
+        // Session requests seen at the previous start (busy when more came since).
+        let mut seen = self.requests.load(Ordering::Relaxed);
         loop {
             if self.closed.load(Ordering::Relaxed) {
                 return;
             }
-            {
-                let mut q = self.queue();
-                let (live, dead): (VecDeque<_>, VecDeque<_>) = q.drain(..).partition(|p| p.alive());
-                *q = live;
-                drop(q);
-                for p in dead {
-                    self.discard(p);
+            self.drop_dead();
+            if self.ready() >= self.size {
+                short_since = None;
+                tokio::select! {
+                    () = self.wake.notified() => {}
+                    () = tokio::time::sleep(SWEEP) => {}
                 }
-            }
-            if self.ready() < self.size {
-                n += 1;
-                let p = HttpSession::prestart(&self.setup, format!("pre-started-{n}"), self.stall);
-                self.started.fetch_add(1, Ordering::Relaxed);
-                // Told when it ends, so a dead one is replaced at once.
-                let me = Arc::downgrade(&self);
-                let ended = p.ended();
-                tokio::spawn(async move {
-                    ended.await;
-                    if let Some(me) = me.upgrade() {
-                        me.wake.notify_one();
-                    }
-                });
-                if self.closed.load(Ordering::Relaxed) {
-                    self.keep_stopping(p.close());
-                    return;
-                }
-                self.queue().push_back(p);
-                tokio::time::sleep(REFILL_GAP).await;
                 continue;
             }
-            tokio::select! {
-                () = self.wake.notified() => {}
-                () = tokio::time::sleep(SWEEP) => {}
+            let short_for = short_since.get_or_insert_with(Instant::now).elapsed();
+            if let Some(wait) = hold_back(self.since_take(), short_for) {
+                tokio::time::sleep(wait).await;
+                continue;
             }
+            n += 1;
+            self.start_one(n);
+            if self.closed.load(Ordering::Relaxed) {
+                return;
+            }
+            let now = self.requests.load(Ordering::Relaxed);
+            let busy = now != seen;
+            seen = now;
+            tokio::time::sleep(gap(busy)).await;
         }
+    }
+
+    /// How long since the latest take (`None`: nothing taken yet).
+    fn since_take(&self) -> Option<Duration> {
+        let last = self.last_take.load(Ordering::Relaxed);
+        (last != u64::MAX).then(|| Duration::from_millis(self.now_ms().saturating_sub(last)))
+    }
+
+    /// Discards the pooled servers that ended.
+    fn drop_dead(&self) {
+        let dead: VecDeque<Prestarted> = {
+            let mut q = self.queue();
+            if q.iter().all(Prestarted::alive) {
+                return;
+            }
+            let (live, dead): (VecDeque<_>, VecDeque<_>) = q.drain(..).partition(|p| p.alive());
+            *q = live;
+            dead
+        };
+        for p in dead {
+            self.discard(p);
+        }
+    }
+
+    /// Starts one server into the pool.
+    fn start_one(self: &Arc<Self>, n: u64) {
+        let p = HttpSession::prestart(&self.setup, format!("pre-started-{n}"), self.stall);
+        self.started.fetch_add(1, Ordering::Relaxed);
+        // Told when it ends, so a dead one is replaced at once.
+        let me = Arc::downgrade(self);
+        let ended = p.ended();
+        tokio::spawn(async move {
+            ended.await;
+            if let Some(me) = me.upgrade() {
+                me.wake.notify_one();
+            }
+        });
+        // Looked at under the queue's lock, which `close` drains under: a server started
+        // while the pool closes is stopped, never left in it.
+        let mut q = self.queue();
+        if self.closed.load(Ordering::Relaxed) {
+            drop(q);
+            self.keep_stopping(p.close());
+            return;
+        }
+        q.push_back(p);
     }
 
     /// Stops every pooled server and starts no more (a drain).
@@ -248,6 +327,20 @@ impl SessionPool {
             ended.await;
         }
     }
+}
+
+/// How long a refill start waits, when the latest take was `since_take` ago and the pool has
+/// been short for `short_for`: until `QUIET` after the take (the burst is over), but never
+/// beyond `MAX_DEFER` of being short. `None`: start now.
+fn hold_back(since_take: Option<Duration>, short_for: Duration) -> Option<Duration> {
+    let burst_left = QUIET.checked_sub(since_take?).filter(|d| !d.is_zero())?;
+    let defer_left = MAX_DEFER.checked_sub(short_for).filter(|d| !d.is_zero())?;
+    Some(burst_left.min(defer_left))
+}
+
+/// The pause after a refill start: longer while sessions were being served since the last.
+fn gap(busy: bool) -> Duration {
+    if busy { BUSY_GAP } else { REFILL_GAP }
 }
 
 /// Whether an `initialize` message declares the client's `roots` capability (then its
@@ -275,7 +368,38 @@ pub fn declares_roots(message: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::declares_roots;
+    use super::*;
+
+    #[test]
+    fn a_refill_waits_for_the_opening_burst_to_end_but_not_forever() {
+        let ms = Duration::from_millis;
+        let cases: &[(Option<u64>, u64, Option<u64>)] = &[
+            // Nothing taken yet (the first fill): at once.
+            (None, 0, None),
+            // A take just now: wait for the rest of the quiet time.
+            (Some(0), 0, Some(500)),
+            (Some(200), 100, Some(300)),
+            // Quiet long enough: at once.
+            (Some(500), 100, None),
+            (Some(9_000), 100, None),
+            // Takes keep coming, but the pool has been short for nearly MAX_DEFER: only
+            // what is left of it; past it, at once.
+            (Some(0), 4_800, Some(200)),
+            (Some(0), 5_000, None),
+            (Some(100), 60_000, None),
+        ];
+        for &(since, short, want) in cases {
+            assert_eq!(
+                hold_back(since.map(ms), ms(short)),
+                want.map(ms),
+                "since the take {since:?} ms, short for {short} ms"
+            );
+        }
+        assert!(
+            gap(true) >= gap(false) * 10,
+            "a busy replica refills slowly"
+        );
+    }
 
     #[test]
     fn only_a_client_without_roots_may_take_a_pooled_server() {

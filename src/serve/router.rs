@@ -407,7 +407,17 @@ impl Router {
             return;
         };
         self.touch();
-        match tx.send_timeout(Out { line, answers }, self.stall).await {
+        // A stream with room takes the message at once, without arming a timer (the
+        // common case: one answer per POST); only a full one waits, for `stall` at most.
+        let out = match tx.try_send(Out { line, answers }) {
+            Ok(()) => return,
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                tracing::debug!("a message for a closed stream was dropped");
+                return;
+            }
+            Err(mpsc::error::TrySendError::Full(out)) => out,
+        };
+        match tx.send_timeout(out, self.stall).await {
             Ok(()) => {}
             Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
                 tracing::warn!(
