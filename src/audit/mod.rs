@@ -43,7 +43,7 @@
 //! # Ok(()) }
 //! ```
 
-mod chain;
+pub(crate) mod chain;
 pub mod checkpoint;
 pub mod event;
 mod filter;

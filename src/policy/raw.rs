@@ -43,6 +43,24 @@ pub(crate) struct Entry<T> {
     pub(crate) span: Range<usize>,
 }
 
+impl<T> Entry<T> {
+    /// The same key and spans, holding `f` of the value.
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Entry<U> {
+        let v = f(self.v);
+        Entry {
+            key: self.key,
+            key_span: self.key_span,
+            v,
+            span: self.span,
+        }
+    }
+
+    /// The same key and spans, holding `v`.
+    fn with<U>(self, v: U) -> Entry<U> {
+        self.map(|_| v)
+    }
+}
+
 /// `resources.other_schemes`: a word or a list.
 #[derive(Debug, Clone)]
 pub(crate) enum RawSchemes {
@@ -74,6 +92,9 @@ const FSYNC_WORDS: &[(&str, FsyncWord)] = &[
     ("interval", FsyncWord::Interval),
     ("never", FsyncWord::Never),
 ];
+
+/// `other_schemes` and `network` as a word.
+const ALLOW_DENY: &[(&str, bool)] = &[("allow", true), ("deny", false)];
 
 const ARG_KIND_WORDS: &[(&str, ArgKind)] = &[("path", ArgKind::Path), ("uri", ArgKind::Uri)];
 
@@ -182,14 +203,9 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         Ok(doc) => doc,
         Err(e) => {
             let span = e.span().unwrap_or(0..0);
-            let err = src
-                .error(
-                    &span,
-                    ErrorKind::Syntax,
-                    format!("invalid TOML: {}", e.message()),
-                )
-                .hint("fix the TOML syntax; the rest of this file is checked once it parses");
-            errs.push(err);
+            let msg = format!("invalid TOML: {}", e.message());
+            let hint = "fix the TOML syntax; the rest of this file is checked once it parses";
+            errs.push(src.error(&span, ErrorKind::Syntax, msg).hint(hint));
             return None;
         }
     };
@@ -200,21 +216,17 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
 
     raw.version = w.int(top, "", "version");
     match &raw.version {
-        None => w.errs.push(
-            src.error(&(0..0), ErrorKind::Version, "missing `version`")
-                .hint(format!(
-                    "add `version = {SCHEMA_VERSION}` at the top of the file"
-                )),
+        None => w.fail(
+            &(0..0),
+            ErrorKind::Version,
+            "missing `version`".into(),
+            format!("add `version = {SCHEMA_VERSION}` at the top of the file"),
         ),
-        Some(v) if v.v != SCHEMA_VERSION => w.errs.push(
-            src.error(
-                &v.span,
-                ErrorKind::Version,
-                format!("unsupported policy schema version {}", v.v),
-            )
-            .hint(format!(
-                "this rootfence understands `version = {SCHEMA_VERSION}`; see docs/policy.md"
-            )),
+        Some(v) if v.v != SCHEMA_VERSION => w.fail(
+            &v.span,
+            ErrorKind::Version,
+            format!("unsupported policy schema version {}", v.v),
+            format!("this rootfence understands `version = {SCHEMA_VERSION}`; see docs/policy.md"),
         ),
         Some(_) => {}
     }
@@ -352,6 +364,10 @@ struct Walker<'a, 's> {
 }
 
 impl Walker<'_, '_> {
+    fn fail(&mut self, span: &Range<usize>, kind: ErrorKind, msg: String, hint: impl Into<String>) {
+        self.errs.push(self.src.error(span, kind, msg).hint(hint));
+    }
+
     fn check_keys(&mut self, table: &DeTable<'_>, name: &str) {
         let known = schema::keys_of(name);
         for (k, _) in table.iter() {
@@ -364,16 +380,13 @@ impl Walker<'_, '_> {
             } else {
                 format!("in [{name}]")
             };
-            let hint = did_you_mean(name, key, &known);
-            let err = self
-                .src
-                .error(
-                    &k.span(),
-                    ErrorKind::UnknownKey,
-                    format!("unknown key `{key}` {where_}"),
-                )
-                .hint(hint);
-            self.errs.push(err);
+            let msg = format!("unknown key `{key}` {where_}");
+            self.fail(
+                &k.span(),
+                ErrorKind::UnknownKey,
+                msg,
+                did_you_mean(name, key, &known),
+            );
         }
     }
 
@@ -385,17 +398,9 @@ impl Walker<'_, '_> {
     }
 
     fn wrong_type(&mut self, span: &Range<usize>, key: &str, want: &str, got: &DeValue<'_>) {
-        let err = self
-            .src
-            .error(
-                span,
-                ErrorKind::WrongType,
-                format!("`{key}` must be {want}, found {}", got.type_str()),
-            )
-            .hint(format!(
-                "write `{key}` as {want}; see docs/policy.md for the schema"
-            ));
-        self.errs.push(err);
+        let msg = format!("`{key}` must be {want}, found {}", got.type_str());
+        let hint = format!("write `{key}` as {want}; see docs/policy.md for the schema");
+        self.fail(span, ErrorKind::WrongType, msg, hint);
     }
 
     fn entry<T>(
@@ -504,11 +509,7 @@ impl Walker<'_, '_> {
     }
 
     fn bad_value(&mut self, span: &Range<usize>, key: &str, what: &str, hint: &str) {
-        let err = self
-            .src
-            .error(span, ErrorKind::BadValue, format!("`{key}` {what}"))
-            .hint(hint);
-        self.errs.push(err);
+        self.fail(span, ErrorKind::BadValue, format!("`{key}` {what}"), hint);
     }
 
     fn uint(
@@ -521,12 +522,7 @@ impl Walker<'_, '_> {
     ) -> Option<Entry<u64>> {
         let e = self.int(table, tname, key)?;
         match u64::try_from(e.v) {
-            Ok(n) if (min..=max).contains(&n) => Some(Entry {
-                key: e.key,
-                key_span: e.key_span,
-                v: n,
-                span: e.span,
-            }),
+            Ok(n) if (min..=max).contains(&n) => Some(e.with(n)),
             _ => {
                 let hint = if max == u64::MAX {
                     format!("use an integer of at least {min}")
@@ -571,43 +567,32 @@ impl Walker<'_, '_> {
     ) -> Option<Entry<T>> {
         let e = self.string(table, tname, key)?;
         if let Some((_, w)) = words.iter().find(|(w, _)| *w == e.v) {
-            return Some(Entry {
-                key: e.key,
-                key_span: e.key_span,
-                v: *w,
-                span: e.span,
-            });
+            return Some(e.with(*w));
         }
         let list: Vec<String> = words.iter().map(|(w, _)| format!("\"{w}\"")).collect();
-        let err = self
-            .src
-            .error(
-                &e.span,
-                ErrorKind::BadValue,
-                format!("`{}` has no value \"{}\"", e.key, e.v),
-            )
-            .hint(format!("use one of {}", list.join(", ")));
-        self.errs.push(err);
+        let msg = format!("`{}` has no value \"{}\"", e.key, e.v);
+        let hint = format!("use one of {}", list.join(", "));
+        self.fail(&e.span, ErrorKind::BadValue, msg, hint);
         None
     }
 
     fn schemes(&mut self, table: &DeTable<'_>) -> Option<Entry<RawSchemes>> {
-        let (k, v) = Self::find(table, "other_schemes")?;
+        let (_, v) = Self::find(table, "other_schemes")?;
         let name = "resources.other_schemes";
         match v.get_ref() {
             DeValue::String(_) => {
-                const W: &[(&str, bool)] = &[("allow", true), ("deny", false)];
-                let e = self.word(table, "resources", "other_schemes", W)?;
-                let raw = if e.v {
-                    RawSchemes::Allow
-                } else {
-                    RawSchemes::Deny
-                };
-                Some(self.entry(name, k, raw, v.span()))
+                let e = self.word(table, "resources", "other_schemes", ALLOW_DENY)?;
+                Some(e.map(|allow| {
+                    if allow {
+                        RawSchemes::Allow
+                    } else {
+                        RawSchemes::Deny
+                    }
+                }))
             }
             DeValue::Array(_) => {
                 let list = self.strings(table, "resources", "other_schemes")?;
-                Some(self.entry(name, k, RawSchemes::List(list.v), v.span()))
+                Some(list.map(RawSchemes::List))
             }
             other => {
                 self.wrong_type(
@@ -626,14 +611,14 @@ impl Walker<'_, '_> {
         let name = "sandbox.network";
         match v.get_ref() {
             DeValue::String(_) => {
-                const W: &[(&str, bool)] = &[("allow", true), ("deny", false)];
-                let e = self.word(table, "sandbox", "network", W)?;
-                let raw = if e.v {
-                    RawNetwork::Allow
-                } else {
-                    RawNetwork::Deny
-                };
-                Some(self.entry(name, k, raw, v.span()))
+                let e = self.word(table, "sandbox", "network", ALLOW_DENY)?;
+                Some(e.map(|allow| {
+                    if allow {
+                        RawNetwork::Allow
+                    } else {
+                        RawNetwork::Deny
+                    }
+                }))
             }
             DeValue::Array(items) => {
                 let mut ports = Vec::new();

@@ -317,11 +317,6 @@ impl EnforcementReport {
         }
     }
 
-    /// Whether everything requested is enforced.
-    pub fn fully_enforced(&self) -> bool {
-        self.enforcement == Enforcement::Full && self.missing.is_empty()
-    }
-
     /// The grant that makes `path` (canonical) reachable for the server, if any: the
     /// nearest granted ancestor-or-self, by resolved path. For roots that appear
     /// mid-session: `None` means the sandbox, fixed at launch, cannot widen to it (the

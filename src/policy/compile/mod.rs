@@ -85,15 +85,25 @@ pub(crate) struct LayerInput {
 }
 
 impl LayerInput {
+    /// An operator's layer: its text, and the file it was read from if any.
+    pub(crate) fn new(name: Arc<str>, path: Option<PathBuf>, text: String) -> LayerInput {
+        LayerInput {
+            name,
+            path,
+            sha256: super::sha256_hex(text.as_bytes()),
+            text,
+            builtin: false,
+            base: false,
+        }
+    }
+
     /// A built-in policy as a layer.
     pub(crate) fn builtin(name: &str, text: &str, base: bool) -> LayerInput {
+        let name = format!("builtin:{name}").into();
         LayerInput {
-            name: format!("builtin:{name}").into(),
-            path: None,
-            sha256: super::sha256_hex(text.as_bytes()),
-            text: text.to_owned(),
             builtin: true,
             base,
+            ..LayerInput::new(name, None, text.to_owned())
         }
     }
 }
