@@ -57,7 +57,7 @@ mod show;
 mod sink;
 mod summary;
 pub mod syslog;
-mod time;
+pub(crate) mod time;
 mod verify;
 mod writer;
 

@@ -17,6 +17,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::uri::lexical;
+
 /// What derivation needs to know besides the entry.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeriveContext {
@@ -494,21 +496,6 @@ fn expand(value: &str, ctx: &DeriveContext) -> Option<PathBuf> {
         });
     }
     Some(PathBuf::from(value))
-}
-
-/// `.` and `..` removed without touching the filesystem.
-fn lexical(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 fn is_interpreter(command: &str) -> bool {

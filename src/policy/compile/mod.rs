@@ -339,7 +339,7 @@ impl Cx<'_, '_> {
     }
 
     /// A widening error at `span`, naming the earlier rule.
-    fn widening(&mut self, span: &Range<usize>, what: String, earlier: &Provenance, hint: String) {
+    fn widening(&mut self, span: &Range<usize>, what: String, earlier: &Provenance, hint: &str) {
         let hint = if earlier.is_default() {
             format!(
                 "{hint}; the earlier layers leave this at its built-in default, so to let \

@@ -74,8 +74,7 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
                 network_word(old)
             );
             let hint = "a later layer may only narrow: \"deny\" < a port list (a later list \
-                        must be a subset) < \"allow\""
-                .to_string();
+                        must be a subset) < \"allow\"";
             cx.widening(&e.span, what, &acc.network.prov.clone(), hint);
         } else {
             acc.network = Setting {
@@ -211,7 +210,7 @@ pub(super) fn grant_error(
                 "an earlier layer decides what later layers may grant the server: it must \
                  cover this entry in `[sandbox.grantable] {list}`, or grant it itself"
             );
-            cx.widening(span, what, &prov, hint);
+            cx.widening(span, what, &prov, &hint);
         }
         R::EveryVariable => cx.error(
             span,
@@ -273,8 +272,7 @@ pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                     item.v
                 );
                 let hint = "a later layer may only narrow what is grantable: each entry must \
-                            be covered by an earlier `[sandbox.grantable] env` entry"
-                    .to_string();
+                            be covered by an earlier `[sandbox.grantable] env` entry";
                 cx.widening(&item.span, what, &acc.grant_env.prov.clone(), hint);
             }
         }
@@ -306,8 +304,7 @@ pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                     );
                     let hint = "a later layer may only narrow what is grantable: each entry \
                                 must be a literal path an earlier entry matches, or a glob \
-                                under an earlier `dir/**` entry"
-                        .to_string();
+                                under an earlier `dir/**` entry";
                     cx.widening(&item.span, what, &set.prov.clone(), hint);
                 }
             }
