@@ -783,37 +783,29 @@ fn derived_summary(d: &wrap::Derived) -> String {
             .cloned()
             .collect()
     };
-    let (write, read) = (not_learned(&d.write), not_learned(&d.read));
-    if !write.is_empty() {
-        parts.push(format!(
-            "its own state (paths its env or arguments name), read-write: {} (--write)",
-            write.join(", ")
-        ));
+    for (paths, access, flag) in [
+        (&d.write, "read-write", "--write"),
+        (&d.read, "read-only", "--read"),
+    ] {
+        let paths = not_learned(paths);
+        if !paths.is_empty() {
+            parts.push(format!(
+                "its own state (paths its env or arguments name), {access}: {} ({flag})",
+                paths.join(", ")
+            ));
+        }
     }
-    if !read.is_empty() {
-        parts.push(format!(
-            "its own state (paths its env or arguments name), read-only: {} (--read)",
-            read.join(", ")
-        ));
-    }
-    if !d.catalogue.is_empty() {
-        let known: Vec<String> = d
-            .catalogue
-            .iter()
-            .map(|l| format!("{} {} ({})", l.flag, l.path, l.why))
-            .collect();
-        parts.push(format!("its known state: {}", known.join(", ")));
-    }
-    if !d.learned.is_empty() {
-        let learned: Vec<String> = d
-            .learned
-            .iter()
-            .map(|l| format!("{} {} ({})", l.flag, l.path, l.why))
-            .collect();
-        parts.push(format!(
-            "learned by starting it once: {}",
-            learned.join(", ")
-        ));
+    for (grants, what) in [
+        (&d.catalogue, "its known state"),
+        (&d.learned, "learned by starting it once"),
+    ] {
+        if !grants.is_empty() {
+            let each: Vec<String> = grants
+                .iter()
+                .map(|l| format!("{} {} ({})", l.flag, l.path, l.why))
+                .collect();
+            parts.push(format!("{what}: {}", each.join(", ")));
+        }
     }
     if parts.is_empty() {
         String::new()
@@ -857,14 +849,7 @@ fn command_exists(cmd: &str) -> bool {
         return true;
     }
     std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|d| {
-            let c = d.join(cmd);
-            c.is_file()
-                && std::fs::metadata(&c).is_ok_and(|m| {
-                    use std::os::unix::fs::PermissionsExt;
-                    m.permissions().mode() & 0o111 != 0
-                })
-        })
+        std::env::split_paths(&path).any(|d| rootfence::sandbox::is_executable_file(&d.join(cmd)))
     })
 }
 

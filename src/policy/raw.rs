@@ -86,7 +86,7 @@ pub(crate) enum FsyncWord {
     Never,
 }
 
-const FSYNC_WORDS: &[(&str, FsyncWord)] = &[
+pub(crate) const FSYNC_WORDS: &[(&str, FsyncWord)] = &[
     ("always", FsyncWord::Always),
     ("denials", FsyncWord::Denials),
     ("interval", FsyncWord::Interval),

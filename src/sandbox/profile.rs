@@ -619,10 +619,9 @@ pub(crate) fn lookup(name: &OsStr, path_var: Option<&OsStr>) -> Option<PathBuf> 
 /// without the current directory).
 pub(crate) const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-fn is_executable_file(p: &Path) -> bool {
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+/// Whether `p` is a regular file (after symlinks) with an execute bit set.
+pub fn is_executable_file(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Grants the project a script belongs to: the *nearest* ancestor of the script with a

@@ -60,10 +60,7 @@ impl DeriveContext {
 
     /// An executable regular file (never, for an assumed filesystem).
     fn is_executable(&self, p: &Path) -> bool {
-        use std::os::unix::fs::PermissionsExt;
-        self.assume.is_none()
-            && std::fs::metadata(p)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        self.assume.is_none() && crate::sandbox::is_executable_file(p)
     }
 
     fn exists(&self, p: &Path) -> bool {

@@ -8,8 +8,7 @@ fn fixed_path(cx: &mut Cx<'_, '_>, set: &mut Setting<Option<String>>, e: &Option
     let Some(e) = e else { return };
     match glob::expand(&e.v, cx.home, false).and_then(|p| glob::check_path(&p).map(|()| p)) {
         Ok(p) => {
-            let prov = cx.prov(e);
-            fixed(cx, set, &e.span, Some(p), prov);
+            fixed(cx, set, e, Some(p));
         }
         Err(p) => cx.problem(&e.span, p),
     }
@@ -171,31 +170,21 @@ pub(super) fn apply_syslog(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         }
         c.sd_id = id.v.clone();
     }
-    let prov = cx.prov(addr);
-    fixed(
-        cx,
-        &mut acc.syslog,
-        &addr.span,
-        Some((addr.v.clone(), c)),
-        prov,
-    );
+    fixed(cx, &mut acc.syslog, addr, Some((addr.v.clone(), c)));
 }
 
 pub(super) fn word_of(w: FsyncWord) -> &'static str {
-    match w {
-        FsyncWord::Always => "always",
-        FsyncWord::Denials => "denials",
-        FsyncWord::Interval => "interval",
-        FsyncWord::Never => "never",
-    }
+    FSYNC_WORDS
+        .iter()
+        .find(|(_, f)| *f == w)
+        .map_or("?", |(word, _)| word)
 }
 
 pub(super) fn apply_telemetry(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     if let Some(e) = &raw.tel_endpoint {
         match super::super::telemetry::check_endpoint(&e.v) {
             Ok(()) => {
-                let prov = cx.prov(e);
-                fixed(cx, &mut acc.tel_endpoint, &e.span, Some(e.v.clone()), prov);
+                fixed(cx, &mut acc.tel_endpoint, e, Some(e.v.clone()));
             }
             Err(why) => cx.error(
                 &e.span,
@@ -206,14 +195,7 @@ pub(super) fn apply_telemetry(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
         }
     }
     if let Some(e) = &raw.tel_protocol {
-        let prov = cx.prov(e);
-        fixed(
-            cx,
-            &mut acc.tel_protocol,
-            &e.span,
-            Some(e.v.to_owned()),
-            prov,
-        );
+        fixed(cx, &mut acc.tel_protocol, e, Some(e.v.to_owned()));
     }
     if let Some(e) = &raw.tel_service_name {
         if e.v.trim().is_empty() {
@@ -224,27 +206,13 @@ pub(super) fn apply_telemetry(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                 "name the service, e.g. service_name = \"rootfence\", or remove the key",
             );
         } else {
-            let prov = cx.prov(e);
-            fixed(
-                cx,
-                &mut acc.tel_service_name,
-                &e.span,
-                Some(e.v.clone()),
-                prov,
-            );
+            fixed(cx, &mut acc.tel_service_name, e, Some(e.v.clone()));
         }
     }
     if let Some(e) = &raw.tel_resource_attributes {
         match super::super::telemetry::parse_attributes(&e.v) {
             Ok(_) => {
-                let prov = cx.prov(e);
-                fixed(
-                    cx,
-                    &mut acc.tel_resource_attributes,
-                    &e.span,
-                    Some(e.v.clone()),
-                    prov,
-                );
+                fixed(cx, &mut acc.tel_resource_attributes, e, Some(e.v.clone()));
             }
             Err(why) => cx.error(
                 &e.span,

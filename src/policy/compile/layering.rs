@@ -90,19 +90,19 @@ pub(super) fn fixed_as<T: Copy, U: PartialEq + Clone + std::fmt::Debug>(
     f: impl FnOnce(T) -> U,
 ) {
     if let Some(e) = e {
-        let prov = cx.prov(e);
-        fixed(cx, set, &e.span, f(e.v), prov);
+        fixed(cx, set, e, f(e.v));
     }
 }
 
-/// Applies a fixed operational setting: a later layer may only repeat it.
-pub(super) fn fixed<T: PartialEq + Clone + std::fmt::Debug>(
+/// Applies a fixed operational setting, `new` as key `e` gives it: a later layer may only
+/// repeat it.
+pub(super) fn fixed<X, T: PartialEq + Clone + std::fmt::Debug>(
     cx: &mut Cx<'_, '_>,
     set: &mut Setting<T>,
-    span: &Range<usize>,
+    e: &Entry<X>,
     new: T,
-    prov: Provenance,
 ) {
+    let prov = cx.prov(e);
     if cx.check && set.is_set() && !cx.set_by_builtin(&set.prov) && set.v != new {
         let msg = format!(
             "`{}` conflicts with the value set by an earlier layer",
@@ -110,7 +110,7 @@ pub(super) fn fixed<T: PartialEq + Clone + std::fmt::Debug>(
         );
         let hint = "this setting is fixed by the first layer that sets it; remove it here or \
                     repeat the same value";
-        let err = cx.src.error(span, ErrorKind::Conflict, msg);
+        let err = cx.src.error(&e.span, ErrorKind::Conflict, msg);
         cx.errs.push(err.related(related(&set.prov)).hint(hint));
         return;
     }

@@ -42,7 +42,7 @@ use super::decision::{ArgKind, Provenance, ToolPath};
 use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
 use super::glob::{self, GlobTable, PathGlob, Problem, Side};
 use super::grant::{self, Grantable, Grants};
-use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
+use super::raw::{self, Entry, FSYNC_WORDS, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
 use super::schema::SETTINGS;
 use super::settings::{
     Access, AuditSettings, CommandRoots, FollowRoots, HardlinkStance, Mode, Network, Ranked,

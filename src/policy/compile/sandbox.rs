@@ -33,23 +33,16 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
     ranked(cx, &mut acc.sb_mode, &raw.sb_mode);
     // Grants are judged against what earlier layers made grantable, so a layer's own
     // `[sandbox.grantable]` only binds the layers after it.
-    if let Some(e) = &raw.sb_read {
-        if let Some(list) = paths(cx, e) {
-            for (p, span) in list {
-                if grant_path(cx, acc, e.key, &p, &span, false) {
-                    let prov = cx.prov_item(e.key, &span);
-                    acc.sb_read.push((p, prov));
-                }
-            }
-        }
-    }
-    if let Some(e) = &raw.sb_write {
-        if let Some(list) = paths(cx, e) {
-            for (p, span) in list {
-                if grant_path(cx, acc, e.key, &p, &span, true) {
-                    let prov = cx.prov_item(e.key, &span);
-                    acc.sb_write.push((p, prov));
-                }
+    for (e, write) in [(&raw.sb_read, false), (&raw.sb_write, true)] {
+        let Some(e) = e else { continue };
+        for (p, span) in paths(cx, e).unwrap_or_default() {
+            if grant_path(cx, acc, e.key, &p, &span, write) {
+                let granted = if write {
+                    &mut acc.sb_write
+                } else {
+                    &mut acc.sb_read
+                };
+                granted.push((p, cx.prov_item(e.key, &span)));
             }
         }
     }
