@@ -220,10 +220,7 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
     }
     for s in &outcome.servers {
         report_server(&mut err, s);
-        if matches!(
-            s.action,
-            Action::Wrapped | Action::Rewrapped | Action::AlreadyWrapped
-        ) {
+        if s.action.is_wrapped() {
             server_hints(&mut err, s, &policy);
             if s.derived.roots.is_empty() && !root_given && policy.roots().static_roots.is_empty() {
                 // What is missing, the first time the user could need to know: no root
@@ -277,10 +274,7 @@ fn apply_catalogue(opts: &mut WrapOptions, outcome: &Outcome, policy: &Policy) -
     };
     let path_var = std::env::var_os("PATH");
     for s in &outcome.servers {
-        if !matches!(
-            s.action,
-            Action::Wrapped | Action::Rewrapped | Action::AlreadyWrapped
-        ) {
+        if !s.action.is_wrapped() {
             continue;
         }
         let mut granted = Vec::new();
@@ -341,12 +335,7 @@ fn learn_grants(
     let names: Vec<String> = first
         .servers
         .iter()
-        .filter(|s| {
-            matches!(
-                s.action,
-                Action::Wrapped | Action::Rewrapped | Action::AlreadyWrapped
-            )
-        })
+        .filter(|s| s.action.is_wrapped())
         .map(|s| s.name.clone())
         .collect();
     for name in names {

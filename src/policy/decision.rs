@@ -59,7 +59,7 @@ impl fmt::Display for Reason {
 }
 
 /// Where a rule or setting came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Provenance {
     /// Index into [`Policy::layers`](super::Policy::layers); `None` for built-in defaults.
     pub layer: Option<usize>,
@@ -77,11 +77,8 @@ impl Provenance {
     /// Provenance of a built-in default.
     pub(crate) fn default_rule(rule: impl Into<String>) -> Self {
         Provenance {
-            layer: None,
-            file: None,
-            line: None,
-            column: None,
             rule: rule.into(),
+            ..Provenance::default()
         }
     }
 

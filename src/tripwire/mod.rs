@@ -191,19 +191,8 @@ impl Fingerprints {
                     SymlinkStance::Never,
                 ) {
                     Ok(r) => {
-                        let file = out.files.len();
-                        out.files.push(dir.join("config"));
-                        for p in fingerprint::patterns(&r.bytes, Source::GitConfig, &known) {
-                            if patterns.len() >= MAX_PATTERNS {
-                                break;
-                            }
-                            patterns.push(p.bytes);
-                            out.origins.push(Origin {
-                                file,
-                                line: p.line,
-                                form: p.form,
-                            });
-                        }
+                        let found = fingerprint::patterns(&r.bytes, Source::GitConfig, &known);
+                        out.add(&mut patterns, dir.join("config"), found);
                     }
                     Err(e) => out
                         .gaps
@@ -230,19 +219,8 @@ impl Fingerprints {
                         continue;
                     }
                 };
-                let file = out.files.len();
-                out.files.push(path);
-                for p in fingerprint::patterns(&bytes, source, &known) {
-                    if patterns.len() >= MAX_PATTERNS {
-                        break;
-                    }
-                    patterns.push(p.bytes);
-                    out.origins.push(Origin {
-                        file,
-                        line: p.line,
-                        form: p.form,
-                    });
-                }
+                let found = fingerprint::patterns(&bytes, source, &known);
+                out.add(&mut patterns, path, found);
             }
         }
         if patterns.len() >= MAX_PATTERNS {
@@ -253,6 +231,24 @@ impl Fingerprints {
         out.matcher = matcher::Matcher::new(patterns);
         out.built_in = started.elapsed();
         out
+    }
+
+    /// Records a file fingerprinted and the patterns `found` in it (into `patterns`, up to
+    /// [`MAX_PATTERNS`] in all).
+    fn add(
+        &mut self,
+        patterns: &mut Vec<Vec<u8>>,
+        file: PathBuf,
+        found: Vec<fingerprint::Pattern>,
+    ) {
+        let index = self.files.len();
+        self.files.push(file);
+        let room = MAX_PATTERNS.saturating_sub(patterns.len());
+        for p in found.into_iter().take(room) {
+            patterns.push(p.bytes);
+            let (file, line, form) = (index, p.line, p.form);
+            self.origins.push(Origin { file, line, form });
+        }
     }
 
     /// Number of denied files fingerprinted.
