@@ -36,7 +36,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use globset::{Candidate, Glob, GlobSetBuilder};
+use globset::{Candidate, Glob, GlobSet, GlobSetBuilder};
 
 use super::decision::{ArgKind, Provenance, ToolPath};
 use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
