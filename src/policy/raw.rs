@@ -234,7 +234,6 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
     raw.mode = w.word(top, "", "mode", Mode::WORDS);
 
     if let Some(t) = w.table(top, "", "roots") {
-        w.check_keys(t, "roots");
         raw.roots_allow = w.strings(t, "roots", "allow");
         raw.roots_deny = w.strings(t, "roots", "deny");
         raw.roots_other_homes = w.strings(t, "roots", "other_homes");
@@ -247,7 +246,6 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.roots_from_command = w.word(t, "roots", "from_command", CommandRoots::WORDS);
     }
     if let Some(t) = w.table(top, "", "resources") {
-        w.check_keys(t, "resources");
         raw.res_other_schemes = w.schemes(t);
         raw.res_allow = w.strings(t, "resources", "allow");
         raw.res_deny = w.strings(t, "resources", "deny");
@@ -256,7 +254,6 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.res_read = w.word(t, "resources", "read", ReadStance::WORDS);
     }
     if let Some(t) = w.table(top, "", "tools") {
-        w.check_keys(t, "tools");
         raw.tools_deny = w.strings(t, "tools", "deny");
         raw.tools_writing = w.strings(t, "tools", "writing");
         raw.tools_read_only = w.boolean(t, "tools", "read_only");
@@ -265,7 +262,6 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.tools_infer_for = w.infer_for(t);
     }
     if let Some(t) = w.table(top, "", "audit") {
-        w.check_keys(t, "audit");
         raw.audit_path = w.string(t, "audit", "path");
         raw.audit_fsync = w.word(t, "audit", "fsync", FSYNC_WORDS);
         raw.audit_fsync_interval_ms = w.uint(t, "audit", "fsync_interval_ms", 1, 3_600_000);
@@ -281,7 +277,6 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
             w.uint(t, "audit", "checkpoint_every_records", 1, 100_000_000);
         raw.audit_checkpoint_every_ms = w.uint(t, "audit", "checkpoint_every_ms", 100, 86_400_000);
         if let Some(sy) = w.table(t, "audit", "syslog") {
-            w.check_keys(sy, "audit.syslog");
             raw.syslog_address = w.string(sy, "audit.syslog", "address");
             raw.syslog_facility = w.word(sy, "audit.syslog", "facility", FACILITIES);
             raw.syslog_format = w.word(sy, "audit.syslog", "format", MsgFormat::WORDS);
@@ -297,7 +292,6 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         }
     }
     if let Some(t) = w.table(top, "", "sandbox") {
-        w.check_keys(t, "sandbox");
         raw.sb_mode = w.word(t, "sandbox", "mode", SandboxMode::WORDS);
         raw.sb_read = w.strings(t, "sandbox", "read");
         raw.sb_write = w.strings(t, "sandbox", "write");
@@ -308,21 +302,18 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.sb_read_only_roots = w.strings(t, "sandbox", "read_only_roots");
         raw.sb_read_only_paths = w.strings(t, "sandbox", "read_only_paths");
         if let Some(r) = w.table(t, "sandbox", "rlimits") {
-            w.check_keys(r, "sandbox.rlimits");
             raw.sb_nofile = w.uint(r, "sandbox.rlimits", "nofile", 1, u64::MAX);
             raw.sb_address_space = w.size(r, "sandbox.rlimits", "address_space");
             raw.sb_cpu_seconds = w.uint(r, "sandbox.rlimits", "cpu_seconds", 1, u64::MAX);
             raw.sb_processes = w.uint(r, "sandbox.rlimits", "processes", 1, u64::MAX);
         }
         if let Some(g) = w.table(t, "sandbox", "grantable") {
-            w.check_keys(g, "sandbox.grantable");
             raw.sb_grant_env = w.strings(g, "sandbox.grantable", "env");
             raw.sb_grant_read = w.strings(g, "sandbox.grantable", "read");
             raw.sb_grant_write = w.strings(g, "sandbox.grantable", "write");
         }
     }
     if let Some(t) = w.table(top, "", "telemetry") {
-        w.check_keys(t, "telemetry");
         raw.tel_endpoint = w.string(t, "telemetry", "endpoint");
         const PROTOCOLS: &[(&str, &str)] = &[("http/protobuf", "http/protobuf")];
         raw.tel_protocol = w.word(t, "telemetry", "protocol", PROTOCOLS);
@@ -418,6 +409,7 @@ impl Walker<'_, '_> {
         }
     }
 
+    /// The sub-table `key` of `table` (named `tname`), its keys checked.
     fn table<'t, 'i>(
         &mut self,
         table: &'t DeTable<'i>,
@@ -426,7 +418,10 @@ impl Walker<'_, '_> {
     ) -> Option<&'t DeTable<'i>> {
         let (_, v) = Self::find(table, key)?;
         match v.get_ref() {
-            DeValue::Table(t) => Some(t),
+            DeValue::Table(t) => {
+                self.check_keys(t, dotted(tname, key));
+                Some(t)
+            }
             other => {
                 let name = dotted(tname, key);
                 self.wrong_type(&v.span(), name, "a table", other);

@@ -43,25 +43,18 @@ const MAX_FILES: usize = 1024;
 /// Patterns at most (memory of the automaton).
 const MAX_PATTERNS: usize = 100_000;
 
-/// Where a hit was found in the message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum View {
-    /// The message as it came.
-    Raw,
-    /// With its string escapes decoded.
-    Decoded,
-    /// Its `text` values joined.
-    Joined,
-}
-
-impl View {
-    fn as_str(self) -> &'static str {
-        match self {
-            View::Raw => "as sent",
-            View::Decoded => "after decoding JSON escapes",
-            View::Joined => "across text blocks",
-        }
+crate::coded::coded! {
+    /// Where a hit was found in the message.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum View {
+        /// The message as it came.
+        Raw => "as sent",
+        /// With its string escapes decoded.
+        Decoded => "after decoding JSON escapes",
+        /// Its `text` values joined.
+        Joined => "across text blocks",
     }
+    fn as_str;
 }
 
 /// A fingerprint found in a message.
