@@ -571,19 +571,27 @@ impl Walker<'_, '_> {
         None
     }
 
+    /// A key written as "allow" or "deny", as `allow` or `deny`.
+    fn allow_deny<T>(
+        &mut self,
+        table: &DeTable<'_>,
+        tname: &str,
+        key: &str,
+        allow: T,
+        deny: T,
+    ) -> Option<Entry<T>> {
+        let e = self.word(table, tname, key, ALLOW_DENY)?;
+        let v = if e.v { allow } else { deny };
+        Some(e.with(v))
+    }
+
     fn schemes(&mut self, table: &DeTable<'_>) -> Option<Entry<RawSchemes>> {
         let (_, v) = Self::find(table, "other_schemes")?;
         let name = "resources.other_schemes";
         match v.get_ref() {
             DeValue::String(_) => {
-                let e = self.word(table, "resources", "other_schemes", ALLOW_DENY)?;
-                Some(e.map(|allow| {
-                    if allow {
-                        RawSchemes::Allow
-                    } else {
-                        RawSchemes::Deny
-                    }
-                }))
+                let (allow, deny) = (RawSchemes::Allow, RawSchemes::Deny);
+                self.allow_deny(table, "resources", "other_schemes", allow, deny)
             }
             DeValue::Array(_) => {
                 let list = self.strings(table, "resources", "other_schemes")?;
@@ -606,14 +614,8 @@ impl Walker<'_, '_> {
         let name = "sandbox.network";
         match v.get_ref() {
             DeValue::String(_) => {
-                let e = self.word(table, "sandbox", "network", ALLOW_DENY)?;
-                Some(e.map(|allow| {
-                    if allow {
-                        RawNetwork::Allow
-                    } else {
-                        RawNetwork::Deny
-                    }
-                }))
+                let (allow, deny) = (RawNetwork::Allow, RawNetwork::Deny);
+                self.allow_deny(table, "sandbox", "network", allow, deny)
             }
             DeValue::Array(items) => {
                 let mut ports = Vec::new();
