@@ -41,6 +41,7 @@
 //! The binary (`src/main.rs`, `src/cli/`) is a thin clap front end over these modules.
 
 pub mod audit;
+mod coded;
 pub mod enforce;
 pub mod fsaccess;
 pub mod jsonrpc;

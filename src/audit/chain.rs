@@ -27,14 +27,15 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex(&sha256(bytes))
 }
 
-pub(crate) fn hex(h: &Hash) -> String {
-    let mut s = Vec::with_capacity(64);
-    push_hex(h, &mut s);
+/// Lowercase hex of `b`.
+pub(crate) fn hex(b: &[u8]) -> String {
+    let mut s = Vec::with_capacity(b.len() * 2);
+    push_hex(b, &mut s);
     // Only ASCII hex digits were pushed.
     String::from_utf8(s).unwrap_or_default()
 }
 
-fn push_hex(h: &Hash, out: &mut Vec<u8>) {
+fn push_hex(h: &[u8], out: &mut Vec<u8>) {
     const D: &[u8; 16] = b"0123456789abcdef";
     for b in h {
         out.push(D[usize::from(b >> 4)]);

@@ -50,7 +50,7 @@ use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, 
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 
 use super::AuditError;
-use super::chain::{self, GENESIS, Hash};
+use super::chain::{self, GENESIS, Hash, hex};
 use super::time::{format_micros, now_micros};
 
 /// Domain separation: a signature over a checkpoint can never pass for one over anything
@@ -653,17 +653,6 @@ fn find_sig(line: &[u8]) -> Option<usize> {
         return None;
     }
     memchr::memmem::rfind(line, SIG)
-}
-
-/// Lowercase hex of `b`.
-pub(crate) fn hex(b: &[u8]) -> String {
-    const D: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(b.len() * 2);
-    for x in b {
-        s.push(D[usize::from(x >> 4)] as char);
-        s.push(D[usize::from(x & 15)] as char);
-    }
-    s
 }
 
 fn parse_hex<const N: usize>(s: &[u8]) -> Option<[u8; N]> {

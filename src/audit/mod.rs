@@ -43,7 +43,7 @@
 //! # Ok(()) }
 //! ```
 
-mod chain;
+pub(crate) mod chain;
 pub mod checkpoint;
 pub mod event;
 mod filter;
@@ -57,7 +57,7 @@ mod show;
 mod sink;
 mod summary;
 pub mod syslog;
-mod time;
+pub(crate) mod time;
 mod verify;
 mod writer;
 

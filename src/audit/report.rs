@@ -27,7 +27,7 @@ use super::event::{Event, Verdict};
 use super::filter::Filter;
 use super::read::for_each_record;
 use super::show::{disp, rule_text};
-use super::summary::NO_TOOL;
+use super::summary::{NO_TOOL, top};
 use super::verify::{VerifyOptions, verify_files_with};
 
 /// Options for [`report_html`].
@@ -290,10 +290,10 @@ pub fn report_html(
             lanes: &lanes,
             rows: &rows,
             rows_omitted,
-            denied_paths: top(&denied_paths, opts.top),
+            denied_paths: top(&denied_paths, opts.top.max(1)),
             denied_paths_total: denied_paths.len(),
-            denied_tools: top(&denied_tools, opts.top),
-            denied_rules: top(&denied_rules, opts.top),
+            denied_tools: top(&denied_tools, opts.top.max(1)),
+            denied_rules: top(&denied_rules, opts.top.max(1)),
             warnings: warnings.len(),
             filtered: is_filtered(&opts.filter),
         },
@@ -341,14 +341,6 @@ fn h(s: &str) -> String {
         }
     }
     o
-}
-
-/// The `n` largest counts, ties broken by name.
-fn top(m: &HashMap<String, u64>, n: usize) -> Vec<(String, u64)> {
-    let mut v: Vec<(String, u64)> = m.iter().map(|(k, c)| (k.clone(), *c)).collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    v.truncate(n.max(1));
-    v
 }
 
 const STYLE: &str = r#"

@@ -287,22 +287,14 @@ impl Printer {
                 json.push(b'\n');
                 out.write_all(json)
             }
-            Format::Text => {
+            text_format => {
                 self.text.clear();
                 format_record(rec, &mut self.text);
-                writeln!(out, "{}", self.text)
-            }
-            Format::Cef => {
-                self.text.clear();
-                format_record(rec, &mut self.text);
-                let line = cef_line(rec, &self.text);
-                writeln!(out, "{line}")
-            }
-            Format::Csv => {
-                self.text.clear();
-                format_record(rec, &mut self.text);
-                let line = csv_line(rec, &self.text);
-                writeln!(out, "{line}")
+                match text_format {
+                    Format::Cef => writeln!(out, "{}", cef_line(rec, &self.text)),
+                    Format::Csv => writeln!(out, "{}", csv_line(rec, &self.text)),
+                    _ => writeln!(out, "{}", self.text),
+                }
             }
         }
     }
@@ -352,7 +344,7 @@ const CSV_COLUMNS: &[&str] = &[
 fn decision_cells(rec: &Record) -> [String; 12] {
     let mut c: [String; 12] = Default::default();
     if let Some(Event::Decision(d)) = &rec.event {
-        c[0] = dir_word(d.direction).into();
+        c[0] = enum_word(&d.direction);
         c[1] = disp(&d.method);
         c[2] = d.id.as_ref().map(|i| disp(i.as_json())).unwrap_or_default();
         c[3] = rec.tool.as_deref().map(disp).unwrap_or_default();
@@ -375,9 +367,9 @@ fn decision_cells(rec: &Record) -> [String; 12] {
             .as_ref()
             .map(|u| disp(u.as_str()))
             .unwrap_or_default();
-        c[11] = name(&d.action);
+        c[11] = enum_word(&d.action);
     } else if let Some(Event::DecisionSummary(s)) = &rec.event {
-        c[0] = dir_word(s.direction).into();
+        c[0] = enum_word(&s.direction);
         c[1] = disp(&s.method);
         c[2] = s.id.as_ref().map(|i| disp(i.as_json())).unwrap_or_default();
         c[4] = disp(&s.field);
@@ -498,21 +490,16 @@ fn cef_line(rec: &Record, text: &str) -> String {
             ext.push(("reason", c[8].clone()));
             ext.push(("cs2Label", "method".into()));
             ext.push(("cs2", c[1].clone()));
-            if !c[3].is_empty() {
-                ext.push(("cs3Label", "tool".into()));
-                ext.push(("cs3", c[3].clone()));
-            }
-            if !c[9].is_empty() {
-                ext.push(("cs4Label", "rule".into()));
-                ext.push(("cs4", c[9].clone()));
-            }
-            if !c[2].is_empty() {
-                ext.push(("cs5Label", "rpcId".into()));
-                ext.push(("cs5", c[2].clone()));
-            }
-            if !c[4].is_empty() {
-                ext.push(("cs6Label", "field".into()));
-                ext.push(("cs6", c[4].clone()));
+            for (label_key, key, label, cell) in [
+                ("cs3Label", "cs3", "tool", 3),
+                ("cs4Label", "cs4", "rule", 9),
+                ("cs5Label", "cs5", "rpcId", 2),
+                ("cs6Label", "cs6", "field", 4),
+            ] {
+                if !c[cell].is_empty() {
+                    ext.push((label_key, label.into()));
+                    ext.push((key, c[cell].clone()));
+                }
             }
         }
         Some(Event::LogRewound(_) | Event::LogRecovered(_)) => sev = 8,
@@ -533,13 +520,6 @@ fn cef_line(rec: &Record, text: &str) -> String {
         let _ = write!(o, "{k}={}", cef_value(v));
     }
     o
-}
-
-fn dir_word(d: Direction) -> &'static str {
-    match d {
-        Direction::HostToServer => "host_to_server",
-        Direction::ServerToHost => "server_to_host",
-    }
 }
 
 /// `s` made safe to print: unsafe characters become `\u{XXXX}`, a backslash `\\`.
@@ -574,10 +554,6 @@ fn uris<'a>(it: impl Iterator<Item = &'a super::AuditUri>) -> String {
 
 /// The snake_case word serde gives a unit enum variant.
 pub(crate) fn enum_word<T: serde::Serialize>(v: &T) -> String {
-    name(v)
-}
-
-fn name<T: serde::Serialize>(v: &T) -> String {
     match serde_json::to_value(v) {
         Ok(serde_json::Value::String(s)) => s,
         _ => "?".into(),
@@ -725,14 +701,14 @@ fn format_record(r: &Record, o: &mut String) {
             if let Some(root) = &d.root {
                 let _ = write!(o, "  root: {}", disp(root.as_str()));
             }
-            write!(o, "  action: {}", name(&d.action))
+            write!(o, "  action: {}", enum_word(&d.action))
         }
         Event::ProtocolError(p) => {
             let _ = write!(
                 o,
                 "protocol_error {} {} ({} bytes)",
                 dir(p.direction),
-                name(&p.kind),
+                enum_word(&p.kind),
                 p.len
             );
             if let Some(id) = &p.id {
@@ -741,7 +717,7 @@ fn format_record(r: &Record, o: &mut String) {
             write!(o, ": {}", disp(&p.detail))
         }
         Event::SessionEnd(e) => {
-            let _ = write!(o, "session_end {}", name(&e.cause));
+            let _ = write!(o, "session_end {}", enum_word(&e.cause));
             if let Some(c) = e.exit_code {
                 let _ = write!(o, " exit {c}");
             }
@@ -807,7 +783,7 @@ fn format_record(r: &Record, o: &mut String) {
                 o,
                 "protocol_error {} {} repeated {} times ({} bytes) since {}; the first: {} bytes",
                 dir(p.direction),
-                name(&p.kind),
+                enum_word(&p.kind),
                 p.count,
                 p.bytes,
                 disp(&p.since),

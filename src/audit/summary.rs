@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::event::{Event, Verdict, escape_json_display};
 use super::filter::Filter;
 use super::read::{Record, for_each_record};
-use super::show::disp;
+use super::show::{disp, enum_word};
 
 /// Options for [`summarize`].
 #[derive(Debug, Clone, Default)]
@@ -193,7 +193,7 @@ impl Session {
                     .entry(verdict.into())
                     .or_default() += 1;
                 *s.by_reason.entry(d.reason.clone()).or_default() += 1;
-                *s.by_action.entry(enum_name(&d.action)).or_default() += 1;
+                *s.by_action.entry(enum_word(&d.action)).or_default() += 1;
                 let tool = match (&rec.tool, d.method.as_str()) {
                     (Some(t), _) => Some(t.as_str()),
                     (None, crate::mcp::methods::TOOLS_CALL) => Some(NO_TOOL),
@@ -230,13 +230,13 @@ impl Session {
                 s.summarized_allows += n;
             }
             Some(Event::ProtocolError(p)) => {
-                *s.protocol_errors.entry(enum_name(&p.kind)).or_default() += 1;
+                *s.protocol_errors.entry(enum_word(&p.kind)).or_default() += 1;
             }
             Some(Event::ProtocolErrorRepeated(p)) => {
-                *s.protocol_errors.entry(enum_name(&p.kind)).or_default() += p.count;
+                *s.protocol_errors.entry(enum_word(&p.kind)).or_default() += p.count;
             }
             Some(Event::SessionEnd(e)) => {
-                let mut end = enum_name(&e.cause);
+                let mut end = enum_word(&e.cause);
                 if let Some(c) = e.exit_code {
                     end.push_str(&format!(" (exit {c})"));
                 }
@@ -391,7 +391,7 @@ fn list<'a>(
 }
 
 /// The `n` largest counts, ties broken by name so the output is stable.
-fn top(m: &HashMap<String, u64>, n: usize) -> Vec<(String, u64)> {
+pub(crate) fn top(m: &HashMap<String, u64>, n: usize) -> Vec<(String, u64)> {
     let mut v: Vec<(String, u64)> = m.iter().map(|(k, c)| (k.clone(), *c)).collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     v.truncate(n);
@@ -400,12 +400,4 @@ fn top(m: &HashMap<String, u64>, n: usize) -> Vec<(String, u64)> {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
-}
-
-/// The snake_case name serde gives a unit enum variant.
-fn enum_name<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => "unknown".into(),
-    }
 }

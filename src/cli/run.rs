@@ -403,11 +403,7 @@ fn reload_policy(enforcer: &Enforcer, files: &[PathBuf]) {
 /// Refuses a server command that cannot run, before anything starts, with the same clear
 /// error whether or not the sandbox launcher would run it.
 fn check_command(program: &OsString) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
+    let executable = rootfence::sandbox::is_executable_file;
     let shown = program.to_string_lossy();
     let path = Path::new(program);
     if path.components().count() > 1 {

@@ -220,10 +220,7 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
     }
     for s in &outcome.servers {
         report_server(&mut err, s);
-        if matches!(
-            s.action,
-            Action::Wrapped | Action::Rewrapped | Action::AlreadyWrapped
-        ) {
+        if s.action.is_wrapped() {
             server_hints(&mut err, s, &policy);
             if s.derived.roots.is_empty() && !root_given && policy.roots().static_roots.is_empty() {
                 // What is missing, the first time the user could need to know: no root
@@ -277,10 +274,7 @@ fn apply_catalogue(opts: &mut WrapOptions, outcome: &Outcome, policy: &Policy) -
     };
     let path_var = std::env::var_os("PATH");
     for s in &outcome.servers {
-        if !matches!(
-            s.action,
-            Action::Wrapped | Action::Rewrapped | Action::AlreadyWrapped
-        ) {
+        if !s.action.is_wrapped() {
             continue;
         }
         let mut granted = Vec::new();
@@ -341,12 +335,7 @@ fn learn_grants(
     let names: Vec<String> = first
         .servers
         .iter()
-        .filter(|s| {
-            matches!(
-                s.action,
-                Action::Wrapped | Action::Rewrapped | Action::AlreadyWrapped
-            )
-        })
+        .filter(|s| s.action.is_wrapped())
         .map(|s| s.name.clone())
         .collect();
     for name in names {
@@ -783,37 +772,29 @@ fn derived_summary(d: &wrap::Derived) -> String {
             .cloned()
             .collect()
     };
-    let (write, read) = (not_learned(&d.write), not_learned(&d.read));
-    if !write.is_empty() {
-        parts.push(format!(
-            "its own state (paths its env or arguments name), read-write: {} (--write)",
-            write.join(", ")
-        ));
+    for (paths, access, flag) in [
+        (&d.write, "read-write", "--write"),
+        (&d.read, "read-only", "--read"),
+    ] {
+        let paths = not_learned(paths);
+        if !paths.is_empty() {
+            parts.push(format!(
+                "its own state (paths its env or arguments name), {access}: {} ({flag})",
+                paths.join(", ")
+            ));
+        }
     }
-    if !read.is_empty() {
-        parts.push(format!(
-            "its own state (paths its env or arguments name), read-only: {} (--read)",
-            read.join(", ")
-        ));
-    }
-    if !d.catalogue.is_empty() {
-        let known: Vec<String> = d
-            .catalogue
-            .iter()
-            .map(|l| format!("{} {} ({})", l.flag, l.path, l.why))
-            .collect();
-        parts.push(format!("its known state: {}", known.join(", ")));
-    }
-    if !d.learned.is_empty() {
-        let learned: Vec<String> = d
-            .learned
-            .iter()
-            .map(|l| format!("{} {} ({})", l.flag, l.path, l.why))
-            .collect();
-        parts.push(format!(
-            "learned by starting it once: {}",
-            learned.join(", ")
-        ));
+    for (grants, what) in [
+        (&d.catalogue, "its known state"),
+        (&d.learned, "learned by starting it once"),
+    ] {
+        if !grants.is_empty() {
+            let each: Vec<String> = grants
+                .iter()
+                .map(|l| format!("{} {} ({})", l.flag, l.path, l.why))
+                .collect();
+            parts.push(format!("{what}: {}", each.join(", ")));
+        }
     }
     if parts.is_empty() {
         String::new()
@@ -857,14 +838,7 @@ fn command_exists(cmd: &str) -> bool {
         return true;
     }
     std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|d| {
-            let c = d.join(cmd);
-            c.is_file()
-                && std::fs::metadata(&c).is_ok_and(|m| {
-                    use std::os::unix::fs::PermissionsExt;
-                    m.permissions().mode() & 0o111 != 0
-                })
-        })
+        std::env::split_paths(&path).any(|d| rootfence::sandbox::is_executable_file(&d.join(cmd)))
     })
 }
 

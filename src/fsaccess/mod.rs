@@ -77,47 +77,36 @@ pub enum HardlinkStance {
     Deny,
 }
 
-/// What a path resolves to.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FileKind {
-    /// A regular file.
-    Regular,
-    /// A directory.
-    Directory,
-    /// A symbolic link (only seen where links are not followed).
-    Symlink,
-    /// A named pipe.
-    Fifo,
-    /// A unix socket.
-    Socket,
-    /// A character device.
-    CharDevice,
-    /// A block device.
-    BlockDevice,
-    /// Anything else.
-    Other,
-    /// Nothing exists there yet; its deepest existing ancestor is a directory inside the
-    /// root.
-    Missing,
+crate::coded::coded! {
+    /// What a path resolves to.
+    #[non_exhaustive]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum FileKind {
+        /// A regular file.
+        Regular => "regular",
+        /// A directory.
+        Directory => "directory",
+        /// A symbolic link (only seen where links are not followed).
+        Symlink => "symlink",
+        /// A named pipe.
+        Fifo => "fifo",
+        /// A unix socket.
+        Socket => "socket",
+        /// A character device.
+        CharDevice => "char_device",
+        /// A block device.
+        BlockDevice => "block_device",
+        /// Anything else.
+        Other => "other",
+        /// Nothing exists there yet; its deepest existing ancestor is a directory inside the
+        /// root.
+        Missing => "missing",
+    }
+    /// The stable lowercase name (`regular`, `directory`, `fifo`, …, `missing`).
+    pub fn as_str;
 }
 
 impl FileKind {
-    /// The stable lowercase name (`regular`, `directory`, `fifo`, …, `missing`).
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            FileKind::Regular => "regular",
-            FileKind::Directory => "directory",
-            FileKind::Symlink => "symlink",
-            FileKind::Fifo => "fifo",
-            FileKind::Socket => "socket",
-            FileKind::CharDevice => "char_device",
-            FileKind::BlockDevice => "block_device",
-            FileKind::Other => "other",
-            FileKind::Missing => "missing",
-        }
-    }
-
     fn of(ft: FileType) -> FileKind {
         match ft {
             FileType::RegularFile => FileKind::Regular,

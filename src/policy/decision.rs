@@ -6,50 +6,36 @@
 use std::fmt;
 use std::sync::Arc;
 
-/// Why a decision came out as it did. The code (`as_str`) is stable: it goes into audit
-/// records and JSON-RPC error data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Reason {
-    /// No rule applied; allowed by default.
-    DefaultAllow,
-    /// An allow rule matched (a glob of every layer's allow-list, or an allow-listed scheme).
-    PolicyAllow,
-    /// A deny rule matched.
-    PolicyDeny,
-    /// An allow-list is in force and nothing in it matched.
-    NotAllowed,
-    /// The URI scheme is not allowed by `resources.other_schemes`.
-    SchemeDenied,
-    /// The input cannot be decided (no canonical path for a `file:` URI, a path that is
-    /// not absolute and normalized, a malformed scheme); denied, fail closed.
-    NotCanonical,
-    /// The tool name matched `tools.deny`.
-    ToolDenied,
-    /// The tool is marked as writing and the policy is read-only.
-    ReadOnly,
-    /// A content item is larger than `resources.max_bytes`.
-    TooLarge,
-    /// A content item's MIME type is not in `resources.mime` (or has none).
-    MimeDenied,
-}
-
-impl Reason {
-    /// The stable reason code.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::DefaultAllow => "default_allow",
-            Reason::PolicyAllow => "policy_allow",
-            Reason::PolicyDeny => "policy_deny",
-            Reason::NotAllowed => "not_allowed",
-            Reason::SchemeDenied => "scheme_denied",
-            Reason::NotCanonical => "not_canonical",
-            Reason::ToolDenied => "tool_denied",
-            Reason::ReadOnly => "read_only",
-            Reason::TooLarge => "too_large",
-            Reason::MimeDenied => "mime_denied",
-        }
+crate::coded::coded! {
+    /// Why a decision came out as it did. The code (`as_str`) is stable: it goes into audit
+    /// records and JSON-RPC error data.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum Reason {
+        /// No rule applied; allowed by default.
+        DefaultAllow => "default_allow",
+        /// An allow rule matched (a glob of every layer's allow-list, or an allow-listed scheme).
+        PolicyAllow => "policy_allow",
+        /// A deny rule matched.
+        PolicyDeny => "policy_deny",
+        /// An allow-list is in force and nothing in it matched.
+        NotAllowed => "not_allowed",
+        /// The URI scheme is not allowed by `resources.other_schemes`.
+        SchemeDenied => "scheme_denied",
+        /// The input cannot be decided (no canonical path for a `file:` URI, a path that is
+        /// not absolute and normalized, a malformed scheme); denied, fail closed.
+        NotCanonical => "not_canonical",
+        /// The tool name matched `tools.deny`.
+        ToolDenied => "tool_denied",
+        /// The tool is marked as writing and the policy is read-only.
+        ReadOnly => "read_only",
+        /// A content item is larger than `resources.max_bytes`.
+        TooLarge => "too_large",
+        /// A content item's MIME type is not in `resources.mime` (or has none).
+        MimeDenied => "mime_denied",
     }
+    /// The stable reason code.
+    pub fn as_str;
 }
 
 impl fmt::Display for Reason {
@@ -59,7 +45,7 @@ impl fmt::Display for Reason {
 }
 
 /// Where a rule or setting came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Provenance {
     /// Index into [`Policy::layers`](super::Policy::layers); `None` for built-in defaults.
     pub layer: Option<usize>,
@@ -77,11 +63,8 @@ impl Provenance {
     /// Provenance of a built-in default.
     pub(crate) fn default_rule(rule: impl Into<String>) -> Self {
         Provenance {
-            layer: None,
-            file: None,
-            line: None,
-            column: None,
             rule: rule.into(),
+            ..Provenance::default()
         }
     }
 

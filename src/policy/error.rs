@@ -9,55 +9,39 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-/// What kind of problem a [`PolicyError`] reports. The code (`as_str`) is stable and is
-/// printed in every message, e.g. `error[unknown-key]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// The file could not be read.
-    Io,
-    /// The file is not valid TOML.
-    Syntax,
-    /// A key that the schema does not know (every table rejects unknown keys).
-    UnknownKey,
-    /// A value of the wrong TOML type.
-    WrongType,
-    /// A value of the right type that is not acceptable (unknown enum word, out of range).
-    BadValue,
-    /// `version` missing or unsupported.
-    Version,
-    /// A glob that does not parse or can never match a canonical path.
-    BadGlob,
-    /// A path that is not absolute and normalized.
-    BadPath,
-    /// A JSON pointer that is not valid RFC 6901.
-    BadPointer,
-    /// A `~`/`${...}` that cannot be expanded.
-    BadVariable,
-    /// A later layer tries to widen what an earlier layer allows.
-    Widening,
-    /// A later layer sets a fixed (non-permission) setting to a different value.
-    Conflict,
-}
-
-impl ErrorKind {
-    /// The stable code of this kind.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::Io => "io",
-            ErrorKind::Syntax => "syntax",
-            ErrorKind::UnknownKey => "unknown-key",
-            ErrorKind::WrongType => "wrong-type",
-            ErrorKind::BadValue => "bad-value",
-            ErrorKind::Version => "version",
-            ErrorKind::BadGlob => "bad-glob",
-            ErrorKind::BadPath => "bad-path",
-            ErrorKind::BadPointer => "bad-pointer",
-            ErrorKind::BadVariable => "bad-variable",
-            ErrorKind::Widening => "widening",
-            ErrorKind::Conflict => "conflict",
-        }
+crate::coded::coded! {
+    /// What kind of problem a [`PolicyError`] reports. The code (`as_str`) is stable and is
+    /// printed in every message, e.g. `error[unknown-key]`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum ErrorKind {
+        /// The file could not be read.
+        Io => "io",
+        /// The file is not valid TOML.
+        Syntax => "syntax",
+        /// A key that the schema does not know (every table rejects unknown keys).
+        UnknownKey => "unknown-key",
+        /// A value of the wrong TOML type.
+        WrongType => "wrong-type",
+        /// A value of the right type that is not acceptable (unknown enum word, out of range).
+        BadValue => "bad-value",
+        /// `version` missing or unsupported.
+        Version => "version",
+        /// A glob that does not parse or can never match a canonical path.
+        BadGlob => "bad-glob",
+        /// A path that is not absolute and normalized.
+        BadPath => "bad-path",
+        /// A JSON pointer that is not valid RFC 6901.
+        BadPointer => "bad-pointer",
+        /// A `~`/`${...}` that cannot be expanded.
+        BadVariable => "bad-variable",
+        /// A later layer tries to widen what an earlier layer allows.
+        Widening => "widening",
+        /// A later layer sets a fixed (non-permission) setting to a different value.
+        Conflict => "conflict",
     }
+    /// The stable code of this kind.
+    pub fn as_str;
 }
 
 /// Where an earlier rule lives, for errors that involve two layers.

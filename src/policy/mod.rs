@@ -46,7 +46,7 @@ pub(crate) mod telemetry;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
+use crate::audit::chain::sha256_hex;
 
 pub use decision::{ArgKind, Decision, FileJudge, Provenance, Reason, ToolPath};
 pub use error::{ErrorKind, PolicyError, PolicyErrors, Related};
@@ -190,24 +190,7 @@ impl Policy {
         if files.is_empty() {
             return Ok(Self::builtin_default_with_home(home));
         }
-        let mut inputs = Vec::with_capacity(files.len());
-        let mut errs = Vec::new();
-        for path in files {
-            let name: Arc<str> = path.display().to_string().into();
-            match read_layer(path) {
-                Ok((text, from_file)) => inputs.push(compile::LayerInput {
-                    name,
-                    path: from_file.then(|| path.clone()),
-                    sha256: sha256_hex(text.as_bytes()),
-                    text,
-                    builtin: !from_file,
-                    base: false,
-                }),
-                Err((message, hint)) => {
-                    errs.push(PolicyError::unlocated(&name, ErrorKind::Io, message).hint(hint))
-                }
-            }
-        }
+        let (inputs, mut errs) = read_layers(files);
         if !errs.is_empty() {
             // Still check the readable files, so every problem shows in one run.
             if let Err(PolicyErrors(more)) = compile::compile(inputs, home, true) {
@@ -223,24 +206,7 @@ impl Policy {
     /// "never"`), judged like any later layer.
     pub fn load_then(files: &[PathBuf], name: &str, text: &str) -> Result<Policy, PolicyErrors> {
         let home = std::env::var("HOME").ok();
-        let mut inputs = Vec::with_capacity(files.len() + 1);
-        let mut errs = Vec::new();
-        for path in files {
-            let shown: Arc<str> = path.display().to_string().into();
-            match read_layer(path) {
-                Ok((text, from_file)) => inputs.push(compile::LayerInput {
-                    name: shown,
-                    path: from_file.then(|| path.clone()),
-                    sha256: sha256_hex(text.as_bytes()),
-                    text,
-                    builtin: !from_file,
-                    base: false,
-                }),
-                Err((message, hint)) => {
-                    errs.push(PolicyError::unlocated(&shown, ErrorKind::Io, message).hint(hint))
-                }
-            }
-        }
+        let (mut inputs, errs) = read_layers(files);
         if !errs.is_empty() {
             return Err(PolicyErrors(errs));
         }
@@ -251,14 +217,7 @@ impl Policy {
                 true,
             ));
         }
-        inputs.push(compile::LayerInput {
-            name: name.into(),
-            path: None,
-            sha256: sha256_hex(text.as_bytes()),
-            text: text.to_owned(),
-            builtin: false,
-            base: false,
-        });
+        inputs.push(compile::LayerInput::new(name.into(), None, text.to_owned()));
         compile::compile(inputs, home.as_deref(), true)
     }
 
@@ -276,14 +235,7 @@ impl Policy {
     ) -> Result<Policy, PolicyErrors> {
         let inputs = layers
             .iter()
-            .map(|(name, text)| compile::LayerInput {
-                name: name.as_str().into(),
-                path: None,
-                sha256: sha256_hex(text.as_bytes()),
-                text: text.clone(),
-                builtin: false,
-                base: false,
-            })
+            .map(|(name, text)| compile::LayerInput::new(name.as_str().into(), None, text.clone()))
             .collect();
         compile::compile(inputs, home, false)
     }
@@ -372,6 +324,26 @@ impl Policy {
     }
 }
 
+/// Reads each file of a stack (a `builtin:<name>` reads the built-in): the layers read, and
+/// an error for each that could not be.
+fn read_layers(files: &[PathBuf]) -> (Vec<compile::LayerInput>, Vec<PolicyError>) {
+    let mut inputs = Vec::with_capacity(files.len() + 1);
+    let mut errs = Vec::new();
+    for path in files {
+        let name: Arc<str> = path.display().to_string().into();
+        match read_layer(path) {
+            Ok((text, from_file)) => inputs.push(compile::LayerInput {
+                builtin: !from_file,
+                ..compile::LayerInput::new(name, from_file.then(|| path.clone()), text)
+            }),
+            Err((message, hint)) => {
+                errs.push(PolicyError::unlocated(&name, ErrorKind::Io, message).hint(hint))
+            }
+        }
+    }
+    (inputs, errs)
+}
+
 /// Reads one layer's text; `builtin:<name>` is served from the binary. Returns the text and
 /// whether it came from a file, or the message and hint of why it cannot be read.
 ///
@@ -410,15 +382,6 @@ fn read_layer(path: &Path) -> Result<(String, bool), (String, &'static str)> {
             "save it as UTF-8 text",
         )
     })
-}
-
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -43,6 +43,24 @@ pub(crate) struct Entry<T> {
     pub(crate) span: Range<usize>,
 }
 
+impl<T> Entry<T> {
+    /// The same key and spans, holding `f` of the value.
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Entry<U> {
+        let v = f(self.v);
+        Entry {
+            key: self.key,
+            key_span: self.key_span,
+            v,
+            span: self.span,
+        }
+    }
+
+    /// The same key and spans, holding `v`.
+    fn with<U>(self, v: U) -> Entry<U> {
+        self.map(|_| v)
+    }
+}
+
 /// `resources.other_schemes`: a word or a list.
 #[derive(Debug, Clone)]
 pub(crate) enum RawSchemes {
@@ -68,12 +86,15 @@ pub(crate) enum FsyncWord {
     Never,
 }
 
-const FSYNC_WORDS: &[(&str, FsyncWord)] = &[
+pub(crate) const FSYNC_WORDS: &[(&str, FsyncWord)] = &[
     ("always", FsyncWord::Always),
     ("denials", FsyncWord::Denials),
     ("interval", FsyncWord::Interval),
     ("never", FsyncWord::Never),
 ];
+
+/// `other_schemes` and `network` as a word.
+const ALLOW_DENY: &[(&str, bool)] = &[("allow", true), ("deny", false)];
 
 const ARG_KIND_WORDS: &[(&str, ArgKind)] = &[("path", ArgKind::Path), ("uri", ArgKind::Uri)];
 
@@ -182,14 +203,9 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         Ok(doc) => doc,
         Err(e) => {
             let span = e.span().unwrap_or(0..0);
-            let err = src
-                .error(
-                    &span,
-                    ErrorKind::Syntax,
-                    format!("invalid TOML: {}", e.message()),
-                )
-                .hint("fix the TOML syntax; the rest of this file is checked once it parses");
-            errs.push(err);
+            let msg = format!("invalid TOML: {}", e.message());
+            let hint = "fix the TOML syntax; the rest of this file is checked once it parses";
+            errs.push(src.error(&span, ErrorKind::Syntax, msg).hint(hint));
             return None;
         }
     };
@@ -200,21 +216,17 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
 
     raw.version = w.int(top, "", "version");
     match &raw.version {
-        None => w.errs.push(
-            src.error(&(0..0), ErrorKind::Version, "missing `version`")
-                .hint(format!(
-                    "add `version = {SCHEMA_VERSION}` at the top of the file"
-                )),
+        None => w.fail(
+            &(0..0),
+            ErrorKind::Version,
+            "missing `version`".into(),
+            format!("add `version = {SCHEMA_VERSION}` at the top of the file"),
         ),
-        Some(v) if v.v != SCHEMA_VERSION => w.errs.push(
-            src.error(
-                &v.span,
-                ErrorKind::Version,
-                format!("unsupported policy schema version {}", v.v),
-            )
-            .hint(format!(
-                "this rootfence understands `version = {SCHEMA_VERSION}`; see docs/policy.md"
-            )),
+        Some(v) if v.v != SCHEMA_VERSION => w.fail(
+            &v.span,
+            ErrorKind::Version,
+            format!("unsupported policy schema version {}", v.v),
+            format!("this rootfence understands `version = {SCHEMA_VERSION}`; see docs/policy.md"),
         ),
         Some(_) => {}
     }
@@ -222,7 +234,6 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
     raw.mode = w.word(top, "", "mode", Mode::WORDS);
 
     if let Some(t) = w.table(top, "", "roots") {
-        w.check_keys(t, "roots");
         raw.roots_allow = w.strings(t, "roots", "allow");
         raw.roots_deny = w.strings(t, "roots", "deny");
         raw.roots_other_homes = w.strings(t, "roots", "other_homes");
@@ -235,7 +246,6 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.roots_from_command = w.word(t, "roots", "from_command", CommandRoots::WORDS);
     }
     if let Some(t) = w.table(top, "", "resources") {
-        w.check_keys(t, "resources");
         raw.res_other_schemes = w.schemes(t);
         raw.res_allow = w.strings(t, "resources", "allow");
         raw.res_deny = w.strings(t, "resources", "deny");
@@ -244,7 +254,6 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.res_read = w.word(t, "resources", "read", ReadStance::WORDS);
     }
     if let Some(t) = w.table(top, "", "tools") {
-        w.check_keys(t, "tools");
         raw.tools_deny = w.strings(t, "tools", "deny");
         raw.tools_writing = w.strings(t, "tools", "writing");
         raw.tools_read_only = w.boolean(t, "tools", "read_only");
@@ -253,7 +262,6 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.tools_infer_for = w.infer_for(t);
     }
     if let Some(t) = w.table(top, "", "audit") {
-        w.check_keys(t, "audit");
         raw.audit_path = w.string(t, "audit", "path");
         raw.audit_fsync = w.word(t, "audit", "fsync", FSYNC_WORDS);
         raw.audit_fsync_interval_ms = w.uint(t, "audit", "fsync_interval_ms", 1, 3_600_000);
@@ -269,7 +277,6 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
             w.uint(t, "audit", "checkpoint_every_records", 1, 100_000_000);
         raw.audit_checkpoint_every_ms = w.uint(t, "audit", "checkpoint_every_ms", 100, 86_400_000);
         if let Some(sy) = w.table(t, "audit", "syslog") {
-            w.check_keys(sy, "audit.syslog");
             raw.syslog_address = w.string(sy, "audit.syslog", "address");
             raw.syslog_facility = w.word(sy, "audit.syslog", "facility", FACILITIES);
             raw.syslog_format = w.word(sy, "audit.syslog", "format", MsgFormat::WORDS);
@@ -285,7 +292,6 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         }
     }
     if let Some(t) = w.table(top, "", "sandbox") {
-        w.check_keys(t, "sandbox");
         raw.sb_mode = w.word(t, "sandbox", "mode", SandboxMode::WORDS);
         raw.sb_read = w.strings(t, "sandbox", "read");
         raw.sb_write = w.strings(t, "sandbox", "write");
@@ -296,21 +302,18 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         raw.sb_read_only_roots = w.strings(t, "sandbox", "read_only_roots");
         raw.sb_read_only_paths = w.strings(t, "sandbox", "read_only_paths");
         if let Some(r) = w.table(t, "sandbox", "rlimits") {
-            w.check_keys(r, "sandbox.rlimits");
             raw.sb_nofile = w.uint(r, "sandbox.rlimits", "nofile", 1, u64::MAX);
             raw.sb_address_space = w.size(r, "sandbox.rlimits", "address_space");
             raw.sb_cpu_seconds = w.uint(r, "sandbox.rlimits", "cpu_seconds", 1, u64::MAX);
             raw.sb_processes = w.uint(r, "sandbox.rlimits", "processes", 1, u64::MAX);
         }
         if let Some(g) = w.table(t, "sandbox", "grantable") {
-            w.check_keys(g, "sandbox.grantable");
             raw.sb_grant_env = w.strings(g, "sandbox.grantable", "env");
             raw.sb_grant_read = w.strings(g, "sandbox.grantable", "read");
             raw.sb_grant_write = w.strings(g, "sandbox.grantable", "write");
         }
     }
     if let Some(t) = w.table(top, "", "telemetry") {
-        w.check_keys(t, "telemetry");
         raw.tel_endpoint = w.string(t, "telemetry", "endpoint");
         const PROTOCOLS: &[(&str, &str)] = &[("http/protobuf", "http/protobuf")];
         raw.tel_protocol = w.word(t, "telemetry", "protocol", PROTOCOLS);
@@ -352,6 +355,10 @@ struct Walker<'a, 's> {
 }
 
 impl Walker<'_, '_> {
+    fn fail(&mut self, span: &Range<usize>, kind: ErrorKind, msg: String, hint: impl Into<String>) {
+        self.errs.push(self.src.error(span, kind, msg).hint(hint));
+    }
+
     fn check_keys(&mut self, table: &DeTable<'_>, name: &str) {
         let known = schema::keys_of(name);
         for (k, _) in table.iter() {
@@ -364,16 +371,13 @@ impl Walker<'_, '_> {
             } else {
                 format!("in [{name}]")
             };
-            let hint = did_you_mean(name, key, &known);
-            let err = self
-                .src
-                .error(
-                    &k.span(),
-                    ErrorKind::UnknownKey,
-                    format!("unknown key `{key}` {where_}"),
-                )
-                .hint(hint);
-            self.errs.push(err);
+            let msg = format!("unknown key `{key}` {where_}");
+            self.fail(
+                &k.span(),
+                ErrorKind::UnknownKey,
+                msg,
+                did_you_mean(name, key, &known),
+            );
         }
     }
 
@@ -385,17 +389,9 @@ impl Walker<'_, '_> {
     }
 
     fn wrong_type(&mut self, span: &Range<usize>, key: &str, want: &str, got: &DeValue<'_>) {
-        let err = self
-            .src
-            .error(
-                span,
-                ErrorKind::WrongType,
-                format!("`{key}` must be {want}, found {}", got.type_str()),
-            )
-            .hint(format!(
-                "write `{key}` as {want}; see docs/policy.md for the schema"
-            ));
-        self.errs.push(err);
+        let msg = format!("`{key}` must be {want}, found {}", got.type_str());
+        let hint = format!("write `{key}` as {want}; see docs/policy.md for the schema");
+        self.fail(span, ErrorKind::WrongType, msg, hint);
     }
 
     fn entry<T>(
@@ -413,6 +409,7 @@ impl Walker<'_, '_> {
         }
     }
 
+    /// The sub-table `key` of `table` (named `tname`), its keys checked.
     fn table<'t, 'i>(
         &mut self,
         table: &'t DeTable<'i>,
@@ -421,7 +418,10 @@ impl Walker<'_, '_> {
     ) -> Option<&'t DeTable<'i>> {
         let (_, v) = Self::find(table, key)?;
         match v.get_ref() {
-            DeValue::Table(t) => Some(t),
+            DeValue::Table(t) => {
+                self.check_keys(t, dotted(tname, key));
+                Some(t)
+            }
             other => {
                 let name = dotted(tname, key);
                 self.wrong_type(&v.span(), name, "a table", other);
@@ -504,11 +504,7 @@ impl Walker<'_, '_> {
     }
 
     fn bad_value(&mut self, span: &Range<usize>, key: &str, what: &str, hint: &str) {
-        let err = self
-            .src
-            .error(span, ErrorKind::BadValue, format!("`{key}` {what}"))
-            .hint(hint);
-        self.errs.push(err);
+        self.fail(span, ErrorKind::BadValue, format!("`{key}` {what}"), hint);
     }
 
     fn uint(
@@ -521,12 +517,7 @@ impl Walker<'_, '_> {
     ) -> Option<Entry<u64>> {
         let e = self.int(table, tname, key)?;
         match u64::try_from(e.v) {
-            Ok(n) if (min..=max).contains(&n) => Some(Entry {
-                key: e.key,
-                key_span: e.key_span,
-                v: n,
-                span: e.span,
-            }),
+            Ok(n) if (min..=max).contains(&n) => Some(e.with(n)),
             _ => {
                 let hint = if max == u64::MAX {
                     format!("use an integer of at least {min}")
@@ -571,43 +562,40 @@ impl Walker<'_, '_> {
     ) -> Option<Entry<T>> {
         let e = self.string(table, tname, key)?;
         if let Some((_, w)) = words.iter().find(|(w, _)| *w == e.v) {
-            return Some(Entry {
-                key: e.key,
-                key_span: e.key_span,
-                v: *w,
-                span: e.span,
-            });
+            return Some(e.with(*w));
         }
         let list: Vec<String> = words.iter().map(|(w, _)| format!("\"{w}\"")).collect();
-        let err = self
-            .src
-            .error(
-                &e.span,
-                ErrorKind::BadValue,
-                format!("`{}` has no value \"{}\"", e.key, e.v),
-            )
-            .hint(format!("use one of {}", list.join(", ")));
-        self.errs.push(err);
+        let msg = format!("`{}` has no value \"{}\"", e.key, e.v);
+        let hint = format!("use one of {}", list.join(", "));
+        self.fail(&e.span, ErrorKind::BadValue, msg, hint);
         None
     }
 
+    /// A key written as "allow" or "deny", as `allow` or `deny`.
+    fn allow_deny<T>(
+        &mut self,
+        table: &DeTable<'_>,
+        tname: &str,
+        key: &str,
+        allow: T,
+        deny: T,
+    ) -> Option<Entry<T>> {
+        let e = self.word(table, tname, key, ALLOW_DENY)?;
+        let v = if e.v { allow } else { deny };
+        Some(e.with(v))
+    }
+
     fn schemes(&mut self, table: &DeTable<'_>) -> Option<Entry<RawSchemes>> {
-        let (k, v) = Self::find(table, "other_schemes")?;
+        let (_, v) = Self::find(table, "other_schemes")?;
         let name = "resources.other_schemes";
         match v.get_ref() {
             DeValue::String(_) => {
-                const W: &[(&str, bool)] = &[("allow", true), ("deny", false)];
-                let e = self.word(table, "resources", "other_schemes", W)?;
-                let raw = if e.v {
-                    RawSchemes::Allow
-                } else {
-                    RawSchemes::Deny
-                };
-                Some(self.entry(name, k, raw, v.span()))
+                let (allow, deny) = (RawSchemes::Allow, RawSchemes::Deny);
+                self.allow_deny(table, "resources", "other_schemes", allow, deny)
             }
             DeValue::Array(_) => {
                 let list = self.strings(table, "resources", "other_schemes")?;
-                Some(self.entry(name, k, RawSchemes::List(list.v), v.span()))
+                Some(list.map(RawSchemes::List))
             }
             other => {
                 self.wrong_type(
@@ -626,14 +614,8 @@ impl Walker<'_, '_> {
         let name = "sandbox.network";
         match v.get_ref() {
             DeValue::String(_) => {
-                const W: &[(&str, bool)] = &[("allow", true), ("deny", false)];
-                let e = self.word(table, "sandbox", "network", W)?;
-                let raw = if e.v {
-                    RawNetwork::Allow
-                } else {
-                    RawNetwork::Deny
-                };
-                Some(self.entry(name, k, raw, v.span()))
+                let (allow, deny) = (RawNetwork::Allow, RawNetwork::Deny);
+                self.allow_deny(table, "sandbox", "network", allow, deny)
             }
             DeValue::Array(items) => {
                 let mut ports = Vec::new();

@@ -13,6 +13,7 @@ use super::{Grant, GrantRefused, Policy};
 use crate::sandbox::{
     EnvNameError, SandboxMode, SandboxRoot, SandboxSpec, ServerGrants, check_env_name,
 };
+use crate::uri::lexical;
 
 /// A `--env`, `--read` or `--write` value `run` cannot use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -106,21 +107,6 @@ pub fn server_spec(
     }
     spec.read_only_paths = s.read_only_paths.clone();
     Ok((spec, warnings))
-}
-
-/// `.` and `..` taken out by name (for judging a path that does not exist yet).
-fn lexical(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// A path from a host entry: absolute as given, relative to `cwd`, or refused when it

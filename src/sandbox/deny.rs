@@ -126,6 +126,7 @@ pub struct CarveReport {
 }
 
 /// The outcome of [`prepare`]: what Landlock still has to carve, and the report so far.
+#[derive(Default)]
 pub(crate) struct Prepared {
     pub targets: Vec<Target>,
     pub report: Option<CarveReport>,
@@ -136,11 +137,7 @@ pub(crate) struct Prepared {
 /// Scans the roots of the plan and covers what it finds in a private mount namespace
 /// where the kernel allows one. Runs in the launcher, before Landlock.
 pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
-    let mut out = Prepared {
-        targets: Vec::new(),
-        report: None,
-        missing: Vec::new(),
-    };
+    let mut out = Prepared::default();
     let rules = match ScanRules::new(&plan.deny_globs, &plan.read_only_globs) {
         Ok(r) => r,
         Err(e) => {

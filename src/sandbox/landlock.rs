@@ -27,7 +27,7 @@
 
 use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, OpenOptionsExt as _};
@@ -45,6 +45,7 @@ use super::report::{
     ScopeReport,
 };
 use super::{SandboxMode, Scopes};
+use crate::uri::lexical;
 
 /// The Landlock ABI whose features rootfence requests, pinned as the crate advises so a
 /// newer kernel never changes behaviour silently. Tested on Linux 6.18 (ABI 7, which adds
@@ -601,20 +602,6 @@ pub(crate) fn canonical_or_lexical(path: &Path) -> PathBuf {
         }
     }
     lexical(path)
-}
-
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -67,7 +67,8 @@ pub use mounts::MOUNTS_ENV;
 pub use pidns::PIDNS_ENV;
 pub use placeholder::{Placeholders, mount_namespace_likely};
 pub use profile::{
-    DefaultProfile, ProfileEntry, Rights, ToolFamily, Withheld, default_profile, tool_families,
+    DefaultProfile, ProfileEntry, Rights, ToolFamily, Withheld, default_profile,
+    is_executable_file, tool_families,
 };
 pub use report::{
     DenyReport, DenyStatus, Enforcement, EnforcementReport, EnvPath, EnvReport, FsReport,

@@ -151,16 +151,7 @@ fn die_with_parent(command: &mut std::process::Command) {
 /// `p` without `.` components and with `..` applied, lexically: `openat(AT_FDCWD</tmp>,
 /// ".")` is `/tmp`, not `/tmp/.`.
 pub fn normalized(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
+    let mut out = crate::uri::lexical(p);
     if out.as_os_str().is_empty() {
         out.push(".");
     }

@@ -222,35 +222,28 @@ pub(crate) const ENV_BASELINE: &[&str] = &[
     "npm_config_cache",
 ];
 
-/// Tool families: servers that cannot run without some state of their own outside the
-/// roots. Recognised from the command line by [`tool_families`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum ToolFamily {
-    /// git and servers that run it (`mcp-server-git`, `git-mcp-server`): the user's git
-    /// configuration, read-only (`~/.gitconfig`, `$XDG_CONFIG_HOME/git`). Never
-    /// `~/.git-credentials`.
-    Git,
-    /// desktop-commander: its own state directory `~/.claude-server-commander`
-    /// (configuration, logs), read-write; and [`ToolFamily::Git`]'s grants, for the git its
-    /// shell tool runs.
-    DesktopCommander,
-    /// Browsers and the servers that drive them (Playwright, Puppeteer, Chromium, Chrome):
-    /// the Playwright/Puppeteer browser and profile caches read-write, fontconfig, and
-    /// `/proc` when that is safe (Chromium's child processes read their own
-    /// `/proc/<pid>`).
-    Browser,
-}
-
-impl ToolFamily {
-    /// Lowercase name, as shown in the report.
-    pub fn name(self) -> &'static str {
-        match self {
-            ToolFamily::Git => "git",
-            ToolFamily::DesktopCommander => "desktop-commander",
-            ToolFamily::Browser => "browser",
-        }
+crate::coded::coded! {
+    /// Tool families: servers that cannot run without some state of their own outside the
+    /// roots. Recognised from the command line by [`tool_families`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+    #[non_exhaustive]
+    pub enum ToolFamily {
+        /// git and servers that run it (`mcp-server-git`, `git-mcp-server`): the user's git
+        /// configuration, read-only (`~/.gitconfig`, `$XDG_CONFIG_HOME/git`). Never
+        /// `~/.git-credentials`.
+        Git => "git",
+        /// desktop-commander: its own state directory `~/.claude-server-commander`
+        /// (configuration, logs), read-write; and [`ToolFamily::Git`]'s grants, for the git its
+        /// shell tool runs.
+        DesktopCommander => "desktop-commander",
+        /// Browsers and the servers that drive them (Playwright, Puppeteer, Chromium, Chrome):
+        /// the Playwright/Puppeteer browser and profile caches read-write, fontconfig, and
+        /// `/proc` when that is safe (Chromium's child processes read their own
+        /// `/proc/<pid>`).
+        Browser => "browser",
     }
+    /// Lowercase name, as shown in the report.
+    pub fn name;
 }
 
 /// The tool families a command line belongs to: the program and every argument that is
@@ -619,10 +612,9 @@ pub(crate) fn lookup(name: &OsStr, path_var: Option<&OsStr>) -> Option<PathBuf> 
 /// without the current directory).
 pub(crate) const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-fn is_executable_file(p: &Path) -> bool {
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+/// Whether `p` is a regular file (after symlinks) with an execute bit set.
+pub fn is_executable_file(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Grants the project a script belongs to: the *nearest* ancestor of the script with a

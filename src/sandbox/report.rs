@@ -99,7 +99,7 @@ pub struct LandlockReport {
 }
 
 /// Filesystem part of the report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct FsReport {
     /// One entry per requested grant.
@@ -198,7 +198,7 @@ pub struct NetworkReport {
 }
 
 /// Scopes part of the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ScopeReport {
     /// Signal scoping requested.
@@ -242,7 +242,7 @@ pub enum RlimitStatus {
 
 /// Environment part of the report. Names only, never values (except the paths in
 /// `unreachable`, which the server was told to use).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct EnvReport {
     /// Names passed through.
@@ -283,31 +283,15 @@ impl EnforcementReport {
                 ruleset: Enforcement::None,
                 rules: 0,
             },
-            filesystem: FsReport {
-                grants: Vec::new(),
-                deny: Vec::new(),
-                deny_globs: Vec::new(),
-                carve: None,
-            },
+            filesystem: FsReport::default(),
             network: NetworkReport {
                 requested: Network::Allow,
                 enforced: true,
             },
-            scopes: ScopeReport {
-                signals_requested: false,
-                signals: false,
-                abstract_unix_sockets_requested: false,
-                abstract_unix_sockets: false,
-            },
+            scopes: ScopeReport::default(),
             rlimits: Vec::new(),
             no_new_privs: false,
-            env: EnvReport {
-                passed: Vec::new(),
-                set: Vec::new(),
-                dropped: 0,
-                dropped_names: Vec::new(),
-                unreachable: Vec::new(),
-            },
+            env: EnvReport::default(),
             inherited_fds: "inherited as rootfence's (sandbox off)".into(),
             processes: "process group only (sandbox off)".into(),
             command: None,
@@ -315,11 +299,6 @@ impl EnforcementReport {
             not_covered: Vec::new(),
             withheld: Vec::new(),
         }
-    }
-
-    /// Whether everything requested is enforced.
-    pub fn fully_enforced(&self) -> bool {
-        self.enforcement == Enforcement::Full && self.missing.is_empty()
     }
 
     /// The grant that makes `path` (canonical) reachable for the server, if any: the

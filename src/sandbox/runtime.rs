@@ -32,12 +32,11 @@
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::profile::{
-    DefaultProfile, Rights, covered_by_system, is_broad, lookup, push_cache, push_existing,
-    shebang_interpreter,
+    DefaultProfile, Rights, covered_by_system, is_broad, is_executable_file, lookup, push_cache,
+    push_existing, shebang_interpreter,
 };
 
 /// Runtime families whose caches and install directories discovery knows.
@@ -419,10 +418,6 @@ fn venv_base(prefix: &Path) -> Option<PathBuf> {
         .find(|p| is_executable_file(p))
 }
 
-fn is_executable_file(p: &Path) -> bool {
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
 /// Caches (read-write, created when missing) and install directories (read-exec) of the
 /// families in play, honouring their environment variables.
 fn grant_family_dirs(profile: &mut DefaultProfile, families: &[Family], env: &Env<'_>) {
@@ -536,6 +531,8 @@ fn grant_family_dirs(profile: &mut DefaultProfile, families: &[Family], env: &En
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     fn exe(p: &Path, text: &str) {

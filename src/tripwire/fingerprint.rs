@@ -50,29 +50,21 @@ pub const MAX_NEEDLES_PER_FILE: usize = 1024;
 /// Windows per binary file at most: its first `MAX_BINARY_WINDOWS * BINARY_STRIDE` bytes.
 pub const MAX_BINARY_WINDOWS: usize = 128;
 
-/// How a pattern encodes the secret.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Form {
-    /// The bytes as they are (any ASCII case).
-    Text,
-    /// Base64, standard or URL-safe alphabet, at some alignment.
-    Base64,
-    /// Hexadecimal, any case.
-    Hex,
-    /// Percent-encoded.
-    Percent,
-}
-
-impl Form {
-    /// The word used in errors and audit records.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Form::Text => "text",
-            Form::Base64 => "base64",
-            Form::Hex => "hex",
-            Form::Percent => "percent-encoded",
-        }
+crate::coded::coded! {
+    /// How a pattern encodes the secret.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Form {
+        /// The bytes as they are (any ASCII case).
+        Text => "text",
+        /// Base64, standard or URL-safe alphabet, at some alignment.
+        Base64 => "base64",
+        /// Hexadecimal, any case.
+        Hex => "hex",
+        /// Percent-encoded.
+        Percent => "percent-encoded",
     }
+    /// The word used in errors and audit records.
+    pub fn as_str;
 }
 
 /// What kind of denied file the content comes from: which of its strings can be secrets.

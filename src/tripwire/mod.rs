@@ -43,25 +43,18 @@ const MAX_FILES: usize = 1024;
 /// Patterns at most (memory of the automaton).
 const MAX_PATTERNS: usize = 100_000;
 
-/// Where a hit was found in the message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum View {
-    /// The message as it came.
-    Raw,
-    /// With its string escapes decoded.
-    Decoded,
-    /// Its `text` values joined.
-    Joined,
-}
-
-impl View {
-    fn as_str(self) -> &'static str {
-        match self {
-            View::Raw => "as sent",
-            View::Decoded => "after decoding JSON escapes",
-            View::Joined => "across text blocks",
-        }
+crate::coded::coded! {
+    /// Where a hit was found in the message.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum View {
+        /// The message as it came.
+        Raw => "as sent",
+        /// With its string escapes decoded.
+        Decoded => "after decoding JSON escapes",
+        /// Its `text` values joined.
+        Joined => "across text blocks",
     }
+    fn as_str;
 }
 
 /// A fingerprint found in a message.
@@ -191,19 +184,8 @@ impl Fingerprints {
                     SymlinkStance::Never,
                 ) {
                     Ok(r) => {
-                        let file = out.files.len();
-                        out.files.push(dir.join("config"));
-                        for p in fingerprint::patterns(&r.bytes, Source::GitConfig, &known) {
-                            if patterns.len() >= MAX_PATTERNS {
-                                break;
-                            }
-                            patterns.push(p.bytes);
-                            out.origins.push(Origin {
-                                file,
-                                line: p.line,
-                                form: p.form,
-                            });
-                        }
+                        let found = fingerprint::patterns(&r.bytes, Source::GitConfig, &known);
+                        out.add(&mut patterns, dir.join("config"), found);
                     }
                     Err(e) => out
                         .gaps
@@ -230,19 +212,8 @@ impl Fingerprints {
                         continue;
                     }
                 };
-                let file = out.files.len();
-                out.files.push(path);
-                for p in fingerprint::patterns(&bytes, source, &known) {
-                    if patterns.len() >= MAX_PATTERNS {
-                        break;
-                    }
-                    patterns.push(p.bytes);
-                    out.origins.push(Origin {
-                        file,
-                        line: p.line,
-                        form: p.form,
-                    });
-                }
+                let found = fingerprint::patterns(&bytes, source, &known);
+                out.add(&mut patterns, path, found);
             }
         }
         if patterns.len() >= MAX_PATTERNS {
@@ -253,6 +224,24 @@ impl Fingerprints {
         out.matcher = matcher::Matcher::new(patterns);
         out.built_in = started.elapsed();
         out
+    }
+
+    /// Records a file fingerprinted and the patterns `found` in it (into `patterns`, up to
+    /// [`MAX_PATTERNS`] in all).
+    fn add(
+        &mut self,
+        patterns: &mut Vec<Vec<u8>>,
+        file: PathBuf,
+        found: Vec<fingerprint::Pattern>,
+    ) {
+        let index = self.files.len();
+        self.files.push(file);
+        let room = MAX_PATTERNS.saturating_sub(patterns.len());
+        for p in found.into_iter().take(room) {
+            patterns.push(p.bytes);
+            let (file, line, form) = (index, p.line, p.form);
+            self.origins.push(Origin { file, line, form });
+        }
     }
 
     /// Number of denied files fingerprinted.

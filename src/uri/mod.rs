@@ -66,10 +66,26 @@ mod reason;
 use std::borrow::Cow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use plain::{PageUri, PlainUri};
 pub use reason::Reason;
+
+/// `path` with `.` and `..` taken out by name, without touching the filesystem (for a path
+/// that may not exist yet; `..` at the root stays there).
+pub(crate) fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
 
 /// Where the last `/` of `text` is. A byte loop from the end: on the page path this runs
 /// several times per entry over a name of a few bytes, where `str::rfind`'s searcher costs

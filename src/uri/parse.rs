@@ -543,15 +543,10 @@ fn check_name(raw: &str, name: &str, first: bool) -> Result<(), UriError> {
             format!("{} has a backslash in a name", quote(raw)),
         ));
     }
-    // Fold compatibility look-alikes to ASCII (only non-ASCII names need it), then apply
+    // Fold compatibility look-alikes to ASCII (only non-ASCII names get here), then apply
     // the structural rules to the folded form: what NFKC or Windows best-fit would see.
-    let folded = if name.is_ascii() {
-        None
-    } else {
-        Some(fold_lookalikes(name))
-    };
-    let seen = folded.as_deref().unwrap_or(name);
-    if folded.is_some() && seen.contains(['/', '\\']) {
+    let seen = fold_lookalikes(name);
+    if seen.contains(['/', '\\']) {
         return Err(err(
             Reason::LookalikeSeparator,
             format!(
@@ -561,38 +556,17 @@ fn check_name(raw: &str, name: &str, first: bool) -> Result<(), UriError> {
             ),
         ));
     }
-    if has_percent_escape(seen) {
-        return Err(err(
-            Reason::DoubleEncoding,
-            format!(
-                "{} has a name that still holds a percent escape after decoding once ({}); \
-                 a parser that decodes twice would read another name",
-                quote(raw),
-                quote(name)
-            ),
-        ));
-    }
     // Windows drops trailing dots and spaces: a name of only those is a dot segment or
     // nothing at all there. Look-alike dots (`‥`, `．`) fold to dots first.
-    let trimmed = seen.trim_end_matches(['.', ' ']);
-    if trimmed.is_empty() {
-        return Err(err(
-            Reason::DotSegment,
-            format!(
-                "{} has a name {} that is a dot segment (or empty) under windows rules or \
-                 unicode normalization",
-                quote(raw),
-                quote(name)
-            ),
-        ));
-    }
-    if first && starts_with_drive(seen) {
-        return Err(err(
-            Reason::WindowsPath,
-            format!("{} starts with a windows drive {}", quote(raw), quote(name)),
-        ));
-    }
-    Ok(())
+    let dots_and_spaces = seen.trim_end_matches(['.', ' ']).is_empty();
+    check_structure(
+        raw,
+        name,
+        &seen,
+        has_percent_escape(&seen),
+        dots_and_spaces,
+        first,
+    )
 }
 
 /// [`check_name`] for an ASCII name (nearly all of them), in one pass over its bytes: the
@@ -618,7 +592,22 @@ fn check_ascii_name(raw: &str, name: &str, first: bool) -> Result<(), UriError> 
         dots_and_spaces &= b == b'.' || b == b' ';
         percent |= b == b'%';
     }
-    if percent && has_percent_escape(name) {
+    let escaped = percent && has_percent_escape(name);
+    check_structure(raw, name, name, escaped, dots_and_spaces, first)
+}
+
+/// The structural rules both name checks end with, judged on `seen` (the name as NFKC or
+/// Windows would read it): `escaped`, it still holds a percent escape; `dots_and_spaces`,
+/// it is only dots and spaces (or empty).
+fn check_structure(
+    raw: &str,
+    name: &str,
+    seen: &str,
+    escaped: bool,
+    dots_and_spaces: bool,
+    first: bool,
+) -> Result<(), UriError> {
+    if escaped {
         return Err(err(
             Reason::DoubleEncoding,
             format!(
@@ -640,7 +629,7 @@ fn check_ascii_name(raw: &str, name: &str, first: bool) -> Result<(), UriError> 
             ),
         ));
     }
-    if first && starts_with_drive(name) {
+    if first && starts_with_drive(seen) {
         return Err(err(
             Reason::WindowsPath,
             format!("{} starts with a windows drive {}", quote(raw), quote(name)),
@@ -649,12 +638,7 @@ fn check_ascii_name(raw: &str, name: &str, first: bool) -> Result<(), UriError> 
     Ok(())
 }
 
-#[cfg(test)]
-pub(super) fn has_percent_escape_for_tests(s: &str) -> bool {
-    has_percent_escape(s)
-}
-
-fn has_percent_escape(s: &str) -> bool {
+pub(super) fn has_percent_escape(s: &str) -> bool {
     let b = s.as_bytes();
     b.windows(3)
         .any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
@@ -695,29 +679,14 @@ fn keep(b: u8) -> bool {
         let mut table = [false; 256];
         let mut b = 0u8;
         while b < 128 {
-            let keep = b.is_ascii_alphanumeric()
-                || matches!(
-                    b,
-                    b'/' | b'-'
-                        | b'.'
-                        | b'_'
-                        | b'~'
-                        | b'!'
-                        | b'$'
-                        | b'&'
-                        | b'\''
-                        | b'('
-                        | b')'
-                        | b'*'
-                        | b'+'
-                        | b','
-                        | b';'
-                        | b'='
-                        | b':'
-                        | b'@'
-                );
-            table[b as usize] = keep;
+            table[b as usize] = b.is_ascii_alphanumeric();
             b += 1;
+        }
+        let marks = b"/-._~!$&'()*+,;=:@";
+        let mut i = 0;
+        while i < marks.len() {
+            table[marks[i] as usize] = true;
+            i += 1;
         }
         table
     };

@@ -17,6 +17,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::uri::lexical;
+
 /// What derivation needs to know besides the entry.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeriveContext {
@@ -58,10 +60,7 @@ impl DeriveContext {
 
     /// An executable regular file (never, for an assumed filesystem).
     fn is_executable(&self, p: &Path) -> bool {
-        use std::os::unix::fs::PermissionsExt;
-        self.assume.is_none()
-            && std::fs::metadata(p)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        self.assume.is_none() && crate::sandbox::is_executable_file(p)
     }
 
     fn exists(&self, p: &Path) -> bool {
@@ -494,21 +493,6 @@ fn expand(value: &str, ctx: &DeriveContext) -> Option<PathBuf> {
         });
     }
     Some(PathBuf::from(value))
-}
-
-/// `.` and `..` removed without touching the filesystem.
-fn lexical(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 fn is_interpreter(command: &str) -> bool {

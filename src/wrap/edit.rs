@@ -420,63 +420,35 @@ fn wanted_options(opts: &WrapOptions) -> Vec<String> {
     v
 }
 
-/// Plans the wrap of every selected stdio entry.
-pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapError> {
+/// What wrap derived for an entry, and the fields it derived it from.
+type Derivation = Option<(Derived, EntryView)>;
+
+/// Plans an edit of every selected entry: `act` decides each entry's action from its shape
+/// (pushing the edits it needs), with what wrap derived for it and the view it derived it
+/// from, if anything.
+fn plan(
+    text: &str,
+    selected: &[String],
+    mut act: impl FnMut(&Member, &Entry<'_>, Shape<'_>, &mut Vec<Edit>) -> (Action, Derivation),
+) -> Result<Outcome, WrapError> {
     let (root, paths) = parse_maps(text)?;
     let maps = maps(&root, &paths);
-    check_selection(&opts.servers, &maps)?;
-    let wanted = wanted_options(opts);
+    check_selection(selected, &maps)?;
     let lines = jsonc::LineIndex::new(text);
     let mut edits = Vec::new();
     let mut servers = Vec::new();
     for map in &maps {
         for m in map.entries {
-            if !opts.servers.is_empty() && !opts.servers.contains(&m.key) {
+            if !selected.is_empty() && !selected.contains(&m.key) {
                 continue;
             }
             let (entry, shape) = classify(text, &m.value)?;
-            let mut derived = Derived::default();
-            let mut view = EntryView::default();
-            let action = match shape {
-                Shape::Remote(note) => Action::Remote(note),
-                Shape::Inert(note) => Action::Skipped(note),
-                Shape::Problem(why) => Action::Problem(why),
-                Shape::Wrapped(w) => {
-                    let server = &w.items[w.dashdash + 1..];
-                    view = entry_view(&entry, server);
-                    if let Some(ctx) = &opts.derive {
-                        derived = derive::derive(&view, ctx);
-                    }
-                    add_learned(&mut derived, opts, &m.key);
-                    let mut wanted = wanted.clone();
-                    wanted.extend(derived.options());
-                    let same = w.command.as_str() == Some(opts.rootfence.as_str())
-                        && w.options.len() == wanted.len()
-                        && w.options.iter().zip(&wanted).all(|(a, b)| a == b);
-                    if same {
-                        Action::AlreadyWrapped
-                    } else if opts.rewrap {
-                        rewrap(text, &w, opts, &wanted, &mut edits);
-                        Action::Rewrapped
-                    } else {
-                        Action::WrappedDifferently(describe_wrapped(&w))
-                    }
-                }
-                Shape::Stdio { command, args } => {
-                    let mut server = vec![command.clone()];
-                    server.extend(args.unwrap_or(&[]).iter().cloned());
-                    view = entry_view(&entry, &server);
-                    if let Some(ctx) = &opts.derive {
-                        derived = derive::derive(&view, ctx);
-                    }
-                    add_learned(&mut derived, opts, &m.key);
-                    let mut wanted = wanted.clone();
-                    wanted.extend(derived.options());
-                    wrap_entry(text, &entry, command, args, &wanted, opts, &mut edits);
-                    Action::Wrapped
-                }
-            };
+            let (action, derivation) = act(m, &entry, shape, &mut edits);
             let mut r = report(&lines, map, m, &entry, action);
+            let Some((derived, view)) = derivation else {
+                servers.push(r);
+                continue;
+            };
             r.derived = derived;
             if !view.command.is_empty() {
                 r.server_argv = std::iter::once(view.command).chain(view.args).collect();
@@ -490,6 +462,53 @@ pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapE
         }
     }
     Ok(finish(text, edits, servers))
+}
+
+/// Plans the wrap of every selected stdio entry.
+pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapError> {
+    let wanted = wanted_options(opts);
+    plan(text, &opts.servers, |m, entry, shape, edits| {
+        // What the server's command line and entry derive, with the catalogue's and the
+        // learned grants: the options it is wrapped with.
+        let derive_for = |server: &[Node]| {
+            let view = entry_view(entry, server);
+            let mut derived = Derived::default();
+            if let Some(ctx) = &opts.derive {
+                derived = derive::derive(&view, ctx);
+            }
+            add_learned(&mut derived, opts, &m.key);
+            let mut wanted = wanted.clone();
+            wanted.extend(derived.options());
+            (view, derived, wanted)
+        };
+        match shape {
+            Shape::Remote(note) => (Action::Remote(note), None),
+            Shape::Inert(note) => (Action::Skipped(note), None),
+            Shape::Problem(why) => (Action::Problem(why), None),
+            Shape::Wrapped(w) => {
+                let (view, derived, wanted) = derive_for(&w.items[w.dashdash + 1..]);
+                let same = w.command.as_str() == Some(opts.rootfence.as_str())
+                    && w.options.len() == wanted.len()
+                    && w.options.iter().zip(&wanted).all(|(a, b)| a == b);
+                let action = if same {
+                    Action::AlreadyWrapped
+                } else if opts.rewrap {
+                    rewrap(text, &w, opts, &wanted, edits);
+                    Action::Rewrapped
+                } else {
+                    Action::WrappedDifferently(describe_wrapped(&w))
+                };
+                (action, Some((derived, view)))
+            }
+            Shape::Stdio { command, args } => {
+                let mut server = vec![command.clone()];
+                server.extend(args.unwrap_or(&[]).iter().cloned());
+                let (view, derived, wanted) = derive_for(&server);
+                wrap_entry(text, entry, command, args, &wanted, opts, edits);
+                (Action::Wrapped, Some((derived, view)))
+            }
+        }
+    })
 }
 
 /// The catalogue's and then the learned grants for server `name`, after the derived ones.
@@ -508,32 +527,19 @@ fn add_learned(derived: &mut Derived, opts: &WrapOptions, name: &str) {
 
 /// Plans the unwrap of every selected wrapped entry.
 pub(crate) fn plan_unwrap(text: &str, opts: &UnwrapOptions) -> Result<Outcome, WrapError> {
-    let (root, paths) = parse_maps(text)?;
-    let maps = maps(&root, &paths);
-    check_selection(&opts.servers, &maps)?;
-    let lines = jsonc::LineIndex::new(text);
-    let mut edits = Vec::new();
-    let mut servers = Vec::new();
-    for map in &maps {
-        for m in map.entries {
-            if !opts.servers.is_empty() && !opts.servers.contains(&m.key) {
-                continue;
+    plan(text, &opts.servers, |_, entry, shape, edits| {
+        let action = match shape {
+            Shape::Wrapped(w) => {
+                unwrap_entry(text, entry, &w, edits);
+                Action::Unwrapped
             }
-            let (entry, shape) = classify(text, &m.value)?;
-            let action = match shape {
-                Shape::Wrapped(w) => {
-                    unwrap_entry(text, &entry, &w, &mut edits);
-                    Action::Unwrapped
-                }
-                Shape::Stdio { .. } => Action::NotWrapped,
-                Shape::Remote(note) => Action::Remote(note),
-                Shape::Inert(note) => Action::Skipped(note),
-                Shape::Problem(why) => Action::Problem(why),
-            };
-            servers.push(report(&lines, map, m, &entry, action));
-        }
-    }
-    Ok(finish(text, edits, servers))
+            Shape::Stdio { .. } => Action::NotWrapped,
+            Shape::Remote(note) => Action::Remote(note),
+            Shape::Inert(note) => Action::Skipped(note),
+            Shape::Problem(why) => Action::Problem(why),
+        };
+        (action, None)
+    })
 }
 
 fn finish(text: &str, edits: Vec<Edit>, servers: Vec<ServerReport>) -> Outcome {

@@ -196,6 +196,14 @@ impl Action {
         }
     }
 
+    /// Whether the entry runs behind rootfence now (wrapped by this run or before).
+    pub fn is_wrapped(&self) -> bool {
+        matches!(
+            self,
+            Action::Wrapped | Action::Rewrapped | Action::AlreadyWrapped
+        )
+    }
+
     /// Whether the entry did not end up in the state asked for.
     pub fn is_problem(&self) -> bool {
         matches!(self, Action::Problem(_) | Action::WrappedDifferently(_))

@@ -240,16 +240,7 @@ pub(crate) fn utc_stamp(t: SystemTime) -> String {
         .map_or(0, |d| d.as_secs() as i64);
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = crate::audit::time::civil_from_days(days);
     format!(
         "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
         sod / 3600,

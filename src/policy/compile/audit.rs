@@ -3,16 +3,19 @@
 
 use super::*;
 
-pub(super) fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    if let Some(e) = &raw.audit_path {
-        match glob::expand(&e.v, cx.home, false).and_then(|p| glob::check_path(&p).map(|()| p)) {
-            Ok(p) => {
-                let prov = cx.prov(e);
-                fixed(cx, &mut acc.audit_path, &e.span, Some(p), prov);
-            }
-            Err(p) => cx.problem(&e.span, p),
+/// A fixed path setting (`~` expanded): the first layer that sets it fixes it.
+fn fixed_path(cx: &mut Cx<'_, '_>, set: &mut Setting<Option<String>>, e: &Option<Entry<String>>) {
+    let Some(e) = e else { return };
+    match glob::expand(&e.v, cx.home, false).and_then(|p| glob::check_path(&p).map(|()| p)) {
+        Ok(p) => {
+            fixed(cx, set, e, Some(p));
         }
+        Err(p) => cx.problem(&e.span, p),
     }
+}
+
+pub(super) fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    fixed_path(cx, &mut acc.audit_path, &raw.audit_path);
     // fsync and its interval form one setting.
     let interval = raw.audit_fsync_interval_ms.as_ref();
     let new = match (&raw.audit_fsync, interval) {
@@ -75,8 +78,7 @@ pub(super) fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         if cx.check && fsync_rank(&f) > fsync_rank(&acc.fsync.v) {
             let what = format!("`{}` is wider than the earlier fsync stance", prov.rule);
             let hint = "a later layer may only narrow: \"always\" < \"denials\" < \"interval\" \
-                        (shorter first) < \"never\""
-                .to_string();
+                        (shorter first) < \"never\"";
             cx.widening(&span, what, &acc.fsync.prov.clone(), hint);
         } else {
             acc.fsync = Setting { v: f, prov };
@@ -90,21 +92,8 @@ pub(super) fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     fixed_as(cx, &mut acc.retain_bytes, &raw.audit_retain_bytes, Some);
     // Checkpoints are operational, like the log's path: the first layer that sets one fixes
     // it (a project layer cannot move the org's checkpoints or swap its key).
-    for (raw_e, set) in [
-        (&raw.audit_checkpoint_key, &mut acc.checkpoint_key),
-        (&raw.audit_checkpoint_path, &mut acc.checkpoint_path),
-    ] {
-        if let Some(e) = raw_e {
-            match glob::expand(&e.v, cx.home, false).and_then(|p| glob::check_path(&p).map(|()| p))
-            {
-                Ok(p) => {
-                    let prov = cx.prov(e);
-                    fixed(cx, set, &e.span, Some(p), prov);
-                }
-                Err(p) => cx.problem(&e.span, p),
-            }
-        }
-    }
+    fixed_path(cx, &mut acc.checkpoint_key, &raw.audit_checkpoint_key);
+    fixed_path(cx, &mut acc.checkpoint_path, &raw.audit_checkpoint_path);
     let every = &mut acc.checkpoint_every_records;
     fixed_as(cx, every, &raw.audit_checkpoint_every_records, Some);
     fixed_as(
@@ -181,31 +170,21 @@ pub(super) fn apply_syslog(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         }
         c.sd_id = id.v.clone();
     }
-    let prov = cx.prov(addr);
-    fixed(
-        cx,
-        &mut acc.syslog,
-        &addr.span,
-        Some((addr.v.clone(), c)),
-        prov,
-    );
+    fixed(cx, &mut acc.syslog, addr, Some((addr.v.clone(), c)));
 }
 
 pub(super) fn word_of(w: FsyncWord) -> &'static str {
-    match w {
-        FsyncWord::Always => "always",
-        FsyncWord::Denials => "denials",
-        FsyncWord::Interval => "interval",
-        FsyncWord::Never => "never",
-    }
+    FSYNC_WORDS
+        .iter()
+        .find(|(_, f)| *f == w)
+        .map_or("?", |(word, _)| word)
 }
 
 pub(super) fn apply_telemetry(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     if let Some(e) = &raw.tel_endpoint {
         match super::super::telemetry::check_endpoint(&e.v) {
             Ok(()) => {
-                let prov = cx.prov(e);
-                fixed(cx, &mut acc.tel_endpoint, &e.span, Some(e.v.clone()), prov);
+                fixed(cx, &mut acc.tel_endpoint, e, Some(e.v.clone()));
             }
             Err(why) => cx.error(
                 &e.span,
@@ -216,14 +195,7 @@ pub(super) fn apply_telemetry(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
         }
     }
     if let Some(e) = &raw.tel_protocol {
-        let prov = cx.prov(e);
-        fixed(
-            cx,
-            &mut acc.tel_protocol,
-            &e.span,
-            Some(e.v.to_owned()),
-            prov,
-        );
+        fixed(cx, &mut acc.tel_protocol, e, Some(e.v.to_owned()));
     }
     if let Some(e) = &raw.tel_service_name {
         if e.v.trim().is_empty() {
@@ -234,27 +206,13 @@ pub(super) fn apply_telemetry(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                 "name the service, e.g. service_name = \"rootfence\", or remove the key",
             );
         } else {
-            let prov = cx.prov(e);
-            fixed(
-                cx,
-                &mut acc.tel_service_name,
-                &e.span,
-                Some(e.v.clone()),
-                prov,
-            );
+            fixed(cx, &mut acc.tel_service_name, e, Some(e.v.clone()));
         }
     }
     if let Some(e) = &raw.tel_resource_attributes {
         match super::super::telemetry::parse_attributes(&e.v) {
             Ok(_) => {
-                let prov = cx.prov(e);
-                fixed(
-                    cx,
-                    &mut acc.tel_resource_attributes,
-                    &e.span,
-                    Some(e.v.clone()),
-                    prov,
-                );
+                fixed(cx, &mut acc.tel_resource_attributes, e, Some(e.v.clone()));
             }
             Err(why) => cx.error(
                 &e.span,

@@ -24,6 +24,15 @@ pub(super) fn name_table(
     )
 }
 
+/// One set of the globs given.
+fn glob_set<'g>(globs: impl IntoIterator<Item = &'g Glob>) -> Result<GlobSet, globset::Error> {
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        b.add(g.clone());
+    }
+    b.build()
+}
+
 pub(super) fn allow_tables(lists: &[AllowList]) -> Result<Vec<AllowTable>, globset::Error> {
     lists
         .iter()
@@ -85,29 +94,15 @@ pub(super) fn build(
     };
     let tool_writing = name_table(&writing).map_err(set_err)?;
     let tool_writes = name_table(&acc.tools_writing).map_err(set_err)?;
-    let mut tp = GlobSetBuilder::new();
-    for (_, g, _, _) in &acc.tool_paths {
-        tp.add(g.clone());
-    }
-    let tool_paths_set = tp.build().map_err(set_err)?;
-    let mut ro = GlobSetBuilder::new();
-    for (g, _) in &acc.read_only_roots {
-        for g in &g.globs {
-            ro.add(g.clone());
-        }
-    }
-    let read_only_roots_set = ro.build().map_err(set_err)?;
+    let tool_paths_set = glob_set(acc.tool_paths.iter().map(|(_, g, _, _)| g)).map_err(set_err)?;
+    let globs_of =
+        |list: &[(PathGlob, Provenance)]| glob_set(list.iter().flat_map(|(g, _)| &g.globs));
+    let read_only_roots_set = globs_of(&acc.read_only_roots).map_err(set_err)?;
     let read_only_paths = acc
         .read_only_paths
         .clone()
         .unwrap_or_else(default_read_only_paths);
-    let mut rop = GlobSetBuilder::new();
-    for (g, _) in &read_only_paths {
-        for g in &g.globs {
-            rop.add(g.clone());
-        }
-    }
-    let read_only_paths_set = rop.build().map_err(set_err)?;
+    let read_only_paths_set = globs_of(&read_only_paths).map_err(set_err)?;
 
     let m = Matchers {
         root_deny,

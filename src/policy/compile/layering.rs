@@ -29,7 +29,7 @@ pub(super) fn ranked<T: Ranked + Word + Copy>(
             e.v.word(),
             set.v.word()
         );
-        cx.widening(&e.span, what, &set.prov.clone(), order_of::<T>());
+        cx.widening(&e.span, what, &set.prov.clone(), &order_of::<T>());
         return;
     }
     *set = Setting {
@@ -50,7 +50,7 @@ pub(super) fn ranked_bool(cx: &mut Cx<'_, '_>, set: &mut Setting<bool>, e: &Opti
             "a later layer may only narrow: `{} = true` is the narrow value",
             e.key
         );
-        cx.widening(&e.span, what, &set.prov.clone(), hint);
+        cx.widening(&e.span, what, &set.prov.clone(), &hint);
         return;
     }
     *set = Setting {
@@ -71,7 +71,7 @@ pub(super) fn limit(cx: &mut Cx<'_, '_>, set: &mut Setting<Option<u64>>, e: &Opt
                     cx.src.snippet(&e.span)
                 );
                 let hint = "a later layer may only lower a limit".to_string();
-                cx.widening(&e.span, what, &set.prov.clone(), hint);
+                cx.widening(&e.span, what, &set.prov.clone(), &hint);
                 return;
             }
         }
@@ -90,39 +90,51 @@ pub(super) fn fixed_as<T: Copy, U: PartialEq + Clone + std::fmt::Debug>(
     f: impl FnOnce(T) -> U,
 ) {
     if let Some(e) = e {
-        let prov = cx.prov(e);
-        fixed(cx, set, &e.span, f(e.v), prov);
+        fixed(cx, set, e, f(e.v));
     }
 }
 
-/// Applies a fixed operational setting: a later layer may only repeat it.
-pub(super) fn fixed<T: PartialEq + Clone + std::fmt::Debug>(
+/// Applies a fixed operational setting, `new` as key `e` gives it: a later layer may only
+/// repeat it.
+pub(super) fn fixed<X, T: PartialEq + Clone + std::fmt::Debug>(
     cx: &mut Cx<'_, '_>,
     set: &mut Setting<T>,
-    span: &Range<usize>,
+    e: &Entry<X>,
     new: T,
-    prov: Provenance,
 ) {
+    let prov = cx.prov(e);
     if cx.check && set.is_set() && !cx.set_by_builtin(&set.prov) && set.v != new {
-        let err = cx
-            .src
-            .error(
-                span,
-                ErrorKind::Conflict,
-                format!(
-                    "`{}` conflicts with the value set by an earlier layer",
-                    prov.rule
-                ),
-            )
-            .related(related(&set.prov))
-            .hint(
-                "this setting is fixed by the first layer that sets it; remove it here or \
-                 repeat the same value",
-            );
-        cx.errs.push(err);
+        let msg = format!(
+            "`{}` conflicts with the value set by an earlier layer",
+            prov.rule
+        );
+        let hint = "this setting is fixed by the first layer that sets it; remove it here or \
+                    repeat the same value";
+        let err = cx.src.error(&e.span, ErrorKind::Conflict, msg);
+        cx.errs.push(err.related(related(&set.prov)).hint(hint));
         return;
     }
     *set = Setting { v: new, prov };
+}
+
+/// Each entry of a list through `f`; `None` if any entry is bad (each problem reported).
+fn each<T>(
+    cx: &mut Cx<'_, '_>,
+    e: &Entry<Vec<Sp<String>>>,
+    f: impl Fn(&Cx<'_, '_>, &Sp<String>) -> Result<T, Problem>,
+) -> Option<Vec<T>> {
+    let mut out = Vec::with_capacity(e.v.len());
+    let mut ok = true;
+    for item in &e.v {
+        match f(cx, item) {
+            Ok(t) => out.push(t),
+            Err(p) => {
+                ok = false;
+                cx.problem(&item.span, p);
+            }
+        }
+    }
+    ok.then_some(out)
 }
 
 /// Expands and compiles a list of path globs; `None` if any entry is bad.
@@ -131,18 +143,10 @@ pub(super) fn path_globs(
     e: &Entry<Vec<Sp<String>>>,
     side: Side,
 ) -> Option<Vec<(PathGlob, Provenance)>> {
-    let mut out = Vec::with_capacity(e.v.len());
-    let mut ok = true;
-    for item in &e.v {
-        match glob::expand(&item.v, cx.home, true).and_then(|t| glob::path_glob(&t, side)) {
-            Ok(g) => out.push((g, cx.prov_item(e.key, &item.span))),
-            Err(p) => {
-                ok = false;
-                cx.problem(&item.span, p);
-            }
-        }
-    }
-    ok.then_some(out)
+    each(cx, e, |cx, item| {
+        let g = glob::expand(&item.v, cx.home, true).and_then(|t| glob::path_glob(&t, side))?;
+        Ok((g, cx.prov_item(e.key, &item.span)))
+    })
 }
 
 /// `sandbox.read_only_paths` when no layer sets it.
@@ -164,18 +168,10 @@ pub(super) fn name_globs(
     cx: &mut Cx<'_, '_>,
     e: &Entry<Vec<Sp<String>>>,
 ) -> Option<Vec<(String, Glob, Provenance)>> {
-    let mut out = Vec::with_capacity(e.v.len());
-    let mut ok = true;
-    for item in &e.v {
-        match glob::name_glob(&item.v, Side::Deny) {
-            Ok(g) => out.push((item.v.clone(), g, cx.prov_item(e.key, &item.span))),
-            Err(p) => {
-                ok = false;
-                cx.problem(&item.span, p);
-            }
-        }
-    }
-    ok.then_some(out)
+    each(cx, e, |cx, item| {
+        let g = glob::name_glob(&item.v, Side::Deny)?;
+        Ok((item.v.clone(), g, cx.prov_item(e.key, &item.span)))
+    })
 }
 
 /// Expands and checks a list of plain paths; `None` if any entry is bad.
@@ -183,18 +179,11 @@ pub(super) fn paths(
     cx: &mut Cx<'_, '_>,
     e: &Entry<Vec<Sp<String>>>,
 ) -> Option<Vec<(String, Range<usize>)>> {
-    let mut out = Vec::with_capacity(e.v.len());
-    let mut ok = true;
-    for item in &e.v {
-        match glob::expand(&item.v, cx.home, false).and_then(|p| glob::check_path(&p).map(|()| p)) {
-            Ok(p) => out.push((p, item.span.clone())),
-            Err(p) => {
-                ok = false;
-                cx.problem(&item.span, p);
-            }
-        }
-    }
-    ok.then_some(out)
+    each(cx, e, |cx, item| {
+        let p = glob::expand(&item.v, cx.home, false)?;
+        glob::check_path(&p)?;
+        Ok((p, item.span.clone()))
+    })
 }
 
 /// Applies one layer's allow-list (roots or resources).
@@ -219,8 +208,7 @@ pub(super) fn allow_list(
                                 here would not do what it says: each entry must be a literal \
                                 path an earlier entry matches, or a glob under an earlier \
                                 `dir/**` entry (rootfence does not try to prove other glob \
-                                inclusions)"
-                        .to_string();
+                                inclusions)";
                     cx.widening(&item.span, what, &earlier.key_prov.clone(), hint);
                     break;
                 }

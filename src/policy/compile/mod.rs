@@ -36,13 +36,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use globset::{Candidate, Glob, GlobSetBuilder};
+use globset::{Candidate, Glob, GlobSet, GlobSetBuilder};
 
 use super::decision::{ArgKind, Provenance, ToolPath};
 use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
 use super::glob::{self, GlobTable, PathGlob, Problem, Side};
 use super::grant::{self, Grantable, Grants};
-use super::raw::{self, Entry, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
+use super::raw::{self, Entry, FSYNC_WORDS, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
 use super::schema::SETTINGS;
 use super::settings::{
     Access, AuditSettings, CommandRoots, FollowRoots, HardlinkStance, Mode, Network, Ranked,
@@ -85,15 +85,25 @@ pub(crate) struct LayerInput {
 }
 
 impl LayerInput {
+    /// An operator's layer: its text, and the file it was read from if any.
+    pub(crate) fn new(name: Arc<str>, path: Option<PathBuf>, text: String) -> LayerInput {
+        LayerInput {
+            name,
+            path,
+            sha256: super::sha256_hex(text.as_bytes()),
+            text,
+            builtin: false,
+            base: false,
+        }
+    }
+
     /// A built-in policy as a layer.
     pub(crate) fn builtin(name: &str, text: &str, base: bool) -> LayerInput {
+        let name = format!("builtin:{name}").into();
         LayerInput {
-            name: format!("builtin:{name}").into(),
-            path: None,
-            sha256: super::sha256_hex(text.as_bytes()),
-            text: text.to_owned(),
             builtin: true,
             base,
+            ..LayerInput::new(name, None, text.to_owned())
         }
     }
 }
@@ -329,7 +339,7 @@ impl Cx<'_, '_> {
     }
 
     /// A widening error at `span`, naming the earlier rule.
-    fn widening(&mut self, span: &Range<usize>, what: String, earlier: &Provenance, hint: String) {
+    fn widening(&mut self, span: &Range<usize>, what: String, earlier: &Provenance, hint: &str) {
         let hint = if earlier.is_default() {
             format!(
                 "{hint}; the earlier layers leave this at its built-in default, so to let \

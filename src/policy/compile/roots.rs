@@ -125,10 +125,8 @@ pub(super) fn apply_resources(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                             let what = "`resources.other_schemes = \"allow\"` is wider than the \
                                         earlier scheme list"
                                 .to_string();
-                            let hint =
-                                "a later layer may only narrow: \"deny\" < a list < \"allow\", \
-                                        and a later list must be a subset"
-                                    .to_string();
+                            let hint = "a later layer may only narrow: \"deny\" < a list < \"allow\", \
+                                        and a later list must be a subset";
                             cx.widening(&e.span, what, &earlier, hint);
                         }
                         Some(list) => {
@@ -140,8 +138,7 @@ pub(super) fn apply_resources(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                                          layer does not"
                                     );
                                     let hint = "a later layer may only narrow: a later scheme \
-                                                list must be a subset of the earlier one"
-                                        .to_string();
+                                                list must be a subset of the earlier one";
                                     cx.widening(span, what, &earlier, hint);
                                 }
                             }
@@ -198,8 +195,7 @@ pub(super) fn apply_resources(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                             "`resources.mime` entry \"{m}\" is not covered by the earlier MIME list"
                         );
                         let hint = "a later layer may only narrow: each MIME pattern must be \
-                                    covered by an earlier one (`text/*` covers `text/plain`)"
-                            .to_string();
+                                    covered by an earlier one (`text/*` covers `text/plain`)";
                         cx.widening(span, what, &earlier, hint);
                     }
                 }

@@ -33,23 +33,16 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
     ranked(cx, &mut acc.sb_mode, &raw.sb_mode);
     // Grants are judged against what earlier layers made grantable, so a layer's own
     // `[sandbox.grantable]` only binds the layers after it.
-    if let Some(e) = &raw.sb_read {
-        if let Some(list) = paths(cx, e) {
-            for (p, span) in list {
-                if grant_path(cx, acc, e.key, &p, &span, false) {
-                    let prov = cx.prov_item(e.key, &span);
-                    acc.sb_read.push((p, prov));
-                }
-            }
-        }
-    }
-    if let Some(e) = &raw.sb_write {
-        if let Some(list) = paths(cx, e) {
-            for (p, span) in list {
-                if grant_path(cx, acc, e.key, &p, &span, true) {
-                    let prov = cx.prov_item(e.key, &span);
-                    acc.sb_write.push((p, prov));
-                }
+    for (e, write) in [(&raw.sb_read, false), (&raw.sb_write, true)] {
+        let Some(e) = e else { continue };
+        for (p, span) in paths(cx, e).unwrap_or_default() {
+            if grant_path(cx, acc, e.key, &p, &span, write) {
+                let granted = if write {
+                    &mut acc.sb_write
+                } else {
+                    &mut acc.sb_read
+                };
+                granted.push((p, cx.prov_item(e.key, &span)));
             }
         }
     }
@@ -74,8 +67,7 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
                 network_word(old)
             );
             let hint = "a later layer may only narrow: \"deny\" < a port list (a later list \
-                        must be a subset) < \"allow\""
-                .to_string();
+                        must be a subset) < \"allow\"";
             cx.widening(&e.span, what, &acc.network.prov.clone(), hint);
         } else {
             acc.network = Setting {
@@ -211,7 +203,7 @@ pub(super) fn grant_error(
                 "an earlier layer decides what later layers may grant the server: it must \
                  cover this entry in `[sandbox.grantable] {list}`, or grant it itself"
             );
-            cx.widening(span, what, &prov, hint);
+            cx.widening(span, what, &prov, &hint);
         }
         R::EveryVariable => cx.error(
             span,
@@ -273,8 +265,7 @@ pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                     item.v
                 );
                 let hint = "a later layer may only narrow what is grantable: each entry must \
-                            be covered by an earlier `[sandbox.grantable] env` entry"
-                    .to_string();
+                            be covered by an earlier `[sandbox.grantable] env` entry";
                 cx.widening(&item.span, what, &acc.grant_env.prov.clone(), hint);
             }
         }
@@ -306,8 +297,7 @@ pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                     );
                     let hint = "a later layer may only narrow what is grantable: each entry \
                                 must be a literal path an earlier entry matches, or a glob \
-                                under an earlier `dir/**` entry"
-                        .to_string();
+                                under an earlier `dir/**` entry";
                     cx.widening(&item.span, what, &set.prov.clone(), hint);
                 }
             }

@@ -137,7 +137,7 @@ pub(super) fn apply_infer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
                 acc.infer.v.word()
             );
             let earlier = acc.infer.prov.clone();
-            cx.widening(&infer.span, what, &earlier, order_of::<ToolInfer>());
+            cx.widening(&infer.span, what, &earlier, &order_of::<ToolInfer>());
             continue;
         }
         let prov = cx.at(
