@@ -83,7 +83,7 @@ pub struct Pending {
     pub started: Instant,
     /// The server generation it was sent to (host requests) or came from (server requests).
     pub generation: Gen,
-    /// A host request's session-unique key ([`Session::number_host_request`]); `None` for a
+    /// A host request's session-unique key (numbered by the relay in arrival order); `None` for a
     /// server's request.
     pub request: Option<u64>,
 }
