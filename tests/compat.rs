@@ -395,8 +395,8 @@ const CASES: &[Case] = &[
         },
         host: Host::ClaudeDesktop,
         style: "`uvx --from serena-agent@… serena start-mcp-server --project <project> --agent-interface tools`, uv in `~/.local/bin`, no host roots; wrapped with `rootfence wrap --learn --yes`",
-        wrap_adds: "--root <project> --read ~/.cargo/bin --write ~/.serena --write /dev/shm",
-        checked: "its state in the home (`~/.serena`: config, logs, global memories) granted as a new directory from rootfence's catalogue, never the home; the trial learns `/dev/shm` (its semaphores) and `~/.cargo/bin`, where it runs `rustup` looking for a Rust language server; writes, lists and reads a project memory (`<project>/.serena/memories`); a file outside refused (tool error)",
+        wrap_adds: "--root <project> --write ~/.serena --write /dev/shm",
+        checked: "its state in the home (`~/.serena`: config, logs, global memories) granted as a new directory from rootfence's catalogue, never the home; the trial learns `/dev/shm` (its semaphores); writes, lists and reads a project memory (`<project>/.serena/memories`); a file outside refused (tool error)",
         known: None,
         normal_user: false,
     },
@@ -2452,27 +2452,13 @@ fn basic_memory_uvx_pyenv_python_claude_desktop() {
     });
 }
 
-/// A Rust developer's `~/.cargo/bin` first on the host's `PATH`, as rustup's installer
-/// leaves it. serena looks for a Rust language server at start (it runs `rustup` and
-/// `rust-analyzer` from `PATH`); stand-ins that fail like a rustup without a toolchain
-/// make what it runs, and so what the trial learns, the same on every machine (the
-/// suite's own `PATH` may or may not hold a rustup, inside or outside what the default
-/// sandbox grants: CI's did not, and the learned options differed).
-fn rust_developer_path(w: &World) {
-    use std::os::unix::fs::PermissionsExt;
-    let bin = w.home.join(".cargo/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    for name in ["rustup", "rust-analyzer"] {
-        let stub = bin.join(name);
-        std::fs::write(
-            &stub,
-            "#!/bin/sh\necho \"error: no default toolchain\" >&2\nexit 1\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    // The suite's own Rust toolchain leaves the PATH: whatever serena ran from it would
-    // be learned only where that directory is outside the default sandbox.
+/// The host's `PATH` without the suite's own Rust toolchain. serena looks for a Rust
+/// language server (`rustup`, `rust-analyzer`) from a background thread while it starts: a
+/// toolchain in a directory the default sandbox does not grant (`/root/.cargo/bin` here)
+/// was learned as a `--read` when the attempt came before the trial's end and not when it
+/// came after (CI), so what the trial learns depended on the machine and on timing. With no
+/// toolchain on `PATH` the attempt fails alike everywhere, whenever it comes.
+fn without_rust_toolchain_on_path(w: &World) {
     let rust = ["rustup", "cargo", "rustc", "rust-analyzer"];
     let mut env = w.env.borrow_mut();
     let path = env.get("PATH").cloned().unwrap_or_default();
@@ -2480,14 +2466,14 @@ fn rust_developer_path(w: &World) {
         .split(':')
         .filter(|dir| !rust.iter().any(|name| Path::new(dir).join(name).exists()))
         .collect();
-    env.insert("PATH".into(), format!("{}:{}", s(&bin), kept.join(":")));
+    env.insert("PATH".into(), kept.join(":"));
 }
 
 #[test]
 fn serena_uvx_claude_desktop() {
     run_case("serena_uvx_claude_desktop", |w| {
         let uvx = uv_home(w);
-        rust_developer_path(w);
+        without_rust_toolchain_on_path(w);
         // A project with no source file: serena's memory tools need no language server.
         std::fs::write(w.project.join("README.md"), "# demo\n").unwrap();
         std::fs::write(w.project.join(".env"), format!("TOKEN={SECRET}\n")).unwrap();
