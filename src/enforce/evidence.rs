@@ -266,6 +266,43 @@ mod tests {
         log.close(SessionEnd::default()).unwrap();
     }
 
+    /// The bug: an answer the tripwire withheld took effect before its record was durable
+    /// (the record was only queued, the error went at once). It now waits like any denial.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_tripwire_withholding_waits_for_its_record() {
+        let w = World::new(&[], &[], None);
+        let gate = Arc::new(Gate::default());
+        let log = gated_log(&w, &gate);
+        let _opens = Opens(Arc::clone(&gate));
+        gate.set(true);
+        let hit = crate::tripwire::Hit {
+            file: std::path::Path::new(&w.base).join(".env"),
+            line: 1,
+            form: crate::tripwire::Form::Text,
+            view: crate::tripwire::View::Raw,
+            pattern_sha256: "0123456789ab".into(),
+        };
+        let id = Id::from_string("7");
+        let inner = &w.enforcer.inner;
+        let action = inner
+            .withhold(Kind::Response, Some(&id), Some(7), m::TOOLS_CALL, &hit)
+            .expect("withheld in enforce mode");
+        let Action::Defer(mut later) = action else {
+            panic!("the withholding is not held for its record: {action:?}");
+        };
+        let early = tokio::time::timeout(std::time::Duration::from_millis(50), &mut later).await;
+        assert!(
+            early.is_err(),
+            "the withholding took effect before its record was durable"
+        );
+        gate.set(false);
+        let Action::Replace(error) = later.await else {
+            panic!("a withheld answer is replaced by an error");
+        };
+        assert_eq!(error["error"]["data"]["reason"], "tripwire", "{error}");
+        log.close(SessionEnd::default()).unwrap();
+    }
+
     /// Two sessions, each with its own log: one's denials waiting for its disk neither hold
     /// the other's nor count against its limit.
     #[tokio::test(flavor = "current_thread")]

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::Inner;
-use crate::audit::{self, AuditUri, Direction, Event, RpcId};
+use super::evidence::Outcome;
+use crate::audit::{self, AuditUri, Direction, Event, Receipt, RpcId};
 use crate::jsonrpc::error::DENIED;
 use crate::jsonrpc::{Id, Kind};
 use crate::relay::{Action, Side};
@@ -63,7 +64,7 @@ impl Inner {
         method: &str,
         hit: &Hit,
     ) -> Option<Action> {
-        let (uri, what) = self.record_tripwire(kind, id, request, method, hit, 1, false);
+        let (uri, what, receipt) = self.record_tripwire(kind, id, request, method, hit, 1, false);
         if !self.live().enforce {
             return None;
         }
@@ -95,16 +96,22 @@ impl Inner {
                 }
             })
         };
-        match (kind, id) {
-            (Kind::Notification, _) | (_, None) => Some(Action::Drop),
-            (Kind::Request, Some(id)) => Some(Action::Reply(error(id))),
-            (Kind::Response | Kind::ErrorResponse, Some(id)) => Some(Action::Replace(error(id))),
-        }
+        let action = match (kind, id) {
+            (Kind::Notification, _) | (_, None) => Action::Drop,
+            (Kind::Request, Some(id)) => Action::Reply(error(id)),
+            (Kind::Response | Kind::ErrorResponse, Some(id)) => Action::Replace(error(id)),
+        };
+        // Like every denial, the withholding takes effect once its record is durable.
+        let outcome = Outcome {
+            action,
+            evidence: receipt,
+        };
+        Some(self.backlog.hold(self.audit.get(), Side::Server, outcome))
     }
 
     /// Logs, counts and audits a tripwire hit: `redacted` (`spans` secrets replaced in a
-    /// message that goes on) or withheld. Returns the file's URI and the hit's description.
-    /// `request` is the key of the host request the message answers.
+    /// message that goes on) or withheld. Returns the file's URI, the hit's description and
+    /// the record's receipt. `request` is the key of the host request the message answers.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn record_tripwire(
         &self,
@@ -115,7 +122,7 @@ impl Inner {
         hit: &Hit,
         spans: usize,
         redacted: bool,
-    ) -> (String, String) {
+    ) -> (String, String, Receipt) {
         let uri = FileUri::from_path(&hit.file)
             .map(|u| u.as_str().to_owned())
             .unwrap_or_else(|_| hit.file.display().to_string());
@@ -144,7 +151,7 @@ impl Inner {
             (true, Kind::Notification) => audit::Action::Dropped,
             (true, _) => audit::Action::AnsweredError,
         };
-        self.record(Event::Decision(audit::Decision {
+        let event = Event::Decision(audit::Decision {
             direction: Direction::ServerToHost,
             method: method.to_owned(),
             id: id.and_then(|i| RpcId::from_json(i.raw())),
@@ -160,8 +167,16 @@ impl Inner {
             rule: Some(what.clone()),
             root: None,
             action,
-        }));
-        (uri, what)
+        });
+        let receipt = match self.audit.get().map(|a| a.submit(event, false)) {
+            Some(Ok(receipt)) => receipt,
+            Some(Err(e)) => {
+                tracing::error!("could not write an audit record: {e}");
+                Receipt::NONE
+            }
+            None => Receipt::NONE,
+        };
+        (uri, what, receipt)
     }
 }
 
