@@ -1,18 +1,19 @@
 //! The one dispatch of the enforcement layer: a message the URI table (`crate::mcp::uris`)
 //! routes to the enforcer goes to its method family's handler from here, chosen by the
-//! family its route names ([`uris::Family`]), who sent it and what it is ([`handler`]), never
-//! by its method. Host requests first pass the 2026-07-28 preamble (roots answers rootfence
-//! owes, `inputResponses`, the MRTR roots question), which every family shares.
+//! family its route names ([`uris::Family`]), who sent it and what it is ([`handler`]); the
+//! method only tells a family's own methods apart inside its handler. Host requests first
+//! pass the 2026-07-28 preamble (roots answers rootfence owes, `inputResponses`, the MRTR
+//! roots question), which every family shares.
 //!
 //! To add a method: a row in the URI table, the method in its family there
 //! (`uris::FAMILIES`), and its handling in the family's handler.
 //!
-//! The families and their files: `resources/read` (`resources_read.rs`, `read.rs`,
-//! `read_text.rs`), resource lists and templates (`results.rs`, `page.rs`, `paged.rs`,
-//! `walk.rs`), subscriptions (`subscriptions.rs`), `tools/call` (`tools.rs`), prompts and
-//! tool results (`results.rs`), sampling (`sampling.rs`), elicitation and free-form fields
-//! (`fields.rs`), completion (`completion.rs`), roots and `initialize` (`learn.rs`,
-//! `roots.rs`).
+//! The families and their files: resources read (`resources_read.rs`, `read.rs`,
+//! `read_text.rs`), list and templates (`results.rs`, `page.rs`, `paged.rs`, `walk.rs`),
+//! subscriptions (`subscriptions.rs`), tools (`tools.rs`, their results in `results.rs`),
+//! prompts and tasks (`results.rs`), sampling (`sampling.rs`), elicitation and free-form
+//! fields (`fields.rs`), completion (`completion.rs`), roots and initialize (`learn.rs`,
+//! `roots.rs`, the initialize result in `results.rs`).
 
 use std::sync::Arc;
 
