@@ -1,14 +1,19 @@
 //! The one dispatch of the enforcement layer: a message the URI table (`crate::mcp::uris`)
-//! routes to the enforcer goes to its method family's handler from here. Host requests first
-//! pass the 2026-07-28 preamble (roots answers rootfence owes, `inputResponses`, the MRTR roots
-//! question), which every family shares.
+//! routes to the enforcer goes to its method family's handler from here, chosen by the
+//! family its route names ([`uris::Family`]), who sent it and what it is ([`handler`]); the
+//! method only tells a family's own methods apart inside its handler. Host requests first
+//! pass the 2026-07-28 preamble (roots answers rootfence owes, `inputResponses`, the MRTR
+//! roots question), which every family shares.
 //!
-//! The families and their files: `resources/read` (`resources_read.rs`, `read.rs`,
-//! `read_text.rs`), resource lists and templates (`results.rs`, `page.rs`, `paged.rs`,
-//! `walk.rs`), subscriptions (`subscriptions.rs`), `tools/call` (`tools.rs`), prompts and
-//! tool results (`results.rs`), sampling (`sampling.rs`), elicitation and free-form fields
-//! (`fields.rs`), completion (`completion.rs`), roots and `initialize` (`learn.rs`,
-//! `roots.rs`).
+//! To add a method: a row in the URI table, the method in its family there
+//! (`uris::FAMILIES`), and its handling in the family's handler.
+//!
+//! The families and their files: resources read (`resources_read.rs`, `read.rs`,
+//! `read_text.rs`), list and templates (`results.rs`, `page.rs`, `paged.rs`, `walk.rs`),
+//! subscriptions (`subscriptions.rs`), tools (`tools.rs`, their results in `results.rs`),
+//! prompts and tasks (`results.rs`), sampling (`sampling.rs`), elicitation and free-form
+//! fields (`fields.rs`), completion (`completion.rs`), roots and initialize (`learn.rs`,
+//! `roots.rs`, the initialize result in `results.rs`).
 
 use std::sync::Arc;
 
@@ -18,17 +23,76 @@ use super::evidence::{Evidence, Outcome};
 use super::{Ctx, Inner};
 use crate::jsonrpc::Kind;
 use crate::mcp::methods as m;
-use crate::mcp::uris;
+use crate::mcp::uris::{self, Family, Route};
 use crate::relay::{Action, Intercepted, Session, Side};
 use crate::roots::RootSet;
 
+/// Which handler takes a message (only messages the table intercepts get here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Handler {
+    /// A host request: the shared preamble, then its family's ([`Inner::host_request`]).
+    HostRequest,
+    /// The host's roots may have changed: they are asked for again (`learn.rs`).
+    RootsChanged,
+    /// The host's roots (`learn.rs`).
+    RootsAnswer,
+    /// The server asks for the roots (`learn.rs`).
+    RootsAsked,
+    /// The host's sampling answer (`sampling.rs`).
+    SamplingResult,
+    /// The server's sampling request (`sampling.rs`).
+    SamplingRequest,
+    /// The server's elicitation request (`fields.rs`).
+    Elicitation,
+    /// A subscribed resource's update (`subscriptions.rs`).
+    Updated,
+    /// The tool list changed: what it taught is forgotten, then the notification is walked.
+    ToolsChanged,
+    /// Any other server notification, walked as free-form fields (`fields.rs`).
+    Notification,
+    /// A server error response (`fields.rs`).
+    ServerError,
+    /// What the server says it is, recorded, then judged as a result (`results.rs`).
+    Initialized,
+    /// A server result: its family's items, then free-form fields (`results.rs`).
+    ServerResult,
+    /// Nothing to judge.
+    Forward,
+}
+
+/// The dispatch table: a message's handler, by its family, who sent it and what it is.
+fn handler(family: Family, from: Side, kind: Kind) -> Handler {
+    use Family as F;
+    use Handler as H;
+    use Kind::{ErrorResponse, Notification, Request, Response};
+    use Side::{Host, Server};
+    match (family, from, kind) {
+        (_, Host, Request) => H::HostRequest,
+        (F::Roots, Host, Notification) => H::RootsChanged,
+        (F::Roots, Host, Response) => H::RootsAnswer,
+        (F::Sampling, Host, Response) => H::SamplingResult,
+        (F::Roots, Server, Request) => H::RootsAsked,
+        (F::Sampling, Server, Request) => H::SamplingRequest,
+        (F::Elicitation, Server, Request) => H::Elicitation,
+        (F::Subscriptions, Server, Notification) => H::Updated,
+        (F::Tools, Server, Notification) => H::ToolsChanged,
+        (_, Server, Notification) => H::Notification,
+        (_, Server, ErrorResponse) => H::ServerError,
+        (F::Initialize, Server, Response) => H::Initialized,
+        (_, Server, Response) => H::ServerResult,
+        _ => H::Forward,
+    }
+}
+
 impl Inner {
-    /// Hands one intercepted message to its family's handler, judged under `roots` (or,
-    /// for a 2026-07-28 host without roots, the operator roots).
+    /// Hands one intercepted message to its family's handler (`route` is the table's, looked
+    /// up by the caller), judged under `roots` (or, for a 2026-07-28 host without roots, the
+    /// operator roots).
     pub(super) fn handle(
         self: &Arc<Self>,
         session: &Arc<Session>,
         msg: Intercepted,
+        route: &'static Route,
         roots: Option<Arc<RootSet>>,
     ) -> Outcome {
         let Intercepted {
@@ -61,43 +125,40 @@ impl Inner {
             revision,
             evidence: &evidence,
         };
-        let action = match (from, kind, &*method) {
-            (Side::Host, Kind::Request, _) => self.host_request(session, &ctx, message),
-            (Side::Host, Kind::Notification, m::INITIALIZED | m::ROOTS_LIST_CHANGED) => {
+        let action = match handler(route.family, from, kind) {
+            Handler::HostRequest => self.host_request(session, &ctx, route.family, message),
+            Handler::RootsChanged => {
                 self.learner.host_notified(session, &method);
                 Action::Forward
             }
-            (Side::Host, Kind::Response, m::ROOTS_LIST) => {
+            Handler::RootsAnswer => {
                 let message = self.learner.host_answer(session, message);
                 self.done(message)
             }
-            (Side::Host, Kind::Response, m::SAMPLING_CREATE_MESSAGE) => {
-                self.sampling_result(&ctx, message)
-            }
-            (Side::Server, Kind::Request, m::ROOTS_LIST) => self.learner.server_asks(ctx.id),
-            (Side::Server, Kind::Request, m::SAMPLING_CREATE_MESSAGE) => {
-                self.sampling_request(&ctx, message)
-            }
-            (Side::Server, Kind::Notification, m::RESOURCES_UPDATED) => {
-                self.subscriptions.updated(self, &ctx, message)
-            }
-            (Side::Server, Kind::Notification, m::TOOLS_LIST_CHANGED) => {
+            Handler::SamplingResult => self.sampling_result(&ctx, message),
+            Handler::RootsAsked => self.learner.server_asks(ctx.id),
+            Handler::SamplingRequest => self.sampling_request(&ctx, message),
+            Handler::Elicitation => self.elicitation(&ctx, message),
+            Handler::Updated => self.subscriptions.updated(self, &ctx, message),
+            Handler::ToolsChanged => {
                 self.tools.forget();
                 self.server_notification(&ctx, message)
             }
-            (Side::Server, Kind::Notification, _) => self.server_notification(&ctx, message),
-            (Side::Server, Kind::ErrorResponse, _) => self.server_error(&ctx, message),
-            (Side::Server, Kind::Request, m::ELICITATION_CREATE) => self.elicitation(&ctx, message),
-            (Side::Server, Kind::Response, _) => {
+            Handler::Notification => self.server_notification(&ctx, message),
+            Handler::ServerError => self.server_error(&ctx, message),
+            Handler::Initialized => {
+                // `server/discover` (2026-07-28) is in the family, but only `initialize`
+                // opens a session.
                 if &*method == m::INITIALIZE {
                     self.record_initialized(
                         &message["result"],
                         session.peers().client_info.as_ref(),
                     );
                 }
-                self.server_result(&ctx, message)
+                self.server_result(&ctx, route, message)
             }
-            _ => Action::Forward,
+            Handler::ServerResult => self.server_result(&ctx, route, message),
+            Handler::Forward => Action::Forward,
         };
         Outcome {
             action,
@@ -111,12 +172,13 @@ impl Inner {
         self: &Arc<Self>,
         session: &Arc<Session>,
         ctx: &Ctx<'_>,
+        family: Family,
         mut message: Value,
     ) -> Action {
         let Some(id) = ctx.id else {
             return Action::Forward;
         };
-        if ctx.method == m::INITIALIZE {
+        if family == Family::Initialize {
             return match self.learner.initialize(session, &mut message) {
                 Some(changed) if self.live().enforce => Action::Replace(changed),
                 _ => Action::Forward,
@@ -166,15 +228,97 @@ impl Inner {
         {
             return self.learner.mrtr_question(id);
         }
-        match ctx.method {
-            m::RESOURCES_READ => self.resources_read.request(self, &ctx, id, message),
-            m::RESOURCES_SUBSCRIBE | m::RESOURCES_UNSUBSCRIBE => {
-                self.subscriptions.subscribe(self, &ctx, id, message)
-            }
-            m::SUBSCRIPTIONS_LISTEN => self.subscriptions.listen(self, &ctx, message),
-            m::COMPLETION_COMPLETE => self.completions.request(self, &ctx, id, message),
-            m::TOOLS_CALL => self.tools.call(self, &ctx, id, message),
+        match family {
+            Family::ResourcesRead => self.resources_read.request(self, &ctx, id, message),
+            Family::Subscriptions => self.subscriptions.request(self, &ctx, id, message),
+            Family::Completion => self.completions.request(self, &ctx, id, message),
+            // The one host request of the family a row names is `tools/call`.
+            Family::Tools => self.tools.call(self, &ctx, id, message),
             _ => self.done_ctx(&ctx, message),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::uris::{Part, Peer};
+
+    /// The dispatch the family table replaced (the `match` on side, kind and method of
+    /// `handle` before), kept as the specification: every message the table intercepts goes
+    /// to the handler it went to.
+    fn dispatched_before(from: Side, kind: Kind, method: &str) -> Handler {
+        use Handler as H;
+        use Kind::{ErrorResponse, Notification, Request, Response};
+        use Side::{Host, Server};
+        match (from, kind, method) {
+            (Host, Request, _) => H::HostRequest,
+            (Host, Notification, m::INITIALIZED | m::ROOTS_LIST_CHANGED) => H::RootsChanged,
+            (Host, Response, m::ROOTS_LIST) => H::RootsAnswer,
+            (Host, Response, m::SAMPLING_CREATE_MESSAGE) => H::SamplingResult,
+            (Server, Request, m::ROOTS_LIST) => H::RootsAsked,
+            (Server, Request, m::SAMPLING_CREATE_MESSAGE) => H::SamplingRequest,
+            (Server, Notification, m::RESOURCES_UPDATED) => H::Updated,
+            (Server, Notification, m::TOOLS_LIST_CHANGED) => H::ToolsChanged,
+            (Server, Notification, _) => H::Notification,
+            (Server, ErrorResponse, _) => H::ServerError,
+            (Server, Request, m::ELICITATION_CREATE) => H::Elicitation,
+            // `Initialized` records only an `initialize` result; `server/discover`'s is a
+            // plain result, as before.
+            (Server, Response, m::INITIALIZE | m::SERVER_DISCOVER) => H::Initialized,
+            (Server, Response, _) => H::ServerResult,
+            _ => H::Forward,
+        }
+    }
+
+    /// The host request handler before, by method (`host_request`'s last `match`).
+    fn requested_before(method: &str) -> Option<Family> {
+        match method {
+            m::INITIALIZE => Some(Family::Initialize),
+            m::RESOURCES_READ => Some(Family::ResourcesRead),
+            m::RESOURCES_SUBSCRIBE | m::RESOURCES_UNSUBSCRIBE | m::SUBSCRIPTIONS_LISTEN => {
+                Some(Family::Subscriptions)
+            }
+            m::COMPLETION_COMPLETE => Some(Family::Completion),
+            m::TOOLS_CALL => Some(Family::Tools),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn every_intercepted_message_goes_to_the_handler_the_method_match_chose() {
+        let sides = [(Side::Host, Peer::Host), (Side::Server, Peer::Server)];
+        let kinds = [
+            Kind::Request,
+            Kind::Response,
+            Kind::ErrorResponse,
+            Kind::Notification,
+        ];
+        for method in m::ALL.iter().copied().chain(["x/unknown"]) {
+            for (from, peer) in sides {
+                for kind in kinds {
+                    let route = uris::route(peer, Part::of(kind), method);
+                    if !route.intercepted {
+                        continue;
+                    }
+                    assert_eq!(
+                        handler(route.family, from, kind),
+                        dispatched_before(from, kind, method),
+                        "{from:?} {kind:?} {method}"
+                    );
+                    if (from, kind) == (Side::Host, Kind::Request) {
+                        let family = match route.family {
+                            f @ (Family::Initialize
+                            | Family::ResourcesRead
+                            | Family::Subscriptions
+                            | Family::Completion
+                            | Family::Tools) => Some(f),
+                            _ => None,
+                        };
+                        assert_eq!(family, requested_before(method), "{method}");
+                    }
+                }
+            }
         }
     }
 }

@@ -49,7 +49,6 @@ use tokio::sync::watch;
 use crate::audit::{self, AuditUri, Auditor, Direction, DroppedRoot, Event, RpcId};
 use crate::jsonrpc::error::{DENIED, INVALID_PARAMS};
 use crate::jsonrpc::{Id, Kind};
-use crate::mcp::methods as m;
 use crate::mcp::{Revision, uris};
 use crate::policy::{Mode, Policy};
 use crate::relay::{
@@ -447,21 +446,22 @@ impl Interceptor for Enforcer {
 
     fn intercept(&self, session: &Arc<Session>, msg: Intercepted) -> Action {
         let inner = Arc::clone(&self.inner);
-        if route(msg.from, msg.kind, &msg.method).waits_for_roots {
+        let route = route(msg.from, msg.kind, &msg.method);
+        if route.waits_for_roots {
             if let RootsState::Unknown { asking: true } = inner.learner.tracker.state() {
                 let session = Arc::clone(session);
                 return Action::Defer(Box::pin(async move {
                     let limit = inner.live().policy.roots().list_timeout;
                     let roots = inner.learner.tracker.wait(limit).await;
                     let from = msg.from;
-                    let outcome = inner.handle(&session, msg, roots);
+                    let outcome = inner.handle(&session, msg, route, roots);
                     evidence::resolve(inner.backlog.hold(inner.audit.get(), from, outcome)).await
                 }));
             }
         }
         let roots = inner.learner.tracker.known();
         let from = msg.from;
-        let outcome = inner.handle(session, msg, roots);
+        let outcome = inner.handle(session, msg, route, roots);
         inner.backlog.hold(inner.audit.get(), from, outcome)
     }
 
@@ -469,10 +469,10 @@ impl Interceptor for Enforcer {
         // The messages the URI table gives a text path: `resources/list` pages (`page.rs`),
         // `resources/read` requests and results (`read_text.rs`); only when the roots need
         // no waiting for.
-        if !route(msg.from, msg.kind, msg.method).text_path {
+        let route = route(msg.from, msg.kind, msg.method);
+        if !route.text_path {
             return None;
         }
-        let which = (msg.from, msg.method);
         let inner = &self.inner;
         if let RootsState::Unknown { asking: true } = inner.learner.tracker.state() {
             return None;
@@ -494,9 +494,9 @@ impl Interceptor for Enforcer {
             revision,
             evidence: &evidence,
         };
-        let action = match which {
-            (Side::Server, m::RESOURCES_LIST) => inner.list_page_text(&ctx, msg.text),
-            (Side::Server, _) => inner.resources_read.result_text(inner, &ctx, msg.text),
+        let action = match (route.family, msg.from) {
+            (uris::Family::List, _) => inner.list_page_text(&ctx, msg.text),
+            (_, Side::Server) => inner.resources_read.result_text(inner, &ctx, msg.text),
             _ => inner.resources_read.request_text(inner, &ctx, msg.text),
         };
         let outcome = evidence::Outcome {

@@ -6,43 +6,44 @@
 use serde_json::Value;
 
 use super::decide::Verdict;
-use super::{Ctx, Inner, denial, route};
+use super::{Ctx, Inner, denial};
 use crate::audit::{self, Event};
 use crate::mcp::methods as m;
+use crate::mcp::uris::{Family, Route};
 use crate::relay::Action;
 
 impl Inner {
-    /// A server result: the method's own items judged, a result that is not the shape it
-    /// must be refused whole, then the rest walked as free-form fields.
-    pub(super) fn server_result(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
+    /// A server result: its family's own items judged (`route` is the message's, from the
+    /// URI table), a result that is not the shape it must be refused whole, then the rest
+    /// walked as free-form fields.
+    pub(super) fn server_result(&self, ctx: &Ctx<'_>, route: &Route, mut message: Value) -> Action {
         let Some(result) = message.get_mut("result") else {
             return Action::Forward;
         };
         self.tools.learn_server_name(result);
         // Every checker returns false when a payload is not the shape it can check item by
-        // item: then the whole result is refused rather than passed unchecked.
-        let shaped = match ctx.method {
-            // `serverInfo` (icons, `websiteUrl`) and 2026-07-28's `_meta` serverInfo are
-            // walked with the rest of the result below.
-            m::INITIALIZE | m::SERVER_DISCOVER => true,
-            m::RESOURCES_LIST => {
+        // item: then the whole result is refused rather than passed unchecked. The family is
+        // the route's, so only a method a server-result row names reaches its family here.
+        let shaped = match (route.family, ctx.method) {
+            (Family::ResourcesRead, _) => return self.resources_read.result(self, ctx, message),
+            (Family::List, _) => {
                 self.filter_entries(ctx, "result.resources", result.get_mut("resources"), "uri")
             }
-            m::RESOURCES_TEMPLATES_LIST => self.filter_entries(
+            (Family::Templates, _) => self.filter_entries(
                 ctx,
                 "result.resourceTemplates",
                 result.get_mut("resourceTemplates"),
                 "uriTemplate",
             ),
-            m::TOOLS_LIST => {
+            (Family::Tools, m::TOOLS_LIST) => {
                 self.tools.learn(result);
                 self.filter_entries(ctx, "result.tools", result.get_mut("tools"), "")
             }
-            m::PROMPTS_LIST => {
+            (Family::Prompts, m::PROMPTS_LIST) => {
                 self.filter_entries(ctx, "result.prompts", result.get_mut("prompts"), "")
             }
-            m::RESOURCES_READ => return self.resources_read.result(self, ctx, message),
-            m::TOOLS_CALL | m::TASKS_RESULT | m::PROMPTS_GET => {
+            // `tools/call`, `prompts/get`, `tasks/result`: content blocks and messages.
+            (Family::Tools | Family::Prompts | Family::Tasks, _) => {
                 self.input_required(ctx, result);
                 let content_ok = match result.get_mut("content") {
                     // A result's content is a list of blocks; a single block is judged whole.
@@ -55,15 +56,16 @@ impl Inner {
                 };
                 content_ok && messages_ok
             }
+            // `serverInfo` (icons, `websiteUrl`) and 2026-07-28's `_meta` serverInfo are
+            // walked with the rest of the result below, like any free-form result.
             _ => true,
         };
         if !shaped && self.live().enforce {
             return self.refuse_result(ctx, "malformed_result");
         }
         // Everything the method's own handler did not judge (`fields.rs`).
-        let handled = route(ctx.from, ctx.kind, ctx.method);
         if let Some(result) = message.get_mut("result") {
-            self.walk_result(ctx, result, &handled.result_keys);
+            self.walk_result(ctx, result, &route.result_keys);
         }
         self.done_ctx(ctx, message)
     }

@@ -47,9 +47,19 @@ impl Subscriptions {
 /// The family's handlers: each takes the enforcer's shared parts (`core`: the policy, the
 /// audit log, the URI checks every family uses) and keeps the family's own state here.
 impl Subscriptions {
+    /// A host request of the family: `resources/subscribe` and `unsubscribe` (up to
+    /// 2025-11-25), or `subscriptions/listen` (2026-07-28).
+    pub(super) fn request(&self, core: &Inner, ctx: &Ctx<'_>, id: &Id, message: Value) -> Action {
+        if ctx.method == m::SUBSCRIPTIONS_LISTEN {
+            self.listen(core, ctx, message)
+        } else {
+            self.subscribe(core, ctx, id, message)
+        }
+    }
+
     /// 2026-07-28 `subscriptions/listen`: a refused URI is taken out of the list; the kept
     /// ones are remembered as subscribed.
-    pub(super) fn listen(&self, core: &Inner, ctx: &Ctx<'_>, mut message: Value) -> Action {
+    fn listen(&self, core: &Inner, ctx: &Ctx<'_>, mut message: Value) -> Action {
         if let Some(list) = message.pointer_mut("/params/notifications/resourceSubscriptions") {
             let kept = core.filter_list(
                 ctx,
@@ -64,13 +74,7 @@ impl Subscriptions {
 
     /// `resources/subscribe` and `unsubscribe`: the URI judged like a read's; the
     /// subscription is remembered under its canonical name.
-    pub(super) fn subscribe(
-        &self,
-        core: &Inner,
-        ctx: &Ctx<'_>,
-        id: &Id,
-        mut message: Value,
-    ) -> Action {
+    fn subscribe(&self, core: &Inner, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
         let c = match core.request_uri(ctx, id, &message) {
             Ok(c) => c,
             Err(action) => return action,

@@ -1,8 +1,9 @@
 //! The one table of where URIs sit in MCP messages: for each message (methods, sender, part)
 //! the JSON paths that carry URIs, the revisions they exist in, what a refusal does and
 //! whether judging it waits for the roots. The enforcer routes from it (what it intercepts,
-//! what waits, what has a text path, which result keys a method's own handler judges), and
-//! docs/enforcement.md's table is its rendering ([`render`]; a test compares the two), so
+//! what waits, what has a text path, which result keys a method's own handler judges, which
+//! method family's handler a message goes to), and docs/enforcement.md's tables are its
+//! rendering ([`render`]; a test compares the two), so
 //! the contract, the routing and the code cannot drift apart.
 //!
 //! The routing the table replaced is kept in its tests as a specification: the table routes
@@ -10,7 +11,7 @@
 //!
 //! To add a URI position: add a row here, run the `mcp::uris` tests, paste the rendering
 //! they print into docs/enforcement.md, and handle the row in the method's family handler
-//! (`src/enforce/`).
+//! (`src/enforce/`; a new method also goes into its family in [`FAMILIES`]).
 
 use super::Revisions;
 use super::methods as m;
@@ -57,6 +58,119 @@ impl Part {
             Part::Notification => "notification",
         }
     }
+}
+
+/// The enforcer's method families: each has one handler in `src/enforce/`, which owns the
+/// family's state, and the enforcer dispatches a message on its family, who sent it and
+/// what it is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Family {
+    /// The lifecycle: whether the host has roots, what the server says it is.
+    Initialize,
+    /// Learning the host's roots, and answering the server's questions about them.
+    Roots,
+    /// `resources/read`: the request's URI, the result's contents.
+    ResourcesRead,
+    /// The resource list, page by page.
+    List,
+    /// The resource templates.
+    Templates,
+    /// Resource subscriptions and their updates.
+    Subscriptions,
+    /// The tools: their list (which teaches their path arguments) and their calls.
+    Tools,
+    /// The prompts: their list and the prompts got.
+    Prompts,
+    /// Tasks (2025-11-25): a task's deferred result.
+    Tasks,
+    /// The server's sampling requests and the host's answers.
+    Sampling,
+    /// The server's elicitation requests.
+    Elicitation,
+    /// Argument completion for a resource template.
+    Completion,
+    /// Everything else: only the rows that cover every method apply (free-form fields).
+    #[default]
+    FreeForm,
+}
+
+impl Family {
+    fn word(self) -> &'static str {
+        match self {
+            Family::Initialize => "initialize",
+            Family::Roots => "roots",
+            Family::ResourcesRead => "resources read",
+            Family::List => "list",
+            Family::Templates => "templates",
+            Family::Subscriptions => "subscriptions",
+            Family::Tools => "tools",
+            Family::Prompts => "prompts",
+            Family::Tasks => "tasks",
+            Family::Sampling => "sampling",
+            Family::Elicitation => "elicitation",
+            Family::Completion => "completion",
+            Family::FreeForm => "free-form",
+        }
+    }
+}
+
+/// Every method's family (a method rootfence does not know is free-form). A message goes to
+/// its method's family only when a row names its method for its sender and part; any other
+/// message is free-form ([`route`]).
+pub const FAMILIES: &[(Family, &[&str])] = &[
+    (Family::Initialize, &[m::INITIALIZE, m::SERVER_DISCOVER]),
+    (
+        Family::Roots,
+        &[m::ROOTS_LIST, m::ROOTS_LIST_CHANGED, m::INITIALIZED],
+    ),
+    (Family::ResourcesRead, &[m::RESOURCES_READ]),
+    (
+        Family::List,
+        &[m::RESOURCES_LIST, m::RESOURCES_LIST_CHANGED],
+    ),
+    (Family::Templates, &[m::RESOURCES_TEMPLATES_LIST]),
+    (
+        Family::Subscriptions,
+        &[
+            m::RESOURCES_SUBSCRIBE,
+            m::RESOURCES_UNSUBSCRIBE,
+            m::SUBSCRIPTIONS_LISTEN,
+            m::RESOURCES_UPDATED,
+        ],
+    ),
+    (
+        Family::Tools,
+        &[m::TOOLS_LIST, m::TOOLS_CALL, m::TOOLS_LIST_CHANGED],
+    ),
+    (
+        Family::Prompts,
+        &[m::PROMPTS_LIST, m::PROMPTS_GET, m::PROMPTS_LIST_CHANGED],
+    ),
+    (
+        Family::Tasks,
+        &[m::TASKS_RESULT, m::TASKS_GET, m::TASKS_LIST],
+    ),
+    (Family::Sampling, &[m::SAMPLING_CREATE_MESSAGE]),
+    (Family::Elicitation, &[m::ELICITATION_CREATE]),
+    (Family::Completion, &[m::COMPLETION_COMPLETE]),
+    (
+        Family::FreeForm,
+        &[
+            m::PING,
+            m::CANCELLED,
+            m::PROGRESS,
+            m::LOGGING_MESSAGE,
+            m::LOGGING_SET_LEVEL,
+        ],
+    ),
+];
+
+/// The family of a method (free-form when rootfence does not know it).
+pub fn family(method: &str) -> Family {
+    FAMILIES
+        .iter()
+        .find(|(_, methods)| methods.contains(&method))
+        .map_or(Family::FreeForm, |(family, _)| *family)
 }
 
 /// One row: where URIs sit in one kind of message, and what rootfence does with them.
@@ -264,6 +378,13 @@ pub const POSITIONS: &[Position] = &[
         "`params.uri`",
         "the notification is dropped; also dropped when the URI was never subscribed (nor is \
          inside a subscribed `file:` URI)",
+    ),
+    row(
+        &[m::TOOLS_LIST_CHANGED],
+        Peer::Server,
+        NOTE,
+        "none: the path arguments learned from `tools/list` are forgotten until the next one",
+        "as for free-form fields",
     ),
     row(
         &[m::COMPLETION_COMPLETE],
@@ -524,6 +645,20 @@ pub fn waits_for_roots(method: &str) -> bool {
         .any(|p| !p.waits_for_roots && p.names(method))
 }
 
+/// The family whose handler judges this message: its method's, when a row names the method
+/// for its sender and part; otherwise free-form (only the rows for every method apply, so a
+/// server notification named `tools/call` is walked, never taken for a call).
+pub fn family_of(sender: Peer, part: Part, method: &str) -> Family {
+    if POSITIONS
+        .iter()
+        .any(|p| p.covers(sender, part) && p.names(method))
+    {
+        family(method)
+    } else {
+        Family::FreeForm
+    }
+}
+
 /// Whether the enforcer has a text path for this message.
 pub fn has_text_path(sender: Peer, part: Part, method: &str) -> bool {
     POSITIONS
@@ -560,6 +695,8 @@ pub struct Route {
     pub text_path: bool,
     /// The server result keys its method's handler judges ([`result_keys`]).
     pub result_keys: Vec<&'static str>,
+    /// The family whose handler judges it ([`family_of`]).
+    pub family: Family,
 }
 
 /// The routes of every known method, by its place in [`super::methods::ALL`] (one more
@@ -601,6 +738,7 @@ fn compute(sender: Peer, part: Part, method: &str) -> Route {
         } else {
             Vec::new()
         },
+        family: family_of(sender, part, method),
     }
 }
 
@@ -650,33 +788,117 @@ pub fn render() -> String {
     out
 }
 
+/// The families and their methods as docs/enforcement.md shows them.
+pub fn render_families() -> String {
+    let mut out = String::from("| family | methods |\n|---|---|\n");
+    for (family, methods) in FAMILIES {
+        let mut names = methods
+            .iter()
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if *family == Family::FreeForm {
+            names.push_str(", and every method not listed here");
+        }
+        out.push_str(&format!("| {} | {names} |\n", family.word()));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Where docs/enforcement.md holds the rendering.
+    /// Where docs/enforcement.md holds the renderings.
     const BEGIN: &str = "<!-- uri-table: rendered from src/mcp/uris.rs; a test compares -->\n";
     const END: &str = "<!-- /uri-table -->";
+    const FAMILY_BEGIN: &str =
+        "<!-- family-table: rendered from src/mcp/uris.rs; a test compares -->\n";
+    const FAMILY_END: &str = "<!-- /family-table -->";
 
-    #[test]
-    fn the_documented_table_is_the_rendering_of_the_code_table() {
+    /// Fails unless docs/enforcement.md holds `rendered` between `begin` and `end`.
+    fn documented(begin: &str, end: &str, rendered: &str) {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/enforcement.md");
         let doc = std::fs::read_to_string(&path).expect("docs/enforcement.md is readable");
-        let start = doc.find(BEGIN).map(|i| i + BEGIN.len());
-        let end = doc.find(END);
-        let rendered = render();
-        let (Some(start), Some(end)) = (start, end) else {
+        let start = doc.find(begin).map(|i| i + begin.len());
+        let stop = doc.find(end);
+        let (Some(start), Some(stop)) = (start, stop) else {
             panic!(
-                "docs/enforcement.md has no `{}` … `{END}` section; put this table between \
+                "docs/enforcement.md has no `{}` … `{end}` section; put this table between \
                  them:\n{rendered}",
-                BEGIN.trim_end()
+                begin.trim_end()
             );
         };
         assert!(
-            doc[start..end] == rendered,
-            "docs/enforcement.md's URI table differs from src/mcp/uris.rs; replace it with:\n\
-             {rendered}"
+            doc[start..stop] == *rendered,
+            "docs/enforcement.md's table `{}` differs from src/mcp/uris.rs; replace it \
+             with:\n{rendered}",
+            begin.trim_end()
         );
+    }
+
+    #[test]
+    fn the_documented_table_is_the_rendering_of_the_code_table() {
+        documented(BEGIN, END, &render());
+    }
+
+    #[test]
+    fn the_documented_families_are_the_rendering_of_the_code_families() {
+        documented(FAMILY_BEGIN, FAMILY_END, &render_families());
+    }
+
+    #[test]
+    fn every_method_the_table_routes_names_exactly_one_family() {
+        let named = |method: &str| {
+            FAMILIES
+                .iter()
+                .filter(|(_, methods)| methods.contains(&method))
+                .count()
+        };
+        for method in m::ALL {
+            assert_eq!(named(method), 1, "{method}");
+        }
+        for p in POSITIONS {
+            for method in p.methods {
+                assert_eq!(named(method), 1, "{method}");
+                // Free-form is what no row names: a named method has a handler of its own.
+                assert_ne!(family(method), Family::FreeForm, "{method}");
+            }
+        }
+        assert_eq!(family("x/unknown"), Family::FreeForm);
+    }
+
+    #[test]
+    fn a_message_no_row_names_is_free_form_whatever_its_method() {
+        use Part::*;
+        use Peer::*;
+        for (sender, part, method, expected) in [
+            (Host, Request, m::RESOURCES_READ, Family::ResourcesRead),
+            (Server, Result, m::RESOURCES_READ, Family::ResourcesRead),
+            (
+                Server,
+                Notification,
+                m::RESOURCES_UPDATED,
+                Family::Subscriptions,
+            ),
+            (Server, Notification, m::TOOLS_LIST_CHANGED, Family::Tools),
+            (Server, Result, m::INITIALIZE, Family::Initialize),
+            (Host, Request, m::INITIALIZE, Family::Initialize),
+            (Host, Request, m::SERVER_DISCOVER, Family::FreeForm),
+            (Server, Notification, m::TOOLS_CALL, Family::FreeForm),
+            (
+                Server,
+                Notification,
+                m::RESOURCES_SUBSCRIBE,
+                Family::FreeForm,
+            ),
+            (Server, Result, m::TASKS_GET, Family::FreeForm),
+            (Server, Result, m::TASKS_RESULT, Family::Tasks),
+            (Server, Result, "x/unknown", Family::FreeForm),
+        ] {
+            assert_eq!(family_of(sender, part, method), expected, "{method}");
+            assert_eq!(route(sender, part, method).family, expected, "{method}");
+        }
     }
 
     #[test]
@@ -800,6 +1022,7 @@ mod tests {
                     assert_eq!(r.intercepted, intercepted(sender, part, method));
                     assert_eq!(r.waits_for_roots, waits_for_roots(method));
                     assert_eq!(r.text_path, has_text_path(sender, part, method));
+                    assert_eq!(r.family, family_of(sender, part, method));
                 }
             }
         }

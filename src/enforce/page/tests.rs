@@ -31,6 +31,12 @@ fn world() -> World {
     w
 }
 
+/// The URI table's route of a `resources/list` result.
+fn list_result() -> &'static crate::mcp::uris::Route {
+    use crate::mcp::uris::{Part, Peer, route};
+    route(Peer::Server, Part::Result, m::RESOURCES_LIST)
+}
+
 /// (the text path's outcome, or `None` when it declined; the value path's outcome).
 fn both(w: &World, text: &str) -> (Option<Outcome>, Outcome) {
     let inner = &w.enforcer.inner;
@@ -38,7 +44,7 @@ fn both(w: &World, text: &str) -> (Option<Outcome>, Outcome) {
     let ctx = || w.ctx(Side::Server, Kind::Response, m::RESOURCES_LIST, &id);
     let fast = inner.list_page_text(&ctx(), text).map(outcome);
     let value: Value = serde_json::from_str(text).unwrap();
-    let slow = outcome(inner.server_result(&ctx(), value));
+    let slow = outcome(inner.server_result(&ctx(), list_result(), value));
     (fast, slow)
 }
 
@@ -307,9 +313,11 @@ fn recorded(
     let done = if fast {
         inner.list_page_text(&ctx, text).map(outcome)
     } else {
-        Some(outcome(
-            inner.server_result(&ctx, serde_json::from_str(text).unwrap()),
-        ))
+        Some(outcome(inner.server_result(
+            &ctx,
+            list_result(),
+            serde_json::from_str(text).unwrap(),
+        )))
     };
     log.close(crate::audit::SessionEnd::default()).unwrap();
     let base = w.base.clone();
