@@ -161,6 +161,35 @@ fn a_stdio_host_is_recorded_as_claimed_and_each_request_has_its_own_key() {
         vec![link["seq"].as_u64().unwrap()]
     );
 
+    // CSV: the request key and the principal are columns (added after `text`, so the
+    // columns before keep their positions), and a row of one request carries both.
+    let o = Command::new(rootfence())
+        .args([
+            "audit",
+            "show",
+            "--format",
+            "csv",
+            "--request",
+            &format!("#{k2}"),
+        ])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let csv = String::from_utf8(o.stdout).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert!(
+        rows[0].ends_with(",action,text,request,principal"),
+        "{}",
+        rows[0]
+    );
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert!(
+        rows[1].ends_with(&format!(",#{k2},claimed:claude-code")),
+        "{}",
+        rows[1]
+    );
+
     // OCSF: a claimed principal is not a user identity; it says it was claimed.
     let o = Command::new(rootfence())
         .args(["audit", "show", "--format", "ocsf", "--denied"])

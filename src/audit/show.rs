@@ -338,6 +338,9 @@ const CSV_COLUMNS: &[&str] = &[
     "root",
     "action",
     "text",
+    // Added after `text` so that the columns before keep their positions.
+    "request",
+    "principal",
 ];
 
 /// The decision's columns, or empty ones.
@@ -402,6 +405,13 @@ fn csv_line(rec: &Record, text: &str) -> String {
     ];
     cells.extend(d);
     cells.push(text.to_owned());
+    let (request, principal) = match &rec.event {
+        Some(Event::Decision(d)) => (d.request, d.principal.as_deref()),
+        Some(Event::DecisionSummary(s)) => (s.request, None),
+        _ => (None, None),
+    };
+    cells.push(request.map(|k| format!("#{k}")).unwrap_or_default());
+    cells.push(principal.map(disp).unwrap_or_default());
     let mut o = String::with_capacity(256);
     for (i, c) in cells.iter().enumerate() {
         if i > 0 {
