@@ -303,6 +303,48 @@ mod tests {
         log.close(SessionEnd::default()).unwrap();
     }
 
+    /// The same for a redaction: the answer goes on with the secret taken out, but only once
+    /// the record of what was taken out is durable.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_tripwire_redaction_waits_for_its_record() {
+        use crate::relay::{Interceptor, Screened};
+        let secret = "k9Qz7xLw2VbN4mRt8YpD3sHf";
+        let w = World::new(&[], &[], None);
+        std::fs::write(w.root().join(".env"), format!("API_TOKEN={secret}\n")).unwrap();
+        let gate = Arc::new(Gate::default());
+        let log = gated_log(&w, &gate);
+        let _opens = Opens(Arc::clone(&gate));
+        gate.set(true);
+        let id = Id::from_string("7");
+        let line = json!({"jsonrpc": "2.0", "id": 7, "result": {"content": [
+            {"type": "text", "text": format!("found API_TOKEN={secret} in the file")}]}})
+        .to_string();
+        let screened = w.enforcer.screen(
+            Side::Server,
+            Kind::Response,
+            Some(&id),
+            Some(7),
+            m::TOOLS_CALL,
+            line.as_bytes(),
+        );
+        let Some(Screened::Rewrite {
+            message,
+            after: Some(mut after),
+        }) = screened
+        else {
+            panic!("not a redaction held for its record: {screened:?}");
+        };
+        assert!(!message.to_string().contains(secret), "{message}");
+        let early = tokio::time::timeout(std::time::Duration::from_millis(50), &mut after).await;
+        assert!(
+            early.is_err(),
+            "the redaction took effect before its record was durable"
+        );
+        gate.set(false);
+        after.await;
+        log.close(SessionEnd::default()).unwrap();
+    }
+
     /// Two sessions, each with its own log: one's denials waiting for its disk neither hold
     /// the other's nor count against its limit.
     #[tokio::test(flavor = "current_thread")]

@@ -431,13 +431,29 @@ impl Interceptor for Enforcer {
         // answer arrives, and what the server did is not hidden); otherwise the message
         // is withheld whole.
         if let Some((message, hits)) = redacted(&fp, line) {
-            self.inner
-                .record_tripwire(kind, id, request, method, &hits[0], hits.len(), true);
-            return self
-                .inner
-                .live()
-                .enforce
-                .then_some(Screened::Rewrite(message));
+            let inner = &self.inner;
+            let (_, _, receipt) =
+                inner.record_tripwire(kind, id, request, method, &hits[0], hits.len(), true);
+            if !inner.live().enforce {
+                return None;
+            }
+            // Like every denial, the redaction takes effect once its record is durable: the
+            // session's backlog holds it (and counts it against the server side's bound).
+            let held = inner.backlog.hold(
+                inner.audit.get(),
+                Side::Server,
+                evidence::Outcome {
+                    action: Action::Forward,
+                    evidence: receipt,
+                },
+            );
+            let after: Option<crate::relay::Drain> = match held {
+                Action::Defer(wait) => Some(Box::pin(async move {
+                    let _ = wait.await;
+                })),
+                _ => None,
+            };
+            return Some(Screened::Rewrite { message, after });
         }
         self.inner
             .withhold(kind, id, request, method, &hit)

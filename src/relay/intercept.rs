@@ -102,14 +102,32 @@ impl fmt::Debug for Action {
 }
 
 /// What [`Interceptor::screen`] decided about a message.
-#[derive(Debug)]
 pub enum Screened {
     /// This action replaces whatever would have happened to the message.
     Act(Action),
     /// Go on with this value instead of the message's text: [`Interceptor::wants`] and
     /// [`Interceptor::intercept`] see it as for any message, and "forward" then means this
-    /// value, never the original bytes.
-    Rewrite(Value),
+    /// value, never the original bytes. What is decided about it takes effect only after
+    /// `after` (the rewrite's own evidence reaching the disk), when given.
+    Rewrite {
+        /// The value in the message's place.
+        message: Value,
+        /// A wait before the rewritten message takes effect.
+        after: Option<Drain>,
+    },
+}
+
+impl fmt::Debug for Screened {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Screened::Act(a) => f.debug_tuple("Act").field(a).finish(),
+            Screened::Rewrite { message, after } => f
+                .debug_struct("Rewrite")
+                .field("message", message)
+                .field("after", &after.as_ref().map(|_| ".."))
+                .finish(),
+        }
+    }
 }
 
 /// A protocol problem the relay met, reported to the interceptor (for the audit log).

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::super::intercept::{Action, Intercepted, Interceptor, Offered, Screened};
+use super::super::intercept::{Action, Drain, Intercepted, Interceptor, Offered, Screened};
 use super::super::session::{Session, Side};
 use super::{Dest, Internal, Observed, Routed, Router, Step, server_gone_error};
 use crate::jsonrpc::Id;
@@ -33,8 +33,8 @@ impl<I: Interceptor> Router<'_, I> {
         );
         match screened {
             Some(Screened::Act(action)) => return finish(routed, action, self.session),
-            Some(Screened::Rewrite(message)) => {
-                return self.decide_value(routed, message, internal);
+            Some(Screened::Rewrite { message, after }) => {
+                return self.decide_value(routed, message, internal, after);
             }
             None => {}
         }
@@ -47,7 +47,7 @@ impl<I: Interceptor> Router<'_, I> {
             .and_then(|o| o.traceparent.take())
             .and_then(|traceparent| with_traceparent(text, traceparent));
         if let Some(message) = traced {
-            return self.decide_value(routed, message, internal);
+            return self.decide_value(routed, message, internal, None);
         }
         let wants = self
             .icpt
@@ -108,7 +108,13 @@ impl<I: Interceptor> Router<'_, I> {
     /// [`Self::decide`] for a message rewritten before the interceptor's decision (`message`
     /// is the value built): a host request whose `params._meta.traceparent` was replaced,
     /// a server message whose secret the screen redacted.
-    pub(super) fn decide_value(&self, routed: Routed, message: Value, internal: Internal) -> Step {
+    pub(super) fn decide_value(
+        &self,
+        routed: Routed,
+        message: Value,
+        internal: Internal,
+        after: Option<Drain>,
+    ) -> Step {
         match internal {
             Internal::RecordInitialize => self.session.record_initialize(&message),
             Internal::RecordServerInfo => self
@@ -120,7 +126,8 @@ impl<I: Interceptor> Router<'_, I> {
             .icpt
             .wants(routed.origin.side, routed.kind, &routed.method)
         {
-            return finish(routed, Action::Replace(message), self.session);
+            let action = waiting_for(after, Action::Replace(message));
+            return finish(routed, action, self.session);
         }
         let built = message.clone();
         let action = self.icpt.intercept(
@@ -150,8 +157,23 @@ impl<I: Interceptor> Router<'_, I> {
             })),
             other => other,
         };
-        finish(routed, action, self.session)
+        finish(routed, waiting_for(after, action), self.session)
     }
+}
+
+/// `action`, taking effect only once `after` is done (when given).
+fn waiting_for(after: Option<Drain>, action: Action) -> Action {
+    let Some(after) = after else {
+        return action;
+    };
+    Action::Defer(Box::pin(async move {
+        after.await;
+        let mut action = action;
+        while let Action::Defer(next) = action {
+            action = next.await;
+        }
+        action
+    }))
 }
 
 /// Turns a final (or deferred) action into a step, keeping the pending tables right: a request
