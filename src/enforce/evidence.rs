@@ -75,13 +75,18 @@ pub(super) struct Backlog {
 }
 
 impl Backlog {
-    fn side(&self, from: Side) -> std::sync::MutexGuard<'_, VecDeque<Receipt>> {
-        match from {
+    /// `from`'s held receipts, those already durable in `auditor`'s log let go.
+    fn side(&self, auditor: &Auditor, from: Side) -> std::sync::MutexGuard<'_, VecDeque<Receipt>> {
+        let mut held = match from {
             Side::Host => &self.host,
             Side::Server => &self.server,
         }
         .lock()
-        .unwrap_or_else(|e| e.into_inner())
+        .unwrap_or_else(|e| e.into_inner());
+        while held.front().is_some_and(|r| auditor.is_durable(*r)) {
+            held.pop_front();
+        }
+        held
     }
 
     /// `outcome`'s action, held back until its evidence is durable in `auditor`'s log.
@@ -89,23 +94,33 @@ impl Backlog {
     /// pump that waits ([`Backlog::backpressure`]).
     pub(super) fn hold(&self, auditor: Option<&Auditor>, from: Side, outcome: Outcome) -> Action {
         let Outcome { action, evidence } = outcome;
-        let Some(auditor) = auditor.filter(|_| !evidence.is_none()) else {
-            return action;
-        };
-        {
-            let mut held = self.side(from);
-            while held.front().is_some_and(|r| auditor.is_durable(*r)) {
-                held.pop_front();
-            }
-            held.push_back(evidence);
+        match self.wait(auditor, from, evidence) {
+            None => action,
+            Some(wait) => Action::Defer(Box::pin(async move {
+                wait.await;
+                resolve(action).await
+            })),
         }
+    }
+
+    /// A wait until `evidence` is durable in `auditor`'s log, counted among `from`'s held
+    /// actions; `None` when there is nothing to wait for (no denial, no log). What
+    /// [`Backlog::hold`] puts before an action, for a caller that holds something else (the
+    /// screen's redacted message).
+    pub(super) fn wait(
+        &self,
+        auditor: Option<&Auditor>,
+        from: Side,
+        evidence: Receipt,
+    ) -> Option<Drain> {
+        let auditor = auditor.filter(|_| !evidence.is_none())?;
+        self.side(auditor, from).push_back(evidence);
         let auditor = auditor.clone();
-        Action::Defer(Box::pin(async move {
+        Some(Box::pin(async move {
             if let Err(e) = auditor.durable(evidence).await {
                 // The session is being stopped (the log failed); the denial stands.
                 tracing::error!("a denial's audit record could not be written: {e}");
             }
-            resolve(action).await
         }))
     }
 
@@ -114,10 +129,7 @@ impl Backlog {
     pub(super) fn backpressure(&self, auditor: Option<&Auditor>, from: Side) -> Option<Drain> {
         let auditor = auditor?;
         let newest = {
-            let mut held = self.side(from);
-            while held.front().is_some_and(|r| auditor.is_durable(*r)) {
-                held.pop_front();
-            }
+            let mut held = self.side(auditor, from);
             if held.len() < MAX_HELD {
                 return None;
             }

@@ -439,20 +439,7 @@ impl Interceptor for Enforcer {
             }
             // Like every denial, the redaction takes effect once its record is durable: the
             // session's backlog holds it (and counts it against the server side's bound).
-            let held = inner.backlog.hold(
-                inner.audit.get(),
-                Side::Server,
-                evidence::Outcome {
-                    action: Action::Forward,
-                    evidence: receipt,
-                },
-            );
-            let after: Option<crate::relay::Drain> = match held {
-                Action::Defer(wait) => Some(Box::pin(async move {
-                    let _ = wait.await;
-                })),
-                _ => None,
-            };
+            let after = inner.backlog.wait(inner.audit.get(), Side::Server, receipt);
             return Some(Screened::Rewrite { message, after });
         }
         self.inner

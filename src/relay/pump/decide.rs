@@ -161,19 +161,16 @@ impl<I: Interceptor> Router<'_, I> {
     }
 }
 
-/// `action`, taking effect only once `after` is done (when given).
+/// `action`, taking effect only once `after` is done (when given); a deferred action within
+/// is resolved by [`finish`], like any other.
 fn waiting_for(after: Option<Drain>, action: Action) -> Action {
-    let Some(after) = after else {
-        return action;
-    };
-    Action::Defer(Box::pin(async move {
-        after.await;
-        let mut action = action;
-        while let Action::Defer(next) = action {
-            action = next.await;
-        }
-        action
-    }))
+    match after {
+        None => action,
+        Some(after) => Action::Defer(Box::pin(async move {
+            after.await;
+            action
+        })),
+    }
 }
 
 /// Turns a final (or deferred) action into a step, keeping the pending tables right: a request
