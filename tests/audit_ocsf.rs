@@ -16,7 +16,7 @@ mod common;
 #[path = "common/serve_harness.rs"]
 mod serve_harness;
 
-use common::{Proxy, rootfence, tempdir, test_server};
+use common::{Proxy, audit_show, rootfence, tempdir, test_server};
 use serde_json::{Map, Value, json};
 use std::process::Command;
 
@@ -254,13 +254,7 @@ fn every_record_of_a_real_session_is_valid_ocsf() {
     p.close_stdin();
     assert_eq!(p.exit_code(), 0, "{}", p.stderr());
 
-    let o = Command::new(rootfence())
-        .args(["audit", "show", "--format", "ocsf"])
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    let text = String::from_utf8(o.stdout).unwrap();
+    let text = audit_show(&["--format", "ocsf"], &log);
     let events: Vec<Value> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -355,14 +349,7 @@ fn every_record_of_a_served_session_with_a_principal_is_valid_ocsf() {
     assert!(r.status < 300, "{r:?}");
     assert!(serve.stop().success(), "{}", serve.stderr());
 
-    let o = Command::new(rootfence())
-        .args(["audit", "show", "--format", "ocsf"])
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    let events: Vec<Value> = String::from_utf8(o.stdout)
-        .unwrap()
+    let events: Vec<Value> = audit_show(&["--format", "ocsf"], &log)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();

@@ -17,7 +17,7 @@ mod serve_harness;
 use std::path::Path;
 use std::process::Command;
 
-use common::{Proxy, rootfence, tempdir, test_server};
+use common::{Proxy, audit_show, rootfence, tempdir, test_server};
 use serde_json::{Value, json};
 use serve_harness::Serve;
 use sha2::Digest;
@@ -32,19 +32,8 @@ fn records(log: &Path) -> Vec<Value> {
 
 /// `audit show --format json <args> LOG`: the seqs listed.
 fn shown(args: &[&str], log: &Path) -> Vec<u64> {
-    let o = Command::new(rootfence())
-        .args(["audit", "show", "--format", "json"])
-        .args(args)
-        .arg(log)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout)
-        .unwrap()
+    let args: Vec<&str> = ["--format", "json"].iter().chain(args).copied().collect();
+    audit_show(&args, log)
         .lines()
         .map(|l| {
             serde_json::from_str::<Value>(l).unwrap()["seq"]
@@ -163,20 +152,7 @@ fn a_stdio_host_is_recorded_as_claimed_and_each_request_has_its_own_key() {
 
     // CSV: the request key and the principal are columns (added after `text`, so the
     // columns before keep their positions), and a row of one request carries both.
-    let o = Command::new(rootfence())
-        .args([
-            "audit",
-            "show",
-            "--format",
-            "csv",
-            "--request",
-            &format!("#{k2}"),
-        ])
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    let csv = String::from_utf8(o.stdout).unwrap();
+    let csv = audit_show(&["--format", "csv", "--request", &format!("#{k2}")], &log);
     let rows: Vec<&str> = csv.lines().collect();
     assert!(
         rows[0].ends_with(",action,text,request,principal"),
@@ -191,13 +167,7 @@ fn a_stdio_host_is_recorded_as_claimed_and_each_request_has_its_own_key() {
     );
 
     // OCSF: a claimed principal is not a user identity; it says it was claimed.
-    let o = Command::new(rootfence())
-        .args(["audit", "show", "--format", "ocsf", "--denied"])
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    for line in String::from_utf8(o.stdout).unwrap().lines() {
+    for line in audit_show(&["--format", "ocsf", "--denied"], &log).lines() {
         let e: Value = serde_json::from_str(line).unwrap();
         assert!(e["actor"].get("user").is_none(), "{e}");
         assert_eq!(e["unmapped"]["principal"], "claimed:claude-code", "{e}");
@@ -294,14 +264,7 @@ fn two_serve_sessions_with_two_tokens_each_name_their_own_principal() {
     assert_ne!(http_sessions[0].1, http_sessions[1].1);
 
     // OCSF: an authenticated principal is the actor's user; the address is the source.
-    let o = Command::new(rootfence())
-        .args(["audit", "show", "--format", "ocsf", "--denied"])
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    let events: Vec<Value> = String::from_utf8(o.stdout)
-        .unwrap()
+    let events: Vec<Value> = audit_show(&["--format", "ocsf", "--denied"], &log)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();

@@ -165,6 +165,22 @@ fn assert_withheld(resp: &Value, what: &str) {
     assert!(msg.contains("withheld"), "{what}: {msg}");
 }
 
+/// Each `(tool, arguments)` call of the hostile server's file tools fails in the sandbox.
+fn each_fails(
+    host: &mut Host,
+    method: Method,
+    attempts: impl IntoIterator<Item = (&'static str, Value)>,
+) {
+    for (tool, args) in attempts {
+        let (resp, _) = host.call_tool(tool, args.clone());
+        let t = text_of(&resp);
+        assert!(
+            t.contains(" error "),
+            "{method:?}: {tool} {args} succeeded: {t}"
+        );
+    }
+}
+
 // -------------------------------------------------------------------------------------------
 // Item 4, OS level
 // -------------------------------------------------------------------------------------------
@@ -387,14 +403,7 @@ fn a_server_cannot_write_where_code_runs_later() {
                 json!({"from": format!("{root}/a.txt"), "to": format!("{root}/.mcp.json")}),
             ),
         ];
-        for (tool, args) in attempts {
-            let (resp, _) = host.call_tool(tool, args.clone());
-            let t = text_of(&resp);
-            assert!(
-                t.contains(" error "),
-                "{method:?}: {tool} {args} succeeded: {t}"
-            );
-        }
+        each_fails(&mut host, method, attempts);
         // A protected directory name that does not exist yet: the Landlock carve-out refuses
         // it by construction; the mount namespace covers an empty read-only placeholder
         // (Claude Code runs the hooks of `.claude/settings.json`).
@@ -874,14 +883,7 @@ fn a_server_cannot_write_submodule_hooks_or_config_in_a_writable_superproject() 
                 json!({"path": format!("{root}/.git/worktrees/wt/config.worktree"), "text": "[core]\nhooksPath=/tmp"}),
             ),
         ];
-        for (tool, args) in attempts {
-            let (resp, _) = host.call_tool(tool, args.clone());
-            let t = text_of(&resp);
-            assert!(
-                t.contains(" error "),
-                "{method:?}: {tool} {args} succeeded: {t}"
-            );
-        }
+        each_fails(&mut host, method, attempts);
         // git's own files of the submodule stay writable (with the mount namespace; the
         // Landlock fallback's carve-out has its own documented cost).
         if method == Method::Mounts {

@@ -44,6 +44,28 @@ fn text(r: &Value) -> String {
         .to_owned()
 }
 
+/// mcp-server-git started on `repo` behind rootfence with `repo` as its root (as `wrap`
+/// writes the entry: `--repository DIR` becomes `--root DIR`), audited to `base`.
+fn git_server_on(repo: &Path, base: &Path) -> Host {
+    let server = vec![
+        interop_peers::peers_dir()
+            .join(".venv/bin/mcp-server-git")
+            .display()
+            .to_string(),
+        "--repository".to_owned(),
+        repo.display().to_string(),
+    ];
+    let opts = vec![
+        "--root".to_owned(),
+        repo.display().to_string(),
+        "--audit-log".to_owned(),
+        base.join("audit.jsonl").display().to_string(),
+    ];
+    let mut host = Host::start(&opts, &server, "2025-06-18");
+    host.begin(json!({}));
+    host
+}
+
 #[test]
 fn mcp_server_git_works_on_a_linked_worktree() {
     interop_peers::require_peers();
@@ -72,22 +94,7 @@ fn mcp_server_git_works_on_a_linked_worktree() {
     std::fs::write(wt.join("a.txt"), format!("a\npush with {TOKEN}\n")).unwrap();
     std::fs::write(wt.join("b.txt"), "b\n").unwrap();
 
-    let server = vec![
-        interop_peers::peers_dir()
-            .join(".venv/bin/mcp-server-git")
-            .display()
-            .to_string(),
-        "--repository".to_owned(),
-        wt.display().to_string(),
-    ];
-    let opts = vec![
-        "--root".to_owned(),
-        wt.display().to_string(),
-        "--audit-log".to_owned(),
-        base.join("audit.jsonl").display().to_string(),
-    ];
-    let mut host = Host::start(&opts, &server, "2025-06-18");
-    host.begin(json!({}));
+    let mut host = git_server_on(&wt, &base);
     let repo = wt.display().to_string();
     let call = |host: &mut Host, tool: &str, args: Value| host.call_tool(tool, args).0;
     let s = text(&call(&mut host, "git_status", json!({"repo_path": repo})));
@@ -211,22 +218,7 @@ fn mcp_server_git_commits_in_a_submodule_checkout() {
     let config_before = std::fs::read_to_string(gitdir.join("config")).unwrap();
     let dot_git_before = std::fs::read_to_string(sub.join(".git")).unwrap();
 
-    let server = vec![
-        interop_peers::peers_dir()
-            .join(".venv/bin/mcp-server-git")
-            .display()
-            .to_string(),
-        "--repository".to_owned(),
-        sub.display().to_string(),
-    ];
-    let opts = vec![
-        "--root".to_owned(),
-        sub.display().to_string(),
-        "--audit-log".to_owned(),
-        base.join("audit.jsonl").display().to_string(),
-    ];
-    let mut host = Host::start(&opts, &server, "2025-06-18");
-    host.begin(json!({}));
+    let mut host = git_server_on(&sub, &base);
     let repo = sub.display().to_string();
     let call = |host: &mut Host, tool: &str, args: Value| host.call_tool(tool, args).0;
     let s = text(&call(&mut host, "git_status", json!({"repo_path": repo})));

@@ -30,6 +30,23 @@ pub fn rootfence() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rootfence"))
 }
 
+/// `rootfence audit show <args> LOG`'s output; fails the test, with its stderr, when the
+/// command fails.
+pub fn audit_show(args: &[&str], log: &std::path::Path) -> String {
+    let o = std::process::Command::new(rootfence())
+        .args(["audit", "show"])
+        .args(args)
+        .arg(log)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "audit show {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
 /// An example binary built next to rootfence (`cargo build --examples`; `cargo test` and
 /// `cargo nextest run` build them).
 pub fn example(name: &str) -> PathBuf {
