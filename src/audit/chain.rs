@@ -43,10 +43,10 @@ fn push_hex(h: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// Lowercase hex only: an uppercase digest is a different line, and a tamperer should not
-/// get two spellings of one hash.
-fn parse_hex(s: &[u8]) -> Option<Hash> {
-    if s.len() != 64 {
+/// `N` bytes from `2N` hex digits. Lowercase hex only: an uppercase digest is a different
+/// line, and a tamperer should not get two spellings of one hash (or signature).
+pub(crate) fn parse_hex<const N: usize>(s: &[u8]) -> Option<[u8; N]> {
+    if s.len() != 2 * N {
         return None;
     }
     let nib = |c: u8| match c {
@@ -54,11 +54,11 @@ fn parse_hex(s: &[u8]) -> Option<Hash> {
         b'a'..=b'f' => Some(c - b'a' + 10),
         _ => None,
     };
-    let mut h = [0u8; 32];
+    let mut out = [0u8; N];
     for (i, pair) in s.chunks_exact(2).enumerate() {
-        h[i] = (nib(pair[0])? << 4) | nib(pair[1])?;
+        out[i] = (nib(pair[0])? << 4) | nib(pair[1])?;
     }
-    Some(h)
+    Some(out)
 }
 
 /// Appends a whole line (with its `\n`) to `out`, from the envelope fields and an event body

@@ -50,7 +50,7 @@ use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, 
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 
 use super::AuditError;
-use super::chain::{self, GENESIS, Hash, hex};
+use super::chain::{self, GENESIS, Hash, hex, parse_hex};
 use super::time::{format_micros, now_micros};
 
 /// Domain separation: a signature over a checkpoint can never pass for one over anything
@@ -366,14 +366,7 @@ impl Checkpointer {
     ) -> Result<(), AuditError> {
         let path = self.cfg.path.clone();
         let werr = |e: io::Error| AuditError::write(&path, e);
-        let mut f = OpenOptions::new()
-            .append(true)
-            .read(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(&path)
-            .map_err(|e| AuditError::open(&path, e))?;
+        let mut f = super::sink::open_append(&path).map_err(|e| AuditError::open(&path, e))?;
         let size = f.metadata().map_err(werr)?.len();
         let (n, prev, torn) = last_checkpoint(&f, size).map_err(werr)?;
         let mut line = Vec::with_capacity(512);
@@ -653,22 +646,6 @@ fn find_sig(line: &[u8]) -> Option<usize> {
         return None;
     }
     memchr::memmem::rfind(line, SIG)
-}
-
-fn parse_hex<const N: usize>(s: &[u8]) -> Option<[u8; N]> {
-    if s.len() != 2 * N {
-        return None;
-    }
-    let nib = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    let mut out = [0u8; N];
-    for (i, pair) in s.chunks_exact(2).enumerate() {
-        out[i] = (nib(pair[0])? << 4) | nib(pair[1])?;
-    }
-    Some(out)
 }
 
 #[cfg(test)]

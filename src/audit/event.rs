@@ -29,8 +29,10 @@ pub const MAX_URI_BYTES: usize = 4096;
 /// Longest free-text field (method names, details) kept verbatim, in bytes.
 pub const MAX_TEXT_BYTES: usize = 512;
 
-/// One audit event. Each variant is one `event` name in the schema.
-#[derive(Debug, Clone, PartialEq)]
+/// One audit event. Each variant is one `event` name in the schema: serde writes it as the
+/// record's `event` member, before the variant's fields.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
     /// `session_start`: the first record of a session (written by [`AuditLog::open`]).
@@ -73,46 +75,17 @@ pub enum Event {
 }
 
 impl Event {
-    /// The `event` name written in the record.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Event::SessionStart(_) => "session_start",
-            Event::Initialized(_) => "initialized",
-            Event::RootsUpdate(_) => "roots_update",
-            Event::ServerStart(_) => "server_start",
-            Event::Decision(_) => "decision",
-            Event::ProtocolError(_) => "protocol_error",
-            Event::SessionEnd(_) => "session_end",
-            Event::LogRecovered(_) => "log_recovered",
-            Event::LogRewound(_) => "log_rewound",
-            Event::DecisionSummary(_) => "decision_summary",
-            Event::ProtocolErrorRepeated(_) => "protocol_error_repeated",
-            Event::LogPruned(_) => "log_pruned",
-            Event::SinkDropped(_) => "sink_dropped",
-            Event::PolicyReload(_) => "policy_reload",
-        }
-    }
-
     /// Serializes the event's part of a line: `"event":"<name>",<fields>}` (escaped, without
     /// the envelope's opening and without the newline).
     pub(crate) fn write_body(&self, out: &mut Vec<u8>) {
-        let name = self.name();
-        match self {
-            Event::SessionStart(e) => write_named(name, e, out),
-            Event::Initialized(e) => write_named(name, e, out),
-            Event::RootsUpdate(e) => write_named(name, e, out),
-            Event::ServerStart(e) => write_named(name, e, out),
-            Event::Decision(e) => write_named(name, e, out),
-            Event::ProtocolError(e) => write_named(name, e, out),
-            Event::SessionEnd(e) => write_named(name, e, out),
-            Event::LogRecovered(e) => write_named(name, e, out),
-            Event::LogRewound(e) => write_named(name, e, out),
-            Event::DecisionSummary(e) => write_named(name, e, out),
-            Event::ProtocolErrorRepeated(e) => write_named(name, e, out),
-            Event::LogPruned(e) => write_named(name, e, out),
-            Event::SinkDropped(e) => write_named(name, e, out),
-            Event::PolicyReload(e) => write_named(name, e, out),
-        }
+        let start = out.len();
+        // Serializing these types to a Vec cannot fail: no maps with non-string keys, no
+        // custom Serialize that errors.
+        let r = serde_json::to_writer(&mut *out, self);
+        debug_assert!(r.is_ok());
+        // `{"event":"<name>",<fields>}` less its opening brace.
+        out.remove(start);
+        escape_line(out, start);
     }
 
     /// Parses the event from a record's body, `{"event":"<name>",...}`, given its name.
@@ -155,39 +128,16 @@ impl Event {
     }
 }
 
-/// Appends `"event":"<name>",<fields of value>}` (escaped, without the envelope's opening
-/// and without the newline).
-pub(crate) fn write_named<T: Serialize + ?Sized>(name: &str, value: &T, out: &mut Vec<u8>) {
-    write_named_with(name, out, |out| {
-        // Serializing these types to a Vec cannot fail: no maps with non-string keys, no
-        // custom Serialize that errors.
-        let r = serde_json::to_writer(&mut *out, value);
-        debug_assert!(r.is_ok());
-    });
-}
-
-/// [`write_named`] of a decision borrowed on the hot path, written by
+/// The body of a decision borrowed on the hot path, as [`Event::write_body`] writes the
+/// owned one: `"event":"decision",<fields>}`, the fields written by
 /// [`DecisionRef::write_json`] rather than serde (the same bytes).
 pub(crate) fn write_named_decision(d: &DecisionRef<'_>, out: &mut Vec<u8>) {
-    write_named_with("decision", out, |out| d.write_json(out));
-}
-
-/// [`write_named`] with the object written by `object`.
-fn write_named_with(name: &str, out: &mut Vec<u8>, object: impl FnOnce(&mut Vec<u8>)) {
     let start = out.len();
-    out.extend_from_slice(b"\"event\":\"");
-    out.extend_from_slice(name.as_bytes());
-    out.push(b'"');
+    out.extend_from_slice(b"\"event\":\"decision\"");
     let fields_at = out.len();
-    object(out);
-    // The struct came out as `{...}`: turn its `{` into the `,` after the event name, or drop
-    // it if the struct has no fields (`{}`).
-    if out.len() == fields_at + 2 {
-        out.truncate(fields_at);
-        out.push(b'}');
-    } else {
-        out[fields_at] = b',';
-    }
+    d.write_json(out);
+    // The struct came out as `{...}` (never empty): its `{` becomes the `,` after the name.
+    out[fields_at] = b',';
     escape_line(out, start);
 }
 
@@ -643,6 +593,16 @@ pub struct PolicyReload {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `"event":"<name>",<fields>}` with the fields as serde writes `d`.
+    fn write_named(name: &str, d: &DecisionRef<'_>, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(format!("\"event\":\"{name}\"").as_bytes());
+        let fields_at = out.len();
+        serde_json::to_writer(&mut *out, d).unwrap();
+        out[fields_at] = b',';
+        escape_line(out, start);
+    }
 
     fn body(e: &Event) -> String {
         let mut v = Vec::new();

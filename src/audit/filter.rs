@@ -131,83 +131,50 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// Whether a record passes every filter.
+    /// Whether a record passes every filter (an unset filter passes everything).
     pub(crate) fn accepts(&self, r: &Record) -> bool {
-        if let Some(s) = &self.session
-            && !r.session.starts_with(s.as_str())
-        {
-            return false;
-        }
-        if let Some(t) = self.since
-            && r.ts_micros.is_none_or(|ts| ts < t)
-        {
-            return false;
-        }
-        if let Some(t) = self.until
-            && r.ts_micros.is_none_or(|ts| ts >= t)
-        {
-            return false;
-        }
-        let decision = match &r.event {
-            Some(Event::Decision(d)) => Some(d),
-            _ => None,
-        };
-        if self.denied && !decision.is_some_and(|d| d.decision == Verdict::Deny) {
-            return false;
-        }
-        if let Some(k) = &self.request {
-            if k.session
+        let in_session = |s: &String| r.session.starts_with(s.as_str());
+        self.session.as_ref().is_none_or(in_session)
+            && self
+                .since
+                .is_none_or(|t| r.ts_micros.is_some_and(|ts| ts >= t))
+            && self
+                .until
+                .is_none_or(|t| r.ts_micros.is_some_and(|ts| ts < t))
+            && (!self.denied
+                || matches!(&r.event, Some(Event::Decision(d)) if d.decision == Verdict::Deny))
+            && self.request.as_ref().is_none_or(|k| {
+                k.session.as_ref().is_none_or(in_session)
+                    && match k.key {
+                        Some(key) => record_request(r) == Some(key),
+                        None => record_id(r) == Some(k.id.as_str()),
+                    }
+            })
+            && self
+                .method
                 .as_ref()
-                .is_some_and(|s| !r.session.starts_with(s.as_str()))
-            {
-                return false;
-            }
-            let same = match k.key {
-                Some(key) => record_request(r) == Some(key),
-                None => record_id(r) == Some(k.id.as_str()),
-            };
-            if !same {
-                return false;
-            }
-        }
-        if let Some(p) = &self.method
-            && !record_method(r).is_some_and(|m| p.is_match(m))
-        {
-            return false;
-        }
-        if let Some(p) = &self.tool
-            && !r.tool.as_deref().is_some_and(|t| p.is_match(t))
-        {
-            return false;
-        }
-        if let Some(want) = &self.reason {
-            let ok = match &r.event {
+                .is_none_or(|p| record_method(r).is_some_and(|m| p.is_match(m)))
+            && self
+                .tool
+                .as_ref()
+                .is_none_or(|p| r.tool.as_deref().is_some_and(|t| p.is_match(t)))
+            && self.reason.as_ref().is_none_or(|want| match &r.event {
                 Some(Event::Decision(d)) => &d.reason == want,
                 Some(Event::DecisionSummary(s)) => s.reasons.contains_key(want),
                 Some(Event::RootsUpdate(u)) => u.dropped.iter().any(|d| &d.reason == want),
                 _ => false,
-            };
-            if !ok {
-                return false;
-            }
-        }
-        if let Some(p) = &self.uri {
-            let ok = match &r.event {
-                Some(Event::Decision(d)) => {
-                    p.is_match(d.uri.as_str())
-                        || d.canonical.as_ref().is_some_and(|c| p.is_match(c.as_str()))
+            })
+            && self.uri.as_ref().is_none_or(|p| {
+                let any = |uris: &[super::AuditUri]| uris.iter().any(|x| p.is_match(x.as_str()));
+                match &r.event {
+                    Some(Event::Decision(d)) => {
+                        p.is_match(d.uri.as_str())
+                            || d.canonical.as_ref().is_some_and(|c| p.is_match(c.as_str()))
+                    }
+                    Some(Event::RootsUpdate(u)) => any(&u.received) || any(&u.effective),
+                    _ => false,
                 }
-                Some(Event::RootsUpdate(u)) => {
-                    u.received.iter().any(|x| p.is_match(x.as_str()))
-                        || u.effective.iter().any(|x| p.is_match(x.as_str()))
-                }
-                _ => false,
-            };
-            if !ok {
-                return false;
-            }
-        }
-        true
+            })
     }
 }
 

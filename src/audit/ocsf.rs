@@ -115,6 +115,9 @@ fn rootfence_product() -> Value {
     json!({"name": "rootfence", "vendor_name": "rootfence", "version": env!("CARGO_PKG_VERSION")})
 }
 
+/// An OCSF enumeration's value: its uid and its name.
+type Named = (u32, &'static str);
+
 /// Maps one record, with what the session's earlier records said about its peers.
 fn map_with(rec: &Map<String, Value>, peers: &Peers) -> Value {
     let (host, server) = (peers.host.as_deref(), peers.server.as_deref());
@@ -127,17 +130,15 @@ fn map_with(rec: &Map<String, Value>, peers: &Peers) -> Value {
         .map_or(Value::Null, |us| json!(us / 1000));
     let mut used: Vec<&str> = vec!["v", "seq", "ts", "session", "prev", "event"];
     let mut out = Map::new();
-    let (class_uid, class_name, category_uid, category_name, activity_id, activity_name);
+    let (class, category, activity): (Named, Named, Named);
+    const APPLICATION: Named = (6, "Application Activity");
     let mut severity_id = 1; // Informational
     let mut claimed_note = false;
     match event {
         "decision" => {
-            class_uid = 6003;
-            class_name = "API Activity";
-            category_uid = 6;
-            category_name = "Application Activity";
+            (class, category) = ((6003, "API Activity"), APPLICATION);
             let method = s("method").unwrap_or("");
-            (activity_id, activity_name) = match method {
+            activity = match method {
                 m::RESOURCES_READ
                 | m::RESOURCES_LIST
                 | m::RESOURCES_TEMPLATES_LIST
@@ -150,31 +151,25 @@ fn map_with(rec: &Map<String, Value>, peers: &Peers) -> Value {
             if !allowed {
                 severity_id = 3; // Medium
             }
-            out.insert("action_id".into(), json!(if allowed { 1 } else { 2 }));
-            out.insert(
-                "action".into(),
-                json!(if allowed { "Allowed" } else { "Denied" }),
-            );
-            out.insert("disposition_id".into(), json!(if allowed { 1 } else { 2 }));
-            out.insert(
-                "disposition".into(),
-                json!(if allowed { "Allowed" } else { "Blocked" }),
-            );
-            out.insert("status_id".into(), json!(if allowed { 1 } else { 2 }));
-            out.insert(
-                "status".into(),
-                json!(if allowed { "Success" } else { "Failure" }),
-            );
+            // `<key>_id` 1 and its word when allowed, 2 and the other word when denied.
+            let outcome = usize::from(!allowed);
+            for (key, words) in [
+                ("action", ["Allowed", "Denied"]),
+                ("disposition", ["Allowed", "Blocked"]),
+                ("status", ["Success", "Failure"]),
+            ] {
+                out.insert(format!("{key}_id"), json!(outcome + 1));
+                out.insert(key.into(), json!(words[outcome]));
+            }
             if let Some(r) = s("reason") {
                 out.insert("status_detail".into(), json!(r));
             }
-            let mut api = Map::new();
-            api.insert("operation".into(), json!(method));
+            let mut api = json!({"operation": method});
             if let Some(id) = rec.get("id") {
-                api.insert("request".into(), json!({"uid": id.to_string()}));
+                api["request"] = json!({"uid": id.to_string()});
             }
-            api.insert("service".into(), json!({"name": "mcp"}));
-            out.insert("api".into(), Value::Object(api));
+            api["service"] = json!({"name": "mcp"});
+            out.insert("api".into(), api);
             // Who sent the message: the host for a request it made, the server for a
             // result it returned. Their names are what they claimed in `initialize`.
             let from_host = s("direction") != Some("server_to_host");
@@ -183,21 +178,14 @@ fn map_with(rec: &Map<String, Value>, peers: &Peers) -> Value {
             } else {
                 ("mcp server", "mcp host", server)
             };
-            let mut actor = Map::new();
-            actor.insert("app_name".into(), json!(claimed.unwrap_or(side)));
+            let mut actor = json!({"app_name": claimed.unwrap_or(side)});
             // Only an authenticated principal is a user; a claimed name is not an identity.
             if from_host && let Some(p) = s("principal").filter(|p| p.starts_with("token:")) {
-                actor.insert(
-                    "user".into(),
-                    json!({"uid": p, "type_id": 1, "type": "User"}),
-                );
+                actor["user"] = json!({"uid": p, "type_id": 1, "type": "User"});
                 used.push("principal");
             }
-            actor.insert(
-                "session".into(),
-                json!({"uid": s("session").unwrap_or(""), "issuer": "rootfence"}),
-            );
-            out.insert("actor".into(), Value::Object(actor));
+            actor["session"] = json!({"uid": session, "issuer": "rootfence"});
+            out.insert("actor".into(), actor);
             let mut src = json!({"name": side, "svc_name": "mcp"});
             if from_host
                 && let Some((ip, port)) = peers
@@ -217,11 +205,11 @@ fn map_with(rec: &Map<String, Value>, peers: &Peers) -> Value {
             claimed_note =
                 claimed.is_some() || s("principal").is_some_and(|p| p.starts_with("claimed:"));
             if let Some(uri) = s("uri") {
-                let mut res = Map::new();
-                res.insert("uid".into(), json!(s("canonical").unwrap_or(uri)));
-                res.insert("name".into(), json!(uri));
-                res.insert("type".into(), json!("uri"));
-                out.insert("resources".into(), json!([res]));
+                let uid = s("canonical").unwrap_or(uri);
+                out.insert(
+                    "resources".into(),
+                    json!([{"uid": uid, "name": uri, "type": "uri"}]),
+                );
             }
             if let Some(rule) = s("rule") {
                 let mut policy = json!({"name": rule});
@@ -242,44 +230,36 @@ fn map_with(rec: &Map<String, Value>, peers: &Peers) -> Value {
             ]);
         }
         "session_start" | "session_end" => {
-            class_uid = 6002;
-            class_name = "Application Lifecycle";
-            category_uid = 6;
-            category_name = "Application Activity";
-            (activity_id, activity_name) = if event == "session_start" {
+            (class, category) = ((6002, "Application Lifecycle"), APPLICATION);
+            activity = if event == "session_start" {
                 (3, "Start")
             } else {
                 (4, "Stop")
             };
             // The application that started or stopped: this rootfence session.
             let mut app = rootfence_product();
-            app["uid"] = json!(s("session").unwrap_or(""));
+            app["uid"] = json!(session);
             out.insert("app".into(), app);
         }
         _ => {
-            class_uid = 0;
-            class_name = "Base Event";
-            category_uid = 0;
-            category_name = "Uncategorized";
-            (activity_id, activity_name) = (99, "Other");
+            (class, category, activity) = ((0, "Base Event"), (0, "Uncategorized"), (99, "Other"));
             if matches!(event, "log_rewound" | "log_recovered") {
                 severity_id = 4; // High: the log was damaged or cut
             }
         }
     }
-    out.insert("class_uid".into(), json!(class_uid));
-    out.insert("class_name".into(), json!(class_name));
-    out.insert("category_uid".into(), json!(category_uid));
-    out.insert("category_name".into(), json!(category_name));
-    out.insert("activity_id".into(), json!(activity_id));
-    out.insert("activity_name".into(), json!(activity_name));
-    out.insert("type_uid".into(), json!(class_uid * 100 + activity_id));
-    out.insert("severity_id".into(), json!(severity_id));
-    out.insert("time".into(), time);
-    out.insert("message".into(), json!(event));
-    out.insert(
-        "metadata".into(),
-        json!({
+    if let Value::Object(head) = json!({
+        "class_uid": class.0,
+        "class_name": class.1,
+        "category_uid": category.0,
+        "category_name": category.1,
+        "activity_id": activity.0,
+        "activity_name": activity.1,
+        "type_uid": class.0 * 100 + activity.0,
+        "severity_id": severity_id,
+        "time": time,
+        "message": event,
+        "metadata": {
             "version": OCSF_VERSION,
             "product": rootfence_product(),
             "log_name": "rootfence audit",
@@ -287,8 +267,10 @@ fn map_with(rec: &Map<String, Value>, peers: &Peers) -> Value {
             "uid": format!("{session}:{seq}"),
             "sequence": seq,
             "correlation_uid": session,
-        }),
-    );
+        },
+    }) {
+        out.extend(head);
+    }
     let mut unmapped: Map<String, Value> = rec
         .iter()
         .filter(|(k, _)| !used.contains(&k.as_str()))

@@ -26,8 +26,8 @@ use sha2::{Digest, Sha256};
 use super::event::{Event, Verdict};
 use super::filter::Filter;
 use super::read::for_each_record;
-use super::show::{disp, rule_text};
-use super::summary::{NO_TOOL, top};
+use super::show::{disp, disp_join, rule_text};
+use super::summary::{tool_of, top};
 use super::verify::{VerifyOptions, verify_files_with};
 
 /// Options for [`report_html`].
@@ -148,12 +148,7 @@ pub fn report_html(
             };
             match &rec.event {
                 Some(Event::SessionStart(s)) => {
-                    lane.command = s
-                        .command
-                        .iter()
-                        .map(|a| disp(a))
-                        .collect::<Vec<_>>()
-                        .join(" ");
+                    lane.command = disp_join(&s.command, " ");
                 }
                 Some(Event::Initialized(i)) => {
                     lane.protocol = disp(&i.protocol_version);
@@ -195,14 +190,10 @@ pub fn report_html(
                 Some(Event::DecisionSummary(d)) => lane.allowed += d.allowed,
                 Some(Event::Decision(d)) => {
                     let deny = d.decision == Verdict::Deny;
-                    let tool = match (&rec.tool, d.method.as_str()) {
-                        (Some(t), _) => disp(t),
-                        (None, crate::mcp::methods::TOOLS_CALL) => NO_TOOL.to_owned(),
-                        _ => String::new(),
-                    };
+                    let tool = tool_of(rec, d).map(disp).unwrap_or_default();
                     let rule = rule_text(d.layer.as_deref(), d.rule.as_deref());
                     let uri = disp(d.uri.as_str());
-                    if deny {
+                    let (drawn, max, kind) = if deny {
                         lane.denied += 1;
                         *denied_paths.entry(uri.clone()).or_default() += 1;
                         if !tool.is_empty() {
@@ -214,20 +205,13 @@ pub fn report_html(
                             rule.clone()
                         };
                         *denied_rules.entry(r).or_default() += 1;
+                        (&mut lane.deny_marks, MAX_DENY_MARKS, MarkKind::Deny)
                     } else {
                         lane.allowed += 1;
-                    }
-                    let room = if deny {
-                        lane.deny_marks < MAX_DENY_MARKS
-                    } else {
-                        lane.allow_ticks < MAX_ALLOW_TICKS
+                        (&mut lane.allow_ticks, MAX_ALLOW_TICKS, MarkKind::Allow)
                     };
-                    if room {
-                        if deny {
-                            lane.deny_marks += 1;
-                        } else {
-                            lane.allow_ticks += 1;
-                        }
+                    if *drawn < max {
+                        *drawn += 1;
                         let mut label = format!(
                             "{} {} {}",
                             rec.ts,
@@ -242,14 +226,7 @@ pub fn report_html(
                             let _ = write!(label, "\nrule: {rule}");
                         }
                         let _ = write!(label, "\nseq {}", rec.seq);
-                        mark(
-                            if deny {
-                                MarkKind::Deny
-                            } else {
-                                MarkKind::Allow
-                            },
-                            label,
-                        );
+                        mark(kind, label);
                     }
                     if rows.len() < MAX_ROWS {
                         rows.push(Row {

@@ -308,14 +308,8 @@ fn principal_text(p: &super::Principal) -> String {
     } else {
         " (not authenticated)"
     });
-    if let Some(a) = &p.client_address {
-        s.push_str(" from ");
-        s.push_str(&disp(a));
-    }
-    if let Some(h) = &p.http_session {
-        s.push_str(" http session ");
-        s.push_str(&disp(h));
-    }
+    opt_field(&mut s, " from ", p.client_address.as_deref());
+    opt_field(&mut s, " http session ", p.http_session.as_deref());
     s
 }
 
@@ -346,18 +340,15 @@ const CSV_COLUMNS: &[&str] = &[
 /// The decision's columns, or empty ones.
 fn decision_cells(rec: &Record) -> [String; 12] {
     let mut c: [String; 12] = Default::default();
+    let opt = |s: Option<&str>| s.map(disp).unwrap_or_default();
     if let Some(Event::Decision(d)) = &rec.event {
         c[0] = enum_word(&d.direction);
         c[1] = disp(&d.method);
-        c[2] = d.id.as_ref().map(|i| disp(i.as_json())).unwrap_or_default();
-        c[3] = rec.tool.as_deref().map(disp).unwrap_or_default();
-        c[4] = d.field.as_deref().map(disp).unwrap_or_default();
+        c[2] = opt(d.id.as_ref().map(super::RpcId::as_json));
+        c[3] = opt(rec.tool.as_deref());
+        c[4] = opt(d.field.as_deref());
         c[5] = disp(d.uri.as_str());
-        c[6] = d
-            .canonical
-            .as_ref()
-            .map(|u| disp(u.as_str()))
-            .unwrap_or_default();
+        c[6] = opt(d.canonical.as_ref().map(super::AuditUri::as_str));
         c[7] = match d.decision {
             Verdict::Allow => "allow",
             Verdict::Deny => "deny",
@@ -365,16 +356,12 @@ fn decision_cells(rec: &Record) -> [String; 12] {
         .into();
         c[8] = disp(&d.reason);
         c[9] = rule_text(d.layer.as_deref(), d.rule.as_deref());
-        c[10] = d
-            .root
-            .as_ref()
-            .map(|u| disp(u.as_str()))
-            .unwrap_or_default();
+        c[10] = opt(d.root.as_ref().map(super::AuditUri::as_str));
         c[11] = enum_word(&d.action);
     } else if let Some(Event::DecisionSummary(s)) = &rec.event {
         c[0] = enum_word(&s.direction);
         c[1] = disp(&s.method);
-        c[2] = s.id.as_ref().map(|i| disp(i.as_json())).unwrap_or_default();
+        c[2] = opt(s.id.as_ref().map(super::RpcId::as_json));
         c[4] = disp(&s.field);
         c[7] = "allow".into();
     }
@@ -550,6 +537,20 @@ pub(crate) fn disp(s: &str) -> String {
     o
 }
 
+/// Each item display-escaped, joined with `sep`.
+pub(crate) fn disp_join<S: AsRef<str>>(items: &[S], sep: &str) -> String {
+    let v: Vec<String> = items.iter().map(|s| disp(s.as_ref())).collect();
+    v.join(sep)
+}
+
+/// `<label><value>`, the value display-escaped, when there is one.
+fn opt_field(o: &mut String, label: &str, value: Option<&str>) {
+    if let Some(v) = value {
+        o.push_str(label);
+        o.push_str(&disp(v));
+    }
+}
+
 fn dir(d: Direction) -> &'static str {
     match d {
         Direction::HostToServer => "host->server",
@@ -595,31 +596,28 @@ fn format_record(r: &Record, o: &mut String) {
         return;
     };
     let _ = match ev {
-        Event::SessionStart(s) => {
-            let cmd: Vec<String> = s.command.iter().map(|a| disp(a)).collect();
-            write!(
-                o,
-                "session_start rootfence {} pid {} command: {}  cwd: {}  roots: {}  policies: {}",
-                disp(&s.rootfence_version),
-                s.pid,
-                cmd.join(" "),
-                disp(&s.cwd),
-                uris(s.effective_roots.iter()),
-                s.policy_files
-                    .iter()
-                    .map(|p| format!("{} ({}…)", disp(&p.path), p.sha256.get(..12).unwrap_or("")))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-            .and_then(|()| match &s.sandbox {
-                Some(sb) => write!(o, "  sandbox: {} {}", disp(&sb.mode), disp(&sb.enforcement)),
-                None => Ok(()),
-            })
-            .and_then(|()| match &s.principal {
-                Some(p) => write!(o, "  principal: {}", principal_text(p)),
-                None => Ok(()),
-            })
-        }
+        Event::SessionStart(s) => write!(
+            o,
+            "session_start rootfence {} pid {} command: {}  cwd: {}  roots: {}  policies: {}",
+            disp(&s.rootfence_version),
+            s.pid,
+            disp_join(&s.command, " "),
+            disp(&s.cwd),
+            uris(s.effective_roots.iter()),
+            s.policy_files
+                .iter()
+                .map(|p| format!("{} ({}…)", disp(&p.path), p.sha256.get(..12).unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+        .and_then(|()| match &s.sandbox {
+            Some(sb) => write!(o, "  sandbox: {} {}", disp(&sb.mode), disp(&sb.enforcement)),
+            None => Ok(()),
+        })
+        .and_then(|()| match &s.principal {
+            Some(p) => write!(o, "  principal: {}", principal_text(p)),
+            None => Ok(()),
+        }),
         Event::Initialized(i) => {
             let peer = |p: &Option<super::PeerInfo>| match p {
                 Some(p) => format!("{} {}", disp(&p.name), disp(&p.version)),
@@ -671,10 +669,7 @@ fn format_record(r: &Record, o: &mut String) {
         })
         .and_then(|()| match s.differences.is_empty() {
             true => Ok(()),
-            false => {
-                let d: Vec<String> = s.differences.iter().map(|d| disp(d)).collect();
-                write!(o, "  differs: {}", d.join("; "))
-            }
+            false => write!(o, "  differs: {}", disp_join(&s.differences, "; ")),
         }),
         Event::Decision(d) => {
             let verdict = match d.decision {
@@ -682,21 +677,12 @@ fn format_record(r: &Record, o: &mut String) {
                 Verdict::Deny => "DENY ",
             };
             let _ = write!(o, "{verdict} {} {}", dir(d.direction), disp(&d.method));
-            if let Some(t) = &r.tool {
-                let _ = write!(o, " tool={}", disp(t));
-            }
-            if let Some(id) = &d.id {
-                let _ = write!(o, " id={}", disp(id.as_json()));
-            }
-            if let Some(k) = d.request {
-                let _ = write!(o, " request=#{k}");
-            }
-            if let Some(p) = &d.principal {
-                let _ = write!(o, " by={}", disp(p));
-            }
-            if let Some(f) = &d.field {
-                let _ = write!(o, " {}", disp(f));
-            }
+            let request = d.request.map(|k| format!("#{k}"));
+            opt_field(o, " tool=", r.tool.as_deref());
+            opt_field(o, " id=", d.id.as_ref().map(super::RpcId::as_json));
+            opt_field(o, " request=", request.as_deref());
+            opt_field(o, " by=", d.principal.as_deref());
+            opt_field(o, " ", d.field.as_deref());
             let _ = write!(o, " {}", disp(d.uri.as_str()));
             if let Some(c) = &d.canonical
                 && c != &d.uri
@@ -708,9 +694,7 @@ fn format_record(r: &Record, o: &mut String) {
             if !rule.is_empty() {
                 let _ = write!(o, "  rule: {rule}");
             }
-            if let Some(root) = &d.root {
-                let _ = write!(o, "  root: {}", disp(root.as_str()));
-            }
+            opt_field(o, "  root: ", d.root.as_ref().map(super::AuditUri::as_str));
             write!(o, "  action: {}", enum_word(&d.action))
         }
         Event::ProtocolError(p) => {
@@ -721,9 +705,7 @@ fn format_record(r: &Record, o: &mut String) {
                 enum_word(&p.kind),
                 p.len
             );
-            if let Some(id) = &p.id {
-                let _ = write!(o, " id={}", disp(id.as_json()));
-            }
+            opt_field(o, " id=", p.id.as_ref().map(super::RpcId::as_json));
             write!(o, ": {}", disp(&p.detail))
         }
         Event::SessionEnd(e) => {
@@ -763,9 +745,7 @@ fn format_record(r: &Record, o: &mut String) {
         ),
         Event::DecisionSummary(s) => {
             let _ = write!(o, "allow {} {}", dir(s.direction), disp(&s.method));
-            if let Some(id) = &s.id {
-                let _ = write!(o, " id={}", disp(id.as_json()));
-            }
+            opt_field(o, " id=", s.id.as_ref().map(super::RpcId::as_json));
             let _ = write!(
                 o,
                 " {}: {} entries allowed (summarized), {} denied (own records)",
@@ -799,22 +779,14 @@ fn format_record(r: &Record, o: &mut String) {
                 disp(&p.since),
                 p.first.len
             );
-            if let Some(id) = &p.first.id {
-                let _ = write!(o, " id={}", disp(id.as_json()));
-            }
-            if let Some(h) = &p.first.sha256 {
-                let _ = write!(o, " sha256 {}", disp(h));
-            }
+            opt_field(o, " id=", p.first.id.as_ref().map(super::RpcId::as_json));
+            opt_field(o, " sha256 ", p.first.sha256.as_deref());
             write!(o, ": {}", disp(&p.first.detail))
         }
         Event::LogPruned(l) => write!(
             o,
             "log_pruned retention removed {} ({} bytes); the chain now starts at seq {} in {}",
-            l.removed
-                .iter()
-                .map(|f| disp(f))
-                .collect::<Vec<_>>()
-                .join(", "),
+            disp_join(&l.removed, ", "),
             l.removed_bytes,
             l.first_seq,
             disp(&l.first_file)
@@ -841,11 +813,7 @@ fn format_record(r: &Record, o: &mut String) {
                         let _ = write!(
                             o,
                             "; at the next generation: {}",
-                            r.deferred
-                                .iter()
-                                .map(|d| disp(d))
-                                .collect::<Vec<_>>()
-                                .join("; ")
+                            disp_join(&r.deferred, "; ")
                         );
                     }
                     Ok(())

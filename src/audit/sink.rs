@@ -122,9 +122,7 @@ impl Sink {
             .open(&lock_path)
             .map_err(|e| AuditError::open(&lock_path, e))?;
         let syslog = match &cfg.syslog {
-            Some(c) => {
-                Some(Syslog::start(c.clone(), session).map_err(|e| AuditError::open(&path, e))?)
-            }
+            Some(c) => Some(Syslog::start(c.clone()).map_err(|e| AuditError::open(&path, e))?),
             None => None,
         };
         let mut checkpoint = cfg.checkpoint.clone().map(Checkpointer::new);
@@ -301,7 +299,7 @@ impl Sink {
             critical = true;
         }
         for &(ts, body, crit) in items {
-            self.push_line(ts, body)?;
+            self.push_line(ts, body, true)?;
             critical |= crit;
         }
         self.write_out()?;
@@ -327,19 +325,15 @@ impl Sink {
     fn push_event(&mut self, event: &Event) -> Result<(), AuditError> {
         let mut body = Vec::with_capacity(256);
         event.write_body(&mut body);
-        self.push_line(now_micros(), &body)
+        self.push_line(now_micros(), &body, true)
     }
 
     /// Adds one record to the batch, chained from the head; when it would overflow the
-    /// active file, writes what is before it and rotates first.
-    fn push_line(&mut self, ts: i64, body: &[u8]) -> Result<(), AuditError> {
-        self.push_line_once(ts, body, true)
-    }
-
-    /// `may_rotate` is false once this line caused a rotation: retention's `log_pruned`
-    /// record opens the new file, and when it and the line together exceed
-    /// `rotate_bytes`, rotating again would loop forever (each turn pruning a file).
-    fn push_line_once(&mut self, ts: i64, body: &[u8], may_rotate: bool) -> Result<(), AuditError> {
+    /// active file, writes what is before it and rotates first. `may_rotate` is false once
+    /// this line caused a rotation: retention's `log_pruned` record opens the new file, and
+    /// when it and the line together exceed `rotate_bytes`, rotating again would loop
+    /// forever (each turn pruning a file).
+    fn push_line(&mut self, ts: i64, body: &[u8], may_rotate: bool) -> Result<(), AuditError> {
         let head = self.head.ok_or(AuditError::Closed)?;
         let start = self.out.len();
         chain::append_line(
@@ -357,7 +351,7 @@ impl Sink {
                 self.write_out()?;
                 self.rotate()?;
                 // The line is built again: rotation may have added a record before it.
-                return self.push_line_once(ts, body, false);
+                return self.push_line(ts, body, false);
             }
         }
         let head = self.head.as_mut().ok_or(AuditError::Closed)?;
@@ -500,14 +494,7 @@ impl Sink {
     }
 
     fn open_active(&self) -> Result<File, AuditError> {
-        OpenOptions::new()
-            .append(true)
-            .read(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(&self.path)
-            .map_err(|e| self.open_err(e))
+        open_append(&self.path).map_err(|e| self.open_err(e))
     }
 
     /// Rotates the full active file (under the lock) and opens a new one.
@@ -635,6 +622,17 @@ impl Sink {
         found.sort_by_key(|f| std::cmp::Reverse(f.0));
         Ok(found.into_iter().map(|(_, p)| p).collect())
     }
+}
+
+/// Opens (creating it, mode 0600) a file rootfence appends to: the log or its checkpoints.
+pub(super) fn open_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .append(true)
+        .read(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(path)
 }
 
 /// `Some(n)` when `file` is `<base>.<digits>`.

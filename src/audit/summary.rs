@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::event::{Event, Verdict, escape_json_display};
 use super::filter::Filter;
 use super::read::{Record, for_each_record};
-use super::show::{disp, enum_word};
+use super::show::{disp, disp_join, enum_word};
 
 /// Options for [`summarize`].
 #[derive(Debug, Clone, Default)]
@@ -151,12 +151,12 @@ pub fn summarize(
         return Ok(());
     }
     for s in &summary.sessions {
-        print_session(s, out)?;
+        print_session("session", s, out)?;
     }
     if summary.sessions.is_empty() {
         writeln!(out, "no records")?;
     } else if summary.sessions.len() > 1 {
-        print_all(&summary.all, out)?;
+        print_session("all", &summary.all, out)?;
     }
     Ok(())
 }
@@ -186,25 +186,13 @@ impl Session {
                     Verdict::Allow => "allow",
                     Verdict::Deny => "deny",
                 };
-                *s.decisions.entry(verdict.into()).or_default() += 1;
-                *s.by_method
-                    .entry(d.method.clone())
-                    .or_default()
-                    .entry(verdict.into())
-                    .or_default() += 1;
-                *s.by_reason.entry(d.reason.clone()).or_default() += 1;
-                *s.by_action.entry(enum_word(&d.action)).or_default() += 1;
-                let tool = match (&rec.tool, d.method.as_str()) {
-                    (Some(t), _) => Some(t.as_str()),
-                    (None, crate::mcp::methods::TOOLS_CALL) => Some(NO_TOOL),
-                    _ => None,
-                };
+                count(&mut s.decisions, verdict, 1);
+                count(s.by_method.entry(d.method.clone()).or_default(), verdict, 1);
+                count(&mut s.by_reason, &d.reason, 1);
+                count(&mut s.by_action, &enum_word(&d.action), 1);
+                let tool = tool_of(rec, d);
                 if let Some(t) = tool {
-                    *s.by_tool
-                        .entry(t.to_owned())
-                        .or_default()
-                        .entry(verdict.into())
-                        .or_default() += 1;
+                    count(s.by_tool.entry(t.to_owned()).or_default(), verdict, 1);
                     *s.tools.entry(t.to_owned()).or_default() += 1;
                 }
                 if d.decision == Verdict::Deny {
@@ -217,23 +205,17 @@ impl Session {
             }
             Some(Event::DecisionSummary(d)) => {
                 let n = d.allowed;
-                *s.decisions.entry("allow".into()).or_default() += n;
-                *s.by_method
-                    .entry(d.method.clone())
-                    .or_default()
-                    .entry("allow".into())
-                    .or_default() += n;
+                count(&mut s.decisions, "allow", n);
+                count(s.by_method.entry(d.method.clone()).or_default(), "allow", n);
                 for (reason, k) in &d.reasons {
-                    *s.by_reason.entry(reason.clone()).or_default() += k;
+                    count(&mut s.by_reason, reason, *k);
                 }
-                *s.by_action.entry("forwarded".into()).or_default() += n;
+                count(&mut s.by_action, "forwarded", n);
                 s.summarized_allows += n;
             }
-            Some(Event::ProtocolError(p)) => {
-                *s.protocol_errors.entry(enum_word(&p.kind)).or_default() += 1;
-            }
+            Some(Event::ProtocolError(p)) => count(&mut s.protocol_errors, &enum_word(&p.kind), 1),
             Some(Event::ProtocolErrorRepeated(p)) => {
-                *s.protocol_errors.entry(enum_word(&p.kind)).or_default() += p.count;
+                count(&mut s.protocol_errors, &enum_word(&p.kind), p.count);
             }
             Some(Event::SessionEnd(e)) => {
                 let mut end = enum_word(&e.cause);
@@ -258,6 +240,21 @@ impl Session {
     }
 }
 
+/// The tool a decision counts under: the one its record names, else [`NO_TOOL`] for a
+/// `tools/call`.
+pub(crate) fn tool_of<'a>(rec: &'a Record, d: &super::event::Decision) -> Option<&'a str> {
+    match (&rec.tool, d.method.as_str()) {
+        (Some(t), _) => Some(t.as_str()),
+        (None, crate::mcp::methods::TOOLS_CALL) => Some(NO_TOOL),
+        _ => None,
+    }
+}
+
+/// Adds `n` to `m[k]`.
+fn count(m: &mut BTreeMap<String, u64>, k: &str, n: u64) {
+    *m.entry(k.to_owned()).or_default() += n;
+}
+
 /// The rule a denial is counted under: `layer: rule`, or what there is, or the reason.
 pub(crate) fn rule_key(d: &super::event::Decision) -> String {
     match (&d.layer, &d.rule) {
@@ -268,24 +265,18 @@ pub(crate) fn rule_key(d: &super::event::Decision) -> String {
     }
 }
 
-fn print_all(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
+/// One session (`what` is `session`), or every session together (`all`).
+fn print_session(what: &str, s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "all {}  {} .. {}  {} records",
+        "{what} {}  {} .. {}  {} records",
         s.session, s.first_ts, s.last_ts, s.records
     )?;
-    print_counts(s, out)
-}
-
-fn print_session(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "session {}  {} .. {}  {} records",
-        s.session, s.first_ts, s.last_ts, s.records
-    )?;
+    if what == "all" {
+        return print_counts(s, out);
+    }
     if let Some(c) = &s.command {
-        let c: Vec<String> = c.iter().map(|a| disp(a)).collect();
-        writeln!(out, "  command:   {}", c.join(" "))?;
+        writeln!(out, "  command:   {}", disp_join(c, " "))?;
     }
     writeln!(
         out,
@@ -318,14 +309,7 @@ fn print_counts(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
     if !s.by_method.is_empty() {
         writeln!(out, "  by method:")?;
         for (m, v) in &s.by_method {
-            let g = |k: &str| v.get(k).copied().unwrap_or(0);
-            writeln!(
-                out,
-                "    {:<32} {:>8} allow {:>8} deny",
-                disp(m),
-                g("allow"),
-                g("deny")
-            )?;
+            allow_deny_row(out, m, v)?;
         }
     }
     list(out, "by reason", s.by_reason.iter().map(|(k, v)| (k, *v)))?;
@@ -349,14 +333,7 @@ fn print_counts(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
         tools.sort_by_key(|(k, v)| (std::cmp::Reverse(v.values().sum::<u64>()), *k));
         let shown = s.top_tools.len().max(1);
         for (t, v) in tools.iter().take(shown) {
-            let g = |k: &str| v.get(k).copied().unwrap_or(0);
-            writeln!(
-                out,
-                "    {:<32} {:>8} allow {:>8} deny",
-                disp(t),
-                g("allow"),
-                g("deny")
-            )?;
+            allow_deny_row(out, t, v)?;
         }
         if tools.len() > shown {
             writeln!(out, "    ... and {} more tools", tools.len() - shown)?;
@@ -373,6 +350,21 @@ fn print_counts(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
         s.top_denied_rules.iter().map(|(k, v)| (k, *v)),
     )?;
     writeln!(out)
+}
+
+/// `name`'s allow and deny counts, one row of `by method` or `by tool`.
+fn allow_deny_row(
+    out: &mut dyn Write,
+    name: &str,
+    v: &BTreeMap<String, u64>,
+) -> std::io::Result<()> {
+    let g = |k: &str| v.get(k).copied().unwrap_or(0);
+    let (allow, deny) = (g("allow"), g("deny"));
+    writeln!(
+        out,
+        "    {:<32} {allow:>8} allow {deny:>8} deny",
+        disp(name)
+    )
 }
 
 fn list<'a>(

@@ -307,7 +307,7 @@ pub(super) struct Syslog {
 impl Syslog {
     /// Starts the sender thread (it connects in the background: a receiver that is down
     /// does not stop the session from starting).
-    pub(super) fn start(cfg: SyslogConfig, session: &str) -> io::Result<Syslog> {
+    pub(super) fn start(cfg: SyslogConfig) -> io::Result<Syslog> {
         let shared = Arc::new(Shared {
             cap: cfg.queue.max(1),
             q: Mutex::new(Queue::default()),
@@ -316,7 +316,7 @@ impl Syslog {
             last_error: Mutex::new("queue full".into()),
         });
         let s2 = Arc::clone(&shared);
-        let fmt = Formatter::new(&cfg, session);
+        let fmt = Formatter::new(&cfg);
         let thread = std::thread::Builder::new()
             .name("rootfence-syslog".into())
             .spawn(move || run(&cfg, &s2, &fmt))?;
@@ -413,37 +413,34 @@ fn send(conn: &mut Conn, msgs: &[Vec<u8>], shared: &Shared) -> Result<(), (usize
                 .and_then(|()| s.flush())
                 .map_err(|e| (0, e))
         }
-        Conn::Udp(s) => {
-            for (i, m) in msgs.iter().enumerate() {
-                match s.send(m) {
-                    Ok(_) => {}
-                    // Nobody listening (ICMP port unreachable, reported on a later send): a
-                    // datagram transport has no delivery to wait for.
-                    Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-                        shared.drop_n(1, format!("udp: {e}"));
-                    }
-                    Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
-                        shared.drop_n(1, format!("udp: a message of {} bytes: {e}", m.len()));
-                    }
-                    Err(e) => return Err((i, e)),
-                }
+        Conn::Udp(s) => send_datagrams(|m| s.send(m), "udp", msgs, shared),
+        Conn::Unix(s) => send_datagrams(|m| s.send(m), "unix", msgs, shared),
+    }
+}
+
+/// [`send`] one datagram a message.
+fn send_datagrams(
+    send: impl Fn(&[u8]) -> io::Result<usize>,
+    scheme: &str,
+    msgs: &[Vec<u8>],
+    shared: &Shared,
+) -> Result<(), (usize, io::Error)> {
+    for (i, m) in msgs.iter().enumerate() {
+        match send(m) {
+            Ok(_) => {}
+            // UDP, nobody listening (ICMP port unreachable, reported on a later send): a
+            // datagram transport has no delivery to wait for.
+            Err(e) if scheme == "udp" && e.raw_os_error() == Some(libc::ECONNREFUSED) => {
+                shared.drop_n(1, format!("udp: {e}"));
             }
-            Ok(())
-        }
-        Conn::Unix(s) => {
-            for (i, m) in msgs.iter().enumerate() {
-                match s.send(m) {
-                    Ok(_) => {}
-                    Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
-                        shared.drop_n(1, format!("unix: a message of {} bytes: {e}", m.len()));
-                    }
-                    // A full receive queue (the reader is slow) times out like a dead one.
-                    Err(e) => return Err((i, e)),
-                }
+            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
+                shared.drop_n(1, format!("{scheme}: a message of {} bytes: {e}", m.len()));
             }
-            Ok(())
+            // A full unix receive queue (the reader is slow) times out like a dead one.
+            Err(e) => return Err((i, e)),
         }
     }
+    Ok(())
 }
 
 /// The sender thread.
@@ -543,7 +540,7 @@ struct Formatter {
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl Formatter {
-    fn new(cfg: &SyslogConfig, _session: &str) -> Formatter {
+    fn new(cfg: &SyslogConfig) -> Formatter {
         let hostname = nix::unistd::gethostname()
             .ok()
             .and_then(|h| h.into_string().ok())
@@ -788,7 +785,7 @@ mod tests {
     #[test]
     fn messages_are_rfc5424_with_escaped_params() {
         let cfg = SyslogConfig::new(Transport::Udp("127.0.0.1:1".into()));
-        let f = Formatter::new(&cfg, "s");
+        let f = Formatter::new(&cfg);
         let line = br#"{"v":1,"seq":7,"ts":"2026-01-02T03:04:05.000006Z","session":"ab","prev":"00","event":"decision","uri":"file:///a\"]\\b","decision":"deny","reason":"outside_roots"}"#;
         let m = String::from_utf8(f.format(line, Kind::Record).unwrap().remove(0)).unwrap();
         let head = format!(
@@ -809,7 +806,7 @@ mod tests {
     #[test]
     fn control_characters_never_reach_the_header_or_structured_data_raw() {
         let cfg = SyslogConfig::new(Transport::Udp("127.0.0.1:1".into()));
-        let f = Formatter::new(&cfg, "s");
+        let f = Formatter::new(&cfg);
         let hostile = "file:///w/a\n<13>1 - forged\r\u{1b}]0;title\u{7}\u{85}\u{2028}\u{202e}\u{feff}\\u000A\"]";
         let rec = serde_json::json!({
             "v": 1, "seq": 3, "ts": "2026-01-02T03:04:05.000006Z\n<13>1 forged",
@@ -850,7 +847,7 @@ mod tests {
     fn long_records_are_split_into_parts_that_join_back() {
         let mut cfg = SyslogConfig::new(Transport::Udp("127.0.0.1:1".into()));
         cfg.max_message = MIN_MAX_MESSAGE;
-        let f = Formatter::new(&cfg, "s");
+        let f = Formatter::new(&cfg);
         // Multi-byte characters so that cuts must respect character boundaries.
         let uri = format!("file:///w/{}", "é日a".repeat(900));
         let line = serde_json::to_vec(&serde_json::json!({

@@ -182,25 +182,12 @@ pub fn order_files(files: &[PathBuf]) -> Vec<PathBuf> {
         }
         (p.clone(), u64::MAX)
     };
-    let mut v: Vec<(usize, (PathBuf, u64), PathBuf)> = files
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (i, key(p), p.clone()))
-        .collect();
+    let keys: Vec<(PathBuf, u64)> = files.iter().map(key).collect();
     // Families are ordered by where their first member was given.
-    let first_at = |fam: &PathBuf, v: &[(usize, (PathBuf, u64), PathBuf)]| {
-        v.iter()
-            .filter(|e| &e.1.0 == fam)
-            .map(|e| e.0)
-            .min()
-            .unwrap_or(0)
-    };
-    let firsts: Vec<usize> = v.iter().map(|e| first_at(&e.1.0, &v)).collect();
-    let mut idx: Vec<usize> = (0..v.len()).collect();
-    idx.sort_by_key(|&i| (firsts[i], v[i].1.1, v[i].0));
-    idx.into_iter()
-        .map(|i| std::mem::take(&mut v[i].2))
-        .collect()
+    let first_at = |fam: &PathBuf| keys.iter().position(|k| &k.0 == fam).unwrap_or(0);
+    let mut idx: Vec<usize> = (0..files.len()).collect();
+    idx.sort_by_key(|&i| (first_at(&keys[i].0), keys[i].1, i));
+    idx.into_iter().map(|i| files[i].clone()).collect()
 }
 
 /// The first record given, when it is not the start of a chain.

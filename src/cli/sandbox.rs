@@ -194,18 +194,12 @@ fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
     }
     spec.default_profile = !a.no_default_profile;
     spec.private_tmp = !a.no_private_tmp;
-    if a.nofile.is_some() {
-        spec.rlimits.nofile = a.nofile;
-    }
-    if a.address_space.is_some() {
-        spec.rlimits.address_space = a.address_space;
-    }
-    if a.cpu_seconds.is_some() {
-        spec.rlimits.cpu_seconds = a.cpu_seconds;
-    }
-    if a.processes.is_some() {
-        spec.rlimits.processes = a.processes;
-    }
+    // A limit given on the command line replaces the default one; the others stay.
+    let limits = &mut spec.rlimits;
+    limits.nofile = a.nofile.or(limits.nofile);
+    limits.address_space = a.address_space.or(limits.address_space);
+    limits.cpu_seconds = a.cpu_seconds.or(limits.cpu_seconds);
+    limits.processes = a.processes.or(limits.processes);
     Ok(spec)
 }
 

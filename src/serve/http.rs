@@ -339,19 +339,18 @@ fn with_cors(app: &App, headers: &HeaderMap, resp: Response) -> Response {
 
 /// [`with_cors`] for the request's `Origin` header.
 fn cors_for(app: &App, origin: Option<&HeaderValue>, mut resp: Response) -> Response {
-    if let Some(origin) = origin {
-        if app
+    if let Some(origin) = origin
+        && app
             .origin
             .origin_allowed(&String::from_utf8_lossy(origin.as_bytes()))
-        {
-            let h = resp.headers_mut();
-            h.insert("access-control-allow-origin", origin.clone());
-            h.insert("vary", HeaderValue::from_static("Origin"));
-            h.insert(
-                "access-control-expose-headers",
-                HeaderValue::from_static("Mcp-Session-Id, WWW-Authenticate"),
-            );
-        }
+    {
+        let h = resp.headers_mut();
+        h.insert("access-control-allow-origin", origin.clone());
+        h.insert("vary", HeaderValue::from_static("Origin"));
+        h.insert(
+            "access-control-expose-headers",
+            HeaderValue::from_static("Mcp-Session-Id, WWW-Authenticate"),
+        );
     }
     resp
 }
@@ -462,40 +461,29 @@ async fn post_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     // Only the Origin is needed after the request is consumed (not a copy of every header).
     let origin = parts.headers.get(ORIGIN).cloned();
-    let response = post_inner(&app, parts, body).await;
+    let response = post_inner(&app, parts, body).await.unwrap_or_else(|r| r);
     cors_for(&app, origin.as_ref(), response)
 }
 
-async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Response {
-    let principal = match admit(app, &parts) {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
+/// The POST's answer; `Err` for a refusal (a response too, returned at once).
+async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Result<Response, Response> {
+    let principal = admit(app, &parts)?;
     let headers = &parts.headers;
     if !is_json(headers) {
-        return refuse(
+        return Ok(refuse(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "the body must be a JSON-RPC message with Content-Type: application/json",
-        );
+        ));
     }
     if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
-        return refuse(
+        return Ok(refuse(
             StatusCode::NOT_ACCEPTABLE,
             "the client must accept application/json and text/event-stream",
-        );
+        ));
     }
-    let version = match check_version_header(headers) {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
-    let body = match read_body(headers, body, app.setup.max_message, app.max_values).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let incoming = match Incoming::parse(body) {
-        Ok(i) => i,
-        Err(r) => return r,
-    };
+    let version = check_version_header(headers)?;
+    let body = read_body(headers, body, app.setup.max_message, app.max_values).await?;
+    let incoming = Incoming::parse(body)?;
     let stateless = session_id(headers).is_none()
         && (incoming
             .meta_version
@@ -513,30 +501,32 @@ async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Response {
         );
         app.refusals
             .refused(&app.setup, &incoming.line, id, HEADER_MISMATCH, &detail);
-        return rpc_error(StatusCode::BAD_REQUEST, id, HEADER_MISMATCH, &message);
+        return Ok(rpc_error(
+            StatusCode::BAD_REQUEST,
+            id,
+            HEADER_MISMATCH,
+            &message,
+        ));
     }
     if stateless {
-        return app.stateless.handle(app, principal, &parts, incoming).await;
+        return Ok(app.stateless.handle(app, principal, &parts, incoming).await);
     }
     if incoming.is_initialize() {
         if session_id(headers).is_some() {
-            return refuse(
+            return Ok(refuse(
                 StatusCode::BAD_REQUEST,
                 "initialize starts a new session; send it without Mcp-Session-Id",
-            );
+            ));
         }
         let client = parts
             .extensions
             .get::<super::session::ClientAddr>()
             .copied();
-        return initialize(app, principal, client, incoming).await;
+        return Ok(initialize(app, principal, client, incoming).await);
     }
-    let session = match find_session(app, headers, &principal) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    let session = find_session(app, headers, &principal)?;
     app.pool.saw_request();
-    forward(&session, incoming, None).await
+    Ok(forward(&session, incoming, None).await)
 }
 
 /// Opens a session for an `initialize` and answers it.
@@ -556,7 +546,7 @@ async fn initialize(
         app.pool
             .take(&incoming.line, &id, &principal, client)
             .unwrap_or_else(|| {
-                HttpSession::start(&app.setup, id, principal.clone(), client, app.stall)
+                HttpSession::start(&app.setup, id, principal.clone(), client, app.stall, false)
             })
     });
     let session = match opened {
@@ -613,22 +603,23 @@ async fn forward(
     }
     let initialize = incoming.is_initialize();
     let mut resp = answer(stream, &incoming).await;
-    if let Some(id) = new_session {
-        if initialize && resp.status() == StatusCode::OK {
-            if let Some(ok) = resp.extensions_mut().remove::<InitializeOutcome>() {
-                if ok.0 {
-                    session.set_initialized();
-                } else {
-                    // A refused initialize opens nothing.
-                    session.close();
-                    return resp;
-                }
-            } else {
-                session.set_initialized();
-            }
-            if let Ok(v) = HeaderValue::from_str(&id) {
-                resp.headers_mut().insert(SESSION_HEADER, v);
-            }
+    if let Some(id) = new_session
+        && initialize
+        && resp.status() == StatusCode::OK
+    {
+        // Without an outcome (an SSE answer), the initialize is taken as a success.
+        if resp
+            .extensions_mut()
+            .remove::<InitializeOutcome>()
+            .is_some_and(|ok| !ok.0)
+        {
+            // A refused initialize opens nothing.
+            session.close();
+            return resp;
+        }
+        session.set_initialized();
+        if let Ok(v) = HeaderValue::from_str(&id) {
+            resp.headers_mut().insert(SESSION_HEADER, v);
         }
     }
     resp
@@ -751,20 +742,18 @@ async fn get_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
         Err(forwarded) => return forwarded,
     };
     let (parts, _) = request.into_parts();
-    let resp = get_inner(&app, &parts);
+    let resp = get_inner(&app, &parts).unwrap_or_else(|r| r);
     with_cors(&app, &parts.headers, resp)
 }
 
-fn get_inner(app: &Arc<App>, parts: &Parts) -> Response {
-    let principal = match admit(app, parts) {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
+/// The GET's event stream; `Err` for a refusal.
+fn get_inner(app: &Arc<App>, parts: &Parts) -> Result<Response, Response> {
+    let principal = admit(app, parts)?;
     if !accepts(&parts.headers, "text/event-stream") {
-        return refuse(
+        return Err(refuse(
             StatusCode::NOT_ACCEPTABLE,
             "GET opens the session's event stream: send Accept: text/event-stream",
-        );
+        ));
     }
     if session_id(&parts.headers).is_none() {
         // 2026-07-28 has no GET stream; older clients always name their session.
@@ -774,15 +763,12 @@ fn get_inner(app: &Arc<App>, parts: &Parts) -> Response {
         );
         resp.headers_mut()
             .insert("allow", HeaderValue::from_static("POST"));
-        return resp;
+        return Err(resp);
     }
-    let session = match find_session(app, &parts.headers, &principal) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    let session = find_session(app, &parts.headers, &principal)?;
     match session.router.open_get() {
-        Ok(stream) => sse_response(SseBody::get(stream)),
-        Err(_) => session_ended(),
+        Ok(stream) => Ok(sse_response(SseBody::get(stream))),
+        Err(_) => Err(session_ended()),
     }
 }
 

@@ -286,7 +286,6 @@ pub async fn serve(
     for s in table.all() {
         s.router.close_get();
     }
-    app.stateless.close_streams();
     let left = deadline
         .map(|at| at.saturating_duration_since(tokio::time::Instant::now()))
         .unwrap_or_default()

@@ -131,12 +131,11 @@ pub async fn forward(owner: &str, request: Request) -> Response {
         .path_and_query()
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "/mcp".into());
-    if let Some(authority) = parts.uri.authority().cloned() {
-        if !parts.headers.contains_key(axum::http::header::HOST) {
-            if let Ok(v) = HeaderValue::from_str(authority.as_str()) {
-                parts.headers.insert(axum::http::header::HOST, v);
-            }
-        }
+    if let Some(authority) = parts.uri.authority().cloned()
+        && !parts.headers.contains_key(axum::http::header::HOST)
+        && let Ok(v) = HeaderValue::from_str(authority.as_str())
+    {
+        parts.headers.insert(axum::http::header::HOST, v);
     }
     parts.uri = match path.parse() {
         Ok(u) => u,

@@ -143,27 +143,16 @@ enum Target {
 }
 
 impl Router {
-    /// A router; `inject` is where it answers requests it cannot deliver (the relay's input).
-    pub fn new(stall: Duration, inject: Option<&HostInput>) -> Arc<Router> {
+    /// A router; `inject` is where it answers requests it cannot deliver (the relay's input);
+    /// `pooled` for a pooled relay (see `Router::pooled`).
+    pub fn new(stall: Duration, inject: Option<&HostInput>, pooled: bool) -> Arc<Router> {
         Arc::new(Router {
             state: Mutex::new(State::default()),
             stall,
             inject: inject.map(HostInput::downgrade),
             epoch: Instant::now(),
             last_active: AtomicU64::new(0),
-            pooled: false,
-        })
-    }
-
-    /// A router for a pooled relay (see `Router::pooled`).
-    pub fn new_pooled(stall: Duration, inject: &HostInput) -> Arc<Router> {
-        Arc::new(Router {
-            state: Mutex::new(State::default()),
-            stall,
-            inject: Some(inject.downgrade()),
-            epoch: Instant::now(),
-            last_active: AtomicU64::new(0),
-            pooled: true,
+            pooled,
         })
     }
 
@@ -356,10 +345,10 @@ impl Router {
             },
             Kind::Notification => {
                 let method = env.method.as_deref().unwrap_or("");
-                if method == m::PROGRESS {
-                    if let Some(key) = progress_token(text).and_then(|t| st.by_token.get(&t)) {
-                        return Target::Post(*key);
-                    }
+                if method == m::PROGRESS
+                    && let Some(key) = progress_token(text).and_then(|t| st.by_token.get(&t))
+                {
+                    return Target::Post(*key);
                 }
                 let request_scoped = method == m::PROGRESS || method == m::LOGGING_MESSAGE;
                 match (request_scoped, newest_post, get) {
@@ -465,10 +454,10 @@ impl Router {
             "rootfence: the client has no open stream to receive this request; it was not delivered",
             None,
         );
-        if let Some(input) = self.inject.as_ref().and_then(WeakHostInput::upgrade) {
-            if input.try_send(Bytes::from(answer)).is_err() {
-                tracing::warn!("could not answer an undeliverable request");
-            }
+        if let Some(input) = self.inject.as_ref().and_then(WeakHostInput::upgrade)
+            && input.try_send(Bytes::from(answer)).is_err()
+        {
+            tracing::warn!("could not answer an undeliverable request");
         }
     }
 }
@@ -567,7 +556,7 @@ mod tests {
     }
 
     fn router() -> Arc<Router> {
-        Router::new(Duration::from_secs(1), None)
+        Router::new(Duration::from_secs(1), None, false)
     }
 
     async fn next(s: &mut Stream) -> String {

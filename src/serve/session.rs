@@ -47,43 +47,25 @@ pub struct HttpSession {
 }
 
 impl HttpSession {
-    /// Starts a session's relay (its server starts once the enforcer knows the roots).
+    /// Starts a session's relay (its server starts once the enforcer knows the roots), opened
+    /// by `principal` from `client`.
+    ///
+    /// `pooled`: a relay of the 2026-07-28 pool, shared by every request of one principal
+    /// under one set of roots, from any connection (so no `client` and no HTTP session),
+    /// delivering only responses (by the ids the pool gives).
     pub fn start(
         setup: &Setup,
         id: String,
         principal: Option<String>,
         client: Option<ClientAddr>,
         stall: Duration,
+        pooled: bool,
     ) -> Arc<Self> {
         let who = audit::Principal::served(
             principal.as_deref(),
             client.map(|c| c.0.to_string()),
-            Some(id.clone()),
+            (!pooled).then(|| id.clone()),
         );
-        Self::start_with(setup, id, principal, who, stall, false)
-    }
-
-    /// A relay for the 2026-07-28 pool: shared by every request of one principal under one
-    /// set of roots, delivering only responses (by the ids the pool gives).
-    pub fn start_pooled(
-        setup: &Setup,
-        id: String,
-        principal: Option<String>,
-        stall: Duration,
-    ) -> Arc<Self> {
-        // A pooled relay serves every request of one principal, from any connection.
-        let who = audit::Principal::served(principal.as_deref(), None, None);
-        Self::start_with(setup, id, principal, who, stall, true)
-    }
-
-    fn start_with(
-        setup: &Setup,
-        id: String,
-        principal: Option<String>,
-        who: audit::Principal,
-        stall: Duration,
-        pooled: bool,
-    ) -> Arc<Self> {
         let label = Arc::new(OnceLock::from(id.clone()));
         let relay = Relay::start(setup, stall, pooled, Some(who), label);
         Self::with_relay(relay, id, principal)
@@ -202,11 +184,7 @@ impl Relay {
         // once, and the principal comes when a client takes it (`HttpSession::adopt`).
         let (input, reader) = pipe::host_input();
         let (relay_out, router_in) = tokio::io::duplex(pipe::OUTPUT_PIPE);
-        let router = if pooled {
-            Router::new_pooled(stall, &input)
-        } else {
-            Router::new(stall, Some(&input))
-        };
+        let router = Router::new(stall, Some(&input), pooled);
         let subject = who.as_ref().map(|w| w.subject.clone());
         let (enforcer, audit, launcher) = setup.session(setup.roots.clone(), move |start| {
             start.principal = who;

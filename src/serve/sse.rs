@@ -143,11 +143,11 @@ impl Body for SseBody {
                 Poll::Ready(None) => {
                     // The session ended: answer what is still waiting, then end.
                     this.stream = None;
-                    if let (Some(waiting), Some(on_end)) = (&this.waiting, this.on_end.take()) {
-                        if !waiting.is_empty() {
-                            for line in on_end(waiting) {
-                                this.push(line);
-                            }
+                    if let (Some(waiting), Some(on_end)) = (&this.waiting, this.on_end.take())
+                        && !waiting.is_empty()
+                    {
+                        for line in on_end(waiting) {
+                            this.push(line);
                         }
                     }
                 }

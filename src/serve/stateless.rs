@@ -104,10 +104,10 @@ impl Stateless {
     /// relays.
     fn relay(&self, app: &App, key: PoolKey) -> Option<Arc<HttpSession>> {
         let mut pool = self.lock();
-        if let Some(s) = pool.get(&key) {
-            if s.is_open() {
-                return Some(Arc::clone(s));
-            }
+        if let Some(s) = pool.get(&key)
+            && s.is_open()
+        {
+            return Some(Arc::clone(s));
         }
         pool.retain(|_, s| s.is_open());
         let mine = pool.keys().filter(|k| k.0 == key.0).count();
@@ -143,15 +143,19 @@ impl Stateless {
         } else {
             None
         };
-        if let Some(lru) = victim {
-            if let Some(old) = pool.remove(&lru) {
-                tracing::info!(relay = %old.id, "stopping the least recently used pooled server");
-                old.close();
-            }
+        if let Some(old) = victim.and_then(|lru| pool.remove(&lru)) {
+            tracing::info!(relay = %old.id, "stopping the least recently used pooled server");
+            old.close();
         }
         let n = self.next_relay.fetch_add(1, Ordering::Relaxed);
-        let relay =
-            HttpSession::start_pooled(&app.setup, format!("pool-{n}"), key.0.clone(), app.stall);
+        let relay = HttpSession::start(
+            &app.setup,
+            format!("pool-{n}"),
+            key.0.clone(),
+            None,
+            app.stall,
+            true,
+        );
         tracing::info!(relay = %relay.id, principal = key.0.as_deref().unwrap_or("-"), "started a pooled server for 2026-07-28 requests");
         pool.insert(key, Arc::clone(&relay));
         Some(relay)
@@ -226,33 +230,32 @@ impl Stateless {
                     }
                 }
             }
-            if let Some(raw) = params.get("inputResponses") {
-                if let Some(mut responses) = Members::parse(raw).map(Members::into_owned) {
-                    if responses
-                        .0
-                        .iter()
-                        .any(|(k, _)| k.starts_with("io.rootfence/") && k != ROOTS_KEY)
-                    {
-                        return bad("inputResponses names a key rootfence did not ask for".into());
+            if let Some(raw) = params.get("inputResponses")
+                && let Some(mut responses) = Members::parse(raw).map(Members::into_owned)
+            {
+                if responses
+                    .0
+                    .iter()
+                    .any(|(k, _)| k.starts_with("io.rootfence/") && k != ROOTS_KEY)
+                {
+                    return bad("inputResponses names a key rootfence did not ask for".into());
+                }
+                if let Some(answer) = responses.remove(ROOTS_KEY) {
+                    let answer: Option<Value> = serde_json::from_str(&answer).ok();
+                    match answer {
+                        Some(a) if a.get("roots").and_then(Value::as_array).is_some() => {
+                            roots = Some(a);
+                        }
+                        _ => {
+                            return bad(
+                                "the answer to rootfence's roots/list has no roots array".into()
+                            );
+                        }
                     }
-                    if let Some(answer) = responses.remove(ROOTS_KEY) {
-                        let answer: Option<Value> = serde_json::from_str(&answer).ok();
-                        match answer {
-                            Some(a) if a.get("roots").and_then(Value::as_array).is_some() => {
-                                roots = Some(a);
-                            }
-                            _ => {
-                                return bad(
-                                    "the answer to rootfence's roots/list has no roots array"
-                                        .into(),
-                                );
-                            }
-                        }
-                        if responses.is_empty() {
-                            params.remove("inputResponses");
-                        } else {
-                            params.set("inputResponses", responses.to_json());
-                        }
+                    if responses.is_empty() {
+                        params.remove("inputResponses");
+                    } else {
+                        params.set("inputResponses", responses.to_json());
                     }
                 }
             }
@@ -299,31 +302,23 @@ impl Stateless {
         loop {
             let answer = match self.exchange(&relay, &mut message).await {
                 Ok(a) => a,
-                Err(resp) => {
-                    return resp(&id);
-                }
+                Err(resp) => return resp(&id),
             };
             // The answer's id is put back; its result is only parsed when it asks for input.
             let answer_text = crate::jsonrpc::framing::line_str(&answer);
+            let unreadable = || {
+                let why = "the server's answer could not be read";
+                rpc_error(StatusCode::OK, Some(&id), SERVER_GONE, why)
+            };
             let Some(mut top) = Members::parse(answer_text) else {
-                return rpc_error(
-                    StatusCode::OK,
-                    Some(&id),
-                    SERVER_GONE,
-                    "the server's answer could not be read",
-                );
+                return unreadable();
             };
             top.set("id", id.raw().to_owned());
             if !asks_for_input(top.get("result")) {
                 return json_response(top.to_json());
             }
             let Ok(mut answer) = serde_json::from_str::<Value>(&top.to_json()) else {
-                return rpc_error(
-                    StatusCode::OK,
-                    Some(&id),
-                    SERVER_GONE,
-                    "the server's answer could not be read",
-                );
+                return unreadable();
             };
             // The pooled enforcer's own roots question: answered here from the roots held.
             let result = &mut answer["result"];
@@ -340,27 +335,26 @@ impl Stateless {
                         .collect()
                 })
                 .unwrap_or_default();
-            if let (false, Some(r)) = (ours.is_empty(), &roots) {
-                if rounds < MAX_INNER_ROUNDS
-                    && ours.len() == result["inputRequests"].as_object().map_or(0, |o| o.len())
-                {
-                    rounds += 1;
-                    let params = message.params.get_or_insert_with(Members::default);
-                    let mut responses = params
-                        .get("inputResponses")
-                        .and_then(Members::parse)
-                        .map(Members::into_owned)
-                        .unwrap_or_default();
-                    for k in ours {
-                        responses.set(&k, r.to_string());
-                    }
-                    params.set("inputResponses", responses.to_json());
-                    match result.get("requestState") {
-                        Some(s) => params.set("requestState", s.to_string()),
-                        None => drop(params.remove("requestState")),
-                    };
-                    continue;
+            if let (false, Some(r)) = (ours.is_empty(), &roots)
+                && rounds < MAX_INNER_ROUNDS
+                && ours.len() == result["inputRequests"].as_object().map_or(0, |o| o.len())
+            {
+                rounds += 1;
+                let params = message.params.get_or_insert_with(Members::default);
+                let mut responses = params
+                    .get("inputResponses")
+                    .and_then(Members::parse)
+                    .map(Members::into_owned)
+                    .unwrap_or_default();
+                for k in ours {
+                    responses.set(&k, r.to_string());
                 }
+                params.set("inputResponses", responses.to_json());
+                match result.get("requestState") {
+                    Some(s) => params.set("requestState", s.to_string()),
+                    None => drop(params.remove("requestState")),
+                };
+                continue;
             }
             // The server's (or the enforcer's) question goes to the client; what rootfence
             // needs on the retry rides in the signed state.
@@ -428,9 +422,6 @@ impl Stateless {
     pub fn max(&self) -> usize {
         self.max
     }
-
-    /// Closes long-lived streams (at shutdown): stateless requests have none.
-    pub fn close_streams(&self) {}
 
     /// Ends every pooled relay.
     pub fn close_all(&self) {

@@ -63,33 +63,31 @@ pub fn resolve(
     if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
         return Ok(None);
     }
-    const SIGNALS: [&str; 3] = ["TRACES", "METRICS", "LOGS"];
-    let env_endpoint = var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
-        || SIGNALS
-            .iter()
-            .any(|s| var(&format!("OTEL_EXPORTER_OTLP_{s}_ENDPOINT")).is_some());
+    // `OTEL_EXPORTER_OTLP_<setting>`, then the per-signal ones.
+    let names = |setting: &str| {
+        std::iter::once(format!("OTEL_EXPORTER_OTLP_{setting}")).chain(
+            ["TRACES", "METRICS", "LOGS"].map(|s| format!("OTEL_EXPORTER_OTLP_{s}_{setting}")),
+        )
+    };
+    let env_endpoint = names("ENDPOINT").any(|name| var(&name).is_some());
     if policy.endpoint.is_none() && !env_endpoint {
         return Ok(None);
     }
     if policy.protocol.is_none() {
-        let mut names = vec!["OTEL_EXPORTER_OTLP_PROTOCOL".to_owned()];
-        names.extend(SIGNALS.map(|s| format!("OTEL_EXPORTER_OTLP_{s}_PROTOCOL")));
-        for name in names {
-            if let Some(p) = var(&name) {
-                if p != HTTP_PROTOBUF {
-                    return Err(format!(
-                        "{name}={p}: rootfence exports OpenTelemetry over HTTP only; set it to \
-                         {HTTP_PROTOBUF} and point the endpoint at the collector's OTLP/HTTP \
-                         port (4318 by default)"
-                    ));
-                }
+        for name in names("PROTOCOL") {
+            if let Some(p) = var(&name)
+                && p != HTTP_PROTOBUF
+            {
+                return Err(format!(
+                    "{name}={p}: rootfence exports OpenTelemetry over HTTP only; set it to \
+                     {HTTP_PROTOBUF} and point the endpoint at the collector's OTLP/HTTP port \
+                     (4318 by default)"
+                ));
             }
         }
     }
     if policy.endpoint.is_none() {
-        for name in std::iter::once("OTEL_EXPORTER_OTLP_ENDPOINT".to_owned())
-            .chain(SIGNALS.map(|s| format!("OTEL_EXPORTER_OTLP_{s}_ENDPOINT")))
-        {
+        for name in names("ENDPOINT") {
             if let Some(e) = var(&name) {
                 check_endpoint(&e).map_err(|why| format!("{name}={e}: {why}"))?;
             }

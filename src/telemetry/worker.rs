@@ -257,7 +257,6 @@ struct Instruments {
 impl Sdk {
     pub(super) fn new(config: &Config, dropped: Arc<AtomicU64>) -> Result<Sdk, String> {
         let timeout = export_timeout();
-        let client = || super::http::Client::new(timeout);
         let mut attrs = vec![KeyValue::new(
             "service.version",
             env!("CARGO_PKG_VERSION").to_owned(),
@@ -272,18 +271,26 @@ impl Sdk {
             .with_service_name(config.service_name.clone())
             .with_attributes(attrs)
             .build();
-        let bad = |what: &str, e: &dyn std::fmt::Display| format!("the OTLP {what} exporter: {e}");
+
+        // The three exporters are built alike but are types of their own, with no common
+        // builder trait: a macro says it once.
+        macro_rules! exporter {
+            ($exporter:ident, $path:literal, $what:literal) => {{
+                let mut b = opentelemetry_otlp::$exporter::builder()
+                    .with_http()
+                    .with_http_client(super::http::Client::new(timeout))
+                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                    .with_timeout(timeout);
+                if let Some(e) = config.signal_endpoint($path) {
+                    b = b.with_endpoint(e);
+                }
+                b.build()
+                    .map_err(|e| format!("the OTLP {} exporter: {e}", $what))?
+            }};
+        }
 
         let tracer = if config.traces {
-            let mut b = opentelemetry_otlp::SpanExporter::builder()
-                .with_http()
-                .with_http_client(client())
-                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                .with_timeout(timeout);
-            if let Some(e) = config.signal_endpoint("v1/traces") {
-                b = b.with_endpoint(e);
-            }
-            let exporter = b.build().map_err(|e| bad("trace", &e))?;
+            let exporter = exporter!(SpanExporter, "v1/traces", "trace");
             let provider = SdkTracerProvider::builder()
                 .with_batch_exporter(exporter)
                 .with_id_generator(PresetIds::default())
@@ -296,15 +303,7 @@ impl Sdk {
         };
 
         let meter = if config.metrics {
-            let mut b = opentelemetry_otlp::MetricExporter::builder()
-                .with_http()
-                .with_http_client(client())
-                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                .with_timeout(timeout);
-            if let Some(e) = config.signal_endpoint("v1/metrics") {
-                b = b.with_endpoint(e);
-            }
-            let exporter = b.build().map_err(|e| bad("metric", &e))?;
+            let exporter = exporter!(MetricExporter, "v1/metrics", "metric");
             let provider = SdkMeterProvider::builder()
                 .with_reader(PeriodicReader::builder(exporter).build())
                 .with_resource(resource.clone())
@@ -316,15 +315,7 @@ impl Sdk {
         };
 
         let logger = if config.logs {
-            let mut b = opentelemetry_otlp::LogExporter::builder()
-                .with_http()
-                .with_http_client(client())
-                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                .with_timeout(timeout);
-            if let Some(e) = config.signal_endpoint("v1/logs") {
-                b = b.with_endpoint(e);
-            }
-            let exporter = b.build().map_err(|e| bad("log", &e))?;
+            let exporter = exporter!(LogExporter, "v1/logs", "log");
             let provider = SdkLoggerProvider::builder()
                 .with_batch_exporter(exporter)
                 .with_resource(resource)
@@ -379,60 +370,61 @@ impl Instruments {
             )
             .with_callback(move |o| o.observe(dropped.load(Ordering::Relaxed), &[]))
             .build();
+        let histogram = |name: &'static str, description: &'static str| {
+            meter
+                .f64_histogram(name)
+                .with_unit("s")
+                .with_description(description)
+                .with_boundaries(buckets.clone())
+                .build()
+        };
+        let counter = |name: &'static str, unit: &'static str, description: &'static str| {
+            meter
+                .u64_counter(name)
+                .with_unit(unit)
+                .with_description(description)
+                .build()
+        };
         Instruments {
-            duration: meter
-                .f64_histogram("mcp.server.operation.duration")
-                .with_unit("s")
-                .with_description(
-                    "Time from a host request's arrival at rootfence to its answer leaving",
-                )
-                .with_boundaries(buckets.clone())
-                .build(),
-            client_duration: meter
-                .f64_histogram("mcp.client.operation.duration")
-                .with_unit("s")
-                .with_description(
-                    "Time from rootfence forwarding a host request to the server until the \
-                     server's answer arrived (rootfence as the server's MCP client)",
-                )
-                .with_boundaries(buckets.clone())
-                .build(),
-            session_duration: meter
-                .f64_histogram("mcp.server.session.duration")
-                .with_unit("s")
-                .with_description(
-                    "Time from a session's session_start record to its session_end record",
-                )
-                .with_boundaries(buckets)
-                .build(),
-            requests: meter
-                .u64_counter("rootfence.requests")
-                .with_unit("{request}")
-                .with_description("Host requests relayed, by method and how they were answered")
-                .build(),
-            decisions: meter
-                .u64_counter("rootfence.decisions")
-                .with_unit("{decision}")
-                .with_description("URI decisions, by verdict and reason")
-                .build(),
-            denied_bytes: meter
-                .u64_counter("rootfence.denied.bytes")
-                .with_unit("By")
-                .with_description(
-                    "Bytes a denial kept from crossing: denied requests not forwarded, \
-                     answers withheld or filtered",
-                )
-                .build(),
-            generations: meter
-                .u64_counter("rootfence.server.generations")
-                .with_unit("{generation}")
-                .with_description("Server processes started (outcome=started) or failed")
-                .build(),
-            restarts: meter
-                .u64_counter("rootfence.server.restarts")
-                .with_unit("{restart}")
-                .with_description("Server generations after the first (the roots moved)")
-                .build(),
+            duration: histogram(
+                "mcp.server.operation.duration",
+                "Time from a host request's arrival at rootfence to its answer leaving",
+            ),
+            client_duration: histogram(
+                "mcp.client.operation.duration",
+                "Time from rootfence forwarding a host request to the server until the \
+                 server's answer arrived (rootfence as the server's MCP client)",
+            ),
+            session_duration: histogram(
+                "mcp.server.session.duration",
+                "Time from a session's session_start record to its session_end record",
+            ),
+            requests: counter(
+                "rootfence.requests",
+                "{request}",
+                "Host requests relayed, by method and how they were answered",
+            ),
+            decisions: counter(
+                "rootfence.decisions",
+                "{decision}",
+                "URI decisions, by verdict and reason",
+            ),
+            denied_bytes: counter(
+                "rootfence.denied.bytes",
+                "By",
+                "Bytes a denial kept from crossing: denied requests not forwarded, \
+                 answers withheld or filtered",
+            ),
+            generations: counter(
+                "rootfence.server.generations",
+                "{generation}",
+                "Server processes started (outcome=started) or failed",
+            ),
+            restarts: counter(
+                "rootfence.server.restarts",
+                "{restart}",
+                "Server generations after the first (the roots moved)",
+            ),
         }
     }
 }
@@ -788,13 +780,13 @@ impl Worker {
     /// when it ends. Only those records are parsed.
     fn track_sessions(&self, lines: &[u8]) {
         for line in lines.split(|b| *b == b'\n') {
-            let kind = if memchr::memmem::find(line, b"\"event\":\"session_start\"").is_some() {
-                0
-            } else if memchr::memmem::find(line, b"\"event\":\"initialized\"").is_some() {
-                1
-            } else if memchr::memmem::find(line, b"\"event\":\"session_end\"").is_some() {
-                2
-            } else {
+            let Some(kind) = [
+                b"\"event\":\"session_start\"".as_slice(),
+                b"\"event\":\"initialized\"",
+                b"\"event\":\"session_end\"",
+            ]
+            .iter()
+            .position(|event| memchr::memmem::find(line, event).is_some()) else {
                 continue;
             };
             let Ok(serde_json::Value::Object(r)) = serde_json::from_slice(line) else {
