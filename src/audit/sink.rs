@@ -423,15 +423,13 @@ impl Sink {
                     let line = tail.last_line.unwrap_or_default();
                     head = Some(head_from_line(&line, &self.path)?);
                 }
-                Some((offset, len, sha256)) => {
+                Some(torn) => {
                     // Evidence is never edited: the damaged file becomes a rotated file,
                     // and the next record says so.
                     let aside = self.set_aside()?;
                     self.recovered = Some(LogRecovered {
                         file: file_name(&aside),
-                        offset,
-                        len,
-                        sha256,
+                        ..torn
                     });
                     if let Some(line) = tail.last_line {
                         head = Some(head_from_line(&line, &aside)?);
@@ -449,14 +447,12 @@ impl Sink {
                 let tail = read_tail(&f, size).map_err(|e| AuditError::open(&p, e))?;
                 if std::mem::take(&mut newest)
                     && self.recovered.is_none()
-                    && let Some((offset, len, sha256)) = tail.torn
+                    && let Some(torn) = tail.torn
                 {
                     // Crashed after setting this file aside, before saying so.
                     self.recovered = Some(LogRecovered {
                         file: file_name(&p),
-                        offset,
-                        len,
-                        sha256,
+                        ..torn
                     });
                 }
                 if let Some(line) = tail.last_line {
@@ -692,8 +688,8 @@ fn rename_checked(from: &Path, to: &Path) -> io::Result<()> {
 struct Tail {
     /// The last complete line, without its `\n`.
     last_line: Option<Vec<u8>>,
-    /// Bytes after the last `\n`: offset, length, SHA-256 hex.
-    torn: Option<(u64, u64, String)>,
+    /// Bytes after the last `\n`: offset, length, SHA-256 hex (the file is named by the caller).
+    torn: Option<LogRecovered>,
 }
 
 const TAIL_CHUNK: u64 = 64 * 1024;
@@ -716,7 +712,12 @@ fn read_tail(f: &File, size: u64) -> io::Result<Tail> {
             off += n as u64;
         }
         let digest: Hash = h.finalize().into();
-        t.torn = Some((complete_end, size - complete_end, chain::hex(&digest)));
+        t.torn = Some(LogRecovered {
+            file: String::new(),
+            offset: complete_end,
+            len: size - complete_end,
+            sha256: chain::hex(&digest),
+        });
     }
     if let Some(p) = last_nl {
         let start = rfind_newline(f, p)?.map_or(0, |q| q + 1);
@@ -782,7 +783,11 @@ mod tests {
             let f = File::open(&p).unwrap();
             let t = read_tail(&f, content.len() as u64).unwrap();
             assert_eq!(t.last_line.as_deref(), *line, "{content:?}");
-            assert_eq!(t.torn.as_ref().map(|t| (t.0, t.1)), *torn, "{content:?}");
+            assert_eq!(
+                t.torn.as_ref().map(|t| (t.offset, t.len)),
+                *torn,
+                "{content:?}"
+            );
         }
         // A last line longer than one read chunk.
         let long = vec![b'x'; 3 * TAIL_CHUNK as usize + 5];

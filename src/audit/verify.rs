@@ -600,17 +600,19 @@ fn diagnose(lines: &mut Lines, p: &Prev, path: &Path, cur: &Cur) -> std::io::Res
         seq: Some(seq),
         reason,
     };
+    // The previous record is the bad one.
+    let there = |reason: String| ChainBreak {
+        file: p.file.clone(),
+        line: p.line,
+        seq: Some(p.seq),
+        reason,
+    };
     if Some(prev_hash) == p.hash2 {
-        return Ok(ChainBreak {
-            file: p.file.clone(),
-            line: p.line,
-            seq: Some(p.seq),
-            reason: format!(
-                "this record was inserted: the next record ({}: line {no}) chains from the \
-                 record before it",
-                file_disp(path)
-            ),
-        });
+        return Ok(there(format!(
+            "this record was inserted: the next record ({}: line {no}) chains from the record \
+             before it",
+            file_disp(path)
+        )));
     }
     // The rest of this file's envelopes, (line, seq, prev), read only on this failure path.
     let mut rest: Vec<(u64, u64, Hash)> = Vec::new();
@@ -655,16 +657,11 @@ fn diagnose(lines: &mut Lines, p: &Prev, path: &Path, cur: &Cur) -> std::io::Res
         )));
     }
     if seq == want {
-        return Ok(ChainBreak {
-            file: p.file.clone(),
-            line: p.line,
-            seq: Some(p.seq),
-            reason: format!(
-                "this record was altered after it was written: its hash does not match the \
-                 prev of the next record ({}: line {no}, seq {seq})",
-                file_disp(path)
-            ),
-        });
+        return Ok(there(format!(
+            "this record was altered after it was written: its hash does not match the prev of \
+             the next record ({}: line {no}, seq {seq})",
+            file_disp(path)
+        )));
     }
     if seq > want {
         let missing = if seq - want == 1 {

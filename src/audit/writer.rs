@@ -35,7 +35,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::chain::{self, Hash};
+use super::chain;
 use super::event::{DecisionRef, Event, SessionEnd, SessionStart, Verdict, write_named_decision};
 use super::repeat::Repeats;
 use super::sink::{Item, Sink};
@@ -765,12 +765,7 @@ fn new_session_id() -> String {
         );
         b.copy_from_slice(&chain::sha256(seed.as_bytes())[..16]);
     }
-    let h: Hash = {
-        let mut h = [0u8; 32];
-        h[..16].copy_from_slice(&b);
-        h
-    };
-    chain::hex(&h)[..32].to_owned()
+    chain::hex(&b)
 }
 
 #[cfg(test)]

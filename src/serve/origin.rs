@@ -48,11 +48,9 @@ impl OriginRules {
     /// The rules for a server listening on `ip`, with the operator's allowed origins and hosts.
     pub fn new(ip: IpAddr, origins: &[String], hosts: &[String]) -> OriginRules {
         let mut allowed: Vec<String> = hosts.iter().map(|h| h.to_ascii_lowercase()).collect();
+        // Not on a loopback address and no --allowed-host: no Host check at all.
         if ip.is_loopback() || !allowed.is_empty() {
             allowed.extend(["localhost", "127.0.0.1", "[::1]"].map(String::from));
-        }
-        if !ip.is_loopback() && hosts.is_empty() {
-            allowed.clear();
         }
         OriginRules {
             origins: origins
@@ -61,11 +59,6 @@ impl OriginRules {
                 .collect(),
             hosts: allowed,
         }
-    }
-
-    /// Whether the Host header is checked at all.
-    pub fn checks_host(&self) -> bool {
-        !self.hosts.is_empty()
     }
 
     /// Whether `origin` may use this server (for CORS answers).
@@ -166,7 +159,10 @@ mod tests {
     #[test]
     fn a_public_listener_checks_hosts_only_when_told() {
         let any = OriginRules::new("0.0.0.0".parse().unwrap(), &[], &[]);
-        assert!(!any.checks_host());
+        assert!(
+            any.hosts.is_empty(),
+            "the Host header is not checked at all"
+        );
         assert_eq!(
             any.check(&headers(&[("host", "mcp.example.com")]), None),
             Ok(())

@@ -115,16 +115,10 @@ impl SessionPool {
     pub fn new(setup: &Setup, asked: Option<usize>, stall: Duration) -> Arc<SessionPool> {
         let explicit = asked.is_some();
         let asked = asked.unwrap_or(DEFAULT_SIZE);
-        let off_because = if asked == 0 {
-            None
-        } else if setup.roots.is_empty() {
-            Some(
-                "no --root (nor roots.static) was given, so each session's roots come from its \
-                 client; give the served directories with --root to pool servers",
-            )
-        } else {
-            None
-        };
+        let off_because = (asked > 0 && setup.roots.is_empty()).then_some(
+            "no --root (nor roots.static) was given, so each session's roots come from its \
+             client; give the served directories with --root to pool servers",
+        );
         if let Some(why) = off_because.filter(|_| explicit) {
             crate::stderr_line!("rootfence: --session-pool is off: {why}");
         }
@@ -184,17 +178,11 @@ impl SessionPool {
             self.bypassed.fetch_add(1, Ordering::Relaxed);
             return None;
         }
-        let found = {
-            let mut q = self.queue();
-            let mut found = None;
-            while let Some(p) = q.pop_front() {
-                if p.alive() {
-                    found = Some(p);
-                    break;
-                }
-                self.discard(p);
+        let found = loop {
+            match self.queue().pop_front() {
+                Some(p) if !p.alive() => self.discard(p),
+                next => break next,
             }
-            found
         };
         // Refill (or replace what was discarded) off the request path, once the burst
         // this take belongs to is over.

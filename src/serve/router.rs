@@ -189,58 +189,59 @@ impl Router {
         ids: Vec<IdKey>,
         tokens: Vec<Box<str>>,
     ) -> Result<Stream, RegisterError> {
-        let (tx, rx) = mpsc::channel(STREAM_QUEUE);
-        let mut st = self.lock();
-        if st.ended {
-            return Err(RegisterError::Ended);
-        }
-        if let Some(dup) = ids.iter().find(|id| st.by_id.contains_key(*id)) {
-            return Err(RegisterError::DuplicateId(match dup {
-                IdKey::Str(s) => format!("{s:?}"),
-                IdKey::Int(n) => n.to_string(),
-            }));
-        }
-        let key = st.next;
-        st.next += 1;
-        for id in &ids {
-            st.by_id.insert(id.clone(), key);
-        }
-        for t in tokens {
-            st.by_token.insert(t, key);
-        }
-        if st.get.is_none() {
-            take_backlog(&mut st, &tx);
-        }
-        st.posts.insert(key, Slot { tx, ids });
-        drop(st);
-        self.touch();
-        Ok(Stream {
-            rx,
-            router: Arc::clone(self),
-            key,
-            get: false,
+        self.open_stream(false, |st, key, tx| {
+            if let Some(dup) = ids.iter().find(|id| st.by_id.contains_key(*id)) {
+                return Err(RegisterError::DuplicateId(match dup {
+                    IdKey::Str(s) => format!("{s:?}"),
+                    IdKey::Int(n) => n.to_string(),
+                }));
+            }
+            for id in &ids {
+                st.by_id.insert(id.clone(), key);
+            }
+            for t in tokens {
+                st.by_token.insert(t, key);
+            }
+            if st.get.is_none() {
+                take_backlog(st, &tx);
+            }
+            st.posts.insert(key, Slot { tx, ids });
+            Ok(())
         })
     }
 
     /// Opens the session's GET stream (replacing one still registered: a client that opens a
     /// new one has given the old one up). The backlog goes to it first.
     pub fn open_get(self: &Arc<Self>) -> Result<Stream, RegisterError> {
+        self.open_stream(true, |st, key, tx| {
+            take_backlog(st, &tx);
+            st.get = Some((key, tx));
+            Ok(())
+        })
+    }
+
+    /// A new stream under the next key, which `register` files where its messages are
+    /// routed from; refused once the relay's output has ended.
+    fn open_stream(
+        self: &Arc<Self>,
+        get: bool,
+        register: impl FnOnce(&mut State, u64, mpsc::Sender<Out>) -> Result<(), RegisterError>,
+    ) -> Result<Stream, RegisterError> {
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
         let mut st = self.lock();
         if st.ended {
             return Err(RegisterError::Ended);
         }
         let key = st.next;
+        register(&mut st, key, tx)?;
         st.next += 1;
-        take_backlog(&mut st, &tx);
-        st.get = Some((key, tx));
         drop(st);
         self.touch();
         Ok(Stream {
             rx,
             router: Arc::clone(self),
             key,
-            get: true,
+            get,
         })
     }
 
