@@ -30,33 +30,20 @@ mod http;
 #[cfg(not(feature = "otel"))]
 mod off;
 #[cfg(feature = "otel")]
+mod otel;
+#[cfg(feature = "otel")]
 mod worker;
 
-#[cfg(feature = "otel")]
-use std::sync::atomic::{AtomicU64, Ordering};
-#[cfg(feature = "otel")]
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-#[cfg(feature = "otel")]
-use std::time::{Instant, SystemTime};
-
-#[cfg(feature = "otel")]
-use opentelemetry_sdk::trace::IdGenerator;
-#[cfg(feature = "otel")]
-use opentelemetry_sdk::trace::RandomIdGenerator;
 
 use crate::jsonrpc::Id;
-#[cfg(feature = "otel")]
-use crate::jsonrpc::IdKey;
-#[cfg(feature = "otel")]
-use crate::mcp::methods as m;
 use crate::relay::Side;
-#[cfg(feature = "otel")]
-use crate::relay::{Answer, Observer};
 
 pub use config::Config;
 #[cfg(not(feature = "otel"))]
 pub use off::Telemetry;
+#[cfg(feature = "otel")]
+pub use otel::Telemetry;
 
 /// Notes queued for the telemetry thread, at most.
 pub const QUEUE: usize = 8192;
@@ -66,26 +53,6 @@ pub const TICK: Duration = Duration::from_millis(25);
 
 /// How long the end of a session waits for the last telemetry to be exported.
 pub const SHUTDOWN_WAIT: Duration = Duration::from_millis(1500);
-
-#[cfg(feature = "otel")]
-/// The telemetry handle: cheap to clone; every method returns at once. Each relay session
-/// uses a handle of its own ([`Telemetry::for_session`]), so request ids of different
-/// sessions (`rootfence serve`) never meet.
-#[derive(Clone, Debug)]
-pub struct Telemetry {
-    shared: Arc<Shared>,
-    session: Arc<worker::SessionSlot>,
-}
-
-#[cfg(feature = "otel")]
-#[derive(Debug)]
-struct Shared {
-    inbox: Arc<worker::Inbox>,
-    dropped: Arc<AtomicU64>,
-    ids: RandomIdGenerator,
-    next_session: AtomicU64,
-    done: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
-}
 
 /// One decision, as the enforcer made it.
 #[derive(Debug)]
@@ -107,201 +74,4 @@ pub struct DecisionNote<'a> {
     pub uri: &'a str,
     /// How many entries this note stands for (a list page's allowed entries are one note).
     pub count: u64,
-}
-
-#[cfg(feature = "otel")]
-impl Telemetry {
-    /// Starts telemetry when the policy or the environment names a collector; says on
-    /// stderr why not when it is asked for in a way that cannot work (the session runs
-    /// without it: telemetry is never a reason to refuse a server).
-    pub fn start(policy: &crate::policy::Policy) -> Option<Telemetry> {
-        let config = match config::resolve(policy.telemetry(), |k| std::env::var(k).ok()) {
-            Ok(Some(c)) => c,
-            Ok(None) => return None,
-            Err(why) => {
-                crate::stderr_line!("rootfence: warning: telemetry is off: {why}");
-                return None;
-            }
-        };
-        match Telemetry::with_config(&config) {
-            Ok(t) => Some(t),
-            Err(why) => {
-                crate::stderr_line!("rootfence: warning: telemetry is off: {why}");
-                None
-            }
-        }
-    }
-
-    /// Starts the telemetry thread and the SDK's exporters for `config`.
-    pub fn with_config(config: &Config) -> Result<Telemetry, String> {
-        let inbox = Arc::new(worker::Inbox::new(QUEUE));
-        let dropped = Arc::new(AtomicU64::new(0));
-        let (done_tx, done_rx) = std::sync::mpsc::channel();
-        let sdk = worker::Sdk::new(config, Arc::clone(&dropped))?;
-        let dropped_for_worker = Arc::clone(&dropped);
-        let inbox_for_worker = Arc::clone(&inbox);
-        std::thread::Builder::new()
-            .name("rootfence-telemetry".into())
-            .spawn(move || {
-                worker::run(sdk, &inbox_for_worker, dropped_for_worker);
-                let _ = done_tx.send(());
-            })
-            .map_err(|e| format!("cannot start the telemetry thread: {e}"))?;
-        Ok(Telemetry {
-            shared: Arc::new(Shared {
-                inbox,
-                dropped,
-                ids: RandomIdGenerator::default(),
-                next_session: AtomicU64::new(1),
-                done: Mutex::new(Some(done_rx)),
-            }),
-            session: Arc::default(),
-        })
-    }
-
-    /// A handle for one more relay session (its requests' ids are its own).
-    pub fn for_session(&self) -> Telemetry {
-        Telemetry {
-            shared: Arc::clone(&self.shared),
-            session: Arc::new(worker::SessionSlot {
-                n: self.shared.next_session.fetch_add(1, Ordering::Relaxed),
-                id: OnceLock::new(),
-            }),
-        }
-    }
-
-    /// Sets the session id this session's spans carry (the audit log's, so spans and
-    /// records join).
-    pub fn set_session(&self, id: &str) {
-        let _ = self.session.id.set(id.to_owned());
-    }
-
-    /// Notes dropped so far because the telemetry thread was behind.
-    pub fn dropped(&self) -> u64 {
-        self.shared.dropped.load(Ordering::Relaxed)
-    }
-
-    fn send(&self, msg: worker::Msg) {
-        if !self.shared.inbox.push(msg) {
-            self.shared.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Notes one decision of the enforcer.
-    pub fn decision(&self, d: &DecisionNote<'_>) {
-        self.send(worker::Msg::Decision(Box::new(worker::Decision {
-            key: d.request.map(|id| (self.session.n, id.key().clone())),
-            from: d.from,
-            method: d.method.into(),
-            allow: d.allow,
-            reason: d.reason.into(),
-            rule: d.rule.map(Into::into),
-            uri: d.uri.into(),
-            count: d.count,
-        })));
-    }
-
-    /// A function for the audit writer's thread: every line it wrote, to be exported as a
-    /// log record with the same fields.
-    pub fn audit_tee(&self) -> crate::audit::LineTee {
-        let this = self.clone();
-        crate::audit::LineTee::new(move |lines: &[u8]| {
-            this.send(worker::Msg::Audit(lines.to_vec()));
-        })
-    }
-
-    /// Ends every span still open, exports what is queued, and stops: waits at most
-    /// [`SHUTDOWN_WAIT`] (a collector that does not answer loses the last batch, never
-    /// delays rootfence's exit longer).
-    pub fn shutdown(&self) {
-        let deadline = Instant::now() + SHUTDOWN_WAIT;
-        self.shared.inbox.close();
-        let done = self
-            .shared
-            .done
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(done) = done {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if done.recv_timeout(left).is_err() {
-                tracing::warn!(
-                    "the OpenTelemetry collector did not take the last telemetry within {:?}",
-                    SHUTDOWN_WAIT
-                );
-            }
-        }
-    }
-}
-
-#[cfg(feature = "otel")]
-impl Observer for Telemetry {
-    fn request(&self, id: &Id, method: &str, text: &str) -> Option<String> {
-        let at = Instant::now();
-        let wall = SystemTime::now();
-        let probe = worker::Probe::read(method, text);
-        let parent = probe
-            .traceparent
-            .as_deref()
-            .and_then(|tp| context::parse(tp, probe.tracestate.as_deref()));
-        let span_id = self.shared.ids.new_span_id();
-        let trace_id = match &parent {
-            Some(p) => p.trace_id(),
-            None => self.shared.ids.new_trace_id(),
-        };
-        let rewrite = parent.as_ref().map(|p| context::format(p, span_id));
-        self.send(worker::Msg::Start(Box::new(worker::Start {
-            key: (self.session.n, id.key().clone()),
-            session: Arc::clone(&self.session),
-            id: match id.key() {
-                IdKey::Str(s) => s.to_string(),
-                IdKey::Int(i) => i.to_string(),
-            },
-            method: method.into(),
-            target: probe.name,
-            uri: probe.uri,
-            trace_id,
-            span_id,
-            parent,
-            at,
-            wall,
-        })));
-        rewrite
-    }
-
-    fn forwarded(&self, id: &Id) {
-        self.send(worker::Msg::Forwarded {
-            key: (self.session.n, id.key().clone()),
-            at: Instant::now(),
-        });
-    }
-
-    fn answered(&self, id: &Id, answer: Answer) {
-        self.send(worker::Msg::Answered {
-            key: (self.session.n, id.key().clone()),
-            at: Instant::now(),
-            answer,
-        });
-    }
-
-    fn generation(&self, generation: crate::relay::Gen, started: bool) {
-        self.send(worker::Msg::Generation {
-            generation,
-            started,
-        });
-    }
-}
-
-#[cfg(feature = "otel")]
-/// Whether a method's request names a tool or prompt (`params.name`) or a resource
-/// (`params.uri`) worth a span attribute.
-fn names_target(method: &str) -> bool {
-    matches!(
-        method,
-        m::TOOLS_CALL
-            | m::PROMPTS_GET
-            | m::RESOURCES_READ
-            | m::RESOURCES_SUBSCRIBE
-            | m::RESOURCES_UNSUBSCRIBE
-    )
 }

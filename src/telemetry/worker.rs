@@ -173,7 +173,7 @@ impl Probe {
     /// or text that holds a `traceparent` (so most requests are not parsed a second time).
     pub(super) fn read(method: &str, text: &str) -> Probe {
         let traced = memchr::memmem::find(text.as_bytes(), b"\"traceparent\"").is_some();
-        if !traced && !super::names_target(method) {
+        if !traced && !super::otel::names_target(method) {
             return Probe::default();
         }
         #[derive(serde::Deserialize)]
