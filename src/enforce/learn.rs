@@ -605,3 +605,38 @@ fn uris(set: &RootSet) -> Vec<AuditUri> {
         .map(|r| AuditUri::new(r.uri().as_str()))
         .collect()
 }
+
+/// The initialize family's result: what the server says it is.
+impl super::Inner {
+    /// Records the session's `initialized` event: the agreed revision, who the host and the
+    /// server say they are, and the principal the session acts for.
+    pub(super) fn record_initialized(&self, result: &Value, client_info: Option<&Value>) {
+        let peer = |v: Option<&Value>| {
+            v.map(|info| audit::PeerInfo {
+                name: info["name"].as_str().unwrap_or_default().to_owned(),
+                version: info["version"].as_str().unwrap_or_default().to_owned(),
+            })
+        };
+        let host = peer(client_info);
+        // stdio: the host says who it is here; the claim becomes the session's principal
+        // (a served session's was set, authenticated, when it opened).
+        let principal = match &host {
+            Some(h) if self.principal.get().is_none() => {
+                let p = audit::Principal::claimed(h.clone());
+                let _ = self.principal.set(p.subject.clone());
+                Some(p)
+            }
+            // A pre-started `serve` session: its principal came when a client took it.
+            _ => self.adopted.get().cloned(),
+        };
+        self.record(Event::Initialized(audit::Initialized {
+            protocol_version: result["protocolVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            host: host.clone(),
+            server: peer(result.get("serverInfo")),
+            principal,
+        }));
+    }
+}

@@ -31,7 +31,6 @@ mod read_text;
 mod recording;
 mod requests;
 mod resources_read;
-mod results;
 pub mod roots;
 mod sampling;
 mod screen;

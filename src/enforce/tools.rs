@@ -33,6 +33,7 @@ use super::decide::{Verdict, rule_text};
 use super::{Ctx, Inner};
 use crate::audit;
 use crate::jsonrpc::Id;
+use crate::mcp::uris::Shape;
 use crate::policy::{ArgKind, ToolInfer};
 use crate::relay::Action;
 use crate::roots::RootSet;
@@ -291,12 +292,24 @@ impl Tools {
         Some((live.path(there, ctx.roots), false, true))
     }
 
-    /// Learns the path arguments of the tools a `tools/list` result describes.
-    pub(super) fn learn(&self, result: &Value) {
-        self.plans
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .learn(result);
+    /// A result of the family: a list (`tools/list`) first teaches the path arguments of the
+    /// tools it describes; then its items are judged as its shape says (`Inner::shaped`: the
+    /// list's entries, or a call's content blocks). False when they are not the shape they
+    /// must be.
+    pub(super) fn result(
+        &self,
+        core: &Inner,
+        ctx: &Ctx<'_>,
+        shape: Shape,
+        result: &mut Value,
+    ) -> bool {
+        if let Shape::Entries { .. } = shape {
+            self.plans
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .learn(result);
+        }
+        core.shaped(ctx, shape, result)
     }
 
     /// `notifications/tools/list_changed`: what was learned no longer holds.

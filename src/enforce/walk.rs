@@ -41,18 +41,20 @@ pub(super) fn relative_url(raw: &str) -> bool {
 }
 
 impl Inner {
-    /// Filters a list of entries (resources, templates, tools, prompts): the entry's
-    /// `uri_key` field (none for tools and prompts) is checked, and its icons.
+    /// Filters a result's list of entries under `key` (resources, templates, tools,
+    /// prompts: the row's [`crate::mcp::uris::Shape::Entries`]): the entry's `uri_key` field
+    /// (none for tools and prompts) is checked, and its icons.
     /// Returns false when the list is there but is not an array: it cannot be checked entry
     /// by entry, so the caller refuses the whole result.
     pub(super) fn filter_entries(
         &self,
         ctx: &Ctx<'_>,
-        field: &str,
-        list: Option<&mut Value>,
+        key: &str,
+        result: &mut Value,
         uri_key: &str,
     ) -> bool {
-        let items = match list {
+        let field = &format!("result.{key}");
+        let items = match result.get_mut(key) {
             None | Some(Value::Null) => return true,
             Some(Value::Array(items)) => items,
             Some(_) => return false,

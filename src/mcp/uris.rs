@@ -114,6 +114,32 @@ impl Family {
     }
 }
 
+/// What a message is within its family, as the table says it (a row's column): a family's
+/// handler tells its own messages apart by this, never by their method.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Shape {
+    /// Nothing beyond its family.
+    #[default]
+    Plain,
+    /// A list result: its entries under `key`, each entry's URI under `uri` (`""`: none).
+    Entries {
+        /// The result key of the list.
+        key: &'static str,
+        /// The key of each entry's URI or URI template (`""` when entries have none).
+        uri: &'static str,
+    },
+    /// A result of content blocks and prompt messages (`content[]`, `messages[]`).
+    Content,
+    /// The result that opens the session: what the server says it is is recorded.
+    Opens,
+    /// A subscription to one URI, remembered.
+    Subscribe,
+    /// The end of a subscription to one URI.
+    Unsubscribe,
+    /// A list of URIs listened to (2026-07-28), remembered as subscribed.
+    Listen,
+}
+
 /// Every method's family (a method rootfence does not know is free-form). A message goes to
 /// its method's family only when a row names its method for its sender and part; any other
 /// message is free-form ([`route`]).
@@ -193,8 +219,11 @@ pub struct Position {
     pub waits_for_roots: bool,
     /// The enforcer can judge it from its text, without a parse to a value tree.
     pub text_path: bool,
-    /// The result keys the method's own handler judges: the free-form walk skips them.
+    /// The result keys the method's own handler judges (besides a list's, [`Shape::Entries`]):
+    /// the free-form walk skips them.
     pub owns: &'static [&'static str],
+    /// What the message is within its family, for its handler.
+    pub shape: Shape,
 }
 
 impl Position {
@@ -234,6 +263,7 @@ const fn row(
         waits_for_roots: true,
         text_path: false,
         owns: &[],
+        shape: Shape::Plain,
     }
 }
 
@@ -245,6 +275,22 @@ const fn since(mut p: Position, revisions: Revisions) -> Position {
 const fn owning(mut p: Position, keys: &'static [&'static str]) -> Position {
     p.owns = keys;
     p
+}
+
+const fn shaped(mut p: Position, shape: Shape) -> Position {
+    p.shape = shape;
+    p
+}
+
+/// A list result's row: entries under `key` (which the list's handler judges), each entry's
+/// URI under `uri` (`""`: none).
+const fn entries(p: Position, key: &'static str, uri: &'static str) -> Position {
+    shaped(p, Shape::Entries { key, uri })
+}
+
+/// A content result's row (`content[]`, `messages[]`): it owns `keys`.
+const fn content(p: Position, keys: &'static [&'static str]) -> Position {
+    shaped(owning(p, keys), Shape::Content)
 }
 
 const fn texted(mut p: Position) -> Position {
@@ -304,7 +350,7 @@ pub const POSITIONS: &[Position] = &[
          too); an item whose `blob`/`data` is not base64, or whose `text` is not a string, is \
          removed (`not_base64`, `malformed_content`)",
     ),
-    texted(owning(
+    texted(entries(
         row(
             &[m::RESOURCES_LIST],
             Peer::Server,
@@ -313,9 +359,10 @@ pub const POSITIONS: &[Position] = &[
              free-form fields",
             "the entry is removed",
         ),
-        &["resources"],
+        "resources",
+        "uri",
     )),
-    owning(
+    entries(
         row(
             &[m::RESOURCES_TEMPLATES_LIST],
             Peer::Server,
@@ -328,9 +375,10 @@ pub const POSITIONS: &[Position] = &[
              fragment, which a `file:` URI may not have); any expansion is checked again at \
              read time",
         ),
-        &["resourceTemplates"],
+        "resourceTemplates",
+        "uriTemplate",
     ),
-    owning(
+    entries(
         row(
             &[m::TOOLS_LIST],
             Peer::Server,
@@ -339,9 +387,10 @@ pub const POSITIONS: &[Position] = &[
              teach their path arguments",
             "the icon or the free-form object is removed (below)",
         ),
-        &["tools"],
+        "tools",
+        "",
     ),
-    owning(
+    entries(
         row(
             &[m::PROMPTS_LIST],
             Peer::Server,
@@ -349,25 +398,45 @@ pub const POSITIONS: &[Position] = &[
             "`prompts[]`: each entry's `icons` and free-form fields",
             "the icon or the free-form object is removed (below)",
         ),
-        &["prompts"],
+        "prompts",
+        "",
     ),
     since(
-        row(
-            &[m::RESOURCES_SUBSCRIBE, m::RESOURCES_UNSUBSCRIBE],
-            Peer::Host,
-            REQ,
-            "`params.uri`",
-            "denial error",
+        shaped(
+            row(
+                &[m::RESOURCES_SUBSCRIBE],
+                Peer::Host,
+                REQ,
+                "`params.uri`",
+                "denial error (an allowed URI is remembered as subscribed)",
+            ),
+            Shape::Subscribe,
         ),
         Revisions::Until("2025-11-25"),
     ),
     since(
-        row(
-            &[m::SUBSCRIPTIONS_LISTEN],
-            Peer::Host,
-            REQ,
-            "`params.notifications.resourceSubscriptions[]`",
-            "the URI is removed from the list",
+        shaped(
+            row(
+                &[m::RESOURCES_UNSUBSCRIBE],
+                Peer::Host,
+                REQ,
+                "`params.uri`",
+                "denial error (an allowed URI is no longer subscribed)",
+            ),
+            Shape::Unsubscribe,
+        ),
+        Revisions::Until("2025-11-25"),
+    ),
+    since(
+        shaped(
+            row(
+                &[m::SUBSCRIPTIONS_LISTEN],
+                Peer::Host,
+                REQ,
+                "`params.notifications.resourceSubscriptions[]`",
+                "the URI is removed from the list (the kept ones are remembered as subscribed)",
+            ),
+            Shape::Listen,
         ),
         SINCE_2026_07_28,
     ),
@@ -426,7 +495,7 @@ pub const POSITIONS: &[Position] = &[
         "tool error (see below); an allowed absolute path or URI of a path argument is \
          forwarded in canonical form, everything else as sent",
     ),
-    owning(
+    content(
         row(
             CONTENT,
             Peer::Server,
@@ -440,7 +509,7 @@ pub const POSITIONS: &[Position] = &[
         ),
         &["content"],
     ),
-    owning(
+    content(
         row(
             CONTENT,
             Peer::Server,
@@ -618,8 +687,19 @@ pub const POSITIONS: &[Position] = &[
          request's `params.inputResponses`",
         "replaced by the effective roots",
     )),
+    at_once(shaped(
+        row(
+            &[m::INITIALIZE],
+            Peer::Server,
+            &[Part::Result, Part::Error],
+            "`serverInfo` (`icons`, `websiteUrl`) and the rest, as free-form fields; what the \
+             server says it is goes on the `initialized` record",
+            "as for free-form fields",
+        ),
+        Shape::Opens,
+    )),
     at_once(row(
-        &[m::INITIALIZE, m::SERVER_DISCOVER],
+        &[m::SERVER_DISCOVER],
         Peer::Server,
         &[Part::Result, Part::Error],
         "`serverInfo` (`icons`, `websiteUrl`) and the rest, as free-form fields",
@@ -659,6 +739,17 @@ pub fn family_of(sender: Peer, part: Part, method: &str) -> Family {
     }
 }
 
+/// What this message is within its family: the shape of the first row that names its method
+/// for its sender and part and says one ([`Shape::Plain`] when none does).
+pub fn shape_of(sender: Peer, part: Part, method: &str) -> Shape {
+    POSITIONS
+        .iter()
+        .filter(|p| p.covers(sender, part) && p.names(method))
+        .map(|p| p.shape)
+        .find(|s| *s != Shape::Plain)
+        .unwrap_or_default()
+}
+
 /// Whether the enforcer has a text path for this message.
 pub fn has_text_path(sender: Peer, part: Part, method: &str) -> bool {
     POSITIONS
@@ -674,7 +765,11 @@ pub fn result_keys(method: &str) -> Vec<&'static str> {
         .iter()
         .filter(|p| p.covers(Peer::Server, Part::Result) && p.names(method))
     {
-        for key in p.owns {
+        let listed = match &p.shape {
+            Shape::Entries { key, .. } => Some(key),
+            _ => None,
+        };
+        for key in listed.into_iter().chain(p.owns) {
             if !keys.contains(key) {
                 keys.push(*key);
             }
@@ -697,6 +792,8 @@ pub struct Route {
     pub result_keys: Vec<&'static str>,
     /// The family whose handler judges it ([`family_of`]).
     pub family: Family,
+    /// What it is within its family ([`shape_of`]).
+    pub shape: Shape,
 }
 
 /// The routes of every known method, by its place in [`super::methods::ALL`] (one more
@@ -739,6 +836,7 @@ fn compute(sender: Peer, part: Part, method: &str) -> Route {
             Vec::new()
         },
         family: family_of(sender, part, method),
+        shape: shape_of(sender, part, method),
     }
 }
 
@@ -1030,6 +1128,42 @@ mod tests {
             route(Peer::Server, Part::Result, m::RESOURCES_READ).result_keys,
             ["contents", "inputRequests"]
         );
+    }
+
+    /// What the handlers told apart by method before the shape column (the `match` on
+    /// family and method of `enforce/results.rs`, subscriptions' and initialize's method
+    /// tests), kept as the specification the shapes must reproduce.
+    fn shaped_before(sender: Peer, part: Part, method: &str) -> Shape {
+        use Part::*;
+        use Peer::*;
+        let entries = |key, uri| Shape::Entries { key, uri };
+        match (sender, part, method) {
+            (Server, Result, m::RESOURCES_LIST) => entries("resources", "uri"),
+            (Server, Result, m::RESOURCES_TEMPLATES_LIST) => {
+                entries("resourceTemplates", "uriTemplate")
+            }
+            (Server, Result, m::TOOLS_LIST) => entries("tools", ""),
+            (Server, Result, m::PROMPTS_LIST) => entries("prompts", ""),
+            (Server, Result, m::TOOLS_CALL | m::PROMPTS_GET | m::TASKS_RESULT) => Shape::Content,
+            (Server, Result | Error, m::INITIALIZE) => Shape::Opens,
+            (Host, Request, m::RESOURCES_SUBSCRIBE) => Shape::Subscribe,
+            (Host, Request, m::RESOURCES_UNSUBSCRIBE) => Shape::Unsubscribe,
+            (Host, Request, m::SUBSCRIPTIONS_LISTEN) => Shape::Listen,
+            _ => Shape::Plain,
+        }
+    }
+
+    #[test]
+    fn each_message_has_the_shape_its_handler_told_apart_by_method() {
+        for method in m::ALL.iter().copied().chain(["x/unknown"]) {
+            for sender in [Peer::Host, Peer::Server] {
+                for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
+                    let expected = shaped_before(sender, part, method);
+                    assert_eq!(shape_of(sender, part, method), expected, "{method}");
+                    assert_eq!(route(sender, part, method).shape, expected, "{method}");
+                }
+            }
+        }
     }
 
     #[test]
