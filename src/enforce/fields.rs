@@ -187,16 +187,8 @@ impl Inner {
     pub(super) fn walk(&self, ctx: &Ctx<'_>, field: &str, value: &mut Value) -> bool {
         match value {
             Value::Array(items) => {
-                let mut index = 0;
-                items.retain_mut(|item| {
-                    let i = index;
-                    index += 1;
-                    let keep =
-                        self.walk(ctx, &format!("{field}[{i}]"), item) || !self.live().enforce;
-                    if !keep {
-                        ctx.mark();
-                    }
-                    keep
+                ctx.retain(items, |i, item| {
+                    self.walk(ctx, &format!("{field}[{i}]"), item) || !self.live().enforce
                 });
                 true
             }
@@ -261,17 +253,10 @@ impl Inner {
     pub(super) fn server_error(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
         if let Some(data) = message.pointer_mut("/error/data") {
             if let Some(list) = data.get_mut("elicitations").and_then(Value::as_array_mut) {
-                let mut index = 0;
-                list.retain(|e| {
-                    let i = index;
-                    index += 1;
+                ctx.retain(list, |i, e| {
                     let field = format!("error.data.elicitations[{i}].url");
                     let url = e.get("url").and_then(Value::as_str).unwrap_or("");
-                    let keep = self.url_ok(ctx, &field, url);
-                    if !keep {
-                        ctx.mark();
-                    }
-                    keep
+                    self.url_ok(ctx, &field, url)
                 });
             }
             if !self.walk(ctx, "error.data", data) && self.live().enforce {

@@ -693,6 +693,20 @@ impl Ctx<'_> {
         self.changed.set(true);
     }
 
+    /// Keeps the items `keep` (told each one's index) lets stay, noting a change when one
+    /// goes.
+    fn retain(&self, items: &mut Vec<Value>, mut keep: impl FnMut(usize, &mut Value) -> bool) {
+        let mut index = 0;
+        items.retain_mut(|item| {
+            index += 1;
+            let kept = keep(index - 1, item);
+            if !kept {
+                self.mark();
+            }
+            kept
+        });
+    }
+
     /// Writes a canonical URI into `slot`, noting a change only if it differs.
     fn set_uri(&self, slot: &mut Value, canonical: &str) {
         if slot.as_str() != Some(canonical) {

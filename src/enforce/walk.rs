@@ -75,10 +75,7 @@ impl Inner {
         } else {
             self.page_audit(field)
         };
-        let mut index = 0;
-        items.retain_mut(|item| {
-            let i = index;
-            index += 1;
+        ctx.retain(items, |i, item| {
             if !uri_key.is_empty() {
                 let raw = item
                     .get(uri_key)
@@ -100,7 +97,6 @@ impl Inner {
                 );
                 if !(c.allow && ok) {
                     if self.live().enforce {
-                        ctx.mark();
                         return false;
                     }
                 } else if uri_key == "uri" {
@@ -135,10 +131,7 @@ impl Inner {
         let Value::Array(items) = list else {
             return kept;
         };
-        let mut index = 0;
-        items.retain_mut(|item| {
-            let i = index;
-            index += 1;
+        ctx.retain(items, |i, item| {
             let raw = as_uri(item).unwrap_or_default();
             let c = self.live().uri(&raw, ctx.roots);
             let ok = self.audit_decision(
@@ -156,9 +149,6 @@ impl Inner {
                 kept.push(key);
                 true
             } else {
-                if self.live().enforce {
-                    ctx.mark();
-                }
                 !self.live().enforce
             }
         });
@@ -173,10 +163,7 @@ impl Inner {
         let Some(Value::Array(icons)) = icons else {
             return;
         };
-        let mut index = 0;
-        icons.retain(|icon| {
-            let i = index;
-            index += 1;
+        ctx.retain(icons, |i, icon| {
             let Some(src) = icon.get("src").and_then(Value::as_str) else {
                 return true;
             };
@@ -196,11 +183,7 @@ impl Inner {
                 &c,
                 audit::Action::Filtered,
             );
-            let keep = (c.allow && ok) || !self.live().enforce;
-            if !keep {
-                ctx.mark();
-            }
-            keep
+            (c.allow && ok) || !self.live().enforce
         });
     }
 
@@ -209,15 +192,8 @@ impl Inner {
     pub(super) fn filter_content(&self, ctx: &Ctx<'_>, field: &str, content: &mut Value) -> bool {
         match content {
             Value::Array(blocks) => {
-                let mut index = 0;
-                blocks.retain_mut(|b| {
-                    let i = index;
-                    index += 1;
-                    let keep = self.block_ok(ctx, &format!("{field}[{i}]"), b);
-                    if !keep {
-                        ctx.mark();
-                    }
-                    keep
+                ctx.retain(blocks, |i, b| {
+                    self.block_ok(ctx, &format!("{field}[{i}]"), b)
                 });
                 true
             }
@@ -234,21 +210,14 @@ impl Inner {
         let Value::Array(list) = messages else {
             return messages.is_null();
         };
-        let mut index = 0;
-        list.retain_mut(|msg| {
-            let i = index;
-            index += 1;
+        ctx.retain(list, |i, msg| {
             let Some(content) = msg.get_mut("content") else {
                 return true;
             };
             let was_nonempty = content.as_array().is_none_or(|a| !a.is_empty());
             let keep = self.filter_content(ctx, &format!("{field}[{i}].content"), content);
             let emptied = was_nonempty && content.as_array().is_some_and(Vec::is_empty);
-            let keep = (keep && !emptied) || !self.live().enforce;
-            if !keep {
-                ctx.mark();
-            }
-            keep
+            (keep && !emptied) || !self.live().enforce
         });
         true
     }
