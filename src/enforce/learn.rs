@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use super::Recorder;
 use super::follow::Follower;
 use super::roots::{self, HostRoot, OperatorRoots, Tracker};
-use crate::audit::{self, AuditUri, Event};
+use crate::audit::{self, Event};
 use crate::jsonrpc::Id;
 use crate::jsonrpc::error::METHOD_NOT_FOUND;
 use crate::mcp::methods as m;
@@ -353,7 +353,7 @@ impl Learner {
             RootsFallback::Static => self.operator_set(trigger).0,
             RootsFallback::Deny => RootSet::empty(),
         };
-        let effective = uris(&set);
+        let effective = super::uris(&set);
         if set.is_empty() {
             self.say(format!(
                 "rootfence: warning: the host did not give its roots ({trigger}) and there is \
@@ -597,13 +597,6 @@ pub(super) fn parse_roots(result: &Value) -> Option<Vec<HostRoot>> {
             })
             .collect(),
     )
-}
-
-fn uris(set: &RootSet) -> Vec<AuditUri> {
-    set.roots()
-        .iter()
-        .map(|r| AuditUri::new(r.uri().as_str()))
-        .collect()
 }
 
 /// The initialize family's result: what the server says it is.

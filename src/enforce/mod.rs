@@ -271,7 +271,10 @@ impl Enforcer {
             Arc::clone(&operator),
             follow,
             audit.clone(),
-            format!("io.rootfence/roots-{:016x}", random_u64()),
+            format!(
+                "io.rootfence/roots-{:016x}",
+                crate::relay::session::random_u64()
+            ),
         );
         let policy_deny_globs = policy.resources().deny_globs.clone();
         let inner = Inner {
@@ -635,6 +638,7 @@ fn direction(from: Side) -> Direction {
     }
 }
 
+/// The roots of `set` as the audit records name them.
 fn uris(set: &RootSet) -> Vec<AuditUri> {
     set.roots()
         .iter()
@@ -799,9 +803,4 @@ fn invalid_params(id: &Id, what: &str) -> Value {
         "jsonrpc": "2.0", "id": id.to_value(),
         "error": {"code": INVALID_PARAMS, "message": format!("rootfence: {what}")}
     })
-}
-
-fn random_u64() -> u64 {
-    use std::hash::BuildHasher;
-    std::collections::hash_map::RandomState::new().hash_one(std::process::id())
 }

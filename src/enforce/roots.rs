@@ -167,7 +167,7 @@ pub fn effective_without_host(
                 .filter_map(dup)
                 .collect(),
         );
-        update.effective = uris(&set);
+        update.effective = super::uris(&set);
         return (set, update);
     }
     (set, update)
@@ -270,7 +270,7 @@ pub fn effective(
     if host.is_empty() {
         // A host that declares no roots leaves the operator's.
         let set = RootSet::from_roots(operator.set().roots().iter().filter_map(dup).collect());
-        update.effective = uris(&set);
+        update.effective = super::uris(&set);
         return (set, update);
     }
     // Only `file:` roots that parse strictly are considered at all.
@@ -335,7 +335,7 @@ pub fn effective(
         out = operator.set().roots().iter().filter_map(dup).collect();
     }
     let set = RootSet::from_roots(out);
-    update.effective = uris(&set);
+    update.effective = super::uris(&set);
     (set, update)
 }
 
@@ -350,13 +350,6 @@ fn is_disjoint(update: &RootsUpdate, operator: &OperatorRoots) -> bool {
             .dropped
             .iter()
             .any(|d| d.reason == "outside_operator_roots")
-}
-
-fn uris(set: &RootSet) -> Vec<AuditUri> {
-    set.roots()
-        .iter()
-        .map(|r| AuditUri::new(r.uri().as_str()))
-        .collect()
 }
 
 /// The roots as they stand, shared by the interceptor and every deferred decision.

@@ -94,8 +94,6 @@ impl Tools {
         let mut judged: Vec<String> = Vec::new();
         for tool_path in live.policy.tool_path_pointers(&name, server) {
             let pointer = format!("/params/arguments{}", tool_path.pointer);
-            let field = format!("params.arguments{}", tool_path.pointer.replace('/', "."));
-            let arg = tool_path.pointer.trim_start_matches('/');
             let Some(value) = message.pointer_mut(&pointer) else {
                 continue; // the argument is absent
             };
@@ -110,40 +108,25 @@ impl Tools {
                 }
             };
             for v in strings {
-                let Some(raw) = v.as_str().map(str::to_owned) else {
-                    let c = Verdict {
-                        rule: Some(rule_text(&tool_path.provenance).into()),
-                        ..Verdict::deny("not_a_path")
-                    };
-                    let shown = v.to_string();
-                    core.audit_decision(ctx, &field, &shown, &c, audit::Action::AnsweredError);
-                    if live.enforce {
-                        return Action::Reply(tool_error(ctx, id, &name, Some(arg), &shown, &c));
+                let (raw, c) = match v.as_str() {
+                    Some(raw) => match tool_path.kind {
+                        ArgKind::Path => (raw.to_owned(), live.path(raw, ctx.roots)),
+                        ArgKind::Uri => (raw.to_owned(), live.uri(raw, ctx.roots)),
+                    },
+                    None => {
+                        let c = Verdict {
+                            rule: Some(rule_text(&tool_path.provenance).into()),
+                            ..Verdict::deny("not_a_path")
+                        };
+                        (v.to_string(), c)
                     }
-                    continue;
                 };
-                let mut c = match tool_path.kind {
-                    ArgKind::Path => live.path(&raw, ctx.roots),
-                    ArgKind::Uri => live.uri(&raw, ctx.roots),
+                let pointer = &tool_path.pointer;
+                let c = match self.settle(core, ctx, id, &name, pointer, &raw, c, writes, None) {
+                    Ok(Some(c)) => c,
+                    Ok(None) => continue,
+                    Err(refusal) => return refusal,
                 };
-                if c.allow && writes && self.names_read_only_path(core, &c, ctx.roots) {
-                    // A writing tool may not change a place where a file runs code outside
-                    // the sandbox later (a git hook, an editor's tasks, a host's MCP
-                    // configuration), even one that does not exist yet.
-                    c = Verdict {
-                        rule: Some("sandbox.read_only_paths".into()),
-                        canonical: c.canonical,
-                        root: c.root,
-                        ..Verdict::deny("read_only_path")
-                    };
-                }
-                let ok = core.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
-                if !(c.allow && ok) {
-                    if live.enforce {
-                        return Action::Reply(tool_error(ctx, id, &name, Some(arg), &raw, &c));
-                    }
-                    continue;
-                }
                 if let Some(canonical) = &c.canonical {
                     let canonical = match tool_path.kind {
                         ArgKind::Path => canonical.path(),
@@ -194,41 +177,19 @@ impl Tools {
         let writes = live.policy.tool_writes(name);
         let word = mode.as_str();
         for (pointer, raw, relative, rewrite, why) in found {
-            let Some((mut c, as_uri, resolved)) = self.judge_inferred(&live, &raw, relative, ctx)
+            let Some((c, as_uri, resolved)) = self.judge_inferred(&live, &raw, relative, ctx)
             else {
                 continue;
             };
-            if c.allow && writes && self.names_read_only_path(core, &c, ctx.roots) {
-                c = Verdict {
-                    rule: Some("sandbox.read_only_paths".into()),
-                    canonical: c.canonical,
-                    root: c.root,
-                    ..Verdict::deny("read_only_path")
-                };
-            }
             // The record and the refusal say which tool, which argument and why it was
             // judged as a path.
             let arg = pointer.trim_start_matches('/');
             let note = format!("tools.infer = \"{word}\": `{name}` argument `{arg}`, {why}");
-            c.rule = Some(match c.rule.take() {
-                Some(r) => format!("{r}; {note}").into(),
-                None => note.into(),
-            });
-            let field = format!("params.arguments{}", pointer.replace('/', "."));
-            let ok = core.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
-            if !(c.allow && ok) {
-                if live.enforce {
-                    return Some(Action::Reply(tool_error(
-                        ctx,
-                        id,
-                        name,
-                        Some(arg),
-                        &raw,
-                        &c,
-                    )));
-                }
-                continue;
-            }
+            let c = match self.settle(core, ctx, id, name, &pointer, &raw, c, writes, Some(note)) {
+                Ok(Some(c)) => c,
+                Ok(None) => continue,
+                Err(refusal) => return Some(refusal),
+            };
             // A path or URI argument given absolutely goes on as exactly what was checked;
             // a relative one goes on as given (the tool may resolve it against a base of its
             // own, such as a repository).
@@ -249,6 +210,53 @@ impl Tools {
             }
         }
         None
+    }
+
+    /// Settles the verdict `c` on the string `raw` of the argument at `pointer` (a JSON
+    /// pointer under `params.arguments`): a writing tool's path that names a
+    /// read-only place is refused, `note` (why an inferred argument was judged) joins the
+    /// rule, and the decision is audited. `Ok(Some)`: allowed; `Ok(None)`: refused in audit
+    /// mode (the argument goes on as sent); `Err`: the refusal to answer with.
+    #[allow(clippy::too_many_arguments)]
+    fn settle(
+        &self,
+        core: &Inner,
+        ctx: &Ctx<'_>,
+        id: &Id,
+        tool: &str,
+        pointer: &str,
+        raw: &str,
+        mut c: Verdict,
+        writes: bool,
+        note: Option<String>,
+    ) -> Result<Option<Verdict>, Action> {
+        if c.allow && writes && self.names_read_only_path(core, &c, ctx.roots) {
+            // A writing tool may not change a place where a file runs code outside the
+            // sandbox later (a git hook, an editor's tasks, a host's MCP configuration), even
+            // one that does not exist yet.
+            c = Verdict {
+                rule: Some("sandbox.read_only_paths".into()),
+                canonical: c.canonical,
+                root: c.root,
+                ..Verdict::deny("read_only_path")
+            };
+        }
+        if let Some(note) = note {
+            c.rule = Some(match c.rule.take() {
+                Some(r) => format!("{r}; {note}").into(),
+                None => note.into(),
+            });
+        }
+        let arg = pointer.trim_start_matches('/');
+        let field = format!("params.arguments{}", pointer.replace('/', "."));
+        let ok = core.audit_decision(ctx, &field, raw, &c, audit::Action::AnsweredError);
+        if c.allow && ok {
+            Ok(Some(c))
+        } else if core.live().enforce {
+            Err(Action::Reply(tool_error(ctx, id, tool, Some(arg), raw, &c)))
+        } else {
+            Ok(None)
+        }
     }
 
     /// Judges one inferred argument string: its decision, whether it was a URI, and whether
