@@ -622,7 +622,7 @@ impl super::Inner {
             // A pre-started `serve` session: its principal came when a client took it.
             _ => self.adopted.get().cloned(),
         };
-        self.record(Event::Initialized(audit::Initialized {
+        self.audit.record(Event::Initialized(audit::Initialized {
             protocol_version: result["protocolVersion"]
                 .as_str()
                 .unwrap_or_default()

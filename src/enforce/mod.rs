@@ -606,6 +606,7 @@ impl Interceptor for Enforcer {
                 .collect::<String>()
         });
         self.inner
+            .audit
             .record(Event::ProtocolError(audit::ProtocolError {
                 direction: direction(error.from),
                 kind,
@@ -770,7 +771,7 @@ impl Inner {
 
 /// The error rootfence answers a denied request with.
 pub fn denial(id: &Id, raw: &str, c: &Verdict) -> Value {
-    let mut message = format!("rootfence: denied: {} ({})", shorten(raw), c.reason);
+    let mut message = format!("rootfence: denied: {} ({})", shorten(raw, 200), c.reason);
     let mut data = json!({"uri": raw, "reason": c.reason, "rule": c.rule.as_deref()});
     if let Some(hint) = &c.hint {
         message.push_str(": ");
@@ -784,14 +785,13 @@ pub fn denial(id: &Id, raw: &str, c: &Verdict) -> Value {
     })
 }
 
-/// A URI for an error message: whole when short, cut (at a character boundary) when long.
-/// The full URI is in `data.uri`.
-fn shorten(raw: &str) -> String {
-    const MAX: usize = 200;
-    if raw.len() <= MAX {
+/// A URI or a path for a message: whole when at most `max` bytes, else cut (at a character
+/// boundary) with an ellipsis. A denial's full URI is in `data.uri`.
+fn shorten(raw: &str, max: usize) -> String {
+    if raw.len() <= max {
         return raw.to_owned();
     }
-    let mut end = MAX;
+    let mut end = max;
     while !raw.is_char_boundary(end) {
         end -= 1;
     }

@@ -410,7 +410,7 @@ fn advice(
              or ask the user to change the rootfence policy."
         );
     };
-    let shown = super::shorten(raw);
+    let shown = super::shorten(raw, 200);
     let reason = &*c.reason;
     let why = match reason {
         "outside_roots" => "is outside the allowed roots".to_owned(),
