@@ -707,92 +707,28 @@ pub const POSITIONS: &[Position] = &[
     )),
 ];
 
-/// Whether the enforcer looks at this message at all (a static table, cheap on the hot
-/// path): a row names it, or covers every method for its sender and part.
-pub fn intercepted(sender: Peer, part: Part, method: &str) -> bool {
-    POSITIONS
-        .iter()
-        .any(|p| p.covers(sender, part) && (p.methods.is_empty() || p.names(method)))
-}
-
-/// Whether judging this message waits for the roots while rootfence is asking the host for
-/// them. Everything waits but the roots handshake: a method a handshake row names never
-/// waits, whoever sends it (a server that sends `notifications/initialized` is not asked to
-/// wait for anything).
-pub fn waits_for_roots(method: &str) -> bool {
-    !POSITIONS
-        .iter()
-        .any(|p| !p.waits_for_roots && p.names(method))
-}
-
-/// The family whose handler judges this message: its method's, when a row names the method
-/// for its sender and part; otherwise free-form (only the rows for every method apply, so a
-/// server notification named `tools/call` is walked, never taken for a call).
-pub fn family_of(sender: Peer, part: Part, method: &str) -> Family {
-    if POSITIONS
-        .iter()
-        .any(|p| p.covers(sender, part) && p.names(method))
-    {
-        family(method)
-    } else {
-        Family::FreeForm
-    }
-}
-
-/// What this message is within its family: the shape of the first row that names its method
-/// for its sender and part and says one ([`Shape::Plain`] when none does).
-pub fn shape_of(sender: Peer, part: Part, method: &str) -> Shape {
-    POSITIONS
-        .iter()
-        .filter(|p| p.covers(sender, part) && p.names(method))
-        .map(|p| p.shape)
-        .find(|s| *s != Shape::Plain)
-        .unwrap_or_default()
-}
-
-/// Whether the enforcer has a text path for this message.
-pub fn has_text_path(sender: Peer, part: Part, method: &str) -> bool {
-    POSITIONS
-        .iter()
-        .any(|p| p.text_path && p.covers(sender, part) && p.names(method))
-}
-
-/// The keys of a server result that `method`'s own handler judges (the free-form walk
-/// skips them), in table order.
-pub fn result_keys(method: &str) -> Vec<&'static str> {
-    let mut keys = Vec::new();
-    for p in POSITIONS
-        .iter()
-        .filter(|p| p.covers(Peer::Server, Part::Result) && p.names(method))
-    {
-        let listed = match &p.shape {
-            Shape::Entries { key, .. } => Some(key),
-            _ => None,
-        };
-        for key in listed.into_iter().chain(p.owns) {
-            if !keys.contains(key) {
-                keys.push(*key);
-            }
-        }
-    }
-    keys
-}
-
 /// What the table says of one kind of message, looked up once per message by the relay's
 /// hot path ([`route`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Route {
-    /// The enforcer looks at it ([`intercepted`]).
+    /// The enforcer looks at it at all: a row names it, or covers every method for its
+    /// sender and part.
     pub intercepted: bool,
-    /// Judging it waits for the roots while rootfence asks for them ([`waits_for_roots`]).
+    /// Judging it waits for the roots while rootfence asks for them. Everything waits but
+    /// the roots handshake: a method a handshake row names never waits, whoever sends it (a
+    /// server that sends `notifications/initialized` is not asked to wait for anything).
     pub waits_for_roots: bool,
-    /// The enforcer has a text path for it ([`has_text_path`]).
+    /// The enforcer has a text path for it: a row that names it says so.
     pub text_path: bool,
-    /// The server result keys its method's handler judges ([`result_keys`]).
+    /// For a server result, the keys its family's handler judges (the free-form walk skips
+    /// them), in table order: what the rows that name its method own, and their lists'.
     pub result_keys: Vec<&'static str>,
-    /// The family whose handler judges it ([`family_of`]).
+    /// The family whose handler judges it: its method's, when a row names the method for
+    /// its sender and part; otherwise free-form (only the rows for every method apply, so a
+    /// server notification named `tools/call` is walked, never taken for a call).
     pub family: Family,
-    /// What it is within its family ([`shape_of`]).
+    /// What it is within its family: the shape of the first row that names its method for
+    /// its sender and part and gives one ([`Shape::Plain`] when none does).
     pub shape: Shape,
 }
 
@@ -825,19 +761,43 @@ fn routes() -> &'static Routes {
     })
 }
 
+/// One pass over the rows for one kind of message (see [`Route`]'s fields for what each
+/// fact means).
 fn compute(sender: Peer, part: Part, method: &str) -> Route {
-    Route {
-        intercepted: intercepted(sender, part, method),
-        waits_for_roots: waits_for_roots(method),
-        text_path: has_text_path(sender, part, method),
-        result_keys: if (sender, part) == (Peer::Server, Part::Result) {
-            result_keys(method)
-        } else {
-            Vec::new()
-        },
-        family: family_of(sender, part, method),
-        shape: shape_of(sender, part, method),
+    let mut route = Route {
+        waits_for_roots: true,
+        ..Route::default()
+    };
+    for p in POSITIONS {
+        let named = p.names(method);
+        if named && !p.waits_for_roots {
+            route.waits_for_roots = false;
+        }
+        if !p.covers(sender, part) {
+            continue;
+        }
+        route.intercepted |= named || p.methods.is_empty();
+        if !named {
+            continue;
+        }
+        route.family = family(method);
+        route.text_path |= p.text_path;
+        if route.shape == Shape::Plain {
+            route.shape = p.shape;
+        }
+        if (sender, part) == (Peer::Server, Part::Result) {
+            let listed = match p.shape {
+                Shape::Entries { key, .. } => Some(key),
+                _ => None,
+            };
+            for key in listed.into_iter().chain(p.owns.iter().copied()) {
+                if !route.result_keys.contains(&key) {
+                    route.result_keys.push(key);
+                }
+            }
+        }
     }
+    route
 }
 
 /// What the table says of a message: the method's place found by a `match`
@@ -994,7 +954,6 @@ mod tests {
             (Server, Result, m::TASKS_RESULT, Family::Tasks),
             (Server, Result, "x/unknown", Family::FreeForm),
         ] {
-            assert_eq!(family_of(sender, part, method), expected, "{method}");
             assert_eq!(route(sender, part, method).family, expected, "{method}");
         }
     }
@@ -1025,12 +984,12 @@ mod tests {
             (Server, Result, m::INITIALIZE),
             (Server, Error, m::SERVER_DISCOVER),
         ] {
-            assert!(intercepted(sender, part, method), "{method}");
-            assert!(!waits_for_roots(method), "{method}");
+            let r = route(sender, part, method);
+            assert!(r.intercepted && !r.waits_for_roots, "{method}");
         }
-        assert!(waits_for_roots(m::RESOURCES_READ));
-        assert!(waits_for_roots(m::LOGGING_MESSAGE));
-        assert!(waits_for_roots("x/unknown"));
+        for method in [m::RESOURCES_READ, m::LOGGING_MESSAGE, "x/unknown"] {
+            assert!(route(Peer::Server, Part::Result, method).waits_for_roots);
+        }
     }
 
     /// The routing the table replaced (the hand-written `match`es of `enforce/mod.rs`
@@ -1080,11 +1039,8 @@ mod tests {
         for method in m::ALL.iter().copied().chain(["x/unknown", ""]) {
             for sender in [Peer::Host, Peer::Server] {
                 for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
-                    let now = (
-                        intercepted(sender, part, method),
-                        waits_for_roots(method),
-                        has_text_path(sender, part, method),
-                    );
+                    let r = route(sender, part, method);
+                    let now = (r.intercepted, r.waits_for_roots, r.text_path);
                     assert_eq!(
                         now,
                         routed_before(sender, part, method),
@@ -1116,11 +1072,8 @@ mod tests {
         for method in m::ALL.iter().copied().chain(["x/unknown"]) {
             for sender in [Peer::Host, Peer::Server] {
                 for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
-                    let r = route(sender, part, method);
-                    assert_eq!(r.intercepted, intercepted(sender, part, method));
-                    assert_eq!(r.waits_for_roots, waits_for_roots(method));
-                    assert_eq!(r.text_path, has_text_path(sender, part, method));
-                    assert_eq!(r.family, family_of(sender, part, method));
+                    // The precomputed route is found by the method's index and the slot.
+                    assert_eq!(*route(sender, part, method), compute(sender, part, method));
                 }
             }
         }
@@ -1159,11 +1112,17 @@ mod tests {
             for sender in [Peer::Host, Peer::Server] {
                 for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
                     let expected = shaped_before(sender, part, method);
-                    assert_eq!(shape_of(sender, part, method), expected, "{method}");
                     assert_eq!(route(sender, part, method).shape, expected, "{method}");
                 }
             }
         }
+    }
+
+    /// The keys of a server result `method`'s handler judges.
+    fn result_keys(method: &str) -> Vec<&'static str> {
+        route(Peer::Server, Part::Result, method)
+            .result_keys
+            .clone()
     }
 
     #[test]
