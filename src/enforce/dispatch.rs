@@ -54,9 +54,9 @@ enum Handler {
     Notification,
     /// A server error response (`fields.rs`).
     ServerError,
-    /// What the server says it is, recorded, then judged as a result (`results.rs`).
+    /// What the server says it is, recorded (`learn.rs`), then judged as a result.
     Initialized,
-    /// A server result: its family's items, then free-form fields (`results.rs`).
+    /// A server result: its family's items, then free-form fields (`fields.rs`).
     ServerResult,
     /// Nothing to judge.
     Forward,

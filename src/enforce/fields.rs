@@ -4,6 +4,11 @@
 //! and the URLs a host puts in front of the user (URL-mode elicitation, `-32042` errors,
 //! `websiteUrl`). docs/enforcement.md's table lists each field and what happens to it.
 //!
+//! Every server result passes here (`server_result`): its family's own items first (the
+//! family's handler, or the items its row's shape names: a list's entries, a content
+//! result's blocks and messages, 2026-07-28 `input_required` questions), a result not the
+//! shape it must be refused whole, then the rest walked.
+//!
 //! These fields are free-form JSON. rootfence judges their *URI positions*: an object's
 //! `uri`, its `resource.uri`, `uriTemplate`, `url`, `resourceUri` (MCP Apps) and
 //! `websiteUrl`, and `icons` arrays. In free-form data only URLs that name a local file (a

@@ -4,7 +4,8 @@
 //! the host does not answer, and what the server is told. Each change of the effective roots
 //! is handed to the [`Follower`] first (which may start a new server generation under the new
 //! grants) and only then published, so no decision under new roots is ever carried out by a
-//! server confined to old ones.
+//! server confined to old ones. The `initialize` result's record (what the server says it
+//! is, who the host says it is) is here too.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};

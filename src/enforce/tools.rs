@@ -1,6 +1,7 @@
-//! `tools/call`: the tool name (`[tools]`) and the arguments the policy names as paths or
-//! URIs (`[[tools.paths]]`), judged against the roots and the path rules before the server
-//! sees the call.
+//! The tools family. `tools/call`: the tool name (`[tools]`) and the arguments the policy
+//! names as paths or URIs (`[[tools.paths]]`), judged against the roots and the path rules
+//! before the server sees the call. Its results (`Tools::result`): a `tools/list` teaches the
+//! tools' path arguments, then each result's items are judged as its row's shape says.
 //!
 //! Built-in path rules describe one server's arguments, so they apply only to that server:
 //! the server's identity is the `serverInfo.name` it gives (`initialize`, or in 2026-07-28

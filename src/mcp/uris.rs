@@ -1084,7 +1084,7 @@ mod tests {
     }
 
     /// What the handlers told apart by method before the shape column (the `match` on
-    /// family and method of `enforce/results.rs`, subscriptions' and initialize's method
+    /// family and method of the former `enforce/results.rs`, subscriptions' and initialize's method
     /// tests), kept as the specification the shapes must reproduce.
     fn shaped_before(sender: Peer, part: Part, method: &str) -> Shape {
         use Part::*;
