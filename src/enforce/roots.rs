@@ -56,17 +56,9 @@ impl OperatorRoots {
     /// Opens the operator roots. Roots the policy's `roots.allow`/`roots.deny` refuse, and
     /// roots that cannot be opened, are returned as dropped (with the reason).
     pub fn open(specs: Vec<RootSpec>, policy: &Policy) -> (OperatorRoots, Vec<DroppedRoot>) {
-        let (set, errors) = RootSet::open(specs);
-        let mut dropped: Vec<DroppedRoot> = errors.into_iter().map(unavailable).collect();
-        let (kept, refused) = filter_by_policy(set.into_roots(), policy);
-        dropped.extend(refused);
-        (
-            OperatorRoots {
-                set: RootSet::from_roots(kept),
-                from_command: RootSet::empty(),
-            },
-            dropped,
-        )
+        let (set, dropped) = opened(specs, policy);
+        let from_command = RootSet::empty();
+        (OperatorRoots { set, from_command }, dropped)
     }
 
     /// Adds the roots taken from the server's command line (see [`OperatorRoots`]): opened
@@ -76,11 +68,8 @@ impl OperatorRoots {
         specs: Vec<RootSpec>,
         policy: &Policy,
     ) -> (OperatorRoots, Vec<DroppedRoot>) {
-        let (set, errors) = RootSet::open(specs);
-        let mut dropped: Vec<DroppedRoot> = errors.into_iter().map(unavailable).collect();
-        let (kept, refused) = filter_by_policy(set.into_roots(), policy);
-        dropped.extend(refused);
-        self.from_command = RootSet::from_roots(kept);
+        let (set, dropped) = opened(specs, policy);
+        self.from_command = set;
         (self, dropped)
     }
 
@@ -108,6 +97,16 @@ impl OperatorRoots {
     pub fn is_empty(&self) -> bool {
         self.set.is_empty()
     }
+}
+
+/// Opens `specs` and keeps the roots the policy allows; those that cannot be opened or that
+/// it refuses are returned as dropped (with the reason).
+fn opened(specs: Vec<RootSpec>, policy: &Policy) -> (RootSet, Vec<DroppedRoot>) {
+    let (set, errors) = RootSet::open(specs);
+    let mut dropped: Vec<DroppedRoot> = errors.into_iter().map(unavailable).collect();
+    let (kept, refused) = filter_by_policy(set.into_roots(), policy);
+    dropped.extend(refused);
+    (RootSet::from_roots(kept), dropped)
 }
 
 fn unavailable(e: crate::roots::RootError) -> DroppedRoot {
