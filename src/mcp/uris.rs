@@ -2,9 +2,10 @@
 //! the JSON paths that carry URIs, the revisions they exist in, what a refusal does and
 //! whether judging it waits for the roots. The enforcer routes from it (what it intercepts,
 //! what waits, what has a text path, which result keys a method's own handler judges, which
-//! method family's handler a message goes to), and docs/enforcement.md's tables are its
-//! rendering ([`render`]; a test compares the two), so
-//! the contract, the routing and the code cannot drift apart.
+//! method family's handler a message goes to and what it is within its family, [`Shape`]:
+//! all of it one [`Route`] per message, computed once), and docs/enforcement.md's tables are
+//! its rendering ([`render`]; a test compares the two), so the contract, the routing and the
+//! code cannot drift apart.
 //!
 //! The routing the table replaced is kept in its tests as a specification: the table routes
 //! every message exactly as those hand-written `match`es did.

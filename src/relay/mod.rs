@@ -620,20 +620,11 @@ impl Loop<'_> {
                 "{} server generations alive (at most {max}): ending generation {oldest}",
                 self.running.len()
             );
-            self.restart_pending(oldest);
+            generation::restart_pending(&self.session, oldest);
             if let Some(r) = self.running.remove(&oldest) {
                 child::signal_group(r.pgid, Signal::SIGKILL);
             }
             self.stoppers.forget(oldest);
-        }
-    }
-
-    /// Answers the host requests still waiting for `generation` with an error asking the
-    /// host to send them again.
-    fn restart_pending(&self, generation: Gen) {
-        for p in self.session.take_pending_of(generation) {
-            self.session
-                .send_detached(Side::Host, generation::restarted_error(&p));
         }
     }
 
@@ -731,7 +722,7 @@ impl Loop<'_> {
                 tracing::info!(
                     "server generation {generation} was superseded while starting ({cause})"
                 );
-                self.restart_pending(generation);
+                generation::restart_pending(&self.session, generation);
                 if let Some(r) = self.running.get(&generation) {
                     child::signal_group(r.pgid, Signal::SIGKILL);
                 }
