@@ -102,8 +102,7 @@ pub struct Checker {
 impl Checker {
     /// A checker with the policy's symlink and hard-link stances. Call it before the server
     /// starts: the session starts now, for the hard-link stance (a link made later is new).
-    /// The server's working directory is taken to be rootfence's own (it inherits it); see
-    /// [`Checker::with_server_cwd`].
+    /// The server's working directory is taken to be rootfence's own (it inherits it).
     pub fn new(policy: &Policy) -> Checker {
         let session_start = Stamp::now();
         Checker {
@@ -130,13 +129,6 @@ impl Checker {
             ..CheckOptions::default()
         }
         .with_hardlinks(policy.roots().hardlinks, session_start)
-    }
-
-    /// The same checker for a server started in `cwd` (`None`: unknown, so relative paths
-    /// are refused).
-    pub fn with_server_cwd(mut self, cwd: Option<PathBuf>) -> Checker {
-        self.server_cwd = cwd;
-        self
     }
 
     /// The server's working directory, when known (tool arguments inferred as paths are

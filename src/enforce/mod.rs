@@ -364,11 +364,6 @@ impl Enforcer {
         self.inner.operator.set()
     }
 
-    /// The roots as they stand now (`None` while unknown).
-    pub fn effective_roots(&self) -> Option<Arc<RootSet>> {
-        self.inner.learner.tracker.known()
-    }
-
     /// The policy in force.
     pub fn policy(&self) -> Arc<Policy> {
         Arc::clone(&self.inner.live().policy)
