@@ -93,26 +93,15 @@ impl Completions {
         else {
             return;
         };
-        let mut index = 0;
-        values.retain(|v| {
-            let i = index;
-            index += 1;
+        ctx.retain(values, |i, v| {
             let field = format!("result.completion.values[{i}]");
             let Some(value) = v.as_str() else {
                 let c = Verdict::deny("not_a_string");
-                let keep = core.keep_after(ctx, &field, &v.to_string(), &c);
-                if !keep {
-                    ctx.mark();
-                }
-                return keep;
+                return core.keep_after(ctx, &field, &v.to_string(), &c);
             };
             let uri = super::fields::expand(&template, &arg, value);
             let c = core.live().uri(&uri, ctx.roots);
-            let keep = core.keep_after(ctx, &field, &uri, &c);
-            if !keep {
-                ctx.mark();
-            }
-            keep
+            core.keep_after(ctx, &field, &uri, &c)
         });
     }
 }

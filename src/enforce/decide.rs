@@ -102,8 +102,7 @@ pub struct Checker {
 impl Checker {
     /// A checker with the policy's symlink and hard-link stances. Call it before the server
     /// starts: the session starts now, for the hard-link stance (a link made later is new).
-    /// The server's working directory is taken to be rootfence's own (it inherits it); see
-    /// [`Checker::with_server_cwd`].
+    /// The server's working directory is taken to be rootfence's own (it inherits it).
     pub fn new(policy: &Policy) -> Checker {
         let session_start = Stamp::now();
         Checker {
@@ -130,13 +129,6 @@ impl Checker {
             ..CheckOptions::default()
         }
         .with_hardlinks(policy.roots().hardlinks, session_start)
-    }
-
-    /// The same checker for a server started in `cwd` (`None`: unknown, so relative paths
-    /// are refused).
-    pub fn with_server_cwd(mut self, cwd: Option<PathBuf>) -> Checker {
-        self.server_cwd = cwd;
-        self
     }
 
     /// The server's working directory, when known (tool arguments inferred as paths are
@@ -331,21 +323,9 @@ impl Checker {
                 };
                 let real = (real != a.canonical.path()).then_some(real);
                 let (canonical, root) = (a.canonical.clone(), a.root);
-                self.judge_paths(policy, canonical, root, real.as_deref(), roots, Some(a))
+                judge_paths(policy, canonical, root, real.as_deref(), roots, Some(a))
             }
         }
-    }
-
-    fn judge_paths(
-        &self,
-        policy: &Policy,
-        canonical: FileUri,
-        root: usize,
-        real: Option<&str>,
-        roots: &RootSet,
-        allowed: Option<Allowed>,
-    ) -> Verdict {
-        judge_paths(policy, canonical, root, real, roots, allowed)
     }
 }
 
@@ -391,16 +371,13 @@ fn judge_paths(
     roots: &RootSet,
     allowed: Option<Allowed>,
 ) -> Verdict {
-    judge_paths_with(
-        policy,
-        canonical,
-        root,
-        real,
-        roots,
-        allowed,
-        &mut RuleTexts::default(),
-        None,
-    )
+    let texts = &mut RuleTexts::default();
+    let (mut v, _) = path_verdict(policy, canonical.path(), real, None, root, roots, texts);
+    v.canonical = Some(canonical);
+    if v.allow {
+        v.allowed = allowed.map(Box::new);
+    }
+    v
 }
 
 /// The texts a decision's rule is recorded with, made once per rule for a page (most entries
@@ -426,27 +403,6 @@ impl RuleTexts {
         }
         made
     }
-}
-
-/// [`judge_paths`], with the rule texts of a page and its judge of paths (the same
-/// decisions, with a directory's text matched once).
-#[allow(clippy::too_many_arguments)]
-fn judge_paths_with<'p>(
-    policy: &'p Policy,
-    canonical: FileUri,
-    root: usize,
-    real: Option<&str>,
-    roots: &RootSet,
-    allowed: Option<Allowed>,
-    texts: &mut RuleTexts,
-    judge: Option<&mut crate::policy::FileJudge<'p>>,
-) -> Verdict {
-    let (mut v, _) = path_verdict(policy, canonical.path(), real, judge, root, roots, texts);
-    v.canonical = Some(canonical);
-    if v.allow {
-        v.allowed = allowed.map(Box::new);
-    }
-    v
 }
 
 /// The path rules' verdict on `path` inside root `root` (without a canonical form), and on
@@ -506,15 +462,7 @@ pub enum ReadRefusal {
 
 /// A path for a message: whole when short, cut (at a character boundary) when long.
 fn shorten(raw: &str) -> String {
-    const MAX: usize = 120;
-    if raw.len() <= MAX {
-        return raw.to_owned();
-    }
-    let mut end = MAX;
-    while !raw.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &raw[..end])
+    super::shorten(raw, 120)
 }
 
 #[cfg(test)]

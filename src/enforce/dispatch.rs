@@ -1,19 +1,22 @@
 //! The one dispatch of the enforcement layer: a message the URI table (`crate::mcp::uris`)
 //! routes to the enforcer goes to its method family's handler from here, chosen by the
-//! family its route names ([`uris::Family`]), who sent it and what it is ([`handler`]); the
-//! method only tells a family's own methods apart inside its handler. Host requests first
-//! pass the 2026-07-28 preamble (roots answers rootfence owes, `inputResponses`, the MRTR
-//! roots question), which every family shares.
+//! family its route names ([`uris::Family`]), who sent it and what it is ([`handler`]). A
+//! family tells its own messages apart by the route's shape (`uris::Shape`, a column of the
+//! table: a list result, a content result, a subscription, ...), never by their method. Host
+//! requests first pass the 2026-07-28 preamble (roots answers rootfence owes,
+//! `inputResponses`, the MRTR roots question), which every family shares.
 //!
-//! To add a method: a row in the URI table, the method in its family there
-//! (`uris::FAMILIES`), and its handling in the family's handler.
+//! To add a method: a row in the URI table (with its shape when its family must tell it
+//! apart), the method in its family there (`uris::FAMILIES`), and its handling in the
+//! family's handler.
 //!
 //! The families and their files: resources read (`resources_read.rs`, `read.rs`,
-//! `read_text.rs`), list and templates (`results.rs`, `page.rs`, `paged.rs`, `walk.rs`),
-//! subscriptions (`subscriptions.rs`), tools (`tools.rs`, their results in `results.rs`),
-//! prompts and tasks (`results.rs`), sampling (`sampling.rs`), elicitation and free-form
-//! fields (`fields.rs`), completion (`completion.rs`), roots and initialize (`learn.rs`,
-//! `roots.rs`, the initialize result in `results.rs`).
+//! `read_text.rs`), list and templates (their entries `walk.rs`, from the row's shape;
+//! `page.rs`, `paged.rs` for the list's text path), subscriptions (`subscriptions.rs`),
+//! tools (`tools.rs`), prompts and tasks (their rows' shapes alone: list entries and content
+//! blocks, `walk.rs`), sampling (`sampling.rs`), elicitation and free-form fields
+//! (`fields.rs`, with the shared server result), completion (`completion.rs`), roots and
+//! initialize (`learn.rs`, `roots.rs`).
 
 use std::sync::Arc;
 
@@ -22,8 +25,7 @@ use serde_json::Value;
 use super::evidence::{Evidence, Outcome};
 use super::{Ctx, Inner};
 use crate::jsonrpc::Kind;
-use crate::mcp::methods as m;
-use crate::mcp::uris::{self, Family, Route};
+use crate::mcp::uris::{self, Family, Route, Shape};
 use crate::relay::{Action, Intercepted, Session, Side};
 use crate::roots::RootSet;
 
@@ -52,9 +54,9 @@ enum Handler {
     Notification,
     /// A server error response (`fields.rs`).
     ServerError,
-    /// What the server says it is, recorded, then judged as a result (`results.rs`).
+    /// What the server says it is, recorded (`learn.rs`), then judged as a result.
     Initialized,
-    /// A server result: its family's items, then free-form fields (`results.rs`).
+    /// A server result: its family's items, then free-form fields (`fields.rs`).
     ServerResult,
     /// Nothing to judge.
     Forward,
@@ -126,7 +128,7 @@ impl Inner {
             evidence: &evidence,
         };
         let action = match handler(route.family, from, kind) {
-            Handler::HostRequest => self.host_request(session, &ctx, route.family, message),
+            Handler::HostRequest => self.host_request(session, &ctx, route, message),
             Handler::RootsChanged => {
                 self.learner.host_notified(session, &method);
                 Action::Forward
@@ -149,7 +151,7 @@ impl Inner {
             Handler::Initialized => {
                 // `server/discover` (2026-07-28) is in the family, but only `initialize`
                 // opens a session.
-                if &*method == m::INITIALIZE {
+                if route.shape == Shape::Opens {
                     self.record_initialized(
                         &message["result"],
                         session.peers().client_info.as_ref(),
@@ -172,13 +174,13 @@ impl Inner {
         self: &Arc<Self>,
         session: &Arc<Session>,
         ctx: &Ctx<'_>,
-        family: Family,
+        route: &Route,
         mut message: Value,
     ) -> Action {
         let Some(id) = ctx.id else {
             return Action::Forward;
         };
-        if family == Family::Initialize {
+        if route.family == Family::Initialize {
             return match self.learner.initialize(session, &mut message) {
                 Some(changed) if self.live().enforce => Action::Replace(changed),
                 _ => Action::Forward,
@@ -228,9 +230,12 @@ impl Inner {
         {
             return self.learner.mrtr_question(id);
         }
-        match family {
+        match route.family {
             Family::ResourcesRead => self.resources_read.request(self, &ctx, id, message),
-            Family::Subscriptions => self.subscriptions.request(self, &ctx, id, message),
+            Family::Subscriptions => {
+                self.subscriptions
+                    .request(self, &ctx, id, route.shape, message)
+            }
             Family::Completion => self.completions.request(self, &ctx, id, message),
             // The one host request of the family a row names is `tools/call`.
             Family::Tools => self.tools.call(self, &ctx, id, message),
@@ -242,6 +247,7 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::methods as m;
     use crate::mcp::uris::{Part, Peer};
 
     /// The dispatch the family table replaced (the `match` on side, kind and method of

@@ -115,13 +115,7 @@ impl Backlog {
     ) -> Option<Drain> {
         let auditor = auditor.filter(|_| !evidence.is_none())?;
         self.side(auditor, from).push_back(evidence);
-        let auditor = auditor.clone();
-        Some(Box::pin(async move {
-            if let Err(e) = auditor.durable(evidence).await {
-                // The session is being stopped (the log failed); the denial stands.
-                tracing::error!("a denial's audit record could not be written: {e}");
-            }
-        }))
+        Some(durable(auditor, evidence))
     }
 
     /// When `from`'s side has [`MAX_HELD`] actions or more waiting for records not yet
@@ -139,13 +133,20 @@ impl Backlog {
             held.clear();
             newest
         };
-        let auditor = auditor.clone();
-        Some(Box::pin(async move {
-            if let Err(e) = auditor.durable(newest).await {
-                tracing::error!("a denial's audit record could not be written: {e}");
-            }
-        }))
+        Some(durable(auditor, newest))
     }
+}
+
+/// A wait until `receipt`'s record (and every one queued before it) is durable in
+/// `auditor`'s log.
+fn durable(auditor: &Auditor, receipt: Receipt) -> Drain {
+    let auditor = auditor.clone();
+    Box::pin(async move {
+        if let Err(e) = auditor.durable(receipt).await {
+            // The session is being stopped (the log failed); the denial stands.
+            tracing::error!("a denial's audit record could not be written: {e}");
+        }
+    })
 }
 
 #[cfg(test)]

@@ -4,6 +4,11 @@
 //! and the URLs a host puts in front of the user (URL-mode elicitation, `-32042` errors,
 //! `websiteUrl`). docs/enforcement.md's table lists each field and what happens to it.
 //!
+//! Every server result passes here (`server_result`): its family's own items first (the
+//! family's handler, or the items its row's shape names: a list's entries, a content
+//! result's blocks and messages, 2026-07-28 `input_required` questions), a result not the
+//! shape it must be refused whole, then the rest walked.
+//!
 //! These fields are free-form JSON. rootfence judges their *URI positions*: an object's
 //! `uri`, its `resource.uri`, `uriTemplate`, `url`, `resourceUri` (MCP Apps) and
 //! `websiteUrl`, and `icons` arrays. In free-form data only URLs that name a local file (a
@@ -20,6 +25,7 @@ use super::walk::local_url;
 use super::{Ctx, Inner};
 use crate::audit;
 use crate::mcp::methods as m;
+use crate::mcp::uris::{Family, Route, Shape};
 use crate::relay::Action;
 
 /// Keys whose string value is a link the host may open: judged when it names a local file,
@@ -27,14 +33,109 @@ use crate::relay::Action;
 pub(super) const LINK_KEYS: [&str; 3] = ["url", "websiteUrl", "resourceUri"];
 
 impl Inner {
-    /// Walks the parts of a result the method's own handler did not judge (`skip`).
-    pub(super) fn walk_result(&self, ctx: &Ctx<'_>, result: &mut Value, skip: &[&str]) {
-        let Some(obj) = result.as_object_mut() else {
-            return;
+    /// A server result: what its family's handler judges first (the family is the route's,
+    /// from the URI table, so only a method a server-result row names reaches its family
+    /// here; the items its shape names, `shaped`), a result that is not the shape it must be
+    /// refused whole, then the rest walked as free-form fields.
+    pub(super) fn server_result(&self, ctx: &Ctx<'_>, route: &Route, mut message: Value) -> Action {
+        let Some(result) = message.get_mut("result") else {
+            return Action::Forward;
         };
-        self.walk_rest(ctx, "result", obj, skip);
-        if ctx.method == m::COMPLETION_COMPLETE {
-            self.completions.values(self, ctx, obj);
+        self.tools.learn_server_name(result);
+        // Every checker returns false when a payload is not the shape it can check item by
+        // item: then the whole result is refused rather than passed unchecked.
+        let shaped = match route.family {
+            Family::ResourcesRead => return self.resources_read.result(self, ctx, message),
+            Family::Tools => self.tools.result(self, ctx, route.shape, result),
+            // `serverInfo` (icons, `websiteUrl`) and 2026-07-28's `_meta` serverInfo are
+            // walked with the rest of the result below, like any free-form result.
+            _ => self.shaped(ctx, route.shape, result),
+        };
+        if !shaped && self.live().enforce {
+            return self.refuse_result(ctx, "malformed_result");
+        }
+        // Everything the family's own handler did not judge.
+        if let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) {
+            self.walk_rest(ctx, "result", result, &route.result_keys);
+            if route.family == Family::Completion {
+                self.completions.values(self, ctx, result);
+            }
+        }
+        self.done_ctx(ctx, message)
+    }
+
+    /// The items of a result its shape (its row in the URI table) names: a list's entries
+    /// (`walk.rs`), a content result's blocks and messages. False when they are not the shape
+    /// they must be.
+    pub(super) fn shaped(&self, ctx: &Ctx<'_>, shape: Shape, result: &mut Value) -> bool {
+        match shape {
+            Shape::Entries { key, uri } => self.filter_entries(ctx, key, result, uri),
+            // `tools/call`, `prompts/get`, `tasks/result`: content blocks and messages.
+            Shape::Content => {
+                self.input_required(ctx, result);
+                let content_ok = match result.get_mut("content") {
+                    // A result's content is a list of blocks; a single block is judged whole.
+                    Some(content) => self.filter_content(ctx, "result.content", content),
+                    None => true,
+                };
+                let messages_ok = match result.get_mut("messages") {
+                    Some(messages) => self.filter_messages(ctx, "result.messages", messages),
+                    None => true,
+                };
+                content_ok && messages_ok
+            }
+            _ => true,
+        }
+    }
+
+    /// Replaces a result rootfence cannot pass with its denial error (the host's request
+    /// still gets exactly one answer).
+    pub(super) fn refuse_result(&self, ctx: &Ctx<'_>, reason: &'static str) -> Action {
+        let c = Verdict::deny(reason);
+        self.audit_decision(ctx, "result", "", &c, audit::Action::AnsweredError);
+        match ctx.id {
+            Some(id) => Action::Replace(super::denial(id, "", &c)),
+            None => Action::Drop,
+        }
+    }
+
+    /// 2026-07-28 `input_required`: note the server's `roots/list` input requests (their
+    /// answers are filtered on the retry) and check the sampling ones.
+    pub(super) fn input_required(&self, ctx: &Ctx<'_>, result: &mut Value) {
+        if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+            return;
+        }
+        let mut refused = Vec::new();
+        if let Some(requests) = result
+            .get_mut("inputRequests")
+            .and_then(Value::as_object_mut)
+        {
+            for (key, request) in requests.iter_mut() {
+                if request.get("method").and_then(Value::as_str) == Some(m::SAMPLING_CREATE_MESSAGE)
+                {
+                    if let Some(messages) = request.pointer_mut("/params/messages") {
+                        self.filter_messages(
+                            ctx,
+                            &format!("result.inputRequests.{key}.params.messages"),
+                            messages,
+                        );
+                    }
+                }
+                if request.get("method").and_then(Value::as_str) == Some(m::ELICITATION_CREATE)
+                    && !self.input_elicitation_ok(ctx, key, request)
+                {
+                    refused.push(key.clone());
+                }
+            }
+            for key in &refused {
+                requests.remove(key);
+                ctx.mark();
+            }
+        }
+        // A host without roots cannot answer the server's roots questions: rootfence does,
+        // on the retry.
+        if self.learner.note_input_required(result) {
+            ctx.mark();
         }
     }
 
@@ -91,16 +192,8 @@ impl Inner {
     pub(super) fn walk(&self, ctx: &Ctx<'_>, field: &str, value: &mut Value) -> bool {
         match value {
             Value::Array(items) => {
-                let mut index = 0;
-                items.retain_mut(|item| {
-                    let i = index;
-                    index += 1;
-                    let keep =
-                        self.walk(ctx, &format!("{field}[{i}]"), item) || !self.live().enforce;
-                    if !keep {
-                        ctx.mark();
-                    }
-                    keep
+                ctx.retain(items, |i, item| {
+                    self.walk(ctx, &format!("{field}[{i}]"), item) || !self.live().enforce
                 });
                 true
             }
@@ -165,17 +258,10 @@ impl Inner {
     pub(super) fn server_error(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
         if let Some(data) = message.pointer_mut("/error/data") {
             if let Some(list) = data.get_mut("elicitations").and_then(Value::as_array_mut) {
-                let mut index = 0;
-                list.retain(|e| {
-                    let i = index;
-                    index += 1;
+                ctx.retain(list, |i, e| {
                     let field = format!("error.data.elicitations[{i}].url");
                     let url = e.get("url").and_then(Value::as_str).unwrap_or("");
-                    let keep = self.url_ok(ctx, &field, url);
-                    if !keep {
-                        ctx.mark();
-                    }
-                    keep
+                    self.url_ok(ctx, &field, url)
                 });
             }
             if !self.walk(ctx, "error.data", data) && self.live().enforce {
@@ -195,8 +281,8 @@ impl Inner {
             return Action::Forward;
         };
         let kept = self.walk(ctx, "params", params);
-        let required_gone =
-            ctx.method == m::LOGGING_MESSAGE && self.live().enforce && params.get("data").is_none();
+        let required_gone = self.live().enforce
+            && m::required_param(ctx.method).is_some_and(|key| params.get(key).is_none());
         if (!kept && self.live().enforce) || required_gone {
             return Action::Drop;
         }

@@ -4,7 +4,8 @@
 //! the host does not answer, and what the server is told. Each change of the effective roots
 //! is handed to the [`Follower`] first (which may start a new server generation under the new
 //! grants) and only then published, so no decision under new roots is ever carried out by a
-//! server confined to old ones.
+//! server confined to old ones. The `initialize` result's record (what the server says it
+//! is, who the host says it is) is here too.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +16,7 @@ use serde_json::{Map, Value, json};
 use super::Recorder;
 use super::follow::Follower;
 use super::roots::{self, HostRoot, OperatorRoots, Tracker};
-use crate::audit::{self, AuditUri, Event};
+use crate::audit::{self, Event};
 use crate::jsonrpc::Id;
 use crate::jsonrpc::error::METHOD_NOT_FOUND;
 use crate::mcp::methods as m;
@@ -353,7 +354,7 @@ impl Learner {
             RootsFallback::Static => self.operator_set(trigger).0,
             RootsFallback::Deny => RootSet::empty(),
         };
-        let effective = uris(&set);
+        let effective = super::uris(&set);
         if set.is_empty() {
             self.say(format!(
                 "rootfence: warning: the host did not give its roots ({trigger}) and there is \
@@ -599,9 +600,37 @@ pub(super) fn parse_roots(result: &Value) -> Option<Vec<HostRoot>> {
     )
 }
 
-fn uris(set: &RootSet) -> Vec<AuditUri> {
-    set.roots()
-        .iter()
-        .map(|r| AuditUri::new(r.uri().as_str()))
-        .collect()
+/// The initialize family's result: what the server says it is.
+impl super::Inner {
+    /// Records the session's `initialized` event: the agreed revision, who the host and the
+    /// server say they are, and the principal the session acts for.
+    pub(super) fn record_initialized(&self, result: &Value, client_info: Option<&Value>) {
+        let peer = |v: Option<&Value>| {
+            v.map(|info| audit::PeerInfo {
+                name: info["name"].as_str().unwrap_or_default().to_owned(),
+                version: info["version"].as_str().unwrap_or_default().to_owned(),
+            })
+        };
+        let host = peer(client_info);
+        // stdio: the host says who it is here; the claim becomes the session's principal
+        // (a served session's was set, authenticated, when it opened).
+        let principal = match &host {
+            Some(h) if self.principal.get().is_none() => {
+                let p = audit::Principal::claimed(h.clone());
+                let _ = self.principal.set(p.subject.clone());
+                Some(p)
+            }
+            // A pre-started `serve` session: its principal came when a client took it.
+            _ => self.adopted.get().cloned(),
+        };
+        self.audit.record(Event::Initialized(audit::Initialized {
+            protocol_version: result["protocolVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            host: host.clone(),
+            server: peer(result.get("serverInfo")),
+            principal,
+        }));
+    }
 }

@@ -31,7 +31,6 @@ mod read_text;
 mod recording;
 mod requests;
 mod resources_read;
-mod results;
 pub mod roots;
 mod sampling;
 mod screen;
@@ -272,7 +271,10 @@ impl Enforcer {
             Arc::clone(&operator),
             follow,
             audit.clone(),
-            format!("io.rootfence/roots-{:016x}", random_u64()),
+            format!(
+                "io.rootfence/roots-{:016x}",
+                crate::relay::session::random_u64()
+            ),
         );
         let policy_deny_globs = policy.resources().deny_globs.clone();
         let inner = Inner {
@@ -360,11 +362,6 @@ impl Enforcer {
     /// The operator roots as opened (for the sandbox and the session record).
     pub fn operator_roots(&self) -> &RootSet {
         self.inner.operator.set()
-    }
-
-    /// The roots as they stand now (`None` while unknown).
-    pub fn effective_roots(&self) -> Option<Arc<RootSet>> {
-        self.inner.learner.tracker.known()
     }
 
     /// The policy in force.
@@ -604,6 +601,7 @@ impl Interceptor for Enforcer {
                 .collect::<String>()
         });
         self.inner
+            .audit
             .record(Event::ProtocolError(audit::ProtocolError {
                 direction: direction(error.from),
                 kind,
@@ -636,6 +634,7 @@ fn direction(from: Side) -> Direction {
     }
 }
 
+/// The roots of `set` as the audit records name them.
 fn uris(set: &RootSet) -> Vec<AuditUri> {
     set.roots()
         .iter()
@@ -692,6 +691,20 @@ impl Ctx<'_> {
     /// Notes that the message was changed (an item removed, a value rewritten).
     fn mark(&self) {
         self.changed.set(true);
+    }
+
+    /// Keeps the items `keep` (told each one's index) lets stay, noting a change when one
+    /// goes.
+    fn retain(&self, items: &mut Vec<Value>, mut keep: impl FnMut(usize, &mut Value) -> bool) {
+        let mut index = 0;
+        items.retain_mut(|item| {
+            index += 1;
+            let kept = keep(index - 1, item);
+            if !kept {
+                self.mark();
+            }
+            kept
+        });
     }
 
     /// Writes a canonical URI into `slot`, noting a change only if it differs.
@@ -753,7 +766,7 @@ impl Inner {
 
 /// The error rootfence answers a denied request with.
 pub fn denial(id: &Id, raw: &str, c: &Verdict) -> Value {
-    let mut message = format!("rootfence: denied: {} ({})", shorten(raw), c.reason);
+    let mut message = format!("rootfence: denied: {} ({})", shorten(raw, 200), c.reason);
     let mut data = json!({"uri": raw, "reason": c.reason, "rule": c.rule.as_deref()});
     if let Some(hint) = &c.hint {
         message.push_str(": ");
@@ -767,14 +780,13 @@ pub fn denial(id: &Id, raw: &str, c: &Verdict) -> Value {
     })
 }
 
-/// A URI for an error message: whole when short, cut (at a character boundary) when long.
-/// The full URI is in `data.uri`.
-fn shorten(raw: &str) -> String {
-    const MAX: usize = 200;
-    if raw.len() <= MAX {
+/// A URI or a path for a message: whole when at most `max` bytes, else cut (at a character
+/// boundary) with an ellipsis. A denial's full URI is in `data.uri`.
+fn shorten(raw: &str, max: usize) -> String {
+    if raw.len() <= max {
         return raw.to_owned();
     }
-    let mut end = MAX;
+    let mut end = max;
     while !raw.is_char_boundary(end) {
         end -= 1;
     }
@@ -786,9 +798,4 @@ fn invalid_params(id: &Id, what: &str) -> Value {
         "jsonrpc": "2.0", "id": id.to_value(),
         "error": {"code": INVALID_PARAMS, "message": format!("rootfence: {what}")}
     })
-}
-
-fn random_u64() -> u64 {
-    use std::hash::BuildHasher;
-    std::collections::hash_map::RandomState::new().hash_one(std::process::id())
 }

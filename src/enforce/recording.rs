@@ -335,15 +335,6 @@ impl Inner {
         }
     }
 
-    /// Records an event that holds nothing back (roots updates, the handshake).
-    pub(super) fn record(&self, event: Event) {
-        if let Some(auditor) = self.audit.get() {
-            if let Err(e) = auditor.record(event) {
-                tracing::error!("could not write an audit record: {e}");
-            }
-        }
-    }
-
     /// A page whose allowed entries are to be counted into one record, or `None` when each
     /// entry is logged on its own (`audit.allowed = "each"`) or allowed ones are not logged.
     pub(super) fn page_audit(&self, field: &str) -> Option<PageAudit> {
@@ -450,7 +441,7 @@ impl Inner {
             }
         }
         if let Some(page) = page.filter(|p| p.allowed > 0) {
-            self.record(page.into_event(ctx));
+            self.audit.record(page.into_event(ctx));
         }
     }
 }

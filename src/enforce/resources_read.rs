@@ -268,9 +268,9 @@ impl ResourcesRead {
                 return Action::Replace(denial(id, &raw, &c));
             }
         }
-        if let Some(result) = message.get_mut("result") {
+        if let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) {
             let handled = route(ctx.from, ctx.kind, ctx.method);
-            core.walk_result(ctx, result, &handled.result_keys);
+            core.walk_rest(ctx, "result", result, &handled.result_keys);
         }
         core.done_ctx(ctx, message)
     }

@@ -56,17 +56,9 @@ impl OperatorRoots {
     /// Opens the operator roots. Roots the policy's `roots.allow`/`roots.deny` refuse, and
     /// roots that cannot be opened, are returned as dropped (with the reason).
     pub fn open(specs: Vec<RootSpec>, policy: &Policy) -> (OperatorRoots, Vec<DroppedRoot>) {
-        let (set, errors) = RootSet::open(specs);
-        let mut dropped: Vec<DroppedRoot> = errors.into_iter().map(unavailable).collect();
-        let (kept, refused) = filter_by_policy(set.into_roots(), policy);
-        dropped.extend(refused);
-        (
-            OperatorRoots {
-                set: RootSet::from_roots(kept),
-                from_command: RootSet::empty(),
-            },
-            dropped,
-        )
+        let (set, dropped) = opened(specs, policy);
+        let from_command = RootSet::empty();
+        (OperatorRoots { set, from_command }, dropped)
     }
 
     /// Adds the roots taken from the server's command line (see [`OperatorRoots`]): opened
@@ -76,11 +68,8 @@ impl OperatorRoots {
         specs: Vec<RootSpec>,
         policy: &Policy,
     ) -> (OperatorRoots, Vec<DroppedRoot>) {
-        let (set, errors) = RootSet::open(specs);
-        let mut dropped: Vec<DroppedRoot> = errors.into_iter().map(unavailable).collect();
-        let (kept, refused) = filter_by_policy(set.into_roots(), policy);
-        dropped.extend(refused);
-        self.from_command = RootSet::from_roots(kept);
+        let (set, dropped) = opened(specs, policy);
+        self.from_command = set;
         (self, dropped)
     }
 
@@ -108,6 +97,16 @@ impl OperatorRoots {
     pub fn is_empty(&self) -> bool {
         self.set.is_empty()
     }
+}
+
+/// Opens `specs` and keeps the roots the policy allows; those that cannot be opened or that
+/// it refuses are returned as dropped (with the reason).
+fn opened(specs: Vec<RootSpec>, policy: &Policy) -> (RootSet, Vec<DroppedRoot>) {
+    let (set, errors) = RootSet::open(specs);
+    let mut dropped: Vec<DroppedRoot> = errors.into_iter().map(unavailable).collect();
+    let (kept, refused) = filter_by_policy(set.into_roots(), policy);
+    dropped.extend(refused);
+    (RootSet::from_roots(kept), dropped)
 }
 
 fn unavailable(e: crate::roots::RootError) -> DroppedRoot {
@@ -167,7 +166,7 @@ pub fn effective_without_host(
                 .filter_map(dup)
                 .collect(),
         );
-        update.effective = uris(&set);
+        update.effective = super::uris(&set);
         return (set, update);
     }
     (set, update)
@@ -270,7 +269,7 @@ pub fn effective(
     if host.is_empty() {
         // A host that declares no roots leaves the operator's.
         let set = RootSet::from_roots(operator.set().roots().iter().filter_map(dup).collect());
-        update.effective = uris(&set);
+        update.effective = super::uris(&set);
         return (set, update);
     }
     // Only `file:` roots that parse strictly are considered at all.
@@ -335,7 +334,7 @@ pub fn effective(
         out = operator.set().roots().iter().filter_map(dup).collect();
     }
     let set = RootSet::from_roots(out);
-    update.effective = uris(&set);
+    update.effective = super::uris(&set);
     (set, update)
 }
 
@@ -350,13 +349,6 @@ fn is_disjoint(update: &RootsUpdate, operator: &OperatorRoots) -> bool {
             .dropped
             .iter()
             .any(|d| d.reason == "outside_operator_roots")
-}
-
-fn uris(set: &RootSet) -> Vec<AuditUri> {
-    set.roots()
-        .iter()
-        .map(|r| AuditUri::new(r.uri().as_str()))
-        .collect()
 }
 
 /// The roots as they stand, shared by the interceptor and every deferred decision.

@@ -11,10 +11,9 @@ impl Inner {
     /// The host's answer to the server's `sampling/createMessage`: its `content` blocks are
     /// judged; a single block refused answers the server with the denial error.
     pub(super) fn sampling_result(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
-        let before = message["result"]["content"].clone();
         if let Some(content) = message.get_mut("result").and_then(|r| r.get_mut("content")) {
             if !self.filter_content(ctx, "result.content", content) && content.is_object() {
-                return self.deny_reply(ctx, &before, "content_removed");
+                return self.deny_reply(ctx, "content_removed");
             }
         }
         self.done_ctx(ctx, message)
@@ -33,7 +32,7 @@ impl Inner {
     }
 
     /// Replaces the host's answer with a denial error for the server (no URI to name).
-    pub(super) fn deny_reply(&self, ctx: &Ctx<'_>, _what: &Value, reason: &str) -> Action {
+    fn deny_reply(&self, ctx: &Ctx<'_>, reason: &str) -> Action {
         match ctx.id {
             Some(id) => Action::Replace(json!({
                 "jsonrpc": "2.0", "id": id.to_value(),

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{Ctx, Inner};
 use crate::audit;
 use crate::jsonrpc::Id;
-use crate::mcp::methods as m;
+use crate::mcp::uris::Shape;
 use crate::relay::Action;
 use crate::uri::FileUri;
 
@@ -49,11 +49,19 @@ impl Subscriptions {
 impl Subscriptions {
     /// A host request of the family: `resources/subscribe` and `unsubscribe` (up to
     /// 2025-11-25), or `subscriptions/listen` (2026-07-28).
-    pub(super) fn request(&self, core: &Inner, ctx: &Ctx<'_>, id: &Id, message: Value) -> Action {
-        if ctx.method == m::SUBSCRIPTIONS_LISTEN {
+    /// Which one it is, the URI table says (`shape`).
+    pub(super) fn request(
+        &self,
+        core: &Inner,
+        ctx: &Ctx<'_>,
+        id: &Id,
+        shape: Shape,
+        message: Value,
+    ) -> Action {
+        if shape == Shape::Listen {
             self.listen(core, ctx, message)
         } else {
-            self.subscribe(core, ctx, id, message)
+            self.subscribe(core, ctx, id, shape, message)
         }
     }
 
@@ -74,7 +82,14 @@ impl Subscriptions {
 
     /// `resources/subscribe` and `unsubscribe`: the URI judged like a read's; the
     /// subscription is remembered under its canonical name.
-    fn subscribe(&self, core: &Inner, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
+    fn subscribe(
+        &self,
+        core: &Inner,
+        ctx: &Ctx<'_>,
+        id: &Id,
+        shape: Shape,
+        mut message: Value,
+    ) -> Action {
         let c = match core.request_uri(ctx, id, &message) {
             Ok(c) => c,
             Err(action) => return action,
@@ -90,7 +105,7 @@ impl Subscriptions {
         if let Some(canonical) = &c.canonical {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
         }
-        if ctx.method == m::RESOURCES_SUBSCRIBE {
+        if shape == Shape::Subscribe {
             self.add([key]);
         } else {
             self.remove(&key);

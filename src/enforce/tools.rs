@@ -1,6 +1,7 @@
-//! `tools/call`: the tool name (`[tools]`) and the arguments the policy names as paths or
-//! URIs (`[[tools.paths]]`), judged against the roots and the path rules before the server
-//! sees the call.
+//! The tools family. `tools/call`: the tool name (`[tools]`) and the arguments the policy
+//! names as paths or URIs (`[[tools.paths]]`), judged against the roots and the path rules
+//! before the server sees the call. Its results (`Tools::result`): a `tools/list` teaches the
+//! tools' path arguments, then each result's items are judged as its row's shape says.
 //!
 //! Built-in path rules describe one server's arguments, so they apply only to that server:
 //! the server's identity is the `serverInfo.name` it gives (`initialize`, or in 2026-07-28
@@ -33,6 +34,7 @@ use super::decide::{Verdict, rule_text};
 use super::{Ctx, Inner};
 use crate::audit;
 use crate::jsonrpc::Id;
+use crate::mcp::uris::Shape;
 use crate::policy::{ArgKind, ToolInfer};
 use crate::relay::Action;
 use crate::roots::RootSet;
@@ -93,8 +95,6 @@ impl Tools {
         let mut judged: Vec<String> = Vec::new();
         for tool_path in live.policy.tool_path_pointers(&name, server) {
             let pointer = format!("/params/arguments{}", tool_path.pointer);
-            let field = format!("params.arguments{}", tool_path.pointer.replace('/', "."));
-            let arg = tool_path.pointer.trim_start_matches('/');
             let Some(value) = message.pointer_mut(&pointer) else {
                 continue; // the argument is absent
             };
@@ -109,40 +109,25 @@ impl Tools {
                 }
             };
             for v in strings {
-                let Some(raw) = v.as_str().map(str::to_owned) else {
-                    let c = Verdict {
-                        rule: Some(rule_text(&tool_path.provenance).into()),
-                        ..Verdict::deny("not_a_path")
-                    };
-                    let shown = v.to_string();
-                    core.audit_decision(ctx, &field, &shown, &c, audit::Action::AnsweredError);
-                    if live.enforce {
-                        return Action::Reply(tool_error(ctx, id, &name, Some(arg), &shown, &c));
+                let (raw, c) = match v.as_str() {
+                    Some(raw) => match tool_path.kind {
+                        ArgKind::Path => (raw.to_owned(), live.path(raw, ctx.roots)),
+                        ArgKind::Uri => (raw.to_owned(), live.uri(raw, ctx.roots)),
+                    },
+                    None => {
+                        let c = Verdict {
+                            rule: Some(rule_text(&tool_path.provenance).into()),
+                            ..Verdict::deny("not_a_path")
+                        };
+                        (v.to_string(), c)
                     }
-                    continue;
                 };
-                let mut c = match tool_path.kind {
-                    ArgKind::Path => live.path(&raw, ctx.roots),
-                    ArgKind::Uri => live.uri(&raw, ctx.roots),
+                let pointer = &tool_path.pointer;
+                let c = match self.settle(core, ctx, id, &name, pointer, &raw, c, writes, None) {
+                    Ok(Some(c)) => c,
+                    Ok(None) => continue,
+                    Err(refusal) => return refusal,
                 };
-                if c.allow && writes && self.names_read_only_path(core, &c, ctx.roots) {
-                    // A writing tool may not change a place where a file runs code outside
-                    // the sandbox later (a git hook, an editor's tasks, a host's MCP
-                    // configuration), even one that does not exist yet.
-                    c = Verdict {
-                        rule: Some("sandbox.read_only_paths".into()),
-                        canonical: c.canonical,
-                        root: c.root,
-                        ..Verdict::deny("read_only_path")
-                    };
-                }
-                let ok = core.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
-                if !(c.allow && ok) {
-                    if live.enforce {
-                        return Action::Reply(tool_error(ctx, id, &name, Some(arg), &raw, &c));
-                    }
-                    continue;
-                }
                 if let Some(canonical) = &c.canonical {
                     let canonical = match tool_path.kind {
                         ArgKind::Path => canonical.path(),
@@ -193,41 +178,19 @@ impl Tools {
         let writes = live.policy.tool_writes(name);
         let word = mode.as_str();
         for (pointer, raw, relative, rewrite, why) in found {
-            let Some((mut c, as_uri, resolved)) = self.judge_inferred(&live, &raw, relative, ctx)
+            let Some((c, as_uri, resolved)) = self.judge_inferred(&live, &raw, relative, ctx)
             else {
                 continue;
             };
-            if c.allow && writes && self.names_read_only_path(core, &c, ctx.roots) {
-                c = Verdict {
-                    rule: Some("sandbox.read_only_paths".into()),
-                    canonical: c.canonical,
-                    root: c.root,
-                    ..Verdict::deny("read_only_path")
-                };
-            }
             // The record and the refusal say which tool, which argument and why it was
             // judged as a path.
             let arg = pointer.trim_start_matches('/');
             let note = format!("tools.infer = \"{word}\": `{name}` argument `{arg}`, {why}");
-            c.rule = Some(match c.rule.take() {
-                Some(r) => format!("{r}; {note}").into(),
-                None => note.into(),
-            });
-            let field = format!("params.arguments{}", pointer.replace('/', "."));
-            let ok = core.audit_decision(ctx, &field, &raw, &c, audit::Action::AnsweredError);
-            if !(c.allow && ok) {
-                if live.enforce {
-                    return Some(Action::Reply(tool_error(
-                        ctx,
-                        id,
-                        name,
-                        Some(arg),
-                        &raw,
-                        &c,
-                    )));
-                }
-                continue;
-            }
+            let c = match self.settle(core, ctx, id, name, &pointer, &raw, c, writes, Some(note)) {
+                Ok(Some(c)) => c,
+                Ok(None) => continue,
+                Err(refusal) => return Some(refusal),
+            };
             // A path or URI argument given absolutely goes on as exactly what was checked;
             // a relative one goes on as given (the tool may resolve it against a base of its
             // own, such as a repository).
@@ -248,6 +211,53 @@ impl Tools {
             }
         }
         None
+    }
+
+    /// Settles the verdict `c` on the string `raw` of the argument at `pointer` (a JSON
+    /// pointer under `params.arguments`): a writing tool's path that names a
+    /// read-only place is refused, `note` (why an inferred argument was judged) joins the
+    /// rule, and the decision is audited. `Ok(Some)`: allowed; `Ok(None)`: refused in audit
+    /// mode (the argument goes on as sent); `Err`: the refusal to answer with.
+    #[allow(clippy::too_many_arguments)]
+    fn settle(
+        &self,
+        core: &Inner,
+        ctx: &Ctx<'_>,
+        id: &Id,
+        tool: &str,
+        pointer: &str,
+        raw: &str,
+        mut c: Verdict,
+        writes: bool,
+        note: Option<String>,
+    ) -> Result<Option<Verdict>, Action> {
+        if c.allow && writes && self.names_read_only_path(core, &c, ctx.roots) {
+            // A writing tool may not change a place where a file runs code outside the
+            // sandbox later (a git hook, an editor's tasks, a host's MCP configuration), even
+            // one that does not exist yet.
+            c = Verdict {
+                rule: Some("sandbox.read_only_paths".into()),
+                canonical: c.canonical,
+                root: c.root,
+                ..Verdict::deny("read_only_path")
+            };
+        }
+        if let Some(note) = note {
+            c.rule = Some(match c.rule.take() {
+                Some(r) => format!("{r}; {note}").into(),
+                None => note.into(),
+            });
+        }
+        let arg = pointer.trim_start_matches('/');
+        let field = format!("params.arguments{}", pointer.replace('/', "."));
+        let ok = core.audit_decision(ctx, &field, raw, &c, audit::Action::AnsweredError);
+        if c.allow && ok {
+            Ok(Some(c))
+        } else if core.live().enforce {
+            Err(Action::Reply(tool_error(ctx, id, tool, Some(arg), raw, &c)))
+        } else {
+            Ok(None)
+        }
     }
 
     /// Judges one inferred argument string: its decision, whether it was a URI, and whether
@@ -291,12 +301,24 @@ impl Tools {
         Some((live.path(there, ctx.roots), false, true))
     }
 
-    /// Learns the path arguments of the tools a `tools/list` result describes.
-    pub(super) fn learn(&self, result: &Value) {
-        self.plans
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .learn(result);
+    /// A result of the family: a list (`tools/list`) first teaches the path arguments of the
+    /// tools it describes; then its items are judged as its shape says (`Inner::shaped`: the
+    /// list's entries, or a call's content blocks). False when they are not the shape they
+    /// must be.
+    pub(super) fn result(
+        &self,
+        core: &Inner,
+        ctx: &Ctx<'_>,
+        shape: Shape,
+        result: &mut Value,
+    ) -> bool {
+        if let Shape::Entries { .. } = shape {
+            self.plans
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .learn(result);
+        }
+        core.shaped(ctx, shape, result)
     }
 
     /// `notifications/tools/list_changed`: what was learned no longer holds.
@@ -389,7 +411,7 @@ fn advice(
              or ask the user to change the rootfence policy."
         );
     };
-    let shown = super::shorten(raw);
+    let shown = super::shorten(raw, 200);
     let reason = &*c.reason;
     let why = match reason {
         "outside_roots" => "is outside the allowed roots".to_owned(),

@@ -41,18 +41,20 @@ pub(super) fn relative_url(raw: &str) -> bool {
 }
 
 impl Inner {
-    /// Filters a list of entries (resources, templates, tools, prompts): the entry's
-    /// `uri_key` field (none for tools and prompts) is checked, and its icons.
+    /// Filters a result's list of entries under `key` (resources, templates, tools,
+    /// prompts: the row's [`crate::mcp::uris::Shape::Entries`]): the entry's `uri_key` field
+    /// (none for tools and prompts) is checked, and its icons.
     /// Returns false when the list is there but is not an array: it cannot be checked entry
     /// by entry, so the caller refuses the whole result.
     pub(super) fn filter_entries(
         &self,
         ctx: &Ctx<'_>,
-        field: &str,
-        list: Option<&mut Value>,
+        key: &str,
+        result: &mut Value,
         uri_key: &str,
     ) -> bool {
-        let items = match list {
+        let field = &format!("result.{key}");
+        let items = match result.get_mut(key) {
             None | Some(Value::Null) => return true,
             Some(Value::Array(items)) => items,
             Some(_) => return false,
@@ -73,10 +75,7 @@ impl Inner {
         } else {
             self.page_audit(field)
         };
-        let mut index = 0;
-        items.retain_mut(|item| {
-            let i = index;
-            index += 1;
+        ctx.retain(items, |i, item| {
             if !uri_key.is_empty() {
                 let raw = item
                     .get(uri_key)
@@ -98,7 +97,6 @@ impl Inner {
                 );
                 if !(c.allow && ok) {
                     if self.live().enforce {
-                        ctx.mark();
                         return false;
                     }
                 } else if uri_key == "uri" {
@@ -133,10 +131,7 @@ impl Inner {
         let Value::Array(items) = list else {
             return kept;
         };
-        let mut index = 0;
-        items.retain_mut(|item| {
-            let i = index;
-            index += 1;
+        ctx.retain(items, |i, item| {
             let raw = as_uri(item).unwrap_or_default();
             let c = self.live().uri(&raw, ctx.roots);
             let ok = self.audit_decision(
@@ -154,9 +149,6 @@ impl Inner {
                 kept.push(key);
                 true
             } else {
-                if self.live().enforce {
-                    ctx.mark();
-                }
                 !self.live().enforce
             }
         });
@@ -171,10 +163,7 @@ impl Inner {
         let Some(Value::Array(icons)) = icons else {
             return;
         };
-        let mut index = 0;
-        icons.retain(|icon| {
-            let i = index;
-            index += 1;
+        ctx.retain(icons, |i, icon| {
             let Some(src) = icon.get("src").and_then(Value::as_str) else {
                 return true;
             };
@@ -194,11 +183,7 @@ impl Inner {
                 &c,
                 audit::Action::Filtered,
             );
-            let keep = (c.allow && ok) || !self.live().enforce;
-            if !keep {
-                ctx.mark();
-            }
-            keep
+            (c.allow && ok) || !self.live().enforce
         });
     }
 
@@ -207,15 +192,8 @@ impl Inner {
     pub(super) fn filter_content(&self, ctx: &Ctx<'_>, field: &str, content: &mut Value) -> bool {
         match content {
             Value::Array(blocks) => {
-                let mut index = 0;
-                blocks.retain_mut(|b| {
-                    let i = index;
-                    index += 1;
-                    let keep = self.block_ok(ctx, &format!("{field}[{i}]"), b);
-                    if !keep {
-                        ctx.mark();
-                    }
-                    keep
+                ctx.retain(blocks, |i, b| {
+                    self.block_ok(ctx, &format!("{field}[{i}]"), b)
                 });
                 true
             }
@@ -232,21 +210,14 @@ impl Inner {
         let Value::Array(list) = messages else {
             return messages.is_null();
         };
-        let mut index = 0;
-        list.retain_mut(|msg| {
-            let i = index;
-            index += 1;
+        ctx.retain(list, |i, msg| {
             let Some(content) = msg.get_mut("content") else {
                 return true;
             };
             let was_nonempty = content.as_array().is_none_or(|a| !a.is_empty());
             let keep = self.filter_content(ctx, &format!("{field}[{i}].content"), content);
             let emptied = was_nonempty && content.as_array().is_some_and(Vec::is_empty);
-            let keep = (keep && !emptied) || !self.live().enforce;
-            if !keep {
-                ctx.mark();
-            }
-            keep
+            (keep && !emptied) || !self.live().enforce
         });
         true
     }

@@ -105,6 +105,12 @@ pub const ALL: [&str; 30] = [
     TASKS_LIST,
 ];
 
+/// The `params` key a server notification is nothing without (a log message's `data`): one
+/// left without it by the filters is dropped rather than delivered empty.
+pub fn required_param(method: &str) -> Option<&'static str> {
+    (method == LOGGING_MESSAGE).then_some("data")
+}
+
 /// The position of `name` in [`ALL`], or `None` for a method rootfence does not know: one
 /// `match` (compiled to a switch on the length and a few compares), so the relay's hot path
 /// finds a method's table row without hashing its name.

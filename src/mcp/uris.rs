@@ -2,9 +2,10 @@
 //! the JSON paths that carry URIs, the revisions they exist in, what a refusal does and
 //! whether judging it waits for the roots. The enforcer routes from it (what it intercepts,
 //! what waits, what has a text path, which result keys a method's own handler judges, which
-//! method family's handler a message goes to), and docs/enforcement.md's tables are its
-//! rendering ([`render`]; a test compares the two), so
-//! the contract, the routing and the code cannot drift apart.
+//! method family's handler a message goes to and what it is within its family, [`Shape`]:
+//! all of it one [`Route`] per message, computed once), and docs/enforcement.md's tables are
+//! its rendering ([`render`]; a test compares the two), so the contract, the routing and the
+//! code cannot drift apart.
 //!
 //! The routing the table replaced is kept in its tests as a specification: the table routes
 //! every message exactly as those hand-written `match`es did.
@@ -114,6 +115,32 @@ impl Family {
     }
 }
 
+/// What a message is within its family, as the table says it (a row's column): a family's
+/// handler tells its own messages apart by this, never by their method.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Shape {
+    /// Nothing beyond its family.
+    #[default]
+    Plain,
+    /// A list result: its entries under `key`, each entry's URI under `uri` (`""`: none).
+    Entries {
+        /// The result key of the list.
+        key: &'static str,
+        /// The key of each entry's URI or URI template (`""` when entries have none).
+        uri: &'static str,
+    },
+    /// A result of content blocks and prompt messages (`content[]`, `messages[]`).
+    Content,
+    /// The result that opens the session: what the server says it is is recorded.
+    Opens,
+    /// A subscription to one URI, remembered.
+    Subscribe,
+    /// The end of a subscription to one URI.
+    Unsubscribe,
+    /// A list of URIs listened to (2026-07-28), remembered as subscribed.
+    Listen,
+}
+
 /// Every method's family (a method rootfence does not know is free-form). A message goes to
 /// its method's family only when a row names its method for its sender and part; any other
 /// message is free-form ([`route`]).
@@ -193,8 +220,11 @@ pub struct Position {
     pub waits_for_roots: bool,
     /// The enforcer can judge it from its text, without a parse to a value tree.
     pub text_path: bool,
-    /// The result keys the method's own handler judges: the free-form walk skips them.
+    /// The result keys the method's own handler judges (besides a list's, [`Shape::Entries`]):
+    /// the free-form walk skips them.
     pub owns: &'static [&'static str],
+    /// What the message is within its family, for its handler.
+    pub shape: Shape,
 }
 
 impl Position {
@@ -234,6 +264,7 @@ const fn row(
         waits_for_roots: true,
         text_path: false,
         owns: &[],
+        shape: Shape::Plain,
     }
 }
 
@@ -245,6 +276,22 @@ const fn since(mut p: Position, revisions: Revisions) -> Position {
 const fn owning(mut p: Position, keys: &'static [&'static str]) -> Position {
     p.owns = keys;
     p
+}
+
+const fn shaped(mut p: Position, shape: Shape) -> Position {
+    p.shape = shape;
+    p
+}
+
+/// A list result's row: entries under `key` (which the list's handler judges), each entry's
+/// URI under `uri` (`""`: none).
+const fn entries(p: Position, key: &'static str, uri: &'static str) -> Position {
+    shaped(p, Shape::Entries { key, uri })
+}
+
+/// A content result's row (`content[]`, `messages[]`): it owns `keys`.
+const fn content(p: Position, keys: &'static [&'static str]) -> Position {
+    shaped(owning(p, keys), Shape::Content)
 }
 
 const fn texted(mut p: Position) -> Position {
@@ -304,7 +351,7 @@ pub const POSITIONS: &[Position] = &[
          too); an item whose `blob`/`data` is not base64, or whose `text` is not a string, is \
          removed (`not_base64`, `malformed_content`)",
     ),
-    texted(owning(
+    texted(entries(
         row(
             &[m::RESOURCES_LIST],
             Peer::Server,
@@ -313,9 +360,10 @@ pub const POSITIONS: &[Position] = &[
              free-form fields",
             "the entry is removed",
         ),
-        &["resources"],
+        "resources",
+        "uri",
     )),
-    owning(
+    entries(
         row(
             &[m::RESOURCES_TEMPLATES_LIST],
             Peer::Server,
@@ -328,9 +376,10 @@ pub const POSITIONS: &[Position] = &[
              fragment, which a `file:` URI may not have); any expansion is checked again at \
              read time",
         ),
-        &["resourceTemplates"],
+        "resourceTemplates",
+        "uriTemplate",
     ),
-    owning(
+    entries(
         row(
             &[m::TOOLS_LIST],
             Peer::Server,
@@ -339,9 +388,10 @@ pub const POSITIONS: &[Position] = &[
              teach their path arguments",
             "the icon or the free-form object is removed (below)",
         ),
-        &["tools"],
+        "tools",
+        "",
     ),
-    owning(
+    entries(
         row(
             &[m::PROMPTS_LIST],
             Peer::Server,
@@ -349,25 +399,45 @@ pub const POSITIONS: &[Position] = &[
             "`prompts[]`: each entry's `icons` and free-form fields",
             "the icon or the free-form object is removed (below)",
         ),
-        &["prompts"],
+        "prompts",
+        "",
     ),
     since(
-        row(
-            &[m::RESOURCES_SUBSCRIBE, m::RESOURCES_UNSUBSCRIBE],
-            Peer::Host,
-            REQ,
-            "`params.uri`",
-            "denial error",
+        shaped(
+            row(
+                &[m::RESOURCES_SUBSCRIBE],
+                Peer::Host,
+                REQ,
+                "`params.uri`",
+                "denial error (an allowed URI is remembered as subscribed)",
+            ),
+            Shape::Subscribe,
         ),
         Revisions::Until("2025-11-25"),
     ),
     since(
-        row(
-            &[m::SUBSCRIPTIONS_LISTEN],
-            Peer::Host,
-            REQ,
-            "`params.notifications.resourceSubscriptions[]`",
-            "the URI is removed from the list",
+        shaped(
+            row(
+                &[m::RESOURCES_UNSUBSCRIBE],
+                Peer::Host,
+                REQ,
+                "`params.uri`",
+                "denial error (an allowed URI is no longer subscribed)",
+            ),
+            Shape::Unsubscribe,
+        ),
+        Revisions::Until("2025-11-25"),
+    ),
+    since(
+        shaped(
+            row(
+                &[m::SUBSCRIPTIONS_LISTEN],
+                Peer::Host,
+                REQ,
+                "`params.notifications.resourceSubscriptions[]`",
+                "the URI is removed from the list (the kept ones are remembered as subscribed)",
+            ),
+            Shape::Listen,
         ),
         SINCE_2026_07_28,
     ),
@@ -426,7 +496,7 @@ pub const POSITIONS: &[Position] = &[
         "tool error (see below); an allowed absolute path or URI of a path argument is \
          forwarded in canonical form, everything else as sent",
     ),
-    owning(
+    content(
         row(
             CONTENT,
             Peer::Server,
@@ -440,7 +510,7 @@ pub const POSITIONS: &[Position] = &[
         ),
         &["content"],
     ),
-    owning(
+    content(
         row(
             CONTENT,
             Peer::Server,
@@ -618,8 +688,19 @@ pub const POSITIONS: &[Position] = &[
          request's `params.inputResponses`",
         "replaced by the effective roots",
     )),
+    at_once(shaped(
+        row(
+            &[m::INITIALIZE],
+            Peer::Server,
+            &[Part::Result, Part::Error],
+            "`serverInfo` (`icons`, `websiteUrl`) and the rest, as free-form fields; what the \
+             server says it is goes on the `initialized` record",
+            "as for free-form fields",
+        ),
+        Shape::Opens,
+    )),
     at_once(row(
-        &[m::INITIALIZE, m::SERVER_DISCOVER],
+        &[m::SERVER_DISCOVER],
         Peer::Server,
         &[Part::Result, Part::Error],
         "`serverInfo` (`icons`, `websiteUrl`) and the rest, as free-form fields",
@@ -627,76 +708,29 @@ pub const POSITIONS: &[Position] = &[
     )),
 ];
 
-/// Whether the enforcer looks at this message at all (a static table, cheap on the hot
-/// path): a row names it, or covers every method for its sender and part.
-pub fn intercepted(sender: Peer, part: Part, method: &str) -> bool {
-    POSITIONS
-        .iter()
-        .any(|p| p.covers(sender, part) && (p.methods.is_empty() || p.names(method)))
-}
-
-/// Whether judging this message waits for the roots while rootfence is asking the host for
-/// them. Everything waits but the roots handshake: a method a handshake row names never
-/// waits, whoever sends it (a server that sends `notifications/initialized` is not asked to
-/// wait for anything).
-pub fn waits_for_roots(method: &str) -> bool {
-    !POSITIONS
-        .iter()
-        .any(|p| !p.waits_for_roots && p.names(method))
-}
-
-/// The family whose handler judges this message: its method's, when a row names the method
-/// for its sender and part; otherwise free-form (only the rows for every method apply, so a
-/// server notification named `tools/call` is walked, never taken for a call).
-pub fn family_of(sender: Peer, part: Part, method: &str) -> Family {
-    if POSITIONS
-        .iter()
-        .any(|p| p.covers(sender, part) && p.names(method))
-    {
-        family(method)
-    } else {
-        Family::FreeForm
-    }
-}
-
-/// Whether the enforcer has a text path for this message.
-pub fn has_text_path(sender: Peer, part: Part, method: &str) -> bool {
-    POSITIONS
-        .iter()
-        .any(|p| p.text_path && p.covers(sender, part) && p.names(method))
-}
-
-/// The keys of a server result that `method`'s own handler judges (the free-form walk
-/// skips them), in table order.
-pub fn result_keys(method: &str) -> Vec<&'static str> {
-    let mut keys = Vec::new();
-    for p in POSITIONS
-        .iter()
-        .filter(|p| p.covers(Peer::Server, Part::Result) && p.names(method))
-    {
-        for key in p.owns {
-            if !keys.contains(key) {
-                keys.push(*key);
-            }
-        }
-    }
-    keys
-}
-
 /// What the table says of one kind of message, looked up once per message by the relay's
 /// hot path ([`route`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Route {
-    /// The enforcer looks at it ([`intercepted`]).
+    /// The enforcer looks at it at all: a row names it, or covers every method for its
+    /// sender and part.
     pub intercepted: bool,
-    /// Judging it waits for the roots while rootfence asks for them ([`waits_for_roots`]).
+    /// Judging it waits for the roots while rootfence asks for them. Everything waits but
+    /// the roots handshake: a method a handshake row names never waits, whoever sends it (a
+    /// server that sends `notifications/initialized` is not asked to wait for anything).
     pub waits_for_roots: bool,
-    /// The enforcer has a text path for it ([`has_text_path`]).
+    /// The enforcer has a text path for it: a row that names it says so.
     pub text_path: bool,
-    /// The server result keys its method's handler judges ([`result_keys`]).
+    /// For a server result, the keys its family's handler judges (the free-form walk skips
+    /// them), in table order: what the rows that name its method own, and their lists'.
     pub result_keys: Vec<&'static str>,
-    /// The family whose handler judges it ([`family_of`]).
+    /// The family whose handler judges it: its method's, when a row names the method for
+    /// its sender and part; otherwise free-form (only the rows for every method apply, so a
+    /// server notification named `tools/call` is walked, never taken for a call).
     pub family: Family,
+    /// What it is within its family: the shape of the first row that names its method for
+    /// its sender and part and gives one ([`Shape::Plain`] when none does).
+    pub shape: Shape,
 }
 
 /// The routes of every known method, by its place in [`super::methods::ALL`] (one more
@@ -728,18 +762,43 @@ fn routes() -> &'static Routes {
     })
 }
 
+/// One pass over the rows for one kind of message (see [`Route`]'s fields for what each
+/// fact means).
 fn compute(sender: Peer, part: Part, method: &str) -> Route {
-    Route {
-        intercepted: intercepted(sender, part, method),
-        waits_for_roots: waits_for_roots(method),
-        text_path: has_text_path(sender, part, method),
-        result_keys: if (sender, part) == (Peer::Server, Part::Result) {
-            result_keys(method)
-        } else {
-            Vec::new()
-        },
-        family: family_of(sender, part, method),
+    let mut route = Route {
+        waits_for_roots: true,
+        ..Route::default()
+    };
+    for p in POSITIONS {
+        let named = p.names(method);
+        if named && !p.waits_for_roots {
+            route.waits_for_roots = false;
+        }
+        if !p.covers(sender, part) {
+            continue;
+        }
+        route.intercepted |= named || p.methods.is_empty();
+        if !named {
+            continue;
+        }
+        route.family = family(method);
+        route.text_path |= p.text_path;
+        if route.shape == Shape::Plain {
+            route.shape = p.shape;
+        }
+        if (sender, part) == (Peer::Server, Part::Result) {
+            let listed = match p.shape {
+                Shape::Entries { key, .. } => Some(key),
+                _ => None,
+            };
+            for key in listed.into_iter().chain(p.owns.iter().copied()) {
+                if !route.result_keys.contains(&key) {
+                    route.result_keys.push(key);
+                }
+            }
+        }
     }
+    route
 }
 
 /// What the table says of a message: the method's place found by a `match`
@@ -896,7 +955,6 @@ mod tests {
             (Server, Result, m::TASKS_RESULT, Family::Tasks),
             (Server, Result, "x/unknown", Family::FreeForm),
         ] {
-            assert_eq!(family_of(sender, part, method), expected, "{method}");
             assert_eq!(route(sender, part, method).family, expected, "{method}");
         }
     }
@@ -927,12 +985,12 @@ mod tests {
             (Server, Result, m::INITIALIZE),
             (Server, Error, m::SERVER_DISCOVER),
         ] {
-            assert!(intercepted(sender, part, method), "{method}");
-            assert!(!waits_for_roots(method), "{method}");
+            let r = route(sender, part, method);
+            assert!(r.intercepted && !r.waits_for_roots, "{method}");
         }
-        assert!(waits_for_roots(m::RESOURCES_READ));
-        assert!(waits_for_roots(m::LOGGING_MESSAGE));
-        assert!(waits_for_roots("x/unknown"));
+        for method in [m::RESOURCES_READ, m::LOGGING_MESSAGE, "x/unknown"] {
+            assert!(route(Peer::Server, Part::Result, method).waits_for_roots);
+        }
     }
 
     /// The routing the table replaced (the hand-written `match`es of `enforce/mod.rs`
@@ -982,11 +1040,8 @@ mod tests {
         for method in m::ALL.iter().copied().chain(["x/unknown", ""]) {
             for sender in [Peer::Host, Peer::Server] {
                 for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
-                    let now = (
-                        intercepted(sender, part, method),
-                        waits_for_roots(method),
-                        has_text_path(sender, part, method),
-                    );
+                    let r = route(sender, part, method);
+                    let now = (r.intercepted, r.waits_for_roots, r.text_path);
                     assert_eq!(
                         now,
                         routed_before(sender, part, method),
@@ -1018,11 +1073,8 @@ mod tests {
         for method in m::ALL.iter().copied().chain(["x/unknown"]) {
             for sender in [Peer::Host, Peer::Server] {
                 for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
-                    let r = route(sender, part, method);
-                    assert_eq!(r.intercepted, intercepted(sender, part, method));
-                    assert_eq!(r.waits_for_roots, waits_for_roots(method));
-                    assert_eq!(r.text_path, has_text_path(sender, part, method));
-                    assert_eq!(r.family, family_of(sender, part, method));
+                    // The precomputed route is found by the method's index and the slot.
+                    assert_eq!(*route(sender, part, method), compute(sender, part, method));
                 }
             }
         }
@@ -1030,6 +1082,48 @@ mod tests {
             route(Peer::Server, Part::Result, m::RESOURCES_READ).result_keys,
             ["contents", "inputRequests"]
         );
+    }
+
+    /// What the handlers told apart by method before the shape column (the `match` on
+    /// family and method of the former `enforce/results.rs`, subscriptions' and initialize's method
+    /// tests), kept as the specification the shapes must reproduce.
+    fn shaped_before(sender: Peer, part: Part, method: &str) -> Shape {
+        use Part::*;
+        use Peer::*;
+        let entries = |key, uri| Shape::Entries { key, uri };
+        match (sender, part, method) {
+            (Server, Result, m::RESOURCES_LIST) => entries("resources", "uri"),
+            (Server, Result, m::RESOURCES_TEMPLATES_LIST) => {
+                entries("resourceTemplates", "uriTemplate")
+            }
+            (Server, Result, m::TOOLS_LIST) => entries("tools", ""),
+            (Server, Result, m::PROMPTS_LIST) => entries("prompts", ""),
+            (Server, Result, m::TOOLS_CALL | m::PROMPTS_GET | m::TASKS_RESULT) => Shape::Content,
+            (Server, Result | Error, m::INITIALIZE) => Shape::Opens,
+            (Host, Request, m::RESOURCES_SUBSCRIBE) => Shape::Subscribe,
+            (Host, Request, m::RESOURCES_UNSUBSCRIBE) => Shape::Unsubscribe,
+            (Host, Request, m::SUBSCRIPTIONS_LISTEN) => Shape::Listen,
+            _ => Shape::Plain,
+        }
+    }
+
+    #[test]
+    fn each_message_has_the_shape_its_handler_told_apart_by_method() {
+        for method in m::ALL.iter().copied().chain(["x/unknown"]) {
+            for sender in [Peer::Host, Peer::Server] {
+                for part in [Part::Request, Part::Result, Part::Error, Part::Notification] {
+                    let expected = shaped_before(sender, part, method);
+                    assert_eq!(route(sender, part, method).shape, expected, "{method}");
+                }
+            }
+        }
+    }
+
+    /// The keys of a server result `method`'s handler judges.
+    fn result_keys(method: &str) -> Vec<&'static str> {
+        route(Peer::Server, Part::Result, method)
+            .result_keys
+            .clone()
     }
 
     #[test]

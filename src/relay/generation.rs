@@ -201,13 +201,19 @@ pub(crate) async fn retire(session: Arc<Session>, generation: Gen, grace: Durati
     while session.pending_count(generation) > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    restart_pending(&session, generation);
+}
+
+/// Answers the host requests still waiting for `generation` with an error asking the host to
+/// send them again.
+pub(crate) fn restart_pending(session: &Arc<Session>, generation: Gen) {
     for p in session.take_pending_of(generation) {
         session.send_detached(Side::Host, restarted_error(&p));
     }
 }
 
 /// The answer to a host request an old generation will not answer: send it again.
-pub(crate) fn restarted_error(p: &super::Pending) -> bytes::Bytes {
+fn restarted_error(p: &super::Pending) -> bytes::Bytes {
     let msg = format!(
         "rootfence: the server was restarted under new roots before answering `{}`; send the \
          request again",

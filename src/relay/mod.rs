@@ -620,10 +620,7 @@ impl Loop<'_> {
                 "{} server generations alive (at most {max}): ending generation {oldest}",
                 self.running.len()
             );
-            for p in self.session.take_pending_of(oldest) {
-                self.session
-                    .send_detached(Side::Host, generation::restarted_error(&p));
-            }
+            generation::restart_pending(&self.session, oldest);
             if let Some(r) = self.running.remove(&oldest) {
                 child::signal_group(r.pgid, Signal::SIGKILL);
             }
@@ -725,10 +722,7 @@ impl Loop<'_> {
                 tracing::info!(
                     "server generation {generation} was superseded while starting ({cause})"
                 );
-                for p in self.session.take_pending_of(generation) {
-                    self.session
-                        .send_detached(Side::Host, generation::restarted_error(&p));
-                }
+                generation::restart_pending(&self.session, generation);
                 if let Some(r) = self.running.get(&generation) {
                     child::signal_group(r.pgid, Signal::SIGKILL);
                 }

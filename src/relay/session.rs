@@ -477,7 +477,7 @@ impl Session {
 
 /// 64 random bits without a dependency: std's `RandomState` is seeded from the OS's random
 /// source. The value only has to be unguessable by the peers, which never see it anyway.
-fn random_u64() -> u64 {
+pub(crate) fn random_u64() -> u64 {
     use std::hash::BuildHasher;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -111,12 +111,7 @@ impl Session {
         let mut st = self.state();
         match (st.init, is_initialize) {
             (InitPhase::NotSeen, true) => st.init = InitPhase::Held,
-            (InitPhase::NotSeen, false) => {
-                st.init = InitPhase::Done;
-                if let Some(link) = st.gens.get(&1) {
-                    link.gate.send_replace(true);
-                }
-            }
+            (InitPhase::NotSeen, false) => initialize_done(&mut st),
             _ => {}
         }
     }
@@ -124,12 +119,16 @@ impl Session {
     /// The host's `initialize` was forwarded (or answered): what the host sends after it may
     /// follow it to the first generation now.
     pub(crate) fn initialize_decided(&self) {
-        let mut st = self.state();
-        if st.init != InitPhase::Done {
-            st.init = InitPhase::Done;
-            if let Some(link) = st.gens.get(&1) {
-                link.gate.send_replace(true);
-            }
+        initialize_done(&mut self.state());
+    }
+}
+
+/// The host's `initialize` is out of the way: the first generation's lane opens.
+fn initialize_done(st: &mut State) {
+    if st.init != InitPhase::Done {
+        st.init = InitPhase::Done;
+        if let Some(link) = st.gens.get(&1) {
+            link.gate.send_replace(true);
         }
     }
 }
