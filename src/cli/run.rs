@@ -85,7 +85,7 @@ pub struct ServerOptions {
     /// OS confinement of the server (Landlock): off, best-effort (confine as far as the
     /// kernel allows and say what is missing) or strict (refuse to start unless fully
     /// enforced). Default: the policy's `sandbox.mode`.
-    #[arg(long, value_name = "MODE", value_parser = parse_sandbox_mode)]
+    #[arg(long, value_name = "MODE")]
     pub sandbox: Option<SandboxMode>,
 
     /// Longest JSON-RPC message accepted from either side (bytes; suffixes KiB, MiB, GiB).
@@ -448,17 +448,6 @@ fn root_spec(root: &str, cwd: &Path) -> anyhow::Result<RootSpec> {
         );
     }
     Ok(RootSpec::path(path))
-}
-
-fn parse_sandbox_mode(s: &str) -> Result<SandboxMode, String> {
-    match s {
-        "off" => Ok(SandboxMode::Off),
-        "best-effort" => Ok(SandboxMode::BestEffort),
-        "strict" => Ok(SandboxMode::Strict),
-        other => Err(format!(
-            "unknown sandbox mode `{other}`; use off, best-effort or strict"
-        )),
-    }
 }
 
 /// Parses `1048576`, `64MiB`, `512KiB`, `1GiB` (also `K`/`M`/`G` as binary units).

@@ -126,12 +126,7 @@ pub fn launcher_main() -> ExitCode {
 }
 
 fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
-    let mode = match a.mode.as_str() {
-        "best-effort" => SandboxMode::BestEffort,
-        "strict" => SandboxMode::Strict,
-        "off" => SandboxMode::Off,
-        other => bail!("unknown sandbox mode '{other}'; use best-effort, strict or off"),
-    };
+    let mode: SandboxMode = a.mode.parse().map_err(anyhow::Error::msg)?;
     let abs = |p: &PathBuf| {
         std::path::absolute(p).with_context(|| format!("cannot make '{}' absolute", p.display()))
     };
@@ -194,18 +189,11 @@ fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
     }
     spec.default_profile = !a.no_default_profile;
     spec.private_tmp = !a.no_private_tmp;
-    if a.nofile.is_some() {
-        spec.rlimits.nofile = a.nofile;
-    }
-    if a.address_space.is_some() {
-        spec.rlimits.address_space = a.address_space;
-    }
-    if a.cpu_seconds.is_some() {
-        spec.rlimits.cpu_seconds = a.cpu_seconds;
-    }
-    if a.processes.is_some() {
-        spec.rlimits.processes = a.processes;
-    }
+    let r = &mut spec.rlimits;
+    r.nofile = a.nofile.or(r.nofile);
+    r.address_space = a.address_space.or(r.address_space);
+    r.cpu_seconds = a.cpu_seconds.or(r.cpu_seconds);
+    r.processes = a.processes.or(r.processes);
     Ok(spec)
 }
 
@@ -359,10 +347,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     );
 
     let findings = if strace.is_some() {
-        let text = std::fs::read(&log)
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
-        let findings = probe::parse_strace_log(&text);
+        let findings = probe::read_strace_log(&log);
         if !findings.restricted && report.is_ok() {
             rootfence::stderr_line!(
                 "rootfence: probe: the strace log shows no landlock_restrict_self; \
@@ -376,13 +361,9 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     };
 
     for d in &findings.denials {
-        let need = match d.need {
-            probe::Need::Read => "read",
-            probe::Need::Exec => "execute",
-            probe::Need::Write => "write",
-        };
         rootfence::stderr_line!(
-            "rootfence: probe: denied {need} {} ({})",
+            "rootfence: probe: denied {} {} ({})",
+            d.need.verb(),
             d.path.display(),
             d.op
         );

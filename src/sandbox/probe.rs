@@ -37,6 +37,17 @@ pub enum Need {
     Write,
 }
 
+impl Need {
+    /// The verb shown to the user (`denied read /x`).
+    pub fn verb(self) -> &'static str {
+        match self {
+            Need::Read => "read",
+            Need::Exec => "execute",
+            Need::Write => "write",
+        }
+    }
+}
+
 /// One denial seen.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Denial {
@@ -109,21 +120,33 @@ pub fn prepare_traced(
 ) -> Result<Prepared, SandboxError> {
     let mut prepared = super::prepare_with_launcher(spec, argv, launcher)?;
     let inner = &prepared.command;
-    let mut traced = std::process::Command::new(strace);
-    traced
-        .args(["-f", "-qq", "-y", "-s", "4096", "-e", "signal=none", "-e"])
-        .arg("trace=%file,%network,kill,tkill,tgkill,landlock_restrict_self")
-        .arg("-o")
-        .arg(log)
-        .arg("--")
-        .arg(inner.get_program())
-        .args(inner.get_args());
+    let mut traced = strace_command(strace, log);
+    traced.arg(inner.get_program()).args(inner.get_args());
     // The pre-exec hook that makes the plan and report descriptors inheritable lives on
     // the inner command; move it over by rebuilding with the same channel.
     super::fds::inherit_in_child(&mut traced, prepared.session.child_fds());
     die_with_parent(&mut traced);
     prepared.command = traced;
     Ok(prepared)
+}
+
+/// `strace` following every process and writing to `log` the syscalls a denial shows in
+/// (files, network, signals, and the launcher's `landlock_restrict_self`), up to the `--`
+/// the traced command line follows.
+pub fn strace_command(strace: &Path, log: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(strace);
+    c.args(["-f", "-qq", "-y", "-s", "4096", "-e", "signal=none", "-e"])
+        .arg("trace=%file,%network,kill,tkill,tgkill,landlock_restrict_self")
+        .arg("-o")
+        .arg(log)
+        .arg("--");
+    c
+}
+
+/// The findings of the strace log at `log` (none when it cannot be read).
+pub fn read_strace_log(log: &Path) -> Findings {
+    let text = std::fs::read(log).unwrap_or_default();
+    parse_strace_log(&String::from_utf8_lossy(&text))
 }
 
 /// strace dies with rootfence (SIGKILL), and the launcher (hence the server) dies with

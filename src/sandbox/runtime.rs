@@ -35,8 +35,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::profile::{
-    DefaultProfile, Rights, covered_by_system, is_broad, is_executable_file, lookup, push_cache,
-    push_existing, shebang_interpreter,
+    DefaultProfile, Rights, covered_by_system, grant_node_modules_above, is_broad,
+    is_executable_file, lookup, push_cache, push_existing, shebang_interpreter,
 };
 
 /// Runtime families whose caches and install directories discovery knows.
@@ -313,18 +313,8 @@ impl Walker<'_, '_, '_> {
                 ),
             );
             let project = modules.parent()?;
-            let above = project.parent().into_iter().flat_map(Path::ancestors);
-            for anc in above.take_while(|a| !is_broad(a, home)) {
-                let up = anc.join("node_modules");
-                if up.is_dir() && !covered_by_system(&up) {
-                    push_existing(
-                        self.profile,
-                        &up,
-                        Rights::ReadExec,
-                        &format!("node packages above {}", project.display()),
-                    );
-                }
-            }
+            let why = format!("node packages above {}", project.display());
+            grant_node_modules_above(self.profile, project, home, &why);
             return None;
         }
         let dir = exe.parent()?;

@@ -328,42 +328,32 @@ fn candidates(line: &str) -> Vec<(&str, Basis)> {
         }
     }
     url_credentials(t, &mut out);
-    let words = |c: char| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                '"' | '\'' | '`' | ',' | ';' | '(' | ')' | '<' | '>' | '='
-            )
-    };
-    let prefixed = |w: &&str| token_prefixed(w);
-    for w in t.split(words).filter(|w| !w.is_empty()) {
-        out.push((
-            w,
-            if prefixed(&w) {
+    // Words (split at spaces and quotes), then their parts (split at URL punctuation too).
+    for w in t.split(word_sep).chain(t.split(part_sep)) {
+        if !w.is_empty() {
+            let basis = if token_prefixed(w) {
                 Basis::Position
             } else {
                 Basis::Shape
-            },
-        ));
-    }
-    let parts = |c: char| {
-        words(c)
-            || matches!(
-                c,
-                ':' | '/' | '@' | '?' | '&' | '=' | '#' | '[' | ']' | '{' | '}'
-            )
-    };
-    for w in t.split(parts).filter(|w| !w.is_empty()) {
-        out.push((
-            w,
-            if prefixed(&w) {
-                Basis::Position
-            } else {
-                Basis::Shape
-            },
-        ));
+            };
+            out.push((w, basis));
+        }
     }
     out
+}
+
+/// Where a line splits into words: spaces, quotes and list punctuation.
+fn word_sep(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\'' | '`' | ',' | ';' | '(' | ')' | '<' | '>' | '='
+        )
+}
+
+/// Where a word splits into parts: [`word_sep`] and URL punctuation.
+fn part_sep(c: char) -> bool {
+    word_sep(c) || matches!(c, ':' | '/' | '@' | '?' | '&' | '#' | '[' | ']' | '{' | '}')
 }
 
 /// Credentials in one line of git's config (see [`Source::GitConfig`]): never its names,
@@ -387,33 +377,8 @@ fn git_credentials(line: &str) -> Vec<(&str, Basis)> {
             out.push((value, Basis::Position));
         }
     }
-    let parts = |c: char| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                '"' | '\''
-                    | '`'
-                    | ','
-                    | ';'
-                    | '('
-                    | ')'
-                    | '<'
-                    | '>'
-                    | '='
-                    | ':'
-                    | '/'
-                    | '@'
-                    | '?'
-                    | '&'
-                    | '#'
-                    | '['
-                    | ']'
-                    | '{'
-                    | '}'
-            )
-    };
     out.extend(
-        t.split(parts)
+        t.split(part_sep)
             .filter(|w| token_prefixed(w))
             .map(|w| (w, Basis::Position)),
     );

@@ -444,13 +444,7 @@ impl Builder {
 
     fn push(&mut self, raw: &str, name: &str) -> Result<(), UriError> {
         check_name(raw, name, self.path().is_empty())?;
-        self.buf.push('/');
-        self.buf.push_str(name);
-        self.lexical.trailing_dir = false;
-        if self.buf.len() - PATH_AT > MAX_PATH_BYTES {
-            return Err(too_long_path(raw, self.buf.len() - PATH_AT));
-        }
-        Ok(())
+        self.append(raw, name)
     }
 
     /// [`Builder::push`] for a name of a plain text (every byte one that is written as is:
@@ -464,6 +458,11 @@ impl Builder {
             // Let the full rules say what is wrong.
             return self.push(raw, name);
         }
+        self.append(raw, name)
+    }
+
+    /// Appends a checked name to the path.
+    fn append(&mut self, raw: &str, name: &str) -> Result<(), UriError> {
         self.buf.push('/');
         self.buf.push_str(name);
         self.lexical.trailing_dir = false;

@@ -513,14 +513,11 @@ pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapE
 
 /// The catalogue's and then the learned grants for server `name`, after the derived ones.
 fn add_learned(derived: &mut Derived, opts: &WrapOptions, name: &str) {
-    for (server, grants) in &opts.catalogue {
-        if server == name {
-            derived.add_catalogue(grants);
-        }
-    }
-    for (server, learned) in &opts.learned {
-        if server == name {
-            derived.add_learned(learned);
+    for (list, learned) in [(&opts.catalogue, false), (&opts.learned, true)] {
+        for (server, grants) in list {
+            if server == name {
+                derived.add_grants(grants, learned);
+            }
         }
     }
 }
@@ -646,35 +643,20 @@ fn wrap_entry(
         range: command.span.clone(),
         text: quote(&opts.rootfence),
     });
-    match (entry.args, args) {
+    let mut new: Vec<String> = std::iter::once("run")
+        .chain(wanted.iter().map(String::as_str))
+        .map(quote)
+        .collect();
+    let (at, ins) = match (entry.args, args) {
         (Some(args_member), Some(items)) => {
             let open = args_member.value.span.start;
-            let sep = item_separator(text, open, items);
-            let mut ins = String::new();
-            ins.push_str(&quote("run"));
-            for o in wanted {
-                ins.push(',');
-                ins.push_str(&sep);
-                ins.push_str(&quote(o));
+            let sep = format!(",{}", item_separator(text, open, items));
+            new.extend([quote("--"), cmd_raw.to_owned()]);
+            let ins = new.join(&sep);
+            match items.first() {
+                Some(first) => (first.span.start, ins + &sep),
+                None => (open + 1, ins),
             }
-            ins.push(',');
-            ins.push_str(&sep);
-            ins.push_str(&quote("--"));
-            ins.push(',');
-            ins.push_str(&sep);
-            ins.push_str(cmd_raw);
-            let at = match items.first() {
-                Some(first) => {
-                    ins.push(',');
-                    ins.push_str(&sep);
-                    first.span.start
-                }
-                None => open + 1,
-            };
-            edits.push(Edit {
-                range: at..at,
-                text: ins,
-            });
         }
         _ => {
             // No args key: add one right after the command member, in the entry's layout.
@@ -690,19 +672,15 @@ fn wrap_entry(
             } else {
                 ": "
             };
-            let mut items: Vec<String> = vec![quote("run")];
-            items.extend(wanted.iter().map(|o| quote(o)));
-            items.push(quote(NO_ARGS_MARKER));
-            items.push(quote("--"));
-            items.push(cmd_raw.to_string());
-            let ins = format!(",{sep}\"args\"{colon}[{}]", items.join(", "));
-            let at = command.span.end;
-            edits.push(Edit {
-                range: at..at,
-                text: ins,
-            });
+            new.extend([quote(NO_ARGS_MARKER), quote("--"), cmd_raw.to_owned()]);
+            let ins = format!(",{sep}\"args\"{colon}[{}]", new.join(", "));
+            (command.span.end, ins)
         }
-    }
+    };
+    edits.push(Edit {
+        range: at..at,
+        text: ins,
+    });
 }
 
 /// Edits that replace the rootfence command and options of a wrapped entry.
@@ -720,24 +698,17 @@ fn rewrap(
     // Keep the separator the array already uses after `"run",`.
     let gap = &text[w.items[0].span.end..w.items[1].span.start];
     let sep = match gap.trim_start().strip_prefix(',') {
-        Some(rest) if rest.trim_matches([' ', '\t', '\r', '\n']).is_empty() => rest.to_string(),
-        _ => " ".to_string(),
+        Some(rest) if rest.trim_matches([' ', '\t', '\r', '\n']).is_empty() => format!(",{rest}"),
+        _ => ", ".to_string(),
     };
-    let mut new = quote("run");
-    for o in wanted
-        .iter()
-        .map(String::as_str)
+    let new: Vec<String> = std::iter::once("run")
+        .chain(wanted.iter().map(String::as_str))
         .chain(w.marker.then_some(NO_ARGS_MARKER))
-    {
-        new.push(',');
-        new.push_str(&sep);
-        new.push_str(&quote(o));
-    }
-    new.push(',');
-    new.push_str(&sep);
+        .map(quote)
+        .collect();
     edits.push(Edit {
         range: w.items[0].span.start..w.items[w.dashdash].span.start,
-        text: new,
+        text: new.join(&sep) + &sep,
     });
 }
 

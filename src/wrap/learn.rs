@@ -72,13 +72,8 @@ pub fn trial(
     let log = logdir.path().join("strace.log");
     let mut cmd = match strace {
         Some(s) => {
-            let mut c = Command::new(s);
-            c.args(["-f", "-qq", "-y", "-s", "4096", "-e", "signal=none", "-e"])
-                .arg("trace=%file,%network,landlock_restrict_self")
-                .arg("-o")
-                .arg(&log)
-                .arg("--")
-                .args(argv);
+            let mut c = probe::strace_command(s, &log);
+            c.args(argv);
             c
         }
         None => {
@@ -180,10 +175,7 @@ pub fn trial(
         .rev()
         .collect();
     if strace.is_some() {
-        let text = std::fs::read(&log)
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
-        t.findings = probe::parse_strace_log(&text);
+        t.findings = probe::read_strace_log(&log);
         t.traced = true;
     } else {
         t.findings = probe::parse_stderr(&stderr_text);
@@ -291,11 +283,7 @@ pub fn learn(
                 .iter()
                 .find(|d| d.path.starts_with(p))
                 .map(|d| {
-                    let need = match d.need {
-                        Need::Read => "read",
-                        Need::Exec => "execute",
-                        Need::Write => "write",
-                    };
+                    let need = d.need.verb();
                     format!(
                         "the server was denied to {need} {} ({})",
                         d.path.display(),
