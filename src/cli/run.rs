@@ -406,19 +406,18 @@ fn check_command(program: &OsString) -> anyhow::Result<()> {
     let executable = rootfence::sandbox::is_executable_file;
     let shown = program.to_string_lossy();
     let path = Path::new(program);
-    if path.components().count() > 1 {
-        if !path.exists() {
-            bail!("server command not found: `{shown}`; check the spelling and that it is on PATH");
-        }
-        if !executable(path) {
-            bail!("server command `{shown}` cannot be executed; check its permissions (chmod +x)");
-        }
-        return Ok(());
-    }
-    let on_path = std::env::var_os("PATH")
-        .is_some_and(|dirs| std::env::split_paths(&dirs).any(|d| executable(&d.join(path))));
-    if !on_path {
+    let named = path.components().count() > 1;
+    let found = if named {
+        path.exists()
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|dirs| std::env::split_paths(&dirs).any(|d| executable(&d.join(path))))
+    };
+    if !found {
         bail!("server command not found: `{shown}`; check the spelling and that it is on PATH");
+    }
+    if named && !executable(path) {
+        bail!("server command `{shown}` cannot be executed; check its permissions (chmod +x)");
     }
     Ok(())
 }

@@ -186,11 +186,13 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
         learned: Vec::new(),
         catalogue: Vec::new(),
     };
-    let mut outcome = wrap::wrap_config(&original, &opts)
-        .with_context(|| format!("cannot wrap {}", path.display()))?;
+    let plan = |opts: &WrapOptions| {
+        wrap::wrap_config(&original, opts)
+            .with_context(|| format!("cannot wrap {}", path.display()))
+    };
+    let mut outcome = plan(&opts)?;
     if apply_catalogue(&mut opts, &outcome, &policy) {
-        outcome = wrap::wrap_config(&original, &opts)
-            .with_context(|| format!("cannot wrap {}", path.display()))?;
+        outcome = plan(&opts)?;
     }
     let mut target = args.target;
     let mut consent_missing = false;
@@ -203,8 +205,7 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
             std::time::Duration::from_secs(args.learn_timeout),
         )?;
         if !opts.learned.is_empty() {
-            outcome = wrap::wrap_config(&original, &opts)
-                .with_context(|| format!("cannot wrap {}", path.display()))?;
+            outcome = plan(&opts)?;
             if !args.yes && !target.dry_run && !ask_consent(&outcome, &original, &path) {
                 target.dry_run = true;
                 consent_missing = true;

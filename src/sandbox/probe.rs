@@ -85,6 +85,17 @@ impl Findings {
             self.denials.push(d);
         }
     }
+
+    /// Pushes the path quoted by `q` in `s`, if any.
+    fn push_quoted(&mut self, s: &str, q: char, need: Need, op: &str) {
+        if let Some(p) = quoted(s, q) {
+            self.push(Denial {
+                path: PathBuf::from(p),
+                need,
+                op: op.to_owned(),
+            });
+        }
+    }
 }
 
 /// The suggested additions to a `[sandbox]` table.
@@ -192,20 +203,14 @@ pub fn parse_stderr(text: &str) -> Findings {
         ] {
             if let Some(i) = line.find(key) {
                 let rest = &line[i + key.len()..];
-                let op = rest.split_whitespace().next().unwrap_or("").to_owned();
-                if let Some(p) = quoted(rest, '\'') {
-                    let need = match op.as_str() {
-                        "open" | "scandir" | "opendir" | "readdir" | "access" | "stat"
-                        | "lstat" | "realpath" | "readlink" => Need::Read,
-                        "spawn" | "uv_spawn" => Need::Exec,
-                        _ => Need::Write,
-                    };
-                    f.push(Denial {
-                        path: PathBuf::from(p),
-                        need,
-                        op: format!("{op} (stderr)"),
-                    });
-                }
+                let op = rest.split_whitespace().next().unwrap_or("");
+                let need = match op {
+                    "open" | "scandir" | "opendir" | "readdir" | "access" | "stat" | "lstat"
+                    | "realpath" | "readlink" => Need::Read,
+                    "spawn" | "uv_spawn" => Need::Exec,
+                    _ => Need::Write,
+                };
+                f.push_quoted(rest, '\'', need, &format!("{op} (stderr)"));
             }
         }
         for key in ["connect EACCES ", "bind EACCES "] {
@@ -223,31 +228,17 @@ pub fn parse_stderr(text: &str) -> Findings {
                 }
             }
         }
-        // python: `PermissionError: [Errno 13] Permission denied: '/x'`
-        for key in [
-            "[Errno 13] Permission denied: ",
-            "[Errno 1] Operation not permitted: ",
+        // python: `PermissionError: [Errno 13] Permission denied: '/x'`; Rust tools (uv,
+        // via fs-err): `Permission denied (os error 13) at path "/x"`.
+        let py = "python (stderr)";
+        for (key, q, need, op) in [
+            ("[Errno 13] Permission denied: ", '\'', Need::Read, py),
+            ("[Errno 1] Operation not permitted: ", '\'', Need::Read, py),
+            ("(os error 13) at path ", '"', Need::Write, "stderr"),
+            ("(os error 1) at path ", '"', Need::Write, "stderr"),
         ] {
             if let Some(i) = line.find(key) {
-                if let Some(p) = quoted(&line[i + key.len()..], '\'') {
-                    f.push(Denial {
-                        path: PathBuf::from(p),
-                        need: Need::Read,
-                        op: "python (stderr)".into(),
-                    });
-                }
-            }
-        }
-        // Rust tools (uv, via fs-err): `Permission denied (os error 13) at path "/x"`.
-        for key in ["(os error 13) at path ", "(os error 1) at path "] {
-            if let Some(i) = line.find(key) {
-                if let Some(p) = quoted(&line[i + key.len()..], '"') {
-                    f.push(Denial {
-                        path: PathBuf::from(p),
-                        need: Need::Write,
-                        op: "stderr".into(),
-                    });
-                }
+                f.push_quoted(&line[i + key.len()..], q, need, op);
             }
         }
         // C tools: `cat: /x: Permission denied`, `sh: 1: cannot create /x: Permission denied`

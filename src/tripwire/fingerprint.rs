@@ -37,6 +37,8 @@
 
 use std::collections::HashSet;
 
+use crate::audit::chain::hex;
+
 /// Shortest candidate fingerprinted.
 pub const MIN_TOKEN: usize = 10;
 /// Window length (the matcher's long tier starts at 24 bytes).
@@ -202,7 +204,7 @@ pub fn patterns(content: &[u8], source: Source, known: &dyn Fn(&[u8]) -> bool) -
             }
         }
         out.push(Pattern {
-            bytes: hex(&n),
+            bytes: hex(&n).into_bytes(),
             line,
             form: Form::Hex,
         });
@@ -480,13 +482,6 @@ fn base64_stable(needle: &[u8], align: usize, alphabet: &[u8; 64]) -> Vec<u8> {
     chars[first..end].to_vec()
 }
 
-fn hex(b: &[u8]) -> Vec<u8> {
-    const H: &[u8; 16] = b"0123456789abcdef";
-    b.iter()
-        .flat_map(|x| [H[(x >> 4) as usize], H[(x & 15) as usize]])
-        .collect()
-}
-
 fn percent(b: &[u8]) -> Vec<u8> {
     const H: &[u8; 16] = b"0123456789ABCDEF";
     let mut out = Vec::with_capacity(b.len());
@@ -589,7 +584,7 @@ mod tests {
         let p = patterns(&binary, Source::Denied, &|_| false);
         assert!(!p.is_empty());
         assert!(p.iter().all(|x| x.form != Form::Text));
-        assert!(p.iter().any(|x| x.bytes == hex(&binary[..24])));
+        assert!(p.iter().any(|x| x.bytes == hex(&binary[..24]).into_bytes()));
     }
 
     fn texts(content: &[u8], source: Source, known: &dyn Fn(&[u8]) -> bool) -> Vec<String> {

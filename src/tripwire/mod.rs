@@ -335,7 +335,7 @@ impl Fingerprints {
         // The matched bytes equal the pattern up to ASCII case: hash them lowercased, so
         // the record is the same whatever the case of the copy.
         let digest = sha2::Sha256::digest(hay[at..at + len].to_ascii_lowercase());
-        let short: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+        let short = crate::audit::chain::hex(&digest[..6]);
         Hit {
             file: self.files[o.file].clone(),
             line: o.line,
