@@ -268,32 +268,6 @@ pub fn parse_stderr(text: &str) -> Findings {
     f
 }
 
-/// What the sandbox can tell from a server's last stderr lines (for the host's error when
-/// the server dies before answering `initialize`): each path the server printed it was
-/// denied, with the `rootfence run` option that would grant it, as a line for the user.
-/// Paths a suggestion never grants (terminals, `/proc`, broad directories, what `spec`
-/// denies) are named with the reason instead. Empty when nothing in `stderr` looks like a
-/// denial.
-pub fn stderr_hints(stderr: &str, spec: &SandboxSpec) -> Vec<String> {
-    let findings = parse_stderr(stderr);
-    let s = suggest(&findings, spec);
-    let mut out = Vec::new();
-    for (paths, flag) in [(&s.write, "--write"), (&s.read, "--read")] {
-        for p in paths {
-            out.push(format!(
-                "the sandbox denied {}; if the server needs it, add `{flag} {}` to the \
-                 entry's `rootfence run` options (or try `rootfence wrap --learn`)",
-                p.display(),
-                p.display()
-            ));
-        }
-    }
-    for (p, why) in &s.left_out {
-        out.push(format!("the sandbox denied {}: {why}", p.display()));
-    }
-    out
-}
-
 fn quoted(s: &str, q: char) -> Option<String> {
     let start = s.find(q)? + 1;
     let end = s[start..].find(q)? + start;
@@ -762,26 +736,6 @@ unrelated: line
         assert!(why("/work/proj").contains("working directory"));
         assert_eq!(normalized(Path::new("/tmp/.")), Path::new("/tmp"));
         assert_eq!(normalized(Path::new("/a/./b/../c")), Path::new("/a/c"));
-    }
-
-    #[test]
-    fn stderr_hints_name_the_option_to_add() {
-        let dir = tempfile::tempdir().unwrap();
-        let base = std::fs::canonicalize(dir.path()).unwrap();
-        std::fs::create_dir_all(base.join("state")).unwrap();
-        let text = format!(
-            "error: Could not create temporary file\n  Caused by: Permission denied (os error \
-             13) at path \"{}\"\ncat: /dev/tty: Permission denied\n",
-            base.join("state/.tmp1").display()
-        );
-        let hints = stderr_hints(&text, &SandboxSpec::default());
-        assert_eq!(hints.len(), 2, "{hints:?}");
-        assert!(
-            hints[0].contains(&format!("`--write {}`", base.join("state").display())),
-            "{hints:?}"
-        );
-        assert!(hints[1].contains("/dev/tty: a terminal"), "{hints:?}");
-        assert!(stderr_hints("all good\n", &SandboxSpec::default()).is_empty());
     }
 
     #[test]

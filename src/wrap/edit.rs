@@ -86,8 +86,7 @@ fn parse_maps(text: &str) -> Result<(Node, MapPaths), WrapError> {
     for (i, m) in members.iter().enumerate() {
         match m.key.as_str() {
             "mcpServers" | "servers" => {
-                expect_object(text, m, &m.key)?;
-                check_duplicates(text, m.value.members().unwrap_or(&[]))?;
+                server_map(text, m, &m.key)?;
                 found.push((String::new(), vec![i]));
             }
             // VS Code's older form inside settings.json: "mcp": {"servers": {...}}.
@@ -96,8 +95,7 @@ fn parse_maps(text: &str) -> Result<(Node, MapPaths), WrapError> {
                     check_duplicates(text, inner)?;
                     for (j, im) in inner.iter().enumerate() {
                         if im.key == "servers" {
-                            expect_object(text, im, "mcp.servers")?;
-                            check_duplicates(text, im.value.members().unwrap_or(&[]))?;
+                            server_map(text, im, "mcp.servers")?;
                             found.push((String::new(), vec![i, j]));
                         }
                     }
@@ -114,8 +112,7 @@ fn parse_maps(text: &str) -> Result<(Node, MapPaths), WrapError> {
                         check_duplicates(text, fields)?;
                         for (k, f) in fields.iter().enumerate() {
                             if f.key == "mcpServers" {
-                                expect_object(text, f, "projects.*.mcpServers")?;
-                                check_duplicates(text, f.value.members().unwrap_or(&[]))?;
+                                server_map(text, f, "projects.*.mcpServers")?;
                                 found.push((format!("project {}", p.key), vec![i, j, k]));
                             }
                         }
@@ -152,8 +149,9 @@ fn maps<'n>(root: &'n Node, paths: &[(String, Vec<usize>)]) -> Vec<ServerMap<'n>
         .collect()
 }
 
-fn expect_object(text: &str, m: &Member, what: &str) -> Result<(), WrapError> {
-    if m.value.members().is_none() {
+/// Checks that `m` (found as `what`) is a map of servers: an object without duplicate keys.
+fn server_map(text: &str, m: &Member, what: &str) -> Result<(), WrapError> {
+    let Some(members) = m.value.members() else {
         let (line, column) = jsonc::line_col(text, m.value.span.start);
         return Err(WrapError::NotRecognised {
             found: format!(
@@ -161,8 +159,8 @@ fn expect_object(text: &str, m: &Member, what: &str) -> Result<(), WrapError> {
                 m.value.type_name(text)
             ),
         });
-    }
-    Ok(())
+    };
+    check_duplicates(text, members)
 }
 
 /// A duplicate key in an object rootfence reads would let the host see a different value
