@@ -121,9 +121,7 @@ pub fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
 }
 
 /// Entry point of the sandbox launcher (see `rootfence::sandbox::launcher`).
-pub fn launcher_main() -> ExitCode {
-    sandbox::launcher::launcher_main()
-}
+pub use rootfence::sandbox::launcher::launcher_main;
 
 fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
     let mode: SandboxMode = a.mode.parse().map_err(anyhow::Error::msg)?;

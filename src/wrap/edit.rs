@@ -362,8 +362,9 @@ fn classify<'n>(text: &str, entry: &'n Node) -> Result<(Entry<'n>, Shape<'n>), W
     ))
 }
 
-/// Whether a command names the rootfence binary (any directory, `.exe` on Windows).
-pub(crate) fn is_rootfence(command: &str) -> bool {
+/// Whether a command names the rootfence binary (`rootfence` or `rootfence.exe` in any
+/// directory), as an already-wrapped entry's command does (`wrap::is_rootfence_command`).
+pub fn is_rootfence(command: &str) -> bool {
     let name = command.rsplit(['/', '\\']).next().unwrap_or(command);
     name == "rootfence" || name.eq_ignore_ascii_case("rootfence.exe")
 }
@@ -462,8 +463,9 @@ fn plan(
     Ok(finish(text, edits, servers))
 }
 
-/// Plans the wrap of every selected stdio entry.
-pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapError> {
+/// Plans wrapping every selected stdio server of a host configuration's text
+/// (`wrap::wrap_config`).
+pub fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapError> {
     let wanted = wanted_options(opts);
     plan(text, &opts.servers, |m, entry, shape, edits| {
         // What the server's command line and entry derive, with the catalogue's and the
@@ -520,8 +522,9 @@ fn add_learned(derived: &mut Derived, opts: &WrapOptions, name: &str) {
     }
 }
 
-/// Plans the unwrap of every selected wrapped entry.
-pub(crate) fn plan_unwrap(text: &str, opts: &UnwrapOptions) -> Result<Outcome, WrapError> {
+/// Plans restoring every selected wrapped server of a host configuration's text
+/// (`wrap::unwrap_config`).
+pub fn plan_unwrap(text: &str, opts: &UnwrapOptions) -> Result<Outcome, WrapError> {
     plan(text, &opts.servers, |_, entry, shape, edits| {
         let action = match shape {
             Shape::Wrapped(w) => {

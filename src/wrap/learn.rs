@@ -208,23 +208,15 @@ fn stop_group(child: &mut std::process::Child, pgid: nix::unistd::Pid) {
 /// What the user's home holds that is too broad to grant: a server creating its state
 /// directly in one of these gets the new directory, never the place itself.
 fn broad_places(home: &Path) -> Vec<PathBuf> {
-    [
-        "",
+    let inside = [
         ".config",
         ".local",
         ".local/share",
         ".local/state",
         ".cache",
-    ]
-    .iter()
-    .map(|d| {
-        if d.is_empty() {
-            home.to_owned()
-        } else {
-            home.join(d)
-        }
-    })
-    .collect()
+    ];
+    let inside = inside.iter().map(|d| home.join(d));
+    std::iter::once(home.to_owned()).chain(inside).collect()
 }
 
 /// The grants a failed trial's findings call for: new state directories (created now) and
@@ -239,11 +231,8 @@ pub fn learn(
     let mut learned: Vec<Learned> = Vec::new();
     let mut notes = Vec::new();
     let mut rest = Findings {
-        connect_ports: findings.connect_ports.clone(),
-        bind_ports: findings.bind_ports.clone(),
-        signals: findings.signals,
-        restricted: findings.restricted,
-        ..Findings::default()
+        denials: Vec::new(),
+        ..findings.clone()
     };
     let broad = home.map(broad_places).unwrap_or_default();
     for d in &findings.denials {
