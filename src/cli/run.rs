@@ -403,23 +403,24 @@ fn reload_policy(enforcer: &Enforcer, files: &[PathBuf]) {
 /// Refuses a server command that cannot run, before anything starts, with the same clear
 /// error whether or not the sandbox launcher would run it.
 fn check_command(program: &OsString) -> anyhow::Result<()> {
-    let executable = rootfence::sandbox::is_executable_file;
     let shown = program.to_string_lossy();
     let path = Path::new(program);
     let named = path.components().count() > 1;
-    let found = if named {
-        path.exists()
-    } else {
-        std::env::var_os("PATH")
-            .is_some_and(|dirs| std::env::split_paths(&dirs).any(|d| executable(&d.join(path))))
-    };
+    let found = if named { path.exists() } else { on_path(path) };
     if !found {
         bail!("server command not found: `{shown}`; check the spelling and that it is on PATH");
     }
-    if named && !executable(path) {
+    if named && !rootfence::sandbox::is_executable_file(path) {
         bail!("server command `{shown}` cannot be executed; check its permissions (chmod +x)");
     }
     Ok(())
+}
+
+/// Whether an executable file `name` is in a directory of `PATH`.
+pub(crate) fn on_path(name: &Path) -> bool {
+    std::env::var_os("PATH").is_some_and(|dirs| {
+        std::env::split_paths(&dirs).any(|d| rootfence::sandbox::is_executable_file(&d.join(name)))
+    })
 }
 
 fn load_policy(files: &[PathBuf]) -> anyhow::Result<Policy> {

@@ -838,9 +838,7 @@ fn command_exists(cmd: &str) -> bool {
     if cmd.contains(['/', '\\']) {
         return true;
     }
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|d| rootfence::sandbox::is_executable_file(&d.join(cmd)))
-    })
+    super::run::on_path(p)
 }
 
 /// Prints the diff, writes unless dry-run, and picks the exit code.

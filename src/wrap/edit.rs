@@ -208,7 +208,8 @@ fn check_selection(selected: &[String], maps: &[ServerMap<'_>]) -> Result<(), Wr
     Err(WrapError::ServerNotFound { missing, available })
 }
 
-fn display_name(name: &str, scope: &str) -> String {
+/// `name`, or `name (scope)`.
+pub(crate) fn display_name(name: &str, scope: &str) -> String {
     if scope.is_empty() {
         name.to_string()
     } else {

@@ -151,11 +151,7 @@ pub struct ServerReport {
 impl ServerReport {
     /// `name`, or `name (project /dir)`.
     pub fn label(&self) -> String {
-        if self.scope.is_empty() {
-            self.name.clone()
-        } else {
-            format!("{} ({})", self.name, self.scope)
-        }
+        edit::display_name(&self.name, &self.scope)
     }
 }
 
