@@ -165,12 +165,9 @@ pub fn patterns(content: &[u8], source: Source, known: &dyn Fn(&[u8]) -> bool) -
     }
     let mut out = Vec::new();
     for (n, line, whole) in needles {
+        let mut add = |bytes: Vec<u8>, form: Form| out.push(Pattern { bytes, line, form });
         if text {
-            out.push(Pattern {
-                bytes: n.clone(),
-                line,
-                form: Form::Text,
-            });
+            add(n.clone(), Form::Text);
             // A window of a text secret is searched as text only: an encoded copy of the
             // file or of a value holds the encoding of the whole value (or line), which is
             // searched already. Fewer patterns keep the search fast.
@@ -182,40 +179,21 @@ pub fn patterns(content: &[u8], source: Source, known: &dyn Fn(&[u8]) -> bool) -
             let b64 = base64_stable(&n, align, STD);
             if b64.len() >= MIN_TOKEN {
                 if b64.iter().any(|b| matches!(b, b'+' | b'/')) {
-                    let url: Vec<u8> = b64
-                        .iter()
-                        .map(|b| match b {
-                            b'+' => b'-',
-                            b'/' => b'_',
-                            b => *b,
-                        })
-                        .collect();
-                    out.push(Pattern {
-                        bytes: url,
-                        line,
-                        form: Form::Base64,
+                    let url = b64.iter().map(|b| match b {
+                        b'+' => b'-',
+                        b'/' => b'_',
+                        b => *b,
                     });
+                    add(url.collect(), Form::Base64);
                 }
-                out.push(Pattern {
-                    bytes: b64,
-                    line,
-                    form: Form::Base64,
-                });
+                add(b64, Form::Base64);
             }
         }
-        out.push(Pattern {
-            bytes: hex(&n).into_bytes(),
-            line,
-            form: Form::Hex,
-        });
+        add(hex(&n).into_bytes(), Form::Hex);
         if text && whole {
             let pct = percent(&n);
             if pct != n {
-                out.push(Pattern {
-                    bytes: pct,
-                    line,
-                    form: Form::Percent,
-                });
+                add(pct, Form::Percent);
             }
         }
     }
