@@ -342,30 +342,29 @@ fn profile_for(argv: &[OsString], env: &[(OsString, OsString)], proc_safe: bool)
         .map(PathBuf::from)
         .filter(|h| h.is_absolute());
 
-    let lists: [(&[&str], &str, Rights, &str); 3] = [
-        (
-            SYSTEM_DIRS,
-            "/",
+    for dir in SYSTEM_DIRS {
+        push_existing(
+            &mut profile,
+            dir,
             Rights::ReadExec,
             "system libraries and binaries",
-        ),
-        (
-            ETC_ENTRIES,
-            "/etc",
+        );
+    }
+    for entry in ETC_ENTRIES {
+        push_existing(
+            &mut profile,
+            Path::new("/etc").join(entry),
             Rights::Read,
             "system configuration programs read to run",
-        ),
-        (
-            PROC_SYS_ENTRIES,
-            "/",
+        );
+    }
+    for entry in PROC_SYS_ENTRIES {
+        push_existing(
+            &mut profile,
+            entry,
             Rights::Read,
             "process and machine information runtimes read",
-        ),
-    ];
-    for (list, base, rights, why) in lists {
-        for entry in list {
-            push_existing(&mut profile, Path::new(base).join(entry), rights, why);
-        }
+        );
     }
     for (dev, rights) in DEVICES {
         push_existing(&mut profile, dev, *rights, "standard device");

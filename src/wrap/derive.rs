@@ -45,17 +45,13 @@ pub struct Assumed {
 
 impl DeriveContext {
     fn is_dir(&self, p: &Path) -> bool {
-        match &self.assume {
-            Some(a) => a.dirs.iter().any(|d| d == p),
-            None => p.is_dir(),
-        }
+        let assumed = |a: &Assumed| a.dirs.iter().any(|d| d == p);
+        self.assume.as_ref().map_or_else(|| p.is_dir(), assumed)
     }
 
     fn is_file(&self, p: &Path) -> bool {
-        match &self.assume {
-            Some(a) => a.files.iter().any(|d| d == p),
-            None => p.is_file(),
-        }
+        let assumed = |a: &Assumed| a.files.iter().any(|f| f == p);
+        self.assume.as_ref().map_or_else(|| p.is_file(), assumed)
     }
 
     /// An executable regular file (never, for an assumed filesystem).
