@@ -85,7 +85,7 @@ pub struct ServerOptions {
     /// OS confinement of the server (Landlock): off, best-effort (confine as far as the
     /// kernel allows and say what is missing) or strict (refuse to start unless fully
     /// enforced). Default: the policy's `sandbox.mode`.
-    #[arg(long, value_name = "MODE", value_parser = parse_sandbox_mode)]
+    #[arg(long, value_name = "MODE")]
     pub sandbox: Option<SandboxMode>,
 
     /// Longest JSON-RPC message accepted from either side (bytes; suffixes KiB, MiB, GiB).
@@ -403,24 +403,24 @@ fn reload_policy(enforcer: &Enforcer, files: &[PathBuf]) {
 /// Refuses a server command that cannot run, before anything starts, with the same clear
 /// error whether or not the sandbox launcher would run it.
 fn check_command(program: &OsString) -> anyhow::Result<()> {
-    let executable = rootfence::sandbox::is_executable_file;
     let shown = program.to_string_lossy();
     let path = Path::new(program);
-    if path.components().count() > 1 {
-        if !path.exists() {
-            bail!("server command not found: `{shown}`; check the spelling and that it is on PATH");
-        }
-        if !executable(path) {
-            bail!("server command `{shown}` cannot be executed; check its permissions (chmod +x)");
-        }
-        return Ok(());
-    }
-    let on_path = std::env::var_os("PATH")
-        .is_some_and(|dirs| std::env::split_paths(&dirs).any(|d| executable(&d.join(path))));
-    if !on_path {
+    let named = path.components().count() > 1;
+    let found = if named { path.exists() } else { on_path(path) };
+    if !found {
         bail!("server command not found: `{shown}`; check the spelling and that it is on PATH");
     }
+    if named && !rootfence::sandbox::is_executable_file(path) {
+        bail!("server command `{shown}` cannot be executed; check its permissions (chmod +x)");
+    }
     Ok(())
+}
+
+/// Whether an executable file `name` is in a directory of `PATH`.
+pub(crate) fn on_path(name: &Path) -> bool {
+    std::env::var_os("PATH").is_some_and(|dirs| {
+        std::env::split_paths(&dirs).any(|d| rootfence::sandbox::is_executable_file(&d.join(name)))
+    })
 }
 
 fn load_policy(files: &[PathBuf]) -> anyhow::Result<Policy> {
@@ -448,17 +448,6 @@ fn root_spec(root: &str, cwd: &Path) -> anyhow::Result<RootSpec> {
         );
     }
     Ok(RootSpec::path(path))
-}
-
-fn parse_sandbox_mode(s: &str) -> Result<SandboxMode, String> {
-    match s {
-        "off" => Ok(SandboxMode::Off),
-        "best-effort" => Ok(SandboxMode::BestEffort),
-        "strict" => Ok(SandboxMode::Strict),
-        other => Err(format!(
-            "unknown sandbox mode `{other}`; use off, best-effort or strict"
-        )),
-    }
 }
 
 /// Parses `1048576`, `64MiB`, `512KiB`, `1GiB` (also `K`/`M`/`G` as binary units).

@@ -121,17 +121,10 @@ pub fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
 }
 
 /// Entry point of the sandbox launcher (see `rootfence::sandbox::launcher`).
-pub fn launcher_main() -> ExitCode {
-    sandbox::launcher::launcher_main()
-}
+pub use rootfence::sandbox::launcher::launcher_main;
 
 fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
-    let mode = match a.mode.as_str() {
-        "best-effort" => SandboxMode::BestEffort,
-        "strict" => SandboxMode::Strict,
-        "off" => SandboxMode::Off,
-        other => bail!("unknown sandbox mode '{other}'; use best-effort, strict or off"),
-    };
+    let mode: SandboxMode = a.mode.parse().map_err(anyhow::Error::msg)?;
     let abs = |p: &PathBuf| {
         std::path::absolute(p).with_context(|| format!("cannot make '{}' absolute", p.display()))
     };
@@ -353,10 +346,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     );
 
     let findings = if strace.is_some() {
-        let text = std::fs::read(&log)
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
-        let findings = probe::parse_strace_log(&text);
+        let findings = probe::read_strace_log(&log);
         if !findings.restricted && report.is_ok() {
             rootfence::stderr_line!(
                 "rootfence: probe: the strace log shows no landlock_restrict_self; \
@@ -370,13 +360,9 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     };
 
     for d in &findings.denials {
-        let need = match d.need {
-            probe::Need::Read => "read",
-            probe::Need::Exec => "execute",
-            probe::Need::Write => "write",
-        };
         rootfence::stderr_line!(
-            "rootfence: probe: denied {need} {} ({})",
+            "rootfence: probe: denied {} {} ({})",
+            d.need.verb(),
             d.path.display(),
             d.op
         );

@@ -186,11 +186,13 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
         learned: Vec::new(),
         catalogue: Vec::new(),
     };
-    let mut outcome = wrap::wrap_config(&original, &opts)
-        .with_context(|| format!("cannot wrap {}", path.display()))?;
+    let plan = |opts: &WrapOptions| {
+        wrap::wrap_config(&original, opts)
+            .with_context(|| format!("cannot wrap {}", path.display()))
+    };
+    let mut outcome = plan(&opts)?;
     if apply_catalogue(&mut opts, &outcome, &policy) {
-        outcome = wrap::wrap_config(&original, &opts)
-            .with_context(|| format!("cannot wrap {}", path.display()))?;
+        outcome = plan(&opts)?;
     }
     let mut target = args.target;
     let mut consent_missing = false;
@@ -203,8 +205,7 @@ pub fn wrap(args: WrapArgs) -> anyhow::Result<ExitCode> {
             std::time::Duration::from_secs(args.learn_timeout),
         )?;
         if !opts.learned.is_empty() {
-            outcome = wrap::wrap_config(&original, &opts)
-                .with_context(|| format!("cannot wrap {}", path.display()))?;
+            outcome = plan(&opts)?;
             if !args.yes && !target.dry_run && !ask_consent(&outcome, &original, &path) {
                 target.dry_run = true;
                 consent_missing = true;
@@ -837,9 +838,7 @@ fn command_exists(cmd: &str) -> bool {
     if cmd.contains(['/', '\\']) {
         return true;
     }
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|d| rootfence::sandbox::is_executable_file(&d.join(cmd)))
-    })
+    super::run::on_path(p)
 }
 
 /// Prints the diff, writes unless dry-run, and picks the exit code.

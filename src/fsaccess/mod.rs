@@ -275,15 +275,9 @@ pub(crate) enum Failure {
 
 impl Failure {
     pub(crate) fn reason(self) -> Reason {
-        match self {
-            Failure::Escape => Reason::SymlinkEscape,
-            Failure::Loop => Reason::SymlinkLoop,
-            Failure::SymlinkRefused => Reason::SymlinkRefused,
-            Failure::NotFound => Reason::NotFound,
-            Failure::NotADirectory => Reason::NotADirectory,
-            Failure::TooLong => Reason::TooLong,
-            Failure::Other => Reason::IoError,
-        }
+        // The same as the read error it becomes (an unallocated error stands in for the
+        // cause, which the reason does not depend on).
+        FsError::from_failure((self, io::ErrorKind::Other.into())).reason()
     }
 
     /// Classifies an error number from a lookup beneath a root (`EXDEV`: the kernel refused

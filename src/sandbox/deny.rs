@@ -467,11 +467,20 @@ impl fmt::Display for CarveReport {
                 })
                 .collect()
         };
-        let hidden = list(CarvedKind::Hidden);
-        let ro = list(CarvedKind::ReadOnly);
-        let unscanned = list(CarvedKind::Unscanned);
-        let git = list(CarvedKind::LeftToGit);
-        if hidden.is_empty() && ro.is_empty() && unscanned.is_empty() && git.is_empty() {
+        let lists = [
+            (CarvedKind::Hidden, "hidden"),
+            (CarvedKind::ReadOnly, "read-only"),
+            (
+                CarvedKind::Unscanned,
+                "hidden, NOT scanned (bound reached; narrow the roots)",
+            ),
+            (
+                CarvedKind::LeftToGit,
+                "left to git (denied on the wire, its config fingerprinted)",
+            ),
+        ]
+        .map(|(kind, label)| (label, list(kind)));
+        if lists.iter().all(|(_, paths)| paths.is_empty()) {
             let entries: usize = self.scans.iter().map(|s| s.entries).sum();
             return writeln!(
                 f,
@@ -483,25 +492,10 @@ impl fmt::Display for CarveReport {
             None => self.method.clone(),
         };
         writeln!(f, "  inside the roots ({method}):")?;
-        if !hidden.is_empty() {
-            writeln!(f, "    hidden: {}", hidden.join(", "))?;
-        }
-        if !ro.is_empty() {
-            writeln!(f, "    read-only: {}", ro.join(", "))?;
-        }
-        if !unscanned.is_empty() {
-            writeln!(
-                f,
-                "    hidden, NOT scanned (bound reached; narrow the roots): {}",
-                unscanned.join(", ")
-            )?;
-        }
-        if !git.is_empty() {
-            writeln!(
-                f,
-                "    left to git (denied on the wire, its config fingerprinted): {}",
-                git.join(", ")
-            )?;
+        for (label, paths) in &lists {
+            if !paths.is_empty() {
+                writeln!(f, "    {label}: {}", paths.join(", "))?;
+            }
         }
         if self.more > 0 {
             writeln!(f, "    ... and {} more", self.more)?;

@@ -111,86 +111,68 @@ pub(crate) fn grants(root: &Path, access: Access) -> GitDirs {
             }
         }
     };
-    match common {
-        Some(common) => {
-            if !gitdir.starts_with(&real_root) {
-                out.grants.push(GitGrant {
-                    path: gitdir.clone(),
-                    rights: if writable {
-                        Rights::ReadWrite
-                    } else {
-                        Rights::ReadExec
-                    },
-                    why: format!(
-                        "the git directory of the linked worktree {} (its HEAD, index and \
-                         logs), as its own .git/ would be",
-                        root.display()
-                    ),
-                });
-                if writable {
-                    // Its pointers back: rewritten, they would redirect git as the `.git`
-                    // file would.
-                    for f in ["commondir", "gitdir"] {
-                        push_existing(&mut out.read_only, gitdir.join(f));
-                    }
-                }
-            }
-            if !common.starts_with(&real_root) {
-                let files = writable && files_may_be_written(&common);
-                out.grants.push(GitGrant {
-                    path: common.clone(),
-                    rights: if files {
-                        Rights::WriteFiles
-                    } else {
-                        Rights::ReadExec
-                    },
-                    why: format!(
-                        "the main repository's .git that the worktree {} shares (config, \
-                         HEAD, packed-refs, hooks){}",
-                        root.display(),
-                        if files {
-                            "; files in it can be written (GitPython writes a commit's \
-                             message there), never a new directory; its hooks/, config and \
-                             modules/ stay read-only"
-                        } else {
-                            ", read only: its hooks/ and config stay unwritable"
-                        }
-                    ),
-                });
-                if files {
-                    protect(&common, Some(&gitdir), &mut out.read_only);
-                }
-                parts(&common, "the shared", &mut out);
+    if common.is_some() && !gitdir.starts_with(&real_root) {
+        out.grants.push(GitGrant {
+            path: gitdir.clone(),
+            rights: if writable {
+                Rights::ReadWrite
+            } else {
+                Rights::ReadExec
+            },
+            why: format!(
+                "the git directory of the linked worktree {} (its HEAD, index and logs), as \
+                 its own .git/ would be",
+                root.display()
+            ),
+        });
+        if writable {
+            // Its pointers back: rewritten, they would redirect git as the `.git` file
+            // would.
+            for f in ["commondir", "gitdir"] {
+                push_existing(&mut out.read_only, gitdir.join(f));
             }
         }
-        None => {
-            if !gitdir.starts_with(&real_root) {
-                let files = writable && files_may_be_written(&gitdir);
-                out.grants.push(GitGrant {
-                    path: gitdir.clone(),
-                    rights: if files {
-                        Rights::WriteFiles
-                    } else {
-                        Rights::ReadExec
-                    },
-                    why: format!(
-                        "the git directory {} names (a submodule's){}",
-                        root.display(),
-                        if files {
-                            ": its files (HEAD, index, a commit's message) can be written, \
-                             never a new directory; its hooks/, config and modules/ stay \
-                             read-only"
-                        } else {
-                            ", read only: its hooks/ and config stay unwritable"
-                        }
-                    ),
-                });
-                if files {
-                    protect(&gitdir, None, &mut out.read_only);
-                }
-                parts(&gitdir, "its", &mut out);
-            }
+    }
+    // The directory with the config and hooks: a linked worktree's shared one, else the
+    // one the `.git` file names (a submodule's).
+    let (dir, own, what, whose, written) = match &common {
+        Some(common) => (
+            common,
+            Some(gitdir.as_path()),
+            format!(
+                "the main repository's .git that the worktree {} shares (config, HEAD, \
+                 packed-refs, hooks)",
+                root.display()
+            ),
+            "the shared",
+            "; files in it can be written (GitPython writes a commit's message there), never \
+             a new directory; its hooks/, config and modules/ stay read-only",
+        ),
+        None => (
+            &gitdir,
+            None,
+            format!("the git directory {} names (a submodule's)", root.display()),
+            "its",
+            ": its files (HEAD, index, a commit's message) can be written, never a new \
+             directory; its hooks/, config and modules/ stay read-only",
+        ),
+    };
+    if !dir.starts_with(&real_root) {
+        let files = writable && files_may_be_written(dir);
+        let unwritable = ", read only: its hooks/ and config stay unwritable";
+        out.grants.push(GitGrant {
+            path: dir.clone(),
+            rights: if files {
+                Rights::WriteFiles
+            } else {
+                Rights::ReadExec
+            },
+            why: format!("{what}{}", if files { written } else { unwritable }),
+        });
+        if files {
+            protect(dir, own, &mut out.read_only);
         }
+        parts(dir, whose, &mut out);
     }
     out
 }

@@ -345,7 +345,7 @@ fn resolve_paths(grants: &[Grant], denies: &[PathBuf], targets: &[Target]) -> Re
         };
         // One resolution: the O_PATH descriptor is both the rule's anchor and, through
         // /proc/self/fd, the resolved path the report shows and denials are matched on.
-        let file = match open_path(&g.path, true) {
+        let file = match open_path(&g.path) {
             Ok(f) => f,
             Err(e) => {
                 report.status = GrantStatus::NotFound {
@@ -547,15 +547,11 @@ fn carve(
     }
 }
 
-/// Opens a path as `O_PATH`, following symlinks or not.
-fn open_path(path: &Path, follow: bool) -> std::io::Result<File> {
-    let mut flags = libc::O_PATH;
-    if !follow {
-        flags |= libc::O_NOFOLLOW;
-    }
+/// Opens a path as `O_PATH`, following symlinks.
+fn open_path(path: &Path) -> std::io::Result<File> {
     std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(flags)
+        .custom_flags(libc::O_PATH)
         .open(path)
 }
 

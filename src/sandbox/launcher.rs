@@ -260,15 +260,7 @@ fn not_covered(plan: &LaunchPlan) -> Vec<String> {
     if plan.network != super::Network::Allow {
         out.push("UDP and other non-TCP protocols are not restricted".to_owned());
     }
-    let cap_eff = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .map(|v| v.trim().to_owned())
-        })
-        .and_then(|v| u64::from_str_radix(&v, 16).ok());
-    if cap_eff.is_some_and(|c| c != 0) {
+    if super::profile::effective_caps().is_some_and(|c| c != 0) {
         out.push(
             "the server holds Linux capabilities (it runs as root or with file \
              capabilities); Landlock does not restrict raw sockets or module loading"
@@ -376,7 +368,10 @@ fn unreachable_env_paths(env: &[(OsString, OsString)], report: &EnforcementRepor
         if !path.is_absolute() || v.as_bytes().contains(&b':') {
             continue;
         }
-        if report.covering_grant(&resolved(path)).is_none() {
+        if report
+            .covering_grant(&landlock::canonical_or_lexical(path))
+            .is_none()
+        {
             out.push(EnvPath {
                 name: name.to_owned(),
                 path: path.display().to_string(),
@@ -384,21 +379,6 @@ fn unreachable_env_paths(env: &[(OsString, OsString)], report: &EnforcementRepor
         }
     }
     out
-}
-
-/// `path` with its longest existing ancestor resolved (symlinks), the rest appended.
-fn resolved(path: &std::path::Path) -> std::path::PathBuf {
-    for anc in path.ancestors() {
-        if let Ok(real) = std::fs::canonicalize(anc) {
-            let rest = path.strip_prefix(anc).unwrap_or(std::path::Path::new(""));
-            return if rest.as_os_str().is_empty() {
-                real
-            } else {
-                real.join(rest)
-            };
-        }
-    }
-    path.to_owned()
 }
 
 fn apply_rlimits(plan: &LaunchPlan) -> Vec<RlimitReport> {

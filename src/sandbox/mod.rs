@@ -115,6 +115,21 @@ impl std::fmt::Display for SandboxMode {
     }
 }
 
+/// The command-line word (`--sandbox`, `--mode`), as [`SandboxMode`] displays it.
+impl std::str::FromStr for SandboxMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [
+            SandboxMode::BestEffort,
+            SandboxMode::Strict,
+            SandboxMode::Off,
+        ]
+        .into_iter()
+        .find(|m| m.to_string() == s)
+        .ok_or_else(|| format!("unknown sandbox mode `{s}`; use best-effort, strict or off"))
+    }
+}
+
 /// Filesystem access granted to a root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -78,20 +78,7 @@ pub(crate) fn enter() -> Result<Namespace, String> {
     } else {
         unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
             .map_err(|e| format!("no user namespace ({e}); they may be disabled or restricted"))?;
-        // Map the user (and group) to themselves, so nothing the server sees changes.
-        let maps = [
-            ("/proc/self/setgroups", "deny".to_owned()),
-            ("/proc/self/uid_map", format!("{uid} {uid} 1")),
-            ("/proc/self/gid_map", format!("{gid} {gid} 1")),
-        ];
-        for (file, text) in maps {
-            // setgroups is absent on kernels before 3.19, where gid_map needs no "deny".
-            if let Err(e) = std::fs::write(file, text) {
-                if file != "/proc/self/setgroups" {
-                    return Err(format!("cannot write {file}: {e}"));
-                }
-            }
-        }
+        map_to_self(uid, gid)?;
         Namespace::User
     };
     // Nothing mounted from here on may propagate back to the system's namespace.
@@ -104,6 +91,25 @@ pub(crate) fn enter() -> Result<Namespace, String> {
     )
     .map_err(|e| format!("cannot make the mount namespace private: {e}"))?;
     Ok(ns)
+}
+
+/// In a new user namespace: maps the user (and group) to themselves, so nothing the server
+/// sees changes.
+pub(super) fn map_to_self(uid: nix::unistd::Uid, gid: nix::unistd::Gid) -> Result<(), String> {
+    let maps = [
+        ("/proc/self/setgroups", "deny".to_owned()),
+        ("/proc/self/uid_map", format!("{uid} {uid} 1")),
+        ("/proc/self/gid_map", format!("{gid} {gid} 1")),
+    ];
+    for (file, text) in maps {
+        // setgroups is absent on kernels before 3.19, where gid_map needs no "deny".
+        if let Err(e) = std::fs::write(file, text)
+            && file != "/proc/self/setgroups"
+        {
+            return Err(format!("cannot write {file}: {e}"));
+        }
+    }
+    Ok(())
 }
 
 /// Covers one path (`rel`, relative to `root`). `empty_dir` is the first hidden directory

@@ -105,19 +105,7 @@ fn enter() -> Result<&'static str, Uncontained> {
             "no user namespace ({e}); they may be disabled or restricted"
         ))
     })?;
-    let maps = [
-        ("/proc/self/setgroups", "deny".to_owned()),
-        ("/proc/self/uid_map", format!("{uid} {uid} 1")),
-        ("/proc/self/gid_map", format!("{gid} {gid} 1")),
-    ];
-    for (file, text) in maps {
-        // setgroups is absent on kernels before 3.19, where gid_map needs no "deny".
-        if let Err(e) = std::fs::write(file, text)
-            && file != "/proc/self/setgroups"
-        {
-            return Err(Uncontained::Broken(format!("cannot write {file}: {e}")));
-        }
-    }
+    super::mounts::map_to_self(uid, gid).map_err(Uncontained::Broken)?;
     Ok(IN_USERNS)
 }
 

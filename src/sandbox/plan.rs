@@ -100,22 +100,10 @@ pub(crate) fn build(
     private_tmp: Option<&Path>,
     env: &[(OsString, OsString)],
 ) -> Result<LaunchPlan, SandboxError> {
-    let absolute = |p: &PathBuf| -> Result<(), SandboxError> {
-        if p.is_absolute() {
-            Ok(())
-        } else {
-            Err(SandboxError::RelativePath(p.clone()))
-        }
-    };
-    for p in spec
-        .roots
-        .iter()
-        .map(|r| &r.path)
-        .chain(&spec.read)
-        .chain(&spec.write)
-        .chain(&spec.deny)
-    {
-        absolute(p)?;
+    let paths = spec.roots.iter().map(|r| &r.path);
+    let mut all = paths.chain(&spec.read).chain(&spec.write).chain(&spec.deny);
+    if let Some(p) = all.find(|p| !p.is_absolute()) {
+        return Err(SandboxError::RelativePath(p.clone()));
     }
 
     let mut grants = Vec::new();
@@ -166,21 +154,16 @@ pub(crate) fn build(
         }));
         git_read_only.extend(git.read_only);
     }
-    for p in &spec.read {
-        grants.push(Grant {
+    for (paths, rights, origin) in [
+        (&spec.read, Rights::ReadExec, "read"),
+        (&spec.write, Rights::ReadWrite, "write"),
+    ] {
+        grants.extend(paths.iter().map(|p| Grant {
             path: p.clone(),
-            rights: Rights::ReadExec,
-            origin: "read".into(),
+            rights,
+            origin: origin.into(),
             why: String::new(),
-        });
-    }
-    for p in &spec.write {
-        grants.push(Grant {
-            path: p.clone(),
-            rights: Rights::ReadWrite,
-            origin: "write".into(),
-            why: String::new(),
-        });
+        }));
     }
     let mut env_set = Vec::new();
     if let Some(tmp) = private_tmp {

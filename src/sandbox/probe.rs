@@ -37,6 +37,17 @@ pub enum Need {
     Write,
 }
 
+impl Need {
+    /// The verb shown to the user (`denied read /x`).
+    pub fn verb(self) -> &'static str {
+        match self {
+            Need::Read => "read",
+            Need::Exec => "execute",
+            Need::Write => "write",
+        }
+    }
+}
+
 /// One denial seen.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Denial {
@@ -74,6 +85,17 @@ impl Findings {
             self.denials.push(d);
         }
     }
+
+    /// Pushes the path quoted by `q` in `s`, if any.
+    fn push_quoted(&mut self, s: &str, q: char, need: Need, op: &str) {
+        if let Some(p) = quoted(s, q) {
+            self.push(Denial {
+                path: PathBuf::from(p),
+                need,
+                op: op.to_owned(),
+            });
+        }
+    }
 }
 
 /// The suggested additions to a `[sandbox]` table.
@@ -109,21 +131,33 @@ pub fn prepare_traced(
 ) -> Result<Prepared, SandboxError> {
     let mut prepared = super::prepare_with_launcher(spec, argv, launcher)?;
     let inner = &prepared.command;
-    let mut traced = std::process::Command::new(strace);
-    traced
-        .args(["-f", "-qq", "-y", "-s", "4096", "-e", "signal=none", "-e"])
-        .arg("trace=%file,%network,kill,tkill,tgkill,landlock_restrict_self")
-        .arg("-o")
-        .arg(log)
-        .arg("--")
-        .arg(inner.get_program())
-        .args(inner.get_args());
+    let mut traced = strace_command(strace, log);
+    traced.arg(inner.get_program()).args(inner.get_args());
     // The pre-exec hook that makes the plan and report descriptors inheritable lives on
     // the inner command; move it over by rebuilding with the same channel.
     super::fds::inherit_in_child(&mut traced, prepared.session.child_fds());
     die_with_parent(&mut traced);
     prepared.command = traced;
     Ok(prepared)
+}
+
+/// `strace` following every process and writing to `log` the syscalls a denial shows in
+/// (files, network, signals, and the launcher's `landlock_restrict_self`), up to the `--`
+/// the traced command line follows.
+pub fn strace_command(strace: &Path, log: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(strace);
+    c.args(["-f", "-qq", "-y", "-s", "4096", "-e", "signal=none", "-e"])
+        .arg("trace=%file,%network,kill,tkill,tgkill,landlock_restrict_self")
+        .arg("-o")
+        .arg(log)
+        .arg("--");
+    c
+}
+
+/// The findings of the strace log at `log` (none when it cannot be read).
+pub fn read_strace_log(log: &Path) -> Findings {
+    let text = std::fs::read(log).unwrap_or_default();
+    parse_strace_log(&String::from_utf8_lossy(&text))
 }
 
 /// strace dies with rootfence (SIGKILL), and the launcher (hence the server) dies with
@@ -169,20 +203,14 @@ pub fn parse_stderr(text: &str) -> Findings {
         ] {
             if let Some(i) = line.find(key) {
                 let rest = &line[i + key.len()..];
-                let op = rest.split_whitespace().next().unwrap_or("").to_owned();
-                if let Some(p) = quoted(rest, '\'') {
-                    let need = match op.as_str() {
-                        "open" | "scandir" | "opendir" | "readdir" | "access" | "stat"
-                        | "lstat" | "realpath" | "readlink" => Need::Read,
-                        "spawn" | "uv_spawn" => Need::Exec,
-                        _ => Need::Write,
-                    };
-                    f.push(Denial {
-                        path: PathBuf::from(p),
-                        need,
-                        op: format!("{op} (stderr)"),
-                    });
-                }
+                let op = rest.split_whitespace().next().unwrap_or("");
+                let need = match op {
+                    "open" | "scandir" | "opendir" | "readdir" | "access" | "stat" | "lstat"
+                    | "realpath" | "readlink" => Need::Read,
+                    "spawn" | "uv_spawn" => Need::Exec,
+                    _ => Need::Write,
+                };
+                f.push_quoted(rest, '\'', need, &format!("{op} (stderr)"));
             }
         }
         for key in ["connect EACCES ", "bind EACCES "] {
@@ -200,31 +228,17 @@ pub fn parse_stderr(text: &str) -> Findings {
                 }
             }
         }
-        // python: `PermissionError: [Errno 13] Permission denied: '/x'`
-        for key in [
-            "[Errno 13] Permission denied: ",
-            "[Errno 1] Operation not permitted: ",
+        // python: `PermissionError: [Errno 13] Permission denied: '/x'`; Rust tools (uv,
+        // via fs-err): `Permission denied (os error 13) at path "/x"`.
+        let py = "python (stderr)";
+        for (key, q, need, op) in [
+            ("[Errno 13] Permission denied: ", '\'', Need::Read, py),
+            ("[Errno 1] Operation not permitted: ", '\'', Need::Read, py),
+            ("(os error 13) at path ", '"', Need::Write, "stderr"),
+            ("(os error 1) at path ", '"', Need::Write, "stderr"),
         ] {
             if let Some(i) = line.find(key) {
-                if let Some(p) = quoted(&line[i + key.len()..], '\'') {
-                    f.push(Denial {
-                        path: PathBuf::from(p),
-                        need: Need::Read,
-                        op: "python (stderr)".into(),
-                    });
-                }
-            }
-        }
-        // Rust tools (uv, via fs-err): `Permission denied (os error 13) at path "/x"`.
-        for key in ["(os error 13) at path ", "(os error 1) at path "] {
-            if let Some(i) = line.find(key) {
-                if let Some(p) = quoted(&line[i + key.len()..], '"') {
-                    f.push(Denial {
-                        path: PathBuf::from(p),
-                        need: Need::Write,
-                        op: "stderr".into(),
-                    });
-                }
+                f.push_quoted(&line[i + key.len()..], q, need, op);
             }
         }
         // C tools: `cat: /x: Permission denied`, `sh: 1: cannot create /x: Permission denied`
@@ -252,32 +266,6 @@ pub fn parse_stderr(text: &str) -> Findings {
         }
     }
     f
-}
-
-/// What the sandbox can tell from a server's last stderr lines (for the host's error when
-/// the server dies before answering `initialize`): each path the server printed it was
-/// denied, with the `rootfence run` option that would grant it, as a line for the user.
-/// Paths a suggestion never grants (terminals, `/proc`, broad directories, what `spec`
-/// denies) are named with the reason instead. Empty when nothing in `stderr` looks like a
-/// denial.
-pub fn stderr_hints(stderr: &str, spec: &SandboxSpec) -> Vec<String> {
-    let findings = parse_stderr(stderr);
-    let s = suggest(&findings, spec);
-    let mut out = Vec::new();
-    for (paths, flag) in [(&s.write, "--write"), (&s.read, "--read")] {
-        for p in paths {
-            out.push(format!(
-                "the sandbox denied {}; if the server needs it, add `{flag} {}` to the \
-                 entry's `rootfence run` options (or try `rootfence wrap --learn`)",
-                p.display(),
-                p.display()
-            ));
-        }
-    }
-    for (p, why) in &s.left_out {
-        out.push(format!("the sandbox denied {}: {why}", p.display()));
-    }
-    out
 }
 
 fn quoted(s: &str, q: char) -> Option<String> {
@@ -748,26 +736,6 @@ unrelated: line
         assert!(why("/work/proj").contains("working directory"));
         assert_eq!(normalized(Path::new("/tmp/.")), Path::new("/tmp"));
         assert_eq!(normalized(Path::new("/a/./b/../c")), Path::new("/a/c"));
-    }
-
-    #[test]
-    fn stderr_hints_name_the_option_to_add() {
-        let dir = tempfile::tempdir().unwrap();
-        let base = std::fs::canonicalize(dir.path()).unwrap();
-        std::fs::create_dir_all(base.join("state")).unwrap();
-        let text = format!(
-            "error: Could not create temporary file\n  Caused by: Permission denied (os error \
-             13) at path \"{}\"\ncat: /dev/tty: Permission denied\n",
-            base.join("state/.tmp1").display()
-        );
-        let hints = stderr_hints(&text, &SandboxSpec::default());
-        assert_eq!(hints.len(), 2, "{hints:?}");
-        assert!(
-            hints[0].contains(&format!("`--write {}`", base.join("state").display())),
-            "{hints:?}"
-        );
-        assert!(hints[1].contains("/dev/tty: a terminal"), "{hints:?}");
-        assert!(stderr_hints("all good\n", &SandboxSpec::default()).is_empty());
     }
 
     #[test]

@@ -304,14 +304,14 @@ pub fn tool_families(argv: &[OsString]) -> Vec<ToolFamily> {
 /// effective set decides.
 pub(crate) fn proc_grant_is_safe() -> bool {
     const CAP_SYS_PTRACE: u32 = 19;
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
-        return false;
-    };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) == 0)
+    effective_caps().is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) == 0)
+}
+
+/// This process's effective capability set (`CapEff` in `/proc/self/status`).
+pub(crate) fn effective_caps() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let caps = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+    u64::from_str_radix(caps.trim(), 16).ok()
 }
 
 /// Computes the default profile for `argv`, given rootfence's environment.
@@ -414,16 +414,12 @@ fn grant_tool_family<'e>(
 ) {
     match family {
         ToolFamily::Git => {
-            if let Some(h) = home {
-                push_existing(
-                    profile,
-                    h.join(".gitconfig"),
-                    Rights::Read,
-                    "git configuration",
-                );
-            }
-            if let Some(c) = xdg_config {
-                push_existing(profile, c.join("git"), Rights::Read, "git configuration");
+            let files = [
+                home.map(|h| h.join(".gitconfig")),
+                xdg_config.map(|c| c.join("git")),
+            ];
+            for p in files.into_iter().flatten() {
+                push_existing(profile, p, Rights::Read, "git configuration");
             }
         }
         ToolFamily::DesktopCommander => {
@@ -462,41 +458,26 @@ fn grant_tool_family<'e>(
                 xdg_cache.map(|c| c.join("ms-playwright-mcp")),
                 "Playwright MCP browser profiles",
             );
-            if let Some(c) = xdg_cache {
-                push_existing(
-                    profile,
-                    c.join("puppeteer"),
-                    Rights::ReadWrite,
-                    "Puppeteer browsers",
-                );
-                push_existing(
-                    profile,
-                    c.join("fontconfig"),
-                    Rights::ReadWrite,
-                    "fontconfig cache",
-                );
-            }
-            push_existing(profile, "/etc/fonts", Rights::Read, "font configuration");
-            for etc in [
-                "/etc/chromium",
-                "/etc/chromium.d",
-                "/etc/chromium-browser",
-                "/etc/opt/chrome",
-            ] {
-                push_existing(
-                    profile,
-                    etc,
-                    Rights::Read,
-                    "browser policies and launcher settings",
-                );
-            }
-            if let Some(c) = xdg_config {
-                push_existing(
-                    profile,
-                    c.join("fontconfig"),
+            let cache = |name: &str| xdg_cache.map(|c| c.join(name));
+            let etc = |path: &str| Some(PathBuf::from(path));
+            let policies = "browser policies and launcher settings";
+            for (path, rights, why) in [
+                (cache("puppeteer"), Rights::ReadWrite, "Puppeteer browsers"),
+                (cache("fontconfig"), Rights::ReadWrite, "fontconfig cache"),
+                (etc("/etc/fonts"), Rights::Read, "font configuration"),
+                (etc("/etc/chromium"), Rights::Read, policies),
+                (etc("/etc/chromium.d"), Rights::Read, policies),
+                (etc("/etc/chromium-browser"), Rights::Read, policies),
+                (etc("/etc/opt/chrome"), Rights::Read, policies),
+                (
+                    xdg_config.map(|c| c.join("fontconfig")),
                     Rights::Read,
                     "font configuration",
-                );
+                ),
+            ] {
+                if let Some(path) = path {
+                    push_existing(profile, path, rights, why);
+                }
             }
             if proc_safe {
                 // Write too: Chromium's own sandbox maps its user namespace by writing
@@ -656,17 +637,24 @@ pub(crate) fn grant_project(
         );
     }
     if node {
-        let above = target.parent().into_iter().flat_map(Path::ancestors);
-        for anc in above.take_while(|anc| !is_broad(anc, home)) {
-            let modules = anc.join("node_modules");
-            if modules.is_dir() && !covered_by_system(&modules) {
-                push_existing(
-                    profile,
-                    &modules,
-                    Rights::ReadExec,
-                    &format!("node packages above the project {}", target.display()),
-                );
-            }
+        let why = format!("node packages above the project {}", target.display());
+        grant_node_modules_above(profile, target, home, &why);
+    }
+}
+
+/// The `node_modules` directories of the ancestors of `project` up to a broad directory
+/// (node resolves packages there: a workspace's hoisted dependencies), not the ancestors.
+pub(crate) fn grant_node_modules_above(
+    profile: &mut DefaultProfile,
+    project: &Path,
+    home: Option<&Path>,
+    why: &str,
+) {
+    let above = project.parent().into_iter().flat_map(Path::ancestors);
+    for anc in above.take_while(|anc| !is_broad(anc, home)) {
+        let modules = anc.join("node_modules");
+        if modules.is_dir() && !covered_by_system(&modules) {
+            push_existing(profile, &modules, Rights::ReadExec, why);
         }
     }
 }

@@ -402,16 +402,7 @@ impl ReportReader {
     /// Reads until the launcher execs or exits, blocking the calling thread (in async
     /// code, use [`ReportReader::read`] or `spawn_blocking`).
     pub fn read_blocking(self) -> Result<EnforcementReport, LaunchError> {
-        match self.channel {
-            Channel::Fixed(r) => Ok(*r),
-            Channel::Pipe(fd) => {
-                let mut buf = Vec::new();
-                std::fs::File::from(fd)
-                    .take(MAX_REPORT_BYTES)
-                    .read_to_end(&mut buf)?;
-                parse(&buf)
-            }
-        }
+        self.read_each(|_| {})
     }
 
     /// Like [`ReportReader::read_blocking`], but calls `on_report` as soon as the report
@@ -524,10 +515,10 @@ impl EnforcementReport {
                     }
                     _ => return None,
                 };
-                let origin = match (g.origin.as_str(), g.why.is_empty()) {
-                    (o, true) => o.to_owned(),
-                    ("profile", false) => format!("profile: {}", g.why),
-                    (o, false) => format!("{o}: {}", g.why),
+                let origin = if g.why.is_empty() {
+                    g.origin.clone()
+                } else {
+                    format!("{}: {}", g.origin, g.why)
                 };
                 Some(SandboxPath {
                     path: g.path.clone(),

@@ -35,8 +35,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::profile::{
-    DefaultProfile, Rights, covered_by_system, is_broad, is_executable_file, lookup, push_cache,
-    push_existing, shebang_interpreter,
+    DefaultProfile, Rights, covered_by_system, grant_node_modules_above, is_broad,
+    is_executable_file, lookup, push_cache, push_existing, shebang_interpreter,
 };
 
 /// Runtime families whose caches and install directories discovery knows.
@@ -313,18 +313,8 @@ impl Walker<'_, '_, '_> {
                 ),
             );
             let project = modules.parent()?;
-            let above = project.parent().into_iter().flat_map(Path::ancestors);
-            for anc in above.take_while(|a| !is_broad(a, home)) {
-                let up = anc.join("node_modules");
-                if up.is_dir() && !covered_by_system(&up) {
-                    push_existing(
-                        self.profile,
-                        &up,
-                        Rights::ReadExec,
-                        &format!("node packages above {}", project.display()),
-                    );
-                }
-            }
+            let why = format!("node packages above {}", project.display());
+            grant_node_modules_above(self.profile, project, home, &why);
             return None;
         }
         let dir = exe.parent()?;
@@ -431,6 +421,8 @@ fn grant_family_dirs(profile: &mut DefaultProfile, families: &[Family], env: &En
     let cache = xdg("XDG_CACHE_HOME", ".cache");
     let data = xdg("XDG_DATA_HOME", ".local/share");
     let config = xdg("XDG_CONFIG_HOME", ".config");
+    let in_cache = |rel: &str| cache.as_ref().map(|c| c.join(rel));
+    let in_data = |rel: &str| data.as_ref().map(|d| d.join(rel));
     let mut families = families.to_vec();
     families.sort();
     families.dedup();
@@ -439,51 +431,34 @@ fn grant_family_dirs(profile: &mut DefaultProfile, families: &[Family], env: &En
             Family::Node => {
                 let npm = getenv("npm_config_cache").or_else(|| home.map(|h| h.join(".npm")));
                 push_cache(profile, npm, "npm/npx package cache");
-                push_cache(
-                    profile,
-                    cache.as_ref().map(|c| c.join("node/corepack")),
-                    "corepack cache (pnpm, yarn)",
-                );
+                let corepack = in_cache("node/corepack");
+                push_cache(profile, corepack, "corepack cache (pnpm, yarn)");
             }
             Family::Pnpm => {
-                push_cache(
-                    profile,
-                    cache.as_ref().map(|c| c.join("pnpm")),
-                    "pnpm cache (pnpm dlx)",
-                );
-                push_cache(
-                    profile,
-                    getenv("PNPM_HOME")
-                        .map(|p| p.join("store"))
-                        .or_else(|| data.as_ref().map(|d| d.join("pnpm/store"))),
-                    "pnpm content-addressable store",
-                );
+                push_cache(profile, in_cache("pnpm"), "pnpm cache (pnpm dlx)");
+                let store = getenv("PNPM_HOME").map(|p| p.join("store"));
+                let store = store.or_else(|| in_data("pnpm/store"));
+                push_cache(profile, store, "pnpm content-addressable store");
             }
             Family::Bun => {
                 let root = getenv("BUN_INSTALL").or_else(|| home.map(|h| h.join(".bun")));
-                push_cache(
-                    profile,
-                    root.map(|r| r.join("install/cache")),
-                    "bun package cache (bunx)",
-                );
+                let packages = root.map(|r| r.join("install/cache"));
+                push_cache(profile, packages, "bun package cache (bunx)");
             }
             Family::Uv => {
                 push_cache(
                     profile,
-                    getenv("UV_CACHE_DIR").or_else(|| cache.as_ref().map(|c| c.join("uv"))),
+                    getenv("UV_CACHE_DIR").or_else(|| in_cache("uv")),
                     "uv/uvx package cache (uvx builds its environments here)",
                 );
-                let tools =
-                    getenv("UV_TOOL_DIR").or_else(|| data.as_ref().map(|d| d.join("uv/tools")));
                 // Read-write: `uvx` takes its lock and temporary files here even to run a
                 // tool it does not install (uv 0.13).
                 push_cache(
                     profile,
-                    tools,
+                    getenv("UV_TOOL_DIR").or_else(|| in_data("uv/tools")),
                     "uv tool environments (uvx locks them while it runs a tool)",
                 );
-                let pythons = getenv("UV_PYTHON_INSTALL_DIR")
-                    .or_else(|| data.as_ref().map(|d| d.join("uv/python")));
+                let pythons = getenv("UV_PYTHON_INSTALL_DIR").or_else(|| in_data("uv/python"));
                 if let Some(p) = pythons {
                     push_existing(profile, p, Rights::ReadExec, "uv-managed pythons");
                 }
@@ -511,7 +486,7 @@ fn grant_family_dirs(profile: &mut DefaultProfile, families: &[Family], env: &En
                 }
                 push_cache(
                     profile,
-                    getenv("PIP_CACHE_DIR").or_else(|| cache.as_ref().map(|c| c.join("pip"))),
+                    getenv("PIP_CACHE_DIR").or_else(|| in_cache("pip")),
                     "pip cache (pipx run installs with pip)",
                 );
             }

@@ -317,18 +317,18 @@ pub fn scan(
         let Some(dir) = next else { break };
         if let Some(why) = stop.clone().or_else(|| budget.exhausted()) {
             stop = Some(why.clone());
-            unscanned(&mut out, budget, dir.rel, &why);
+            unscanned(&mut out, dir.rel, &why);
             continue;
         }
         if dir.depth >= budget.limits.max_depth {
             let why = format!("deeper than {} levels", budget.limits.max_depth);
-            unscanned(&mut out, budget, dir.rel, &why);
+            unscanned(&mut out, dir.rel, &why);
             continue;
         }
         let handle = match open_rel(root, &dir.rel) {
             Ok(h) => h,
             Err(e) => {
-                unscanned(&mut out, budget, dir.rel, &format!("cannot open: {e}"));
+                unscanned(&mut out, dir.rel, &format!("cannot open: {e}"));
                 continue;
             }
         };
@@ -337,7 +337,7 @@ pub fn scan(
         let listing = match handle.entries() {
             Ok(l) => l,
             Err(e) => {
-                unscanned(&mut out, budget, dir.rel, &format!("cannot list: {e}"));
+                unscanned(&mut out, dir.rel, &format!("cannot list: {e}"));
                 continue;
             }
         };
@@ -436,7 +436,7 @@ pub fn scan(
         if let Some(why) = cut {
             // The directory being listed is not fully known: all of it is unscanned (its
             // queued subdirectories are inside it).
-            unscanned(&mut out, budget, dir.rel, &why);
+            unscanned(&mut out, dir.rel, &why);
             stop = Some(why);
             continue;
         }
@@ -464,9 +464,8 @@ fn record(list: &mut Vec<Hit>, budget: &mut Budget, rel: &Path, dir: bool, rule:
     });
 }
 
-fn unscanned(out: &mut Scan, budget: &mut Budget, rel: PathBuf, why: &str) {
-    // Not counted against `max_hits`: these are what the hit bound produces.
-    let _ = budget;
+/// Not counted against `max_hits`: these are what the hit bound produces.
+fn unscanned(out: &mut Scan, rel: PathBuf, why: &str) {
     out.unscanned.push(Hit {
         rel,
         dir: true,

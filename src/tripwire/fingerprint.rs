@@ -37,6 +37,8 @@
 
 use std::collections::HashSet;
 
+use crate::audit::chain::hex;
+
 /// Shortest candidate fingerprinted.
 pub const MIN_TOKEN: usize = 10;
 /// Window length (the matcher's long tier starts at 24 bytes).
@@ -163,12 +165,9 @@ pub fn patterns(content: &[u8], source: Source, known: &dyn Fn(&[u8]) -> bool) -
     }
     let mut out = Vec::new();
     for (n, line, whole) in needles {
+        let mut add = |bytes: Vec<u8>, form: Form| out.push(Pattern { bytes, line, form });
         if text {
-            out.push(Pattern {
-                bytes: n.clone(),
-                line,
-                form: Form::Text,
-            });
+            add(n.clone(), Form::Text);
             // A window of a text secret is searched as text only: an encoded copy of the
             // file or of a value holds the encoding of the whole value (or line), which is
             // searched already. Fewer patterns keep the search fast.
@@ -180,40 +179,21 @@ pub fn patterns(content: &[u8], source: Source, known: &dyn Fn(&[u8]) -> bool) -
             let b64 = base64_stable(&n, align, STD);
             if b64.len() >= MIN_TOKEN {
                 if b64.iter().any(|b| matches!(b, b'+' | b'/')) {
-                    let url: Vec<u8> = b64
-                        .iter()
-                        .map(|b| match b {
-                            b'+' => b'-',
-                            b'/' => b'_',
-                            b => *b,
-                        })
-                        .collect();
-                    out.push(Pattern {
-                        bytes: url,
-                        line,
-                        form: Form::Base64,
+                    let url = b64.iter().map(|b| match b {
+                        b'+' => b'-',
+                        b'/' => b'_',
+                        b => *b,
                     });
+                    add(url.collect(), Form::Base64);
                 }
-                out.push(Pattern {
-                    bytes: b64,
-                    line,
-                    form: Form::Base64,
-                });
+                add(b64, Form::Base64);
             }
         }
-        out.push(Pattern {
-            bytes: hex(&n),
-            line,
-            form: Form::Hex,
-        });
+        add(hex(&n).into_bytes(), Form::Hex);
         if text && whole {
             let pct = percent(&n);
             if pct != n {
-                out.push(Pattern {
-                    bytes: pct,
-                    line,
-                    form: Form::Percent,
-                });
+                add(pct, Form::Percent);
             }
         }
     }
@@ -328,42 +308,32 @@ fn candidates(line: &str) -> Vec<(&str, Basis)> {
         }
     }
     url_credentials(t, &mut out);
-    let words = |c: char| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                '"' | '\'' | '`' | ',' | ';' | '(' | ')' | '<' | '>' | '='
-            )
-    };
-    let prefixed = |w: &&str| token_prefixed(w);
-    for w in t.split(words).filter(|w| !w.is_empty()) {
-        out.push((
-            w,
-            if prefixed(&w) {
+    // Words (split at spaces and quotes), then their parts (split at URL punctuation too).
+    for w in t.split(word_sep).chain(t.split(part_sep)) {
+        if !w.is_empty() {
+            let basis = if token_prefixed(w) {
                 Basis::Position
             } else {
                 Basis::Shape
-            },
-        ));
-    }
-    let parts = |c: char| {
-        words(c)
-            || matches!(
-                c,
-                ':' | '/' | '@' | '?' | '&' | '=' | '#' | '[' | ']' | '{' | '}'
-            )
-    };
-    for w in t.split(parts).filter(|w| !w.is_empty()) {
-        out.push((
-            w,
-            if prefixed(&w) {
-                Basis::Position
-            } else {
-                Basis::Shape
-            },
-        ));
+            };
+            out.push((w, basis));
+        }
     }
     out
+}
+
+/// Where a line splits into words: spaces, quotes and list punctuation.
+fn word_sep(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\'' | '`' | ',' | ';' | '(' | ')' | '<' | '>' | '='
+        )
+}
+
+/// Where a word splits into parts: [`word_sep`] and URL punctuation.
+fn part_sep(c: char) -> bool {
+    word_sep(c) || matches!(c, ':' | '/' | '@' | '?' | '&' | '#' | '[' | ']' | '{' | '}')
 }
 
 /// Credentials in one line of git's config (see [`Source::GitConfig`]): never its names,
@@ -387,33 +357,8 @@ fn git_credentials(line: &str) -> Vec<(&str, Basis)> {
             out.push((value, Basis::Position));
         }
     }
-    let parts = |c: char| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                '"' | '\''
-                    | '`'
-                    | ','
-                    | ';'
-                    | '('
-                    | ')'
-                    | '<'
-                    | '>'
-                    | '='
-                    | ':'
-                    | '/'
-                    | '@'
-                    | '?'
-                    | '&'
-                    | '#'
-                    | '['
-                    | ']'
-                    | '{'
-                    | '}'
-            )
-    };
     out.extend(
-        t.split(parts)
+        t.split(part_sep)
             .filter(|w| token_prefixed(w))
             .map(|w| (w, Basis::Position)),
     );
@@ -513,13 +458,6 @@ fn base64_stable(needle: &[u8], align: usize, alphabet: &[u8; 64]) -> Vec<u8> {
         return Vec::new();
     }
     chars[first..end].to_vec()
-}
-
-fn hex(b: &[u8]) -> Vec<u8> {
-    const H: &[u8; 16] = b"0123456789abcdef";
-    b.iter()
-        .flat_map(|x| [H[(x >> 4) as usize], H[(x & 15) as usize]])
-        .collect()
 }
 
 fn percent(b: &[u8]) -> Vec<u8> {
@@ -624,7 +562,7 @@ mod tests {
         let p = patterns(&binary, Source::Denied, &|_| false);
         assert!(!p.is_empty());
         assert!(p.iter().all(|x| x.form != Form::Text));
-        assert!(p.iter().any(|x| x.bytes == hex(&binary[..24])));
+        assert!(p.iter().any(|x| x.bytes == hex(&binary[..24]).into_bytes()));
     }
 
     fn texts(content: &[u8], source: Source, known: &dyn Fn(&[u8]) -> bool) -> Vec<String> {

@@ -177,20 +177,15 @@ impl Fingerprints {
                     Some((cap, dir))
                 });
             if let Some((cap, dir)) = &linked {
-                match fsaccess::read_beneath(
+                let path = dir.join("config");
+                out.add(
+                    &mut patterns,
                     cap,
                     Path::new("config"),
-                    MAX_FILE_BYTES,
-                    SymlinkStance::Never,
-                ) {
-                    Ok(r) => {
-                        let found = fingerprint::patterns(&r.bytes, Source::GitConfig, &known);
-                        out.add(&mut patterns, dir.join("config"), found);
-                    }
-                    Err(e) => out
-                        .gaps
-                        .push(format!("{}: not read ({e})", dir.join("config").display())),
-                }
+                    path,
+                    Source::GitConfig,
+                    &known,
+                );
             }
             for (hit, source) in files {
                 if out.files.len() >= MAX_FILES {
@@ -200,20 +195,7 @@ impl Fingerprints {
                     break;
                 }
                 let path = real.join(&hit.rel);
-                let bytes = match fsaccess::read_beneath(
-                    dir,
-                    &hit.rel,
-                    MAX_FILE_BYTES,
-                    SymlinkStance::Never,
-                ) {
-                    Ok(r) => r.bytes,
-                    Err(e) => {
-                        out.gaps.push(format!("{}: not read ({e})", path.display()));
-                        continue;
-                    }
-                };
-                let found = fingerprint::patterns(&bytes, source, &known);
-                out.add(&mut patterns, path, found);
+                out.add(&mut patterns, dir, &hit.rel, path, source, &known);
             }
         }
         if patterns.len() >= MAX_PATTERNS {
@@ -226,14 +208,25 @@ impl Fingerprints {
         out
     }
 
-    /// Records a file fingerprinted and the patterns `found` in it (into `patterns`, up to
-    /// [`MAX_PATTERNS`] in all).
+    /// Reads `rel` beneath `dir` (the denied file `file`) and records it and its patterns
+    /// (into `patterns`, up to [`MAX_PATTERNS`] in all), or a gap when it cannot be read.
     fn add(
         &mut self,
         patterns: &mut Vec<Vec<u8>>,
+        dir: &Dir,
+        rel: &Path,
         file: PathBuf,
-        found: Vec<fingerprint::Pattern>,
+        source: Source,
+        known: &dyn Fn(&[u8]) -> bool,
     ) {
+        let found = match fsaccess::read_beneath(dir, rel, MAX_FILE_BYTES, SymlinkStance::Never) {
+            Ok(r) => fingerprint::patterns(&r.bytes, source, known),
+            Err(e) => {
+                return self
+                    .gaps
+                    .push(format!("{}: not read ({e})", file.display()));
+            }
+        };
         let index = self.files.len();
         self.files.push(file);
         let room = MAX_PATTERNS.saturating_sub(patterns.len());
@@ -342,7 +335,7 @@ impl Fingerprints {
         // The matched bytes equal the pattern up to ASCII case: hash them lowercased, so
         // the record is the same whatever the case of the copy.
         let digest = sha2::Sha256::digest(hay[at..at + len].to_ascii_lowercase());
-        let short: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+        let short = crate::audit::chain::hex(&digest[..6]);
         Hit {
             file: self.files[o.file].clone(),
             line: o.line,

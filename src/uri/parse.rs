@@ -10,6 +10,11 @@ fn err(reason: Reason, detail: impl Into<String>) -> UriError {
     UriError::new(reason, detail)
 }
 
+/// A refusal of `raw` whose detail is `raw`, quoted, then `what`.
+fn refused(reason: Reason, raw: &str, what: impl std::fmt::Display) -> UriError {
+    err(reason, format!("{} {what}", quote(raw)))
+}
+
 /// Quotes untrusted text for an error message: escapes controls and keeps it short, so a
 /// hostile URI cannot forge log lines or flood a terminal.
 pub(crate) fn quote(raw: &str) -> String {
@@ -52,28 +57,25 @@ pub(super) fn parse_uri(raw: &str) -> Result<FileUri, UriError> {
     match super::scheme_of(raw) {
         Some(s) if s == "file" => {}
         Some(s) => {
-            return Err(err(
+            return Err(refused(
                 Reason::NotAFileUri,
-                format!(
-                    "{} has scheme `{s}`, not `file`; only local file: uris name files",
-                    quote(raw)
-                ),
+                raw,
+                format!("has scheme `{s}`, not `file`; only local file: uris name files"),
             ));
         }
         None if starts_with_drive(raw) => {
-            return Err(err(
+            return Err(refused(
                 Reason::WindowsPath,
-                format!("{} is a windows drive path, not a file: uri", quote(raw)),
+                raw,
+                "is a windows drive path, not a file: uri",
             ));
         }
         None => {
-            return Err(err(
+            return Err(refused(
                 Reason::NotAFileUri,
-                format!(
-                    "{} is not an absolute uri (a relative reference, a bare path or `~`); \
+                raw,
+                "is not an absolute uri (a relative reference, a bare path or `~`); \
                      give file:///absolute/path",
-                    quote(raw)
-                ),
             ));
         }
     }
@@ -85,12 +87,10 @@ pub(super) fn parse_uri(raw: &str) -> Result<FileUri, UriError> {
         } else {
             "fragment"
         };
-        return Err(err(
+        return Err(refused(
             Reason::QueryOrFragment,
-            format!(
-                "{} has a {what} part, which parsers disagree about dropping; remove it",
-                quote(raw)
-            ),
+            raw,
+            format!("has a {what} part, which parsers disagree about dropping; remove it"),
         ));
     }
 
@@ -101,38 +101,29 @@ pub(super) fn parse_uri(raw: &str) -> Result<FileUri, UriError> {
         };
         check_authority(raw, authority)?;
         if path.is_empty() {
-            return Err(err(
+            return Err(refused(
                 Reason::NotAFileUri,
-                format!(
-                    "{} has no path; the filesystem root is file:///",
-                    quote(raw)
-                ),
+                raw,
+                "has no path; the filesystem root is file:///",
             ));
         }
         if path.starts_with("//") {
-            return Err(err(
+            return Err(refused(
                 Reason::WindowsPath,
-                format!(
-                    "{} is a unc form (four or five slashes) naming a network share",
-                    quote(raw)
-                ),
+                raw,
+                "is a unc form (four or five slashes) naming a network share",
             ));
         }
         path
     } else if rest.starts_with('/') {
         rest
     } else if starts_with_drive(rest) {
-        return Err(err(
-            Reason::WindowsPath,
-            format!("{} names a windows drive", quote(raw)),
-        ));
+        return Err(refused(Reason::WindowsPath, raw, "names a windows drive"));
     } else {
-        return Err(err(
+        return Err(refused(
             Reason::NotAFileUri,
-            format!(
-                "{} has a relative or opaque path; give file:///absolute/path",
-                quote(raw)
-            ),
+            raw,
+            "has a relative or opaque path; give file:///absolute/path",
         ));
     };
 
@@ -150,22 +141,17 @@ pub(super) fn parse_uri(raw: &str) -> Result<FileUri, UriError> {
             _ => {
                 let had_escape = decode_segment(raw, seg, &mut buf)?;
                 let name = std::str::from_utf8(&buf).map_err(|_| {
-                    err(
+                    refused(
                         Reason::BadEncoding,
-                        format!(
-                            "{} decodes to bytes that are not valid utf-8 (or an overlong form)",
-                            quote(raw)
-                        ),
+                        raw,
+                        "decodes to bytes that are not valid utf-8 (or an overlong form)",
                     )
                 })?;
                 if had_escape && (name == "." || name == "..") {
-                    return Err(err(
+                    return Err(refused(
                         Reason::DotSegment,
-                        format!(
-                            "{} has a percent-encoded dot segment {}",
-                            quote(raw),
-                            quote(seg)
-                        ),
+                        raw,
+                        format!("has a percent-encoded dot segment {}", quote(seg)),
                     ));
                 }
                 b.push(raw, name)?;
@@ -270,32 +256,24 @@ fn scan_raw(raw: &str) -> Result<(), UriError> {
     }
     for (i, c) in raw.char_indices() {
         if c.is_whitespace() {
-            return Err(err(
+            return Err(refused(
                 Reason::Whitespace,
-                format!(
-                    "{} has raw whitespace {:?} at byte {i}; percent-encode it",
-                    quote(raw),
-                    c
-                ),
+                raw,
+                format!("has raw whitespace {c:?} at byte {i}; percent-encode it"),
             ));
         }
         if c.is_control() {
-            return Err(err(
+            return Err(refused(
                 Reason::ControlCharacter,
-                format!(
-                    "{} has control character U+{:04X} at byte {i}",
-                    quote(raw),
-                    c as u32
-                ),
+                raw,
+                format!("has control character U+{:04X} at byte {i}", c as u32),
             ));
         }
         if c == '\\' {
-            return Err(err(
+            return Err(refused(
                 Reason::Backslash,
-                format!(
-                    "{} has a raw backslash at byte {i}, which some parsers treat as `/`",
-                    quote(raw)
-                ),
+                raw,
+                format!("has a raw backslash at byte {i}, which some parsers treat as `/`"),
             ));
         }
     }
@@ -314,10 +292,7 @@ fn check_authority(raw: &str, authority: &str) -> Result<(), UriError> {
     }
     if starts_with_drive(authority) && authority.len() == 2 {
         // `file://c:/x`: WHATWG reads a drive letter here.
-        return Err(err(
-            Reason::WindowsPath,
-            format!("{} names a windows drive", quote(raw)),
-        ));
+        return Err(refused(Reason::WindowsPath, raw, "names a windows drive"));
     }
     let what = if authority.contains('@') {
         "userinfo"
@@ -328,11 +303,11 @@ fn check_authority(raw: &str, authority: &str) -> Result<(), UriError> {
     } else {
         "a remote host"
     };
-    Err(err(
+    Err(refused(
         Reason::NonLocalHost,
+        raw,
         format!(
-            "{} has {what} ({}); only an empty host or `localhost` names this machine",
-            quote(raw),
+            "has {what} ({}); only an empty host or `localhost` names this machine",
             quote(authority)
         ),
     ))
@@ -356,26 +331,19 @@ fn decode_segment(raw: &str, seg: &str, buf: &mut Vec<u8>) -> Result<bool, UriEr
         }
         let hex = |j: usize| bytes.get(j).and_then(|&h| (h as char).to_digit(16));
         let (Some(hi), Some(lo)) = (hex(i + 1), hex(i + 2)) else {
-            return Err(err(
+            return Err(refused(
                 Reason::BadEncoding,
-                format!(
-                    "{} has a malformed percent escape in {}",
-                    quote(raw),
-                    quote(seg)
-                ),
+                raw,
+                format!("has a malformed percent escape in {}", quote(seg)),
             ));
         };
         let v = (hi * 16 + lo) as u8;
         match v {
             b'/' | b'\\' => {
-                return Err(err(
+                return Err(refused(
                     Reason::EncodedSeparator,
-                    format!(
-                        "{} has an encoded separator %{:02X} in {}",
-                        quote(raw),
-                        v,
-                        quote(seg)
-                    ),
+                    raw,
+                    format!("has an encoded separator %{:02X} in {}", v, quote(seg)),
                 ));
             }
             0x00..=0x1f | 0x7f => {
@@ -429,9 +397,10 @@ impl Builder {
 
     fn pop(&mut self, raw: &str, last: bool) -> Result<(), UriError> {
         let Some(cut) = self.path().rfind('/') else {
-            return Err(err(
+            return Err(refused(
                 Reason::DotSegment,
-                format!("{} climbs above `/` with `..`", quote(raw)),
+                raw,
+                "climbs above `/` with `..`",
             ));
         };
         self.lexical.parents.push(self.path().to_owned());
@@ -444,13 +413,7 @@ impl Builder {
 
     fn push(&mut self, raw: &str, name: &str) -> Result<(), UriError> {
         check_name(raw, name, self.path().is_empty())?;
-        self.buf.push('/');
-        self.buf.push_str(name);
-        self.lexical.trailing_dir = false;
-        if self.buf.len() - PATH_AT > MAX_PATH_BYTES {
-            return Err(too_long_path(raw, self.buf.len() - PATH_AT));
-        }
-        Ok(())
+        self.append(raw, name)
     }
 
     /// [`Builder::push`] for a name of a plain text (every byte one that is written as is:
@@ -464,6 +427,11 @@ impl Builder {
             // Let the full rules say what is wrong.
             return self.push(raw, name);
         }
+        self.append(raw, name)
+    }
+
+    /// Appends a checked name to the path.
+    fn append(&mut self, raw: &str, name: &str) -> Result<(), UriError> {
         self.buf.push('/');
         self.buf.push_str(name);
         self.lexical.trailing_dir = false;
@@ -502,11 +470,11 @@ impl Builder {
 }
 
 fn too_long_path(raw: &str, len: usize) -> UriError {
-    err(
+    refused(
         Reason::TooLong,
+        raw,
         format!(
-            "{} decodes to a path of at least {len} bytes, longer than PATH_MAX ({MAX_PATH_BYTES})",
-            quote(raw)
+            "decodes to a path of at least {len} bytes, longer than PATH_MAX ({MAX_PATH_BYTES})"
         ),
     )
 }
@@ -514,11 +482,11 @@ fn too_long_path(raw: &str, len: usize) -> UriError {
 /// The name rules shared by both constructors, applied to one decoded name.
 fn check_name(raw: &str, name: &str, first: bool) -> Result<(), UriError> {
     if name.len() > MAX_NAME_BYTES {
-        return Err(err(
+        return Err(refused(
             Reason::TooLong,
+            raw,
             format!(
-                "{} has a name of {} bytes, longer than NAME_MAX ({MAX_NAME_BYTES})",
-                quote(raw),
+                "has a name of {} bytes, longer than NAME_MAX ({MAX_NAME_BYTES})",
                 name.len()
             ),
         ));
@@ -527,31 +495,25 @@ fn check_name(raw: &str, name: &str, first: bool) -> Result<(), UriError> {
         return check_ascii_name(raw, name, first);
     }
     if let Some(c) = name.chars().find(|c| c.is_control()) {
-        return Err(err(
+        return Err(refused(
             Reason::ControlCharacter,
-            format!(
-                "{} has control character U+{:04X} in a name",
-                quote(raw),
-                c as u32
-            ),
+            raw,
+            format!("has control character U+{:04X} in a name", c as u32),
         ));
     }
     if name.contains('\\') {
         // Only reachable from `from_path`: parse refuses raw and encoded backslashes.
-        return Err(err(
-            Reason::Backslash,
-            format!("{} has a backslash in a name", quote(raw)),
-        ));
+        return Err(refused(Reason::Backslash, raw, "has a backslash in a name"));
     }
     // Fold compatibility look-alikes to ASCII (only non-ASCII names get here), then apply
     // the structural rules to the folded form: what NFKC or Windows best-fit would see.
     let seen = fold_lookalikes(name);
     if seen.contains(['/', '\\']) {
-        return Err(err(
+        return Err(refused(
             Reason::LookalikeSeparator,
+            raw,
             format!(
-                "{} has a character that normalization turns into a separator in {}",
-                quote(raw),
+                "has a character that normalization turns into a separator in {}",
                 quote(name)
             ),
         ));
@@ -577,17 +539,15 @@ fn check_ascii_name(raw: &str, name: &str, first: bool) -> Result<(), UriError> 
     let mut percent = false;
     for &b in bytes {
         if b < 0x20 || b == 0x7f {
-            return Err(err(
+            return Err(refused(
                 Reason::ControlCharacter,
-                format!("{} has control character U+{b:04X} in a name", quote(raw)),
+                raw,
+                format!("has control character U+{b:04X} in a name"),
             ));
         }
         if b == b'\\' {
             // Only reachable from `from_path`: parse refuses raw and encoded backslashes.
-            return Err(err(
-                Reason::Backslash,
-                format!("{} has a backslash in a name", quote(raw)),
-            ));
+            return Err(refused(Reason::Backslash, raw, "has a backslash in a name"));
         }
         dots_and_spaces &= b == b'.' || b == b' ';
         percent |= b == b'%';
@@ -608,31 +568,32 @@ fn check_structure(
     first: bool,
 ) -> Result<(), UriError> {
     if escaped {
-        return Err(err(
+        return Err(refused(
             Reason::DoubleEncoding,
+            raw,
             format!(
-                "{} has a name that still holds a percent escape after decoding once ({}); \
+                "has a name that still holds a percent escape after decoding once ({}); \
                  a parser that decodes twice would read another name",
-                quote(raw),
                 quote(name)
             ),
         ));
     }
     if dots_and_spaces {
-        return Err(err(
+        return Err(refused(
             Reason::DotSegment,
+            raw,
             format!(
-                "{} has a name {} that is a dot segment (or empty) under windows rules or \
+                "has a name {} that is a dot segment (or empty) under windows rules or \
                  unicode normalization",
-                quote(raw),
                 quote(name)
             ),
         ));
     }
     if first && starts_with_drive(seen) {
-        return Err(err(
+        return Err(refused(
             Reason::WindowsPath,
-            format!("{} starts with a windows drive {}", quote(raw), quote(name)),
+            raw,
+            format!("starts with a windows drive {}", quote(name)),
         ));
     }
     Ok(())

@@ -45,17 +45,13 @@ pub struct Assumed {
 
 impl DeriveContext {
     fn is_dir(&self, p: &Path) -> bool {
-        match &self.assume {
-            Some(a) => a.dirs.iter().any(|d| d == p),
-            None => p.is_dir(),
-        }
+        let assumed = |a: &Assumed| a.dirs.iter().any(|d| d == p);
+        self.assume.as_ref().map_or_else(|| p.is_dir(), assumed)
     }
 
     fn is_file(&self, p: &Path) -> bool {
-        match &self.assume {
-            Some(a) => a.files.iter().any(|d| d == p),
-            None => p.is_file(),
-        }
+        let assumed = |a: &Assumed| a.files.iter().any(|f| f == p);
+        self.assume.as_ref().map_or_else(|| p.is_file(), assumed)
     }
 
     /// An executable regular file (never, for an assumed filesystem).
@@ -122,8 +118,10 @@ impl Derived {
         out
     }
 
-    /// Adds the catalogue's grants (to `read`/`write`, once each).
-    pub(crate) fn add_catalogue(&mut self, grants: &[super::Learned]) {
+    /// Adds the catalogue's grants, or (`learned`) those learned by a trial start, to
+    /// `read`/`write` once each, and each one added to [`Derived::catalogue`] or
+    /// [`Derived::learned`].
+    pub(crate) fn add_grants(&mut self, grants: &[super::Learned], learned: bool) {
         for g in grants {
             let list = if g.flag == "--write" {
                 &mut self.write
@@ -132,22 +130,12 @@ impl Derived {
             };
             if !list.contains(&g.path) {
                 list.push(g.path.clone());
-                self.catalogue.push(g.clone());
-            }
-        }
-    }
-
-    /// Adds grants learned by a trial start (to `read`/`write`, once each).
-    pub(crate) fn add_learned(&mut self, learned: &[super::Learned]) {
-        for l in learned {
-            let list = if l.flag == "--write" {
-                &mut self.write
-            } else {
-                &mut self.read
-            };
-            if !list.contains(&l.path) {
-                list.push(l.path.clone());
-                self.learned.push(l.clone());
+                let kept = if learned {
+                    &mut self.learned
+                } else {
+                    &mut self.catalogue
+                };
+                kept.push(g.clone());
             }
         }
     }
@@ -262,7 +250,7 @@ pub(crate) fn derive(entry: &EntryView, ctx: &DeriveContext) -> Derived {
     // Paths in env values are the server's own files.
     for (name, value) in &entry.env {
         if let Some(v) = value {
-            derive_env_path(name, v, ctx, &mut d);
+            derive_state_path(&format!("env {name}"), v, ctx, &mut d);
         }
     }
     d
@@ -358,10 +346,6 @@ const SYSTEM: &[&str] = &[
 
 /// A path an `env` value names (`label` is `env NAME`) or a file on the command line
 /// (`label` is `its argument`): the server's own state.
-fn derive_env_path(name: &str, value: &str, ctx: &DeriveContext, d: &mut Derived) {
-    derive_state_path(&format!("env {name}"), value, ctx, d);
-}
-
 fn derive_state_path(label: &str, value: &str, ctx: &DeriveContext, d: &mut Derived) {
     let keep_var = value.starts_with(WORKSPACE);
     if value.contains("${") && !keep_var {

@@ -86,8 +86,7 @@ fn parse_maps(text: &str) -> Result<(Node, MapPaths), WrapError> {
     for (i, m) in members.iter().enumerate() {
         match m.key.as_str() {
             "mcpServers" | "servers" => {
-                expect_object(text, m, &m.key)?;
-                check_duplicates(text, m.value.members().unwrap_or(&[]))?;
+                server_map(text, m, &m.key)?;
                 found.push((String::new(), vec![i]));
             }
             // VS Code's older form inside settings.json: "mcp": {"servers": {...}}.
@@ -96,8 +95,7 @@ fn parse_maps(text: &str) -> Result<(Node, MapPaths), WrapError> {
                     check_duplicates(text, inner)?;
                     for (j, im) in inner.iter().enumerate() {
                         if im.key == "servers" {
-                            expect_object(text, im, "mcp.servers")?;
-                            check_duplicates(text, im.value.members().unwrap_or(&[]))?;
+                            server_map(text, im, "mcp.servers")?;
                             found.push((String::new(), vec![i, j]));
                         }
                     }
@@ -114,8 +112,7 @@ fn parse_maps(text: &str) -> Result<(Node, MapPaths), WrapError> {
                         check_duplicates(text, fields)?;
                         for (k, f) in fields.iter().enumerate() {
                             if f.key == "mcpServers" {
-                                expect_object(text, f, "projects.*.mcpServers")?;
-                                check_duplicates(text, f.value.members().unwrap_or(&[]))?;
+                                server_map(text, f, "projects.*.mcpServers")?;
                                 found.push((format!("project {}", p.key), vec![i, j, k]));
                             }
                         }
@@ -152,8 +149,9 @@ fn maps<'n>(root: &'n Node, paths: &[(String, Vec<usize>)]) -> Vec<ServerMap<'n>
         .collect()
 }
 
-fn expect_object(text: &str, m: &Member, what: &str) -> Result<(), WrapError> {
-    if m.value.members().is_none() {
+/// Checks that `m` (found as `what`) is a map of servers: an object without duplicate keys.
+fn server_map(text: &str, m: &Member, what: &str) -> Result<(), WrapError> {
+    let Some(members) = m.value.members() else {
         let (line, column) = jsonc::line_col(text, m.value.span.start);
         return Err(WrapError::NotRecognised {
             found: format!(
@@ -161,8 +159,8 @@ fn expect_object(text: &str, m: &Member, what: &str) -> Result<(), WrapError> {
                 m.value.type_name(text)
             ),
         });
-    }
-    Ok(())
+    };
+    check_duplicates(text, members)
 }
 
 /// A duplicate key in an object rootfence reads would let the host see a different value
@@ -210,7 +208,8 @@ fn check_selection(selected: &[String], maps: &[ServerMap<'_>]) -> Result<(), Wr
     Err(WrapError::ServerNotFound { missing, available })
 }
 
-fn display_name(name: &str, scope: &str) -> String {
+/// `name`, or `name (scope)`.
+pub(crate) fn display_name(name: &str, scope: &str) -> String {
     if scope.is_empty() {
         name.to_string()
     } else {
@@ -364,8 +363,9 @@ fn classify<'n>(text: &str, entry: &'n Node) -> Result<(Entry<'n>, Shape<'n>), W
     ))
 }
 
-/// Whether a command names the rootfence binary (any directory, `.exe` on Windows).
-pub(crate) fn is_rootfence(command: &str) -> bool {
+/// Whether a command names the rootfence binary (`rootfence` or `rootfence.exe` in any
+/// directory), as an already-wrapped entry's command does (`wrap::is_rootfence_command`).
+pub fn is_rootfence(command: &str) -> bool {
     let name = command.rsplit(['/', '\\']).next().unwrap_or(command);
     name == "rootfence" || name.eq_ignore_ascii_case("rootfence.exe")
 }
@@ -464,8 +464,9 @@ fn plan(
     Ok(finish(text, edits, servers))
 }
 
-/// Plans the wrap of every selected stdio entry.
-pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapError> {
+/// Plans wrapping every selected stdio server of a host configuration's text
+/// (`wrap::wrap_config`).
+pub fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapError> {
     let wanted = wanted_options(opts);
     plan(text, &opts.servers, |m, entry, shape, edits| {
         // What the server's command line and entry derive, with the catalogue's and the
@@ -513,20 +514,18 @@ pub(crate) fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapE
 
 /// The catalogue's and then the learned grants for server `name`, after the derived ones.
 fn add_learned(derived: &mut Derived, opts: &WrapOptions, name: &str) {
-    for (server, grants) in &opts.catalogue {
-        if server == name {
-            derived.add_catalogue(grants);
-        }
-    }
-    for (server, learned) in &opts.learned {
-        if server == name {
-            derived.add_learned(learned);
+    for (list, learned) in [(&opts.catalogue, false), (&opts.learned, true)] {
+        for (server, grants) in list {
+            if server == name {
+                derived.add_grants(grants, learned);
+            }
         }
     }
 }
 
-/// Plans the unwrap of every selected wrapped entry.
-pub(crate) fn plan_unwrap(text: &str, opts: &UnwrapOptions) -> Result<Outcome, WrapError> {
+/// Plans restoring every selected wrapped server of a host configuration's text
+/// (`wrap::unwrap_config`).
+pub fn plan_unwrap(text: &str, opts: &UnwrapOptions) -> Result<Outcome, WrapError> {
     plan(text, &opts.servers, |_, entry, shape, edits| {
         let action = match shape {
             Shape::Wrapped(w) => {
@@ -646,35 +645,20 @@ fn wrap_entry(
         range: command.span.clone(),
         text: quote(&opts.rootfence),
     });
-    match (entry.args, args) {
+    let mut new: Vec<String> = std::iter::once("run")
+        .chain(wanted.iter().map(String::as_str))
+        .map(quote)
+        .collect();
+    let (at, ins) = match (entry.args, args) {
         (Some(args_member), Some(items)) => {
             let open = args_member.value.span.start;
-            let sep = item_separator(text, open, items);
-            let mut ins = String::new();
-            ins.push_str(&quote("run"));
-            for o in wanted {
-                ins.push(',');
-                ins.push_str(&sep);
-                ins.push_str(&quote(o));
+            let sep = format!(",{}", item_separator(text, open, items));
+            new.extend([quote("--"), cmd_raw.to_owned()]);
+            let ins = new.join(&sep);
+            match items.first() {
+                Some(first) => (first.span.start, ins + &sep),
+                None => (open + 1, ins),
             }
-            ins.push(',');
-            ins.push_str(&sep);
-            ins.push_str(&quote("--"));
-            ins.push(',');
-            ins.push_str(&sep);
-            ins.push_str(cmd_raw);
-            let at = match items.first() {
-                Some(first) => {
-                    ins.push(',');
-                    ins.push_str(&sep);
-                    first.span.start
-                }
-                None => open + 1,
-            };
-            edits.push(Edit {
-                range: at..at,
-                text: ins,
-            });
         }
         _ => {
             // No args key: add one right after the command member, in the entry's layout.
@@ -690,19 +674,15 @@ fn wrap_entry(
             } else {
                 ": "
             };
-            let mut items: Vec<String> = vec![quote("run")];
-            items.extend(wanted.iter().map(|o| quote(o)));
-            items.push(quote(NO_ARGS_MARKER));
-            items.push(quote("--"));
-            items.push(cmd_raw.to_string());
-            let ins = format!(",{sep}\"args\"{colon}[{}]", items.join(", "));
-            let at = command.span.end;
-            edits.push(Edit {
-                range: at..at,
-                text: ins,
-            });
+            new.extend([quote(NO_ARGS_MARKER), quote("--"), cmd_raw.to_owned()]);
+            let ins = format!(",{sep}\"args\"{colon}[{}]", new.join(", "));
+            (command.span.end, ins)
         }
-    }
+    };
+    edits.push(Edit {
+        range: at..at,
+        text: ins,
+    });
 }
 
 /// Edits that replace the rootfence command and options of a wrapped entry.
@@ -720,24 +700,17 @@ fn rewrap(
     // Keep the separator the array already uses after `"run",`.
     let gap = &text[w.items[0].span.end..w.items[1].span.start];
     let sep = match gap.trim_start().strip_prefix(',') {
-        Some(rest) if rest.trim_matches([' ', '\t', '\r', '\n']).is_empty() => rest.to_string(),
-        _ => " ".to_string(),
+        Some(rest) if rest.trim_matches([' ', '\t', '\r', '\n']).is_empty() => format!(",{rest}"),
+        _ => ", ".to_string(),
     };
-    let mut new = quote("run");
-    for o in wanted
-        .iter()
-        .map(String::as_str)
+    let new: Vec<String> = std::iter::once("run")
+        .chain(wanted.iter().map(String::as_str))
         .chain(w.marker.then_some(NO_ARGS_MARKER))
-    {
-        new.push(',');
-        new.push_str(&sep);
-        new.push_str(&quote(o));
-    }
-    new.push(',');
-    new.push_str(&sep);
+        .map(quote)
+        .collect();
     edits.push(Edit {
         range: w.items[0].span.start..w.items[w.dashdash].span.start,
-        text: new,
+        text: new.join(&sep) + &sep,
     });
 }
 

@@ -167,8 +167,10 @@ pub fn config_path(
         }
         (Host::ClaudeDesktop, Some(_)) => Err(LocateError::NoProjectFile {
             host: name,
-            user_file: config_path(host, None, env)
-                .map_or_else(|_| "claude_desktop_config.json".into(), |p| display(&p)),
+            user_file: config_path(host, None, env).map_or_else(
+                |_| "claude_desktop_config.json".into(),
+                |p| p.display().to_string(),
+            ),
         }),
         (Host::ClaudeCode, None) => Ok(match &env.claude_config_dir {
             Some(dir) => dir.join(".claude.json"),
@@ -180,10 +182,6 @@ pub fn config_path(
         (Host::Cursor, None) => Ok(home()?.join(".cursor").join("mcp.json")),
         (Host::Cursor, Some(dir)) => Ok(dir.join(".cursor").join("mcp.json")),
     }
-}
-
-fn display(p: &Path) -> String {
-    p.display().to_string()
 }
 
 #[cfg(test)]

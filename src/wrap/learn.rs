@@ -72,13 +72,8 @@ pub fn trial(
     let log = logdir.path().join("strace.log");
     let mut cmd = match strace {
         Some(s) => {
-            let mut c = Command::new(s);
-            c.args(["-f", "-qq", "-y", "-s", "4096", "-e", "signal=none", "-e"])
-                .arg("trace=%file,%network,landlock_restrict_self")
-                .arg("-o")
-                .arg(&log)
-                .arg("--")
-                .args(argv);
+            let mut c = probe::strace_command(s, &log);
+            c.args(argv);
             c
         }
         None => {
@@ -180,10 +175,7 @@ pub fn trial(
         .rev()
         .collect();
     if strace.is_some() {
-        let text = std::fs::read(&log)
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
-        t.findings = probe::parse_strace_log(&text);
+        t.findings = probe::read_strace_log(&log);
         t.traced = true;
     } else {
         t.findings = probe::parse_stderr(&stderr_text);
@@ -216,23 +208,15 @@ fn stop_group(child: &mut std::process::Child, pgid: nix::unistd::Pid) {
 /// What the user's home holds that is too broad to grant: a server creating its state
 /// directly in one of these gets the new directory, never the place itself.
 fn broad_places(home: &Path) -> Vec<PathBuf> {
-    [
-        "",
+    let inside = [
         ".config",
         ".local",
         ".local/share",
         ".local/state",
         ".cache",
-    ]
-    .iter()
-    .map(|d| {
-        if d.is_empty() {
-            home.to_owned()
-        } else {
-            home.join(d)
-        }
-    })
-    .collect()
+    ];
+    let inside = inside.iter().map(|d| home.join(d));
+    std::iter::once(home.to_owned()).chain(inside).collect()
 }
 
 /// The grants a failed trial's findings call for: new state directories (created now) and
@@ -247,11 +231,8 @@ pub fn learn(
     let mut learned: Vec<Learned> = Vec::new();
     let mut notes = Vec::new();
     let mut rest = Findings {
-        connect_ports: findings.connect_ports.clone(),
-        bind_ports: findings.bind_ports.clone(),
-        signals: findings.signals,
-        restricted: findings.restricted,
-        ..Findings::default()
+        denials: Vec::new(),
+        ..findings.clone()
     };
     let broad = home.map(broad_places).unwrap_or_default();
     for d in &findings.denials {
@@ -291,11 +272,7 @@ pub fn learn(
                 .iter()
                 .find(|d| d.path.starts_with(p))
                 .map(|d| {
-                    let need = match d.need {
-                        Need::Read => "read",
-                        Need::Exec => "execute",
-                        Need::Write => "write",
-                    };
+                    let need = d.need.verb();
                     format!(
                         "the server was denied to {need} {} ({})",
                         d.path.display(),

@@ -50,7 +50,10 @@ pub mod learn;
 mod write;
 
 pub use derive::{Assumed, DeriveContext, Derived, command_roots};
-pub use edit::NO_ARGS_MARKER;
+pub use edit::{
+    NO_ARGS_MARKER, is_rootfence as is_rootfence_command, plan_unwrap as unwrap_config,
+    plan_wrap as wrap_config,
+};
 pub use hosts::{Host, HostEnv, LocateError, Os, config_path};
 pub use write::{WriteError, WriteReport, replace_file};
 
@@ -148,11 +151,7 @@ pub struct ServerReport {
 impl ServerReport {
     /// `name`, or `name (project /dir)`.
     pub fn label(&self) -> String {
-        if self.scope.is_empty() {
-            self.name.clone()
-        } else {
-            format!("{} ({})", self.name, self.scope)
-        }
+        edit::display_name(&self.name, &self.scope)
     }
 }
 
@@ -276,20 +275,4 @@ fn quote_list(names: &[String]) -> String {
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Plans wrapping every selected stdio server of a host configuration's text.
-pub fn wrap_config(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapError> {
-    edit::plan_wrap(text, opts)
-}
-
-/// Plans restoring every selected wrapped server of a host configuration's text.
-pub fn unwrap_config(text: &str, opts: &UnwrapOptions) -> Result<Outcome, WrapError> {
-    edit::plan_unwrap(text, opts)
-}
-
-/// Whether a command names the rootfence binary (`rootfence` or `rootfence.exe` in any
-/// directory), as an already-wrapped entry's command does.
-pub fn is_rootfence_command(command: &str) -> bool {
-    edit::is_rootfence(command)
 }

@@ -96,8 +96,7 @@ pub(super) fn parse_syscall(line: &str, findings: &mut Findings) {
         Some(normalized(&p))
     };
     match name {
-        "open" | "creat" => add(at(0), need(args)),
-        "openat" | "openat2" => add(at(0), need(args)),
+        "open" | "creat" | "openat" | "openat2" => add(at(0), need(args)),
         "execve" | "execveat" => add(at(0), Need::Exec),
         "mkdir" | "mkdirat" | "mknod" | "mknodat" | "unlink" | "unlinkat" | "rmdir"
         | "truncate" => add(at(0), Need::Write),
@@ -156,9 +155,6 @@ pub(super) fn scan_args(args: &str) -> (Vec<OsString>, Vec<Option<PathBuf>>) {
                 } else {
                     i += 1;
                 }
-            }
-            b',' => {
-                i += 1;
             }
             _ => i += 1,
         }
