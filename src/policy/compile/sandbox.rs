@@ -1,5 +1,6 @@
-//! `[sandbox]`: mode, network, rlimits, the read-only paths, and the grants a later layer
-//! may add only where `[sandbox.grantable]` lets it.
+//! `[sandbox]` settings with a rule of their own: network, the read-only paths, and the
+//! grants a later layer may add only where `[sandbox.grantable]` lets it (mode, access and
+//! rlimits are plain settings, applied by `layering.rs`).
 
 use super::*;
 
@@ -30,12 +31,11 @@ pub(super) fn valid_env_pattern(s: &str) -> bool {
 }
 
 pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    ranked(cx, &mut acc.sb_mode, &raw.sb_mode);
     // Grants are judged against what earlier layers made grantable, so a layer's own
     // `[sandbox.grantable]` only binds the layers after it.
-    for (e, write) in [(&raw.sb_read, false), (&raw.sb_write, true)] {
-        let Some(e) = e else { continue };
-        for (p, span) in paths(cx, e).unwrap_or_default() {
+    for (key, write) in [("sandbox.read", false), ("sandbox.write", true)] {
+        let Some(e) = raw.list(key) else { continue };
+        for (p, span) in paths(cx, &e).unwrap_or_default() {
             if grant_path(cx, acc, e.key, &p, &span, write) {
                 let granted = if write {
                     &mut acc.sb_write
@@ -46,14 +46,14 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
             }
         }
     }
-    if let Some(e) = &raw.sb_network {
+    if let Some(e) = raw.get("sandbox.network") {
         let new = match &e.v {
-            RawNetwork::Allow => Network::Allow,
-            RawNetwork::Deny => Network::Deny,
-            RawNetwork::Ports(p) => {
+            Val::Network(RawNetwork::Deny) => Network::Deny,
+            Val::Network(RawNetwork::Ports(p)) => {
                 let set: BTreeSet<u16> = p.iter().map(|s| s.v).collect();
                 Network::Ports(set.into_iter().collect())
             }
+            _ => Network::Allow,
         };
         let old = &acc.network.v;
         let wider = match (&new, old) {
@@ -76,8 +76,8 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
             };
         }
     }
-    if let Some(e) = &raw.sb_env {
-        for item in &e.v {
+    if let Some(e) = raw.list("sandbox.env") {
+        for item in e.v {
             if !valid_env_pattern(&item.v) {
                 cx.error(
                     &item.span,
@@ -91,8 +91,8 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
             }
         }
     }
-    if let Some(e) = &raw.sb_read_only_paths {
-        if let Some(g) = path_globs(cx, e, Side::Deny) {
+    if let Some(e) = raw.list("sandbox.read_only_paths") {
+        if let Some(g) = path_globs(cx, &e, Side::Deny) {
             // The first layer may replace the built-in list; a later layer only adds to
             // what the earlier ones left (adding is narrower).
             let base = match acc.read_only_paths.take() {
@@ -106,24 +106,6 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
         }
     }
     apply_grantable(acc, raw, cx);
-    ranked(cx, &mut acc.root_access, &raw.sb_root_access);
-    // Operational, not a permission: the first layer that sets it fixes it (an org layer can
-    // pin it; otherwise a user layer may opt out for a server that cannot be restarted).
-    fixed_as(
-        cx,
-        &mut acc.follow_roots,
-        &raw.sb_follow_roots,
-        std::convert::identity,
-    );
-    if let Some(e) = &raw.sb_read_only_roots {
-        if let Some(g) = path_globs(cx, e, Side::Deny) {
-            acc.read_only_roots.extend(g);
-        }
-    }
-    limit(cx, &mut acc.rl_nofile, &raw.sb_nofile);
-    limit(cx, &mut acc.rl_as, &raw.sb_address_space);
-    limit(cx, &mut acc.rl_cpu, &raw.sb_cpu_seconds);
-    limit(cx, &mut acc.rl_nproc, &raw.sb_processes);
 }
 
 /// Whether a later layer may add this `sandbox.env` entry (see `grant.rs`); reports why not.
@@ -169,7 +151,7 @@ pub(super) fn grant_path(
         home: cx.home,
     };
     let denied = |p: &str| {
-        acc.res_deny
+        acc.globs("resources.deny")
             .iter()
             .find(|(g, _)| g.matches_path(p))
             .map(|(g, prov)| (g.text.clone(), prov.clone()))
@@ -241,9 +223,9 @@ pub(super) fn grant_error(
 /// `[sandbox.grantable]`: what the layers after this one may add. Like an allow-list, a
 /// later list must lie inside the earlier one.
 pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    if let Some(e) = &raw.sb_grant_env {
+    if let Some(e) = raw.list("sandbox.grantable.env") {
         let mut ok = true;
-        for item in &e.v {
+        for item in e.v {
             if !valid_env_pattern(&item.v) {
                 ok = false;
                 cx.error(
@@ -272,23 +254,23 @@ pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
         if ok {
             acc.grant_env = Setting {
                 v: e.v.iter().map(|s| s.v.clone()).collect(),
-                prov: cx.prov(e),
+                prov: cx.prov(&e),
             };
         }
     }
     for write in [false, true] {
-        let (entry, set) = if write {
-            (&raw.sb_grant_write, &mut acc.grant_write)
+        let (key, set) = if write {
+            ("sandbox.grantable.write", &mut acc.grant_write)
         } else {
-            (&raw.sb_grant_read, &mut acc.grant_read)
+            ("sandbox.grantable.read", &mut acc.grant_read)
         };
-        let Some(e) = entry else { continue };
-        let Some(globs) = path_globs(cx, e, Side::Allow) else {
+        let Some(e) = raw.list(key) else { continue };
+        let Some(globs) = path_globs(cx, &e, Side::Allow) else {
             continue;
         };
         let mut ok = true;
         if cx.check {
-            for ((g, _), item) in globs.iter().zip(&e.v) {
+            for ((g, _), item) in globs.iter().zip(e.v) {
                 if !set.v.iter().any(|earlier| earlier.covers(g)) {
                     ok = false;
                     let what = format!(
@@ -305,7 +287,7 @@ pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
         if ok {
             *set = Setting {
                 v: globs.into_iter().map(|(g, _)| g).collect(),
-                prov: cx.prov(e),
+                prov: cx.prov(&e),
             };
         }
     }
