@@ -9,7 +9,7 @@ use super::super::raw::Val;
 use super::super::schema::{Kind, SETTINGS, Value};
 use super::super::settings::Word;
 use super::super::{LayerInfo, StaticRoot};
-use super::{Acc, AllowList, Setting, Slot};
+use super::{Acc, AllowList, Slot};
 use crate::audit::FsyncPolicy as Fsync;
 use crate::audit::syslog::{FACILITIES, MsgFormat, SyslogConfig};
 use crate::sandbox::Network;
@@ -121,10 +121,11 @@ fn value_of(
             );
         (Value::List(v), prov)
     };
-    let grant = |s: &Setting<Vec<PathGlob>>| {
-        let v = s.v.iter().map(|g| g.text.clone()).collect();
-        (Value::List(v), s.prov.clone())
+    let grantable = |l: &[PathGlob], prov: &Provenance| {
+        let v = l.iter().map(|g| g.text.clone()).collect();
+        (Value::List(v), prov.clone())
     };
+    let g = &acc.grantable;
     match key {
         "version" => (Value::Int(1), Provenance::default_rule("version = 1")),
         "base" => match opted_out {
@@ -206,8 +207,8 @@ fn value_of(
         "audit.syslog.queue" => syslog(acc, |c| Value::Int(c.queue as u64)),
         "audit.syslog.sd_id" => syslog(acc, |c| Value::Text(c.sd_id.clone())),
         "audit.syslog.max_message" => syslog(acc, |c| Value::Int(c.max_message as u64)),
-        "sandbox.read" => list(key, acc.sb_read.iter().map(|(t, p)| (t.clone(), p))),
-        "sandbox.write" => list(key, acc.sb_write.iter().map(|(t, p)| (t.clone(), p))),
+        "sandbox.read" => list(key, acc.grants.read.iter().map(|(t, p)| (t.clone(), p))),
+        "sandbox.write" => list(key, acc.grants.write.iter().map(|(t, p)| (t.clone(), p))),
         "sandbox.network" => {
             let v = match &acc.network.v {
                 Network::Deny => Value::Word("deny"),
@@ -216,14 +217,11 @@ fn value_of(
             };
             (v, acc.network.prov.clone())
         }
-        "sandbox.env" => list(key, acc.env.iter().map(|(t, p)| (t.clone(), p))),
+        "sandbox.env" => list(key, acc.grants.env.iter().map(|(t, p)| (t.clone(), p))),
         "sandbox.read_only_paths" => globs(key, read_only_paths),
-        "sandbox.grantable.env" => (
-            Value::List(acc.grant_env.v.clone()),
-            acc.grant_env.prov.clone(),
-        ),
-        "sandbox.grantable.read" => grant(&acc.grant_read),
-        "sandbox.grantable.write" => grant(&acc.grant_write),
+        "sandbox.grantable.env" => (Value::List(g.env.clone()), g.env_prov.clone()),
+        "sandbox.grantable.read" => grantable(&g.read, &g.read_prov),
+        "sandbox.grantable.write" => grantable(&g.write, &g.write_prov),
         // Caught by `schema::tests`: a declared setting must have an arm here.
         _ => (
             Value::Unset,

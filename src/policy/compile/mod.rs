@@ -118,16 +118,21 @@ impl<T> Setting<T> {
 
     /// A setting at its declared default (`schema::SETTINGS`), which its provenance names.
     fn declared(v: T, key: &str) -> Self {
-        let default = SETTINGS
-            .iter()
-            .find(|s| s.key == key)
-            .map_or("", |s| s.default);
-        Setting::default(v, format!("{key} = {}", default.replace('`', "")))
+        Setting {
+            v,
+            prov: declared(key),
+        }
     }
 
     fn is_set(&self) -> bool {
         self.prov.layer.is_some()
     }
+}
+
+/// The provenance of a setting at its declared default (`schema::SETTINGS`).
+fn declared(key: &str) -> Provenance {
+    let default = SETTINGS[schema::index(key)].default;
+    Provenance::default_rule(format!("{key} = {}", default.replace('`', "")))
 }
 
 /// A glob with its text as written.
@@ -187,14 +192,10 @@ struct Acc {
     /// `[audit.syslog]`: its address as written, and the configuration.
     syslog: Setting<Option<(String, SyslogConfig)>>,
     /// Grants accumulate: each entry with where it was granted.
-    sb_read: Vec<(String, Provenance)>,
-    sb_write: Vec<(String, Provenance)>,
+    grants: Grants,
+    /// What a later layer may add to the grants.
+    grantable: Grantable,
     network: Setting<Network>,
-    env: Vec<(String, Provenance)>,
-    /// What a later layer may add to the grants above.
-    grant_env: Setting<Vec<String>>,
-    grant_read: Setting<Vec<PathGlob>>,
-    grant_write: Setting<Vec<PathGlob>>,
     /// `None` until a layer sets it: the built-in list applies.
     read_only_paths: Option<Vec<(PathGlob, Provenance)>>,
 }
@@ -211,13 +212,16 @@ impl Acc {
             infer_for: Vec::new(),
             fsync: Setting::declared(Fsync::Denials, "audit.fsync"),
             syslog: Setting::default(None, "audit.syslog: none"),
-            sb_read: Vec::new(),
-            sb_write: Vec::new(),
+            grants: Grants::default(),
+            grantable: Grantable {
+                env: Vec::new(),
+                env_prov: declared("sandbox.grantable.env"),
+                read: Vec::new(),
+                read_prov: declared("sandbox.grantable.read"),
+                write: Vec::new(),
+                write_prov: declared("sandbox.grantable.write"),
+            },
             network: Setting::declared(Network::Allow, "sandbox.network"),
-            env: Vec::new(),
-            grant_env: Setting::declared(Vec::new(), "sandbox.grantable.env"),
-            grant_read: Setting::declared(Vec::new(), "sandbox.grantable.read"),
-            grant_write: Setting::declared(Vec::new(), "sandbox.grantable.write"),
             read_only_paths: None,
         }
     }

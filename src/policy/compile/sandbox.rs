@@ -30,6 +30,20 @@ pub(super) fn valid_env_pattern(s: &str) -> bool {
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }
 
+/// Whether an entry of an `env` list is a variable name or prefix; reports it if not.
+fn env_name(cx: &mut Cx<'_, '_>, item: &Sp<String>) -> bool {
+    let ok = valid_env_pattern(&item.v);
+    if !ok {
+        cx.error(
+            &item.span,
+            ErrorKind::BadValue,
+            format!("\"{}\" is not an environment variable name", item.v),
+            "write a name such as \"RUST_LOG\", or a prefix ending in `*` such as \"LC_*\"",
+        );
+    }
+    ok
+}
+
 pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     // Grants are judged against what earlier layers made grantable, so a layer's own
     // `[sandbox.grantable]` only binds the layers after it.
@@ -38,9 +52,9 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
         for (p, span) in paths(cx, &e).unwrap_or_default() {
             if grant_path(cx, acc, e.key, &p, &span, write) {
                 let granted = if write {
-                    &mut acc.sb_write
+                    &mut acc.grants.write
                 } else {
-                    &mut acc.sb_read
+                    &mut acc.grants.read
                 };
                 granted.push((p, cx.prov_item(e.key, &span)));
             }
@@ -78,16 +92,9 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
     }
     if let Some(e) = raw.list("sandbox.env") {
         for item in e.v {
-            if !valid_env_pattern(&item.v) {
-                cx.error(
-                    &item.span,
-                    ErrorKind::BadValue,
-                    format!("\"{}\" is not an environment variable name", item.v),
-                    "write a name such as \"RUST_LOG\", or a prefix ending in `*` such as \"LC_*\"",
-                );
-            } else if grant_env(cx, acc, &item.v, &item.span) {
+            if env_name(cx, item) && grant_env(cx, acc, &item.v, &item.span) {
                 let prov = cx.prov_item(e.key, &item.span);
-                acc.env.push((item.v.clone(), prov));
+                acc.grants.env.push((item.v.clone(), prov));
             }
         }
     }
@@ -113,7 +120,8 @@ pub(super) fn grant_env(cx: &mut Cx<'_, '_>, acc: &Acc, name: &str, span: &Range
     if !cx.check {
         return true;
     }
-    let r = grant::judge_env(name, &acc.env, &acc.grant_env.v, &acc.grant_env.prov);
+    let g = &acc.grantable;
+    let r = grant::judge_env(name, &acc.grants.env, &g.env, &g.env_prov);
     match r {
         Ok(()) => true,
         Err(refusal) => {
@@ -136,18 +144,10 @@ pub(super) fn grant_path(
     if !cx.check {
         return true;
     }
-    let grantable = Grantable {
-        env: Vec::new(),
-        env_prov: acc.grant_env.prov.clone(),
-        read: acc.grant_read.v.clone(),
-        read_prov: acc.grant_read.prov.clone(),
-        write: acc.grant_write.v.clone(),
-        write_prov: acc.grant_write.prov.clone(),
-    };
     let rules = grant::PathRules {
-        read: &acc.sb_read,
-        write: &acc.sb_write,
-        grantable: &grantable,
+        read: &acc.grants.read,
+        write: &acc.grants.write,
+        grantable: &acc.grantable,
         home: cx.home,
     };
     let denied = |p: &str| {
@@ -225,22 +225,11 @@ pub(super) fn grant_error(
 pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     if let Some(e) = raw.list("sandbox.grantable.env") {
         let mut ok = true;
+        let g = &mut acc.grantable;
         for item in e.v {
-            if !valid_env_pattern(&item.v) {
+            if !env_name(cx, item) {
                 ok = false;
-                cx.error(
-                    &item.span,
-                    ErrorKind::BadValue,
-                    format!("\"{}\" is not an environment variable name", item.v),
-                    "write a name such as \"RUST_LOG\", or a prefix ending in `*` such as \"LC_*\"",
-                );
-            } else if cx.check
-                && !acc
-                    .grant_env
-                    .v
-                    .iter()
-                    .any(|o| env_pattern_covers(o, &item.v))
-            {
+            } else if cx.check && !g.env.iter().any(|o| env_pattern_covers(o, &item.v)) {
                 ok = false;
                 let what = format!(
                     "`sandbox.grantable.env` entry \"{}\" is not in the earlier grantable list",
@@ -248,21 +237,20 @@ pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                 );
                 let hint = "a later layer may only narrow what is grantable: each entry must \
                             be covered by an earlier `[sandbox.grantable] env` entry";
-                cx.widening(&item.span, what, &acc.grant_env.prov.clone(), hint);
+                cx.widening(&item.span, what, &g.env_prov.clone(), hint);
             }
         }
         if ok {
-            acc.grant_env = Setting {
-                v: e.v.iter().map(|s| s.v.clone()).collect(),
-                prov: cx.prov(&e),
-            };
+            g.env = e.v.iter().map(|s| s.v.clone()).collect();
+            g.env_prov = cx.prov(&e);
         }
     }
     for write in [false, true] {
-        let (key, set) = if write {
-            ("sandbox.grantable.write", &mut acc.grant_write)
+        let g = &mut acc.grantable;
+        let (key, list, prov) = if write {
+            ("sandbox.grantable.write", &mut g.write, &mut g.write_prov)
         } else {
-            ("sandbox.grantable.read", &mut acc.grant_read)
+            ("sandbox.grantable.read", &mut g.read, &mut g.read_prov)
         };
         let Some(e) = raw.list(key) else { continue };
         let Some(globs) = path_globs(cx, &e, Side::Allow) else {
@@ -271,7 +259,7 @@ pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
         let mut ok = true;
         if cx.check {
             for ((g, _), item) in globs.iter().zip(e.v) {
-                if !set.v.iter().any(|earlier| earlier.covers(g)) {
+                if !list.iter().any(|earlier| earlier.covers(g)) {
                     ok = false;
                     let what = format!(
                         "`{}` entry \"{}\" is not inside the earlier grantable list",
@@ -280,15 +268,13 @@ pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                     let hint = "a later layer may only narrow what is grantable: each entry \
                                 must be a literal path an earlier entry matches, or a glob \
                                 under an earlier `dir/**` entry";
-                    cx.widening(&item.span, what, &set.prov.clone(), hint);
+                    cx.widening(&item.span, what, &prov.clone(), hint);
                 }
             }
         }
         if ok {
-            *set = Setting {
-                v: globs.into_iter().map(|(g, _)| g).collect(),
-                prov: cx.prov(&e),
-            };
+            *list = globs.into_iter().map(|(g, _)| g).collect();
+            *prov = cx.prov(&e);
         }
     }
 }
