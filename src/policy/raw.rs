@@ -131,37 +131,44 @@ impl RawLayer {
         self.vals.get(schema::index(key))?.as_ref()
     }
 
-    /// A string setting.
-    pub(crate) fn text(&self, key: &str) -> Option<Entry<&str>> {
+    /// A declared setting's value as `f` reads it (`Val::list`, `Val::text`, ...), with
+    /// its key and spans.
+    pub(crate) fn read<'a, T>(
+        &'a self,
+        key: &str,
+        f: impl FnOnce(&'a Val) -> Option<T>,
+    ) -> Option<Entry<T>> {
         let e = self.get(key)?;
-        match &e.v {
-            Val::Str(s) => Some(e.with(s.as_str())),
+        Some(e.with(f(&e.v)?))
+    }
+}
+
+impl Val {
+    pub(crate) fn int(&self) -> Option<u64> {
+        match self {
+            Val::Int(n) => Some(*n),
             _ => None,
         }
     }
 
-    /// An array of strings.
-    pub(crate) fn list(&self, key: &str) -> Option<Entry<&[Sp<String>]>> {
-        let e = self.get(key)?;
-        match &e.v {
-            Val::List(l) => Some(e.with(l.as_slice())),
+    pub(crate) fn text(&self) -> Option<&str> {
+        match self {
+            Val::Str(s) => Some(s),
             _ => None,
         }
     }
 
-    /// A word setting, as its type.
-    pub(crate) fn word<T: Word + Copy>(&self, key: &str) -> Option<Entry<T>> {
-        let e = self.get(key)?;
-        let Val::Word(w, _) = e.v else { return None };
-        let (_, t) = T::ALL.iter().find(|(word, _)| *word == w)?;
-        Some(e.with(*t))
+    pub(crate) fn list(&self) -> Option<&[Sp<String>]> {
+        match self {
+            Val::List(l) => Some(l),
+            _ => None,
+        }
     }
 
-    /// An integer setting.
-    pub(crate) fn int(&self, key: &str) -> Option<Entry<u64>> {
-        let e = self.get(key)?;
-        let Val::Int(n) = e.v else { return None };
-        Some(e.with(n))
+    /// A word, as its type.
+    pub(crate) fn word<T: Word + Copy>(&self) -> Option<T> {
+        let Val::Word(w, _) = self else { return None };
+        T::ALL.iter().find(|(word, _)| word == w).map(|(_, t)| *t)
     }
 }
 
@@ -753,7 +760,10 @@ mod tests {
     fn values_carry_their_declared_key() {
         let (raw, errs) = parse("version = 1\n[sandbox.rlimits]\nnofile = 3\n");
         assert!(errs.is_empty(), "{errs:#?}");
-        let e = raw.unwrap().int("sandbox.rlimits.nofile").unwrap();
+        let e = raw
+            .unwrap()
+            .read("sandbox.rlimits.nofile", Val::int)
+            .unwrap();
         assert_eq!((e.key, e.v), ("sandbox.rlimits.nofile", 3));
     }
 }

@@ -566,6 +566,33 @@ mod tests {
         }
     }
 
+    /// The kind that drives the reader and the layering says what docs/policy.md's type
+    /// column says: a range, a size, a boolean, and only words the reader accepts.
+    #[test]
+    fn each_kind_agrees_with_its_documented_type() {
+        for spec in SETTINGS {
+            let key = spec.key;
+            match spec.kind {
+                Kind::Bool => assert_eq!(spec.ty, "boolean", "{key}"),
+                Kind::Size => assert_eq!(spec.ty, "size", "{key}"),
+                Kind::Int(1, u64::MAX) => assert_eq!(spec.ty, "positive integer", "{key}"),
+                Kind::Int(min, max) => assert_eq!(spec.ty, format!("integer {min}–{max}")),
+                Kind::Word(words) => {
+                    let words: Vec<&str> = words.words().iter().map(|(w, _)| *w).collect();
+                    let quoted: Vec<&str> = spec.ty.split("`\"").skip(1).collect();
+                    for q in &quoted {
+                        let w = q.split('"').next().unwrap_or_default();
+                        assert!(words.contains(&w), "{key}: `{w}` is not a word it accepts");
+                    }
+                    if !spec.ty.contains('…') && spec.ty != "string" {
+                        assert_eq!(quoted.len(), words.len(), "{key}: {words:?}");
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     #[test]
     fn reload_reports_group_the_changed_keys() {
         let old = policy("");

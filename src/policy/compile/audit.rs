@@ -6,7 +6,7 @@ use super::*;
 
 pub(super) fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     // fsync and its interval form one setting.
-    let interval = raw.int("audit.fsync_interval_ms");
+    let interval = raw.read("audit.fsync_interval_ms", Val::int);
     let interval = interval.as_ref();
     let fsync = raw.get("audit.fsync").and_then(|e| match e.v {
         Val::Word(w, _) => Some(e.with(w)),
@@ -84,7 +84,7 @@ pub(super) fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
 /// `[audit.syslog]`: one fixed setting as a whole (the first layer that configures it
 /// fixes where records go; a later layer may only repeat it).
 pub(super) fn apply_syslog(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    let Some(addr) = raw.text("audit.syslog.address") else {
+    let Some(addr) = raw.read("audit.syslog.address", Val::text) else {
         let parts = ["facility", "format", "queue", "sd_id", "max_message"];
         if let Some(e) = parts
             .iter()
@@ -115,16 +115,16 @@ pub(super) fn apply_syslog(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     if let Some(Val::Word(_, n)) = raw.get("audit.syslog.facility").map(|e| &e.v) {
         c.facility = *n as u8;
     }
-    if let Some(f) = raw.word("audit.syslog.format") {
+    if let Some(f) = raw.read("audit.syslog.format", Val::word) {
         c.format = f.v;
     }
-    if let Some(q) = raw.int("audit.syslog.queue") {
+    if let Some(q) = raw.read("audit.syslog.queue", Val::int) {
         c.queue = q.v as usize;
     }
-    if let Some(m) = raw.int("audit.syslog.max_message") {
+    if let Some(m) = raw.read("audit.syslog.max_message", Val::int) {
         c.max_message = m.v as usize;
     }
-    if let Some(id) = raw.text("audit.syslog.sd_id") {
+    if let Some(id) = raw.read("audit.syslog.sd_id", Val::text) {
         let ok = !id.v.is_empty()
             && id.v.len() <= 32
             && id

@@ -46,11 +46,7 @@ pub(super) fn apply_plain(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         let Some(e) = raw.get(spec.key) else {
             continue;
         };
-        let list = match &e.v {
-            Val::List(l) => Some(e.with(l.as_slice())),
-            _ => None,
-        };
-        match (slot, list) {
+        match (slot, raw.read(spec.key, Val::list)) {
             (Slot::Val(set), _) => scalar(cx, spec, set, e),
             (Slot::Globs(rules), Some(l)) => {
                 rules.extend(path_globs(cx, &l, Side::Deny).unwrap_or_default());

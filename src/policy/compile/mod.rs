@@ -240,20 +240,12 @@ impl Acc {
 
     /// A word setting (every one has a default), as its type.
     fn word<T: Word + Copy>(&self, key: &str) -> T {
-        let found = match self.val(key).v {
-            Some(Val::Word(w, _)) => T::ALL.iter().find(|(word, _)| *word == w),
-            _ => None,
-        };
-        found
-            .map(|(_, t)| *t)
-            .unwrap_or_else(|| panic!("`{key}` has no word"))
+        let found = self.val(key).v.as_ref().and_then(Val::word);
+        found.unwrap_or_else(|| panic!("`{key}` has no word"))
     }
 
     fn int(&self, key: &str) -> Option<u64> {
-        match self.val(key).v {
-            Some(Val::Int(n)) => Some(n),
-            _ => None,
-        }
+        self.val(key).v.as_ref().and_then(Val::int)
     }
 
     fn flag(&self, key: &str) -> bool {
@@ -261,10 +253,11 @@ impl Acc {
     }
 
     fn text(&self, key: &str) -> Option<String> {
-        match &self.val(key).v {
-            Some(Val::Str(s)) => Some(s.clone()),
-            _ => None,
-        }
+        self.val(key)
+            .v
+            .as_ref()
+            .and_then(Val::text)
+            .map(str::to_owned)
     }
 
     /// A deny list's rules.
@@ -390,7 +383,7 @@ fn base_of(inputs: &[LayerInput], implicit: bool) -> Option<(&'static str, &'sta
     let src = Source::new(first.name.clone(), &first.text);
     // Parsed quietly here: its errors are reported when the layer is applied.
     let raw = raw::parse_layer(&src, &mut Vec::new());
-    match raw.as_ref().and_then(|r| r.text("base")) {
+    match raw.as_ref().and_then(|r| r.read("base", Val::text)) {
         None if implicit => super::builtin("default"),
         None => None,
         Some(e) => e.v.strip_prefix("builtin:").and_then(super::builtin),
@@ -499,7 +492,7 @@ fn sorted(mut errs: Vec<PolicyError>, inputs: &[LayerInput]) -> PolicyErrors {
 /// `"builtin:<name>"` names the base (already stacked by [`base_of`]); a later layer may
 /// only name a built-in the stack already holds.
 fn check_base(cx: &mut Cx<'_, '_>, raw: &RawLayer, first: bool) -> Option<Provenance> {
-    let e = raw.text("base")?;
+    let e = raw.read("base", Val::text)?;
     let v = e.v;
     let not_first = "only the first policy layer chooses what the stack is based on; remove \
                      `base` here (a later layer always stacks on the layers before it)";

@@ -8,7 +8,7 @@ use super::*;
 /// all layers (checked in `build`), which is where the bound lives. So a later layer
 /// replaces the list, e.g. a project names its own directory.
 pub(super) fn apply_static_roots(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    let Some(e) = raw.list("roots.static") else {
+    let Some(e) = raw.read("roots.static", Val::list) else {
         return;
     };
     if let Some(list) = paths(cx, &e) {
@@ -134,7 +134,7 @@ pub(super) fn apply_resources(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
             }
         }
     }
-    if let Some(e) = raw.list("resources.mime") {
+    if let Some(e) = raw.read("resources.mime", Val::list) {
         let mut list: Vec<(String, Range<usize>)> = Vec::new();
         let mut ok = true;
         for item in e.v {

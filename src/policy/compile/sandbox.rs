@@ -48,7 +48,9 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
     // Grants are judged against what earlier layers made grantable, so a layer's own
     // `[sandbox.grantable]` only binds the layers after it.
     for (key, write) in [("sandbox.read", false), ("sandbox.write", true)] {
-        let Some(e) = raw.list(key) else { continue };
+        let Some(e) = raw.read(key, Val::list) else {
+            continue;
+        };
         for (p, span) in paths(cx, &e).unwrap_or_default() {
             if grant_path(cx, acc, e.key, &p, &span, write) {
                 let granted = if write {
@@ -90,7 +92,7 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
             };
         }
     }
-    if let Some(e) = raw.list("sandbox.env") {
+    if let Some(e) = raw.read("sandbox.env", Val::list) {
         for item in e.v {
             if env_name(cx, item) && grant_env(cx, acc, &item.v, &item.span) {
                 let prov = cx.prov_item(e.key, &item.span);
@@ -98,7 +100,7 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
             }
         }
     }
-    if let Some(e) = raw.list("sandbox.read_only_paths") {
+    if let Some(e) = raw.read("sandbox.read_only_paths", Val::list) {
         if let Some(g) = path_globs(cx, &e, Side::Deny) {
             // The first layer may replace the built-in list; a later layer only adds to
             // what the earlier ones left (adding is narrower).
@@ -223,7 +225,7 @@ pub(super) fn grant_error(
 /// `[sandbox.grantable]`: what the layers after this one may add. Like an allow-list, a
 /// later list must lie inside the earlier one.
 pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    if let Some(e) = raw.list("sandbox.grantable.env") {
+    if let Some(e) = raw.read("sandbox.grantable.env", Val::list) {
         let mut ok = true;
         let g = &mut acc.grantable;
         for item in e.v {
@@ -252,7 +254,9 @@ pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
         } else {
             ("sandbox.grantable.read", &mut g.read, &mut g.read_prov)
         };
-        let Some(e) = raw.list(key) else { continue };
+        let Some(e) = raw.read(key, Val::list) else {
+            continue;
+        };
         let Some(globs) = path_globs(cx, &e, Side::Allow) else {
             continue;
         };

@@ -102,7 +102,7 @@ pub(super) fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
 /// layers may only narrow it (the tool overrides too).
 pub(super) fn apply_infer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     let builtin = cx.set_by_builtin(&acc.infer.prov);
-    if let Some(e) = raw.word::<ToolInfer>("tools.infer") {
+    if let Some(e) = raw.read("tools.infer", Val::word::<ToolInfer>) {
         if cx.check && !builtin && e.v.rank() > acc.infer.v.rank() {
             let what = format!(
                 "`{} = \"{}\"` is wider than the earlier `\"{}\"`",
