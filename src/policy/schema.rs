@@ -6,7 +6,8 @@
 //! that docs/policy.md's tables say the same (`tests`).
 //!
 //! Each row's `kind` says what its value is, so the TOML reader (`raw.rs`) reads every
-//! setting but two by one generic reader, and a plain setting (a scalar kind with a
+//! setting by one generic reader (three shapes of their own, `Kind::Own`, by hand), and a
+//! plain setting (a scalar kind with a
 //! `Ranked`, `Limit` or `Fixed` rule, or a glob list that accumulates or intersects) is
 //! layered, stored, turned into its effective value and shown by rules written once per
 //! kind (`compile/layering.rs`, `compile/effective.rs`). Its compiled default is its
@@ -14,7 +15,8 @@
 //! `` `"enforce"` ``); any other default text describes a value left unset.
 //!
 //! A new plain setting is a row here, and a line where its settings struct is built
-//! (`compile/build.rs`). A setting with a rule of its own (`Special`, `PartOf`, `Subset`,
+//! (`compile/build.rs`); the tests fail until docs/policy.md documents it with the type
+//! its kind reads and it has a reload example. A setting with a rule of its own (`Special`, `PartOf`, `Subset`,
 //! `Grant`, `Replace`, `Kind::Strings`) also needs its rule in `compile/` and an arm in
 //! `compile/effective.rs`; the unit tests fail until it has one, is documented, and has a
 //! reload example.
