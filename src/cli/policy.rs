@@ -119,13 +119,10 @@ pub(crate) fn warn_dropped(policy: &Policy) {
     let why = match policy.opted_out() {
         Some(p) => format!(
             "{} opts out of the built-in default with `base = \"none\"`",
-            p.file.as_deref().map_or_else(
-                || "the policy".to_string(),
-                |f| match p.line {
-                    Some(l) => format!("{f}:{l}"),
-                    None => f.to_string(),
-                }
-            )
+            match p.file {
+                Some(_) => p.location(false),
+                None => "the policy".to_string(),
+            }
         ),
         None => "the policy is not stacked on the built-in default".to_string(),
     };
@@ -269,7 +266,7 @@ impl Step {
 
     fn location(&self) -> String {
         match &self.rule {
-            Some(p) => location(p),
+            Some(p) => p.location(true),
             None if self.check == "uri" => "uri parser".into(),
             None => "root check".into(),
         }
@@ -291,14 +288,6 @@ fn provenance_json(p: Option<&Provenance>) -> serde_json::Value {
         "column": p.and_then(|p| p.column),
         "rule": p.map(|p| p.rule.as_str()),
     })
-}
-
-fn location(p: &Provenance) -> String {
-    match (&p.file, p.line, p.column) {
-        (Some(f), Some(l), Some(c)) => format!("{f}:{l}:{c}"),
-        (Some(f), _, _) => f.to_string(),
-        _ => "built-in default".into(),
-    }
 }
 
 /// The root-check options `run` derives from the policy's `[roots]` stances (the session
@@ -436,7 +425,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                 d.root,
                 d.reason,
                 d.rule.rule,
-                location(&d.rule)
+                d.rule.location(true)
             )?;
         }
         if let Some(i) = &inferred {
@@ -501,7 +490,7 @@ impl Inferred {
             out,
             "infer:    tools.infer = \"{}\" ({}: {})",
             self.infer.as_str(),
-            location(&self.rule),
+            self.rule.location(true),
             self.rule.rule
         )?;
         if self.infer == ToolInfer::Off {

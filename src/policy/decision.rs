@@ -72,6 +72,17 @@ impl Provenance {
     pub fn is_default(&self) -> bool {
         self.layer.is_none()
     }
+
+    /// Where the rule was written, for people: `file:line` (`file:line:column` with
+    /// `column`), the file alone, or `built-in default`.
+    pub fn location(&self, column: bool) -> String {
+        match (&self.file, self.line, self.column) {
+            (Some(f), Some(l), Some(c)) if column => format!("{f}:{l}:{c}"),
+            (Some(f), Some(l), _) => format!("{f}:{l}"),
+            (Some(f), _, _) => f.to_string(),
+            _ => "built-in default".into(),
+        }
+    }
 }
 
 impl fmt::Display for Provenance {

@@ -15,19 +15,17 @@ use toml::de::{DeTable, DeValue};
 
 use super::decision::ArgKind;
 use super::error::{ErrorKind, PolicyError, Source};
-use super::schema::{self, SETTINGS};
-use super::settings::{
-    Access, CommandRoots, FollowRoots, HardlinkStance, Mode, ReadStance, RootsFallback,
-    SandboxMode, SymlinkStance, ToolInfer,
-};
-use crate::audit::syslog::{FACILITIES, MsgFormat};
-use crate::audit::{AllowedRecords, OnFailure};
+use super::schema::{self, Kind, SETTINGS, Spec};
+use super::settings::{ToolInfer, Word};
 
 /// The only schema version this build understands.
 pub(crate) const SCHEMA_VERSION: i64 = 1;
 
+/// The arrays of tables: their entries are read by their own readers below.
+const ARRAYS: &[&str] = &["tools.paths", "tools.infer_for"];
+
 /// A value with the span of its text in the source.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Sp<T> {
     pub(crate) v: T,
     pub(crate) span: Range<usize>,
@@ -56,13 +54,33 @@ impl<T> Entry<T> {
     }
 
     /// The same key and spans, holding `v`.
-    fn with<U>(self, v: U) -> Entry<U> {
-        self.map(|_| v)
+    pub(crate) fn with<U>(&self, v: U) -> Entry<U> {
+        Entry {
+            key: self.key,
+            key_span: self.key_span.clone(),
+            v,
+            span: self.span.clone(),
+        }
     }
 }
 
+/// A setting's value as read; its declaration's `Kind` says which.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Val {
+    Bool(bool),
+    /// An integer or a size.
+    Int(u64),
+    /// A word with its rank (or value).
+    Word(&'static str, u64),
+    /// A string, or a path (expanded once compiled).
+    Str(String),
+    List(Vec<Sp<String>>),
+    Schemes(RawSchemes),
+    Network(RawNetwork),
+}
+
 /// `resources.other_schemes`: a word or a list.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum RawSchemes {
     Allow,
     Deny,
@@ -70,33 +88,15 @@ pub(crate) enum RawSchemes {
 }
 
 /// `sandbox.network`: a word or a list of ports.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum RawNetwork {
     Allow,
     Deny,
     Ports(Vec<Sp<u16>>),
 }
 
-/// `audit.fsync` word (the interval length is a separate key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FsyncWord {
-    Always,
-    Denials,
-    Interval,
-    Never,
-}
-
-pub(crate) const FSYNC_WORDS: &[(&str, FsyncWord)] = &[
-    ("always", FsyncWord::Always),
-    ("denials", FsyncWord::Denials),
-    ("interval", FsyncWord::Interval),
-    ("never", FsyncWord::Never),
-];
-
 /// `other_schemes` and `network` as a word.
 const ALLOW_DENY: &[(&str, bool)] = &[("allow", true), ("deny", false)];
-
-const ARG_KIND_WORDS: &[(&str, ArgKind)] = &[("path", ArgKind::Path), ("uri", ArgKind::Uri)];
 
 /// One `[[tools.paths]]` entry.
 #[derive(Debug, Clone)]
@@ -115,82 +115,61 @@ pub(crate) struct RawInferFor {
     pub(crate) infer: Option<Entry<ToolInfer>>,
 }
 
-type Strings = Option<Entry<Vec<Sp<String>>>>;
-
 /// One layer's document, shape-checked.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RawLayer {
     pub(crate) version: Option<Entry<i64>>,
-    /// What the layer stacks on (`builtin:<name>` or `none`); read in the first layer.
-    pub(crate) base: Option<Entry<String>>,
-    pub(crate) mode: Option<Entry<Mode>>,
-
-    pub(crate) roots_allow: Strings,
-    pub(crate) roots_deny: Strings,
-    pub(crate) roots_other_homes: Strings,
-    pub(crate) roots_static: Strings,
-    pub(crate) roots_list_timeout_ms: Option<Entry<u64>>,
-    pub(crate) roots_launch_wait_ms: Option<Entry<u64>>,
-    pub(crate) roots_on_timeout: Option<Entry<RootsFallback>>,
-    pub(crate) roots_symlinks: Option<Entry<SymlinkStance>>,
-    pub(crate) roots_hardlinks: Option<Entry<HardlinkStance>>,
-    pub(crate) roots_from_command: Option<Entry<CommandRoots>>,
-
-    pub(crate) res_other_schemes: Option<Entry<RawSchemes>>,
-    pub(crate) res_allow: Strings,
-    pub(crate) res_deny: Strings,
-    pub(crate) res_max_bytes: Option<Entry<u64>>,
-    pub(crate) res_mime: Strings,
-    pub(crate) res_read: Option<Entry<ReadStance>>,
-
-    pub(crate) tools_deny: Strings,
-    pub(crate) tools_writing: Strings,
-    pub(crate) tools_read_only: Option<Entry<bool>>,
+    /// Every other setting of a table, in `SETTINGS` order (`None`: not set here).
+    vals: Vec<Option<Entry<Val>>>,
     pub(crate) tools_paths: Vec<RawToolPath>,
-    pub(crate) tools_infer: Option<Entry<ToolInfer>>,
     pub(crate) tools_infer_for: Vec<RawInferFor>,
+}
 
-    pub(crate) audit_path: Option<Entry<String>>,
-    pub(crate) audit_fsync: Option<Entry<FsyncWord>>,
-    pub(crate) audit_fsync_interval_ms: Option<Entry<u64>>,
-    pub(crate) audit_rotate_bytes: Option<Entry<u64>>,
-    pub(crate) audit_on_failure: Option<Entry<OnFailure>>,
-    pub(crate) audit_log_allowed: Option<Entry<bool>>,
-    pub(crate) audit_allowed: Option<Entry<AllowedRecords>>,
-    pub(crate) audit_retain_files: Option<Entry<u64>>,
-    pub(crate) audit_retain_bytes: Option<Entry<u64>>,
-    pub(crate) audit_checkpoint_key: Option<Entry<String>>,
-    pub(crate) audit_checkpoint_path: Option<Entry<String>>,
-    pub(crate) audit_checkpoint_every_records: Option<Entry<u64>>,
-    pub(crate) audit_checkpoint_every_ms: Option<Entry<u64>>,
-    pub(crate) syslog_address: Option<Entry<String>>,
-    pub(crate) syslog_facility: Option<Entry<u8>>,
-    pub(crate) syslog_format: Option<Entry<MsgFormat>>,
-    pub(crate) syslog_queue: Option<Entry<u64>>,
-    pub(crate) syslog_sd_id: Option<Entry<String>>,
-    pub(crate) syslog_max_message: Option<Entry<u64>>,
+impl RawLayer {
+    /// The value of a declared setting, if this layer sets it.
+    pub(crate) fn get(&self, key: &str) -> Option<&Entry<Val>> {
+        self.vals.get(schema::index(key))?.as_ref()
+    }
 
-    pub(crate) sb_mode: Option<Entry<SandboxMode>>,
-    pub(crate) sb_read: Strings,
-    pub(crate) sb_write: Strings,
-    pub(crate) sb_network: Option<Entry<RawNetwork>>,
-    pub(crate) sb_env: Strings,
-    pub(crate) sb_root_access: Option<Entry<Access>>,
-    pub(crate) sb_follow_roots: Option<Entry<FollowRoots>>,
-    pub(crate) sb_read_only_roots: Strings,
-    pub(crate) sb_grant_env: Strings,
-    pub(crate) sb_grant_read: Strings,
-    pub(crate) sb_grant_write: Strings,
-    pub(crate) sb_read_only_paths: Strings,
-    pub(crate) sb_nofile: Option<Entry<u64>>,
-    pub(crate) sb_address_space: Option<Entry<u64>>,
-    pub(crate) sb_cpu_seconds: Option<Entry<u64>>,
-    pub(crate) sb_processes: Option<Entry<u64>>,
+    /// A declared setting's value as `f` reads it (`Val::list`, `Val::text`, ...), with
+    /// its key and spans.
+    pub(crate) fn read<'a, T>(
+        &'a self,
+        key: &str,
+        f: impl FnOnce(&'a Val) -> Option<T>,
+    ) -> Option<Entry<T>> {
+        let e = self.get(key)?;
+        Some(e.with(f(&e.v)?))
+    }
+}
 
-    pub(crate) tel_endpoint: Option<Entry<String>>,
-    pub(crate) tel_protocol: Option<Entry<&'static str>>,
-    pub(crate) tel_service_name: Option<Entry<String>>,
-    pub(crate) tel_resource_attributes: Option<Entry<String>>,
+impl Val {
+    pub(crate) fn int(&self) -> Option<u64> {
+        match self {
+            Val::Int(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn text(&self) -> Option<&str> {
+        match self {
+            Val::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn list(&self) -> Option<&[Sp<String>]> {
+        match self {
+            Val::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// A word, as its type.
+    pub(crate) fn word<T: Word + Copy>(&self) -> Option<T> {
+        let Val::Word(w, _) = self else { return None };
+        T::ALL.iter().find(|(word, _)| word == w).map(|(_, t)| *t)
+    }
 }
 
 /// Parses one layer. Returns `None` when the file is not TOML at all (the syntax error is
@@ -214,7 +193,7 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
     let mut raw = RawLayer::default();
     w.check_keys(top, "");
 
-    raw.version = w.int(top, "", "version");
+    raw.version = w.int(top, "version");
     match &raw.version {
         None => w.fail(
             &(0..0),
@@ -230,118 +209,33 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         ),
         Some(_) => {}
     }
-    raw.base = w.string(top, "", "base");
-    raw.mode = w.word(top, "", "mode", Mode::WORDS);
-
-    if let Some(t) = w.table(top, "", "roots") {
-        raw.roots_allow = w.strings(t, "roots", "allow");
-        raw.roots_deny = w.strings(t, "roots", "deny");
-        raw.roots_other_homes = w.strings(t, "roots", "other_homes");
-        raw.roots_static = w.strings(t, "roots", "static");
-        raw.roots_list_timeout_ms = w.uint(t, "roots", "list_timeout_ms", 1, 600_000);
-        raw.roots_launch_wait_ms = w.uint(t, "roots", "launch_wait_ms", 0, 600_000);
-        raw.roots_on_timeout = w.word(t, "roots", "on_timeout", RootsFallback::WORDS);
-        raw.roots_symlinks = w.word(t, "roots", "symlinks", SymlinkStance::WORDS);
-        raw.roots_hardlinks = w.word(t, "roots", "hardlinks", HardlinkStance::WORDS);
-        raw.roots_from_command = w.word(t, "roots", "from_command", CommandRoots::WORDS);
-    }
-    if let Some(t) = w.table(top, "", "resources") {
-        raw.res_other_schemes = w.schemes(t);
-        raw.res_allow = w.strings(t, "resources", "allow");
-        raw.res_deny = w.strings(t, "resources", "deny");
-        raw.res_max_bytes = w.size(t, "resources", "max_bytes");
-        raw.res_mime = w.strings(t, "resources", "mime");
-        raw.res_read = w.word(t, "resources", "read", ReadStance::WORDS);
-    }
-    if let Some(t) = w.table(top, "", "tools") {
-        raw.tools_deny = w.strings(t, "tools", "deny");
-        raw.tools_writing = w.strings(t, "tools", "writing");
-        raw.tools_read_only = w.boolean(t, "tools", "read_only");
-        raw.tools_paths = w.tool_paths(t);
-        raw.tools_infer = w.word(t, "tools", "infer", ToolInfer::WORDS);
-        raw.tools_infer_for = w.infer_for(t);
-    }
-    if let Some(t) = w.table(top, "", "audit") {
-        raw.audit_path = w.string(t, "audit", "path");
-        raw.audit_fsync = w.word(t, "audit", "fsync", FSYNC_WORDS);
-        raw.audit_fsync_interval_ms = w.uint(t, "audit", "fsync_interval_ms", 1, 3_600_000);
-        raw.audit_rotate_bytes = w.size(t, "audit", "rotate_bytes");
-        raw.audit_on_failure = w.word(t, "audit", "on_failure", OnFailure::WORDS);
-        raw.audit_log_allowed = w.boolean(t, "audit", "log_allowed");
-        raw.audit_allowed = w.word(t, "audit", "allowed", AllowedRecords::WORDS);
-        raw.audit_retain_files = w.uint(t, "audit", "retain_files", 0, 1_000_000);
-        raw.audit_retain_bytes = w.size(t, "audit", "retain_bytes");
-        raw.audit_checkpoint_key = w.string(t, "audit", "checkpoint_key");
-        raw.audit_checkpoint_path = w.string(t, "audit", "checkpoint_path");
-        raw.audit_checkpoint_every_records =
-            w.uint(t, "audit", "checkpoint_every_records", 1, 100_000_000);
-        raw.audit_checkpoint_every_ms = w.uint(t, "audit", "checkpoint_every_ms", 100, 86_400_000);
-        if let Some(sy) = w.table(t, "audit", "syslog") {
-            raw.syslog_address = w.string(sy, "audit.syslog", "address");
-            raw.syslog_facility = w.word(sy, "audit.syslog", "facility", FACILITIES);
-            raw.syslog_format = w.word(sy, "audit.syslog", "format", MsgFormat::WORDS);
-            raw.syslog_queue = w.uint(sy, "audit.syslog", "queue", 16, 10_000_000);
-            raw.syslog_sd_id = w.string(sy, "audit.syslog", "sd_id");
-            raw.syslog_max_message = w.uint(
-                sy,
-                "audit.syslog",
-                "max_message",
-                crate::audit::syslog::MIN_MAX_MESSAGE as u64,
-                64 << 20,
-            );
-        }
-    }
-    if let Some(t) = w.table(top, "", "sandbox") {
-        raw.sb_mode = w.word(t, "sandbox", "mode", SandboxMode::WORDS);
-        raw.sb_read = w.strings(t, "sandbox", "read");
-        raw.sb_write = w.strings(t, "sandbox", "write");
-        raw.sb_network = w.network(t);
-        raw.sb_env = w.strings(t, "sandbox", "env");
-        raw.sb_root_access = w.word(t, "sandbox", "root_access", Access::WORDS);
-        raw.sb_follow_roots = w.word(t, "sandbox", "follow_roots", FollowRoots::WORDS);
-        raw.sb_read_only_roots = w.strings(t, "sandbox", "read_only_roots");
-        raw.sb_read_only_paths = w.strings(t, "sandbox", "read_only_paths");
-        if let Some(r) = w.table(t, "sandbox", "rlimits") {
-            raw.sb_nofile = w.uint(r, "sandbox.rlimits", "nofile", 1, u64::MAX);
-            raw.sb_address_space = w.size(r, "sandbox.rlimits", "address_space");
-            raw.sb_cpu_seconds = w.uint(r, "sandbox.rlimits", "cpu_seconds", 1, u64::MAX);
-            raw.sb_processes = w.uint(r, "sandbox.rlimits", "processes", 1, u64::MAX);
-        }
-        if let Some(g) = w.table(t, "sandbox", "grantable") {
-            raw.sb_grant_env = w.strings(g, "sandbox.grantable", "env");
-            raw.sb_grant_read = w.strings(g, "sandbox.grantable", "read");
-            raw.sb_grant_write = w.strings(g, "sandbox.grantable", "write");
-        }
-    }
-    if let Some(t) = w.table(top, "", "telemetry") {
-        raw.tel_endpoint = w.string(t, "telemetry", "endpoint");
-        const PROTOCOLS: &[(&str, &str)] = &[("http/protobuf", "http/protobuf")];
-        raw.tel_protocol = w.word(t, "telemetry", "protocol", PROTOCOLS);
-        raw.tel_service_name = w.string(t, "telemetry", "service_name");
-        raw.tel_resource_attributes = w.string(t, "telemetry", "resource_attributes");
-    }
-    Some(raw)
-}
-
-/// The `'static` dotted name of a key of the schema (`roots.allow`, or a sub-table such as
-/// `audit.syslog`): a prefix of its declaration's key, so nothing is allocated.
-fn dotted(table: &str, key: &str) -> &'static str {
-    for s in SETTINGS {
-        let rest = if table.is_empty() {
-            Some(s.key)
-        } else {
-            s.key.strip_prefix(table).and_then(|r| r.strip_prefix('.'))
+    // Each table (its keys checked) under its parent, parents first as declared.
+    let mut tables = vec![("", top)];
+    for name in schema::tables().into_iter().skip(1) {
+        let parent = name.rsplit_once('.').map_or("", |(p, _)| p);
+        let Some(&(_, t)) = tables.iter().find(|(n, _)| *n == parent) else {
+            continue;
         };
-        if rest.is_some_and(|r| r.split('.').next() == Some(key)) {
-            let len = if table.is_empty() {
-                key.len()
-            } else {
-                table.len() + 1 + key.len()
-            };
-            return &s.key[..len];
+        if ARRAYS.contains(&name) {
+            match name {
+                "tools.paths" => raw.tools_paths = w.tool_paths(t),
+                _ => raw.tools_infer_for = w.infer_for(t),
+            }
+            continue;
+        }
+        if let Some(sub) = w.table(t, name) {
+            tables.push((name, sub));
         }
     }
-    "?"
+    raw.vals = SETTINGS
+        .iter()
+        .map(|spec| {
+            let table = spec.key.rsplit_once('.').map_or("", |(t, _)| t);
+            let (_, t) = tables.iter().find(|(n, _)| *n == table)?;
+            w.read(t, spec)
+        })
+        .collect();
+    Some(raw)
 }
 
 type Item<'t, 'i> = (
@@ -352,6 +246,32 @@ type Item<'t, 'i> = (
 struct Walker<'a, 's> {
     src: &'a Source<'s>,
     errs: &'a mut Vec<PolicyError>,
+}
+
+impl Walker<'_, '_> {
+    /// A declared setting of `table`, read as its kind says.
+    fn read(&mut self, table: &DeTable<'_>, spec: &'static Spec) -> Option<Entry<Val>> {
+        let name = spec.key;
+        let e = match spec.kind {
+            Kind::Bool => self.boolean(table, name)?.map(Val::Bool),
+            Kind::Int(min, max) => self.uint(table, name, min, max)?.map(Val::Int),
+            Kind::Size => self.size(table, name)?.map(Val::Int),
+            Kind::Word(words) => {
+                let e = self.word(table, name, &words.words())?;
+                e.map(|(w, n)| Val::Word(w, n))
+            }
+            Kind::Str | Kind::Path => self.string(table, name)?.map(Val::Str),
+            Kind::Strings | Kind::PathGlobs | Kind::NameGlobs => {
+                self.strings(table, name)?.map(Val::List)
+            }
+            Kind::Own => match name {
+                "resources.other_schemes" => self.schemes(table)?.map(Val::Schemes),
+                "sandbox.network" => self.network(table)?.map(Val::Network),
+                _ => return None,
+            },
+        };
+        Some(e)
+    }
 }
 
 impl Walker<'_, '_> {
@@ -381,7 +301,9 @@ impl Walker<'_, '_> {
         }
     }
 
-    fn find<'t, 'i>(table: &'t DeTable<'i>, key: &str) -> Option<Item<'t, 'i>> {
+    /// The item of `table` for a dotted name (its last segment is the key).
+    fn find<'t, 'i>(table: &'t DeTable<'i>, name: &str) -> Option<Item<'t, 'i>> {
+        let key = name.rsplit('.').next().unwrap_or(name);
         table.iter().find(|(k, _)| {
             let s: &str = k.get_ref();
             s == key
@@ -409,30 +331,23 @@ impl Walker<'_, '_> {
         }
     }
 
-    /// The sub-table `key` of `table` (named `tname`), its keys checked.
-    fn table<'t, 'i>(
-        &mut self,
-        table: &'t DeTable<'i>,
-        tname: &str,
-        key: &str,
-    ) -> Option<&'t DeTable<'i>> {
-        let (_, v) = Self::find(table, key)?;
+    /// The sub-table `name` of `table`, its keys checked.
+    fn table<'t, 'i>(&mut self, table: &'t DeTable<'i>, name: &str) -> Option<&'t DeTable<'i>> {
+        let (_, v) = Self::find(table, name)?;
         match v.get_ref() {
             DeValue::Table(t) => {
-                self.check_keys(t, dotted(tname, key));
+                self.check_keys(t, name);
                 Some(t)
             }
             other => {
-                let name = dotted(tname, key);
                 self.wrong_type(&v.span(), name, "a table", other);
                 None
             }
         }
     }
 
-    fn string(&mut self, table: &DeTable<'_>, tname: &str, key: &str) -> Option<Entry<String>> {
-        let (k, v) = Self::find(table, key)?;
-        let name = dotted(tname, key);
+    fn string(&mut self, table: &DeTable<'_>, name: &'static str) -> Option<Entry<String>> {
+        let (k, v) = Self::find(table, name)?;
         match v.get_ref() {
             DeValue::String(s) => Some(self.entry(name, k, s.to_string(), v.span())),
             other => {
@@ -445,11 +360,9 @@ impl Walker<'_, '_> {
     fn strings(
         &mut self,
         table: &DeTable<'_>,
-        tname: &str,
-        key: &str,
+        name: &'static str,
     ) -> Option<Entry<Vec<Sp<String>>>> {
-        let (k, v) = Self::find(table, key)?;
-        let name = dotted(tname, key);
+        let (k, v) = Self::find(table, name)?;
         let DeValue::Array(items) = v.get_ref() else {
             self.wrong_type(&v.span(), name, "an array of strings", v.get_ref());
             return None;
@@ -473,9 +386,8 @@ impl Walker<'_, '_> {
         ok.then(|| self.entry(name, k, out, v.span()))
     }
 
-    fn boolean(&mut self, table: &DeTable<'_>, tname: &str, key: &str) -> Option<Entry<bool>> {
-        let (k, v) = Self::find(table, key)?;
-        let name = dotted(tname, key);
+    fn boolean(&mut self, table: &DeTable<'_>, name: &'static str) -> Option<Entry<bool>> {
+        let (k, v) = Self::find(table, name)?;
         match v.get_ref() {
             DeValue::Boolean(b) => Some(self.entry(name, k, *b, v.span())),
             other => {
@@ -485,9 +397,8 @@ impl Walker<'_, '_> {
         }
     }
 
-    fn int(&mut self, table: &DeTable<'_>, tname: &str, key: &str) -> Option<Entry<i64>> {
-        let (k, v) = Self::find(table, key)?;
-        let name = dotted(tname, key);
+    fn int(&mut self, table: &DeTable<'_>, name: &'static str) -> Option<Entry<i64>> {
+        let (k, v) = Self::find(table, name)?;
         match v.get_ref() {
             DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {
                 Ok(n) => Some(self.entry(name, k, n, v.span())),
@@ -510,12 +421,11 @@ impl Walker<'_, '_> {
     fn uint(
         &mut self,
         table: &DeTable<'_>,
-        tname: &str,
-        key: &str,
+        name: &'static str,
         min: u64,
         max: u64,
     ) -> Option<Entry<u64>> {
-        let e = self.int(table, tname, key)?;
+        let e = self.int(table, name)?;
         match u64::try_from(e.v) {
             Ok(n) if (min..=max).contains(&n) => Some(e.with(n)),
             _ => {
@@ -531,9 +441,8 @@ impl Walker<'_, '_> {
     }
 
     /// A byte size: an integer, or a string such as `"16 MiB"`.
-    fn size(&mut self, table: &DeTable<'_>, tname: &str, key: &str) -> Option<Entry<u64>> {
-        let (k, v) = Self::find(table, key)?;
-        let name = dotted(tname, key);
+    fn size(&mut self, table: &DeTable<'_>, name: &'static str) -> Option<Entry<u64>> {
+        let (k, v) = Self::find(table, name)?;
         let hint = "write a number of bytes, or a string such as \"16 MiB\" \
                     (units: B, KiB, MiB, GiB, TiB)";
         let parsed = match v.get_ref() {
@@ -553,16 +462,16 @@ impl Walker<'_, '_> {
         }
     }
 
+    /// One of `words`: the word as written, with its value.
     fn word<T: Copy>(
         &mut self,
         table: &DeTable<'_>,
-        tname: &str,
-        key: &str,
-        words: &[(&str, T)],
-    ) -> Option<Entry<T>> {
-        let e = self.string(table, tname, key)?;
-        if let Some((_, w)) = words.iter().find(|(w, _)| *w == e.v) {
-            return Some(e.with(*w));
+        name: &'static str,
+        words: &[(&'static str, T)],
+    ) -> Option<Entry<(&'static str, T)>> {
+        let e = self.string(table, name)?;
+        if let Some(found) = words.iter().find(|(w, _)| *w == e.v) {
+            return Some(e.with(*found));
         }
         let list: Vec<String> = words.iter().map(|(w, _)| format!("\"{w}\"")).collect();
         let msg = format!("`{}` has no value \"{}\"", e.key, e.v);
@@ -575,26 +484,21 @@ impl Walker<'_, '_> {
     fn allow_deny<T>(
         &mut self,
         table: &DeTable<'_>,
-        tname: &str,
-        key: &str,
+        name: &'static str,
         allow: T,
         deny: T,
     ) -> Option<Entry<T>> {
-        let e = self.word(table, tname, key, ALLOW_DENY)?;
-        let v = if e.v { allow } else { deny };
-        Some(e.with(v))
+        let e = self.word(table, name, ALLOW_DENY)?;
+        Some(e.map(|(_, a)| if a { allow } else { deny }))
     }
 
     fn schemes(&mut self, table: &DeTable<'_>) -> Option<Entry<RawSchemes>> {
-        let (_, v) = Self::find(table, "other_schemes")?;
         let name = "resources.other_schemes";
+        let (_, v) = Self::find(table, name)?;
         match v.get_ref() {
-            DeValue::String(_) => {
-                let (allow, deny) = (RawSchemes::Allow, RawSchemes::Deny);
-                self.allow_deny(table, "resources", "other_schemes", allow, deny)
-            }
+            DeValue::String(_) => self.allow_deny(table, name, RawSchemes::Allow, RawSchemes::Deny),
             DeValue::Array(_) => {
-                let list = self.strings(table, "resources", "other_schemes")?;
+                let list = self.strings(table, name)?;
                 Some(list.map(RawSchemes::List))
             }
             other => {
@@ -610,13 +514,10 @@ impl Walker<'_, '_> {
     }
 
     fn network(&mut self, table: &DeTable<'_>) -> Option<Entry<RawNetwork>> {
-        let (k, v) = Self::find(table, "network")?;
         let name = "sandbox.network";
+        let (k, v) = Self::find(table, name)?;
         match v.get_ref() {
-            DeValue::String(_) => {
-                let (allow, deny) = (RawNetwork::Allow, RawNetwork::Deny);
-                self.allow_deny(table, "sandbox", "network", allow, deny)
-            }
+            DeValue::String(_) => self.allow_deny(table, name, RawNetwork::Allow, RawNetwork::Deny),
             DeValue::Array(items) => {
                 let mut ports = Vec::new();
                 let mut ok = true;
@@ -670,8 +571,7 @@ impl Walker<'_, '_> {
         required: &[&str],
         hint: &str,
     ) -> Vec<&'t DeTable<'i>> {
-        let key = name.rsplit('.').next().unwrap_or(name);
-        let Some((_, v)) = Self::find(table, key) else {
+        let Some((_, v)) = Self::find(table, name) else {
             return Vec::new();
         };
         let what = format!("an array of tables ([[{name}]])");
@@ -704,8 +604,8 @@ impl Walker<'_, '_> {
         tables
             .into_iter()
             .map(|t| RawInferFor {
-                tool: self.string(t, name, "tool"),
-                infer: self.word(t, name, "infer", ToolInfer::WORDS),
+                tool: self.string(t, "tools.infer_for.tool"),
+                infer: self.typed(t, "tools.infer_for.infer"),
             })
             .collect()
     }
@@ -718,12 +618,21 @@ impl Walker<'_, '_> {
         tables
             .into_iter()
             .map(|t| RawToolPath {
-                tool: self.string(t, name, "tool"),
-                pointers: self.strings(t, name, "pointers"),
-                kind: self.word(t, name, "kind", ARG_KIND_WORDS),
-                server: self.string(t, name, "server"),
+                tool: self.string(t, "tools.paths.tool"),
+                pointers: self.strings(t, "tools.paths.pointers"),
+                kind: self.typed(t, "tools.paths.kind"),
+                server: self.string(t, "tools.paths.server"),
             })
             .collect()
+    }
+
+    /// A word, as its type.
+    fn typed<T: Word + Copy>(
+        &mut self,
+        table: &DeTable<'_>,
+        name: &'static str,
+    ) -> Option<Entry<T>> {
+        Some(self.word(table, name, T::ALL)?.map(|(_, t)| t))
     }
 }
 
@@ -848,12 +757,13 @@ mod tests {
     }
 
     #[test]
-    fn dotted_names_are_static() {
-        assert_eq!(dotted("roots", "allow"), "roots.allow");
-        assert_eq!(dotted("", "mode"), "mode");
-        assert_eq!(
-            dotted("sandbox.rlimits", "nofile"),
-            "sandbox.rlimits.nofile"
-        );
+    fn values_carry_their_declared_key() {
+        let (raw, errs) = parse("version = 1\n[sandbox.rlimits]\nnofile = 3\n");
+        assert!(errs.is_empty(), "{errs:#?}");
+        let e = raw
+            .unwrap()
+            .read("sandbox.rlimits.nofile", Val::int)
+            .unwrap();
+        assert_eq!((e.key, e.v), ("sandbox.rlimits.nofile", 3));
     }
 }

@@ -7,9 +7,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::decision::Provenance;
+use super::decision::{ArgKind, Provenance};
 use super::grant::{Grantable, Grants};
 // The audit log's own types: the policy only chooses among them.
+use crate::audit::syslog::MsgFormat;
 use crate::audit::{AllowedRecords, FsyncPolicy, OnFailure};
 
 /// Whether decisions block (enforce) or are only recorded (audit).
@@ -258,6 +259,24 @@ impl Ranked for bool {
     }
 }
 
+/// Syslog formats (the audit module's words) are not ranked: `[audit.syslog]` is fixed
+/// as a whole.
+impl Ranked for MsgFormat {
+    fn rank(&self) -> u64 {
+        0
+    }
+}
+
+impl Word for MsgFormat {
+    fn word(&self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, f)| f == self)
+            .map_or("?", |(w, _)| w)
+    }
+    const ALL: &'static [(&'static str, Self)] = MsgFormat::WORDS;
+}
+
 /// fsync kinds are ranked always < denials < interval < never; two intervals compare by
 /// length (a shorter interval is narrower).
 pub(crate) fn fsync_rank(f: &FsyncPolicy) -> (u8, u128) {
@@ -328,6 +347,7 @@ words!(SandboxMode {
     SandboxMode::Strict => "strict" @ 0,
 });
 words!(Access { Access::ReadOnly => "read-only" @ 0, Access::ReadWrite => "read-write" @ 1 });
+words!(ArgKind { ArgKind::Path => "path" @ 0, ArgKind::Uri => "uri" @ 1 });
 words!(FollowRoots { FollowRoots::Restart => "restart" @ 0, FollowRoots::Launch => "launch" @ 1 });
 
 impl Mode {

@@ -6,14 +6,6 @@ use serde_json::{Value, json};
 use super::schema::{SETTINGS, is_row};
 use super::{Policy, Provenance};
 
-fn origin(p: &Provenance) -> String {
-    match (&p.file, p.line) {
-        (Some(f), Some(l)) => format!("{f}:{l}"),
-        (Some(f), None) => f.to_string(),
-        _ => "built-in default".into(),
-    }
-}
-
 fn prov_json(p: &Provenance) -> Value {
     json!({
         "layer": p.layer,
@@ -46,7 +38,7 @@ impl Policy {
         if let Some(p) = &self.opted_out {
             out.push_str(&format!(
                 "# base: none: {} replaces the built-in default policy\n",
-                origin(p)
+                p.location(false)
             ));
         }
         let dropped = self.dropped_protections();
@@ -83,7 +75,7 @@ impl Policy {
                 section = table;
             }
             let line = format!("{name} = {value}");
-            out.push_str(&format!("{line:<width$}# {}\n", origin(prov)));
+            out.push_str(&format!("{line:<width$}# {}\n", prov.location(false)));
         }
         let m = &self.m;
         let rules = |out: &mut String, title: &str, t: &super::glob::GlobTable| {
@@ -92,7 +84,11 @@ impl Policy {
                 out.push_str("#   (none)\n");
             }
             for (text, p) in t.texts.iter().zip(&t.rules) {
-                out.push_str(&format!("#   {text:?}  from {}: {}\n", origin(p), p.rule));
+                out.push_str(&format!(
+                    "#   {text:?}  from {}: {}\n",
+                    p.location(false),
+                    p.rule
+                ));
             }
         };
         let allow = |out: &mut String, title: &str, lists: &[super::AllowTable]| {
@@ -104,10 +100,10 @@ impl Policy {
                 out.push_str(&format!(
                     "#   list {} ({}), all lists must match:\n",
                     i + 1,
-                    origin(&l.miss)
+                    l.miss.location(false)
                 ));
                 for (text, p) in l.table.texts.iter().zip(&l.table.rules) {
-                    out.push_str(&format!("#     {text:?}  from {}\n", origin(p)));
+                    out.push_str(&format!("#     {text:?}  from {}\n", p.location(false)));
                 }
             }
         };
@@ -154,7 +150,7 @@ impl Policy {
                     entry.tool,
                     p.pointer,
                     p.kind.as_str(),
-                    origin(&p.provenance)
+                    p.provenance.location(false)
                 ));
             }
         }
@@ -166,7 +162,7 @@ impl Policy {
             out.push_str(&format!(
                 "#   tool {tool:?} infer {:?}  from {}\n",
                 super::settings::Word::word(infer),
-                origin(prov)
+                prov.location(false)
             ));
         }
         let grants = &self.sandbox.grants;
@@ -178,7 +174,7 @@ impl Policy {
                 ("write", &grants.write),
             ] {
                 for (g, p) in list {
-                    out.push_str(&format!("#   {what} {g:?}  from {}\n", origin(p)));
+                    out.push_str(&format!("#   {what} {g:?}  from {}\n", p.location(false)));
                 }
             }
         }

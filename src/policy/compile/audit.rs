@@ -1,41 +1,35 @@
-//! `[audit]`, `[audit.syslog]` and `[telemetry]`: where records and telemetry go. Mostly
-//! fixed operational settings (the first layer that sets one fixes it).
+//! `[audit]`, `[audit.syslog]` and `[telemetry]` settings with a rule of their own: the
+//! fsync stance with its interval, the syslog copy (fixed as a whole), and the checks of
+//! the telemetry strings (the other settings are plain, applied by `layering.rs`).
 
 use super::*;
 
-/// A fixed path setting (`~` expanded): the first layer that sets it fixes it.
-fn fixed_path(cx: &mut Cx<'_, '_>, set: &mut Setting<Option<String>>, e: &Option<Entry<String>>) {
-    let Some(e) = e else { return };
-    match glob::expand(&e.v, cx.home, false).and_then(|p| glob::check_path(&p).map(|()| p)) {
-        Ok(p) => {
-            fixed(cx, set, e, Some(p));
-        }
-        Err(p) => cx.problem(&e.span, p),
-    }
-}
-
 pub(super) fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    fixed_path(cx, &mut acc.audit_path, &raw.audit_path);
     // fsync and its interval form one setting.
-    let interval = raw.audit_fsync_interval_ms.as_ref();
-    let new = match (&raw.audit_fsync, interval) {
+    let interval = raw.read("audit.fsync_interval_ms", Val::int);
+    let interval = interval.as_ref();
+    let fsync = raw.get("audit.fsync").and_then(|e| match e.v {
+        Val::Word(w, _) => Some(e.with(w)),
+        _ => None,
+    });
+    let new = match (&fsync, interval) {
         (None, None) => None,
-        (Some(w), _) if w.v != FsyncWord::Interval => {
+        (Some(w), _) if w.v != "interval" => {
             if let Some(i) = interval {
                 cx.error(
                     &i.key_span,
                     ErrorKind::BadValue,
                     format!(
                         "`audit.fsync_interval_ms` set, but `audit.fsync = \"{}\"`",
-                        word_of(w.v)
+                        w.v
                     ),
                     "remove `fsync_interval_ms`, or set `fsync = \"interval\"`",
                 );
                 None
             } else {
                 let f = match w.v {
-                    FsyncWord::Always => Fsync::Always,
-                    FsyncWord::Denials => Fsync::Denials,
+                    "always" => Fsync::Always,
+                    "denials" => Fsync::Denials,
                     _ => Fsync::Never,
                 };
                 Some((f, w.span.clone(), cx.prov(w)))
@@ -84,41 +78,20 @@ pub(super) fn apply_audit(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
             acc.fsync = Setting { v: f, prov };
         }
     }
-    fixed_as(cx, &mut acc.rotate_bytes, &raw.audit_rotate_bytes, Some);
-    ranked(cx, &mut acc.on_failure, &raw.audit_on_failure);
-    ranked_bool(cx, &mut acc.log_allowed, &raw.audit_log_allowed);
-    ranked(cx, &mut acc.allowed, &raw.audit_allowed);
-    fixed_as(cx, &mut acc.retain_files, &raw.audit_retain_files, Some);
-    fixed_as(cx, &mut acc.retain_bytes, &raw.audit_retain_bytes, Some);
-    // Checkpoints are operational, like the log's path: the first layer that sets one fixes
-    // it (a project layer cannot move the org's checkpoints or swap its key).
-    fixed_path(cx, &mut acc.checkpoint_key, &raw.audit_checkpoint_key);
-    fixed_path(cx, &mut acc.checkpoint_path, &raw.audit_checkpoint_path);
-    let every = &mut acc.checkpoint_every_records;
-    fixed_as(cx, every, &raw.audit_checkpoint_every_records, Some);
-    fixed_as(
-        cx,
-        &mut acc.checkpoint_every_ms,
-        &raw.audit_checkpoint_every_ms,
-        Some,
-    );
     apply_syslog(acc, raw, cx);
 }
 
 /// `[audit.syslog]`: one fixed setting as a whole (the first layer that configures it
 /// fixes where records go; a later layer may only repeat it).
 pub(super) fn apply_syslog(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    let Some(addr) = &raw.syslog_address else {
-        let parts = [
-            raw.syslog_facility.as_ref().map(|e| &e.key_span),
-            raw.syslog_format.as_ref().map(|e| &e.key_span),
-            raw.syslog_queue.as_ref().map(|e| &e.key_span),
-            raw.syslog_sd_id.as_ref().map(|e| &e.key_span),
-            raw.syslog_max_message.as_ref().map(|e| &e.key_span),
-        ];
-        if let Some(span) = parts.into_iter().flatten().next() {
+    let Some(addr) = raw.read("audit.syslog.address", Val::text) else {
+        let parts = ["facility", "format", "queue", "sd_id", "max_message"];
+        if let Some(e) = parts
+            .iter()
+            .find_map(|k| raw.get(&format!("audit.syslog.{k}")))
+        {
             cx.error(
-                span,
+                &e.key_span,
                 ErrorKind::BadValue,
                 "`[audit.syslog]` without `address`".into(),
                 "add `address = \"udp://host:514\"`, `\"tcp://host:601\"` or `\"unix:///dev/log\"`",
@@ -139,19 +112,19 @@ pub(super) fn apply_syslog(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         }
     };
     let mut c = SyslogConfig::new(transport);
-    if let Some(f) = &raw.syslog_facility {
-        c.facility = f.v;
+    if let Some(Val::Word(_, n)) = raw.get("audit.syslog.facility").map(|e| &e.v) {
+        c.facility = *n as u8;
     }
-    if let Some(f) = &raw.syslog_format {
+    if let Some(f) = raw.read("audit.syslog.format", Val::word) {
         c.format = f.v;
     }
-    if let Some(q) = &raw.syslog_queue {
+    if let Some(q) = raw.read("audit.syslog.queue", Val::int) {
         c.queue = q.v as usize;
     }
-    if let Some(m) = &raw.syslog_max_message {
+    if let Some(m) = raw.read("audit.syslog.max_message", Val::int) {
         c.max_message = m.v as usize;
     }
-    if let Some(id) = &raw.syslog_sd_id {
+    if let Some(id) = raw.read("audit.syslog.sd_id", Val::text) {
         let ok = !id.v.is_empty()
             && id.v.len() <= 32
             && id
@@ -168,59 +141,31 @@ pub(super) fn apply_syslog(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
             );
             return;
         }
-        c.sd_id = id.v.clone();
+        c.sd_id = id.v.to_owned();
     }
-    fixed(cx, &mut acc.syslog, addr, Some((addr.v.clone(), c)));
+    fixed(cx, &mut acc.syslog, &addr, Some((addr.v.to_owned(), c)));
 }
 
-pub(super) fn word_of(w: FsyncWord) -> &'static str {
-    FSYNC_WORDS
-        .iter()
-        .find(|(_, f)| *f == w)
-        .map_or("?", |(word, _)| word)
-}
-
-pub(super) fn apply_telemetry(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    if let Some(e) = &raw.tel_endpoint {
-        match super::super::telemetry::check_endpoint(&e.v) {
-            Ok(()) => {
-                fixed(cx, &mut acc.tel_endpoint, e, Some(e.v.clone()));
-            }
-            Err(why) => cx.error(
-                &e.span,
-                ErrorKind::BadValue,
-                format!("`telemetry.endpoint = \"{}\"`: {why}", e.v),
-                "e.g. endpoint = \"http://localhost:4318\"",
-            ),
-        }
-    }
-    if let Some(e) = &raw.tel_protocol {
-        fixed(cx, &mut acc.tel_protocol, e, Some(e.v.to_owned()));
-    }
-    if let Some(e) = &raw.tel_service_name {
-        if e.v.trim().is_empty() {
-            cx.error(
-                &e.span,
-                ErrorKind::BadValue,
-                "`telemetry.service_name` is empty".into(),
-                "name the service, e.g. service_name = \"rootfence\", or remove the key",
-            );
-        } else {
-            fixed(cx, &mut acc.tel_service_name, e, Some(e.v.clone()));
-        }
-    }
-    if let Some(e) = &raw.tel_resource_attributes {
-        match super::super::telemetry::parse_attributes(&e.v) {
-            Ok(_) => {
-                fixed(cx, &mut acc.tel_resource_attributes, e, Some(e.v.clone()));
-            }
-            Err(why) => cx.error(
-                &e.span,
-                ErrorKind::BadValue,
+/// Checks a plain string setting beyond its type (the telemetry strings): the message and
+/// hint of why it is not valid.
+pub(super) fn check_text(key: &str, v: &str) -> Result<(), (String, &'static str)> {
+    use super::super::telemetry::{check_endpoint, parse_attributes};
+    match key {
+        "telemetry.endpoint" => check_endpoint(v).map_err(|why| {
+            let msg = format!("`telemetry.endpoint = \"{v}\"`: {why}");
+            (msg, "e.g. endpoint = \"http://localhost:4318\"")
+        }),
+        "telemetry.service_name" if v.trim().is_empty() => Err((
+            "`telemetry.service_name` is empty".into(),
+            "name the service, e.g. service_name = \"rootfence\", or remove the key",
+        )),
+        "telemetry.resource_attributes" => parse_attributes(v).map(|_| ()).map_err(|why| {
+            (
                 format!("`telemetry.resource_attributes`: {why}"),
                 "write key=value pairs separated by commas, e.g. \"team=sec,deployment.environment.name=prod\"",
-            ),
-        }
+            )
+        }),
+        _ => Ok(()),
     }
 }
 

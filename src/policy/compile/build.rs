@@ -74,18 +74,21 @@ pub(super) fn build(
             .hint("use fewer or simpler globs"),
         ]
     };
-    let root_deny = table(&acc.roots_deny).map_err(set_err)?;
-    let root_other_homes = table(&acc.roots_other_homes).map_err(set_err)?;
-    let res_deny = table(&acc.res_deny).map_err(set_err)?;
-    let root_allow = allow_tables(&acc.roots_allow).map_err(set_err)?;
-    let res_allow = allow_tables(&acc.res_allow).map_err(set_err)?;
-    let tool_deny = name_table(&acc.tools_deny).map_err(set_err)?;
-    let writing: Vec<(String, Glob, Provenance)> = if acc.read_only.v {
-        acc.tools_writing
+    let root_deny = table(acc.globs("roots.deny")).map_err(set_err)?;
+    let root_other_homes = table(acc.globs("roots.other_homes")).map_err(set_err)?;
+    let res_deny = table(acc.globs("resources.deny")).map_err(set_err)?;
+    let root_allow = allow_tables(acc.allow("roots.allow")).map_err(set_err)?;
+    let res_allow = allow_tables(acc.allow("resources.allow")).map_err(set_err)?;
+    let tool_deny = name_table(acc.names("tools.deny")).map_err(set_err)?;
+    let read_only = acc.flag("tools.read_only");
+    let tools_writing = acc.names("tools.writing");
+    let writing: Vec<(String, Glob, Provenance)> = if read_only {
+        tools_writing
             .iter()
             .map(|(t, g, p)| {
                 let mut p = p.clone();
-                p.rule.push_str(&format!(" with {}", acc.read_only.prov));
+                let with = &acc.val("tools.read_only").prov;
+                p.rule.push_str(&format!(" with {with}"));
                 (t.clone(), g.clone(), p)
             })
             .collect()
@@ -93,11 +96,12 @@ pub(super) fn build(
         Vec::new()
     };
     let tool_writing = name_table(&writing).map_err(set_err)?;
-    let tool_writes = name_table(&acc.tools_writing).map_err(set_err)?;
+    let tool_writes = name_table(tools_writing).map_err(set_err)?;
     let tool_paths_set = glob_set(acc.tool_paths.iter().map(|(_, g, _, _)| g)).map_err(set_err)?;
     let globs_of =
         |list: &[(PathGlob, Provenance)]| glob_set(list.iter().flat_map(|(g, _)| &g.globs));
-    let read_only_roots_set = globs_of(&acc.read_only_roots).map_err(set_err)?;
+    let read_only_roots = acc.globs("sandbox.read_only_roots");
+    let read_only_roots_set = globs_of(read_only_roots).map_err(set_err)?;
     let read_only_paths = acc
         .read_only_paths
         .clone()
@@ -115,7 +119,7 @@ pub(super) fn build(
         tool_deny,
         tool_writing,
         tool_writes,
-        read_only: acc.read_only.v,
+        read_only,
         tool_paths_set,
         tool_paths: acc
             .tool_paths
@@ -132,7 +136,7 @@ pub(super) fn build(
             .iter()
             .map(|(t, g, i, p)| (t.clone(), g.compile_matcher(), *i, p.clone()))
             .collect(),
-        max_bytes_prov: acc.max_bytes.prov.clone(),
+        max_bytes_prov: acc.val("resources.max_bytes").prov.clone(),
         mime_prov: acc.mime.prov.clone(),
         default: Provenance::default_rule("default"),
         not_canonical: Provenance::default_rule("undecidable input is denied"),
@@ -176,85 +180,70 @@ pub(super) fn build(
     );
     Ok(Policy {
         layers,
-        mode: acc.mode.v,
+        mode: acc.word("mode"),
         roots: RootsSettings {
             static_roots,
-            list_timeout: Duration::from_millis(acc.list_timeout_ms.v),
-            launch_wait: Duration::from_millis(acc.launch_wait_ms.v),
-            on_timeout: acc.on_timeout.v,
-            symlinks: acc.symlinks.v,
-            hardlinks: acc.hardlinks.v,
-            from_command: acc.from_command.v,
+            list_timeout: ms(acc.int("roots.list_timeout_ms")),
+            launch_wait: ms(acc.int("roots.launch_wait_ms")),
+            on_timeout: acc.word("roots.on_timeout"),
+            symlinks: acc.word("roots.symlinks"),
+            hardlinks: acc.word("roots.hardlinks"),
+            from_command: acc.word("roots.from_command"),
         },
         resources: ResourceSettings {
-            other_schemes: match acc.schemes.v {
+            other_schemes: match &acc.schemes.v {
                 None => SchemeStance::AllowAll,
-                Some(l) => SchemeStance::Only(l),
+                Some(l) => SchemeStance::Only(l.clone()),
             },
-            max_bytes: acc.max_bytes.v,
-            mime: acc.mime.v,
-            read: acc.read.v,
-            deny_globs: acc.res_deny.iter().map(|(g, _)| g.text.clone()).collect(),
+            max_bytes: acc.int("resources.max_bytes"),
+            mime: acc.mime.v.clone(),
+            read: acc.word("resources.read"),
+            deny_globs: texts_of(acc.globs("resources.deny")),
         },
         audit: AuditSettings {
-            path: acc.audit_path.v.map(PathBuf::from),
+            path: acc.text("audit.path").map(PathBuf::from),
             fsync: acc.fsync.v,
-            rotate_bytes: acc.rotate_bytes.v,
-            on_failure: acc.on_failure.v,
-            log_allowed: acc.log_allowed.v,
-            allowed: acc.allowed.v,
-            retain_files: acc.retain_files.v,
-            retain_bytes: acc.retain_bytes.v,
-            checkpoint_key: acc.checkpoint_key.v.map(PathBuf::from),
-            checkpoint_path: acc.checkpoint_path.v.map(PathBuf::from),
-            checkpoint_every_records: acc.checkpoint_every_records.v,
-            checkpoint_every_ms: acc.checkpoint_every_ms.v,
+            rotate_bytes: acc.int("audit.rotate_bytes"),
+            on_failure: acc.word("audit.on_failure"),
+            log_allowed: acc.flag("audit.log_allowed"),
+            allowed: acc.word("audit.allowed"),
+            retain_files: acc.int("audit.retain_files"),
+            retain_bytes: acc.int("audit.retain_bytes"),
+            checkpoint_key: acc.text("audit.checkpoint_key").map(PathBuf::from),
+            checkpoint_path: acc.text("audit.checkpoint_path").map(PathBuf::from),
+            checkpoint_every_records: acc.int("audit.checkpoint_every_records"),
+            checkpoint_every_ms: acc.int("audit.checkpoint_every_ms"),
             syslog: acc.syslog.v.clone().map(|(_, c)| c),
         },
         sandbox: SandboxSettings {
-            mode: acc.sb_mode.v,
-            read: acc.sb_read.iter().map(|(p, _)| PathBuf::from(p)).collect(),
-            write: acc.sb_write.iter().map(|(p, _)| PathBuf::from(p)).collect(),
-            network: acc.network.v,
+            mode: acc.word("sandbox.mode"),
+            read: acc.grants.read.iter().map(|(p, _)| p.into()).collect(),
+            write: acc.grants.write.iter().map(|(p, _)| p.into()).collect(),
+            network: acc.network.v.clone(),
             rlimits: Rlimits {
-                nofile: acc.rl_nofile.v,
-                address_space: acc.rl_as.v,
-                cpu_seconds: acc.rl_cpu.v,
-                processes: acc.rl_nproc.v,
+                nofile: acc.int("sandbox.rlimits.nofile"),
+                address_space: acc.int("sandbox.rlimits.address_space"),
+                cpu_seconds: acc.int("sandbox.rlimits.cpu_seconds"),
+                processes: acc.int("sandbox.rlimits.processes"),
             },
-            env: texts(&acc.env),
-            grants: Grants {
-                env: acc.env.clone(),
-                read: acc.sb_read.clone(),
-                write: acc.sb_write.clone(),
-            },
-            grantable: Grantable {
-                env: acc.grant_env.v.clone(),
-                env_prov: acc.grant_env.prov.clone(),
-                read: acc.grant_read.v.clone(),
-                read_prov: acc.grant_read.prov.clone(),
-                write: acc.grant_write.v.clone(),
-                write_prov: acc.grant_write.prov.clone(),
-            },
-            root_access: acc.root_access.v,
-            follow_roots: acc.follow_roots.v,
-            read_only_roots: acc
-                .read_only_roots
-                .iter()
-                .map(|(g, _)| g.text.clone())
-                .collect(),
+            env: texts(&acc.grants.env),
+            grants: acc.grants.clone(),
+            grantable: acc.grantable.clone(),
+            root_access: acc.word("sandbox.root_access"),
+            follow_roots: acc.word("sandbox.follow_roots"),
+            read_only_roots: texts_of(read_only_roots),
             read_only_roots_set,
-            read_only_paths: read_only_paths
-                .iter()
-                .map(|(g, _)| g.text.clone())
-                .collect(),
+            read_only_paths: texts_of(&read_only_paths),
             read_only_paths_set,
         },
         telemetry: TelemetrySettings {
-            endpoint: acc.tel_endpoint.v,
-            protocol: acc.tel_protocol.v,
-            service_name: acc.tel_service_name.v,
-            resource_attributes: acc.tel_resource_attributes.v,
+            endpoint: acc.text("telemetry.endpoint"),
+            protocol: match &acc.val("telemetry.protocol").v {
+                Some(Val::Word(w, _)) => Some((*w).to_owned()),
+                _ => None,
+            },
+            service_name: acc.text("telemetry.service_name"),
+            resource_attributes: acc.text("telemetry.resource_attributes"),
         },
         m,
         effective,
@@ -266,4 +255,14 @@ pub(super) fn build(
 
 pub(super) fn texts(list: &[(String, Provenance)]) -> Vec<String> {
     list.iter().map(|(t, _)| t.clone()).collect()
+}
+
+/// The globs of a list of rules, as written (expanded).
+fn texts_of(rules: &[(PathGlob, Provenance)]) -> Vec<String> {
+    rules.iter().map(|(g, _)| g.text.clone()).collect()
+}
+
+/// A duration in milliseconds (every one declared has a default).
+fn ms(n: Option<u64>) -> Duration {
+    Duration::from_millis(n.unwrap_or_default())
 }

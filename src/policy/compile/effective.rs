@@ -1,13 +1,15 @@
 //! The effective value of every declared setting (`schema::SETTINGS`), with where it came
-//! from: what `policy show` lists and what a reload compares. One arm per declared key; a
-//! key without one is caught by the schema's tests (its change would not be reported).
+//! from: what `policy show` lists and what a reload compares. A plain setting's value
+//! follows from its slot; a setting with a rule of its own has an arm here, and a key
+//! without one is caught by the schema's tests (its change would not be reported).
 
 use super::super::decision::Provenance;
 use super::super::glob::PathGlob;
-use super::super::schema::{SETTINGS, Value};
+use super::super::raw::Val;
+use super::super::schema::{Kind, SETTINGS, Value};
 use super::super::settings::Word;
 use super::super::{LayerInfo, StaticRoot};
-use super::{Acc, Setting};
+use super::{Acc, AllowList, Slot};
 use crate::audit::FsyncPolicy as Fsync;
 use crate::audit::syslog::{FACILITIES, MsgFormat, SyslogConfig};
 use crate::sandbox::Network;
@@ -30,28 +32,48 @@ pub(super) fn values(
 ) -> Vec<(Value, Provenance)> {
     SETTINGS
         .iter()
-        .map(|s| value_of(s.key, acc, static_roots, read_only_paths, layers, opted_out))
+        .zip(&acc.slots)
+        .map(|(spec, slot)| match slot {
+            Slot::Val(s) => {
+                let v = match &s.v {
+                    Some(Val::Bool(b)) => Value::Bool(*b),
+                    Some(Val::Int(n)) if matches!(spec.kind, Kind::Size) => Value::Size(*n),
+                    Some(Val::Int(n)) => Value::Int(*n),
+                    Some(Val::Word(w, _)) => Value::Word(w),
+                    Some(Val::Str(t)) => Value::Text(t.clone()),
+                    _ => Value::Unset,
+                };
+                (v, s.prov.clone())
+            }
+            Slot::Globs(l) => globs(spec.key, l),
+            Slot::Names(l) => list(spec.key, l.iter().map(|(t, _, p)| (t.clone(), p))),
+            Slot::Allow(lists) => allow(spec.key, lists),
+            Slot::Own => value_of(
+                spec.key,
+                acc,
+                static_roots,
+                read_only_paths,
+                layers,
+                opted_out,
+            ),
+        })
         .collect()
 }
 
-fn word<T: Word>(s: &Setting<T>) -> (Value, Provenance) {
-    (Value::Word(s.v.word()), s.prov.clone())
-}
-
-fn opt(s: &Setting<Option<u64>>, size: bool) -> (Value, Provenance) {
-    let v = match s.v {
-        Some(n) if size => Value::Size(n),
-        Some(n) => Value::Int(n),
-        None => Value::Unset,
-    };
-    (v, s.prov.clone())
-}
-
-fn text(s: &Setting<Option<String>>) -> (Value, Provenance) {
-    (
-        s.v.clone().map_or(Value::Unset, Value::Text),
-        s.prov.clone(),
-    )
+/// Each layer's allow-list, its globs joined; the last list's provenance.
+fn allow(key: &str, lists: &[AllowList]) -> (Value, Provenance) {
+    let texts = lists
+        .iter()
+        .map(|l| {
+            let g: Vec<&str> = l.globs.iter().map(|(g, _)| g.text.as_str()).collect();
+            g.join(" ")
+        })
+        .collect();
+    let prov = lists.last().map_or_else(
+        || Provenance::default_rule(format!("{key}: none")),
+        |l| l.key_prov.clone(),
+    );
+    (Value::List(texts), prov)
 }
 
 /// An accumulated list: its texts, and its latest entry's provenance.
@@ -99,10 +121,11 @@ fn value_of(
             );
         (Value::List(v), prov)
     };
-    let grant = |s: &Setting<Vec<PathGlob>>| {
-        let v = s.v.iter().map(|g| g.text.clone()).collect();
-        (Value::List(v), s.prov.clone())
+    let grantable = |l: &[PathGlob], prov: &Provenance| {
+        let v = l.iter().map(|g| g.text.clone()).collect();
+        (Value::List(v), prov.clone())
     };
+    let g = &acc.grantable;
     match key {
         "version" => (Value::Int(1), Provenance::default_rule("version = 1")),
         "base" => match opted_out {
@@ -115,44 +138,10 @@ fn value_of(
                 )
             }
         },
-        "mode" => word(&acc.mode),
-        "roots.allow" | "resources.allow" => {
-            let lists = if key == "roots.allow" {
-                &acc.roots_allow
-            } else {
-                &acc.res_allow
-            };
-            let texts = lists
-                .iter()
-                .map(|l| {
-                    let g: Vec<&str> = l.globs.iter().map(|(g, _)| g.text.as_str()).collect();
-                    g.join(" ")
-                })
-                .collect();
-            let prov = lists.last().map_or_else(
-                || Provenance::default_rule(format!("{key}: none")),
-                |l| l.key_prov.clone(),
-            );
-            (Value::List(texts), prov)
-        }
-        "roots.deny" => globs(key, &acc.roots_deny),
-        "roots.other_homes" => globs(key, &acc.roots_other_homes),
-        "roots.from_command" => word(&acc.from_command),
         "roots.static" => (
             Value::List(static_roots.iter().map(|r| r.path.clone()).collect()),
             acc.roots_static.prov.clone(),
         ),
-        "roots.list_timeout_ms" => (
-            Value::Int(acc.list_timeout_ms.v),
-            acc.list_timeout_ms.prov.clone(),
-        ),
-        "roots.launch_wait_ms" => (
-            Value::Int(acc.launch_wait_ms.v),
-            acc.launch_wait_ms.prov.clone(),
-        ),
-        "roots.on_timeout" => word(&acc.on_timeout),
-        "roots.symlinks" => word(&acc.symlinks),
-        "roots.hardlinks" => word(&acc.hardlinks),
         "resources.other_schemes" => {
             let v = match &acc.schemes.v {
                 None => Value::Word("allow"),
@@ -161,20 +150,11 @@ fn value_of(
             };
             (v, acc.schemes.prov.clone())
         }
-        "resources.deny" => globs(key, &acc.res_deny),
-        "resources.max_bytes" => opt(&acc.max_bytes, true),
         "resources.mime" => (
             acc.mime.v.clone().map_or(Value::Unset, Value::List),
             acc.mime.prov.clone(),
         ),
-        "resources.read" => word(&acc.read),
-        "tools.deny" => list(key, acc.tools_deny.iter().map(|(t, _, p)| (t.clone(), p))),
-        "tools.writing" => list(
-            key,
-            acc.tools_writing.iter().map(|(t, _, p)| (t.clone(), p)),
-        ),
-        "tools.read_only" => (Value::Bool(acc.read_only.v), acc.read_only.prov.clone()),
-        "tools.infer" => word(&acc.infer),
+        "tools.infer" => (Value::Word(acc.infer.v.word()), acc.infer.prov.clone()),
         "tools.paths.tool" => tool_paths(&|(t, _, _, l)| vec![t.clone(); l.len()]),
         "tools.paths.pointers" => {
             tool_paths(&|(_, _, _, l)| l.iter().map(|p| p.pointer.clone()).collect())
@@ -195,7 +175,6 @@ fn value_of(
                 .iter()
                 .map(|(_, _, i, p)| (i.word().to_owned(), p)),
         ),
-        "audit.path" => text(&acc.audit_path),
         "audit.fsync" => {
             let w = match acc.fsync.v {
                 Fsync::Always => "always",
@@ -209,16 +188,6 @@ fn value_of(
             Fsync::Interval(d) => (Value::Int(d.as_millis() as u64), acc.fsync.prov.clone()),
             _ => (Value::Unset, acc.fsync.prov.clone()),
         },
-        "audit.rotate_bytes" => opt(&acc.rotate_bytes, true),
-        "audit.on_failure" => word(&acc.on_failure),
-        "audit.log_allowed" => (Value::Bool(acc.log_allowed.v), acc.log_allowed.prov.clone()),
-        "audit.allowed" => word(&acc.allowed),
-        "audit.retain_files" => opt(&acc.retain_files, false),
-        "audit.retain_bytes" => opt(&acc.retain_bytes, true),
-        "audit.checkpoint_key" => text(&acc.checkpoint_key),
-        "audit.checkpoint_path" => text(&acc.checkpoint_path),
-        "audit.checkpoint_every_records" => opt(&acc.checkpoint_every_records, false),
-        "audit.checkpoint_every_ms" => opt(&acc.checkpoint_every_ms, false),
         "audit.syslog.address" => {
             let v = acc
                 .syslog
@@ -238,13 +207,8 @@ fn value_of(
         "audit.syslog.queue" => syslog(acc, |c| Value::Int(c.queue as u64)),
         "audit.syslog.sd_id" => syslog(acc, |c| Value::Text(c.sd_id.clone())),
         "audit.syslog.max_message" => syslog(acc, |c| Value::Int(c.max_message as u64)),
-        "telemetry.endpoint" => text(&acc.tel_endpoint),
-        "telemetry.protocol" => text(&acc.tel_protocol),
-        "telemetry.service_name" => text(&acc.tel_service_name),
-        "telemetry.resource_attributes" => text(&acc.tel_resource_attributes),
-        "sandbox.mode" => word(&acc.sb_mode),
-        "sandbox.read" => list(key, acc.sb_read.iter().map(|(t, p)| (t.clone(), p))),
-        "sandbox.write" => list(key, acc.sb_write.iter().map(|(t, p)| (t.clone(), p))),
+        "sandbox.read" => list(key, acc.grants.read.iter().map(|(t, p)| (t.clone(), p))),
+        "sandbox.write" => list(key, acc.grants.write.iter().map(|(t, p)| (t.clone(), p))),
         "sandbox.network" => {
             let v = match &acc.network.v {
                 Network::Deny => Value::Word("deny"),
@@ -253,21 +217,11 @@ fn value_of(
             };
             (v, acc.network.prov.clone())
         }
-        "sandbox.env" => list(key, acc.env.iter().map(|(t, p)| (t.clone(), p))),
-        "sandbox.root_access" => word(&acc.root_access),
-        "sandbox.read_only_roots" => globs(key, &acc.read_only_roots),
-        "sandbox.follow_roots" => word(&acc.follow_roots),
+        "sandbox.env" => list(key, acc.grants.env.iter().map(|(t, p)| (t.clone(), p))),
         "sandbox.read_only_paths" => globs(key, read_only_paths),
-        "sandbox.rlimits.nofile" => opt(&acc.rl_nofile, false),
-        "sandbox.rlimits.address_space" => opt(&acc.rl_as, true),
-        "sandbox.rlimits.cpu_seconds" => opt(&acc.rl_cpu, false),
-        "sandbox.rlimits.processes" => opt(&acc.rl_nproc, false),
-        "sandbox.grantable.env" => (
-            Value::List(acc.grant_env.v.clone()),
-            acc.grant_env.prov.clone(),
-        ),
-        "sandbox.grantable.read" => grant(&acc.grant_read),
-        "sandbox.grantable.write" => grant(&acc.grant_write),
+        "sandbox.grantable.env" => (Value::List(g.env.clone()), g.env_prov.clone()),
+        "sandbox.grantable.read" => grantable(&g.read, &g.read_prov),
+        "sandbox.grantable.write" => grantable(&g.write, &g.write_prov),
         // Caught by `schema::tests`: a declared setting must have an arm here.
         _ => (
             Value::Unset,

@@ -42,18 +42,16 @@ use super::decision::{ArgKind, Provenance, ToolPath};
 use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
 use super::glob::{self, GlobTable, PathGlob, Problem, Side};
 use super::grant::{self, Grantable, Grants};
-use super::raw::{self, Entry, FSYNC_WORDS, FsyncWord, RawLayer, RawNetwork, RawSchemes, Sp};
-use super::schema::SETTINGS;
+use super::raw::{self, Entry, RawLayer, RawNetwork, RawSchemes, Sp, Val};
+use super::schema::{self, Kind, Narrow, SETTINGS, Spec};
 use super::settings::{
-    Access, AuditSettings, CommandRoots, FollowRoots, HardlinkStance, Mode, Network, Ranked,
-    ReadStance, ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode,
-    SandboxSettings, SchemeStance, StaticRoot, SymlinkStance, ToolInfer, Word, env_pattern_covers,
-    fsync_rank,
+    AuditSettings, Network, Ranked, ResourceSettings, Rlimits, RootsSettings, SandboxSettings,
+    SchemeStance, StaticRoot, ToolInfer, Word, env_pattern_covers, fsync_rank,
 };
 use super::telemetry::TelemetrySettings;
 use super::{AllowTable, LayerInfo, Matchers, Policy, ToolPaths};
+use crate::audit::FsyncPolicy as Fsync;
 use crate::audit::syslog::{SyslogConfig, Transport};
-use crate::audit::{AllowedRecords, FsyncPolicy as Fsync, OnFailure};
 
 // The children apply one concern each and share this module's accumulator and context.
 use audit::*;
@@ -63,11 +61,6 @@ use roots::*;
 use sandbox::*;
 use tools::*;
 
-/// Default wait for the host's `roots/list` answer.
-const DEFAULT_LIST_TIMEOUT_MS: u64 = 3_000;
-/// Default wait for the host's early roots answer before the server starts anyway (some
-/// hosts answer only once their `initialize` is answered).
-const DEFAULT_LAUNCH_WAIT_MS: u64 = 1_000;
 /// Default fsync interval when `fsync = "interval"` gives none.
 const DEFAULT_FSYNC_INTERVAL_MS: u64 = 1_000;
 
@@ -125,16 +118,21 @@ impl<T> Setting<T> {
 
     /// A setting at its declared default (`schema::SETTINGS`), which its provenance names.
     fn declared(v: T, key: &str) -> Self {
-        let default = SETTINGS
-            .iter()
-            .find(|s| s.key == key)
-            .map_or("", |s| s.default);
-        Setting::default(v, format!("{key} = {}", default.replace('`', "")))
+        Setting {
+            v,
+            prov: declared(key),
+        }
     }
 
     fn is_set(&self) -> bool {
         self.prov.layer.is_some()
     }
+}
+
+/// The provenance of a setting at its declared default (`schema::SETTINGS`).
+fn declared(key: &str) -> Provenance {
+    let default = SETTINGS[schema::index(key)].default;
+    Provenance::default_rule(format!("{key} = {}", default.replace('`', "")))
 }
 
 /// A glob with its text as written.
@@ -146,138 +144,141 @@ struct AllowList {
     globs: Vec<(PathGlob, Provenance)>,
 }
 
+/// A declared setting's state while layers are applied.
+enum Slot {
+    /// A plain scalar (`None`: unset, as its declared default describes).
+    Val(Setting<Option<Val>>),
+    /// A deny list of path globs: every layer's rules.
+    Globs(Vec<(PathGlob, Provenance)>),
+    /// A list of tool name globs: every layer's rules.
+    Names(Vec<(String, Glob, Provenance)>),
+    /// An allow-list: each layer's list.
+    Allow(Vec<AllowList>),
+    /// A rule of its own: a field of [`Acc`].
+    Own,
+}
+
+impl Slot {
+    /// The slot of a declared setting: a plain one (see `schema::Kind`) is applied by the
+    /// rule of its kind (`layering::apply_plain`); any other by hand.
+    fn of(spec: &Spec) -> Slot {
+        match (spec.narrow, spec.kind) {
+            (Narrow::Accumulate, Kind::PathGlobs) => Slot::Globs(Vec::new()),
+            (Narrow::Accumulate, Kind::NameGlobs) => Slot::Names(Vec::new()),
+            (Narrow::Intersect, Kind::PathGlobs) => Slot::Allow(Vec::new()),
+            (
+                Narrow::Ranked | Narrow::Limit | Narrow::Fixed,
+                Kind::Bool | Kind::Int(..) | Kind::Size | Kind::Word(_) | Kind::Str | Kind::Path,
+            ) => Slot::Val(Setting::declared(default_value(spec), spec.key)),
+            _ => Slot::Own,
+        }
+    }
+}
+
 /// The effective policy while layers are applied.
 struct Acc {
-    mode: Setting<Mode>,
-
-    roots_allow: Vec<AllowList>,
-    roots_deny: Vec<(PathGlob, Provenance)>,
-    roots_other_homes: Vec<(PathGlob, Provenance)>,
+    /// Every declared setting, in `SETTINGS` order.
+    slots: Vec<Slot>,
     /// Static roots with the span of each entry in its layer.
     roots_static: Setting<Vec<(StaticRoot, Range<usize>)>>,
-    list_timeout_ms: Setting<u64>,
-    launch_wait_ms: Setting<u64>,
-    on_timeout: Setting<RootsFallback>,
-    symlinks: Setting<SymlinkStance>,
-    hardlinks: Setting<HardlinkStance>,
-    from_command: Setting<CommandRoots>,
-
     schemes: Setting<Option<Vec<String>>>,
-    res_allow: Vec<AllowList>,
-    res_deny: Vec<(PathGlob, Provenance)>,
-    max_bytes: Setting<Option<u64>>,
     mime: Setting<Option<Vec<String>>>,
-    read: Setting<ReadStance>,
-
-    tools_deny: Vec<(String, Glob, Provenance)>,
-    tools_writing: Vec<(String, Glob, Provenance)>,
-    read_only: Setting<bool>,
     /// `[[tools.paths]]`: tool glob text and glob, server glob, the checked arguments.
     tool_paths: Vec<(String, Glob, Option<NamedGlob>, Vec<ToolPath>)>,
     infer: Setting<ToolInfer>,
     /// `[[tools.infer_for]]`: tool glob text and glob, its stance.
     infer_for: Vec<(String, Glob, ToolInfer, Provenance)>,
-
-    audit_path: Setting<Option<String>>,
     fsync: Setting<Fsync>,
-    rotate_bytes: Setting<Option<u64>>,
-    on_failure: Setting<OnFailure>,
-    log_allowed: Setting<bool>,
-    allowed: Setting<AllowedRecords>,
-    retain_files: Setting<Option<u64>>,
-    retain_bytes: Setting<Option<u64>>,
-    checkpoint_key: Setting<Option<String>>,
-    checkpoint_path: Setting<Option<String>>,
-    checkpoint_every_records: Setting<Option<u64>>,
-    checkpoint_every_ms: Setting<Option<u64>>,
     /// `[audit.syslog]`: its address as written, and the configuration.
     syslog: Setting<Option<(String, SyslogConfig)>>,
-
-    sb_mode: Setting<SandboxMode>,
     /// Grants accumulate: each entry with where it was granted.
-    sb_read: Vec<(String, Provenance)>,
-    sb_write: Vec<(String, Provenance)>,
+    grants: Grants,
+    /// What a later layer may add to the grants.
+    grantable: Grantable,
     network: Setting<Network>,
-    env: Vec<(String, Provenance)>,
-    /// What a later layer may add to the grants above.
-    grant_env: Setting<Vec<String>>,
-    grant_read: Setting<Vec<PathGlob>>,
-    grant_write: Setting<Vec<PathGlob>>,
-    root_access: Setting<Access>,
-    follow_roots: Setting<FollowRoots>,
-    read_only_roots: Vec<(PathGlob, Provenance)>,
     /// `None` until a layer sets it: the built-in list applies.
     read_only_paths: Option<Vec<(PathGlob, Provenance)>>,
-    rl_nofile: Setting<Option<u64>>,
-    rl_as: Setting<Option<u64>>,
-    rl_cpu: Setting<Option<u64>>,
-    rl_nproc: Setting<Option<u64>>,
-
-    tel_endpoint: Setting<Option<String>>,
-    tel_protocol: Setting<Option<String>>,
-    tel_service_name: Setting<Option<String>>,
-    tel_resource_attributes: Setting<Option<String>>,
 }
 
 impl Acc {
     fn defaults() -> Self {
         Acc {
-            mode: Setting::declared(Mode::Enforce, "mode"),
-            roots_allow: Vec::new(),
-            roots_deny: Vec::new(),
-            roots_other_homes: Vec::new(),
+            slots: SETTINGS.iter().map(Slot::of).collect(),
             roots_static: Setting::declared(Vec::new(), "roots.static"),
-            list_timeout_ms: Setting::declared(DEFAULT_LIST_TIMEOUT_MS, "roots.list_timeout_ms"),
-            launch_wait_ms: Setting::declared(DEFAULT_LAUNCH_WAIT_MS, "roots.launch_wait_ms"),
-            on_timeout: Setting::declared(RootsFallback::Static, "roots.on_timeout"),
-            symlinks: Setting::declared(SymlinkStance::FollowWithinRoot, "roots.symlinks"),
-            from_command: Setting::declared(CommandRoots::Directories, "roots.from_command"),
-            hardlinks: Setting::declared(HardlinkStance::AllowPreexisting, "roots.hardlinks"),
             schemes: Setting::declared(None, "resources.other_schemes"),
-            res_allow: Vec::new(),
-            res_deny: Vec::new(),
-            max_bytes: Setting::declared(None, "resources.max_bytes"),
             mime: Setting::declared(None, "resources.mime"),
-            read: Setting::declared(ReadStance::Forward, "resources.read"),
-            tools_deny: Vec::new(),
-            tools_writing: Vec::new(),
-            read_only: Setting::declared(false, "tools.read_only"),
             tool_paths: Vec::new(),
             infer: Setting::declared(ToolInfer::Schema, "tools.infer"),
             infer_for: Vec::new(),
-            audit_path: Setting::declared(None, "audit.path"),
             fsync: Setting::declared(Fsync::Denials, "audit.fsync"),
-            rotate_bytes: Setting::declared(None, "audit.rotate_bytes"),
-            on_failure: Setting::declared(OnFailure::Stop, "audit.on_failure"),
-            log_allowed: Setting::declared(true, "audit.log_allowed"),
-            allowed: Setting::declared(AllowedRecords::Summary, "audit.allowed"),
-            retain_files: Setting::declared(None, "audit.retain_files"),
-            retain_bytes: Setting::declared(None, "audit.retain_bytes"),
-            checkpoint_key: Setting::declared(None, "audit.checkpoint_key"),
-            checkpoint_path: Setting::declared(None, "audit.checkpoint_path"),
-            checkpoint_every_records: Setting::declared(None, "audit.checkpoint_every_records"),
-            checkpoint_every_ms: Setting::declared(None, "audit.checkpoint_every_ms"),
             syslog: Setting::default(None, "audit.syslog: none"),
-            sb_mode: Setting::declared(SandboxMode::BestEffort, "sandbox.mode"),
-            sb_read: Vec::new(),
-            sb_write: Vec::new(),
+            grants: Grants::default(),
+            grantable: Grantable {
+                env: Vec::new(),
+                env_prov: declared("sandbox.grantable.env"),
+                read: Vec::new(),
+                read_prov: declared("sandbox.grantable.read"),
+                write: Vec::new(),
+                write_prov: declared("sandbox.grantable.write"),
+            },
             network: Setting::declared(Network::Allow, "sandbox.network"),
-            env: Vec::new(),
-            grant_env: Setting::declared(Vec::new(), "sandbox.grantable.env"),
-            grant_read: Setting::declared(Vec::new(), "sandbox.grantable.read"),
-            grant_write: Setting::declared(Vec::new(), "sandbox.grantable.write"),
-            root_access: Setting::declared(Access::ReadWrite, "sandbox.root_access"),
-            follow_roots: Setting::declared(FollowRoots::Restart, "sandbox.follow_roots"),
-            read_only_roots: Vec::new(),
             read_only_paths: None,
-            rl_nofile: Setting::declared(None, "sandbox.rlimits.nofile"),
-            rl_as: Setting::declared(None, "sandbox.rlimits.address_space"),
-            rl_cpu: Setting::declared(None, "sandbox.rlimits.cpu_seconds"),
-            rl_nproc: Setting::declared(None, "sandbox.rlimits.processes"),
-            tel_endpoint: Setting::declared(None, "telemetry.endpoint"),
-            tel_protocol: Setting::declared(None, "telemetry.protocol"),
-            tel_service_name: Setting::declared(None, "telemetry.service_name"),
-            tel_resource_attributes: Setting::declared(None, "telemetry.resource_attributes"),
+        }
+    }
+
+    /// A plain scalar setting.
+    ///
+    /// # Panics
+    ///
+    /// When `key` is not one (a mistake in the code that any compile finds).
+    fn val(&self, key: &str) -> &Setting<Option<Val>> {
+        match &self.slots[schema::index(key)] {
+            Slot::Val(s) => s,
+            _ => panic!("`{key}` is not a plain scalar setting"),
+        }
+    }
+
+    /// A word setting (every one has a default), as its type.
+    fn word<T: Word + Copy>(&self, key: &str) -> T {
+        let found = self.val(key).v.as_ref().and_then(Val::word);
+        found.unwrap_or_else(|| panic!("`{key}` has no word"))
+    }
+
+    fn int(&self, key: &str) -> Option<u64> {
+        self.val(key).v.as_ref().and_then(Val::int)
+    }
+
+    fn flag(&self, key: &str) -> bool {
+        self.val(key).v == Some(Val::Bool(true))
+    }
+
+    fn text(&self, key: &str) -> Option<String> {
+        self.val(key)
+            .v
+            .as_ref()
+            .and_then(Val::text)
+            .map(str::to_owned)
+    }
+
+    /// A deny list's rules.
+    fn globs(&self, key: &str) -> &[(PathGlob, Provenance)] {
+        match &self.slots[schema::index(key)] {
+            Slot::Globs(l) => l,
+            _ => panic!("`{key}` is not a list of path globs"),
+        }
+    }
+
+    fn names(&self, key: &str) -> &[(String, Glob, Provenance)] {
+        match &self.slots[schema::index(key)] {
+            Slot::Names(l) => l,
+            _ => panic!("`{key}` is not a list of name globs"),
+        }
+    }
+
+    fn allow(&self, key: &str) -> &[AllowList] {
+        match &self.slots[schema::index(key)] {
+            Slot::Allow(l) => l,
+            _ => panic!("`{key}` is not an allow-list"),
         }
     }
 }
@@ -382,7 +383,7 @@ fn base_of(inputs: &[LayerInput], implicit: bool) -> Option<(&'static str, &'sta
     let src = Source::new(first.name.clone(), &first.text);
     // Parsed quietly here: its errors are reported when the layer is applied.
     let raw = raw::parse_layer(&src, &mut Vec::new());
-    match raw.as_ref().and_then(|r| r.base.as_ref()) {
+    match raw.as_ref().and_then(|r| r.read("base", Val::text)) {
         None if implicit => super::builtin("default"),
         None => None,
         Some(e) => e.v.strip_prefix("builtin:").and_then(super::builtin),
@@ -491,13 +492,13 @@ fn sorted(mut errs: Vec<PolicyError>, inputs: &[LayerInput]) -> PolicyErrors {
 /// `"builtin:<name>"` names the base (already stacked by [`base_of`]); a later layer may
 /// only name a built-in the stack already holds.
 fn check_base(cx: &mut Cx<'_, '_>, raw: &RawLayer, first: bool) -> Option<Provenance> {
-    let e = raw.base.as_ref()?;
-    let v = e.v.as_str();
+    let e = raw.read("base", Val::text)?;
+    let v = e.v;
     let not_first = "only the first policy layer chooses what the stack is based on; remove \
                      `base` here (a later layer always stacks on the layers before it)";
     if v == "none" {
         if first {
-            return Some(cx.prov(e));
+            return Some(cx.prov(&e));
         }
         let msg = "`base = \"none\"` in a layer that is not the first".to_string();
         cx.error(&e.span, ErrorKind::Conflict, msg, not_first);
@@ -525,13 +526,12 @@ fn check_base(cx: &mut Cx<'_, '_>, raw: &RawLayer, first: bool) -> Option<Proven
 }
 
 fn apply_layer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    ranked(cx, &mut acc.mode, &raw.mode);
-    apply_roots(acc, raw, cx);
+    apply_plain(acc, raw, cx);
+    apply_static_roots(acc, raw, cx);
     apply_resources(acc, raw, cx);
     apply_tools(acc, raw, cx);
     apply_audit(acc, raw, cx);
     apply_sandbox(acc, raw, cx);
-    apply_telemetry(acc, raw, cx);
 }
 
 /// Whether `path` is a canonical absolute path (used by the decision functions).

@@ -1,53 +1,32 @@
-//! `[roots]` and `[resources]`: the path rules, static roots, schemes, limits and MIME
-//! types, each applied with its layering rule.
+//! `[roots]` and `[resources]` settings with a rule of their own: the static roots, the
+//! schemes and the MIME types (the path rules, stances and limits are plain settings,
+//! applied by `layering.rs`).
 
 use super::*;
 
-pub(super) fn apply_roots(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    allow_list(cx, &mut acc.roots_allow, &raw.roots_allow);
-    if let Some(e) = &raw.roots_deny {
-        if let Some(g) = path_globs(cx, e, Side::Deny) {
-            acc.roots_deny.extend(g);
-        }
+/// Static roots are not a permission of their own: every one must pass the root rules of
+/// all layers (checked in `build`), which is where the bound lives. So a later layer
+/// replaces the list, e.g. a project names its own directory.
+pub(super) fn apply_static_roots(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
+    let Some(e) = raw.read("roots.static", Val::list) else {
+        return;
+    };
+    if let Some(list) = paths(cx, &e) {
+        let roots = list
+            .iter()
+            .map(|(p, span)| {
+                let root = StaticRoot {
+                    path: p.clone(),
+                    provenance: cx.prov_item(e.key, span),
+                };
+                (root, span.clone())
+            })
+            .collect();
+        acc.roots_static = Setting {
+            v: roots,
+            prov: cx.prov(&e),
+        };
     }
-    if let Some(e) = &raw.roots_other_homes {
-        if let Some(g) = path_globs(cx, e, Side::Deny) {
-            acc.roots_other_homes.extend(g);
-        }
-    }
-    // Static roots are not a permission of their own: every one must pass the root rules
-    // of all layers (checked in `build`), which is where the bound lives. So a later layer
-    // replaces the list, e.g. a project names its own directory.
-    if let Some(e) = &raw.roots_static {
-        if let Some(list) = paths(cx, e) {
-            let roots = list
-                .iter()
-                .map(|(p, span)| {
-                    let root = StaticRoot {
-                        path: p.clone(),
-                        provenance: cx.prov_item(e.key, span),
-                    };
-                    (root, span.clone())
-                })
-                .collect();
-            acc.roots_static = Setting {
-                v: roots,
-                prov: cx.prov(e),
-            };
-        }
-    }
-    let same = std::convert::identity;
-    fixed_as(
-        cx,
-        &mut acc.list_timeout_ms,
-        &raw.roots_list_timeout_ms,
-        same,
-    );
-    fixed_as(cx, &mut acc.launch_wait_ms, &raw.roots_launch_wait_ms, same);
-    ranked(cx, &mut acc.on_timeout, &raw.roots_on_timeout);
-    ranked(cx, &mut acc.symlinks, &raw.roots_symlinks);
-    ranked(cx, &mut acc.hardlinks, &raw.roots_hardlinks);
-    ranked(cx, &mut acc.from_command, &raw.roots_from_command);
 }
 
 /// Schemes with the span of each entry.
@@ -80,12 +59,12 @@ pub(crate) fn mime_covers(outer: &str, inner: &str) -> bool {
 }
 
 pub(super) fn apply_resources(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    if let Some(e) = &raw.res_other_schemes {
+    if let Some(e) = raw.get("resources.other_schemes") {
         // Outer `None`: the entry was bad. Inner `None`: every scheme allowed.
         let new: Option<Option<SchemeList>> = match &e.v {
-            RawSchemes::Allow => Some(None),
-            RawSchemes::Deny => Some(Some(Vec::new())),
-            RawSchemes::List(items) => {
+            Val::Schemes(RawSchemes::Allow) => Some(None),
+            Val::Schemes(RawSchemes::Deny) => Some(Some(Vec::new())),
+            Val::Schemes(RawSchemes::List(items)) => {
                 let mut out = Vec::new();
                 let mut ok = true;
                 for item in items {
@@ -113,6 +92,7 @@ pub(super) fn apply_resources(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                 }
                 ok.then_some(Some(out))
             }
+            _ => None,
         };
         if let Some(new) = new {
             let mut ok = true;
@@ -154,17 +134,10 @@ pub(super) fn apply_resources(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
             }
         }
     }
-    allow_list(cx, &mut acc.res_allow, &raw.res_allow);
-    if let Some(e) = &raw.res_deny {
-        if let Some(g) = path_globs(cx, e, Side::Deny) {
-            acc.res_deny.extend(g);
-        }
-    }
-    limit(cx, &mut acc.max_bytes, &raw.res_max_bytes);
-    if let Some(e) = &raw.res_mime {
+    if let Some(e) = raw.read("resources.mime", Val::list) {
         let mut list: Vec<(String, Range<usize>)> = Vec::new();
         let mut ok = true;
-        for item in &e.v {
+        for item in e.v {
             let m = item.v.to_ascii_lowercase();
             let valid = match m.split_once('/') {
                 Some(("*", "*")) => true,
@@ -204,11 +177,10 @@ pub(super) fn apply_resources(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
         if ok {
             acc.mime = Setting {
                 v: Some(list.into_iter().map(|(m, _)| m).collect()),
-                prov: cx.prov(e),
+                prov: cx.prov(&e),
             };
         }
     }
-    ranked(cx, &mut acc.read, &raw.res_read);
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! `[sandbox]`: mode, network, rlimits, the read-only paths, and the grants a later layer
-//! may add only where `[sandbox.grantable]` lets it.
+//! `[sandbox]` settings with a rule of their own: network, the read-only paths, and the
+//! grants a later layer may add only where `[sandbox.grantable]` lets it (mode, access and
+//! rlimits are plain settings, applied by `layering.rs`).
 
 use super::*;
 
@@ -29,31 +30,46 @@ pub(super) fn valid_env_pattern(s: &str) -> bool {
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }
 
+/// Whether an entry of an `env` list is a variable name or prefix; reports it if not.
+fn env_name(cx: &mut Cx<'_, '_>, item: &Sp<String>) -> bool {
+    let ok = valid_env_pattern(&item.v);
+    if !ok {
+        cx.error(
+            &item.span,
+            ErrorKind::BadValue,
+            format!("\"{}\" is not an environment variable name", item.v),
+            "write a name such as \"RUST_LOG\", or a prefix ending in `*` such as \"LC_*\"",
+        );
+    }
+    ok
+}
+
 pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    ranked(cx, &mut acc.sb_mode, &raw.sb_mode);
     // Grants are judged against what earlier layers made grantable, so a layer's own
     // `[sandbox.grantable]` only binds the layers after it.
-    for (e, write) in [(&raw.sb_read, false), (&raw.sb_write, true)] {
-        let Some(e) = e else { continue };
-        for (p, span) in paths(cx, e).unwrap_or_default() {
+    for (key, write) in [("sandbox.read", false), ("sandbox.write", true)] {
+        let Some(e) = raw.read(key, Val::list) else {
+            continue;
+        };
+        for (p, span) in paths(cx, &e).unwrap_or_default() {
             if grant_path(cx, acc, e.key, &p, &span, write) {
                 let granted = if write {
-                    &mut acc.sb_write
+                    &mut acc.grants.write
                 } else {
-                    &mut acc.sb_read
+                    &mut acc.grants.read
                 };
                 granted.push((p, cx.prov_item(e.key, &span)));
             }
         }
     }
-    if let Some(e) = &raw.sb_network {
+    if let Some(e) = raw.get("sandbox.network") {
         let new = match &e.v {
-            RawNetwork::Allow => Network::Allow,
-            RawNetwork::Deny => Network::Deny,
-            RawNetwork::Ports(p) => {
+            Val::Network(RawNetwork::Deny) => Network::Deny,
+            Val::Network(RawNetwork::Ports(p)) => {
                 let set: BTreeSet<u16> = p.iter().map(|s| s.v).collect();
                 Network::Ports(set.into_iter().collect())
             }
+            _ => Network::Allow,
         };
         let old = &acc.network.v;
         let wider = match (&new, old) {
@@ -76,23 +92,16 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
             };
         }
     }
-    if let Some(e) = &raw.sb_env {
-        for item in &e.v {
-            if !valid_env_pattern(&item.v) {
-                cx.error(
-                    &item.span,
-                    ErrorKind::BadValue,
-                    format!("\"{}\" is not an environment variable name", item.v),
-                    "write a name such as \"RUST_LOG\", or a prefix ending in `*` such as \"LC_*\"",
-                );
-            } else if grant_env(cx, acc, &item.v, &item.span) {
+    if let Some(e) = raw.read("sandbox.env", Val::list) {
+        for item in e.v {
+            if env_name(cx, item) && grant_env(cx, acc, &item.v, &item.span) {
                 let prov = cx.prov_item(e.key, &item.span);
-                acc.env.push((item.v.clone(), prov));
+                acc.grants.env.push((item.v.clone(), prov));
             }
         }
     }
-    if let Some(e) = &raw.sb_read_only_paths {
-        if let Some(g) = path_globs(cx, e, Side::Deny) {
+    if let Some(e) = raw.read("sandbox.read_only_paths", Val::list) {
+        if let Some(g) = path_globs(cx, &e, Side::Deny) {
             // The first layer may replace the built-in list; a later layer only adds to
             // what the earlier ones left (adding is narrower).
             let base = match acc.read_only_paths.take() {
@@ -106,24 +115,6 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
         }
     }
     apply_grantable(acc, raw, cx);
-    ranked(cx, &mut acc.root_access, &raw.sb_root_access);
-    // Operational, not a permission: the first layer that sets it fixes it (an org layer can
-    // pin it; otherwise a user layer may opt out for a server that cannot be restarted).
-    fixed_as(
-        cx,
-        &mut acc.follow_roots,
-        &raw.sb_follow_roots,
-        std::convert::identity,
-    );
-    if let Some(e) = &raw.sb_read_only_roots {
-        if let Some(g) = path_globs(cx, e, Side::Deny) {
-            acc.read_only_roots.extend(g);
-        }
-    }
-    limit(cx, &mut acc.rl_nofile, &raw.sb_nofile);
-    limit(cx, &mut acc.rl_as, &raw.sb_address_space);
-    limit(cx, &mut acc.rl_cpu, &raw.sb_cpu_seconds);
-    limit(cx, &mut acc.rl_nproc, &raw.sb_processes);
 }
 
 /// Whether a later layer may add this `sandbox.env` entry (see `grant.rs`); reports why not.
@@ -131,7 +122,8 @@ pub(super) fn grant_env(cx: &mut Cx<'_, '_>, acc: &Acc, name: &str, span: &Range
     if !cx.check {
         return true;
     }
-    let r = grant::judge_env(name, &acc.env, &acc.grant_env.v, &acc.grant_env.prov);
+    let g = &acc.grantable;
+    let r = grant::judge_env(name, &acc.grants.env, &g.env, &g.env_prov);
     match r {
         Ok(()) => true,
         Err(refusal) => {
@@ -154,22 +146,14 @@ pub(super) fn grant_path(
     if !cx.check {
         return true;
     }
-    let grantable = Grantable {
-        env: Vec::new(),
-        env_prov: acc.grant_env.prov.clone(),
-        read: acc.grant_read.v.clone(),
-        read_prov: acc.grant_read.prov.clone(),
-        write: acc.grant_write.v.clone(),
-        write_prov: acc.grant_write.prov.clone(),
-    };
     let rules = grant::PathRules {
-        read: &acc.sb_read,
-        write: &acc.sb_write,
-        grantable: &grantable,
+        read: &acc.grants.read,
+        write: &acc.grants.write,
+        grantable: &acc.grantable,
         home: cx.home,
     };
     let denied = |p: &str| {
-        acc.res_deny
+        acc.globs("resources.deny")
             .iter()
             .find(|(g, _)| g.matches_path(p))
             .map(|(g, prov)| (g.text.clone(), prov.clone()))
@@ -241,24 +225,13 @@ pub(super) fn grant_error(
 /// `[sandbox.grantable]`: what the layers after this one may add. Like an allow-list, a
 /// later list must lie inside the earlier one.
 pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    if let Some(e) = &raw.sb_grant_env {
+    if let Some(e) = raw.read("sandbox.grantable.env", Val::list) {
         let mut ok = true;
-        for item in &e.v {
-            if !valid_env_pattern(&item.v) {
+        let g = &mut acc.grantable;
+        for item in e.v {
+            if !env_name(cx, item) {
                 ok = false;
-                cx.error(
-                    &item.span,
-                    ErrorKind::BadValue,
-                    format!("\"{}\" is not an environment variable name", item.v),
-                    "write a name such as \"RUST_LOG\", or a prefix ending in `*` such as \"LC_*\"",
-                );
-            } else if cx.check
-                && !acc
-                    .grant_env
-                    .v
-                    .iter()
-                    .any(|o| env_pattern_covers(o, &item.v))
-            {
+            } else if cx.check && !g.env.iter().any(|o| env_pattern_covers(o, &item.v)) {
                 ok = false;
                 let what = format!(
                     "`sandbox.grantable.env` entry \"{}\" is not in the earlier grantable list",
@@ -266,30 +239,31 @@ pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                 );
                 let hint = "a later layer may only narrow what is grantable: each entry must \
                             be covered by an earlier `[sandbox.grantable] env` entry";
-                cx.widening(&item.span, what, &acc.grant_env.prov.clone(), hint);
+                cx.widening(&item.span, what, &g.env_prov.clone(), hint);
             }
         }
         if ok {
-            acc.grant_env = Setting {
-                v: e.v.iter().map(|s| s.v.clone()).collect(),
-                prov: cx.prov(e),
-            };
+            g.env = e.v.iter().map(|s| s.v.clone()).collect();
+            g.env_prov = cx.prov(&e);
         }
     }
     for write in [false, true] {
-        let (entry, set) = if write {
-            (&raw.sb_grant_write, &mut acc.grant_write)
+        let g = &mut acc.grantable;
+        let (key, list, prov) = if write {
+            ("sandbox.grantable.write", &mut g.write, &mut g.write_prov)
         } else {
-            (&raw.sb_grant_read, &mut acc.grant_read)
+            ("sandbox.grantable.read", &mut g.read, &mut g.read_prov)
         };
-        let Some(e) = entry else { continue };
-        let Some(globs) = path_globs(cx, e, Side::Allow) else {
+        let Some(e) = raw.read(key, Val::list) else {
+            continue;
+        };
+        let Some(globs) = path_globs(cx, &e, Side::Allow) else {
             continue;
         };
         let mut ok = true;
         if cx.check {
-            for ((g, _), item) in globs.iter().zip(&e.v) {
-                if !set.v.iter().any(|earlier| earlier.covers(g)) {
+            for ((g, _), item) in globs.iter().zip(e.v) {
+                if !list.iter().any(|earlier| earlier.covers(g)) {
                     ok = false;
                     let what = format!(
                         "`{}` entry \"{}\" is not inside the earlier grantable list",
@@ -298,15 +272,13 @@ pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>
                     let hint = "a later layer may only narrow what is grantable: each entry \
                                 must be a literal path an earlier entry matches, or a glob \
                                 under an earlier `dir/**` entry";
-                    cx.widening(&item.span, what, &set.prov.clone(), hint);
+                    cx.widening(&item.span, what, &prov.clone(), hint);
                 }
             }
         }
         if ok {
-            *set = Setting {
-                v: globs.into_iter().map(|(g, _)| g).collect(),
-                prov: cx.prov(e),
-            };
+            *list = globs.into_iter().map(|(g, _)| g).collect();
+            *prov = cx.prov(&e);
         }
     }
 }

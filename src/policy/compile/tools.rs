@@ -1,5 +1,5 @@
-//! `[tools]`: denied and writing tools, `[[tools.paths]]` and the inference stance with its
-//! per-tool overrides.
+//! `[tools]` settings with a rule of their own: `[[tools.paths]]` and the inference stance
+//! with its per-tool overrides (the denied and writing tools are plain settings).
 
 use super::*;
 
@@ -34,17 +34,6 @@ fn entry_glob(cx: &mut Cx<'_, '_>, e: &Entry<String>) -> Option<Glob> {
 }
 
 pub(super) fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    if let Some(e) = &raw.tools_deny {
-        if let Some(g) = name_globs(cx, e) {
-            acc.tools_deny.extend(g);
-        }
-    }
-    if let Some(e) = &raw.tools_writing {
-        if let Some(g) = name_globs(cx, e) {
-            acc.tools_writing.extend(g);
-        }
-    }
-    ranked_bool(cx, &mut acc.read_only, &raw.tools_read_only);
     apply_infer(acc, raw, cx);
     for entry in &raw.tools_paths {
         let (Some(tool), Some(pointers)) = (&entry.tool, &entry.pointers) else {
@@ -113,15 +102,22 @@ pub(super) fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
 /// layers may only narrow it (the tool overrides too).
 pub(super) fn apply_infer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     let builtin = cx.set_by_builtin(&acc.infer.prov);
-    if builtin {
-        if let Some(e) = &raw.tools_infer {
+    if let Some(e) = raw.read("tools.infer", Val::word::<ToolInfer>) {
+        if cx.check && !builtin && e.v.rank() > acc.infer.v.rank() {
+            let what = format!(
+                "`{} = \"{}\"` is wider than the earlier `\"{}\"`",
+                e.key,
+                e.v.word(),
+                acc.infer.v.word()
+            );
+            let earlier = acc.infer.prov.clone();
+            cx.widening(&e.span, what, &earlier, &order_of(&ToolInfer::WORDS));
+        } else {
             acc.infer = Setting {
                 v: e.v,
-                prov: cx.prov(e),
+                prov: cx.prov(&e),
             };
         }
-    } else {
-        ranked(cx, &mut acc.infer, &raw.tools_infer);
     }
     for entry in &raw.tools_infer_for {
         let (Some(tool), Some(infer)) = (&entry.tool, &entry.infer) else {
@@ -137,7 +133,7 @@ pub(super) fn apply_infer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
                 acc.infer.v.word()
             );
             let earlier = acc.infer.prov.clone();
-            cx.widening(&infer.span, what, &earlier, &order_of::<ToolInfer>());
+            cx.widening(&infer.span, what, &earlier, &order_of(&ToolInfer::WORDS));
             continue;
         }
         let prov = cx.at(
