@@ -4,6 +4,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use crate::enforce::page::captured;
 use crate::enforce::testing::{Outcome, World, agrees, outcome};
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::methods as m;
@@ -42,7 +43,9 @@ fn both(w: &World, text: &str) -> (Option<Outcome>, Outcome) {
     let inner = &w.enforcer.inner;
     let id = Id::from_string("1");
     let ctx = || w.ctx(Side::Server, Kind::Response, m::RESOURCES_LIST, &id);
-    let fast = inner.list_page_text(&ctx(), text).map(outcome);
+    let fast = inner
+        .list_page_text(&ctx(), text, &captured(text))
+        .map(outcome);
     let value: Value = serde_json::from_str(text).unwrap();
     let slow = outcome(inner.server_result(&ctx(), list_result(), value));
     (fast, slow)
@@ -311,7 +314,9 @@ fn recorded(
     let id = Id::from_string("1");
     let ctx = w.ctx(Side::Server, Kind::Response, m::RESOURCES_LIST, &id);
     let done = if fast {
-        inner.list_page_text(&ctx, text).map(outcome)
+        inner
+            .list_page_text(&ctx, text, &captured(text))
+            .map(outcome)
     } else {
         Some(outcome(inner.server_result(
             &ctx,
