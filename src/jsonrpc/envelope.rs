@@ -703,9 +703,23 @@ impl<'de> Visitor<'de> for ErrorObjectSeed<'_, 'de> {
 mod tests {
     use super::*;
 
-    /// A compact description of a scan outcome, for table tests.
+    /// Capture rules for the tests: `url` is a link, icons are never inert.
+    static RULES: Rules = Rules {
+        link_key: |k| k == "url",
+        icons_inert: |_| false,
+    };
+
+    /// A compact description of a scan outcome, for table tests; the same with the capture
+    /// on (asserted), which only ever adds what it captured, never changes the verdict.
     fn describe(text: &str) -> String {
-        match scan(text) {
+        let plain = describe_with(text, None);
+        let captured = describe_with(text, Some(&RULES));
+        assert_eq!(plain, captured, "the capture changed the scan of {text}");
+        plain
+    }
+
+    fn describe_with(text: &str, rules: Option<&'static Rules>) -> String {
+        match scan_with(text, rules) {
             Ok(Scanned::Batch(elems)) => format!("batch:{}", elems.len()),
             Ok(Scanned::Single(env)) => {
                 let mut s = format!("{:?}", env.kind);
@@ -787,6 +801,19 @@ mod tests {
             // plainly, the relay's byte search finds them: see `verbatim_ok`).
             (r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":{"$\u0073erde_json::private::RawValue":"\"file:///a\""}}]}}"#.into(), "invalid id=1".into()),
             (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"n":{"\u0024serde_json\u003a:private::Number":"1"}}}"#.into(), "invalid method id=1".into()),
+            // Where the capture reads (checked there as everywhere; `describe` scans with and
+            // without it): a page's entries and icons, a read's item and `params.uri`.
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a","icons":[{"src":"x","src":"y"}]}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a","icons":[{"\u0024serde_json::private::RawValue":"1"}]}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a","n":{"$\u0073erde_json::private::Number":"1"}}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a","\u0075ri":"b"}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"\ud800"}]}}"#.into(), "parse".into()),
+            ("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"resources\":[{\"uri\":\"a\",\"name\":\"a\u{1}b\"}]}}".into(), "parse".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a","text":"\udc00"}]}}"#.into(), "parse".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a","text":"x","text":"y"}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a"},{"uri":"a","uri":"b"}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"\ud800"}}"#.into(), "parse".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":{"a":1,"a":2}}}"#.into(), "invalid method id=1".into()),
         ];
         for (text, want) in &cases {
             assert_eq!(&describe(text), want, "scanning {text}");
@@ -963,6 +990,16 @@ mod tests {
             let request = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"_meta":{text},"p":{text}}}}}"#);
             let want = if dup { "invalid method id=1" } else { "Request method=x id=1" };
             proptest::prop_assert_eq!(describe(&request), want, "{}", request);
+            // Wherever the capture reads (a read's `params.uri`, a page's entries and their
+            // members, icons, a read item's members), it checks as the scan does.
+            let read = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"uri":{text}}}}}"#);
+            let want = if dup { "invalid method id=1" } else { "Request method=x id=1" };
+            proptest::prop_assert_eq!(describe(&read), want, "{}", read);
+            let response = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{text},{{"uri":{text},"icons":{text},"k":{text}}}],"contents":[{{"uri":{text},"text":{text},"m":{text}}}],"resultType":{text},"r":{text}}}}}"#
+            );
+            let want = if dup { "invalid id=1" } else { "Response id=1" };
+            proptest::prop_assert_eq!(describe(&response), want, "{}", response);
         }
     }
 

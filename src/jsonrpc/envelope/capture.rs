@@ -437,3 +437,160 @@ impl<'de> Visitor<'de> for ItemSeed<'_, 'de> {
         Ok(plain.then_some(item))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::scan_message_with;
+    use super::*;
+
+    static RULES: Rules = Rules {
+        link_key: |k| k == "url",
+        icons_inert: |raw| raw.get() == "[]",
+    };
+
+    /// The capture of a message the scan accepts, compactly: `uri=..`, `item=..`, `page=..`.
+    fn captured(text: &str) -> String {
+        let c = scan_message_with(text, Some(&RULES))
+            .expect("valid")
+            .capture;
+        let mut parts = Vec::new();
+        if let Some(uri) = c.uri {
+            parts.push(format!("uri={uri}"));
+        }
+        if let Some(i) = c.item {
+            let s = |v: &Option<Cow<'_, str>>| v.as_deref().unwrap_or("-").to_owned();
+            let (u, m, t, b) = (s(&i.uri), s(&i.mime_type), s(&i.text), s(&i.blob));
+            parts.push(format!("item={u},{m},{t},{b}"));
+        }
+        if let Some(page) = c.page {
+            parts.push(format!("page={}", page.join(",")));
+        }
+        parts.join(" ")
+    }
+
+    #[test]
+    fn what_is_captured() {
+        let cases = [
+            // A read request: its only `params` member, decoded, whatever the key order.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a"}}"#,
+                "uri=file:///a",
+            ),
+            (
+                r#"{"params":{"\u0075ri":"file:\/\/\/a"},"method":"resources/read","id":1,"jsonrpc":"2.0"}"#,
+                "uri=file:///a",
+            ),
+            // Anything beside it, or a `uri` that is not a string: nothing.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"uri":"a","_meta":{}}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{},"uri":"a"}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"uri":"a"},"x":1}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"uri":null}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","params":["a"]}"#,
+                "",
+            ),
+            // A read result: one item, `result` first as the TypeScript SDK writes it.
+            (
+                r#"{"result":{"contents":[{"uri":"a","mimeType":"text/plain","text":"x\ny","size":3,"name":"n"}]},"jsonrpc":"2.0","id":1}"#,
+                "item=a,text/plain,x\ny,-",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","contents":[{"uri":"a","blob":"eA=="}]}}"#,
+                "item=a,-,-,eA==",
+            ),
+            // Not in the read path's shape: nothing.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"compl\u0065te","contents":[{"uri":"a"}]}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a"},{"uri":"a"}]}}"#,
+                "",
+            ),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[]}}"#, ""),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a","text":null}]}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a","data":"eA=="}]}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a","url":"b"}]}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a","_meta":{}}]}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a"}],"x":1}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a"}]},"params":{}}"#,
+                "",
+            ),
+            // A page: every entry's `uri`, beside scalars and inert icons.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"nextCursor":"c","resources":[{"uri":"a","size":12,"name":"n","icons":[]},{"name":"m","uri":"b\/c"}]}}"#,
+                "page=a,b/c",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[]}}"#,
+                "page=",
+            ),
+            // A number whose text is an object to serde_json is still a number.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"total":1e400,"resources":[{"uri":"a","size":-0.5}]}}"#,
+                "page=a",
+            ),
+            // Not in the page path's shape: nothing.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a","icons":[{}]}]}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a","url":"b"}]}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a"},"b"]}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a"},{"name":"b"}]}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a"}],"_meta":{}}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resources":{"uri":"a"}}}"#,
+                "",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a"}],"contents":[]}}"#,
+                "",
+            ),
+            (r#"{"jsonrpc":"2.0","id":1,"result":[1]}"#, ""),
+        ];
+        for (text, want) in cases {
+            assert_eq!(captured(text), want, "capturing {text}");
+        }
+    }
+}
