@@ -172,269 +172,227 @@ pub(super) fn params_uri<'de, A: MapAccess<'de>>(
     Ok(())
 }
 
-/// A response's `result`: checked whole, with its page or its read item captured.
-pub(super) struct ResultSeed<'k, 'de> {
-    pub(super) keys: &'k mut KeyBuf<'de>,
-    pub(super) rules: &'static Rules,
+/// A capture's seed: the scan's key buffer and the rules, read with `deserialize_any` (so every
+/// value is checked as [`DupCheck`] checks it: a shape not captured is still read whole) into
+/// `$value` by the visitor methods given.
+macro_rules! capture_seed {
+    ($(#[$doc:meta])* $vis:vis $name:ident -> $value:ty { $($body:tt)* }) => {
+        $(#[$doc])*
+        $vis struct $name<'k, 'de> {
+            $vis keys: &'k mut KeyBuf<'de>,
+            $vis rules: &'static Rules,
+        }
+
+        impl<'de> DeserializeSeed<'de> for $name<'_, 'de> {
+            type Value = $value;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<$value, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+
+        impl<'de> Visitor<'de> for $name<'_, 'de> {
+            type Value = $value;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            $($body)*
+        }
+    };
+}
+
+capture_seed! {
+    /// A response's `result`: checked whole, with its page or its read item captured.
+    pub(super) ResultSeed -> Captured<'de> {
+        accept_scalars!(Captured<'de>, (None, None));
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            DupCheckVisitor(self.keys).visit_seq(seq)?;
+            Ok((None, None))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let rules = self.rules;
+            let mut keys = KeySet::new(self.keys);
+            let (mut page_ok, mut read_ok) = (true, true);
+            let (mut page, mut item) = (None, None);
+            while let Some(Key(key)) = map.next_key()? {
+                keys.insert(key.clone())?;
+                match &*key {
+                    "resources" => {
+                        page = map.next_value_seed(Resources {
+                            keys: keys.nested(),
+                            rules,
+                        })?;
+                        page_ok &= page.is_some();
+                        read_ok = false;
+                    }
+                    "contents" => {
+                        let (seen, one) = map.next_value_seed(Contents {
+                            keys: keys.nested(),
+                            rules,
+                        })?;
+                        page_ok &= inert(rules, &key, &seen);
+                        read_ok &= one.is_some();
+                        item = one;
+                    }
+                    _ => {
+                        let seen = member(&mut map, &mut keys, false)?;
+                        page_ok &= inert(rules, &key, &seen);
+                        // A 2026-07-28 `resultType` other than `"complete"` (written plainly) is
+                        // the value path's (`input_required`).
+                        read_ok &= key == "resultType"
+                            && matches!(seen, Seen::Str(Some(Cow::Borrowed("complete"))));
+                    }
+                }
+            }
+            Ok((page.filter(|_| page_ok), item.filter(|_| read_ok)))
+        }
+    }
 }
 
 /// What [`ResultSeed`] captured: `(page, item)`.
 pub(super) type Captured<'de> = (Option<Vec<Cow<'de, str>>>, Option<Item<'de>>);
 
-impl<'de> DeserializeSeed<'de> for ResultSeed<'_, 'de> {
-    type Value = Captured<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ResultSeed<'_, 'de> {
-    type Value = Captured<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    accept_scalars!(Captured<'de>, (None, None));
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        DupCheckVisitor(self.keys).visit_seq(seq)?;
-        Ok((None, None))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let rules = self.rules;
-        let mut keys = KeySet::new(self.keys);
-        let (mut page_ok, mut read_ok) = (true, true);
-        let (mut page, mut item) = (None, None);
-        while let Some(Key(key)) = map.next_key()? {
-            keys.insert(key.clone())?;
-            match &*key {
-                "resources" => {
-                    page = map.next_value_seed(Resources {
-                        keys: keys.nested(),
-                        rules,
-                    })?;
-                    page_ok &= page.is_some();
-                    read_ok = false;
-                }
-                "contents" => {
-                    let (seen, one) = map.next_value_seed(Contents {
-                        keys: keys.nested(),
-                        rules,
-                    })?;
-                    page_ok &= inert(rules, &key, &seen);
-                    read_ok &= one.is_some();
-                    item = one;
-                }
-                _ => {
-                    let seen = member(&mut map, &mut keys, false)?;
-                    page_ok &= inert(rules, &key, &seen);
-                    // A 2026-07-28 `resultType` other than `"complete"` (written plainly) is
-                    // the value path's (`input_required`).
-                    read_ok &= key == "resultType"
-                        && matches!(seen, Seen::Str(Some(Cow::Borrowed("complete"))));
-                }
-            }
+capture_seed! {
+    /// `result.resources`: each entry's `uri`, when every entry is one the page path takes.
+    Resources -> Option<Vec<Cow<'de, str>>> {
+        accept_scalars!(Self::Value, None);
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            DupCheckVisitor(self.keys).visit_map(map)?;
+            Ok(None)
         }
-        Ok((page.filter(|_| page_ok), item.filter(|_| read_ok)))
-    }
-}
-
-/// `result.resources`: each entry's `uri`, when every entry is one the page path takes.
-struct Resources<'k, 'de> {
-    keys: &'k mut KeyBuf<'de>,
-    rules: &'static Rules,
-}
-
-impl<'de> DeserializeSeed<'de> for Resources<'_, 'de> {
-    type Value = Option<Vec<Cow<'de, str>>>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Resources<'_, 'de> {
-    type Value = Option<Vec<Cow<'de, str>>>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    accept_scalars!(Self::Value, None);
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        DupCheckVisitor(self.keys).visit_map(map)?;
-        Ok(None)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut uris = Some(Vec::with_capacity(seq.size_hint().unwrap_or(0)));
-        while let Some(uri) = seq.next_element_seed(Entry {
-            keys: &mut *self.keys,
-            rules: self.rules,
-        })? {
-            match (&mut uris, uri) {
-                (Some(uris), Some(uri)) => uris.push(uri),
-                _ => uris = None,
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut uris = Some(Vec::with_capacity(seq.size_hint().unwrap_or(0)));
+            while let Some(uri) = seq.next_element_seed(Entry {
+                keys: &mut *self.keys,
+                rules: self.rules,
+            })? {
+                match (&mut uris, uri) {
+                    (Some(uris), Some(uri)) => uris.push(uri),
+                    _ => uris = None,
+                }
             }
+            Ok(uris)
         }
-        Ok(uris)
     }
 }
 
-/// One page entry: its `uri`, when the entry is an object whose `uri` is a string and whose
-/// other members the walk leaves alone.
-struct Entry<'k, 'de> {
-    keys: &'k mut KeyBuf<'de>,
-    rules: &'static Rules,
-}
-
-impl<'de> DeserializeSeed<'de> for Entry<'_, 'de> {
-    type Value = Option<Cow<'de, str>>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Entry<'_, 'de> {
-    type Value = Option<Cow<'de, str>>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    accept_scalars!(Self::Value, None);
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        DupCheckVisitor(self.keys).visit_seq(seq)?;
-        Ok(None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let rules = self.rules;
-        let mut keys = KeySet::new(self.keys);
-        let (mut uri, mut plain) = (None, true);
-        while let Some(Key(key)) = map.next_key()? {
-            if keys.is_empty() && matches!(key, Cow::Borrowed(NUMBER)) {
-                // A number (see the module docs): not an entry.
-                plain = false;
+capture_seed! {
+    /// One page entry: its `uri`, when the entry is an object whose `uri` is a string and whose
+    /// other members the walk leaves alone.
+    Entry -> Option<Cow<'de, str>> {
+        accept_scalars!(Self::Value, None);
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            DupCheckVisitor(self.keys).visit_seq(seq)?;
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let rules = self.rules;
+            let mut keys = KeySet::new(self.keys);
+            let (mut uri, mut plain) = (None, true);
+            while let Some(Key(key)) = map.next_key()? {
+                if keys.is_empty() && matches!(key, Cow::Borrowed(NUMBER)) {
+                    // A number (see the module docs): not an entry.
+                    plain = false;
+                }
+                keys.insert(key.clone())?;
+                match &*key {
+                    "uri" => match member(&mut map, &mut keys, true)? {
+                        Seen::Str(Some(s)) => uri = Some(s),
+                        _ => plain = false,
+                    },
+                    "icons" => {
+                        // Read raw for the rule, and checked from its text like the rest.
+                        let raw: &'de RawValue = map.next_value()?;
+                        let mut de = serde_json::Deserializer::from_str(raw.get());
+                        DupCheck(keys.nested())
+                            .deserialize(&mut de)
+                            .map_err(de::Error::custom)?;
+                        plain &= (rules.icons_inert)(raw);
+                    }
+                    _ => {
+                        let seen = member(&mut map, &mut keys, false)?;
+                        plain &= inert(rules, &key, &seen);
+                    }
+                }
             }
-            keys.insert(key.clone())?;
-            match &*key {
-                "uri" => match member(&mut map, &mut keys, true)? {
-                    Seen::Str(Some(s)) => uri = Some(s),
+            Ok(uri.filter(|_| plain))
+        }
+    }
+}
+
+capture_seed! {
+    /// `result.contents`: how the value was seen (for the page's rules), and its one item when it
+    /// holds exactly one the read path takes.
+    Contents -> (Seen<'de>, Option<Item<'de>>) {
+        accept_non_strings!(Self::Value, (Seen::Scalar, None));
+        fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Self::Value, E> {
+            Ok((Seen::Str(None), None))
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok((Seen::Str(None), None))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            let seen = Any {
+                keys: self.keys,
+                keep: false,
+            }
+            .visit_map(map)?;
+            Ok((seen, None))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let first = seq.next_element_seed(ItemSeed {
+                keys: &mut *self.keys,
+                rules: self.rules,
+            })?;
+            // None, or a second item: the value path judges each of several.
+            let more = seq.next_element_seed(DupCheck(&mut *self.keys))?.is_some();
+            if more {
+                while seq.next_element_seed(DupCheck(&mut *self.keys))?.is_some() {}
+            }
+            Ok((Seen::Composite, first.flatten().filter(|_| !more)))
+        }
+    }
+}
+
+capture_seed! {
+    /// One content item, when the read path takes it (see [`Capture::item`]).
+    ItemSeed -> Option<Item<'de>> {
+        accept_scalars!(Self::Value, None);
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            DupCheckVisitor(self.keys).visit_seq(seq)?;
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let rules = self.rules;
+            let mut keys = KeySet::new(self.keys);
+            let (mut item, mut plain) = (Item::default(), true);
+            while let Some(Key(key)) = map.next_key()? {
+                if keys.is_empty() && matches!(key, Cow::Borrowed(NUMBER)) {
+                    plain = false;
+                }
+                keys.insert(key.clone())?;
+                let slot = match &*key {
+                    "uri" => &mut item.uri,
+                    "mimeType" => &mut item.mime_type,
+                    "text" => &mut item.text,
+                    "blob" => &mut item.blob,
+                    _ => {
+                        let seen = member(&mut map, &mut keys, false)?;
+                        // `data` is checked as a third representation by the value path; a
+                        // member the field walk would judge (an object, an array, a link) is
+                        // the value path's too. Other scalars it leaves alone.
+                        plain &= key != "data" && inert(rules, &key, &seen);
+                        continue;
+                    }
+                };
+                // A member that is present must be a string: `null` is not "absent" here,
+                // because the value path refuses a `text` or `blob` that is not a string.
+                match member(&mut map, &mut keys, true)? {
+                    Seen::Str(Some(s)) => *slot = Some(s),
                     _ => plain = false,
-                },
-                "icons" => {
-                    // Read raw for the rule, and checked from its text like the rest.
-                    let raw: &'de RawValue = map.next_value()?;
-                    let mut de = serde_json::Deserializer::from_str(raw.get());
-                    DupCheck(keys.nested())
-                        .deserialize(&mut de)
-                        .map_err(de::Error::custom)?;
-                    plain &= (rules.icons_inert)(raw);
-                }
-                _ => {
-                    let seen = member(&mut map, &mut keys, false)?;
-                    plain &= inert(rules, &key, &seen);
                 }
             }
+            Ok(plain.then_some(item))
         }
-        Ok(uri.filter(|_| plain))
-    }
-}
-
-/// `result.contents`: how the value was seen (for the page's rules), and its one item when it
-/// holds exactly one the read path takes.
-struct Contents<'k, 'de> {
-    keys: &'k mut KeyBuf<'de>,
-    rules: &'static Rules,
-}
-
-impl<'de> DeserializeSeed<'de> for Contents<'_, 'de> {
-    type Value = (Seen<'de>, Option<Item<'de>>);
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Contents<'_, 'de> {
-    type Value = (Seen<'de>, Option<Item<'de>>);
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    accept_non_strings!(Self::Value, (Seen::Scalar, None));
-    fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Self::Value, E> {
-        Ok((Seen::Str(None), None))
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok((Seen::Str(None), None))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        let seen = Any {
-            keys: self.keys,
-            keep: false,
-        }
-        .visit_map(map)?;
-        Ok((seen, None))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let first = seq.next_element_seed(ItemSeed {
-            keys: &mut *self.keys,
-            rules: self.rules,
-        })?;
-        // None, or a second item: the value path judges each of several.
-        let more = seq.next_element_seed(DupCheck(&mut *self.keys))?.is_some();
-        if more {
-            while seq.next_element_seed(DupCheck(&mut *self.keys))?.is_some() {}
-        }
-        Ok((Seen::Composite, first.flatten().filter(|_| !more)))
-    }
-}
-
-/// One content item, when the read path takes it (see [`Capture::item`]).
-struct ItemSeed<'k, 'de> {
-    keys: &'k mut KeyBuf<'de>,
-    rules: &'static Rules,
-}
-
-impl<'de> DeserializeSeed<'de> for ItemSeed<'_, 'de> {
-    type Value = Option<Item<'de>>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ItemSeed<'_, 'de> {
-    type Value = Option<Item<'de>>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    accept_scalars!(Self::Value, None);
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        DupCheckVisitor(self.keys).visit_seq(seq)?;
-        Ok(None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let rules = self.rules;
-        let mut keys = KeySet::new(self.keys);
-        let (mut item, mut plain) = (Item::default(), true);
-        while let Some(Key(key)) = map.next_key()? {
-            if keys.is_empty() && matches!(key, Cow::Borrowed(NUMBER)) {
-                plain = false;
-            }
-            keys.insert(key.clone())?;
-            let slot = match &*key {
-                "uri" => &mut item.uri,
-                "mimeType" => &mut item.mime_type,
-                "text" => &mut item.text,
-                "blob" => &mut item.blob,
-                _ => {
-                    let seen = member(&mut map, &mut keys, false)?;
-                    // `data` is checked as a third representation by the value path; a
-                    // member the field walk would judge (an object, an array, a link) is
-                    // the value path's too. Other scalars it leaves alone.
-                    plain &= key != "data" && inert(rules, &key, &seen);
-                    continue;
-                }
-            };
-            // A member that is present must be a string: `null` is not "absent" here,
-            // because the value path refuses a `text` or `blob` that is not a string.
-            match member(&mut map, &mut keys, true)? {
-                Seen::Str(Some(s)) => *slot = Some(s),
-                _ => plain = false,
-            }
-        }
-        Ok(plain.then_some(item))
     }
 }
 
