@@ -17,6 +17,15 @@
 //! out, and the message takes the value path. Which string members are links is the
 //! enforcer's knowledge, handed in as [`Rules`].
 //!
+//! Why it is built this way: the rules are handed in because the scan sits below the enforcer
+//! (which member keys are links is the field walk's knowledge, `enforce/fields.rs`), and an
+//! interceptor that gives none (`PassThrough`) pays nothing. Entries' byte ranges are not
+//! captured: serde_json does not tell a visitor where it is, and reading each entry raw first
+//! would read every page twice again; only a page that loses entries reads itself once more,
+//! for where its entries lie (`enforce/page.rs`). No `serde_json::Value` is built here for
+//! the value path: its messages are the rare shapes, and it stays one `from_str` of a text
+//! this scan checked.
+//!
 //! One caveat the relay keeps: with `arbitrary_precision`, serde_json hands a number to a
 //! visitor as an object whose one key is `$serde_json::private::Number`, which is how a number
 //! is told from an object here; an object that spells that key plainly reads as a number too.
