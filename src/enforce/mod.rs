@@ -495,15 +495,20 @@ impl Interceptor for Enforcer {
             evidence: &evidence,
         };
         let action = match (route.family, msg.from) {
-            (uris::Family::List, _) => inner.list_page_text(&ctx, msg.text),
-            (_, Side::Server) => inner.resources_read.result_text(inner, &ctx, msg.text),
-            _ => inner.resources_read.request_text(inner, &ctx, msg.text),
+            (uris::Family::List, _) => inner.list_page_text(&ctx, msg.text, msg.capture),
+            (_, Side::Server) => inner.resources_read.result_text(inner, &ctx, msg.capture),
+            _ => inner.resources_read.request_text(inner, &ctx, msg.capture),
         };
         let outcome = evidence::Outcome {
             action: action?,
             evidence: evidence.receipt(),
         };
         Some(inner.backlog.hold(inner.audit.get(), msg.from, outcome))
+    }
+
+    fn capture_rules(&self) -> Option<&'static crate::jsonrpc::Rules> {
+        // What the text paths read is captured by the relay's scan, in its one pass.
+        Some(&page::RULES)
     }
 
     fn backlog(&self, from: Side) -> Option<crate::relay::Drain> {

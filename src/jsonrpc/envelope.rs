@@ -33,6 +33,8 @@ use serde_json::value::RawValue;
 
 use super::id::{Id, IdError};
 
+pub use capture::{Capture, Item, Rules};
+
 /// `params._meta` key carrying the protocol version on 2026-07-28 requests.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// `params._meta` key carrying the client capabilities on 2026-07-28 requests.
@@ -73,11 +75,16 @@ pub struct Envelope<'a> {
     /// `params._meta["io.modelcontextprotocol/clientCapabilities"]`, when present (already
     /// checked for duplicate keys).
     pub meta_client_capabilities: Option<&'a RawValue>,
+    /// What the enforcer's text paths read, when the scan was given their [`Rules`].
+    pub capture: Capture<'a>,
 }
 
 /// A scanned line: one message, or a batch (2025-03-26) whose elements are scanned one by one
 /// with [`scan_message`].
 #[derive(Debug)]
+// A single message is the common case and lives on the stack for one call: boxing it to
+// shrink the rare batch would allocate for every message.
+#[allow(clippy::large_enum_variant)]
 pub enum Scanned<'a> {
     /// A single message.
     Single(Envelope<'a>),
@@ -133,6 +140,14 @@ impl fmt::Display for ScanError {
 
 /// Scans one line: a message or a batch.
 pub fn scan(text: &str) -> Result<Scanned<'_>, ScanError> {
+    scan_with(text, None)
+}
+
+/// [`scan`], capturing what the text paths read (see [`Capture`]) when given their rules.
+pub fn scan_with<'a>(
+    text: &'a str,
+    rules: Option<&'static Rules>,
+) -> Result<Scanned<'a>, ScanError> {
     if text.trim_start().starts_with('[') {
         let elements: Vec<&RawValue> =
             serde_json::from_str(text).map_err(|e| from_json_error(e, text))?;
@@ -141,15 +156,23 @@ pub fn scan(text: &str) -> Result<Scanned<'_>, ScanError> {
         }
         return Ok(Scanned::Batch(elements));
     }
-    scan_message(text).map(Scanned::Single)
+    scan_message_with(text, rules).map(Scanned::Single)
 }
 
 /// Scans one message (a batch element, or a line known not to be a batch).
 pub fn scan_message(text: &str) -> Result<Envelope<'_>, ScanError> {
+    scan_message_with(text, None)
+}
+
+/// [`scan_message`], capturing what the text paths read when given their rules.
+pub fn scan_message_with<'a>(
+    text: &'a str,
+    rules: Option<&'static Rules>,
+) -> Result<Envelope<'a>, ScanError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let mut keys = KeyBuf::with_capacity(16);
     let raw = de
-        .deserialize_any(EnvelopeVisitor(&mut keys))
+        .deserialize_any(EnvelopeVisitor(&mut keys, rules))
         .and_then(|raw| de.end().map(|()| raw))
         .map_err(|e| from_json_error(e, text))?;
     raw.classify()
@@ -218,6 +241,10 @@ struct RawEnvelope<'a> {
     params: Option<Params<'a>>,
     result: bool,
     error: bool,
+    /// A member other than the six JSON-RPC names (the read paths take none).
+    other: bool,
+    /// `result`'s page and read item (see [`Capture`]).
+    captured: capture::Captured<'a>,
 }
 
 impl<'a> RawEnvelope<'a> {
@@ -239,9 +266,10 @@ impl<'a> RawEnvelope<'a> {
             Some(_) => return Err(invalid(known_id(), "\"jsonrpc\" must be \"2.0\"")),
             None => return Err(invalid(known_id(), "missing \"jsonrpc\": \"2.0\"")),
         }
-        let (meta_protocol_version, meta_client_capabilities) = match self.params {
-            Some(p) => (p.meta_version, p.meta_caps),
-            None => (None, None),
+        let params = self.params.is_some();
+        let (meta_protocol_version, meta_client_capabilities, uri) = match self.params {
+            Some(p) => (p.meta_version, p.meta_caps, p.uri.flatten()),
+            None => (None, None, None),
         };
         if let Some(method) = self.method {
             if self.result || self.error {
@@ -261,6 +289,10 @@ impl<'a> RawEnvelope<'a> {
                 method: Some(method),
                 meta_protocol_version,
                 meta_client_capabilities,
+                capture: Capture {
+                    uri: uri.filter(|_| !self.other),
+                    ..Capture::default()
+                },
             });
         }
         if meta_protocol_version.is_some() || meta_client_capabilities.is_some() {
@@ -288,12 +320,18 @@ impl<'a> RawEnvelope<'a> {
             (false, true, None | Some(Err(IdError::Null))) => (Kind::ErrorResponse, None),
             (false, true, Some(Err(e))) => return Err(invalid(None, e.to_string())),
         };
+        let (page, item) = self.captured;
         Ok(Envelope {
             kind,
             id,
             method: None,
             meta_protocol_version: None,
             meta_client_capabilities: None,
+            capture: Capture {
+                uri: None,
+                item: item.filter(|_| !self.other && !params),
+                page,
+            },
         })
     }
 }
@@ -355,6 +393,11 @@ impl<'k, 'de> KeySet<'k, 'de> {
         }
     }
 
+    /// Whether no key of this object was recorded yet.
+    fn is_empty(&self) -> bool {
+        self.large.is_none() && self.buf.len() == self.start
+    }
+
     /// The scan's buffer, for the objects nested in this one's values: they push above
     /// this object's keys and are gone again when they end.
     fn nested(&mut self) -> &mut KeyBuf<'de> {
@@ -414,6 +457,16 @@ struct DupCheckVisitor<'k, 'de>(&'k mut KeyBuf<'de>);
 /// Accepts every scalar; used by the visitors that only care about objects.
 macro_rules! accept_scalars {
     ($value:ty, $unit:expr) => {
+        accept_non_strings!($value, $unit);
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
+            Ok($unit)
+        }
+    };
+}
+
+/// Accepts every scalar but strings.
+macro_rules! accept_non_strings {
+    ($value:ty, $unit:expr) => {
         fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
             Ok($unit)
         }
@@ -426,9 +479,6 @@ macro_rules! accept_scalars {
         fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
             Ok($unit)
         }
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
-            Ok($unit)
-        }
         fn visit_unit<E: de::Error>(self) -> Result<$value, E> {
             Ok($unit)
         }
@@ -437,6 +487,8 @@ macro_rules! accept_scalars {
         }
     };
 }
+
+mod capture;
 
 impl<'de> Visitor<'de> for DupCheckVisitor<'_, 'de> {
     type Value = ();
@@ -458,8 +510,8 @@ impl<'de> Visitor<'de> for DupCheckVisitor<'_, 'de> {
     }
 }
 
-/// The top-level message object.
-struct EnvelopeVisitor<'k, 'de>(&'k mut KeyBuf<'de>);
+/// The top-level message object (and the text paths' rules, when they capture).
+struct EnvelopeVisitor<'k, 'de>(&'k mut KeyBuf<'de>, Option<&'static Rules>);
 
 impl<'de> Visitor<'de> for EnvelopeVisitor<'_, 'de> {
     type Value = RawEnvelope<'de>;
@@ -475,16 +527,29 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'_, 'de> {
                 "jsonrpc" => env.jsonrpc = Some(map.next_value::<Key<'de>>()?.0),
                 "method" => env.method = Some(map.next_value::<Key<'de>>()?.0),
                 "id" => env.id = Some(map.next_value::<&'de RawValue>()?),
-                "params" => env.params = Some(map.next_value_seed(ParamsSeed(keys.nested()))?),
+                "params" => {
+                    env.params = Some(map.next_value_seed(ParamsSeed(keys.nested(), self.1))?);
+                }
                 "result" => {
-                    map.next_value_seed(DupCheck(keys.nested()))?;
+                    match self.1 {
+                        Some(rules) => {
+                            env.captured = map.next_value_seed(capture::ResultSeed {
+                                keys: keys.nested(),
+                                rules,
+                            })?;
+                        }
+                        None => map.next_value_seed(DupCheck(keys.nested()))?,
+                    }
                     env.result = true;
                 }
                 "error" => {
                     map.next_value_seed(ErrorObjectSeed(keys.nested()))?;
                     env.error = true;
                 }
-                _ => map.next_value_seed(DupCheck(keys.nested()))?,
+                _ => {
+                    env.other = true;
+                    map.next_value_seed(DupCheck(keys.nested()))?;
+                }
             }
         }
         Ok(env)
@@ -496,10 +561,13 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'_, 'de> {
 struct Params<'a> {
     meta_version: Option<Cow<'a, str>>,
     meta_caps: Option<&'a RawValue>,
+    /// `uri`, captured when it is the only member (see [`capture::params_uri`]).
+    uri: Option<Option<Cow<'a, str>>>,
 }
 
-/// `params`: an object or an array; `_meta` is read, everything is duplicate-checked.
-struct ParamsSeed<'k, 'de>(&'k mut KeyBuf<'de>);
+/// `params`: an object or an array; `_meta` is read, everything is duplicate-checked; `uri`
+/// is captured when given the text paths' rules.
+struct ParamsSeed<'k, 'de>(&'k mut KeyBuf<'de>, Option<&'static Rules>);
 
 impl<'de> DeserializeSeed<'de> for ParamsSeed<'_, 'de> {
     type Value = Params<'de>;
@@ -524,7 +592,11 @@ impl<'de> Visitor<'de> for ParamsSeed<'_, 'de> {
         while let Some(Key(key)) = map.next_key()? {
             keys.insert(key.clone())?;
             if key == "_meta" {
-                params = map.next_value_seed(MetaSeed(keys.nested()))?;
+                let meta = map.next_value_seed(MetaSeed(keys.nested()))?;
+                (params.meta_version, params.meta_caps) = (meta.meta_version, meta.meta_caps);
+                params.uri = Some(None);
+            } else if self.1.is_some() {
+                capture::params_uri(&mut map, &mut keys, &key, &mut params.uri)?;
             } else {
                 map.next_value_seed(DupCheck(keys.nested()))?;
             }
@@ -631,9 +703,23 @@ impl<'de> Visitor<'de> for ErrorObjectSeed<'_, 'de> {
 mod tests {
     use super::*;
 
-    /// A compact description of a scan outcome, for table tests.
+    /// Capture rules for the tests: `url` is a link, icons are never inert.
+    static RULES: Rules = Rules {
+        link_key: |k| k == "url",
+        icons_inert: |_| false,
+    };
+
+    /// A compact description of a scan outcome, for table tests; the same with the capture
+    /// on (asserted), which only ever adds what it captured, never changes the verdict.
     fn describe(text: &str) -> String {
-        match scan(text) {
+        let plain = describe_with(text, None);
+        let captured = describe_with(text, Some(&RULES));
+        assert_eq!(plain, captured, "the capture changed the scan of {text}");
+        plain
+    }
+
+    fn describe_with(text: &str, rules: Option<&'static Rules>) -> String {
+        match scan_with(text, rules) {
             Ok(Scanned::Batch(elems)) => format!("batch:{}", elems.len()),
             Ok(Scanned::Single(env)) => {
                 let mut s = format!("{:?}", env.kind);
@@ -715,6 +801,19 @@ mod tests {
             // plainly, the relay's byte search finds them: see `verbatim_ok`).
             (r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":{"$\u0073erde_json::private::RawValue":"\"file:///a\""}}]}}"#.into(), "invalid id=1".into()),
             (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"n":{"\u0024serde_json\u003a:private::Number":"1"}}}"#.into(), "invalid method id=1".into()),
+            // Where the capture reads (checked there as everywhere; `describe` scans with and
+            // without it): a page's entries and icons, a read's item and `params.uri`.
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a","icons":[{"src":"x","src":"y"}]}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a","icons":[{"\u0024serde_json::private::RawValue":"1"}]}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a","n":{"$\u0073erde_json::private::Number":"1"}}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"a","\u0075ri":"b"}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"\ud800"}]}}"#.into(), "parse".into()),
+            ("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"resources\":[{\"uri\":\"a\",\"name\":\"a\u{1}b\"}]}}".into(), "parse".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a","text":"\udc00"}]}}"#.into(), "parse".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a","text":"x","text":"y"}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"a"},{"uri":"a","uri":"b"}]}}"#.into(), "invalid id=1".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"\ud800"}}"#.into(), "parse".into()),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":{"a":1,"a":2}}}"#.into(), "invalid method id=1".into()),
         ];
         for (text, want) in &cases {
             assert_eq!(&describe(text), want, "scanning {text}");
@@ -891,6 +990,16 @@ mod tests {
             let request = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"_meta":{text},"p":{text}}}}}"#);
             let want = if dup { "invalid method id=1" } else { "Request method=x id=1" };
             proptest::prop_assert_eq!(describe(&request), want, "{}", request);
+            // Wherever the capture reads (a read's `params.uri`, a page's entries and their
+            // members, icons, a read item's members), it checks as the scan does.
+            let read = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"uri":{text}}}}}"#);
+            let want = if dup { "invalid method id=1" } else { "Request method=x id=1" };
+            proptest::prop_assert_eq!(describe(&read), want, "{}", read);
+            let response = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"resources":[{text},{{"uri":{text},"icons":{text},"k":{text}}}],"contents":[{{"uri":{text},"text":{text},"m":{text}}}],"resultType":{text},"r":{text}}}}}"#
+            );
+            let want = if dup { "invalid id=1" } else { "Response id=1" };
+            proptest::prop_assert_eq!(describe(&response), want, "{}", response);
         }
     }
 

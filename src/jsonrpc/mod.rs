@@ -7,6 +7,9 @@ pub mod framing;
 pub mod id;
 pub mod salvage;
 
-pub use envelope::{Envelope, Kind, ScanError, Scanned, scan, scan_message};
+pub use envelope::{
+    Capture, Envelope, Kind, Rules, ScanError, Scanned, scan, scan_message, scan_message_with,
+    scan_with,
+};
 pub use framing::{Frame, LineReader};
 pub use id::{Id, IdKey};

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::session::{Session, Side};
-use crate::jsonrpc::{Id, Kind};
+use crate::jsonrpc::{Capture, Id, Kind, Rules};
 
 /// A message handed to an interceptor.
 #[derive(Debug)]
@@ -65,6 +65,9 @@ pub struct Offered<'a> {
     pub method: &'a str,
     /// The message's text, as it came.
     pub text: &'a str,
+    /// What the relay's strict scan read for the text path in its one pass, under
+    /// [`Interceptor::capture_rules`] (issue 25): the text path reads this, not `text` again.
+    pub capture: &'a Capture<'a>,
 }
 
 /// A future that decides later, for checks that must wait (for roots, for a file read).
@@ -191,6 +194,13 @@ pub trait Interceptor: Send + Sync + 'static {
     /// offered.
     fn intercept_text(&self, session: &Arc<Session>, msg: &Offered<'_>) -> Option<Action> {
         let _ = (session, msg);
+        None
+    }
+
+    /// The rules under which the relay's strict scan captures, in the same pass, what
+    /// [`Interceptor::intercept_text`] reads ([`Offered::capture`]). `None` (the default):
+    /// the scan captures nothing.
+    fn capture_rules(&self) -> Option<&'static Rules> {
         None
     }
 

@@ -286,7 +286,7 @@ struct Router<'a, I> {
 impl<I: Interceptor> Router<'_, I> {
     async fn line(&self, line: Bytes, held: &mut Held) {
         let text = framing::line_str(&line);
-        match envelope::scan(text) {
+        match envelope::scan_with(text, self.icpt.capture_rules()) {
             Err(e) => {
                 if let Some(reply) = self.invalid(&e, Offending::line(&line), &line) {
                     self.reply(reply);
@@ -319,7 +319,7 @@ impl<I: Interceptor> Router<'_, I> {
         for element in elements {
             let text = element.get();
             let bytes = line.slice_ref(text.as_bytes());
-            let step = match envelope::scan_message(text) {
+            let step = match envelope::scan_message_with(text, self.icpt.capture_rules()) {
                 Ok(env) => self.route(env, text, &bytes),
                 Err(e) => self
                     .invalid(&e, Offending::line(&bytes), &bytes)

@@ -1,7 +1,8 @@
 //! The framing properties shared by `tests/framing_prop.rs` (proptest, runs in CI) and the
 //! `framing` cargo-fuzz target (`fuzz/fuzz_targets/framing.rs`, which includes this file by
 //! path): a reference model of newline framing, a reader that hands the input out in chosen
-//! chunks, and the checks applied to what `jsonrpc::LineReader` and `jsonrpc::scan` return.
+//! chunks, and the checks applied to what `jsonrpc::LineReader` and `jsonrpc::scan` return
+//! (the same verdict with the enforcer's capture on, `jsonrpc::scan_with`).
 //!
 //! The model is the framing rule written as plainly as possible, over the whole input at
 //! once: split on `\n`, drop one trailing `\r` per line, then too long / blank / not UTF-8 /
@@ -15,7 +16,10 @@ use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-use rootfence::jsonrpc::{Frame, Kind, LineReader, ScanError, Scanned, scan, scan_message};
+use rootfence::jsonrpc::{
+    Frame, Kind, LineReader, Rules, ScanError, Scanned, scan, scan_message, scan_message_with,
+    scan_with,
+};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
@@ -253,8 +257,28 @@ impl fmt::Debug for Lossy<'_> {
     }
 }
 
+/// Capture rules shaped as the enforcer's (a link key, icons judged).
+static RULES: Rules = Rules {
+    link_key: |k| k == "url",
+    icons_inert: |raw| raw.get() == "[]",
+};
+
+/// A scan's verdict, for comparing a scan with the capture on to one without.
+fn verdict(scanned: Result<Scanned<'_>, ScanError>) -> String {
+    match scanned {
+        Ok(Scanned::Single(env)) => format!("{:?} {:?} {:?}", env.kind, env.method, env.id),
+        Ok(Scanned::Batch(elements)) => format!("batch of {}", elements.len()),
+        Err(e) => format!("{e:?}"),
+    }
+}
+
 /// The scan properties for one line from the reader.
 pub fn check_scan(line: &str) {
+    assert_eq!(
+        verdict(scan(line)),
+        verdict(scan_with(line, Some(&RULES))),
+        "the capture changed the scan of {line:?}"
+    );
     match scan(line) {
         Ok(Scanned::Single(env)) => check_message(line, env.kind, env.method.as_deref()),
         Ok(Scanned::Batch(elements)) => {
@@ -267,6 +291,11 @@ pub fn check_scan(line: &str) {
                 "an accepted batch is not JSON: {line:?}"
             );
             for e in elements {
+                assert_eq!(
+                    verdict(scan_message(e.get()).map(Scanned::Single)),
+                    verdict(scan_message_with(e.get(), Some(&RULES)).map(Scanned::Single)),
+                    "the capture changed the scan of {e}"
+                );
                 match scan_message(e.get()) {
                     Ok(env) => check_message(e.get(), env.kind, env.method.as_deref()),
                     Err(err) => check_error(e.get(), &err),

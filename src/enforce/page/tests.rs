@@ -1,9 +1,12 @@
 //! The text path against the value path: on every page, the fast path either declines or
 //! does exactly what the value path does (forward the same bytes, or forward the same value).
 
+use std::borrow::Cow;
+
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use crate::enforce::page::captured;
 use crate::enforce::testing::{Outcome, World, agrees, outcome};
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::methods as m;
@@ -42,7 +45,9 @@ fn both(w: &World, text: &str) -> (Option<Outcome>, Outcome) {
     let inner = &w.enforcer.inner;
     let id = Id::from_string("1");
     let ctx = || w.ctx(Side::Server, Kind::Response, m::RESOURCES_LIST, &id);
-    let fast = inner.list_page_text(&ctx(), text).map(outcome);
+    let fast = inner
+        .list_page_text(&ctx(), text, &captured(text))
+        .map(outcome);
     let value: Value = serde_json::from_str(text).unwrap();
     let slow = outcome(inner.server_result(&ctx(), list_result(), value));
     (fast, slow)
@@ -311,7 +316,9 @@ fn recorded(
     let id = Id::from_string("1");
     let ctx = w.ctx(Side::Server, Kind::Response, m::RESOURCES_LIST, &id);
     let done = if fast {
-        inner.list_page_text(&ctx, text).map(outcome)
+        inner
+            .list_page_text(&ctx, text, &captured(text))
+            .map(outcome)
     } else {
         Some(outcome(inner.server_result(
             &ctx,
@@ -473,5 +480,226 @@ proptest! {
         let w = world();
         let entries: Vec<Value> = pieces.into_iter().map(|p| build(&w, p)).collect();
         agree(&w, &page(&entries));
+    }
+}
+
+/// page.rs's own parse before the scan captured the page (issue 25), kept as the oracle the
+/// capture is held to: the message read a second time, borrowed, into the entries' `uri`s,
+/// or `None` for a shape the text path does not take.
+mod before {
+    use std::borrow::Cow;
+    use std::fmt;
+
+    use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+    use serde_json::value::RawValue;
+
+    use crate::enforce::fields::LINK_KEYS;
+    use crate::jsonrpc::envelope::Key;
+
+    pub(super) fn page(text: &str) -> Option<Vec<Cow<'_, str>>> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let entries = Top.deserialize(&mut de).ok()??;
+        de.end().ok()?;
+        Some(entries)
+    }
+
+    fn inert(key: &str, raw: &RawValue) -> bool {
+        match raw.get().as_bytes().first() {
+            Some(b'{' | b'[') | None => false,
+            Some(b'"') => !LINK_KEYS.contains(&key),
+            Some(_) => true,
+        }
+    }
+
+    fn decline<E: de::Error>() -> E {
+        E::custom("not a shape the text path takes")
+    }
+
+    type Entries<'a> = Vec<Cow<'a, str>>;
+
+    struct Top;
+
+    impl<'de> DeserializeSeed<'de> for Top {
+        type Value = Option<Entries<'de>>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Top {
+        type Value = Option<Entries<'de>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a response")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut result = None;
+            while let Some(Key(key)) = map.next_key()? {
+                if key == "result" {
+                    if result.is_some() {
+                        return Err(de::Error::custom("duplicate result"));
+                    }
+                    result = Some(map.next_value_seed(ResultSeed)?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(result.flatten())
+        }
+    }
+
+    struct ResultSeed;
+
+    impl<'de> DeserializeSeed<'de> for ResultSeed {
+        type Value = Option<Entries<'de>>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for ResultSeed {
+        type Value = Option<Entries<'de>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a result")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut resources = None;
+            while let Some(Key(key)) = map.next_key()? {
+                if key == "resources" {
+                    if resources.is_some() {
+                        return Err(decline());
+                    }
+                    resources = Some(map.next_value_seed(Resources)?);
+                } else if !inert(&key, map.next_value()?) {
+                    return Err(decline());
+                }
+            }
+            Ok(resources)
+        }
+    }
+
+    struct Resources;
+
+    impl<'de> DeserializeSeed<'de> for Resources {
+        type Value = Entries<'de>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Resources {
+        type Value = Entries<'de>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an array of entries")
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(uri) = seq.next_element_seed(EntrySeed)? {
+                out.push(uri);
+            }
+            Ok(out)
+        }
+    }
+
+    struct EntrySeed;
+
+    impl<'de> DeserializeSeed<'de> for EntrySeed {
+        type Value = Cow<'de, str>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for EntrySeed {
+        type Value = Cow<'de, str>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an entry")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut uri = None;
+            while let Some(Key(key)) = map.next_key()? {
+                if key == "uri" {
+                    if uri.is_some() {
+                        return Err(decline());
+                    }
+                    let Key(value) = map.next_value::<Key<'de>>()?;
+                    uri = Some(value);
+                    continue;
+                }
+                let value: &RawValue = map.next_value()?;
+                let ok = if key == "icons" {
+                    super::super::icons_inert(value)
+                } else {
+                    inert(&key, value)
+                };
+                if !ok {
+                    return Err(decline());
+                }
+            }
+            uri.ok_or_else(decline)
+        }
+    }
+}
+
+/// A result member beside `resources`, by index: a key and a value of each kind the walk
+/// tells apart (a link key, a scalar, an escaped string, an object, an array).
+fn result_member(k: usize, v: usize) -> (&'static str, Value) {
+    let keys = [
+        "nextCursor",
+        "websiteUrl",
+        "contents",
+        "resultType",
+        "_meta",
+        "x",
+    ];
+    let values = [
+        json!("c2"),
+        json!(null),
+        json!(1.5e300),
+        json!(["a"]),
+        json!({"uri": "file:///etc/passwd"}),
+        json!("é\n"),
+    ];
+    (keys[k % keys.len()], values[v % values.len()].clone())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// The page the relay's scan captures is the page page.rs's own parse read before, entry
+    /// for entry, or both are `None`: for arbitrary entry lists (objects or not, with any
+    /// extra member, URIs with and without escapes), with arbitrary members beside
+    /// `resources`, in either order.
+    #[test]
+    fn the_captured_page_is_what_page_rs_read(
+        pieces in prop::collection::vec(
+            (0usize..64, prop::option::of((0usize..64, 0usize..64)), prop::bool::weighted(0.9)),
+            0..10,
+        ),
+        escape in prop::collection::vec(any::<bool>(), 10),
+        members in prop::collection::vec((0usize..6, 0usize..6), 0..3),
+        resources_last in any::<bool>(),
+    ) {
+        let w = world();
+        let entries: Vec<String> = pieces
+            .into_iter()
+            .zip(&escape)
+            .map(|(p, &esc)| {
+                let text = build(&w, p).to_string();
+                // `\/` decodes to `/`: the URI is then read owned, not borrowed.
+                if esc { text.replacen('/', "\\/", 1) } else { text }
+            })
+            .collect();
+        let mut result: Vec<String> = members
+            .into_iter()
+            .map(|(k, v)| result_member(k, v))
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into_iter()
+            .map(|(k, v)| format!("{k:?}:{v}"))
+            .collect();
+        let resources = format!(r#""resources":[{}]"#, entries.join(","));
+        if resources_last { result.push(resources) } else { result.insert(0, resources) }
+        let text = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{{}}}}}"#, result.join(","));
+        let want = before::page(&text).map(|p| p.into_iter().map(Cow::into_owned).collect::<Vec<_>>());
+        let got = captured(&text).page.map(|p| p.into_iter().map(Cow::into_owned).collect::<Vec<_>>());
+        prop_assert_eq!(got, want, "{}", text);
     }
 }

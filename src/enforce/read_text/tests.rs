@@ -5,6 +5,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use crate::enforce::Ctx;
+use crate::enforce::page::captured;
 use crate::enforce::testing::{Outcome, World, agrees, outcome};
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::methods as m;
@@ -43,7 +44,11 @@ impl World {
         self.forget();
         let fast = inner
             .resources_read
-            .request_text(inner, &self.ctx_read(Side::Host, Kind::Request, &id), text)
+            .request_text(
+                inner,
+                &self.ctx_read(Side::Host, Kind::Request, &id),
+                &captured(text),
+            )
             .map(|a| (outcome(a), self.kept()));
         self.forget();
         let value: Value = serde_json::from_str(text).unwrap();
@@ -77,7 +82,7 @@ impl World {
             .result_text(
                 inner,
                 &self.ctx_read(Side::Server, Kind::Response, &id),
-                text,
+                &captured(text),
             )
             .map(outcome);
         let fast_left = self.kept();
@@ -232,7 +237,7 @@ fn results_the_value_path_would_judge_again_are_declined() {
         let fast = w.enforcer.inner.resources_read.result_text(
             &w.enforcer.inner,
             &w.ctx_read(Side::Server, Kind::Response, &id),
-            &text,
+            &captured(&text),
         );
         (fast.map(outcome), ())
     };

@@ -10,9 +10,9 @@ use serde_json::Value;
 use super::super::intercept::{Action, Drain, Intercepted, Interceptor, Offered, Screened};
 use super::super::session::{Session, Side};
 use super::{Dest, Internal, Observed, Routed, Router, Step, server_gone_error};
-use crate::jsonrpc::Id;
 use crate::jsonrpc::envelope::Kind;
 use crate::jsonrpc::error::{self as rpc_error, error_response};
+use crate::jsonrpc::{Capture, Id};
 use crate::mcp::methods;
 
 /// serde_json's private marker keys, searched for in every message the interceptor wants:
@@ -22,7 +22,14 @@ static PRIVATE_MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
 
 impl<I: Interceptor> Router<'_, I> {
     /// Asks the interceptor (when it wants the message) and turns its action into a step.
-    pub(super) fn decide(&self, mut routed: Routed, text: &str, internal: Internal) -> Step {
+    /// `capture` is what the scan read for the text path (see [`Offered::capture`]).
+    pub(super) fn decide(
+        &self,
+        mut routed: Routed,
+        text: &str,
+        capture: &Capture<'_>,
+        internal: Internal,
+    ) -> Step {
         let screened = self.icpt.screen(
             routed.origin.side,
             routed.kind,
@@ -66,6 +73,7 @@ impl<I: Interceptor> Router<'_, I> {
                 request: routed.request,
                 method: &routed.method,
                 text,
+                capture,
             };
             if let Some(action) = self.icpt.intercept_text(self.session, &offered) {
                 return finish(routed, action, self.session);

@@ -14,7 +14,7 @@ use super::super::intercept::Interceptor;
 use super::super::session::{Matched, Pending, Side};
 use super::{Dest, Internal, Observed, Offending, Routed, Router, Step, server_gone_error};
 use crate::jsonrpc::Id;
-use crate::jsonrpc::envelope::{Envelope, Kind};
+use crate::jsonrpc::envelope::{Capture, Envelope, Kind};
 use crate::jsonrpc::framing;
 use crate::mcp::methods;
 
@@ -25,7 +25,7 @@ impl<I: Interceptor> Router<'_, I> {
             Kind::Request => self.request(env, text, bytes),
             Kind::Notification => self.notification(env, text),
             kind @ (Kind::Response | Kind::ErrorResponse) => {
-                self.response(kind, env.id, text, bytes)
+                self.response(kind, env.id, text, &env.capture, bytes)
             }
         }
     }
@@ -73,7 +73,7 @@ impl<I: Interceptor> Router<'_, I> {
             request,
             observed,
         };
-        self.decide(routed, text, internal)
+        self.decide(routed, text, &env.capture, internal)
     }
 
     /// The checks a request's id must pass, with the host's first words noted on the way;
@@ -165,7 +165,7 @@ impl<I: Interceptor> Router<'_, I> {
         match bytes_override {
             Some(b) => {
                 let text = framing::line_str(&b).to_owned();
-                match self.decide(routed, &text, Internal::None) {
+                match self.decide(routed, &text, &Capture::default(), Internal::None) {
                     Step::Send {
                         to,
                         bytes: None,
@@ -180,7 +180,7 @@ impl<I: Interceptor> Router<'_, I> {
                     other => other,
                 }
             }
-            None => self.decide(routed, text, Internal::None),
+            None => self.decide(routed, text, &env.capture, Internal::None),
         }
     }
 
@@ -218,7 +218,14 @@ impl<I: Interceptor> Router<'_, I> {
 
     /// A response goes back to whoever sent its request; one to rootfence's own request is
     /// delivered, one to a cancelled request or to none is dropped.
-    fn response(&self, kind: Kind, id: Option<Id>, text: &str, bytes: &Bytes) -> Step {
+    fn response(
+        &self,
+        kind: Kind,
+        id: Option<Id>,
+        text: &str,
+        capture: &Capture<'_>,
+        bytes: &Bytes,
+    ) -> Step {
         let Some(id) = id else {
             self.report(
                 "unmatched_response",
@@ -254,7 +261,9 @@ impl<I: Interceptor> Router<'_, I> {
                 );
                 Step::Nothing
             }
-            Matched::Pending { pending, restore } => self.answer(kind, id, pending, restore, text),
+            Matched::Pending { pending, restore } => {
+                self.answer(kind, id, pending, restore, text, capture)
+            }
         }
     }
 
@@ -266,6 +275,7 @@ impl<I: Interceptor> Router<'_, I> {
         pending: Pending,
         restore: Option<Id>,
         text: &str,
+        capture: &Capture<'_>,
     ) -> Step {
         let from = self.from;
         let internal = if from == Side::Server
@@ -308,7 +318,7 @@ impl<I: Interceptor> Router<'_, I> {
             request: pending.request,
             observed,
         };
-        self.decide(routed, text, internal)
+        self.decide(routed, text, capture, internal)
     }
 }
 
