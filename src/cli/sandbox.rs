@@ -9,7 +9,7 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::fd::AsFd;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{ExitCode, ExitStatus, Stdio};
 use std::time::Duration;
@@ -213,12 +213,9 @@ fn parse_network(s: &str) -> anyhow::Result<Network> {
     })
 }
 
+/// The server's exit as `sandbox exec`'s own, by the shell's convention (`run`'s too).
 fn exit_code_of(status: ExitStatus) -> ExitCode {
-    match (status.code(), status.signal()) {
-        (Some(c), _) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
-        (None, Some(sig)) => ExitCode::from(128u8.saturating_add(sig as u8)),
-        _ => ExitCode::FAILURE,
-    }
+    ExitCode::from(rootfence::relay::exit_code(status))
 }
 
 fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {

@@ -48,7 +48,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-pub use child::SpawnError;
+pub use child::{SpawnError, exit_code};
 pub use generation::{GenTiming, Launch, Launched};
 pub use intercept::{
     Action, Deferred, Drain, Intercepted, Interceptor, Offered, PassThrough, ProtocolError,
