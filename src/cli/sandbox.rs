@@ -213,11 +213,6 @@ fn parse_network(s: &str) -> anyhow::Result<Network> {
     })
 }
 
-/// The server's exit as `sandbox exec`'s own, by the shell's convention (`run`'s too).
-fn exit_code_of(status: ExitStatus) -> ExitCode {
-    ExitCode::from(rootfence::relay::exit_code(status))
-}
-
 fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let spec = build_spec(&args.spec)?;
     let sandbox::Prepared {
@@ -240,12 +235,13 @@ fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         Err(e) => {
             let status = child.wait()?;
             rootfence::stderr_line!("rootfence: error: {e}");
-            return Ok(exit_code_of(status));
+            return Ok(ExitCode::from(rootfence::relay::exit_code(status)));
         }
     }
     let status = child.wait().context("cannot wait for the command")?;
     drop(session);
-    Ok(exit_code_of(status))
+    // The server's exit as `sandbox exec`'s own, by the shell's convention (`run`'s too).
+    Ok(ExitCode::from(rootfence::relay::exit_code(status)))
 }
 
 fn print_report(report: &sandbox::EnforcementReport) {

@@ -34,18 +34,10 @@
 use std::path::{Path, PathBuf};
 
 use super::Access;
-use super::profile::Rights;
+use super::profile::{ProfileEntry, Rights};
 
 /// Largest `.git` file or `commondir` file read (they hold one path).
 const MAX_POINTER: u64 = 4096;
-
-/// One grant for a root's git directories: path, rights, why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct GitGrant {
-    pub path: PathBuf,
-    pub rights: Rights,
-    pub why: String,
-}
 
 /// The git directory a root's `.git` file points to, and the common directory (the main
 /// repository's `.git`) when it has one; `None` when the root's `.git` is not such a file.
@@ -75,7 +67,7 @@ pub(crate) fn linked_dirs(root: &Path) -> Option<(PathBuf, Option<PathBuf>)> {
 /// mount namespace, else the Landlock carve-out).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct GitDirs {
-    pub grants: Vec<GitGrant>,
+    pub grants: Vec<ProfileEntry>,
     pub read_only: Vec<PathBuf>,
 }
 
@@ -100,7 +92,7 @@ pub(crate) fn grants(root: &Path, access: Access) -> GitDirs {
         for part in ["objects", "refs", "logs"] {
             let p = dir.join(part);
             if p.is_dir() {
-                out.grants.push(GitGrant {
+                out.grants.push(ProfileEntry {
                     path: p,
                     rights: Rights::ReadWrite,
                     why: format!(
@@ -112,7 +104,7 @@ pub(crate) fn grants(root: &Path, access: Access) -> GitDirs {
         }
     };
     if common.is_some() && !gitdir.starts_with(&real_root) {
-        out.grants.push(GitGrant {
+        out.grants.push(ProfileEntry {
             path: gitdir.clone(),
             rights: if writable {
                 Rights::ReadWrite
@@ -160,7 +152,7 @@ pub(crate) fn grants(root: &Path, access: Access) -> GitDirs {
     if !dir.starts_with(&real_root) {
         let files = writable && files_may_be_written(dir);
         let unwritable = ", read only: its hooks/ and config stay unwritable";
-        out.grants.push(GitGrant {
+        out.grants.push(ProfileEntry {
             path: dir.clone(),
             rights: if files {
                 Rights::WriteFiles

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::profile::{Rights, default_profile};
+use super::profile::{ProfileEntry, Rights, default_profile};
 use super::{Access, Network, Rlimits, SandboxError, SandboxMode, SandboxSpec, Scopes};
 
 /// Version of the plan format; the launcher refuses any other, so a rootfence upgraded
@@ -61,6 +61,27 @@ pub(crate) struct Grant {
     pub origin: String,
     /// Why (profile entries) or empty.
     pub why: String,
+}
+
+impl Grant {
+    fn new(path: &Path, rights: Rights, origin: &str, why: &str) -> Grant {
+        Grant {
+            path: path.to_owned(),
+            rights,
+            origin: origin.to_owned(),
+            why: why.to_owned(),
+        }
+    }
+
+    /// A profile entry or a root's git grant, with where it comes from.
+    fn of(e: ProfileEntry, origin: &str) -> Grant {
+        Grant {
+            path: e.path,
+            rights: e.rights,
+            origin: origin.to_owned(),
+            why: e.why,
+        }
+    }
 }
 
 /// A variable the launcher sets.
@@ -119,12 +140,7 @@ pub(crate) fn build(
                 .mode(0o700)
                 .create(dir);
         }
-        grants.extend(profile.entries.into_iter().map(|e| Grant {
-            path: e.path,
-            rights: e.rights,
-            origin: "profile".into(),
-            why: e.why,
-        }));
+        grants.extend(profile.entries.into_iter().map(|e| Grant::of(e, "profile")));
         env_allow = profile.env;
         withheld = profile
             .withheld
@@ -134,45 +150,27 @@ pub(crate) fn build(
     }
     let mut git_read_only = Vec::new();
     for r in &spec.roots {
-        grants.push(Grant {
-            path: r.path.clone(),
-            rights: match r.access {
-                Access::ReadOnly => Rights::ReadExec,
-                Access::ReadWrite => Rights::ReadWrite,
-            },
-            origin: "root".into(),
-            why: String::new(),
-        });
+        let rights = match r.access {
+            Access::ReadOnly => Rights::ReadExec,
+            Access::ReadWrite => Rights::ReadWrite,
+        };
+        grants.push(Grant::new(&r.path, rights, "root", ""));
         // A linked worktree's or a submodule's git directories, outside the root
         // (`gitdir.rs`), and what in them stays read-only.
         let git = super::gitdir::grants(&r.path, r.access);
-        grants.extend(git.grants.into_iter().map(|g| Grant {
-            path: g.path,
-            rights: g.rights,
-            origin: "root-git".into(),
-            why: g.why,
-        }));
+        grants.extend(git.grants.into_iter().map(|g| Grant::of(g, "root-git")));
         git_read_only.extend(git.read_only);
     }
     for (paths, rights, origin) in [
         (&spec.read, Rights::ReadExec, "read"),
         (&spec.write, Rights::ReadWrite, "write"),
     ] {
-        grants.extend(paths.iter().map(|p| Grant {
-            path: p.clone(),
-            rights,
-            origin: origin.into(),
-            why: String::new(),
-        }));
+        grants.extend(paths.iter().map(|p| Grant::new(p, rights, origin, "")));
     }
     let mut env_set = Vec::new();
     if let Some(tmp) = private_tmp {
-        grants.push(Grant {
-            path: tmp.to_owned(),
-            rights: Rights::ReadWrite,
-            origin: "private-tmp".into(),
-            why: "per-session temp dir, removed at the end".into(),
-        });
+        let why = "per-session temp dir, removed at the end";
+        grants.push(Grant::new(tmp, Rights::ReadWrite, "private-tmp", why));
         for name in ["TMPDIR", "TMP", "TEMP"] {
             env_set.push(EnvSet {
                 name: name.into(),

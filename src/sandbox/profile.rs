@@ -554,16 +554,16 @@ fn dedup_entries(entries: &mut Vec<ProfileEntry>) {
     *entries = out;
 }
 
+/// The rights whose Landlock access bits hold both `a`'s and `b`'s: the wider of the two
+/// when one holds the other, else read-write (which holds every right).
 fn widest(a: Rights, b: Rights) -> Rights {
-    use Rights::*;
-    match (a, b) {
-        (ReadWrite, _) | (_, ReadWrite) => ReadWrite,
-        (WriteFiles, Device) | (Device, WriteFiles) => ReadWrite,
-        (WriteFiles, _) | (_, WriteFiles) => WriteFiles,
-        (Device, Read | ReadExec) | (Read | ReadExec, Device) => ReadWrite,
-        (ReadExec, _) | (_, ReadExec) => ReadExec,
-        (Device, Device) => Device,
-        (Read, Read) => Read,
+    let (bits_a, bits_b) = (super::landlock::access_of(a), super::landlock::access_of(b));
+    if bits_a.contains(bits_b) {
+        a
+    } else if bits_b.contains(bits_a) {
+        b
+    } else {
+        Rights::ReadWrite
     }
 }
 
@@ -715,6 +715,26 @@ mod tests {
             .iter()
             .map(|(k, v)| (OsString::from(k), OsString::from(v)))
             .collect()
+    }
+
+    #[test]
+    fn widest_rights_of_two_entries_for_one_path() {
+        use Rights::*;
+        let all = [Read, ReadExec, ReadWrite, WriteFiles, Device];
+        let want = |a: Rights, b: Rights| match (a, b) {
+            (ReadWrite, _) | (_, ReadWrite) => ReadWrite,
+            (WriteFiles, Device) | (Device, WriteFiles) => ReadWrite,
+            (WriteFiles, _) | (_, WriteFiles) => WriteFiles,
+            (Device, Read | ReadExec) | (Read | ReadExec, Device) => ReadWrite,
+            (ReadExec, _) | (_, ReadExec) => ReadExec,
+            (Device, Device) => Device,
+            (Read, Read) => Read,
+        };
+        for a in all {
+            for b in all {
+                assert_eq!(widest(a, b), want(a, b), "{a} and {b}");
+            }
+        }
     }
 
     #[test]
