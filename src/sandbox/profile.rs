@@ -373,141 +373,140 @@ fn profile_for(argv: &[OsString], env: &[(OsString, OsString)], proc_safe: bool)
     // The command, followed to its programs and installs (runtime.rs), with the caches
     // and install directories of the runtimes in play.
     let path_var = getenv("PATH").map(OsStr::to_owned);
-    let xdg_cache = getenv("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".cache")));
-    let xdg_config = getenv("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".config")));
-    {
-        let discovery_env = super::runtime::Env {
-            home: home.as_deref(),
-            path_var: path_var.as_deref(),
-            getenv: &getenv,
-        };
-        super::runtime::discover(argv, &discovery_env, &mut profile);
-    }
+    let env = super::runtime::Env {
+        home: home.as_deref(),
+        path_var: path_var.as_deref(),
+        getenv: &getenv,
+    };
+    super::runtime::discover(argv, &env, &mut profile);
     for family in tool_families(argv) {
-        grant_tool_family(
-            &mut profile,
-            family,
-            home.as_deref(),
-            xdg_cache.as_deref(),
-            xdg_config.as_deref(),
-            &getenv,
-            proc_safe,
-        );
+        grant_places(&mut profile, family.name(), &env);
+        if family == ToolFamily::Browser {
+            grant_proc_to_browsers(&mut profile, proc_safe);
+        }
     }
     dedup_entries(&mut profile.entries);
     profile
 }
 
-/// The state a tool family needs (see [`ToolFamily`]).
-fn grant_tool_family<'e>(
+/// How a place of `places.toml` is granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Need {
+    /// Read-write, created (mode 0700) when missing: a cache or a tool's state directory.
+    Cache,
+    /// Read, when it exists.
+    Read,
+    /// Read-exec, when it exists.
+    ReadExec,
+    /// Read-write, when it exists.
+    ReadWrite,
+}
+
+/// One row of `places.toml`: where the path is (the first of `at` that resolves, see
+/// [`resolve_place`]), how it is granted, and why.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Place {
+    at: Vec<String>,
+    grant: Need,
+    why: String,
+}
+
+/// The state and install directories of each family, by family name (`places.toml`).
+fn places() -> &'static std::collections::HashMap<String, Vec<Place>> {
+    static P: std::sync::OnceLock<std::collections::HashMap<String, Vec<Place>>> =
+        std::sync::OnceLock::new();
+    // The file is part of the binary and a unit test parses it: it cannot fail here.
+    P.get_or_init(|| toml::from_str(include_str!("places.toml")).unwrap_or_default())
+}
+
+/// Where the XDG base directories are when their variable is not set.
+const XDG_DEFAULTS: &[(&str, &str)] = &[
+    ("XDG_CACHE_HOME", ".cache"),
+    ("XDG_DATA_HOME", ".local/share"),
+    ("XDG_CONFIG_HOME", ".config"),
+];
+
+/// A place of a family's table: `$VAR/rest` is beneath the variable's value when it is an
+/// absolute path (an XDG base directory defaults to its place in the home), `~/rest`
+/// beneath the home, anything else an absolute path. `None` when it cannot be known here.
+pub(crate) fn resolve_place(place: &str, env: &super::runtime::Env<'_>) -> Option<PathBuf> {
+    if let Some(rest) = place.strip_prefix("~/") {
+        return env.home.map(|h| h.join(rest));
+    }
+    let Some(var) = place.strip_prefix('$') else {
+        return Some(PathBuf::from(place));
+    };
+    let (var, rest) = var.split_once('/').unwrap_or((var, ""));
+    let base = (env.getenv)(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            let (_, default) = XDG_DEFAULTS.iter().find(|(v, _)| *v == var)?;
+            env.home.map(|h| h.join(default))
+        })?;
+    Some(if rest.is_empty() {
+        base
+    } else {
+        base.join(rest)
+    })
+}
+
+/// Grants the places `places.toml` lists for the family `family`, in order.
+pub(crate) fn grant_places(
     profile: &mut DefaultProfile,
-    family: ToolFamily,
-    home: Option<&Path>,
-    xdg_cache: Option<&Path>,
-    xdg_config: Option<&Path>,
-    getenv: &dyn Fn(&str) -> Option<&'e OsStr>,
-    proc_safe: bool,
+    family: &str,
+    env: &super::runtime::Env<'_>,
 ) {
-    match family {
-        ToolFamily::Git => {
-            let files = [
-                home.map(|h| h.join(".gitconfig")),
-                xdg_config.map(|c| c.join("git")),
-            ];
-            for p in files.into_iter().flatten() {
-                push_existing(profile, p, Rights::Read, "git configuration");
+    for place in places().get(family).into_iter().flatten() {
+        let path = place.at.iter().find_map(|p| resolve_place(p, env));
+        let why = &place.why;
+        let rights = match place.grant {
+            Need::Cache => {
+                push_cache(profile, path, why);
+                continue;
             }
+            Need::Read => Rights::Read,
+            Need::ReadExec => Rights::ReadExec,
+            Need::ReadWrite => Rights::ReadWrite,
+        };
+        if let Some(path) = path {
+            push_existing(profile, path, rights, why);
         }
-        ToolFamily::DesktopCommander => {
-            push_cache(
-                profile,
-                home.map(|h| h.join(".claude-server-commander")),
-                "desktop-commander configuration and logs",
-            );
-            // Its shell tool starts the user's shell as a login shell, which reads the
-            // system-wide profile (world-readable, no secrets; every command it runs
-            // otherwise begins with "/etc/profile: Permission denied"). The user's own
-            // dotfiles (`~/.profile`) are not granted: they often export tokens.
-            for p in ["/etc/profile", "/etc/profile.d", "/etc/bash.bashrc"] {
-                push_existing(
-                    profile,
-                    PathBuf::from(p),
-                    Rights::Read,
-                    "the system-wide shell profile its shell tool reads",
-                );
-            }
-        }
-        ToolFamily::Browser => {
-            let playwright = getenv("PLAYWRIGHT_BROWSERS_PATH")
-                .map(PathBuf::from)
-                .or_else(|| xdg_cache.map(|c| c.join("ms-playwright")));
-            push_cache(
-                profile,
-                playwright,
-                "Playwright browsers and browser profiles",
-            );
-            // Playwright MCP keeps its persistent browser profiles beside, not inside, the
-            // browsers (`ms-playwright-mcp/mcp-<browser>-<hash>`); without it every browser
-            // tool fails with EACCES on its first `mkdir`.
-            push_cache(
-                profile,
-                xdg_cache.map(|c| c.join("ms-playwright-mcp")),
-                "Playwright MCP browser profiles",
-            );
-            let cache = |name: &str| xdg_cache.map(|c| c.join(name));
-            let etc = |path: &str| Some(PathBuf::from(path));
-            let policies = "browser policies and launcher settings";
-            for (path, rights, why) in [
-                (cache("puppeteer"), Rights::ReadWrite, "Puppeteer browsers"),
-                (cache("fontconfig"), Rights::ReadWrite, "fontconfig cache"),
-                (etc("/etc/fonts"), Rights::Read, "font configuration"),
-                (etc("/etc/chromium"), Rights::Read, policies),
-                (etc("/etc/chromium.d"), Rights::Read, policies),
-                (etc("/etc/chromium-browser"), Rights::Read, policies),
-                (etc("/etc/opt/chrome"), Rights::Read, policies),
-                (
-                    xdg_config.map(|c| c.join("fontconfig")),
-                    Rights::Read,
-                    "font configuration",
-                ),
-            ] {
-                if let Some(path) = path {
-                    push_existing(profile, path, rights, why);
-                }
-            }
-            if proc_safe {
-                // Write too: Chromium's own sandbox maps its user namespace by writing
-                // /proc/self/{setgroups,uid_map,gid_map}, and a Landlock rule names one
-                // process's /proc/<pid>, never those of processes started later, so the grant
-                // is /proc. Beyond reading, that lets the server write the few /proc files of
-                // the user's own processes that check ownership but not ptrace access
-                // (raise an `oom_score_adj`, set a `coredump_filter`, `clear_refs`); their
-                // memory, environ and descriptors stay out of reach (Landlock ptrace scoping),
-                // and /proc/sys is the kernel's (root's) to write. Without it the browser's
-                // sandbox fails and the user's only way out would be `--no-sandbox`, which
-                // drops a layer; docs/sandbox.md, "The browser family".
-                push_existing(
-                    profile,
-                    "/proc",
-                    Rights::ReadWrite,
-                    "browser child processes read their own /proc/<pid>, and Chromium's sandbox \
-                     writes its user namespace's uid_map; other processes' environ, memory and \
-                     fds stay out of reach (Landlock ptrace scoping)",
-                );
-            } else {
-                profile.withheld.push(Withheld {
-                    path: PathBuf::from("/proc"),
-                    why: "the server would hold CAP_SYS_PTRACE (rootfence runs as root), with \
-                          which Landlock does not keep other processes' environ unreadable; \
-                          run rootfence as a normal user"
-                        .into(),
-                });
-            }
-        }
+    }
+}
+
+/// `/proc` for the browser family, when that is safe (see [`ToolFamily::Browser`]), else
+/// the reason it is withheld.
+fn grant_proc_to_browsers(profile: &mut DefaultProfile, proc_safe: bool) {
+    if proc_safe {
+        // Write too: Chromium's own sandbox maps its user namespace by writing
+        // /proc/self/{setgroups,uid_map,gid_map}, and a Landlock rule names one
+        // process's /proc/<pid>, never those of processes started later, so the grant
+        // is /proc. Beyond reading, that lets the server write the few /proc files of
+        // the user's own processes that check ownership but not ptrace access
+        // (raise an `oom_score_adj`, set a `coredump_filter`, `clear_refs`); their
+        // memory, environ and descriptors stay out of reach (Landlock ptrace scoping),
+        // and /proc/sys is the kernel's (root's) to write. Without it the browser's
+        // sandbox fails and the user's only way out would be `--no-sandbox`, which
+        // drops a layer; docs/sandbox.md, "The browser family".
+        push_existing(
+            profile,
+            "/proc",
+            Rights::ReadWrite,
+            "browser child processes read their own /proc/<pid>, and Chromium's sandbox \
+             writes its user namespace's uid_map; other processes' environ, memory and \
+             fds stay out of reach (Landlock ptrace scoping)",
+        );
+    } else {
+        profile.withheld.push(Withheld {
+            path: PathBuf::from("/proc"),
+            why: "the server would hold CAP_SYS_PTRACE (rootfence runs as root), with \
+                  which Landlock does not keep other processes' environ unreadable; \
+                  run rootfence as a normal user"
+                .into(),
+        });
     }
 }
 
@@ -715,6 +714,36 @@ mod tests {
             .iter()
             .map(|(k, v)| (OsString::from(k), OsString::from(v)))
             .collect()
+    }
+
+    #[test]
+    fn places_table_parses_and_names_known_families() {
+        use super::super::runtime::Family;
+        let runtimes = [
+            Family::Node,
+            Family::Pnpm,
+            Family::Bun,
+            Family::Python,
+            Family::Uv,
+            Family::Pipx,
+        ];
+        let names: Vec<&str> = runtimes
+            .iter()
+            .map(|f| f.name())
+            .chain(ToolFamily::ALL.iter().map(|f| f.name()))
+            .collect();
+        let table: std::collections::HashMap<String, Vec<Place>> =
+            toml::from_str(include_str!("places.toml")).expect("places.toml parses");
+        assert_eq!(table.len(), names.len(), "one list per family");
+        for (family, rows) in &table {
+            assert!(names.contains(&family.as_str()), "unknown family {family}");
+            for row in rows {
+                assert!(
+                    !row.at.is_empty() && !row.why.is_empty(),
+                    "{family}: {row:?}"
+                );
+            }
+        }
     }
 
     #[test]

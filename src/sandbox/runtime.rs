@@ -35,8 +35,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::profile::{
-    DefaultProfile, Rights, covered_by_system, grant_node_modules_above, is_broad,
-    is_executable_file, lookup, push_cache, push_existing, shebang_interpreter,
+    DefaultProfile, Rights, covered_by_system, grant_node_modules_above, grant_places, is_broad,
+    is_executable_file, lookup, push_cache, push_existing, resolve_place, shebang_interpreter,
 };
 
 /// Runtime families whose caches and install directories discovery knows.
@@ -54,6 +54,20 @@ pub(crate) enum Family {
     Uv,
     /// pipx.
     Pipx,
+}
+
+impl Family {
+    /// Lowercase name, as in `places.toml`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Family::Node => "node",
+            Family::Pnpm => "pnpm",
+            Family::Bun => "bun",
+            Family::Python => "python",
+            Family::Uv => "uv",
+            Family::Pipx => "pipx",
+        }
+    }
 }
 
 /// How many programs one command may lead to (launcher → interpreter → shim → ...).
@@ -409,98 +423,33 @@ fn venv_base(prefix: &Path) -> Option<PathBuf> {
 }
 
 /// Caches (read-write, created when missing) and install directories (read-exec) of the
-/// families in play, honouring their environment variables.
+/// families in play (`places.toml`), honouring their environment variables; for pipx, its
+/// own home first.
 fn grant_family_dirs(profile: &mut DefaultProfile, families: &[Family], env: &Env<'_>) {
-    let getenv = |n: &str| {
-        (env.getenv)(n)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    let home = env.home;
-    let xdg = |var: &str, default: &str| getenv(var).or_else(|| home.map(|h| h.join(default)));
-    let cache = xdg("XDG_CACHE_HOME", ".cache");
-    let data = xdg("XDG_DATA_HOME", ".local/share");
-    let config = xdg("XDG_CONFIG_HOME", ".config");
-    let in_cache = |rel: &str| cache.as_ref().map(|c| c.join(rel));
-    let in_data = |rel: &str| data.as_ref().map(|d| d.join(rel));
     let mut families = families.to_vec();
     families.sort();
     families.dedup();
     for family in families {
-        match family {
-            Family::Node => {
-                let npm = getenv("npm_config_cache").or_else(|| home.map(|h| h.join(".npm")));
-                push_cache(profile, npm, "npm/npx package cache");
-                let corepack = in_cache("node/corepack");
-                push_cache(profile, corepack, "corepack cache (pnpm, yarn)");
-            }
-            Family::Pnpm => {
-                push_cache(profile, in_cache("pnpm"), "pnpm cache (pnpm dlx)");
-                let store = getenv("PNPM_HOME").map(|p| p.join("store"));
-                let store = store.or_else(|| in_data("pnpm/store"));
-                push_cache(profile, store, "pnpm content-addressable store");
-            }
-            Family::Bun => {
-                let root = getenv("BUN_INSTALL").or_else(|| home.map(|h| h.join(".bun")));
-                let packages = root.map(|r| r.join("install/cache"));
-                push_cache(profile, packages, "bun package cache (bunx)");
-            }
-            Family::Uv => {
+        if family == Family::Pipx {
+            // `PIPX_HOME`, else the old `~/.local/pipx` when it exists, else the XDG one.
+            let pipx_home = resolve_place("$PIPX_HOME", env).or_else(|| {
+                let old = env.home?.join(".local/pipx");
+                if old.is_dir() {
+                    Some(old)
+                } else {
+                    resolve_place("$XDG_DATA_HOME/pipx", env)
+                }
+            });
+            if let Some(ph) = pipx_home {
+                push_existing(profile, &ph, Rights::ReadExec, "pipx environments");
                 push_cache(
                     profile,
-                    getenv("UV_CACHE_DIR").or_else(|| in_cache("uv")),
-                    "uv/uvx package cache (uvx builds its environments here)",
+                    Some(ph.join(".cache")),
+                    "pipx run's cached environments",
                 );
-                // Read-write: `uvx` takes its lock and temporary files here even to run a
-                // tool it does not install (uv 0.13).
-                push_cache(
-                    profile,
-                    getenv("UV_TOOL_DIR").or_else(|| in_data("uv/tools")),
-                    "uv tool environments (uvx locks them while it runs a tool)",
-                );
-                let pythons = getenv("UV_PYTHON_INSTALL_DIR").or_else(|| in_data("uv/python"));
-                if let Some(p) = pythons {
-                    push_existing(profile, p, Rights::ReadExec, "uv-managed pythons");
-                }
-                if let Some(c) = &config {
-                    push_existing(profile, c.join("uv"), Rights::Read, "uv configuration");
-                }
-            }
-            Family::Pipx => {
-                let pipx_home = getenv("PIPX_HOME").or_else(|| {
-                    let h = home?;
-                    let old = h.join(".local/pipx");
-                    Some(if old.is_dir() {
-                        old
-                    } else {
-                        data.as_ref()?.join("pipx")
-                    })
-                });
-                if let Some(ph) = pipx_home {
-                    push_existing(profile, &ph, Rights::ReadExec, "pipx environments");
-                    push_cache(
-                        profile,
-                        Some(ph.join(".cache")),
-                        "pipx run's cached environments",
-                    );
-                }
-                push_cache(
-                    profile,
-                    getenv("PIP_CACHE_DIR").or_else(|| in_cache("pip")),
-                    "pip cache (pipx run installs with pip)",
-                );
-            }
-            Family::Python => {
-                if let Some(h) = home {
-                    push_existing(
-                        profile,
-                        h.join(".local/lib"),
-                        Rights::Read,
-                        "python user site-packages",
-                    );
-                }
             }
         }
+        grant_places(profile, family.name(), env);
     }
 }
 
