@@ -105,7 +105,7 @@ pub fn launcher_main() -> ExitCode {
     };
 
     let not_covered = not_covered(&plan);
-    let (env, env_report) = build_env(&plan);
+    let (env, env_report) = build_env(&plan, std::env::vars_os());
     let path_var = env
         .iter()
         .find(|(k, _)| k == "PATH")
@@ -295,11 +295,7 @@ fn read_plan(fd: RawFd) -> Result<LaunchPlan, String> {
 /// The server's environment: the inherited variables the allow-list passes, plus the
 /// sandbox's own (temp dir). Names that are not UTF-8 never pass. Every dropped name is
 /// reported (names only, never values).
-fn build_env(plan: &LaunchPlan) -> (Vec<(OsString, OsString)>, EnvReport) {
-    build_env_from(plan, std::env::vars_os())
-}
-
-fn build_env_from(
+fn build_env(
     plan: &LaunchPlan,
     vars: impl Iterator<Item = (OsString, OsString)>,
 ) -> (Vec<(OsString, OsString)>, EnvReport) {
@@ -354,14 +350,7 @@ fn unreachable_env_paths(env: &[(OsString, OsString)], report: &EnforcementRepor
     let mut out = Vec::new();
     for (k, v) in env {
         let Some(name) = k.to_str() else { continue };
-        if env_allowed(
-            &ENV_BASELINE
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect::<Vec<_>>(),
-            name,
-        ) || report.env.set.iter().any(|s| s == name)
-        {
+        if env_allowed(ENV_BASELINE, name) || report.env.set.iter().any(|s| s == name) {
             continue;
         }
         let path = std::path::Path::new(v);

@@ -209,11 +209,13 @@ pub(crate) fn build(
 use std::os::unix::fs::DirBuilderExt;
 
 /// Whether `name` passes an allow-list of exact names and `PREFIX*` patterns.
-pub(crate) fn env_allowed(allow: &[String], name: &str) -> bool {
-    allow.iter().any(|pat| match pat.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
-        None => pat == name,
-    })
+pub(crate) fn env_allowed(allow: &[impl AsRef<str>], name: &str) -> bool {
+    allow
+        .iter()
+        .any(|pat| match pat.as_ref().strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => pat.as_ref() == name,
+        })
 }
 
 /// Serde helpers carrying OS strings as byte arrays.
@@ -335,6 +337,6 @@ mod tests {
         assert!(env_allowed(&allow, "LC_ALL"));
         assert!(!env_allowed(&allow, "PATHX"));
         assert!(!env_allowed(&allow, "LANG"));
-        assert!(!env_allowed(&[], "PATH"));
+        assert!(!env_allowed(&Vec::<String>::new(), "PATH"));
     }
 }
