@@ -34,14 +34,15 @@ pub(crate) fn unified(path: &str, old: &str, edits: &[Edit]) -> String {
     }
     let mut sorted: Vec<&Edit> = edits.iter().collect();
     sorted.sort_by_key(|e| (e.range.start, e.range.end));
-    let old_lines = line_starts(old);
+    let index = super::jsonc::LineIndex::new(old);
+    let old_lines = &index.starts;
 
     // Group the edits into changes of whole lines: [first line, last line] of the old text,
     // merging edits that touch the same or adjacent lines.
     let mut changes: Vec<(Range<usize>, Vec<&Edit>)> = Vec::new();
     for e in sorted {
-        let first = line_of(&old_lines, e.range.start);
-        let last = line_of(&old_lines, e.range.end.max(e.range.start));
+        let first = index.line(e.range.start) - 1;
+        let last = index.line(e.range.end.max(e.range.start)) - 1;
         match changes.last_mut() {
             Some((lines, group)) if first <= lines.end + 1 => {
                 lines.end = lines.end.max(last);
@@ -159,24 +160,6 @@ fn push_line(out: &mut String, marker: char, line: &str) {
     out.push('\n');
     if !has_nl {
         out.push_str("\\ No newline at end of file\n");
-    }
-}
-
-/// Byte offsets where each line starts (at least one line, even for empty text).
-fn line_starts(text: &str) -> Vec<usize> {
-    let mut v = vec![0];
-    v.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
-    if v.len() > 1 && *v.last().unwrap_or(&0) == text.len() {
-        v.pop();
-    }
-    v
-}
-
-/// The line index containing byte `offset`.
-fn line_of(starts: &[usize], offset: usize) -> usize {
-    match starts.binary_search(&offset) {
-        Ok(i) => i,
-        Err(i) => i - 1,
     }
 }
 

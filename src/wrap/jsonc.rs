@@ -111,16 +111,21 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 /// Line numbers of many offsets in one text, without rescanning it each time (a large
-/// `~/.claude.json` holds thousands of servers).
+/// `~/.claude.json` holds thousands of servers); the diff's lines too.
 #[derive(Debug)]
 pub(crate) struct LineIndex {
-    starts: Vec<usize>,
+    /// Byte offsets where each line starts: at least one line, even for empty text, and
+    /// none after a final line break.
+    pub(crate) starts: Vec<usize>,
 }
 
 impl LineIndex {
     pub(crate) fn new(text: &str) -> LineIndex {
         let mut starts = vec![0];
         starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+        if starts.len() > 1 && starts.last() == Some(&text.len()) {
+            starts.pop();
+        }
         LineIndex { starts }
     }
 
