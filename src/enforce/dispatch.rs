@@ -209,17 +209,11 @@ impl Inner {
             }
         }
         let ctx = Ctx {
-            from: ctx.from,
-            kind: ctx.kind,
-            method: ctx.method,
-            tool: ctx.tool,
-            request: ctx.request,
-            id: ctx.id,
             roots: roots_now.as_deref(),
             roots_arc: roots_now.as_ref(),
             changed: std::cell::Cell::new(ctx.changed.get()),
             revision: ctx.revision.clone(),
-            evidence: ctx.evidence,
+            ..*ctx
         };
         // 2026-07-28 host that has roots we do not know yet: ask it, MRTR style.
         if mrtr

@@ -172,14 +172,30 @@ impl Learner {
         if self.tracker.known().is_none() {
             let (set, update) = self.operator_set_without_host(trigger);
             self.say_missing(&update);
-            self.follow.launch_first(session, &set, "launch");
-            if self.tracker.set_if_unknown(set) {
-                self.audit.record(Event::RootsUpdate(update));
-            }
+            self.settle(session, set, update);
         }
         if let Some(set) = self.tracker.known() {
             self.follow.launch_first(session, &set, "launch");
         }
+    }
+
+    /// Roots settled without the host's answer: the first server generation starts under
+    /// them, and they are published and audited unless roots became known meanwhile.
+    /// Returns whether they were published.
+    fn settle(&self, session: &Arc<Session>, set: RootSet, update: audit::RootsUpdate) -> bool {
+        self.follow.launch_first(session, &set, "launch");
+        let published = self.tracker.set_if_unknown(set);
+        if published {
+            self.audit.record(Event::RootsUpdate(update));
+        }
+        published
+    }
+
+    /// The roots known, else the operator's (computed for `trigger`, as [`Self::operator_set`]).
+    fn known_or_operator(&self, trigger: &str) -> Arc<RootSet> {
+        self.tracker
+            .known()
+            .unwrap_or_else(|| Arc::new(self.operator_set(trigger).0))
     }
 
     /// The host's first message, while no server runs yet. `initialize` is handled when it
@@ -199,10 +215,7 @@ impl Learner {
                 return;
             }
         }
-        let set = match self.tracker.known() {
-            Some(set) => set,
-            None => Arc::new(self.operator_set("launch").0),
-        };
+        let set = self.known_or_operator("launch");
         self.follow.launch_first(session, &set, "launch");
     }
 
@@ -217,11 +230,7 @@ impl Learner {
         if self.tracker.known().is_none() && self.host_has_roots() == Some(false) {
             let (set, update) = self.operator_set_without_host("host_without_roots");
             self.say_missing(&update);
-            self.follow.launch_first(session, &set, "launch");
-            if self.tracker.set_if_unknown(set) {
-                self.audit.record(Event::RootsUpdate(update));
-                return true;
-            }
+            return self.settle(session, set, update);
         }
         false
     }
@@ -254,10 +263,7 @@ impl Learner {
                             "the host did not answer the roots question within {wait:?}; \
                              starting the server under the operator roots"
                         );
-                        let set = match me.tracker.known() {
-                            Some(set) => set,
-                            None => Arc::new(me.operator_set("launch_wait").0),
-                        };
+                        let set = me.known_or_operator("launch_wait");
                         me.follow.launch_first(&session, &set, "launch_wait");
                     }
                 });
@@ -363,17 +369,16 @@ impl Learner {
                  project it should work in"
             ));
         }
-        self.follow.launch_first(session, &set, "launch");
-        if self.tracker.set_if_unknown(set) {
+        let update = audit::RootsUpdate {
+            trigger: trigger.into(),
+            received: Vec::new(),
+            dropped: Vec::new(),
+            narrowed: Vec::new(),
+            effective,
+            outside_sandbox: Vec::new(),
+        };
+        if self.settle(session, set, update) {
             tracing::warn!("the host did not give its roots ({trigger}); using the fallback roots");
-            self.audit.record(Event::RootsUpdate(audit::RootsUpdate {
-                trigger: trigger.into(),
-                received: Vec::new(),
-                dropped: Vec::new(),
-                narrowed: Vec::new(),
-                effective,
-                outside_sandbox: Vec::new(),
-            }));
         }
     }
 
@@ -401,10 +406,7 @@ impl Learner {
 
     /// The roots as the server may see them.
     pub(super) fn roots_result(&self) -> Value {
-        let set = self
-            .tracker
-            .known()
-            .unwrap_or_else(|| Arc::new(self.operator_set("server").0));
+        let set = self.known_or_operator("server");
         let list: Vec<Value> = set
             .roots()
             .iter()

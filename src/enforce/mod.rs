@@ -598,13 +598,7 @@ impl Interceptor for Enforcer {
             "duplicate_id" => K::DuplicateId,
             _ => K::Other,
         };
-        let sha256 = error.line.as_ref().map(|l| {
-            use sha2::Digest;
-            sha2::Sha256::digest(l)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        });
+        let sha256 = error.line.as_deref().map(crate::audit::chain::sha256_hex);
         self.inner
             .audit
             .record(Event::ProtocolError(audit::ProtocolError {

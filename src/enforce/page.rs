@@ -106,15 +106,6 @@ fn icons_inert(icons: &RawValue) -> bool {
     })
 }
 
-/// What the relay's scan captures of a message for the enforcer (under [`RULES`]); nothing
-/// for a message the scan refuses (the relay never offers it).
-#[cfg(test)]
-pub(super) fn captured(text: &str) -> Capture<'_> {
-    crate::jsonrpc::scan_message_with(text, Some(&RULES))
-        .map(|e| e.capture)
-        .unwrap_or_default()
-}
-
 impl Inner {
     /// A `resources/list` result judged from its text (see the module docs), or `None` when
     /// the page is not one the fast path takes: nothing has been recorded then, and the

@@ -66,20 +66,6 @@ impl ReadVerdicts {
         same_set(made_under.as_ref(), now).then_some(verdict)
     }
 
-    /// The verdict kept for request `id`, as (allow, canonical), for the tests.
-    #[cfg(test)]
-    pub(super) fn peek(&self, id: &Id) -> Option<(bool, Option<String>)> {
-        self.lock()
-            .get(id.key())
-            .map(|(c, _)| (c.allow, c.canonical.as_ref().map(|u| u.as_str().to_owned())))
-    }
-
-    /// Forgets every verdict, for the tests.
-    #[cfg(test)]
-    pub(super) fn clear(&self) {
-        self.lock().clear();
-    }
-
     /// Takes the verdict of request `id` out if it allowed exactly `uri` under `now` (the
     /// text path's one reuse); otherwise leaves it for the value path.
     pub(super) fn take_allowing(&self, id: &Id, uri: &str, now: Option<&Arc<RootSet>>) -> bool {
@@ -273,5 +259,25 @@ impl ResourcesRead {
             core.walk_rest(ctx, "result", result, &handled.result_keys);
         }
         core.done_ctx(ctx, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the text path's tests look at (`read_text/tests.rs`).
+    impl ReadVerdicts {
+        /// The verdict kept for request `id`, as (allow, canonical).
+        pub(in crate::enforce) fn peek(&self, id: &Id) -> Option<(bool, Option<String>)> {
+            self.lock()
+                .get(id.key())
+                .map(|(c, _)| (c.allow, c.canonical.as_ref().map(|u| u.as_str().to_owned())))
+        }
+
+        /// Forgets every verdict.
+        pub(in crate::enforce) fn clear(&self) {
+            self.lock().clear();
+        }
     }
 }

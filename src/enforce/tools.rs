@@ -67,17 +67,10 @@ impl Tools {
             .to_owned();
         // The same request, its decisions' records naming the tool (issue 29).
         let ctx = &Ctx {
-            from: ctx.from,
-            kind: ctx.kind,
-            method: ctx.method,
             tool: Some(&name),
-            request: ctx.request,
-            id: ctx.id,
-            roots: ctx.roots,
-            roots_arc: ctx.roots_arc,
             changed: std::cell::Cell::new(ctx.changed.get()),
             revision: ctx.revision.clone(),
-            evidence: ctx.evidence,
+            ..*ctx
         };
         let live = core.live();
         let d = live.policy.decide_tool(&name);

@@ -27,17 +27,20 @@ pub enum Peer {
     Server,
 }
 
-/// Which part of an exchange.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
-    /// A request's `params`.
-    Request,
-    /// A response's `result`.
-    Result,
-    /// An error response's `error`.
-    Error,
-    /// A notification's `params`.
-    Notification,
+crate::coded::coded! {
+    /// Which part of an exchange.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Part {
+        /// A request's `params`.
+        Request => "request",
+        /// A response's `result`.
+        Result => "result",
+        /// An error response's `error`.
+        Error => "error",
+        /// A notification's `params`.
+        Notification => "notification",
+    }
+    fn word;
 }
 
 impl Part {
@@ -50,69 +53,44 @@ impl Part {
             Kind::Notification => Part::Notification,
         }
     }
-
-    fn word(self) -> &'static str {
-        match self {
-            Part::Request => "request",
-            Part::Result => "result",
-            Part::Error => "error",
-            Part::Notification => "notification",
-        }
-    }
 }
 
-/// The enforcer's method families: each has one handler in `src/enforce/`, which owns the
-/// family's state, and the enforcer dispatches a message on its family, who sent it and
-/// what it is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Family {
-    /// The lifecycle: whether the host has roots, what the server says it is.
-    Initialize,
-    /// Learning the host's roots, and answering the server's questions about them.
-    Roots,
-    /// `resources/read`: the request's URI, the result's contents.
-    ResourcesRead,
-    /// The resource list, page by page.
-    List,
-    /// The resource templates.
-    Templates,
-    /// Resource subscriptions and their updates.
-    Subscriptions,
-    /// The tools: their list (which teaches their path arguments) and their calls.
-    Tools,
-    /// The prompts: their list and the prompts got.
-    Prompts,
-    /// Tasks (2025-11-25): a task's deferred result.
-    Tasks,
-    /// The server's sampling requests and the host's answers.
-    Sampling,
-    /// The server's elicitation requests.
-    Elicitation,
-    /// Argument completion for a resource template.
-    Completion,
-    /// Everything else: only the rows that cover every method apply (free-form fields).
-    #[default]
-    FreeForm,
-}
-
-impl Family {
-    fn word(self) -> &'static str {
-        match self {
-            Family::Initialize => "initialize",
-            Family::Roots => "roots",
-            Family::ResourcesRead => "resources read",
-            Family::List => "list",
-            Family::Templates => "templates",
-            Family::Subscriptions => "subscriptions",
-            Family::Tools => "tools",
-            Family::Prompts => "prompts",
-            Family::Tasks => "tasks",
-            Family::Sampling => "sampling",
-            Family::Elicitation => "elicitation",
-            Family::Completion => "completion",
-            Family::FreeForm => "free-form",
-        }
+crate::coded::coded! {
+    /// The enforcer's method families: each has one handler in `src/enforce/`, which owns
+    /// the family's state, and the enforcer dispatches a message on its family, who sent it
+    /// and what it is.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub enum Family {
+        /// The lifecycle: whether the host has roots, what the server says it is.
+        Initialize => "initialize",
+        /// Learning the host's roots, and answering the server's questions about them.
+        Roots => "roots",
+        /// `resources/read`: the request's URI, the result's contents.
+        ResourcesRead => "resources read",
+        /// The resource list, page by page.
+        List => "list",
+        /// The resource templates.
+        Templates => "templates",
+        /// Resource subscriptions and their updates.
+        Subscriptions => "subscriptions",
+        /// The tools: their list (which teaches their path arguments) and their calls.
+        Tools => "tools",
+        /// The prompts: their list and the prompts got.
+        Prompts => "prompts",
+        /// Tasks (2025-11-25): a task's deferred result.
+        Tasks => "tasks",
+        /// The server's sampling requests and the host's answers.
+        Sampling => "sampling",
+        /// The server's elicitation requests.
+        Elicitation => "elicitation",
+        /// Argument completion for a resource template.
+        Completion => "completion",
+        /// Everything else: only the rows that cover every method apply (free-form
+        /// fields).
+        #[default]
+        FreeForm => "free-form",
     }
+    fn word;
 }
 
 /// What a message is within its family, as the table says it (a row's column): a family's

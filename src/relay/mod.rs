@@ -127,35 +127,25 @@ impl RelayConfig {
 /// and one finishing what it holds.
 pub const DEFAULT_MAX_GENERATIONS: usize = 3;
 
-/// Why a session ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EndCause {
-    /// The host closed rootfence's stdin.
-    HostClosedInput,
-    /// The host stopped reading rootfence's stdout.
-    HostClosedOutput,
-    /// The server closed its stdout.
-    ServerClosedOutput,
-    /// The server exited on its own.
-    ServerExited,
-    /// A server generation could not start or be brought up.
-    ServerFailed,
-    /// rootfence stopped the session (see [`Interceptor::fatal`]).
-    Stopped,
-}
-
-impl EndCause {
-    /// A stable name for the audit log.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EndCause::HostClosedInput => "host_closed_input",
-            EndCause::HostClosedOutput => "host_closed_output",
-            EndCause::ServerClosedOutput => "server_closed_output",
-            EndCause::ServerExited => "server_exited",
-            EndCause::ServerFailed => "server_failed",
-            EndCause::Stopped => "stopped",
-        }
+crate::coded::coded! {
+    /// Why a session ended.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum EndCause {
+        /// The host closed rootfence's stdin.
+        HostClosedInput => "host_closed_input",
+        /// The host stopped reading rootfence's stdout.
+        HostClosedOutput => "host_closed_output",
+        /// The server closed its stdout.
+        ServerClosedOutput => "server_closed_output",
+        /// The server exited on its own.
+        ServerExited => "server_exited",
+        /// A server generation could not start or be brought up.
+        ServerFailed => "server_failed",
+        /// rootfence stopped the session (see [`Interceptor::fatal`]).
+        Stopped => "stopped",
     }
+    /// A stable name for the audit log.
+    pub fn as_str;
 }
 
 /// How a session ended.

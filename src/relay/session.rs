@@ -45,13 +45,17 @@ const REMEMBERED_IDS: usize = 4096;
 /// restart under new grants.
 pub type Gen = u32;
 
-/// One side of the relay.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Side {
-    /// The MCP host (client), on rootfence's stdin/stdout.
-    Host,
-    /// The wrapped MCP server, on the child's pipes.
-    Server,
+crate::coded::coded! {
+    /// One side of the relay.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum Side {
+        /// The MCP host (client), on rootfence's stdin/stdout.
+        Host => "host",
+        /// The wrapped MCP server, on the child's pipes.
+        Server => "server",
+    }
+    /// `"host"` or `"server"`.
+    pub fn as_str;
 }
 
 impl Side {
@@ -60,14 +64,6 @@ impl Side {
         match self {
             Side::Host => Side::Server,
             Side::Server => Side::Host,
-        }
-    }
-
-    /// `"host"` or `"server"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Side::Host => "host",
-            Side::Server => "server",
         }
     }
 }

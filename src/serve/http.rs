@@ -113,6 +113,16 @@ pub fn rpc_error(status: StatusCode, id: Option<&Id>, code: i64, message: &str) 
     (status, [(CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+/// A 200 with a JSON body.
+pub fn json_response(body: impl Into<Body>) -> Response {
+    (
+        StatusCode::OK,
+        [(CONTENT_TYPE, "application/json")],
+        body.into(),
+    )
+        .into_response()
+}
+
 /// A plain refusal with a JSON-RPC error body (`-32600`, no id).
 fn refuse(status: StatusCode, message: &str) -> Response {
     rpc_error(status, None, INVALID_REQUEST, message)
@@ -145,18 +155,18 @@ async fn readyz(State(app): State<Arc<App>>) -> Response {
 
 /// What this replica holds and can still take, as JSON.
 async fn capacity(State(app): State<Arc<App>>) -> Response {
-    let c = app.capacity();
+    let sessions = app.table.len();
     let body = serde_json::json!({
-        "draining": c.draining,
-        "full": c.full,
-        "sessions": c.sessions,
+        "draining": app.draining.load(Ordering::Relaxed),
+        "full": sessions >= app.table.max,
+        "sessions": sessions,
         "max_sessions": app.table.max,
         "max_sessions_per_token": app.table.per_principal,
-        "pooled_servers": c.pooled,
+        "pooled_servers": app.stateless.len(),
         "pool_size": app.stateless.max(),
-        "connections": c.connections,
+        "connections": app.conns.len(),
         "max_connections": app.conns.max,
-        "connections_shed": c.shed,
+        "connections_shed": app.conns.shed.load(Ordering::Relaxed),
         "session_pool": {
             "size": app.pool.size,
             "ready": app.pool.ready(),
@@ -167,67 +177,57 @@ async fn capacity(State(app): State<Arc<App>>) -> Response {
             "bypassed": app.pool.bypassed.load(Ordering::Relaxed),
         },
     });
-    (
-        StatusCode::OK,
-        [(CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+    json_response(body.to_string())
 }
 
 /// The same, in the Prometheus text format.
 async fn metrics(State(app): State<Arc<App>>) -> Response {
-    let c = app.capacity();
-    let mut out = String::new();
-    let mut gauge = |name: &str, help: &str, kind: &str, v: u64| {
-        out.push_str(&format!(
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n"
-        ));
-    };
-    gauge(
-        "rootfence_sessions",
-        "Sessions open.",
-        "gauge",
-        c.sessions as u64,
-    );
-    gauge(
-        "rootfence_sessions_max",
-        "The session cap (--max-sessions).",
-        "gauge",
-        app.table.max as u64,
-    );
-    gauge(
-        "rootfence_full",
-        "1 when new sessions are refused for lack of room.",
-        "gauge",
-        u64::from(c.full),
-    );
-    gauge(
-        "rootfence_draining",
-        "1 while shutting down.",
-        "gauge",
-        u64::from(c.draining),
-    );
-    gauge(
-        "rootfence_pooled_servers",
-        "Pooled server processes for 2026-07-28 requests.",
-        "gauge",
-        c.pooled as u64,
-    );
-    gauge(
-        "rootfence_connections",
-        "Open connections.",
-        "gauge",
-        c.connections as u64,
-    );
-    gauge(
-        "rootfence_connections_shed_total",
-        "Connections closed, or refused, at the connection cap.",
-        "counter",
-        c.shed,
-    );
+    let sessions = app.table.len();
     let pool = &app.pool;
+    let mut out = String::new();
     for (name, help, kind, v) in [
+        (
+            "rootfence_sessions",
+            "Sessions open.",
+            "gauge",
+            sessions as u64,
+        ),
+        (
+            "rootfence_sessions_max",
+            "The session cap (--max-sessions).",
+            "gauge",
+            app.table.max as u64,
+        ),
+        (
+            "rootfence_full",
+            "1 when new sessions are refused for lack of room.",
+            "gauge",
+            u64::from(sessions >= app.table.max),
+        ),
+        (
+            "rootfence_draining",
+            "1 while shutting down.",
+            "gauge",
+            u64::from(app.draining.load(Ordering::Relaxed)),
+        ),
+        (
+            "rootfence_pooled_servers",
+            "Pooled server processes for 2026-07-28 requests.",
+            "gauge",
+            app.stateless.len() as u64,
+        ),
+        (
+            "rootfence_connections",
+            "Open connections.",
+            "gauge",
+            app.conns.len() as u64,
+        ),
+        (
+            "rootfence_connections_shed_total",
+            "Connections closed, or refused, at the connection cap.",
+            "counter",
+            app.conns.shed.load(Ordering::Relaxed),
+        ),
         (
             "rootfence_session_pool_size",
             "Pre-started session servers kept ready (--session-pool; 0 when off).",
@@ -265,7 +265,9 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
             pool.bypassed.load(Ordering::Relaxed),
         ),
     ] {
-        gauge(name, help, kind, v);
+        out.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n"
+        ));
     }
     (
         StatusCode::OK,
@@ -273,38 +275,6 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
         out,
     )
         .into_response()
-}
-
-/// A snapshot of what the replica holds.
-#[derive(Debug, Clone, Copy)]
-pub struct Capacity {
-    /// Shutting down.
-    pub draining: bool,
-    /// New sessions are refused for lack of room.
-    pub full: bool,
-    /// Sessions open.
-    pub sessions: usize,
-    /// Pooled servers running.
-    pub pooled: usize,
-    /// Connections open.
-    pub connections: usize,
-    /// Connections shed at the cap so far.
-    pub shed: u64,
-}
-
-impl App {
-    /// What this replica holds now.
-    pub fn capacity(&self) -> Capacity {
-        let sessions = self.table.len();
-        Capacity {
-            draining: self.draining.load(Ordering::Relaxed),
-            full: sessions >= self.table.max,
-            sessions,
-            pooled: self.stateless.len(),
-            connections: self.conns.len(),
-            shed: self.conns.shed.load(Ordering::Relaxed),
-        }
-    }
 }
 
 // ---- the gate -------------------------------------------------------------------------------
@@ -332,12 +302,8 @@ fn admit(app: &App, parts: &Parts) -> Result<Option<String>, Response> {
     })
 }
 
-/// CORS for an allowed browser origin: what it may read of the response.
-fn with_cors(app: &App, headers: &HeaderMap, resp: Response) -> Response {
-    cors_for(app, headers.get(ORIGIN), resp)
-}
-
-/// [`with_cors`] for the request's `Origin` header.
+/// CORS for an allowed browser origin (the request's `Origin` header): what it may read of
+/// the response.
 fn cors_for(app: &App, origin: Option<&HeaderValue>, mut resp: Response) -> Response {
     if let Some(origin) = origin
         && app
@@ -375,7 +341,7 @@ async fn options_mcp(State(app): State<Arc<App>>, parts: Parts) -> Response {
         ),
     );
     h.insert("access-control-max-age", HeaderValue::from_static("600"));
-    with_cors(&app, &parts.headers, resp)
+    cors_for(&app, parts.headers.get(ORIGIN), resp)
 }
 
 // ---- POST -----------------------------------------------------------------------------------
@@ -453,7 +419,14 @@ async fn to_owner(app: &App, request: Request) -> Result<Request, Response> {
     Err(super::owner::forward(&addr, Request::from_parts(parts, body)).await)
 }
 
-async fn post_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
+/// What every method of `/mcp` does around its own handler: a request for a session another
+/// replica holds goes there; any other is answered by `handle` (a refusal too), with CORS
+/// for an allowed browser origin.
+async fn endpoint<F: Future<Output = Result<Response, Response>>>(
+    app: Arc<App>,
+    request: Request,
+    handle: impl FnOnce(Arc<App>, Parts, Body) -> F,
+) -> Response {
     let request = match to_owner(&app, request).await {
         Ok(r) => r,
         Err(forwarded) => return forwarded,
@@ -461,8 +434,17 @@ async fn post_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     // Only the Origin is needed after the request is consumed (not a copy of every header).
     let origin = parts.headers.get(ORIGIN).cloned();
-    let response = post_inner(&app, parts, body).await.unwrap_or_else(|r| r);
+    let response = handle(Arc::clone(&app), parts, body)
+        .await
+        .unwrap_or_else(|r| r);
     cors_for(&app, origin.as_ref(), response)
+}
+
+async fn post_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
+    endpoint(app, request, |app, parts, body| async move {
+        post_inner(&app, parts, body).await
+    })
+    .await
 }
 
 /// The POST's answer; `Err` for a refusal (a response too, returned at once).
@@ -717,7 +699,7 @@ fn json_answer(mut responses: Vec<Bytes>, incoming: &Incoming) -> Response {
     } else {
         responses.pop().unwrap_or_default()
     };
-    let mut resp = (StatusCode::OK, [(CONTENT_TYPE, "application/json")], body).into_response();
+    let mut resp = json_response(body);
     if let Some(o) = outcome {
         resp.extensions_mut().insert(o);
     }
@@ -737,13 +719,10 @@ pub fn sse_response(body: SseBody) -> Response {
 // ---- GET and DELETE -------------------------------------------------------------------------
 
 async fn get_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
-    let request = match to_owner(&app, request).await {
-        Ok(r) => r,
-        Err(forwarded) => return forwarded,
-    };
-    let (parts, _) = request.into_parts();
-    let resp = get_inner(&app, &parts).unwrap_or_else(|r| r);
-    with_cors(&app, &parts.headers, resp)
+    endpoint(app, request, |app, parts, _| async move {
+        get_inner(&app, &parts)
+    })
+    .await
 }
 
 /// The GET's event stream; `Err` for a refusal.
@@ -773,28 +752,17 @@ fn get_inner(app: &Arc<App>, parts: &Parts) -> Result<Response, Response> {
 }
 
 async fn delete_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
-    let request = match to_owner(&app, request).await {
-        Ok(r) => r,
-        Err(forwarded) => return forwarded,
-    };
-    let (parts, _) = request.into_parts();
-    let principal = match admit(&app, &parts) {
-        Ok(p) => p,
-        Err(r) => return with_cors(&app, &parts.headers, r),
-    };
-    let resp = match find_session(&app, &parts.headers, &principal) {
-        Ok(session) => {
-            app.table.remove(&session.id);
-            session.close();
-            tracing::info!(session = %session.id, "session deleted by the client");
-            // Its relay shuts the server down and closes the audit session in the background.
-            let s = Arc::clone(&session);
-            tokio::spawn(async move { s.wait().await });
-            StatusCode::NO_CONTENT.into_response()
-        }
-        Err(r) => r,
-    };
-    with_cors(&app, &parts.headers, resp)
+    endpoint(app, request, |app, parts, _| async move {
+        let principal = admit(&app, &parts)?;
+        let session = find_session(&app, &parts.headers, &principal)?;
+        app.table.remove(&session.id);
+        session.close();
+        tracing::info!(session = %session.id, "session deleted by the client");
+        // Its relay shuts the server down and closes the audit session in the background.
+        tokio::spawn(async move { session.wait().await });
+        Ok(StatusCode::NO_CONTENT.into_response())
+    })
+    .await
 }
 
 #[cfg(test)]

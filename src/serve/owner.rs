@@ -59,10 +59,7 @@ impl Owner {
             Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes a key of any length");
         mac.update(b"rootfence session owner\0");
         mac.update(body.as_bytes());
-        mac.finalize().into_bytes()[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        crate::audit::chain::hex(&mac.finalize().into_bytes()[..16])
     }
 
     /// A session id naming this replica, around `random` (hex).

@@ -48,13 +48,7 @@ impl Refusals {
             }
         }
         let Some(l) = log.as_ref() else { return };
-        let sha256 = {
-            use sha2::Digest;
-            sha2::Sha256::digest(line)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        };
+        let sha256 = crate::audit::chain::sha256_hex(line);
         let event = Event::ProtocolError(ProtocolError {
             direction: Direction::HostToServer,
             kind: ProtocolErrorKind::Other,

@@ -122,12 +122,20 @@ impl Drop for Stream {
             if st.get.as_ref().is_some_and(|(k, _)| *k == self.key) {
                 st.get = None;
             }
-        } else if let Some(slot) = st.posts.remove(&self.key) {
+        } else {
+            st.remove_post(self.key);
+        }
+    }
+}
+
+impl State {
+    /// Forgets a POST stream and what routes to it.
+    fn remove_post(&mut self, key: u64) {
+        if let Some(slot) = self.posts.remove(&key) {
             for id in slot.ids {
-                st.by_id.remove(&id);
+                self.by_id.remove(&id);
             }
-            let key = self.key;
-            st.by_token.retain(|_, k| *k != key);
+            self.by_token.retain(|_, k| *k != key);
         }
     }
 }
@@ -267,13 +275,11 @@ impl Router {
                 }
             }
         }
-        let mut st = self.lock();
-        st.ended = true;
-        st.posts.clear();
-        st.by_id.clear();
-        st.by_token.clear();
-        st.get = None;
-        st.backlog.clear();
+        // Every stream's sender and the backlog go; nothing opens after this.
+        *self.lock() = State {
+            ended: true,
+            ..State::default()
+        };
     }
 
     /// Delivers one line (each element of a batch on its own).
@@ -381,13 +387,13 @@ impl Router {
                 }
                 Target::Refuse => {
                     drop(st);
-                    self.refuse(line, id);
+                    self.refuse(id);
                     return;
                 }
                 Target::Backlog => {
-                    if let Some(refused) = push_backlog(&mut st, line, is_request) {
+                    if !push_backlog(&mut st, line, is_request) {
                         drop(st);
-                        self.refuse(refused, id);
+                        self.refuse(id);
                     }
                     return;
                 }
@@ -435,17 +441,12 @@ impl Router {
             .find(|(_, s)| s.tx.same_channel(tx))
             .map(|(k, _)| *k);
         if let Some(key) = key {
-            if let Some(slot) = st.posts.remove(&key) {
-                for id in slot.ids {
-                    st.by_id.remove(&id);
-                }
-            }
-            st.by_token.retain(|_, k| *k != key);
+            st.remove_post(key);
         }
     }
 
     /// Answers a request toward the client that could not be queued, on the relay's input.
-    fn refuse(&self, _line: Bytes, id: Option<&crate::jsonrpc::Id>) {
+    fn refuse(&self, id: Option<&crate::jsonrpc::Id>) {
         let Some(id) = id else {
             return;
         };
@@ -480,12 +481,13 @@ fn take_backlog(st: &mut State, tx: &mpsc::Sender<Out>) {
     }
 }
 
-/// Queues a message for a stream not open yet; returns a request that could not be queued.
-fn push_backlog(st: &mut State, line: Bytes, is_request: bool) -> Option<Bytes> {
+/// Queues a message for a stream not open yet; false when it is a request that could not be
+/// queued (a notification that cannot be is dropped).
+fn push_backlog(st: &mut State, line: Bytes, is_request: bool) -> bool {
     while st.backlog.len() >= BACKLOG_MESSAGES || st.backlog_bytes + line.len() > BACKLOG_BYTES {
         // Make room by dropping the oldest notification; requests are never dropped silently.
         let Some(pos) = st.backlog.iter().position(|(_, req)| !req) else {
-            return is_request.then_some(line);
+            return !is_request;
         };
         if let Some((old, _)) = st.backlog.remove(pos) {
             st.backlog_bytes -= old.len();
@@ -494,7 +496,7 @@ fn push_backlog(st: &mut State, line: Bytes, is_request: bool) -> Option<Bytes> 
     }
     st.backlog_bytes += line.len();
     st.backlog.push_back((line, is_request));
-    None
+    true
 }
 
 /// The progress token of a `notifications/progress` message, as JSON text.

@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
+use http_body::{Body, Frame};
 
 use super::router::{Out, Stream};
 use crate::jsonrpc::IdKey;
@@ -163,10 +163,6 @@ impl Body for SseBody {
 
     fn is_end_stream(&self) -> bool {
         self.frames.is_empty() && self.stream.is_none()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::default()
     }
 }
 

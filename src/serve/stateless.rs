@@ -28,14 +28,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::http::{App, Incoming, rpc_error};
+use super::http::{App, Incoming, json_response, rpc_error};
 use super::router::RegisterError;
 use super::session::HttpSession;
 use super::splice::Members;
@@ -515,10 +514,6 @@ fn asks_for_input(result: Option<&str>) -> bool {
         .and_then(|r| serde_json::from_str::<Kind<'_>>(r).ok())
         .and_then(|k| k.result_type)
         .is_some_and(|t| t == "input_required")
-}
-
-fn json_response(body: String) -> Response {
-    (StatusCode::OK, [(CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 impl App {

@@ -36,21 +36,12 @@ impl Telemetry {
     /// stderr why not when it is asked for in a way that cannot work (the session runs
     /// without it: telemetry is never a reason to refuse a server).
     pub fn start(policy: &crate::policy::Policy) -> Option<Telemetry> {
-        let config = match config::resolve(policy.telemetry(), |k| std::env::var(k).ok()) {
-            Ok(Some(c)) => c,
-            Ok(None) => return None,
-            Err(why) => {
-                crate::stderr_line!("rootfence: warning: telemetry is off: {why}");
-                return None;
-            }
-        };
-        match Telemetry::with_config(&config) {
-            Ok(t) => Some(t),
-            Err(why) => {
+        config::resolve(policy.telemetry(), |k| std::env::var(k).ok())
+            .and_then(|c| c.as_ref().map(Telemetry::with_config).transpose())
+            .unwrap_or_else(|why| {
                 crate::stderr_line!("rootfence: warning: telemetry is off: {why}");
                 None
-            }
-        }
+            })
     }
 
     /// Starts the telemetry thread and the SDK's exporters for `config`.

@@ -289,42 +289,33 @@ impl Sdk {
             }};
         }
 
-        let tracer = if config.traces {
-            let exporter = exporter!(SpanExporter, "v1/traces", "trace");
+        // Each signal on is its provider and what rootfence calls it through.
+        let tracer = signal(config.traces, || {
             let provider = SdkTracerProvider::builder()
-                .with_batch_exporter(exporter)
+                .with_batch_exporter(exporter!(SpanExporter, "v1/traces", "trace"))
                 .with_id_generator(PresetIds::default())
                 .with_resource(resource.clone())
                 .build();
             let tracer = provider.tracer(SCOPE);
-            Some((provider, tracer))
-        } else {
-            None
-        };
-
-        let meter = if config.metrics {
+            Ok((provider, tracer))
+        })?;
+        let meter = signal(config.metrics, || {
             let exporter = exporter!(MetricExporter, "v1/metrics", "metric");
             let provider = SdkMeterProvider::builder()
                 .with_reader(PeriodicReader::builder(exporter).build())
                 .with_resource(resource.clone())
                 .build();
             let instruments = Instruments::new(&provider.meter(SCOPE), dropped);
-            Some((provider, instruments))
-        } else {
-            None
-        };
-
-        let logger = if config.logs {
-            let exporter = exporter!(LogExporter, "v1/logs", "log");
+            Ok((provider, instruments))
+        })?;
+        let logger = signal(config.logs, move || {
             let provider = SdkLoggerProvider::builder()
-                .with_batch_exporter(exporter)
+                .with_batch_exporter(exporter!(LogExporter, "v1/logs", "log"))
                 .with_resource(resource)
                 .build();
             let logger = provider.logger(SCOPE);
-            Some((provider, logger))
-        } else {
-            None
-        };
+            Ok((provider, logger))
+        })?;
         Ok(Sdk {
             tracer,
             meter,
@@ -345,6 +336,11 @@ impl Sdk {
             let _ = p.shutdown();
         }
     }
+}
+
+/// What `make` builds for a signal that is on, in order: the first that fails stops the rest.
+fn signal<T>(on: bool, make: impl FnOnce() -> Result<T, String>) -> Result<Option<T>, String> {
+    on.then(make).transpose()
 }
 
 /// `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds), as the exporter reads it, for the client.
@@ -556,7 +552,7 @@ impl Worker {
             i.decisions.add(
                 d.count,
                 &[
-                    KeyValue::new("rootfence.decision", if d.allow { "allow" } else { "deny" }),
+                    verdict(d.allow),
                     KeyValue::new("rootfence.decision.reason", d.reason.to_string()),
                     KeyValue::new("mcp.method.name", d.method.to_string()),
                     KeyValue::new(
@@ -628,12 +624,7 @@ impl Worker {
             }
             let mut attrs = common.clone();
             attrs.push(KeyValue::new("rootfence.answered_by", answered_by));
-            if let Some(Verdict { allow, .. }) = &o.verdict {
-                attrs.push(KeyValue::new(
-                    "rootfence.decision",
-                    if *allow { "allow" } else { "deny" },
-                ));
-            }
+            attrs.extend(o.verdict.as_ref().map(|v| verdict(v.allow)));
             i.requests.add(1, &attrs);
             if o.denied > 0 && withheld > 0 {
                 i.denied_bytes.add(
@@ -677,10 +668,7 @@ impl Worker {
             uri,
         }) = &o.verdict
         {
-            attrs.push(KeyValue::new(
-                "rootfence.decision",
-                if *allow { "allow" } else { "deny" },
-            ));
+            attrs.push(verdict(*allow));
             attrs.push(KeyValue::new(
                 "rootfence.decision.reason",
                 reason.to_string(),
@@ -829,6 +817,11 @@ impl Worker {
             }
         }
     }
+}
+
+/// `rootfence.decision`: `allow` or `deny`.
+fn verdict(allow: bool) -> KeyValue {
+    KeyValue::new("rootfence.decision", if allow { "allow" } else { "deny" })
 }
 
 /// A JSON value as an OTLP value: objects and arrays keep their structure.

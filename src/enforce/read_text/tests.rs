@@ -5,8 +5,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use crate::enforce::Ctx;
-use crate::enforce::page::captured;
-use crate::enforce::testing::{Outcome, World, agrees, outcome};
+use crate::enforce::testing::{Outcome, World, agrees, captured, outcome};
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::methods as m;
 use crate::relay::Side;

@@ -66,16 +66,6 @@ impl Lanes {
         )
     }
 
-    #[cfg(test)]
-    pub(crate) fn main_for_test(&self) -> &mpsc::Sender<Outgoing> {
-        &self.main
-    }
-
-    #[cfg(test)]
-    pub(crate) fn prio_for_test(&self, line: Bytes) {
-        assert!(matches!(self.try_prio(line), Ok(true)));
-    }
-
     /// Queues on the priority lane without waiting. `Err` means the lane is full (the peer
     /// does not read); `Ok(false)` that the writer is gone.
     pub(super) fn try_prio(&self, line: Bytes) -> Result<bool, ()> {
@@ -106,5 +96,21 @@ pub(crate) struct GenLink {
 impl GenLink {
     pub(crate) fn new(lanes: Lanes, gate: watch::Sender<bool>) -> GenLink {
         GenLink { lanes, gate }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lanes' insides, for the pump's tests.
+    impl Lanes {
+        pub(crate) fn main_for_test(&self) -> &mpsc::Sender<Outgoing> {
+            &self.main
+        }
+
+        pub(crate) fn prio_for_test(&self, line: Bytes) {
+            assert!(matches!(self.try_prio(line), Ok(true)));
+        }
     }
 }
