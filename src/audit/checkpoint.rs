@@ -546,7 +546,7 @@ impl Checkpoints {
                 Err(why) => {
                     out.broken = Some(format!(
                         "{}: line {no}: {why}",
-                        super::show::disp(&file.display().to_string())
+                        super::show::disp_path(file)
                     ));
                     break;
                 }

@@ -116,8 +116,7 @@ pub fn report_html(
     let mut denied_paths: HashMap<String, u64> = HashMap::new();
     let mut denied_tools: HashMap<String, u64> = HashMap::new();
     let mut denied_rules: HashMap<String, u64> = HashMap::new();
-    let mut warnings: Vec<String> = Vec::new();
-    for_each_record(
+    let warnings = for_each_record(
         &files,
         |rec, _| {
             if !opts.filter.accepts(rec) {
@@ -253,11 +252,8 @@ pub fn report_html(
                 _ => {}
             }
         },
-        |w| warnings.push(w),
+        err,
     )?;
-    for w in &warnings {
-        writeln!(err, "rootfence: warning: {}", disp(w))?;
-    }
     let mut page = String::with_capacity((64 << 10) + rows.len() * 400);
     render(
         &mut page,
@@ -366,11 +362,7 @@ apply();})();
 fn render(o: &mut String, p: &Page<'_>) {
     let script_hash =
         base64::engine::general_purpose::STANDARD.encode(Sha256::digest(SCRIPT.as_bytes()));
-    let files: Vec<String> = p
-        .files
-        .iter()
-        .map(|f| disp(&f.display().to_string()))
-        .collect();
+    let files: Vec<String> = p.files.iter().map(|f| super::show::disp_path(f)).collect();
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\

@@ -558,7 +558,7 @@ impl Formatter {
             sd_id,
             format: cfg.format,
             max_message: cfg.max_message.max(MIN_MAX_MESSAGE),
-            ocsf: Mutex::new(super::ocsf::Mapper::new()),
+            ocsf: Mutex::new(super::ocsf::Mapper::default()),
         }
     }
 
