@@ -37,7 +37,7 @@ use super::chain::{self, GENESIS, Hash};
 use super::checkpoint::Checkpointer;
 use super::event::{Event, LogPruned, LogRecovered, LogRewound, SinkDropped};
 use super::retain;
-use super::syslog::{REPORT_INTERVAL, Syslog};
+use super::syslog::{Kind, REPORT_INTERVAL, Syslog};
 use super::time::now_micros;
 use super::{AuditConfig, AuditError, FsyncPolicy};
 
@@ -124,8 +124,8 @@ impl Sink {
         };
         let mut checkpoint = cfg.checkpoint.take().map(Checkpointer::new);
         if let (Some(c), Some(s)) = (checkpoint.as_mut(), syslog.as_ref()) {
-            let h = s.handle().clone();
-            c.copy = Some(Box::new(move |line| h.push_checkpoint(line)));
+            let h = s.handle.clone();
+            c.copy = Some(Box::new(move |line| h.push(line, Kind::Checkpoint)));
         }
         Ok(Sink {
             syslog,
@@ -203,7 +203,7 @@ impl Sink {
     /// most every [`REPORT_INTERVAL`] (at once when `closing`).
     pub(super) fn sink_dropped_due(&mut self, now: Instant, closing: bool) -> Option<SinkDropped> {
         let s = self.syslog.as_mut()?;
-        let (total, reason) = s.handle().dropped();
+        let (total, reason) = s.handle.dropped();
         if total <= s.reported
             || (!closing
                 && s.reported_at
@@ -228,7 +228,7 @@ impl Sink {
         if let Some(mut s) = self.syslog.take() {
             let lost = s.close(super::syslog::CLOSE_GRACE);
             if lost > s.reported {
-                let (_, why) = s.handle().dropped();
+                let (_, why) = s.handle.dropped();
                 tracing::warn!(
                     "syslog: {} audit records were not delivered at session end ({why}); the \
                      log file has them all",
@@ -363,7 +363,7 @@ impl Sink {
             .map_err(|e| AuditError::write(&self.cfg.path, e))?;
         if let Some(s) = &self.syslog {
             for line in self.out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-                s.handle().push(line);
+                s.handle.push(line, Kind::Record);
             }
         }
         if let Some(tee) = &self.cfg.tee {
