@@ -376,17 +376,24 @@ impl Checkpointer {
             line.push(b'\n');
         }
         let start = line.len();
-        build_line(
-            &mut line,
-            n + 1,
-            now_micros(),
-            session,
-            log_name,
+        let mut ts = Vec::with_capacity(27);
+        format_micros(now_micros(), &mut ts);
+        let fields = Fields {
+            v: 1,
+            n: n + 1,
+            ts: String::from_utf8_lossy(&ts).into_owned(),
+            session: session.to_owned(),
+            log: log_name.to_owned(),
             seq,
-            head,
-            &prev,
-            &self.public_hex,
-        );
+            head: hex(head),
+            prev: hex(&prev),
+            key: self.public_hex.clone(),
+            sig: String::new(),
+        };
+        // Serializing to a Vec cannot fail. The closing brace goes: the signature of what
+        // is written so far comes last.
+        let _ = serde_json::to_writer(&mut line, &fields);
+        line.pop();
         let mut msg = Vec::with_capacity(SIG_CONTEXT.len() + line.len());
         msg.extend_from_slice(SIG_CONTEXT);
         msg.extend_from_slice(&line[start..]);
@@ -445,36 +452,9 @@ fn last_checkpoint(f: &File, size: u64) -> io::Result<(u64, Hash, bool)> {
     Ok((n, chain::sha256(line), torn))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn build_line(
-    out: &mut Vec<u8>,
-    n: u64,
-    ts: i64,
-    session: &str,
-    log_name: &str,
-    seq: u64,
-    head: &Hash,
-    prev: &Hash,
-    key_hex: &str,
-) {
-    use std::io::Write as _;
-    // Writing to a Vec cannot fail.
-    let _ = write!(out, "{{\"v\":1,\"n\":{n},\"ts\":\"");
-    format_micros(ts, out);
-    out.extend_from_slice(b"\",\"session\":");
-    let _ = serde_json::to_writer(&mut *out, session);
-    out.extend_from_slice(b",\"log\":");
-    let _ = serde_json::to_writer(&mut *out, log_name);
-    let _ = write!(
-        out,
-        ",\"seq\":{seq},\"head\":\"{}\",\"prev\":\"{}\",\"key\":\"{key_hex}\"",
-        chain::hex(head),
-        chain::hex(prev)
-    );
-}
-
-/// The fields of a checkpoint line.
-#[derive(Debug, Clone, serde::Deserialize)]
+/// The fields of a checkpoint line, in the order they are written (`sig` is appended after
+/// the others are signed).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Fields {
     v: u32,
@@ -486,6 +466,7 @@ struct Fields {
     head: String,
     prev: String,
     key: String,
+    #[serde(skip_serializing)]
     sig: String,
 }
 
@@ -546,7 +527,7 @@ impl Checkpoints {
                 Err(why) => {
                     out.broken = Some(format!(
                         "{}: line {no}: {why}",
-                        super::show::disp(&file.display().to_string())
+                        super::show::disp_path(file)
                     ));
                     break;
                 }

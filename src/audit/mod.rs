@@ -114,38 +114,6 @@ pub enum FsyncPolicy {
     Never,
 }
 
-impl std::str::FromStr for FsyncPolicy {
-    type Err = String;
-
-    /// Parses `always`, `denials`, `never` or an interval such as `250ms`, `1s`, `2m`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "always" => return Ok(Self::Always),
-            "denials" => return Ok(Self::Denials),
-            "never" => return Ok(Self::Never),
-            _ => {}
-        }
-        let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
-        let n: u64 = num.parse().map_err(|_| bad_fsync(s))?;
-        let d = match unit {
-            "ms" => Duration::from_millis(n),
-            "s" => Duration::from_secs(n),
-            "m" => Duration::from_secs(n.saturating_mul(60)),
-            _ => return Err(bad_fsync(s)),
-        };
-        if d.is_zero() {
-            return Err(bad_fsync(s));
-        }
-        Ok(Self::Interval(d))
-    }
-}
-
-fn bad_fsync(s: &str) -> String {
-    format!(
-        "invalid fsync policy '{s}': use always, denials, never or an interval such as 250ms or 1s"
-    )
-}
-
 /// What happens when a record cannot be written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnFailure {
@@ -155,20 +123,6 @@ pub enum OnFailure {
     Stop,
     /// Warn on stderr and keep the session going; later records are still attempted.
     Continue,
-}
-
-impl std::str::FromStr for OnFailure {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "stop" => Ok(Self::Stop),
-            "continue" => Ok(Self::Continue),
-            _ => Err(format!(
-                "invalid audit on_failure '{s}': use \"stop\" or \"continue\""
-            )),
-        }
-    }
 }
 
 /// How to open an audit log.
@@ -392,29 +346,5 @@ mod tests {
             let got = default_log_path_from(env(vars)).ok();
             assert_eq!(got, want.map(PathBuf::from), "{vars:?}");
         }
-    }
-
-    #[test]
-    fn fsync_policy_parses() {
-        let cases = [
-            ("always", Some(FsyncPolicy::Always)),
-            ("denials", Some(FsyncPolicy::Denials)),
-            ("never", Some(FsyncPolicy::Never)),
-            (
-                "250ms",
-                Some(FsyncPolicy::Interval(Duration::from_millis(250))),
-            ),
-            ("2s", Some(FsyncPolicy::Interval(Duration::from_secs(2)))),
-            ("1m", Some(FsyncPolicy::Interval(Duration::from_secs(60)))),
-            ("0s", None),
-            ("5", None),
-            ("ms", None),
-            ("Always", None),
-        ];
-        for (s, want) in cases {
-            assert_eq!(s.parse::<FsyncPolicy>().ok(), want, "{s}");
-        }
-        assert_eq!("stop".parse::<OnFailure>(), Ok(OnFailure::Stop));
-        assert!("halt".parse::<OnFailure>().is_err());
     }
 }

@@ -17,7 +17,8 @@
 //! name, or the server's `serverInfo` name, as that peer *claimed* it in `initialize`: not
 //! authenticated, and said so in `unmapped.actor_claimed`), `app` on start and stop
 //! records. [`Mapper`] remembers each session's claimed names from its `initialized`
-//! record; [`map`] alone, without them, names the sides `mcp host` and `mcp server`.
+//! record; without them (a session whose `initialized` it did not see), the sides are
+//! named `mcp host` and `mcp server`.
 //!
 //! The principal (issue 29): a decision's `principal` is mapped to `actor.user.uid` only
 //! when it was authenticated (`token:<hex>`, a bearer token of `rootfence serve`); a
@@ -52,11 +53,6 @@ struct Peers {
 }
 
 impl Mapper {
-    /// A mapper that knows no session yet.
-    pub fn new() -> Mapper {
-        Mapper::default()
-    }
-
     /// Maps one record; an `initialized` or `session_start` record is remembered for its
     /// session.
     pub fn map(&mut self, rec: &Map<String, Value>) -> Value {
@@ -104,11 +100,6 @@ impl Mapper {
 
 /// The OCSF schema version the mapping follows.
 pub const OCSF_VERSION: &str = "1.3.0";
-
-/// Maps one record (a parsed line) to an OCSF event, without the peers' claimed names.
-pub fn map(rec: &Map<String, Value>) -> Value {
-    map_with(rec, &Peers::default())
-}
 
 /// The product object for rootfence (OCSF `product`: `name` required).
 fn rootfence_product() -> Value {
@@ -297,6 +288,11 @@ mod tests {
 
     fn rec(s: &str) -> Map<String, Value> {
         serde_json::from_str(s).unwrap()
+    }
+
+    /// One record mapped without the peers' claimed names.
+    fn map(rec: &Map<String, Value>) -> Value {
+        map_with(rec, &Peers::default())
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! Nothing here trusts the file: a malformed line is reported and skipped, never a panic.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use super::chain;
@@ -84,17 +84,19 @@ pub(crate) struct Record {
 }
 
 /// Reads every record of `files` (in the order given), calling `f` with the record and its
-/// raw line; malformed and torn lines go to `warn` with their place.
+/// raw line. Malformed and torn lines are skipped, named with their place on `err` once the
+/// files are read, and returned.
 pub(crate) fn for_each_record(
     files: &[PathBuf],
     mut f: impl FnMut(&Record, &[u8]),
-    mut warn: impl FnMut(String),
-) -> io::Result<()> {
+    err: &mut dyn Write,
+) -> io::Result<Vec<String>> {
+    let mut warnings = Vec::new();
     for path in files {
         let mut lines = Lines::open(path).map_err(|e| with_path(path, e))?;
         while let Some(item) = lines.next_item().map_err(|e| with_path(path, e))? {
             match item {
-                Item::Torn { no, offset, bytes } => warn(format!(
+                Item::Torn { no, offset, bytes } => warnings.push(format!(
                     "{}: line {no} is incomplete ({} bytes at offset {offset}): a write was \
                      cut short (crash or full disk); skipped",
                     path.display(),
@@ -102,15 +104,23 @@ pub(crate) fn for_each_record(
                 )),
                 Item::Line { no, bytes } => match parse_record(bytes) {
                     Ok(rec) => f(&rec, bytes),
-                    Err(why) => warn(format!(
-                        "{}: line {no} is not a valid record ({why}); skipped",
-                        path.display()
-                    )),
+                    Err(why) => warnings.push(invalid_line(path, no, &why)),
                 },
             }
         }
     }
-    Ok(())
+    for w in &warnings {
+        writeln!(err, "rootfence: warning: {}", super::show::disp(w))?;
+    }
+    Ok(warnings)
+}
+
+/// The warning for line `no` of `path`, which is not a record.
+pub(crate) fn invalid_line(path: &Path, no: u64, why: &str) -> String {
+    format!(
+        "{}: line {no} is not a valid record ({why}); skipped",
+        path.display()
+    )
 }
 
 pub(crate) fn parse_record(line: &[u8]) -> Result<Record, String> {
@@ -139,6 +149,6 @@ pub(crate) fn parse_record(line: &[u8]) -> Result<Record, String> {
 }
 
 pub(crate) fn with_path(path: &Path, e: io::Error) -> io::Error {
-    let file = super::show::disp(&path.display().to_string());
+    let file = super::show::disp_path(path);
     io::Error::new(e.kind(), format!("{file}: {e}"))
 }

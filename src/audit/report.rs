@@ -85,21 +85,6 @@ struct Lane {
     marks: Vec<Mark>,
 }
 
-struct Row {
-    ts: String,
-    session: String,
-    seq: u64,
-    deny: bool,
-    direction: &'static str,
-    method: String,
-    tool: String,
-    id: String,
-    uri: String,
-    reason: String,
-    rule: String,
-    action: String,
-}
-
 /// Builds the report for `files`. Unreadable lines are skipped and reported on `err` (and
 /// counted on the page); a broken chain is the page's first line, not an error.
 pub fn report_html(
@@ -111,13 +96,13 @@ pub fn report_html(
     let verify = verify_files_with(&files, VerifyOptions::default(), None)?;
     let mut lanes: Vec<Lane> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    let mut rows: Vec<Row> = Vec::new();
+    // The decisions table's rows, as HTML, and how many.
+    let (mut rows, mut row_count) = (String::new(), 0usize);
     let mut rows_omitted = 0u64;
     let mut denied_paths: HashMap<String, u64> = HashMap::new();
     let mut denied_tools: HashMap<String, u64> = HashMap::new();
     let mut denied_rules: HashMap<String, u64> = HashMap::new();
-    let mut warnings: Vec<String> = Vec::new();
-    for_each_record(
+    let warnings = for_each_record(
         &files,
         |rec, _| {
             if !opts.filter.accepts(rec) {
@@ -228,24 +213,32 @@ pub fn report_html(
                         let _ = write!(label, "\nseq {}", rec.seq);
                         mark(kind, label);
                     }
-                    if rows.len() < MAX_ROWS {
-                        rows.push(Row {
-                            ts: rec.ts.clone(),
-                            session: rec.session.clone(),
-                            seq: rec.seq,
-                            deny,
-                            direction: match d.direction {
+                    if row_count < MAX_ROWS {
+                        row_count += 1;
+                        let v = if deny { "deny" } else { "allow" };
+                        let _ = write!(
+                            rows,
+                            "<tr class=\"{v}\" data-v=\"{v}\" data-seq=\"{}\"><td class=\"t\">{}</td><td class=\"mono s\" title=\"{}\">{}</td>\
+                             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"mono\">{}</td>\
+                             <td class=\"u\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                            rec.seq,
+                            h(&rec.ts),
+                            h(&rec.session),
+                            h(rec.session.get(..8).unwrap_or(&rec.session)),
+                            rec.seq,
+                            if deny { "DENIED" } else { "allowed" },
+                            match d.direction {
                                 super::Direction::HostToServer => "host→server",
                                 super::Direction::ServerToHost => "server→host",
                             },
-                            method: disp(&d.method),
-                            tool,
-                            id: d.id.as_ref().map(|i| disp(i.as_json())).unwrap_or_default(),
-                            uri,
-                            reason: disp(&d.reason),
-                            rule,
-                            action: super::show::enum_word(&d.action),
-                        });
+                            h(&disp(&d.method)),
+                            h(&tool),
+                            h(&d.id.as_ref().map(|i| disp(i.as_json())).unwrap_or_default()),
+                            h(&uri),
+                            h(&disp(&d.reason)),
+                            h(&rule),
+                            h(&super::show::enum_word(&d.action))
+                        );
                     } else {
                         rows_omitted += 1;
                     }
@@ -253,12 +246,9 @@ pub fn report_html(
                 _ => {}
             }
         },
-        |w| warnings.push(w),
+        err,
     )?;
-    for w in &warnings {
-        writeln!(err, "rootfence: warning: {}", disp(w))?;
-    }
-    let mut page = String::with_capacity((64 << 10) + rows.len() * 400);
+    let mut page = String::with_capacity((64 << 10) + rows.len());
     render(
         &mut page,
         &Page {
@@ -266,6 +256,7 @@ pub fn report_html(
             verify: &verify,
             lanes: &lanes,
             rows: &rows,
+            row_count,
             rows_omitted,
             denied_paths: top(&denied_paths, opts.top.max(1)),
             denied_paths_total: denied_paths.len(),
@@ -294,7 +285,8 @@ struct Page<'a> {
     files: &'a [PathBuf],
     verify: &'a super::VerifyReport,
     lanes: &'a [Lane],
-    rows: &'a [Row],
+    rows: &'a str,
+    row_count: usize,
     rows_omitted: u64,
     denied_paths: Vec<(String, u64)>,
     denied_paths_total: usize,
@@ -366,11 +358,7 @@ apply();})();
 fn render(o: &mut String, p: &Page<'_>) {
     let script_hash =
         base64::engine::general_purpose::STANDARD.encode(Sha256::digest(SCRIPT.as_bytes()));
-    let files: Vec<String> = p
-        .files
-        .iter()
-        .map(|f| disp(&f.display().to_string()))
-        .collect();
+    let files: Vec<String> = p.files.iter().map(|f| super::show::disp_path(f)).collect();
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -608,7 +596,7 @@ fn table(o: &mut String, p: &Page<'_>) {
          <select id=\"v\" aria-label=\"verdict\"><option value=\"\">all</option>\
          <option value=\"deny\">denied</option><option value=\"allow\">allowed</option></select> \
          <span id=\"count\" class=\"n\">{} rows</span></div>",
-        p.rows.len()
+        p.row_count
     );
     if p.rows_omitted > 0 {
         let _ = write!(
@@ -623,29 +611,7 @@ fn table(o: &mut String, p: &Page<'_>) {
          <th>verdict</th><th>direction</th><th>method</th><th>tool</th><th>id</th><th>path / URI</th>\
          <th>reason</th><th>rule</th><th>action</th></tr></thead><tbody>",
     );
-    for r in p.rows {
-        let v = if r.deny { "deny" } else { "allow" };
-        let _ = write!(
-            o,
-            "<tr class=\"{v}\" data-v=\"{v}\" data-seq=\"{}\"><td class=\"t\">{}</td><td class=\"mono s\" title=\"{}\">{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"mono\">{}</td>\
-             <td class=\"u\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            r.seq,
-            h(&r.ts),
-            h(&r.session),
-            h(r.session.get(..8).unwrap_or(&r.session)),
-            r.seq,
-            if r.deny { "DENIED" } else { "allowed" },
-            r.direction,
-            h(&r.method),
-            h(&r.tool),
-            h(&r.id),
-            h(&r.uri),
-            h(&r.reason),
-            h(&r.rule),
-            h(&r.action)
-        );
-    }
+    o.push_str(p.rows);
     o.push_str("</tbody></table></section>");
 }
 

@@ -6,9 +6,7 @@
 //! record naming the first record it keeps (its seq and prev), so `verify` on what remains
 //! knows where the chain now starts and still detects every other gap, edit or reordering.
 
-use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// How many of the rotated files (sizes given newest first) to keep: files are kept from the
@@ -31,23 +29,10 @@ pub(super) fn keep_count(
 
 /// The first complete line of a file (without its `\n`), or `None` if it has none.
 pub(super) fn first_line(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    const CHUNK: usize = 64 * 1024;
-    let f = File::open(path)?;
-    let size = f.metadata()?.len();
-    let mut line = Vec::new();
-    let mut buf = vec![0u8; CHUNK];
-    let mut off = 0u64;
-    while off < size {
-        let n = (size - off).min(CHUNK as u64) as usize;
-        f.read_exact_at(&mut buf[..n], off)?;
-        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
-            line.extend_from_slice(&buf[..i]);
-            return Ok(Some(line));
-        }
-        line.extend_from_slice(&buf[..n]);
-        off += n as u64;
-    }
-    Ok(None)
+    Ok(match super::read::Lines::open(path)?.next_item()? {
+        Some(super::read::Item::Line { bytes, .. }) => Some(bytes.to_vec()),
+        _ => None,
+    })
 }
 
 #[cfg(test)]

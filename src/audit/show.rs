@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use super::event::{Direction, Event, Verdict, escape_json_display, is_unsafe_display_char};
 use super::filter::Filter;
-use super::read::{Record, for_each_record, parse_record};
+use super::read::{Record, for_each_record, invalid_line, parse_record};
 
 /// How [`show`] prints a record.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -73,7 +73,6 @@ pub fn show(
 ) -> std::io::Result<()> {
     let files = super::order_files(files);
     let mut io_err: Option<std::io::Error> = None;
-    let mut warnings = Vec::new();
     let mut p = Printer::new(opts.format);
     let (read_now, follow) = match (opts.follow, files.split_last()) {
         (true, Some((last, rest))) => (rest, Some(last.clone())),
@@ -94,11 +93,8 @@ pub fn show(
                 io_err = Some(e);
             }
         },
-        |w| warnings.push(w),
+        err,
     )?;
-    for w in warnings {
-        writeln!(err, "rootfence: warning: {}", disp(&w))?;
-    }
     if let Some(e) = io_err {
         return Err(e);
     }
@@ -142,10 +138,7 @@ fn follow_file(
                     Err(why) => writeln!(
                         err,
                         "rootfence: warning: {}",
-                        disp(&format!(
-                            "{}: line {line_no} is not a valid record ({why}); skipped",
-                            path.display()
-                        ))
+                        disp(&invalid_line(path, line_no, &why))
                     )?,
                 }
             }
@@ -183,7 +176,7 @@ fn follow_file(
                 writeln!(
                     err,
                     "rootfence: warning: {} was truncated; following it from its start",
-                    disp(&path.display().to_string())
+                    disp_path(path)
                 )?;
                 (file, ino) = open(path)?;
                 (pos, line_no) = (0, 0);
@@ -209,10 +202,7 @@ fn next_in_family(active: &Path, ino: u64) -> Option<PathBuf> {
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let n = e.file_name().into_string().ok()?;
-            let rotated = n
-                .strip_prefix(name)
-                .and_then(|r| r.strip_prefix('.'))
-                .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()));
+            let rotated = super::sink::rotation_number(name, &n).is_some();
             (rotated || n == name).then(|| dir.join(n))
         })
         .collect();
@@ -235,7 +225,7 @@ impl Printer {
     fn new(format: Format) -> Printer {
         Printer {
             format,
-            ocsf: super::ocsf::Mapper::new(),
+            ocsf: super::ocsf::Mapper::default(),
             text: String::with_capacity(256),
             json: Vec::with_capacity(1024),
         }
@@ -263,26 +253,20 @@ impl Printer {
 
     fn print(&mut self, rec: &Record, raw: &[u8], out: &mut dyn Write) -> std::io::Result<()> {
         let json = &mut self.json;
+        json.clear();
         match self.format {
-            Format::Ocsf => {
-                match serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(raw) {
-                    Ok(obj) => {
-                        json.clear();
-                        // serde_json escapes every control; the mapped values are the
-                        // record's own, so the same display escaping applies.
-                        let _ = serde_json::to_writer(&mut *json, &self.ocsf.map(&obj));
-                        escape_json_display(json, 0);
-                        json.push(b'\n');
-                        out.write_all(json)
-                    }
-                    Err(_) => Ok(()),
+            Format::Ocsf | Format::Json => {
+                if self.format == Format::Json {
+                    // A line rootfence wrote is already escaped; one that was put in the log
+                    // by other means is escaped here, so no raw control reaches the reader.
+                    json.extend_from_slice(raw);
+                } else if let Ok(obj) = serde_json::from_slice(raw) {
+                    // serde_json escapes every control; the mapped values are the
+                    // record's own, so the same display escaping applies.
+                    let _ = serde_json::to_writer(&mut *json, &self.ocsf.map(&obj));
+                } else {
+                    return Ok(());
                 }
-            }
-            Format::Json => {
-                // A line rootfence wrote is already escaped; one that was put in the log by
-                // other means is escaped here, so no raw control reaches the reader.
-                json.clear();
-                json.extend_from_slice(raw);
                 escape_json_display(json, 0);
                 json.push(b'\n');
                 out.write_all(json)
@@ -349,11 +333,7 @@ fn decision_cells(rec: &Record) -> [String; 12] {
         c[4] = opt(d.field.as_deref());
         c[5] = disp(d.uri.as_str());
         c[6] = opt(d.canonical.as_ref().map(super::AuditUri::as_str));
-        c[7] = match d.decision {
-            Verdict::Allow => "allow",
-            Verdict::Deny => "deny",
-        }
-        .into();
+        c[7] = enum_word(&d.decision);
         c[8] = disp(&d.reason);
         c[9] = rule_text(d.layer.as_deref(), d.rule.as_deref());
         c[10] = opt(d.root.as_ref().map(super::AuditUri::as_str));
@@ -535,6 +515,11 @@ pub(crate) fn disp(s: &str) -> String {
         }
     }
     o
+}
+
+/// A file name as printed: escaped like every other string shown to a person.
+pub(crate) fn disp_path(p: &Path) -> String {
+    disp(&p.display().to_string())
 }
 
 /// Each item display-escaped, joined with `sep`.

@@ -37,7 +37,7 @@ use super::chain::{self, GENESIS, Hash};
 use super::checkpoint::Checkpointer;
 use super::event::{Event, LogPruned, LogRecovered, LogRewound, SinkDropped};
 use super::retain;
-use super::syslog::{REPORT_INTERVAL, Syslog};
+use super::syslog::{Kind, REPORT_INTERVAL, Syslog};
 use super::time::now_micros;
 use super::{AuditConfig, AuditError, FsyncPolicy};
 
@@ -59,13 +59,11 @@ struct Head {
 /// The writer thread's view of the log.
 #[derive(Debug)]
 pub(super) struct Sink {
-    pub(super) path: PathBuf,
+    /// The log's settings (its checkpoint and syslog settings are taken out into
+    /// `checkpoint` and `syslog`).
+    pub(super) cfg: AuditConfig,
     dir: PathBuf,
     name: String,
-    fsync: FsyncPolicy,
-    rotate_bytes: Option<u64>,
-    retain_files: Option<u64>,
-    retain_bytes: Option<u64>,
     session: Arc<str>,
     lock: Option<File>,
     file: Option<File>,
@@ -82,8 +80,6 @@ pub(super) struct Sink {
     pub(super) checkpoint: Option<Checkpointer>,
     /// Every written line is also queued here, when configured.
     pub(super) syslog: Option<Syslog>,
-    /// Handed every batch written (see [`super::LineTee`]).
-    tee: Option<super::LineTee>,
 }
 
 impl Sink {
@@ -121,25 +117,22 @@ impl Sink {
             .mode(0o600)
             .open(&lock_path)
             .map_err(|e| AuditError::open(&lock_path, e))?;
-        let syslog = match &cfg.syslog {
-            Some(c) => Some(Syslog::start(c.clone()).map_err(|e| AuditError::open(&path, e))?),
+        let mut cfg = cfg.clone();
+        let syslog = match cfg.syslog.take() {
+            Some(c) => Some(Syslog::start(c).map_err(|e| AuditError::open(&path, e))?),
             None => None,
         };
-        let mut checkpoint = cfg.checkpoint.clone().map(Checkpointer::new);
+        let mut checkpoint = cfg.checkpoint.take().map(Checkpointer::new);
         if let (Some(c), Some(s)) = (checkpoint.as_mut(), syslog.as_ref()) {
-            let h = s.handle().clone();
-            c.copy = Some(Box::new(move |line| h.push_checkpoint(line)));
+            let h = s.handle.clone();
+            c.copy = Some(Box::new(move |line| h.push(line, Kind::Checkpoint)));
         }
         Ok(Sink {
             syslog,
             checkpoint,
-            path,
+            cfg,
             dir,
             name,
-            fsync: cfg.fsync,
-            rotate_bytes: cfg.rotate_bytes,
-            retain_files: cfg.retain_files,
-            retain_bytes: cfg.retain_bytes,
             session: Arc::clone(session),
             lock: Some(lock),
             file: None,
@@ -149,20 +142,14 @@ impl Sink {
             out: Vec::with_capacity(64 * 1024),
             dirty_since: None,
             session_records: 0,
-            tee: cfg.tee.clone(),
         })
-    }
-
-    /// The fsync policy.
-    pub(super) fn fsync(&self) -> FsyncPolicy {
-        self.fsync
     }
 
     /// Syncs the active file's data.
     pub(super) fn sync(&mut self) -> Result<(), AuditError> {
         if let Some(f) = &self.file {
             f.sync_data()
-                .map_err(|e| AuditError::write(&self.path, e))?;
+                .map_err(|e| AuditError::write(&self.cfg.path, e))?;
         }
         self.dirty_since = None;
         Ok(())
@@ -197,7 +184,7 @@ impl Sink {
             Ok(l) => l,
             Err((lock, errno)) => {
                 self.lock = Some(lock);
-                return Err(AuditError::write(&self.path, io::Error::from(errno)));
+                return Err(AuditError::write(&self.cfg.path, io::Error::from(errno)));
             }
         };
         let r = f(self);
@@ -216,7 +203,7 @@ impl Sink {
     /// most every [`REPORT_INTERVAL`] (at once when `closing`).
     pub(super) fn sink_dropped_due(&mut self, now: Instant, closing: bool) -> Option<SinkDropped> {
         let s = self.syslog.as_mut()?;
-        let (total, reason) = s.handle().dropped();
+        let (total, reason) = s.handle.dropped();
         if total <= s.reported
             || (!closing
                 && s.reported_at
@@ -241,7 +228,7 @@ impl Sink {
         if let Some(mut s) = self.syslog.take() {
             let lost = s.close(super::syslog::CLOSE_GRACE);
             if lost > s.reported {
-                let (_, why) = s.handle().dropped();
+                let (_, why) = s.handle.dropped();
                 tracing::warn!(
                     "syslog: {} audit records were not delivered at session end ({why}); the \
                      log file has them all",
@@ -303,7 +290,7 @@ impl Sink {
             critical |= crit;
         }
         self.write_out()?;
-        let must_sync = match self.fsync {
+        let must_sync = match self.cfg.fsync {
             FsyncPolicy::Always => true,
             FsyncPolicy::Denials => critical,
             FsyncPolicy::Interval(d) => {
@@ -316,7 +303,7 @@ impl Sink {
         };
         if must_sync {
             self.sync()?;
-        } else if self.fsync != FsyncPolicy::Never {
+        } else if self.cfg.fsync != FsyncPolicy::Never {
             self.dirty_since.get_or_insert_with(Instant::now);
         }
         Ok(())
@@ -344,7 +331,7 @@ impl Sink {
             body,
             &mut self.out,
         );
-        if let Some(max) = self.rotate_bytes.filter(|_| may_rotate) {
+        if let Some(max) = self.cfg.rotate_bytes.filter(|_| may_rotate) {
             let before = head.size + start as u64;
             if before > 0 && before + (self.out.len() - start) as u64 > max {
                 self.out.truncate(start);
@@ -373,13 +360,13 @@ impl Sink {
         }
         let file = self.file.as_mut().ok_or(AuditError::Closed)?;
         file.write_all(&self.out)
-            .map_err(|e| AuditError::write(&self.path, e))?;
+            .map_err(|e| AuditError::write(&self.cfg.path, e))?;
         if let Some(s) = &self.syslog {
             for line in self.out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-                s.handle().push(line);
+                s.handle.push(line, Kind::Record);
             }
         }
-        if let Some(tee) = &self.tee {
+        if let Some(tee) = &self.cfg.tee {
             tee.call(&self.out);
         }
         let head = self.head.as_mut().ok_or(AuditError::Closed)?;
@@ -395,7 +382,7 @@ impl Sink {
     fn ensure_head(&mut self) -> Result<(), AuditError> {
         if let (Some(file), Some(head)) = (&self.file, &self.head) {
             let fm = file.metadata();
-            let pm = std::fs::metadata(&self.path);
+            let pm = std::fs::metadata(&self.cfg.path);
             if let (Ok(fm), Ok(pm)) = (fm, pm)
                 && fm.dev() == pm.dev()
                 && fm.ino() == pm.ino()
@@ -421,7 +408,7 @@ impl Sink {
             match tail.torn {
                 None => {
                     let line = tail.last_line.unwrap_or_default();
-                    head = Some(head_from_line(&line, &self.path)?);
+                    head = Some(head_from_line(&line, &self.cfg.path)?);
                 }
                 Some(torn) => {
                     // Evidence is never edited: the damaged file becomes a rotated file,
@@ -486,20 +473,20 @@ impl Sink {
     }
 
     fn open_err(&self, e: io::Error) -> AuditError {
-        AuditError::open(&self.path, e)
+        AuditError::open(&self.cfg.path, e)
     }
 
     fn open_active(&self) -> Result<File, AuditError> {
-        open_append(&self.path).map_err(|e| self.open_err(e))
+        open_append(&self.cfg.path).map_err(|e| self.open_err(e))
     }
 
     /// Rotates the full active file (under the lock) and opens a new one.
     fn rotate(&mut self) -> Result<(), AuditError> {
         if let Some(f) = &self.file
-            && self.fsync != FsyncPolicy::Never
+            && self.cfg.fsync != FsyncPolicy::Never
         {
             f.sync_data()
-                .map_err(|e| AuditError::write(&self.path, e))?;
+                .map_err(|e| AuditError::write(&self.cfg.path, e))?;
         }
         self.set_aside()?;
         let file = self.open_active()?;
@@ -518,7 +505,7 @@ impl Sink {
     /// synced, unless the policy is `never`). A crash in between leaves files that the next
     /// rotation removes; never a chain that starts where no record says it may.
     fn prune(&mut self) -> Result<(), AuditError> {
-        if self.retain_files.is_none() && self.retain_bytes.is_none() {
+        if self.cfg.retain_files.is_none() && self.cfg.retain_bytes.is_none() {
             return Ok(());
         }
         let rotated = self.rotated_newest_first()?;
@@ -526,7 +513,7 @@ impl Sink {
             .iter()
             .map(|p| std::fs::symlink_metadata(p).map_or(0, |m| m.len()))
             .collect();
-        let keep = retain::keep_count(&sizes, self.retain_files, self.retain_bytes);
+        let keep = retain::keep_count(&sizes, self.cfg.retain_files, self.cfg.retain_bytes);
         if keep == rotated.len() {
             return Ok(());
         }
@@ -568,7 +555,7 @@ impl Sink {
         };
         self.push_event(&Event::LogPruned(record))?;
         self.write_out()?;
-        if self.fsync != FsyncPolicy::Never {
+        if self.cfg.fsync != FsyncPolicy::Never {
             self.sync()?;
         }
         for p in removed {
@@ -578,7 +565,7 @@ impl Sink {
                 Err(e) => return Err(AuditError::write(p, e)),
             }
         }
-        if self.fsync != FsyncPolicy::Never {
+        if self.cfg.fsync != FsyncPolicy::Never {
             let _ = File::open(&self.dir).and_then(|d| d.sync_all());
         }
         Ok(())
@@ -593,9 +580,10 @@ impl Sink {
             .unwrap_or(0)
             + 1;
         let target = self.dir.join(format!("{}.{next:06}", self.name));
-        rename_noreplace(&self.path, &target).map_err(|e| AuditError::write(&self.path, e))?;
+        rename_noreplace(&self.cfg.path, &target)
+            .map_err(|e| AuditError::write(&self.cfg.path, e))?;
         self.file = None;
-        if self.fsync != FsyncPolicy::Never {
+        if self.cfg.fsync != FsyncPolicy::Never {
             // Make the rename itself durable; a failure here is not worth stopping for.
             let _ = File::open(&self.dir).and_then(|d| d.sync_all());
         }

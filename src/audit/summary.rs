@@ -86,11 +86,10 @@ pub fn summarize(
     let mut sessions: Vec<Session> = Vec::new();
     let mut all = Session::default();
     let mut index: HashMap<String, usize> = HashMap::new();
-    let mut warnings = Vec::new();
     // Each session's command, protocol and end, from its records whether or not the
     // filters keep them: a summary of a session's denials still says how it ended.
     let mut meta: HashMap<String, Session> = HashMap::new();
-    for_each_record(
+    let warnings = for_each_record(
         &files,
         |rec, _| {
             if matches!(
@@ -117,7 +116,7 @@ pub fn summarize(
             }
             all.add(rec);
         },
-        |w| warnings.push(w),
+        err,
     )?;
     for s in sessions.iter_mut().chain(std::iter::once(&mut all)) {
         s.finish(opts.top);
@@ -133,9 +132,6 @@ pub fn summarize(
     all.command = None;
     all.protocol_version = None;
     all.end = None;
-    for w in &warnings {
-        writeln!(err, "rootfence: warning: {}", disp(w))?;
-    }
     let summary = Summary {
         sessions,
         all,
@@ -182,10 +178,7 @@ impl Session {
                 s.roots_dropped += u.dropped.len() as u64;
             }
             Some(Event::Decision(d)) => {
-                let verdict = match d.decision {
-                    Verdict::Allow => "allow",
-                    Verdict::Deny => "deny",
-                };
+                let verdict = &enum_word(&d.decision);
                 count(&mut s.decisions, verdict, 1);
                 count(s.by_method.entry(d.method.clone()).or_default(), verdict, 1);
                 count(&mut s.by_reason, &d.reason, 1);

@@ -217,7 +217,7 @@ pub const DEFAULT_SD_ID: &str = "rootfence@32473";
 
 /// What a queued line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Record,
     Checkpoint,
 }
@@ -255,17 +255,9 @@ impl Shared {
 pub(super) struct SyslogHandle(Arc<Shared>);
 
 impl SyslogHandle {
-    /// Queues one record line (without its `\n`); drops it, counted, when the queue is full.
-    pub(super) fn push(&self, line: &[u8]) {
-        self.push_kind(line, Kind::Record);
-    }
-
-    /// Queues one checkpoint line.
-    pub(super) fn push_checkpoint(&self, line: &[u8]) {
-        self.push_kind(line, Kind::Checkpoint);
-    }
-
-    fn push_kind(&self, line: &[u8], kind: Kind) {
+    /// Queues one record or checkpoint line (without its `\n`); drops it, counted, when the
+    /// queue is full.
+    pub(super) fn push(&self, line: &[u8], kind: Kind) {
         let s = &*self.0;
         let mut q = s.queue();
         if q.lines.len() >= s.cap || q.bytes + line.len() > QUEUE_BYTES {
@@ -297,7 +289,7 @@ impl SyslogHandle {
 /// The sender thread and its handle; dropping it drains the queue for [`CLOSE_GRACE`].
 #[derive(Debug)]
 pub(super) struct Syslog {
-    handle: SyslogHandle,
+    pub(super) handle: SyslogHandle,
     thread: Option<JoinHandle<()>>,
     /// Drops already reported in a `sink_dropped` record, and when.
     pub(super) reported: u64,
@@ -326,10 +318,6 @@ impl Syslog {
             reported: 0,
             reported_at: None,
         })
-    }
-
-    pub(super) fn handle(&self) -> &SyslogHandle {
-        &self.handle
     }
 
     /// Sends what is queued (for at most `grace`), stops the thread, and returns how many
@@ -558,7 +546,7 @@ impl Formatter {
             sd_id,
             format: cfg.format,
             max_message: cfg.max_message.max(MIN_MAX_MESSAGE),
-            ocsf: Mutex::new(super::ocsf::Mapper::new()),
+            ocsf: Mutex::new(super::ocsf::Mapper::default()),
         }
     }
 

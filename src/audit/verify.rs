@@ -17,6 +17,7 @@ use super::chain::{self, GENESIS, Hash};
 use super::checkpoint::Checkpoints;
 use super::event::Event;
 use super::read::{Item, Lines, with_path};
+use super::show::disp_path as file_disp;
 use super::sink::rotation_number;
 
 /// Options for [`verify_files`].
@@ -679,11 +680,6 @@ fn diagnose(lines: &mut Lines, p: &Prev, path: &Path, cur: &Cur) -> std::io::Res
         "seq {seq} comes after {}: records were reordered or duplicated",
         at(p)
     )))
-}
-
-/// A file name as printed: escaped like every other string shown to a person.
-fn file_disp(p: &Path) -> String {
-    super::show::disp(&p.display().to_string())
 }
 
 #[cfg(test)]

@@ -235,7 +235,7 @@ impl AuditLog {
         let thread = std::thread::Builder::new()
             .name("rootfence-audit".into())
             .spawn(move || {
-                let path = sink.path.clone();
+                let path = sink.cfg.path.clone();
                 let run = std::panic::AssertUnwindSafe(|| run(sink, &thread_shared));
                 if std::panic::catch_unwind(run).is_err() {
                     // A writer that died must stop the session like a failed write would,
@@ -677,7 +677,7 @@ fn finish(sink: &mut Sink, shared: &Shared, handled: u64) -> Result<(), AuditErr
 /// Syncs when the interval policy's time has come. A failed sync is tried again an interval
 /// later (not at once: the writer would spin).
 fn sync_if_due(sink: &mut Sink) -> Result<(), AuditError> {
-    if let (FsyncPolicy::Interval(d), Some(since)) = (sink.fsync(), sink.dirty_since)
+    if let (FsyncPolicy::Interval(d), Some(since)) = (sink.cfg.fsync, sink.dirty_since)
         && since.elapsed() >= d
     {
         let r = sink.sync();
@@ -699,7 +699,7 @@ fn take(shared: &Shared, sink: &Sink, into: &mut Batch) -> Taken {
             break;
         }
         let now = Instant::now();
-        let sync_at = match (sink.fsync(), sink.dirty_since) {
+        let sync_at = match (sink.cfg.fsync, sink.dirty_since) {
             (FsyncPolicy::Interval(d), Some(since)) => Some(since + d),
             _ => None,
         };

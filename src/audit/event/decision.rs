@@ -97,41 +97,28 @@ pub struct Decision {
 }
 
 /// A `decision`'s fields, borrowed: what the relay records on its hot path without copying
-/// each string first ([`Auditor::submit_decision`](crate::audit::Auditor::submit_decision)). It
-/// serializes exactly as the [`Decision`] with the same values; the writer writes it with
-/// `DecisionRef::write_json`, which the tests hold to that serialization.
-#[derive(Debug, Clone, Copy, Serialize)]
+/// each string first ([`Auditor::submit_decision`](crate::audit::Auditor::submit_decision)).
+/// `DecisionRef::write_json` writes it as exactly the bytes serde writes for the
+/// [`Decision`] with the same values (the tests hold it to that).
+#[derive(Debug, Clone, Copy)]
 pub struct DecisionRef<'a> {
     /// Which way the message was going.
     pub direction: Direction,
     /// The JSON-RPC method (of the request, for a result), as sent.
-    #[serde(serialize_with = "ser_text_ref")]
     pub method: &'a str,
     /// The JSON-RPC id, if the message had one.
     pub id: Option<&'a RpcId>,
     /// The session-unique key of the host request the decision belongs to.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub request: Option<u64>,
     /// The principal's subject.
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "ser_opt_text_ref"
-    )]
     pub principal: Option<&'a str>,
     /// The tool called, on a `tools/call` decision.
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "ser_opt_text_ref"
-    )]
     pub tool: Option<&'a str>,
     /// Where in the message the URI was.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<&'a str>,
     /// The URI as received.
-    #[serde(serialize_with = "ser_uri_ref")]
     pub uri: &'a str,
     /// Its canonical form, when it could be canonicalized.
-    #[serde(serialize_with = "ser_opt_uri_ref")]
     pub canonical: Option<&'a str>,
     /// Allowed or denied.
     pub decision: Verdict,
@@ -142,15 +129,14 @@ pub struct DecisionRef<'a> {
     /// The rule that decided.
     pub rule: Option<&'a str>,
     /// The root the URI was checked against.
-    #[serde(serialize_with = "ser_opt_uri_ref")]
     pub root: Option<&'a str>,
     /// What was done.
     pub action: Action,
 }
 
 impl DecisionRef<'_> {
-    /// Appends this decision as a JSON object: byte for byte what its `Serialize` writes
-    /// through serde_json (the tests hold it to that), without serde's per-field machinery
+    /// Appends this decision as a JSON object: byte for byte what serde_json writes for the
+    /// owned [`Decision`] (the tests hold it to that), without serde's per-field machinery
     /// or a parse of the id. A read is recorded by this on the relay's thread, between
     /// reading the host's request and forwarding it.
     pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
@@ -230,20 +216,5 @@ pub(super) fn json_opt(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
         Some(s) => json_str(out, s),
         None => out.extend_from_slice(b"null"),
-    }
-}
-
-pub(super) fn ser_text_ref<S: Serializer>(v: &&str, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&cut(v, MAX_TEXT_BYTES))
-}
-
-pub(super) fn ser_uri_ref<S: Serializer>(v: &&str, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&cut(v, MAX_URI_BYTES))
-}
-
-pub(super) fn ser_opt_uri_ref<S: Serializer>(v: &Option<&str>, s: S) -> Result<S::Ok, S::Error> {
-    match v {
-        Some(u) => s.serialize_str(&cut(u, MAX_URI_BYTES)),
-        None => s.serialize_none(),
     }
 }

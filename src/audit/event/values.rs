@@ -129,13 +129,6 @@ pub(super) fn ser_opt_text<S: Serializer>(v: &Option<String>, s: S) -> Result<S:
     }
 }
 
-pub(super) fn ser_opt_text_ref<S: Serializer>(v: &Option<&str>, s: S) -> Result<S::Ok, S::Error> {
-    match v {
-        Some(t) => s.serialize_str(&cut(t, MAX_TEXT_BYTES)),
-        None => s.serialize_none(),
-    }
-}
-
 /// `s`, or its first `max` bytes (at a char boundary) plus a marker with the full length
 /// and hash.
 pub(super) fn cut(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
