@@ -505,7 +505,7 @@ impl RootSet {
 
         if let Some(lex) = uri.lexical() {
             for parent in &lex.parents {
-                let prel = relative_path(parent, form.path()).filter(|r| !r.is_empty());
+                let prel = crate::uri::relative_path(parent, form.path()).filter(|r| !r.is_empty());
                 let Some(prel) = prel else {
                     return Err(deny(
                         Reason::DotSegment,
@@ -760,19 +760,6 @@ fn deny_failure(
         f => f.reason(),
     };
     deny(reason, format!("{uri}: {what}"))
-}
-
-/// `path` below `root` ("" when equal), both canonical decoded absolute paths.
-fn relative_path<'a>(path: &'a str, root: &str) -> Option<&'a str> {
-    if root == "/" {
-        return path.strip_prefix('/');
-    }
-    let rest = path.strip_prefix(root)?;
-    if rest.is_empty() {
-        Some("")
-    } else {
-        rest.strip_prefix('/')
-    }
 }
 
 fn open_one(spec: &RootSpec) -> Result<Root, RootErrorKind> {
