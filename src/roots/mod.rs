@@ -137,9 +137,6 @@ pub enum RootErrorKind {
         /// Why it cannot be named.
         err: UriError,
     },
-    /// The path now names another directory than the one opened.
-    #[error("now names another directory than the one opened (it was moved or replaced)")]
-    Changed,
     /// Any other error.
     #[error("cannot be opened: {0}")]
     Io(io::Error),
@@ -701,25 +698,6 @@ impl RootSet {
             Some(LinkRefusal::Denied) => Err(FsError::HardLink { nlink: read.nlink }),
             Some(LinkRefusal::New) => Err(FsError::NewHardLink { nlink: read.nlink }),
         }
-    }
-
-    /// Re-checks that each root's declared and real paths still name the directory that
-    /// was opened (a renamed or replaced root is reported). Checks keep using the opened
-    /// directories either way; the caller decides whether to reopen the set.
-    pub fn verify_identity(&self) -> Vec<RootError> {
-        let mut errors = Vec::new();
-        for root in &self.roots {
-            for form in root.forms() {
-                let same = fsaccess::same_dir_identity(Path::new(form.path()), root.dev, root.ino);
-                if !matches!(same, Ok(true)) {
-                    errors.push(RootError {
-                        location: form.to_string(),
-                        kind: RootErrorKind::Changed,
-                    });
-                }
-            }
-        }
-        errors
     }
 }
 
