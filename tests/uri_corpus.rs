@@ -500,17 +500,13 @@ fn no_roots_means_outside_roots() {
 }
 
 #[test]
-fn renamed_root_is_reported_by_identity_check() {
+fn a_renamed_root_keeps_judging_the_opened_directory() {
     let t = uri_tree::build();
     let victim = t.top.join("movable");
     std::fs::create_dir(&victim).unwrap();
     let (set, _) = RootSet::open([RootSpec::path(&victim)]);
-    assert!(set.verify_identity().is_empty());
     std::fs::rename(&victim, t.top.join("moved")).unwrap();
     std::os::unix::fs::symlink(&t.outside, &victim).unwrap();
-    let errs = set.verify_identity();
-    assert_eq!(errs.len(), 1, "{errs:?}");
-    assert!(errs[0].to_string().contains("another directory"));
     // Checks keep using the opened directory: the outside is never reached.
     let v = set.check_str(
         &format!("file://{}/secret.txt", victim.display()),

@@ -214,17 +214,6 @@ pub fn open_root_dir(path: &Path) -> io::Result<OpenedRoot> {
     })
 }
 
-/// Whether the directory `path` names (ambiently) is still the one with this identity.
-///
-/// # Ambient Authority
-///
-/// Looks `path` up against the whole filesystem; used only to re-validate roots.
-pub fn same_dir_identity(path: &Path, dev: u64, ino: u64) -> io::Result<bool> {
-    use std::os::unix::fs::MetadataExt as _;
-    let m = std::fs::metadata(path)?;
-    Ok(m.is_dir() && (m.dev(), m.ino()) == (dev, ino))
-}
-
 /// What a resolution beneath a root found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Found {
@@ -695,8 +684,13 @@ mod tests {
             r.real_path,
             std::fs::canonicalize(t.path().join("real")).unwrap()
         );
-        assert!(same_dir_identity(&t.path().join("real"), r.dev, r.ino).unwrap());
-        assert!(!same_dir_identity(t.path(), r.dev, r.ino).unwrap());
+        let identity = |p: &Path| {
+            use std::os::unix::fs::MetadataExt as _;
+            let m = std::fs::metadata(p).unwrap();
+            (m.dev(), m.ino())
+        };
+        assert_eq!(identity(&t.path().join("real")), (r.dev, r.ino));
+        assert_ne!(identity(t.path()), (r.dev, r.ino));
         let e = open_root_dir(&t.path().join("missing")).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
         std::fs::write(t.path().join("file"), b"").unwrap();

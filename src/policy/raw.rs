@@ -11,7 +11,7 @@
 use std::ops::Range;
 
 use toml::Spanned;
-use toml::de::{DeTable, DeValue};
+use toml::de::{DeArray, DeTable, DeValue};
 
 use super::decision::ArgKind;
 use super::error::{ErrorKind, PolicyError, Source};
@@ -480,86 +480,75 @@ impl Walker<'_, '_> {
         None
     }
 
-    /// A key written as "allow" or "deny", as `allow` or `deny`.
-    fn allow_deny<T>(
+    /// A key written as "allow" or "deny" (as `allow` or `deny`), or as an array that `list`
+    /// reads; `what` names the three for a wrong type.
+    fn allow_deny_or<T>(
         &mut self,
         table: &DeTable<'_>,
         name: &'static str,
-        allow: T,
-        deny: T,
+        what: &str,
+        [allow, deny]: [T; 2],
+        list: impl FnOnce(&mut Self, Entry<&DeArray<'_>>) -> Option<Entry<T>>,
     ) -> Option<Entry<T>> {
-        let e = self.word(table, name, ALLOW_DENY)?;
-        Some(e.map(|(_, a)| if a { allow } else { deny }))
+        let (k, v) = Self::find(table, name)?;
+        match v.get_ref() {
+            DeValue::String(_) => {
+                let e = self.word(table, name, ALLOW_DENY)?;
+                Some(e.map(|(_, a)| if a { allow } else { deny }))
+            }
+            DeValue::Array(items) => list(self, self.entry(name, k, items, v.span())),
+            other => {
+                self.wrong_type(&v.span(), name, what, other);
+                None
+            }
+        }
     }
 
     fn schemes(&mut self, table: &DeTable<'_>) -> Option<Entry<RawSchemes>> {
         let name = "resources.other_schemes";
-        let (_, v) = Self::find(table, name)?;
-        match v.get_ref() {
-            DeValue::String(_) => self.allow_deny(table, name, RawSchemes::Allow, RawSchemes::Deny),
-            DeValue::Array(_) => {
-                let list = self.strings(table, name)?;
-                Some(list.map(RawSchemes::List))
-            }
-            other => {
-                self.wrong_type(
-                    &v.span(),
-                    name,
-                    "\"allow\", \"deny\" or an array of scheme names",
-                    other,
-                );
-                None
-            }
-        }
+        let what = "\"allow\", \"deny\" or an array of scheme names";
+        let words = [RawSchemes::Allow, RawSchemes::Deny];
+        self.allow_deny_or(table, name, what, words, |w, _| {
+            Some(w.strings(table, name)?.map(RawSchemes::List))
+        })
     }
 
     fn network(&mut self, table: &DeTable<'_>) -> Option<Entry<RawNetwork>> {
         let name = "sandbox.network";
-        let (k, v) = Self::find(table, name)?;
-        match v.get_ref() {
-            DeValue::String(_) => self.allow_deny(table, name, RawNetwork::Allow, RawNetwork::Deny),
-            DeValue::Array(items) => {
-                let mut ports = Vec::new();
-                let mut ok = true;
-                for item in items.iter() {
-                    let port = match item.get_ref() {
-                        DeValue::Integer(i) => u16::from_str_radix(i.as_str(), i.radix())
-                            .ok()
-                            .filter(|p| *p > 0),
-                        other => {
-                            self.wrong_type(&item.span(), name, "an array of TCP ports", other);
-                            ok = false;
-                            continue;
-                        }
-                    };
-                    match port {
-                        Some(p) => ports.push(Sp {
-                            v: p,
-                            span: item.span(),
-                        }),
-                        None => {
-                            ok = false;
-                            self.bad_value(
-                                &item.span(),
-                                name,
-                                "has a port out of range",
-                                "TCP ports are 1 to 65535",
-                            );
-                        }
+        let what = "\"allow\", \"deny\" or an array of TCP ports";
+        let words = [RawNetwork::Allow, RawNetwork::Deny];
+        self.allow_deny_or(table, name, what, words, |w, items| {
+            let mut ports = Vec::new();
+            let mut ok = true;
+            for item in items.v.iter() {
+                let port = match item.get_ref() {
+                    DeValue::Integer(i) => u16::from_str_radix(i.as_str(), i.radix())
+                        .ok()
+                        .filter(|p| *p > 0),
+                    other => {
+                        w.wrong_type(&item.span(), name, "an array of TCP ports", other);
+                        ok = false;
+                        continue;
+                    }
+                };
+                match port {
+                    Some(p) => ports.push(Sp {
+                        v: p,
+                        span: item.span(),
+                    }),
+                    None => {
+                        ok = false;
+                        w.bad_value(
+                            &item.span(),
+                            name,
+                            "has a port out of range",
+                            "TCP ports are 1 to 65535",
+                        );
                     }
                 }
-                ok.then(|| self.entry(name, k, RawNetwork::Ports(ports), v.span()))
             }
-            other => {
-                self.wrong_type(
-                    &v.span(),
-                    name,
-                    "\"allow\", \"deny\" or an array of TCP ports",
-                    other,
-                );
-                None
-            }
-        }
+            ok.then(|| items.with(RawNetwork::Ports(ports)))
+        })
     }
 
     /// The entries of an array of tables (`[[tools.paths]]`), each checked for unknown keys

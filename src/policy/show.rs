@@ -216,7 +216,7 @@ impl Policy {
             .filter(|(spec, (v, _))| is_row(spec, v))
             .map(|(spec, (v, p))| {
                 let entry =
-                    json!({"value": v.shown(spec), "provenance": prov_json(p), "type": spec.ty, "doc": spec.doc});
+                    json!({"value": v.shown(spec), "provenance": prov_json(p), "type": spec.ty(), "doc": spec.doc});
                 (spec.key.to_owned(), entry)
             })
             .collect();

@@ -137,9 +137,6 @@ pub enum RootErrorKind {
         /// Why it cannot be named.
         err: UriError,
     },
-    /// The path now names another directory than the one opened.
-    #[error("now names another directory than the one opened (it was moved or replaced)")]
-    Changed,
     /// Any other error.
     #[error("cannot be opened: {0}")]
     Io(io::Error),
@@ -505,7 +502,7 @@ impl RootSet {
 
         if let Some(lex) = uri.lexical() {
             for parent in &lex.parents {
-                let prel = relative_path(parent, form.path()).filter(|r| !r.is_empty());
+                let prel = crate::uri::relative_path(parent, form.path()).filter(|r| !r.is_empty());
                 let Some(prel) = prel else {
                     return Err(deny(
                         Reason::DotSegment,
@@ -702,25 +699,6 @@ impl RootSet {
             Some(LinkRefusal::New) => Err(FsError::NewHardLink { nlink: read.nlink }),
         }
     }
-
-    /// Re-checks that each root's declared and real paths still name the directory that
-    /// was opened (a renamed or replaced root is reported). Checks keep using the opened
-    /// directories either way; the caller decides whether to reopen the set.
-    pub fn verify_identity(&self) -> Vec<RootError> {
-        let mut errors = Vec::new();
-        for root in &self.roots {
-            for form in root.forms() {
-                let same = fsaccess::same_dir_identity(Path::new(form.path()), root.dev, root.ino);
-                if !matches!(same, Ok(true)) {
-                    errors.push(RootError {
-                        location: form.to_string(),
-                        kind: RootErrorKind::Changed,
-                    });
-                }
-            }
-        }
-        errors
-    }
 }
 
 /// The explanation of a hard-link refusal, with what to do about it.
@@ -760,19 +738,6 @@ fn deny_failure(
         f => f.reason(),
     };
     deny(reason, format!("{uri}: {what}"))
-}
-
-/// `path` below `root` ("" when equal), both canonical decoded absolute paths.
-fn relative_path<'a>(path: &'a str, root: &str) -> Option<&'a str> {
-    if root == "/" {
-        return path.strip_prefix('/');
-    }
-    let rest = path.strip_prefix(root)?;
-    if rest.is_empty() {
-        Some("")
-    } else {
-        rest.strip_prefix('/')
-    }
 }
 
 fn open_one(spec: &RootSpec) -> Result<Root, RootErrorKind> {

@@ -101,7 +101,7 @@ pub(crate) fn relative_path<'p>(p: &'p str, root: &str) -> Option<&'p str> {
     // Both paths are canonical (absolute, no empty, `.` or `..` names, no trailing `/`), so
     // a prefix that ends exactly at a separator is a component-wise prefix.
     if root == "/" {
-        return Some(&p[1..]);
+        return p.strip_prefix('/');
     }
     let rest = p.strip_prefix(root)?;
     if rest.is_empty() {

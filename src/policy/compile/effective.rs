@@ -6,8 +6,8 @@
 use super::super::decision::Provenance;
 use super::super::glob::PathGlob;
 use super::super::raw::Val;
-use super::super::schema::{Kind, SETTINGS, Value};
-use super::super::settings::Word;
+use super::super::schema::{FSYNC_WORDS, Kind, SETTINGS, Value};
+use super::super::settings::{Word, fsync_rank};
 use super::super::{LayerInfo, StaticRoot};
 use super::{Acc, AllowList, Slot};
 use crate::audit::FsyncPolicy as Fsync;
@@ -176,12 +176,7 @@ fn value_of(
                 .map(|(_, _, i, p)| (i.word().to_owned(), p)),
         ),
         "audit.fsync" => {
-            let w = match acc.fsync.v {
-                Fsync::Always => "always",
-                Fsync::Denials => "denials",
-                Fsync::Interval(_) => "interval",
-                _ => "never",
-            };
+            let (w, _) = FSYNC_WORDS[usize::from(fsync_rank(&acc.fsync.v).0)];
             (Value::Word(w), acc.fsync.prov.clone())
         }
         "audit.fsync_interval_ms" => match acc.fsync.v {
