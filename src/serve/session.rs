@@ -8,9 +8,8 @@
 //! stdio shutdown sequence and every request still waiting is answered; or when its server
 //! ends. Either way the router then closes every stream and the audit session is closed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::watch;
@@ -36,14 +35,10 @@ pub struct HttpSession {
     pub principal: Option<String>,
     /// Routes the relay's output to this session's streams.
     pub router: Arc<Router>,
-    /// When it was opened.
-    pub opened: Instant,
     /// The relay's input; `None` once closed.
     input: Mutex<Option<HostInput>>,
     /// Set when the relay has ended and its audit session is closed.
     done: watch::Receiver<bool>,
-    /// The client's `initialize` was answered successfully.
-    initialized: AtomicBool,
 }
 
 impl HttpSession {
@@ -106,10 +101,8 @@ impl HttpSession {
             id,
             principal,
             router: relay.router,
-            opened: Instant::now(),
             input: Mutex::new(Some(relay.input)),
             done: relay.done,
-            initialized: AtomicBool::new(false),
         })
     }
 
@@ -147,16 +140,6 @@ impl HttpSession {
     pub async fn wait(&self) {
         let mut done = self.done.clone();
         let _ = done.wait_for(|d| *d).await;
-    }
-
-    /// Notes that the client's `initialize` succeeded.
-    pub fn set_initialized(&self) {
-        self.initialized.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether the client's `initialize` succeeded.
-    pub fn initialized(&self) -> bool {
-        self.initialized.load(Ordering::Relaxed)
     }
 }
 
