@@ -35,7 +35,6 @@ use serde_json::{Value, json};
 
 use super::capacity::Capacity;
 use super::http::{App, DRAINING, Incoming, json_response, rpc_error, unavailable};
-use super::router::RegisterError;
 use super::session::HttpSession;
 use super::splice::Members;
 use super::state::{PREFIX, Signer};
@@ -236,7 +235,7 @@ impl Stateless {
         loop {
             let answer = match self.exchange(&relay, &mut message).await {
                 Ok(a) => a,
-                Err(resp) => return resp(&id),
+                Err(why) => return rpc_error(StatusCode::OK, Some(&id), SERVER_GONE, why),
             };
             // The answer's id is put back; its result is only parsed when it asks for input.
             let answer_text = crate::jsonrpc::framing::line_str(&answer);
@@ -306,37 +305,30 @@ impl Stateless {
         }
     }
 
-    /// Sends `message` (its id renamed) through a pooled relay; the response line.
+    /// Sends `message` (its id renamed) through a pooled relay; the response line, or why
+    /// there is none.
     async fn exchange(
         &self,
         relay: &Arc<HttpSession>,
         message: &mut Request<'_>,
-    ) -> Result<Bytes, Box<dyn FnOnce(&crate::jsonrpc::Id) -> Response + Send>> {
+    ) -> Result<Bytes, &'static str> {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         message.top.set("id", n.to_string());
-        let gone = |why: &'static str| -> Box<dyn FnOnce(&crate::jsonrpc::Id) -> Response + Send> {
-            Box::new(move |id| rpc_error(StatusCode::OK, Some(id), SERVER_GONE, why))
-        };
-        let mut stream = match relay
+        let ended = "the pooled server ended; send the request again";
+        let ids = vec![IdKey::Int(n.to_string().into())];
+        let mut stream = relay
             .router
-            .register_post(vec![IdKey::Int(n.to_string().into())], Vec::new())
-        {
-            Ok(s) => s,
-            Err(RegisterError::DuplicateId(_) | RegisterError::Ended) => {
-                return Err(gone("the pooled server ended; send the request again"));
-            }
-        };
+            .register_post(ids, Vec::new())
+            .map_err(|_| ended)?;
         if relay.send(Bytes::from(message.to_json())).await.is_err() {
-            return Err(gone("the pooled server ended; send the request again"));
+            return Err(ended);
         }
         loop {
             match stream.rx.recv().await {
                 Some(out) if out.answers.is_some() => return Ok(out.line),
                 Some(_) => continue,
                 None => {
-                    return Err(gone(
-                        "the pooled server ended before answering; send the request again",
-                    ));
+                    return Err("the pooled server ended before answering; send the request again");
                 }
             }
         }

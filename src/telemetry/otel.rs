@@ -45,7 +45,7 @@ impl Telemetry {
     }
 
     /// Starts the telemetry thread and the SDK's exporters for `config`.
-    pub fn with_config(config: &Config) -> Result<Telemetry, String> {
+    fn with_config(config: &Config) -> Result<Telemetry, String> {
         let inbox = Arc::new(worker::Inbox::new(QUEUE));
         let dropped = Arc::new(AtomicU64::new(0));
         let (done_tx, done_rx) = std::sync::mpsc::channel();
@@ -86,11 +86,6 @@ impl Telemetry {
     /// records join).
     pub fn set_session(&self, id: &str) {
         let _ = self.session.id.set(id.to_owned());
-    }
-
-    /// Notes dropped so far because the telemetry thread was behind.
-    pub fn dropped(&self) -> u64 {
-        self.shared.dropped.load(Ordering::Relaxed)
     }
 
     fn send(&self, msg: worker::Msg) {
