@@ -66,7 +66,7 @@ impl<K: Eq + Hash + Clone> Capacity<K> {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<K, Arc<HttpSession>>> {
-        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+        crate::relock(&self.slots)
     }
 
     /// The open slot under `reuse`, if there is one; else makes room for one more slot of

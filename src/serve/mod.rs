@@ -56,6 +56,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use http_body_util::BodyExt as _;
 use hyper::service::Service as _;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
@@ -65,7 +66,7 @@ use tokio::net::TcpListener;
 use crate::setup::Setup;
 use auth::Auth;
 use capacity::Capacity;
-use conns::{Conns, Tracked};
+use conns::Conns;
 use http::App;
 use origin::OriginRules;
 
@@ -248,7 +249,15 @@ pub async fn serve(
                 let call = service.call(req);
                 async move {
                     let resp = call.await?;
-                    Ok::<_, Infallible>(resp.map(|body| Tracked::new(body, in_flight)))
+                    // The guard lives in the body (in its error mapper, which changes nothing
+                    // else: size and end of stream are the body's), so it ends with the body.
+                    let body = move |body: axum::body::Body| {
+                        body.map_err(move |e| {
+                            let _in_flight = &in_flight;
+                            e
+                        })
+                    };
+                    Ok::<_, Infallible>(resp.map(body))
                 }
             })
         };

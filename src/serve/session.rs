@@ -108,7 +108,7 @@ impl HttpSession {
 
     /// Sends one message (without a newline) to the relay.
     pub async fn send(&self, message: Bytes) -> Result<(), Closed> {
-        let input = self.input.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let input = crate::relock(&self.input).clone();
         match input {
             Some(input) => input.send(message).await,
             None => Err(Closed),
@@ -117,18 +117,12 @@ impl HttpSession {
 
     /// Ends the session: the relay sees its host close the input.
     pub fn close(&self) {
-        self.input.lock().unwrap_or_else(|e| e.into_inner()).take();
+        crate::relock(&self.input).take();
     }
 
     /// Whether the session still takes messages.
     pub fn is_open(&self) -> bool {
-        !*self.done.borrow()
-            && !self.router.ended()
-            && self
-                .input
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_some()
+        !*self.done.borrow() && !self.router.ended() && crate::relock(&self.input).is_some()
     }
 
     /// Whether the relay has ended (and the audit session is closed).
@@ -194,9 +188,7 @@ impl Relay {
                 .map_or("(pre-started, never used)", String::as_str);
             match outcome {
                 Ok(outcome) => {
-                    let audit_session = audit_for_log
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
+                    let audit_session = crate::relock(&audit_for_log)
                         .as_ref()
                         .map(|l| l.session_id().to_owned());
                     tracing::info!(

@@ -123,12 +123,7 @@ impl Telemetry {
     pub fn shutdown(&self) {
         let deadline = Instant::now() + SHUTDOWN_WAIT;
         self.shared.inbox.close();
-        let done = self
-            .shared
-            .done
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let done = crate::relock(&self.shared.done).take();
         if let Some(done) = done {
             let left = deadline.saturating_duration_since(Instant::now());
             if done.recv_timeout(left).is_err() {
