@@ -15,8 +15,9 @@
 //! Pooled relays are a cache of servers: the principal's own longest-idle relay gives way to
 //! its new one, and at the cap any idle relay does when no principal is beyond its share.
 //!
-//! An ended slot stays until its relay is done (its server stopped, its audit session
-//! closed), counted against the cap, so a drain waits for it.
+//! Only open slots count against the caps. An ended slot stays listed until its relay is
+//! done (its server stopped, its audit session closed), so a drain waits for it, and the
+//! `sessions` gauge counts it until then.
 
 use std::borrow::Borrow;
 use std::collections::HashMap;
@@ -98,7 +99,7 @@ impl<K: Eq + Hash + Clone> Capacity<K> {
         let victim = if mine >= self.per_principal {
             let own = self.recycle.then(|| longest_idle(&|p| p == principal));
             Some(own.flatten().ok_or(Full::Share(self.per_principal))?)
-        } else if slots.len() >= self.max {
+        } else if held.values().sum::<usize>() >= self.max {
             let fair = self.max / (held.len() + usize::from(mine == 0)).max(1);
             if !self.recycle && mine >= fair {
                 return Err(Full::Table(self.max));
