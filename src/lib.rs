@@ -60,3 +60,9 @@ pub mod toolargs;
 pub mod tripwire;
 pub mod uri;
 pub mod wrap;
+
+/// Locks `m`, taking the data even when a thread panicked while holding it: a panic in one
+/// session (a bug) must not take every other session, and the proxy, down with it.
+pub fn relock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

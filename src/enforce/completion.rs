@@ -65,7 +65,7 @@ impl Completions {
         if !local_url(template) {
             return;
         }
-        let mut kept = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept = crate::relock(&self.pending);
         if kept.len() >= COMPLETIONS {
             kept.clear();
         }
@@ -78,11 +78,7 @@ impl Completions {
     /// again when it is read.
     pub(super) fn values(&self, core: &Inner, ctx: &Ctx<'_>, result: &mut Map<String, Value>) {
         let Some(id) = ctx.id else { return };
-        let remembered = self
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id.key());
+        let remembered = crate::relock(&self.pending).remove(id.key());
         let Some((template, arg)) = remembered else {
             return;
         };

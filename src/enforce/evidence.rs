@@ -77,12 +77,10 @@ pub(super) struct Backlog {
 impl Backlog {
     /// `from`'s held receipts, those already durable in `auditor`'s log let go.
     fn side(&self, auditor: &Auditor, from: Side) -> std::sync::MutexGuard<'_, VecDeque<Receipt>> {
-        let mut held = match from {
+        let mut held = crate::relock(match from {
             Side::Host => &self.host,
             Side::Server => &self.server,
-        }
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+        });
         while held.front().is_some_and(|r| auditor.is_durable(*r)) {
             held.pop_front();
         }

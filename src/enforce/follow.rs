@@ -105,7 +105,7 @@ impl Follower {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::relock(&self.state)
     }
 
     /// Whether this enforcer starts the server itself (else the relay was given a command).
@@ -313,7 +313,7 @@ async fn starts(
             }
             Err(_) => false,
         };
-        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = crate::relock(&state);
         // After a failed start the session is ending: start nothing more.
         let waiting = st.waiting.take().filter(|_| ok);
         st.starting = waiting.as_ref().map(|w| w.grants.clone());

@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
@@ -76,10 +76,6 @@ impl std::fmt::Debug for Learner {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Learner {
     pub(super) fn new(
         policy: Arc<Policy>,
@@ -134,13 +130,13 @@ impl Learner {
         if let Some(line) = roots::missing(update, &self.operator, has) {
             self.say(line);
         } else {
-            *lock(&self.said) = None;
+            *crate::relock(&self.said) = None;
         }
     }
 
     /// One line on stderr, unless it is the last one said.
     fn say(&self, line: String) {
-        let mut said = lock(&self.said);
+        let mut said = crate::relock(&self.said);
         if said.as_deref() != Some(line.as_str()) {
             crate::stderr_line!("{line}");
             *said = Some(line);
@@ -154,11 +150,11 @@ impl Learner {
     }
 
     pub(super) fn host_has_roots(&self) -> Option<bool> {
-        *lock(&self.host_roots)
+        *crate::relock(&self.host_roots)
     }
 
     fn set_host_has_roots(&self, has: bool) {
-        *lock(&self.host_roots) = Some(has);
+        *crate::relock(&self.host_roots) = Some(has);
     }
 
     /// The operator's roots as the effective roots (a host without roots, a fallback).
@@ -296,7 +292,7 @@ impl Learner {
             if self.host_answered.load(Ordering::Relaxed) {
                 return;
             }
-            let mut a = lock(&self.asking);
+            let mut a = crate::relock(&self.asking);
             if a.outstanding {
                 // The early question is still out: ask again only if it goes unanswered.
                 a.unless_answered = true;
@@ -311,7 +307,7 @@ impl Learner {
     /// One question at a time: a change noticed while one is out is asked about once after.
     pub(super) fn ask_host(self: &Arc<Self>, session: &Arc<Session>, trigger: &str) {
         {
-            let mut a = lock(&self.asking);
+            let mut a = crate::relock(&self.asking);
             if a.outstanding {
                 a.again = Some(trigger.to_owned());
                 return;
@@ -337,7 +333,7 @@ impl Learner {
                 Err(_) => me.fallback(&session, "timeout"),
             }
             let again = {
-                let mut a = lock(&me.asking);
+                let mut a = crate::relock(&me.asking);
                 a.outstanding = false;
                 let unanswered = std::mem::take(&mut a.unless_answered)
                     && !me.host_answered.load(Ordering::Relaxed);
@@ -474,7 +470,7 @@ impl Learner {
         else {
             return false;
         };
-        let Some((keys, own)) = lock(&self.injections).0.remove(state) else {
+        let Some((keys, own)) = crate::relock(&self.injections).0.remove(state) else {
             return false;
         };
         let roots = self.roots_result();
@@ -509,7 +505,7 @@ impl Learner {
             changed = true;
         }
         let server_keys: Vec<String> = {
-            let keys = lock(&self.server_roots_keys);
+            let keys = crate::relock(&self.server_roots_keys);
             responses
                 .keys()
                 .filter(|k| keys.contains(*k))
@@ -545,7 +541,7 @@ impl Learner {
                 if answer_ourselves {
                     ours.push(key.clone());
                 } else {
-                    lock(&self.server_roots_keys).insert(key.clone());
+                    crate::relock(&self.server_roots_keys).insert(key.clone());
                 }
             }
         }
@@ -571,7 +567,7 @@ impl Learner {
                 (marker, true)
             }
         };
-        let mut inj = lock(&self.injections);
+        let mut inj = crate::relock(&self.injections);
         let (map, order) = &mut *inj;
         if map.insert(state.clone(), (ours, own)).is_none() {
             order.push_back(state);

@@ -355,7 +355,7 @@ impl Enforcer {
 
     /// Sets the hook that runs once the server is running (see [`StartHook`]).
     pub fn with_start(self, hook: StartHook) -> Enforcer {
-        *self.inner.start.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
+        *crate::relock(&self.inner.start) = Some(hook);
         self
     }
 
@@ -522,7 +522,7 @@ impl Interceptor for Enforcer {
 
     fn on_start(&self, session: &Arc<Session>) {
         let inner = &self.inner;
-        let hook = inner.start.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let hook = crate::relock(&inner.start).take();
         if let Some(hook) = hook {
             match hook(session) {
                 Ok(Started { auditor }) => {
@@ -563,12 +563,7 @@ impl Interceptor for Enforcer {
                 let _ = tokio::task::spawn_blocking(move || inner.fingerprints_with(refresh)).await;
             }
         });
-        let dropped = std::mem::take(
-            &mut *inner
-                .dropped_at_start
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
+        let dropped = std::mem::take(&mut *crate::relock(&inner.dropped_at_start));
         if !dropped.is_empty() {
             inner.audit.record(Event::RootsUpdate(audit::RootsUpdate {
                 trigger: "start".into(),

@@ -51,7 +51,7 @@ impl ToolCalls {
             (Side::Host, Kind::Request) => {
                 // `get` twice, not `pointer`: a JSON pointer is parsed on every call.
                 let tool: Arc<str> = message.get("params")?.get("name")?.as_str()?.into();
-                let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+                let mut open = crate::relock(&self.open);
                 if open.len() >= MAX_OPEN {
                     let keep_after = key.saturating_sub(MAX_OPEN as u64 / 2);
                     open.retain(|k, _| *k > keep_after);
@@ -59,11 +59,9 @@ impl ToolCalls {
                 open.insert(key, Arc::clone(&tool));
                 Some(tool)
             }
-            (Side::Server, Kind::Response | Kind::ErrorResponse) => self
-                .open
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&key),
+            (Side::Server, Kind::Response | Kind::ErrorResponse) => {
+                crate::relock(&self.open).remove(&key)
+            }
             _ => None,
         }
     }

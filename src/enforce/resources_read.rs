@@ -48,7 +48,7 @@ fn same_set(made_under: Option<&Weak<RootSet>>, now: Option<&Arc<RootSet>>) -> b
 
 impl ReadVerdicts {
     fn lock(&self) -> std::sync::MutexGuard<'_, Verdicts> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        crate::relock(&self.0)
     }
 
     /// Keeps the verdict of request `id`, made under `roots`.

@@ -417,7 +417,7 @@ impl Tracker {
 
     /// Remembers the host's latest roots.
     pub fn remember_host(&self, roots: Vec<HostRoot>) {
-        *self.host.lock().unwrap_or_else(|e| e.into_inner()) = Some(roots);
+        *crate::relock(&self.host) = Some(roots);
     }
 
     /// Waits until the roots are known, but only while someone is asking and at most

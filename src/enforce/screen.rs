@@ -26,7 +26,7 @@ impl Inner {
     pub(super) fn fingerprints_with(&self, refresh: bool) -> Arc<Fingerprints> {
         let known = self.learner.tracker.known();
         if !refresh {
-            let cached = self.fingerprints.lock().unwrap_or_else(|e| e.into_inner());
+            let cached = crate::relock(&self.fingerprints);
             let same = match (&cached.0, &known) {
                 (Some(None), None) => true,
                 (Some(Some(a)), Some(b)) => Arc::ptr_eq(a, b),
@@ -48,8 +48,7 @@ impl Inner {
             reals.iter().map(|(d, p)| (*d, p.as_path())).collect();
         let fresh = self.tripwire.for_roots(&roots, refresh);
         drop(roots);
-        *self.fingerprints.lock().unwrap_or_else(|e| e.into_inner()) =
-            (Some(known.clone()), Arc::clone(&fresh));
+        *crate::relock(&self.fingerprints) = (Some(known.clone()), Arc::clone(&fresh));
         fresh
     }
 

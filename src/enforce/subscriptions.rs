@@ -20,7 +20,7 @@ pub(super) struct Subscriptions(Mutex<HashSet<String>>);
 
 impl Subscriptions {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        crate::relock(&self.0)
     }
 
     fn add(&self, keys: impl IntoIterator<Item = String>) {

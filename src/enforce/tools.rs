@@ -155,11 +155,7 @@ impl Tools {
             return None;
         }
         let args = message.get("params")?.get("arguments")?;
-        let plan = self
-            .plans
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name);
+        let plan = crate::relock(&self.plans).get(name);
         let found: Vec<(String, String, bool, bool, String)> =
             crate::toolargs::candidates(plan.as_deref(), args, mode, judged)
                 .into_iter()
@@ -306,20 +302,14 @@ impl Tools {
         result: &mut Value,
     ) -> bool {
         if let Shape::Entries { .. } = shape {
-            self.plans
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .learn(result);
+            crate::relock(&self.plans).learn(result);
         }
         core.shaped(ctx, shape, result)
     }
 
     /// `notifications/tools/list_changed`: what was learned no longer holds.
     pub(super) fn forget(&self) {
-        self.plans
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .forget();
+        crate::relock(&self.plans).forget();
     }
 
     /// Whether an allowed path names a `sandbox.read_only_paths` match, by its canonical

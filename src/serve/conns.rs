@@ -22,13 +22,10 @@
 //!   client or a health check: they are the first to go.
 
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use tokio::sync::Notify;
 
 /// Descriptors kept back from the connection cap: listener, runtime, logs, and margin.
@@ -122,7 +119,7 @@ impl Conns {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<u64, Arc<Conn>>> {
-        self.map.lock().unwrap_or_else(|e| e.into_inner())
+        crate::relock(&self.map)
     }
 
     fn now_ms(&self) -> u64 {
@@ -250,43 +247,6 @@ impl Drop for InFlight {
                 .idle_since
                 .store(self.conns.now_ms(), Ordering::Relaxed);
         }
-    }
-}
-
-/// A response body that keeps its request counted as in flight until it is done.
-#[derive(Debug)]
-pub struct Tracked {
-    inner: axum::body::Body,
-    _in_flight: InFlight,
-}
-
-impl Tracked {
-    /// Wraps `inner`.
-    pub fn new(inner: axum::body::Body, in_flight: InFlight) -> Tracked {
-        Tracked {
-            inner,
-            _in_flight: in_flight,
-        }
-    }
-}
-
-impl http_body::Body for Tracked {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
     }
 }
 

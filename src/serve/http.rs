@@ -34,6 +34,7 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 
 use super::auth::Auth;
+use super::capacity::{Capacity, Full};
 use super::headers::{self, HEADER_MISMATCH};
 use super::limits::{self, Exceeded, Shape};
 use super::origin::OriginRules;
@@ -42,7 +43,6 @@ use super::router::{Out, RegisterError, Stream, request_progress_token};
 use super::session::HttpSession;
 use super::sse::SseBody;
 use super::stateless::Stateless;
-use super::table::{Full, Table};
 use crate::jsonrpc::envelope::{Kind, Scanned, scan, scan_message};
 use crate::jsonrpc::error::{INVALID_REQUEST, PARSE_ERROR, SERVER_GONE, error_response};
 use crate::jsonrpc::{Id, IdKey};
@@ -66,7 +66,9 @@ pub struct App {
     /// What each session is built from.
     pub setup: Setup,
     /// The live sessions.
-    pub table: Arc<Table>,
+    pub table: Arc<Capacity<String>>,
+    /// When replicas share sessions: session ids name this replica.
+    pub owner: Option<super::owner::Owner>,
     /// Host and Origin rules.
     pub origin: OriginRules,
     /// Authentication.
@@ -123,6 +125,24 @@ pub fn json_response(body: impl Into<Body>) -> Response {
         .into_response()
 }
 
+/// What a draining replica answers a new session or stateless request.
+pub const DRAINING: &str = "the server is shutting down; try another replica or again shortly";
+
+/// A 503 (`-32600`): the replica is draining, or has no room (then with `Retry-After`).
+pub fn unavailable(id: Option<&Id>, message: &str, retry_after: Option<&'static str>) -> Response {
+    let mut resp = rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        id,
+        INVALID_REQUEST,
+        message,
+    );
+    if let Some(secs) = retry_after {
+        resp.headers_mut()
+            .insert("retry-after", HeaderValue::from_static(secs));
+    }
+    resp
+}
+
 /// A plain refusal with a JSON-RPC error body (`-32600`, no id).
 fn refuse(status: StatusCode, message: &str) -> Response {
     rpc_error(status, None, INVALID_REQUEST, message)
@@ -162,8 +182,8 @@ async fn capacity(State(app): State<Arc<App>>) -> Response {
         "sessions": sessions,
         "max_sessions": app.table.max,
         "max_sessions_per_token": app.table.per_principal,
-        "pooled_servers": app.stateless.len(),
-        "pool_size": app.stateless.max(),
+        "pooled_servers": app.stateless.pool.len(),
+        "pool_size": app.stateless.pool.max,
         "connections": app.conns.len(),
         "max_connections": app.conns.max,
         "connections_shed": app.conns.shed.load(Ordering::Relaxed),
@@ -214,7 +234,7 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
             "rootfence_pooled_servers",
             "Pooled server processes for 2026-07-28 requests.",
             "gauge",
-            app.stateless.len() as u64,
+            app.stateless.pool.len() as u64,
         ),
         (
             "rootfence_connections",
@@ -398,7 +418,7 @@ fn find_session(
 /// request back when it is this replica's to answer. Host, Origin and authentication are
 /// checked here first (and again by the owner).
 async fn to_owner(app: &App, request: Request) -> Result<Request, Response> {
-    let Some(owner) = &app.table.owner else {
+    let Some(owner) = &app.owner else {
         return Ok(request);
     };
     let headers = request.headers();
@@ -519,31 +539,27 @@ async fn initialize(
     incoming: Incoming,
 ) -> Response {
     if app.draining.load(Ordering::Relaxed) {
-        return refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the server is shutting down; try another replica or again shortly",
-        );
+        return unavailable(None, DRAINING, None);
     }
-    let opened = app.table.open(&principal, |id| {
-        app.pool
+    let opened = app.table.open(&principal, None, || {
+        let id = super::owner::new_session_id(app.owner.as_ref());
+        let session = app
+            .pool
             .take(&incoming.line, &id, &principal, client)
             .unwrap_or_else(|| {
-                HttpSession::start(&app.setup, id, principal.clone(), client, app.stall, false)
-            })
+                let principal = principal.clone();
+                HttpSession::start(&app.setup, id.clone(), principal, client, app.stall, false)
+            });
+        (id, session)
     });
     let session = match opened {
         Ok(s) => s,
         Err(full) => {
-            let mut resp = refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &match full {
-                    Full::Table(_) => format!("{full}; try again later (or raise --max-sessions)"),
-                    Full::Share(_) => format!("{full} (--max-sessions-per-token)"),
-                },
-            );
-            resp.headers_mut()
-                .insert("retry-after", HeaderValue::from_static("5"));
-            return resp;
+            let message = match full {
+                Full::Table(_) => format!("{full}; try again later (or raise --max-sessions)"),
+                Full::Share(_) => format!("{full} (--max-sessions-per-token)"),
+            };
+            return unavailable(None, &message, Some("5"));
         }
     };
     tracing::info!(session = %session.id, principal = principal.as_deref().unwrap_or("-"), "session opened");
@@ -599,7 +615,6 @@ async fn forward(
             session.close();
             return resp;
         }
-        session.set_initialized();
         if let Ok(v) = HeaderValue::from_str(&id) {
             resp.headers_mut().insert(SESSION_HEADER, v);
         }

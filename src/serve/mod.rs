@@ -5,7 +5,8 @@
 //! - `headers.rs`: routing headers (`Mcp-Method`, `Mcp-Name`) that must agree with the body;
 //!   `refusals.rs` audits what is refused before any session.
 //! - `auth.rs`: bearer tokens from a token file.
-//! - `table.rs`: the session table (cap, idle reaper).
+//! - `capacity.rs`: the one capacity model of sessions and pooled servers (caps, shares,
+//!   eviction, idle reaper).
 //! - `session.rs`: one 2025-03-26…2025-11-25 session: a relay of its own over in-memory
 //!   streams (`pipe.rs`), with its own sandboxed server, roots and audit session.
 //! - `router.rs`: delivers a relay's output to the right HTTP stream; `sse.rs` streams it.
@@ -29,6 +30,7 @@
 //! session is closed).
 
 pub mod auth;
+pub mod capacity;
 pub mod conns;
 pub mod headers;
 pub mod http;
@@ -44,7 +46,6 @@ pub mod splice;
 pub mod sse;
 pub mod state;
 pub mod stateless;
-pub mod table;
 pub mod tls;
 
 use std::convert::Infallible;
@@ -55,6 +56,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use http_body_util::BodyExt as _;
 use hyper::service::Service as _;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
@@ -63,10 +65,10 @@ use tokio::net::TcpListener;
 
 use crate::setup::Setup;
 use auth::Auth;
-use conns::{Conns, Tracked};
+use capacity::Capacity;
+use conns::Conns;
 use http::App;
 use origin::OriginRules;
-use table::Table;
 
 /// How long a new connection may take to start its first request (TLS handshake, HTTP/1
 /// headers, HTTP/2 preface and HEADERS).
@@ -143,7 +145,12 @@ pub async fn serve(
         .advertise
         .clone()
         .map(|a| owner::Owner::new(a, cfg.stateless.key.clone()));
-    let table = Table::new(cfg.max_sessions, cfg.per_principal, cfg.idle, owner);
+    let table = Arc::new(Capacity::new(
+        cfg.max_sessions,
+        cfg.per_principal,
+        cfg.idle,
+        false,
+    ));
     let conns = Conns::new(
         cfg.max_connections,
         HANDSHAKE_TIMEOUT.min(cfg.connection_idle),
@@ -152,9 +159,10 @@ pub async fn serve(
     let pool = pool::SessionPool::new(&setup, cfg.session_pool, cfg.stall);
     let app = Arc::new(App {
         pool: Arc::clone(&pool),
-        stateless: stateless::Stateless::new(&setup, cfg.stateless, tls.is_some()),
+        stateless: stateless::Stateless::new(cfg.stateless),
         setup,
         table: Arc::clone(&table),
+        owner,
         origin: OriginRules::new(local.ip(), &cfg.origins, &cfg.hosts),
         auth: cfg.auth,
         stall: cfg.stall,
@@ -164,7 +172,7 @@ pub async fn serve(
         conns: Arc::clone(&conns),
     });
     let reaper = tokio::spawn(Arc::clone(&table).reaper());
-    let pool_reaper = tokio::spawn(Arc::clone(&app).stateless_reaper());
+    let pool_reaper = tokio::spawn(Arc::clone(&app.stateless.pool).reaper());
     let refill = tokio::spawn(Arc::clone(&pool).refill());
     let service = TowerToHyperService::new(http::routes(Arc::clone(&app)));
     let mut builder = Builder::new(TokioExecutor::new());
@@ -241,7 +249,15 @@ pub async fn serve(
                 let call = service.call(req);
                 async move {
                     let resp = call.await?;
-                    Ok::<_, Infallible>(resp.map(|body| Tracked::new(body, in_flight)))
+                    // The guard lives in the body (in its error mapper, which changes nothing
+                    // else: size and end of stream are the body's), so it ends with the body.
+                    let body = move |body: axum::body::Body| {
+                        body.map_err(move |e| {
+                            let _in_flight = &in_flight;
+                            e
+                        })
+                    };
+                    Ok::<_, Infallible>(resp.map(body))
                 }
             })
         };
@@ -303,17 +319,16 @@ pub async fn serve(
     pool_reaper.abort();
     pool.close();
     refill.abort();
-    let sessions = table.all();
+    let mut sessions = table.all();
+    sessions.extend(app.stateless.pool.all());
     for s in &sessions {
         s.close();
     }
-    app.stateless.close_all();
     let grace = app.setup.shutdown_grace * 2 + Duration::from_secs(5);
     let all_done = async {
         for s in &sessions {
             s.wait().await;
         }
-        app.stateless.wait_all().await;
         pool.wait_all().await;
     };
     if tokio::time::timeout(grace, all_done).await.is_err() {

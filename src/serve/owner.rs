@@ -33,6 +33,18 @@ pub const FORWARDED: &str = "x-rootfence-forwarded";
 /// How long connecting to the owner may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// A fresh session id: 128 random bits from the OS (hex), unguessable, naming this replica
+/// when replicas share sessions (`owner`).
+pub fn new_session_id(owner: Option<&Owner>) -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::getrandom(&mut bytes).expect("the OS random source is available");
+    let random: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    match owner {
+        Some(owner) => owner.session_id(&random),
+        None => random,
+    }
+}
+
 /// This replica's name in session ids, and the key that protects them.
 #[derive(Clone)]
 pub struct Owner {
@@ -149,6 +161,15 @@ pub async fn forward(owner: &str, request: Request) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_are_128_random_bits_in_hex() {
+        let a = new_session_id(None);
+        let b = new_session_id(None);
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
 
     #[test]
     fn ids_name_their_owner_and_cannot_be_forged() {

@@ -142,7 +142,7 @@ impl SessionPool {
     }
 
     fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Prestarted>> {
-        self.ready.lock().unwrap_or_else(|e| e.into_inner())
+        crate::relock(&self.ready)
     }
 
     /// Servers ready now.
@@ -206,7 +206,7 @@ impl SessionPool {
     }
 
     fn keep_stopping(&self, ended: impl Future<Output = ()> + Send + 'static) {
-        let mut s = self.stopping.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = crate::relock(&self.stopping);
         s.push(Box::pin(ended));
     }
 
@@ -309,8 +309,7 @@ impl SessionPool {
 
     /// Waits until every pooled server stopped so far has ended.
     pub async fn wait_all(&self) {
-        let all: Vec<_> =
-            std::mem::take(&mut *self.stopping.lock().unwrap_or_else(|e| e.into_inner()));
+        let all: Vec<_> = std::mem::take(&mut *crate::relock(&self.stopping));
         for ended in all {
             ended.await;
         }

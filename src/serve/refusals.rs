@@ -23,7 +23,7 @@ pub struct Refusals {
 
 impl Refusals {
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<AuditLog>> {
-        self.log.lock().unwrap_or_else(|e| e.into_inner())
+        crate::relock(&self.log)
     }
 
     /// Records that the message `line` (request `id`, if any) was refused: `code` and

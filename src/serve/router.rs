@@ -165,7 +165,7 @@ impl Router {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::relock(&self.state)
     }
 
     fn touch(&self) {

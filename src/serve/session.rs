@@ -8,9 +8,8 @@
 //! stdio shutdown sequence and every request still waiting is answered; or when its server
 //! ends. Either way the router then closes every stream and the audit session is closed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::watch;
@@ -36,14 +35,10 @@ pub struct HttpSession {
     pub principal: Option<String>,
     /// Routes the relay's output to this session's streams.
     pub router: Arc<Router>,
-    /// When it was opened.
-    pub opened: Instant,
     /// The relay's input; `None` once closed.
     input: Mutex<Option<HostInput>>,
     /// Set when the relay has ended and its audit session is closed.
     done: watch::Receiver<bool>,
-    /// The client's `initialize` was answered successfully.
-    initialized: AtomicBool,
 }
 
 impl HttpSession {
@@ -106,16 +101,14 @@ impl HttpSession {
             id,
             principal,
             router: relay.router,
-            opened: Instant::now(),
             input: Mutex::new(Some(relay.input)),
             done: relay.done,
-            initialized: AtomicBool::new(false),
         })
     }
 
     /// Sends one message (without a newline) to the relay.
     pub async fn send(&self, message: Bytes) -> Result<(), Closed> {
-        let input = self.input.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let input = crate::relock(&self.input).clone();
         match input {
             Some(input) => input.send(message).await,
             None => Err(Closed),
@@ -124,18 +117,12 @@ impl HttpSession {
 
     /// Ends the session: the relay sees its host close the input.
     pub fn close(&self) {
-        self.input.lock().unwrap_or_else(|e| e.into_inner()).take();
+        crate::relock(&self.input).take();
     }
 
     /// Whether the session still takes messages.
     pub fn is_open(&self) -> bool {
-        !*self.done.borrow()
-            && !self.router.ended()
-            && self
-                .input
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_some()
+        !*self.done.borrow() && !self.router.ended() && crate::relock(&self.input).is_some()
     }
 
     /// Whether the relay has ended (and the audit session is closed).
@@ -147,16 +134,6 @@ impl HttpSession {
     pub async fn wait(&self) {
         let mut done = self.done.clone();
         let _ = done.wait_for(|d| *d).await;
-    }
-
-    /// Notes that the client's `initialize` succeeded.
-    pub fn set_initialized(&self) {
-        self.initialized.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether the client's `initialize` succeeded.
-    pub fn initialized(&self) -> bool {
-        self.initialized.load(Ordering::Relaxed)
     }
 }
 
@@ -211,9 +188,7 @@ impl Relay {
                 .map_or("(pre-started, never used)", String::as_str);
             match outcome {
                 Ok(outcome) => {
-                    let audit_session = audit_for_log
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
+                    let audit_session = crate::relock(&audit_for_log)
                         .as_ref()
                         .map(|l| l.session_id().to_owned());
                     tracing::info!(

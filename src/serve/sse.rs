@@ -110,7 +110,9 @@ impl SseBody {
     }
 }
 
-/// A message safe to put in one `data:` line.
+/// A message safe to put in one `data:` line (or to give the relay as one line): raw CR
+/// and LF bytes of a valid JSON text are whitespace outside strings (inside strings they
+/// must be escaped), so spaces mean the same value.
 pub fn sse_safe(line: Bytes) -> Bytes {
     if memchr::memchr2(b'\r', b'\n', &line).is_none() {
         return line;

@@ -22,9 +22,8 @@
 //! another client's), and `subscriptions/listen` is refused.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::StatusCode;
@@ -34,8 +33,8 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::http::{App, Incoming, json_response, rpc_error};
-use super::router::RegisterError;
+use super::capacity::Capacity;
+use super::http::{App, DRAINING, Incoming, json_response, rpc_error, unavailable};
 use super::session::HttpSession;
 use super::splice::Members;
 use super::state::{PREFIX, Signer};
@@ -43,7 +42,6 @@ use crate::jsonrpc::IdKey;
 use crate::jsonrpc::envelope::Kind;
 use crate::jsonrpc::error::{INVALID_PARAMS, INVALID_REQUEST, SERVER_GONE};
 use crate::mcp::methods as m;
-use crate::setup::Setup;
 
 /// The `inputRequests` key of the roots question this handler asks.
 pub const ROOTS_KEY: &str = "io.rootfence/http-roots";
@@ -69,95 +67,43 @@ type PoolKey = (Option<String>, Option<String>);
 /// The stateless handler.
 #[derive(Debug)]
 pub struct Stateless {
-    /// Whether the listener speaks TLS.
-    pub tls: bool,
     signer: Signer,
-    max: usize,
-    per_principal: usize,
-    idle: Duration,
-    pool: Mutex<HashMap<PoolKey, Arc<HttpSession>>>,
+    /// The pooled relays, by principal and roots.
+    pub pool: Arc<Capacity<PoolKey>>,
     next_id: AtomicU64,
     next_relay: AtomicU64,
 }
 
 impl Stateless {
-    /// The handler for `setup`'s server.
-    pub fn new(_setup: &Setup, cfg: StatelessConfig, tls: bool) -> Stateless {
+    /// The handler, as `cfg` says.
+    pub fn new(cfg: StatelessConfig) -> Stateless {
+        let max = cfg.pool.max(1);
         Stateless {
-            tls,
             signer: Signer::new(cfg.key, cfg.ttl),
-            max: cfg.pool.max(1),
-            per_principal: cfg.per_principal.clamp(1, cfg.pool.max(1)),
-            idle: cfg.ttl,
-            pool: Mutex::default(),
+            pool: Arc::new(Capacity::new(max, cfg.per_principal, cfg.ttl, true)),
             next_id: AtomicU64::new(1),
             next_relay: AtomicU64::new(1),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PoolKey, Arc<HttpSession>>> {
-        self.pool.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The pooled relay for `key`, started if need be; `None` when the pool is full of busy
     /// relays.
     fn relay(&self, app: &App, key: PoolKey) -> Option<Arc<HttpSession>> {
-        let mut pool = self.lock();
-        if let Some(s) = pool.get(&key)
-            && s.is_open()
-        {
-            return Some(Arc::clone(s));
-        }
-        pool.retain(|_, s| s.is_open());
-        let mine = pool.keys().filter(|k| k.0 == key.0).count();
-        // At its share, a principal makes room among its own relays; otherwise, at the cap,
-        // the least recently used idle relay goes, preferably one of a principal beyond its
-        // share.
-        let victim = if mine >= self.per_principal {
-            Some(
-                pool.iter()
-                    .filter(|(k, s)| k.0 == key.0 && s.router.open_streams() == 0)
-                    .max_by_key(|(_, s)| s.router.idle_for())
-                    .map(|(k, _)| k.clone())?,
-            )
-        } else if pool.len() >= self.max {
-            let mut held: HashMap<&Option<String>, usize> = HashMap::new();
-            for k in pool.keys() {
-                *held.entry(&k.0).or_default() += 1;
-            }
-            let fair = self.max / (held.len() + usize::from(mine == 0)).max(1);
-            let idle = |(k, s): &(&PoolKey, &Arc<HttpSession>)| {
-                s.router.open_streams() == 0 && k.0 != key.0
-            };
-            let over = pool
-                .iter()
-                .filter(idle)
-                .filter(|(k, _)| held.get(&k.0).is_some_and(|n| *n > fair))
-                .max_by_key(|(_, s)| s.router.idle_for());
-            let any = pool
-                .iter()
-                .filter(|(_, s)| s.router.open_streams() == 0)
-                .max_by_key(|(_, s)| s.router.idle_for());
-            Some(over.or(any).map(|(k, _)| k.clone())?)
-        } else {
-            None
-        };
-        if let Some(old) = victim.and_then(|lru| pool.remove(&lru)) {
-            tracing::info!(relay = %old.id, "stopping the least recently used pooled server");
-            old.close();
-        }
-        let n = self.next_relay.fetch_add(1, Ordering::Relaxed);
-        let relay = HttpSession::start(
-            &app.setup,
-            format!("pool-{n}"),
-            key.0.clone(),
-            None,
-            app.stall,
-            true,
-        );
-        tracing::info!(relay = %relay.id, principal = key.0.as_deref().unwrap_or("-"), "started a pooled server for 2026-07-28 requests");
-        pool.insert(key, Arc::clone(&relay));
-        Some(relay)
+        let principal = key.0.clone();
+        let opened = self.pool.open(&principal, Some(&key), || {
+            let n = self.next_relay.fetch_add(1, Ordering::Relaxed);
+            let relay = HttpSession::start(
+                &app.setup,
+                format!("pool-{n}"),
+                principal.clone(),
+                None,
+                app.stall,
+                true,
+            );
+            tracing::info!(relay = %relay.id, principal = principal.as_deref().unwrap_or("-"), "started a pooled server for 2026-07-28 requests");
+            (key.clone(), relay)
+        });
+        opened.ok()
     }
 
     /// Answers one stateless request.
@@ -181,12 +127,7 @@ impl Stateless {
             return StatusCode::ACCEPTED.into_response();
         }
         if app.draining.load(Ordering::Relaxed) {
-            return rpc_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                None,
-                INVALID_REQUEST,
-                "the server is shutting down; try another replica or again shortly",
-            );
+            return unavailable(None, DRAINING, None);
         }
         let Some((id, method)) = incoming.requests.first().cloned() else {
             return StatusCode::ACCEPTED.into_response();
@@ -286,22 +227,15 @@ impl Stateless {
                 .map(|r| r["roots"].to_string()),
         );
         let Some(relay) = self.relay(app, key) else {
-            let mut resp = rpc_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                Some(&id),
-                INVALID_REQUEST,
-                "every pooled server is busy; try again shortly (or raise --pool-size)",
-            );
-            resp.headers_mut()
-                .insert("retry-after", axum::http::HeaderValue::from_static("1"));
-            return resp;
+            let busy = "every pooled server is busy; try again shortly (or raise --pool-size)";
+            return unavailable(Some(&id), busy, Some("1"));
         };
 
         let mut rounds = 0;
         loop {
             let answer = match self.exchange(&relay, &mut message).await {
                 Ok(a) => a,
-                Err(resp) => return resp(&id),
+                Err(why) => return rpc_error(StatusCode::OK, Some(&id), SERVER_GONE, why),
             };
             // The answer's id is put back; its result is only parsed when it asks for input.
             let answer_text = crate::jsonrpc::framing::line_str(&answer);
@@ -371,82 +305,33 @@ impl Stateless {
         }
     }
 
-    /// Sends `message` (its id renamed) through a pooled relay; the response line.
+    /// Sends `message` (its id renamed) through a pooled relay; the response line, or why
+    /// there is none.
     async fn exchange(
         &self,
         relay: &Arc<HttpSession>,
         message: &mut Request<'_>,
-    ) -> Result<Bytes, Box<dyn FnOnce(&crate::jsonrpc::Id) -> Response + Send>> {
+    ) -> Result<Bytes, &'static str> {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         message.top.set("id", n.to_string());
-        let gone = |why: &'static str| -> Box<dyn FnOnce(&crate::jsonrpc::Id) -> Response + Send> {
-            Box::new(move |id| rpc_error(StatusCode::OK, Some(id), SERVER_GONE, why))
-        };
-        let mut stream = match relay
+        let ended = "the pooled server ended; send the request again";
+        let ids = vec![IdKey::Int(n.to_string().into())];
+        let mut stream = relay
             .router
-            .register_post(vec![IdKey::Int(n.to_string().into())], Vec::new())
-        {
-            Ok(s) => s,
-            Err(RegisterError::DuplicateId(_) | RegisterError::Ended) => {
-                return Err(gone("the pooled server ended; send the request again"));
-            }
-        };
+            .register_post(ids, Vec::new())
+            .map_err(|_| ended)?;
         if relay.send(Bytes::from(message.to_json())).await.is_err() {
-            return Err(gone("the pooled server ended; send the request again"));
+            return Err(ended);
         }
         loop {
             match stream.rx.recv().await {
                 Some(out) if out.answers.is_some() => return Ok(out.line),
                 Some(_) => continue,
                 None => {
-                    return Err(gone(
-                        "the pooled server ended before answering; send the request again",
-                    ));
+                    return Err("the pooled server ended before answering; send the request again");
                 }
             }
         }
-    }
-
-    /// Pooled relays running.
-    pub fn len(&self) -> usize {
-        self.lock().values().filter(|s| s.is_open()).count()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The pool's size.
-    pub fn max(&self) -> usize {
-        self.max
-    }
-
-    /// Ends every pooled relay.
-    pub fn close_all(&self) {
-        for s in self.lock().values() {
-            s.close();
-        }
-    }
-
-    /// Waits until every pooled relay has ended.
-    pub async fn wait_all(&self) {
-        let all: Vec<_> = self.lock().values().cloned().collect();
-        for s in all {
-            s.wait().await;
-        }
-    }
-
-    /// Stops pooled relays idle for longer than the state lifetime.
-    fn reap(&self) {
-        self.lock().retain(|_, s| {
-            let idle = s.router.open_streams() == 0 && s.router.idle_for() >= self.idle;
-            if idle {
-                tracing::info!(relay = %s.id, "stopping an idle pooled server");
-                s.close();
-            }
-            !idle && s.is_open()
-        });
     }
 }
 
@@ -514,16 +399,4 @@ fn asks_for_input(result: Option<&str>) -> bool {
         .and_then(|r| serde_json::from_str::<Kind<'_>>(r).ok())
         .and_then(|k| k.result_type)
         .is_some_and(|t| t == "input_required")
-}
-
-impl App {
-    /// Stops idle pooled relays, until the process ends.
-    pub async fn stateless_reaper(self: Arc<Self>) {
-        let period =
-            (self.stateless.idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(30));
-        loop {
-            tokio::time::sleep(period).await;
-            self.stateless.reap();
-        }
-    }
 }

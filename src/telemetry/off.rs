@@ -7,7 +7,7 @@
 use crate::jsonrpc::Id;
 use crate::relay::{Answer, Observer};
 
-use super::{Config, DecisionNote};
+use super::DecisionNote;
 
 /// Why telemetry is off in this build, with what to do about it.
 const NOT_BUILT: &str = "this rootfence was built without OpenTelemetry (the `otel` cargo \
@@ -34,11 +34,6 @@ impl Telemetry {
         None
     }
 
-    /// Always an error naming the missing feature.
-    pub fn with_config(_config: &Config) -> Result<Telemetry, String> {
-        Err(NOT_BUILT.to_owned())
-    }
-
     /// Unreachable: no handle exists.
     pub fn for_session(&self) -> Telemetry {
         match self.never {}
@@ -46,11 +41,6 @@ impl Telemetry {
 
     /// Unreachable: no handle exists.
     pub fn set_session(&self, _id: &str) {
-        match self.never {}
-    }
-
-    /// Unreachable: no handle exists.
-    pub fn dropped(&self) -> u64 {
         match self.never {}
     }
 

@@ -45,7 +45,7 @@ impl Telemetry {
     }
 
     /// Starts the telemetry thread and the SDK's exporters for `config`.
-    pub fn with_config(config: &Config) -> Result<Telemetry, String> {
+    fn with_config(config: &Config) -> Result<Telemetry, String> {
         let inbox = Arc::new(worker::Inbox::new(QUEUE));
         let dropped = Arc::new(AtomicU64::new(0));
         let (done_tx, done_rx) = std::sync::mpsc::channel();
@@ -88,11 +88,6 @@ impl Telemetry {
         let _ = self.session.id.set(id.to_owned());
     }
 
-    /// Notes dropped so far because the telemetry thread was behind.
-    pub fn dropped(&self) -> u64 {
-        self.shared.dropped.load(Ordering::Relaxed)
-    }
-
     fn send(&self, msg: worker::Msg) {
         if !self.shared.inbox.push(msg) {
             self.shared.dropped.fetch_add(1, Ordering::Relaxed);
@@ -128,12 +123,7 @@ impl Telemetry {
     pub fn shutdown(&self) {
         let deadline = Instant::now() + SHUTDOWN_WAIT;
         self.shared.inbox.close();
-        let done = self
-            .shared
-            .done
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let done = crate::relock(&self.shared.done).take();
         if let Some(done) = done {
             let left = deadline.saturating_duration_since(Instant::now());
             if done.recv_timeout(left).is_err() {

@@ -99,7 +99,7 @@ impl Inbox {
 
     /// Queues a note; false (dropped) when the inbox is full or closed.
     pub(super) fn push(&self, msg: Msg) -> bool {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = crate::relock(&self.state);
         if st.closed || st.items.len() >= self.cap {
             return false;
         }
@@ -109,14 +109,14 @@ impl Inbox {
 
     /// Stops taking notes and wakes the telemetry thread for its last round.
     pub(super) fn close(&self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        crate::relock(&self.state).closed = true;
         self.closed.notify_all();
     }
 
     /// Waits one tick (or until closed), then takes everything queued; the flag says the
     /// inbox is closed (this is the last round).
     fn take(&self, into: &mut Vec<Msg>) -> bool {
-        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let st = crate::relock(&self.state);
         let (mut st, _) = self
             .closed
             .wait_timeout_while(st, super::TICK, |st| !st.closed)

@@ -112,20 +112,8 @@ impl Incoming {
     }
 }
 
-/// The body as one line: raw CR and LF bytes of a valid JSON text are whitespace outside
-/// strings (inside strings they must be escaped), so spaces mean the same value.
-pub(super) fn one_line(body: Bytes) -> Bytes {
-    if memchr::memchr2(b'\r', b'\n', &body).is_none() {
-        return body;
-    }
-    let mut out = BytesMut::from(&body[..]);
-    for b in out.iter_mut() {
-        if *b == b'\r' || *b == b'\n' {
-            *b = b' ';
-        }
-    }
-    out.freeze()
-}
+/// The body as one line (the relay reads lines), the same value.
+pub(super) use crate::serve::sse::sse_safe as one_line;
 
 /// Whether the body is declared JSON.
 pub(super) fn is_json(headers: &HeaderMap) -> bool {
