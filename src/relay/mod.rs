@@ -46,7 +46,7 @@ use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
 pub use child::{SpawnError, exit_code};
 pub use generation::{GenTiming, Launch, Launched};
@@ -196,8 +196,8 @@ pub async fn run<I: Interceptor>(cfg: RelayConfig, icpt: Arc<I>) -> Result<Outco
 #[derive(Debug)]
 enum GenEvent {
     Exited(Gen, std::io::Result<ExitStatus>),
+    /// Its output closed, a moment ago (see the server pump's task).
     OutputClosed(Gen),
-    OutputTimeout(Gen),
     Up(Gen),
     Failed(Gen, String),
     Retired(Gen),
@@ -207,6 +207,9 @@ enum GenEvent {
 struct Running {
     pgid: Pid,
     pump: JoinHandle<()>,
+    /// Its stdio shutdown sequence once begun ([`Loop::stop`]); dropping it (the generation
+    /// exited, or the session ended) ends the sequence, so no signal reaches a reused pid.
+    stopping: JoinSet<()>,
     _keep: Option<Box<dyn std::any::Any + Send>>,
 }
 
@@ -222,11 +225,24 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let mut signals = if cfg.forward_signals {
-        Some(Signals::new(cfg.forward_hangup).map_err(io_err("cannot install signal handlers"))?)
-    } else {
-        None
-    };
+    // SIGINT, SIGTERM and (unless the caller takes it) SIGHUP, merged into one channel.
+    let (signal_tx, mut signals) = mpsc::channel::<Signal>(8);
+    if cfg.forward_signals {
+        let hangup = cfg
+            .forward_hangup
+            .then_some((SignalKind::hangup(), Signal::SIGHUP));
+        let kinds = [
+            (SignalKind::interrupt(), Signal::SIGINT),
+            (SignalKind::terminate(), Signal::SIGTERM),
+        ];
+        for (kind, sig) in kinds.into_iter().chain(hangup) {
+            let mut stream = signal(kind).map_err(io_err("cannot install signal handlers"))?;
+            let tx = signal_tx.clone();
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() && tx.send(sig).await.is_ok() {}
+            });
+        }
+    }
     let first_command = cfg.command.take();
     let (to_host, host_lanes) = Lanes::new();
     let (first_lanes, first_receivers) = Lanes::new();
@@ -247,7 +263,6 @@ where
         gen_tx,
         running: BTreeMap::new(),
         first: Some((first_receivers, first_gate_rx)),
-        stoppers: Stoppers::default(),
         host_in_done: false,
         cause: None,
         failed: false,
@@ -314,7 +329,7 @@ where
                         host_out_done = true;
                         host_writer.abort();
                         loop_state.cause.get_or_insert(EndCause::HostClosedOutput);
-                        loop_state.stop_all().await;
+                        loop_state.stop_all();
                     }
                 }
                 Event::Stuck { side: Side::Server, generation } => {
@@ -337,7 +352,7 @@ where
                     }
                     launch_wait = Some(tokio::time::Instant::now() + Duration::from_secs(30));
                 }
-                loop_state.stop_all().await;
+                loop_state.stop_all();
             }
             () = sleep_until(wait_deadline) => {
                 if stopped {
@@ -350,7 +365,7 @@ where
                 host_out_done = true;
                 log_task_end("writing to the host", result);
                 loop_state.cause.get_or_insert(EndCause::HostClosedOutput);
-                loop_state.stop_all().await;
+                loop_state.stop_all();
                 if !session.launched() {
                     break ExitStatus::from_raw(0);
                 }
@@ -360,20 +375,19 @@ where
                 tracing::error!("stopping the session: {reason}");
                 loop_state.cause = Some(EndCause::Stopped);
                 answer_waiting(&session, &format!("rootfence stopped the session ({reason})"));
-                loop_state.stop_all().await;
+                loop_state.stop_all();
                 if loop_state.running.is_empty() {
                     // No server to wait for: what the host sends in the next moment is still
                     // answered (with the error), then the session ends.
                     launch_wait = Some(tokio::time::Instant::now() + cfg.drain);
                 }
             }
-            Some(sig) = Signals::recv_opt(&mut signals) => {
+            Some(sig) = signals.recv() => {
                 tracing::info!("forwarding {sig} to the server");
                 for r in loop_state.running.values() {
                     child::signal_group(r.pgid, sig);
                 }
             }
-            () = loop_state.stoppers.tick() => {}
         }
     };
 
@@ -450,7 +464,6 @@ struct Loop<'c> {
     running: BTreeMap<Gen, Running>,
     /// The first generation's queues, until it is launched.
     first: Option<(LaneReceivers, watch::Receiver<bool>)>,
-    stoppers: Stoppers,
     host_in_done: bool,
     cause: Option<EndCause>,
     /// A generation failed: the session is ending.
@@ -523,7 +536,7 @@ impl Loop<'_> {
             let session = Arc::clone(&session);
             let icpt = Arc::clone(icpt);
             let tx = tx.clone();
-            let max = self.cfg.max_line;
+            let (max, drain) = (self.cfg.max_line, self.cfg.drain);
             tokio::spawn(async move {
                 let result = pump::pump(
                     Origin {
@@ -539,7 +552,12 @@ impl Loop<'_> {
                 if let Err(e) = result {
                     tracing::debug!("reading server generation {generation}: {e}");
                 }
-                let _ = tx.send(GenEvent::OutputClosed(generation)).await;
+                // A server that exits closes its output a moment before its exit status can be
+                // read: give it that moment, so requests are answered with the real cause.
+                tokio::spawn(async move {
+                    tokio::time::sleep(drain).await;
+                    let _ = tx.send(GenEvent::OutputClosed(generation)).await;
+                });
             })
         };
         {
@@ -554,6 +572,7 @@ impl Loop<'_> {
             Running {
                 pgid,
                 pump: pump_task,
+                stopping: JoinSet::new(),
                 _keep: launch.keep,
             },
         );
@@ -614,7 +633,6 @@ impl Loop<'_> {
             if let Some(r) = self.running.remove(&oldest) {
                 child::signal_group(r.pgid, Signal::SIGKILL);
             }
-            self.stoppers.forget(oldest);
         }
     }
 
@@ -633,11 +651,14 @@ impl Loop<'_> {
                 let is_newest =
                     newest == Some(generation) && self.session.generation() == generation;
                 let running = self.running.remove(&generation);
-                self.stoppers.forget(generation);
                 if is_newest {
-                    if let Some(r) = running {
+                    if let Some(mut r) = running {
+                        r.stopping.abort_all();
                         // Let its last output through, then the session ends.
-                        if tokio::time::timeout(self.cfg.drain, r.pump).await.is_err() {
+                        if tokio::time::timeout(self.cfg.drain, &mut r.pump)
+                            .await
+                            .is_err()
+                        {
                             tracing::warn!(
                                 "the server's output stayed open after it exited; stopped reading it"
                             );
@@ -663,22 +684,11 @@ impl Loop<'_> {
                 None
             }
             GenEvent::OutputClosed(generation) => {
-                let tx = self.gen_tx.clone();
-                let drain = self.cfg.drain;
-                // A server that exits closes its output a moment before its exit status can be
-                // read: give it that moment, so requests are answered with the real cause.
-                tokio::spawn(async move {
-                    tokio::time::sleep(drain).await;
-                    let _ = tx.send(GenEvent::OutputTimeout(generation)).await;
-                });
-                None
-            }
-            GenEvent::OutputTimeout(generation) => {
                 if self.running.contains_key(&generation) && self.session.generation() == generation
                 {
                     self.cause.get_or_insert(EndCause::ServerClosedOutput);
                     answer_waiting(&self.session, "the server closed its output");
-                    self.stop_all().await;
+                    self.stop_all();
                 }
                 None
             }
@@ -737,24 +747,40 @@ impl Loop<'_> {
         }
     }
 
-    /// Starts the stdio shutdown sequence of one generation.
+    /// Starts the stdio shutdown sequence of one generation: its stdin is closed after
+    /// everything queued, then, a grace period apart, SIGTERM and SIGKILL go to its process
+    /// group.
     fn stop(&mut self, generation: Gen) {
-        let Some(r) = self.running.get(&generation) else {
+        let Some(r) = self.running.get_mut(&generation) else {
             return;
         };
         let session = Arc::clone(&self.session);
         tokio::spawn(async move { session.close_server_input(generation).await });
-        self.stoppers
-            .begin(generation, r.pgid, self.cfg.shutdown_grace);
+        if !r.stopping.is_empty() {
+            return;
+        }
+        let (pgid, grace) = (r.pgid, self.cfg.shutdown_grace);
+        r.stopping.spawn(async move {
+            for sig in [Signal::SIGTERM, Signal::SIGKILL] {
+                tokio::time::sleep(grace).await;
+                tracing::info!(
+                    "server generation {generation} is still running after {grace:?}; sending {sig}"
+                );
+                child::signal_group(pgid, sig);
+            }
+        });
     }
 
-    /// Starts the shutdown sequence of every generation.
-    async fn stop_all(&mut self) {
-        let gens: Vec<Gen> = self.running.keys().copied().collect();
+    /// Starts the shutdown sequence of every generation not yet stopping.
+    fn stop_all(&mut self) {
+        let gens: Vec<Gen> = self
+            .running
+            .iter()
+            .filter(|(_, r)| r.stopping.is_empty())
+            .map(|(g, _)| *g)
+            .collect();
         for g in gens {
-            if !self.stoppers.has(g) {
-                self.stop(g);
-            }
+            self.stop(g);
         }
     }
 }
@@ -773,111 +799,5 @@ fn log_task_end(what: &str, result: Result<std::io::Result<()>, tokio::task::Joi
         Ok(Err(e)) => tracing::debug!("{what}: {e}"),
         Err(e) if e.is_cancelled() => {}
         Err(e) => tracing::error!("{what}: task failed: {e}"),
-    }
-}
-
-/// The stdio shutdown sequences under way: per generation, after its stdin was closed,
-/// SIGTERM after a grace period, then SIGKILL after another.
-#[derive(Default)]
-struct Stoppers {
-    items: Vec<Stopper>,
-}
-
-struct Stopper {
-    generation: Gen,
-    pgid: Pid,
-    grace: Duration,
-    /// Signals still to send, last first.
-    next: Vec<Signal>,
-    deadline: tokio::time::Instant,
-}
-
-impl Stoppers {
-    fn has(&self, generation: Gen) -> bool {
-        self.items.iter().any(|s| s.generation == generation)
-    }
-
-    fn begin(&mut self, generation: Gen, pgid: Pid, grace: Duration) {
-        if self.has(generation) {
-            return;
-        }
-        self.items.push(Stopper {
-            generation,
-            pgid,
-            grace,
-            next: vec![Signal::SIGKILL, Signal::SIGTERM],
-            deadline: tokio::time::Instant::now() + grace,
-        });
-    }
-
-    fn forget(&mut self, generation: Gen) {
-        self.items.retain(|s| s.generation != generation);
-    }
-
-    /// Completes when the next signal is due (never, with nothing under way), and sends it.
-    async fn tick(&mut self) {
-        let Some(due) = self.items.iter().map(|s| s.deadline).min() else {
-            return std::future::pending().await;
-        };
-        tokio::time::sleep_until(due).await;
-        let now = tokio::time::Instant::now();
-        for s in &mut self.items {
-            if s.deadline <= now {
-                if let Some(sig) = s.next.pop() {
-                    tracing::info!(
-                        "server generation {} is still running after {:?}; sending {sig}",
-                        s.generation,
-                        s.grace
-                    );
-                    child::signal_group(s.pgid, sig);
-                }
-                s.deadline = now + s.grace;
-            }
-        }
-        self.items.retain(|s| !s.next.is_empty());
-    }
-}
-
-/// SIGINT, SIGTERM and (unless the caller takes it) SIGHUP, merged into one stream.
-struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-    hup: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn new(hangup: bool) -> std::io::Result<Self> {
-        Ok(Signals {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-            hup: if hangup {
-                Some(signal(SignalKind::hangup())?)
-            } else {
-                None
-            },
-        })
-    }
-
-    /// The next signal; never, without signal handling.
-    async fn recv_opt(signals: &mut Option<Signals>) -> Option<Signal> {
-        match signals {
-            Some(s) => s.recv().await,
-            None => std::future::pending().await,
-        }
-    }
-
-    async fn recv(&mut self) -> Option<Signal> {
-        let hup = async {
-            match self.hup.as_mut() {
-                Some(h) => h.recv().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            Some(()) = self.int.recv() => Some(Signal::SIGINT),
-            Some(()) = self.term.recv() => Some(Signal::SIGTERM),
-            Some(()) = hup => Some(Signal::SIGHUP),
-            else => None,
-        }
     }
 }
