@@ -60,7 +60,7 @@ pub use session::{Gen, Handshake, PeerInfo, Pending, Session, Side};
 
 use crate::jsonrpc::framing::{DEFAULT_MAX_LINE, LineReader};
 use pump::Origin;
-use session::{Event, GenLink, LaneReceivers, Lanes, LaunchRequest};
+use session::{Event, Lanes, LaunchRequest};
 
 /// How a relay session is run.
 #[derive(Debug)]
@@ -245,14 +245,11 @@ where
     }
     let first_command = cfg.command.take();
     let (to_host, host_lanes) = Lanes::new();
-    let (first_lanes, first_receivers) = Lanes::new();
-    let (first_gate, first_gate_rx) = watch::channel(false);
     let (events_tx, mut events) = mpsc::channel(64);
     let (launch_tx, mut launches) = mpsc::channel::<LaunchRequest>(16);
     let (gen_tx, mut gen_events) = mpsc::channel::<GenEvent>(256);
     let session = Arc::new(Session::new(
         to_host,
-        GenLink::new(first_lanes, first_gate),
         events_tx,
         launch_tx,
         cfg.observer.clone(),
@@ -262,25 +259,17 @@ where
         session: Arc::clone(&session),
         gen_tx,
         running: BTreeMap::new(),
-        first: Some((first_receivers, first_gate_rx)),
         host_in_done: false,
         cause: None,
         failed: false,
         newest_words: None,
     };
     if let Some(command) = first_command {
-        session.mark_launched();
-        let (reply, _) = tokio::sync::oneshot::channel();
-        loop_state.launch(
-            LaunchRequest {
-                generation: 1,
-                launch: Launch::command(command),
-                lanes: None,
-                reply,
-            },
-            &icpt,
-            true,
-        )?;
+        // Asked for like any generation (nobody waits for the answer), started now.
+        drop(session.launch(Launch::command(command)));
+        if let Ok(request) = launches.try_recv() {
+            loop_state.launch(request, &icpt, true)?;
+        }
     }
     icpt.on_start(&session);
 
@@ -462,8 +451,6 @@ struct Loop<'c> {
     session: Arc<Session>,
     gen_tx: mpsc::Sender<GenEvent>,
     running: BTreeMap<Gen, Running>,
-    /// The first generation's queues, until it is launched.
-    first: Option<(LaneReceivers, watch::Receiver<bool>)>,
     host_in_done: bool,
     cause: Option<EndCause>,
     /// A generation failed: the session is ending.
@@ -488,7 +475,7 @@ impl Loop<'_> {
             lanes,
             reply,
         } = request;
-        let Some((receivers, gate)) = lanes.or_else(|| self.first.take()) else {
+        let Some((receivers, gate)) = lanes else {
             let _ = reply.send(Err("this generation was already started".into()));
             return Ok(());
         };
@@ -497,12 +484,6 @@ impl Loop<'_> {
             let _ = reply.send(Err(cause));
             return Ok(());
         }
-        let argv = child::server_argv(&launch.command);
-        let sandboxed = launch
-            .command
-            .get_args()
-            .next()
-            .is_some_and(|a| a == crate::sandbox::LAUNCHER_ARG);
         let server = match child::spawn(launch.command) {
             Ok(s) => s,
             Err(e) if up_front => return Err(e.into()),
@@ -518,14 +499,9 @@ impl Loop<'_> {
             pgid,
             stdin,
             stdout,
-            tail,
+            words,
         } = server;
-        let last_words = LastWords {
-            tail,
-            argv,
-            sandboxed,
-        };
-        self.newest_words = Some(last_words);
+        self.newest_words = Some(words);
         if let Some(o) = self.session.observer() {
             o.generation(generation, true);
         }

@@ -23,7 +23,7 @@ mod output;
 mod replay;
 mod requests;
 
-pub(crate) use lanes::{GenLink, LaneReceivers, Lanes, Outgoing};
+pub(crate) use lanes::{GenLink, GenQueues, LaneReceivers, Lanes, Outgoing};
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::jsonrpc::{Id, IdKey};
 use crate::mcp::Revision;
@@ -205,8 +205,8 @@ pub(crate) enum Event {
 pub(crate) struct LaunchRequest {
     pub generation: Gen,
     pub launch: super::generation::Launch,
-    /// The generation's queues (`None` for the first generation: the relay holds them).
-    pub lanes: Option<(LaneReceivers, watch::Receiver<bool>)>,
+    /// The generation's queues (`None` when they were taken already).
+    pub lanes: Option<GenQueues>,
     pub reply: oneshot::Sender<Result<super::generation::Launched, String>>,
 }
 
@@ -241,6 +241,8 @@ struct State {
     init: InitPhase,
     /// The newest generation asked for (0 until the first is launched).
     launched: Gen,
+    /// The first generation's queues, until it is launched (host messages wait there).
+    first: Option<GenQueues>,
     /// Why the server can no longer answer, once it cannot.
     server_gone: Option<String>,
 }
@@ -302,13 +304,11 @@ pub struct Session {
 impl Session {
     pub(crate) fn new(
         to_host: Lanes,
-        first: GenLink,
         events: mpsc::Sender<Event>,
         launches: mpsc::Sender<LaunchRequest>,
         observer: Option<Arc<dyn super::Observer>>,
     ) -> Self {
-        let mut gens = BTreeMap::new();
-        gens.insert(1, first);
+        let (link, first) = GenLink::new();
         Session {
             state: Mutex::new(State {
                 peers: PeerInfo::default(),
@@ -322,9 +322,10 @@ impl Session {
                 cancelled_by_host: Remembered::default(),
                 cancelled_by_server: Remembered::default(),
                 current: 1,
-                gens,
+                gens: BTreeMap::from([(1, link)]),
                 init: InitPhase::NotSeen,
                 launched: 0,
+                first: Some(first),
                 server_gone: None,
             }),
             to_host,
@@ -405,17 +406,15 @@ impl Session {
                 let _ = reply.send(Err("the server is gone".into()));
                 return rx;
             }
-            if st.launched == 0 {
-                st.launched = 1;
-                (1, None)
+            st.launched += 1;
+            let generation = st.launched;
+            if generation == 1 {
+                (1, st.first.take())
             } else {
-                let generation = st.launched + 1;
-                st.launched = generation;
-                let (lanes, receivers) = Lanes::new();
-                let (gate, gate_rx) = watch::channel(false);
-                st.gens.insert(generation, GenLink::new(lanes, gate));
+                let (link, queues) = GenLink::new();
+                st.gens.insert(generation, link);
                 st.current = generation;
-                (generation, Some((receivers, gate_rx)))
+                (generation, Some(queues))
             }
         };
         self.counters.generations.fetch_add(1, Ordering::Relaxed);
@@ -434,15 +433,6 @@ impl Session {
                 .send(Err("the relay cannot start a server now".into()));
         }
         rx
-    }
-
-    /// Notes that the first generation was started by the relay itself (a command given up
-    /// front).
-    pub(crate) fn mark_launched(&self) {
-        let mut st = self.state();
-        st.launched = st.launched.max(1);
-        drop(st);
-        self.counters.generations.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Whether the host sent anything meant for the server yet.
@@ -494,27 +484,17 @@ mod tests {
     struct Fixture {
         s: Arc<Session>,
         host: LaneReceivers,
-        _first: LaneReceivers,
         _events: mpsc::Receiver<Event>,
         _launches: mpsc::Receiver<LaunchRequest>,
     }
 
     fn session() -> Fixture {
         let (host, host_rx) = Lanes::new();
-        let (first, first_rx) = Lanes::new();
         let (events, events_rx) = mpsc::channel(8);
         let (launches, launches_rx) = mpsc::channel(8);
-        let gate = watch::Sender::new(true);
         Fixture {
-            s: Arc::new(Session::new(
-                host,
-                GenLink::new(first, gate),
-                events,
-                launches,
-                None,
-            )),
+            s: Arc::new(Session::new(host, events, launches, None)),
             host: host_rx,
-            _first: first_rx,
             _events: events_rx,
             _launches: launches_rx,
         }
