@@ -91,17 +91,14 @@ impl Setup {
         &self,
         roots: Vec<RootSpec>,
     ) -> (Enforcer, Vec<DroppedRoot>, Arc<SandboxLauncher>) {
-        let mut launcher = SandboxLauncher::new(
+        let launcher = Arc::new(SandboxLauncher::new(
             Arc::clone(&self.policy),
             self.sandbox,
             self.command.clone(),
             self.grants.clone(),
             self.cwd.clone(),
-        );
-        if let Some(flag) = &self.report_once {
-            launcher = launcher.report_once(Arc::clone(flag));
-        }
-        let launcher = Arc::new(launcher);
+            self.report_once.clone(),
+        ));
         let (enforcer, dropped) = Enforcer::with_command_roots(
             Arc::clone(&self.policy),
             roots,

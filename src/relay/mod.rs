@@ -294,7 +294,6 @@ where
     // sent: bounded, so a session whose interceptor never launches still ends.
     let mut launch_wait: Option<tokio::time::Instant> = None;
     let final_status = loop {
-        let wait_deadline = launch_wait;
         tokio::select! {
             Some(request) = launches.recv() => {
                 if let Err(e) = loop_state.launch(request, &icpt, false) {
@@ -343,7 +342,9 @@ where
                 }
                 loop_state.stop_all();
             }
-            () = sleep_until(wait_deadline) => {
+            // (A disabled branch's future is made, never polled.)
+            () = tokio::time::sleep_until(launch_wait.unwrap_or_else(tokio::time::Instant::now)),
+                if launch_wait.is_some() => {
                 if stopped {
                     break ExitStatus::from_raw(2 << 8);
                 }
@@ -436,13 +437,6 @@ where
         exit_code: child::exit_code(final_status),
         session,
     })
-}
-
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// The main loop's state.
