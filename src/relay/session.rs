@@ -425,10 +425,8 @@ impl Session {
             reply,
         };
         if let Err(e) = self.launches.try_send(request) {
-            let request = match e {
-                mpsc::error::TrySendError::Full(r) | mpsc::error::TrySendError::Closed(r) => r,
-            };
-            let _ = request
+            let _ = e
+                .into_inner()
                 .reply
                 .send(Err("the relay cannot start a server now".into()));
         }
