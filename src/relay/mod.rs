@@ -192,17 +192,6 @@ pub async fn run<I: Interceptor>(cfg: RelayConfig, icpt: Arc<I>) -> Result<Outco
     run_with(cfg, icpt, host_in, host_out).await
 }
 
-/// What a generation's tasks tell the main loop.
-#[derive(Debug)]
-enum GenEvent {
-    Exited(Gen, std::io::Result<ExitStatus>),
-    /// Its output closed, a moment ago (see the server pump's task).
-    OutputClosed(Gen),
-    Up(Gen),
-    Failed(Gen, String),
-    Retired(Gen),
-}
-
 /// A server generation's process, as the main loop holds it.
 struct Running {
     pgid: Pid,
@@ -245,19 +234,16 @@ where
     }
     let first_command = cfg.command.take();
     let (to_host, host_lanes) = Lanes::new();
-    let (events_tx, mut events) = mpsc::channel(64);
-    let (launch_tx, mut launches) = mpsc::channel::<LaunchRequest>(16);
-    let (gen_tx, mut gen_events) = mpsc::channel::<GenEvent>(256);
+    let (events_tx, mut events) = mpsc::channel(256);
     let session = Arc::new(Session::new(
         to_host,
-        events_tx,
-        launch_tx,
+        events_tx.clone(),
         cfg.observer.clone(),
     ));
     let mut loop_state = Loop {
         cfg: &cfg,
         session: Arc::clone(&session),
-        gen_tx,
+        events: events_tx,
         running: BTreeMap::new(),
         host_in_done: false,
         cause: None,
@@ -267,8 +253,8 @@ where
     if let Some(command) = first_command {
         // Asked for like any generation (nobody waits for the answer), started now.
         drop(session.launch(Launch::command(command)));
-        if let Ok(request) = launches.try_recv() {
-            loop_state.launch(request, &icpt, true)?;
+        if let Ok(Event::Launch(request)) = events.try_recv() {
+            loop_state.launch(*request, &icpt, true)?;
         }
     }
     icpt.on_start(&session);
@@ -295,23 +281,15 @@ where
     let mut launch_wait: Option<tokio::time::Instant> = None;
     let final_status = loop {
         tokio::select! {
-            Some(request) = launches.recv() => {
-                if let Err(e) = loop_state.launch(request, &icpt, false) {
-                    tracing::error!("{e}");
-                }
-                if !stopped {
-                    launch_wait = None;
-                }
-            }
-            Some(event) = gen_events.recv() => {
-                if let Some(status) = loop_state.on_gen_event(event).await {
-                    break status;
-                }
-                if loop_state.failed && loop_state.running.is_empty() {
-                    break ExitStatus::from_raw(1 << 8);
-                }
-            }
             Some(event) = events.recv() => match event {
+                Event::Launch(request) => {
+                    if let Err(e) = loop_state.launch(*request, &icpt, false) {
+                        tracing::error!("{e}");
+                    }
+                    if !stopped {
+                        launch_wait = None;
+                    }
+                }
                 Event::Stuck { side: Side::Host, .. } => {
                     if !host_out_done {
                         host_out_done = true;
@@ -324,6 +302,14 @@ where
                     if let Some(r) = loop_state.running.get(&generation) {
                         tracing::error!("server generation {generation} does not read its input; stopping it");
                         child::signal_group(r.pgid, Signal::SIGKILL);
+                    }
+                }
+                event => {
+                    if let Some(status) = loop_state.on_gen_event(event).await {
+                        break status;
+                    }
+                    if loop_state.failed && loop_state.running.is_empty() {
+                        break ExitStatus::from_raw(1 << 8);
                     }
                 }
             },
@@ -443,7 +429,7 @@ where
 struct Loop<'c> {
     cfg: &'c RelayConfig,
     session: Arc<Session>,
-    gen_tx: mpsc::Sender<GenEvent>,
+    events: mpsc::Sender<Event>,
     running: BTreeMap<Gen, Running>,
     host_in_done: bool,
     cause: Option<EndCause>,
@@ -456,7 +442,7 @@ struct Loop<'c> {
 impl Loop<'_> {
     /// Starts a generation's process and its tasks. An error is returned only for the first
     /// generation started up front (the session cannot begin); later failures end the session
-    /// through [`GenEvent::Failed`].
+    /// through [`Event::Failed`].
     fn launch<I: Interceptor>(
         &mut self,
         request: LaunchRequest,
@@ -484,7 +470,7 @@ impl Loop<'_> {
             Err(e) => {
                 let cause = e.to_string();
                 let _ = reply.send(Err(cause.clone()));
-                let _ = self.gen_tx.try_send(GenEvent::Failed(generation, cause));
+                let _ = self.events.try_send(Event::Failed(generation, cause));
                 return Ok(());
             }
         };
@@ -501,7 +487,7 @@ impl Loop<'_> {
         }
         let session = Arc::clone(&self.session);
         tokio::spawn(pump::writer(stdin, receivers, gate));
-        let tx = self.gen_tx.clone();
+        let tx = self.events.clone();
         let pump_task = {
             let session = Arc::clone(&session);
             let icpt = Arc::clone(icpt);
@@ -526,7 +512,7 @@ impl Loop<'_> {
                 // read: give it that moment, so requests are answered with the real cause.
                 tokio::spawn(async move {
                     tokio::time::sleep(drain).await;
-                    let _ = tx.send(GenEvent::OutputClosed(generation)).await;
+                    let _ = tx.send(Event::OutputClosed(generation)).await;
                 });
             })
         };
@@ -534,7 +520,7 @@ impl Loop<'_> {
             let tx = tx.clone();
             tokio::spawn(async move {
                 let status = child.wait().await;
-                let _ = tx.send(GenEvent::Exited(generation, status)).await;
+                let _ = tx.send(Event::Exited(generation, status)).await;
             });
         }
         self.running.insert(
@@ -568,11 +554,11 @@ impl Loop<'_> {
             match outcome {
                 Ok(launched) => {
                     let _ = reply.send(Ok(launched));
-                    let _ = tx.send(GenEvent::Up(generation)).await;
+                    let _ = tx.send(Event::Up(generation)).await;
                 }
                 Err(cause) => {
                     let _ = reply.send(Err(cause.clone()));
-                    let _ = tx.send(GenEvent::Failed(generation, cause)).await;
+                    let _ = tx.send(Event::Failed(generation, cause)).await;
                 }
             }
         });
@@ -607,10 +593,10 @@ impl Loop<'_> {
     }
 
     /// Handles one generation event; `Some(status)` when the session ends.
-    async fn on_gen_event(&mut self, event: GenEvent) -> Option<ExitStatus> {
+    async fn on_gen_event(&mut self, event: Event) -> Option<ExitStatus> {
         let newest = self.running.keys().next_back().copied();
         match event {
-            GenEvent::Exited(generation, status) => {
+            Event::Exited(generation, status) => {
                 let status = match status {
                     Ok(s) => s,
                     Err(e) => {
@@ -653,7 +639,7 @@ impl Loop<'_> {
                 }
                 None
             }
-            GenEvent::OutputClosed(generation) => {
+            Event::OutputClosed(generation) => {
                 if self.running.contains_key(&generation) && self.session.generation() == generation
                 {
                     self.cause.get_or_insert(EndCause::ServerClosedOutput);
@@ -662,7 +648,7 @@ impl Loop<'_> {
                 }
                 None
             }
-            GenEvent::Up(generation) => {
+            Event::Up(generation) => {
                 if generation > 1 {
                     tracing::info!("server generation {generation} is up");
                     let caps = self.session.peers().server_capabilities;
@@ -670,20 +656,22 @@ impl Loop<'_> {
                 }
                 for old in self.session.older_than(generation) {
                     let session = Arc::clone(&self.session);
-                    let tx = self.gen_tx.clone();
+                    let tx = self.events.clone();
                     let grace = self.cfg.timing.grace;
                     tokio::spawn(async move {
                         generation::retire(session, old, grace).await;
-                        let _ = tx.send(GenEvent::Retired(old)).await;
+                        let _ = tx.send(Event::Retired(old)).await;
                     });
                 }
                 None
             }
-            GenEvent::Retired(generation) => {
+            Event::Retired(generation) => {
                 self.stop(generation);
                 None
             }
-            GenEvent::Failed(generation, cause)
+            // Handled by the loop itself.
+            Event::Launch(_) | Event::Stuck { .. } => None,
+            Event::Failed(generation, cause)
                 if generation < self.session.generation()
                     || !self.running.contains_key(&generation) && newest > Some(generation) =>
             {
@@ -698,7 +686,7 @@ impl Loop<'_> {
                 }
                 None
             }
-            GenEvent::Failed(generation, cause) => {
+            Event::Failed(generation, cause) => {
                 tracing::error!("server generation {generation} could not start: {cause}");
                 if let Some(o) = self.session.observer() {
                     o.generation(generation, false);

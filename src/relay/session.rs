@@ -194,11 +194,24 @@ enum InitPhase {
     Done,
 }
 
-/// Something the relay's main loop must act on.
-#[derive(Debug)]
+/// Something the relay's main loop must act on: a launch asked for, a destination that
+/// stopped reading, and what a server generation's tasks report. (One channel: the loop
+/// sees them in the order they happened.)
 pub(crate) enum Event {
+    /// A new server generation is asked for ([`Session::launch`]).
+    Launch(Box<LaunchRequest>),
     /// A destination stopped reading: its priority lane overflowed.
     Stuck { side: Side, generation: Gen },
+    /// The generation's process exited.
+    Exited(Gen, std::io::Result<std::process::ExitStatus>),
+    /// Its output closed, a moment ago (see the server pump's task).
+    OutputClosed(Gen),
+    /// It is up: brought to where the host stands.
+    Up(Gen),
+    /// It could not start or be brought up.
+    Failed(Gen, String),
+    /// It finished what it held, or its grace period is over.
+    Retired(Gen),
 }
 
 /// A request for a new server generation, handled by the relay's main loop.
@@ -208,12 +221,6 @@ pub(crate) struct LaunchRequest {
     /// The generation's queues (`None` when they were taken already).
     pub lanes: Option<GenQueues>,
     pub reply: oneshot::Sender<Result<super::generation::Launched, String>>,
-}
-
-impl std::fmt::Debug for LaunchRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LaunchRequest").finish_non_exhaustive()
-    }
 }
 
 #[derive(Debug)]
@@ -290,7 +297,6 @@ pub struct Session {
     state: Mutex<State>,
     to_host: Lanes,
     events: mpsc::Sender<Event>,
-    launches: mpsc::Sender<LaunchRequest>,
     own_prefix: String,
     next_own: AtomicU64,
     /// The key of the last host request numbered ([`Session::number_host_request`]).
@@ -305,7 +311,6 @@ impl Session {
     pub(crate) fn new(
         to_host: Lanes,
         events: mpsc::Sender<Event>,
-        launches: mpsc::Sender<LaunchRequest>,
         observer: Option<Arc<dyn super::Observer>>,
     ) -> Self {
         let (link, first) = GenLink::new();
@@ -330,7 +335,6 @@ impl Session {
             }),
             to_host,
             events,
-            launches,
             own_prefix: format!("rootfence-{:016x}-", random_u64()),
             next_own: AtomicU64::new(1),
             last_request: AtomicU64::new(0),
@@ -424,9 +428,10 @@ impl Session {
             lanes,
             reply,
         };
-        if let Err(e) = self.launches.try_send(request) {
-            let _ = e
-                .into_inner()
+        if let Err(e) = self.events.try_send(Event::Launch(Box::new(request)))
+            && let Event::Launch(request) = e.into_inner()
+        {
+            let _ = request
                 .reply
                 .send(Err("the relay cannot start a server now".into()));
         }
@@ -483,18 +488,15 @@ mod tests {
         s: Arc<Session>,
         host: LaneReceivers,
         _events: mpsc::Receiver<Event>,
-        _launches: mpsc::Receiver<LaunchRequest>,
     }
 
     fn session() -> Fixture {
         let (host, host_rx) = Lanes::new();
         let (events, events_rx) = mpsc::channel(8);
-        let (launches, launches_rx) = mpsc::channel(8);
         Fixture {
-            s: Arc::new(Session::new(host, events, launches, None)),
+            s: Arc::new(Session::new(host, events, None)),
             host: host_rx,
             _events: events_rx,
-            _launches: launches_rx,
         }
     }
 
