@@ -12,7 +12,7 @@ use crate::enforce::{ReportSlot, ServerLauncher};
 use crate::policy::Policy;
 use crate::relay::{Gen, Launch};
 use crate::roots::RootSet;
-use crate::sandbox::{self, SandboxMode, SandboxRoot, SandboxSpec, ServerGrants};
+use crate::sandbox::{self, SandboxMode, SandboxRoot, ServerGrants};
 
 /// Launches server generations confined by the OS sandbox.
 #[derive(Debug)]
@@ -34,13 +34,15 @@ pub struct SandboxLauncher {
 
 impl SandboxLauncher {
     /// A launcher for `argv` under the policy's `[sandbox]` settings and the host entry's
-    /// grants, in `mode`.
+    /// grants, in `mode`. With `reported`, it prints the enforcement report only if no
+    /// launcher sharing it printed one yet (later reports go to the debug log).
     pub fn new(
         policy: Arc<Policy>,
         mode: SandboxMode,
         argv: Vec<OsString>,
         host_grants: ServerGrants,
         cwd: PathBuf,
+        reported: Option<Arc<AtomicBool>>,
     ) -> SandboxLauncher {
         SandboxLauncher {
             policy,
@@ -48,36 +50,15 @@ impl SandboxLauncher {
             argv,
             host_grants,
             cwd,
-            reported: None,
+            reported,
             placeholders: sandbox::Placeholders::default(),
         }
-    }
-
-    /// Prints the enforcement report only if no launcher sharing `reported` printed one yet
-    /// (later reports go to the debug log).
-    pub fn report_once(mut self, reported: Arc<AtomicBool>) -> SandboxLauncher {
-        self.reported = Some(reported);
-        self
     }
 
     /// Releases the session's placeholders: those no other session holds are removed while
     /// still empty. Call it once the session is over (no server runs).
     pub fn remove_placeholders(&self) {
         self.placeholders.release();
-    }
-
-    /// The sandbox spec for a server confined to `roots` (`policy::server_spec`, the one
-    /// place the policy and the command line meet; its warnings were said at start).
-    pub fn spec(&self, roots: &RootSet) -> Result<SandboxSpec, String> {
-        crate::policy::server_spec(
-            &self.policy,
-            self.mode,
-            self.grants(roots),
-            &self.host_grants,
-            &self.cwd,
-        )
-        .map(|(spec, _warnings)| spec)
-        .map_err(|e| e.to_string())
     }
 }
 
@@ -98,7 +79,16 @@ impl ServerLauncher for SandboxLauncher {
     }
 
     fn prepare(&self, roots: &RootSet, generation: Gen) -> Result<(Launch, ReportSlot), String> {
-        let spec = self.spec(roots)?;
+        // The sandbox spec for a server confined to `roots` (`policy::server_spec`, the one
+        // place the policy and the command line meet; its warnings were said at start).
+        let (spec, _warnings) = crate::policy::server_spec(
+            &self.policy,
+            self.mode,
+            self.grants(roots),
+            &self.host_grants,
+            &self.cwd,
+        )
+        .map_err(|e| e.to_string())?;
         if spec.mode != SandboxMode::Off && sandbox::mount_namespace_likely() {
             self.placeholders.hold(&spec.roots, &spec.read_only_paths);
         }

@@ -91,17 +91,14 @@ impl Setup {
         &self,
         roots: Vec<RootSpec>,
     ) -> (Enforcer, Vec<DroppedRoot>, Arc<SandboxLauncher>) {
-        let mut launcher = SandboxLauncher::new(
+        let launcher = Arc::new(SandboxLauncher::new(
             Arc::clone(&self.policy),
             self.sandbox,
             self.command.clone(),
             self.grants.clone(),
             self.cwd.clone(),
-        );
-        if let Some(flag) = &self.report_once {
-            launcher = launcher.report_once(Arc::clone(flag));
-        }
-        let launcher = Arc::new(launcher);
+            self.report_once.clone(),
+        ));
         let (enforcer, dropped) = Enforcer::with_command_roots(
             Arc::clone(&self.policy),
             roots,
@@ -159,15 +156,7 @@ impl Setup {
     /// The `session_start` record of a session run by `enforcer`.
     fn session_start(&self, enforcer: &Enforcer) -> SessionStart {
         let mut ss = SessionStart::new(&self.command, &self.cwd);
-        ss.policy_files = self
-            .policy
-            .layers()
-            .iter()
-            .map(|l| PolicyFile {
-                path: l.name.clone(),
-                sha256: l.sha256.clone(),
-            })
-            .collect();
+        ss.policy_files = policy_files(&self.policy);
         ss.mode = Some(
             match self.policy.mode() {
                 Mode::Enforce => "enforce",
@@ -192,6 +181,18 @@ impl Setup {
             None => Ok(()),
         }
     }
+}
+
+/// A policy's layers as the audit log names them (`session_start`, `policy_reload`).
+pub fn policy_files(policy: &Policy) -> Vec<PolicyFile> {
+    policy
+        .layers()
+        .iter()
+        .map(|l| PolicyFile {
+            path: l.name.clone(),
+            sha256: l.sha256.clone(),
+        })
+        .collect()
 }
 
 /// The `session_end` record for a relay outcome.

@@ -346,14 +346,7 @@ fn reload_policy(enforcer: &Enforcer, files: &[PathBuf]) {
         Ok(new) => {
             super::policy::warn_dropped(&new);
             let deferred = rootfence::enforce::reload_deferred(&enforcer.policy(), &new);
-            let policy_files = new
-                .layers()
-                .iter()
-                .map(|l| PolicyFile {
-                    path: l.name.clone(),
-                    sha256: l.sha256.clone(),
-                })
-                .collect();
+            let policy_files = rootfence::setup::policy_files(&new);
             // The record is on disk before the new policy decides anything, and before
             // stderr announces it: whoever reads the message finds its record.
             let mut report =

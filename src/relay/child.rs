@@ -21,6 +21,8 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
+use crate::sandbox::LAUNCHER_ARG;
+
 /// Longest stderr line passed through; the rest of a longer line is dropped and counted
 /// (a server cannot make rootfence hold more than this per line).
 const STDERR_LINE: usize = 4 * 1024;
@@ -72,8 +74,8 @@ pub struct ServerProcess {
     pub stdin: ChildStdin,
     /// Its stdout.
     pub stdout: ChildStdout,
-    /// The last lines of its stderr.
-    pub tail: Arc<StderrTail>,
+    /// The last lines of its stderr, and its command line.
+    pub words: super::last_words::LastWords,
 }
 
 /// The last lines a server wrote to stderr (cleaned, as shown), and the paths those lines
@@ -129,7 +131,9 @@ impl StderrTail {
 /// rootfence dies.
 pub fn spawn(mut cmd: std::process::Command) -> Result<ServerProcess, SpawnError> {
     let program = display_program(cmd.get_program());
-    let prefix = format!("[{}] ", server_name(&server_argv(&cmd)));
+    let argv = server_argv(&cmd);
+    let prefix = format!("[{}] ", server_name(&argv));
+    let sandboxed = cmd.get_args().next().is_some_and(|a| a == LAUNCHER_ARG);
     let other = |source| SpawnError::Other {
         program: program.clone(),
         source,
@@ -191,7 +195,11 @@ pub fn spawn(mut cmd: std::process::Command) -> Result<ServerProcess, SpawnError
         pgid: Pid::from_raw(pid as i32),
         stdin,
         stdout,
-        tail,
+        words: super::last_words::LastWords {
+            tail,
+            argv,
+            sandboxed,
+        },
     })
 }
 
@@ -202,7 +210,7 @@ pub fn server_argv(cmd: &std::process::Command) -> Vec<String> {
         .get_args()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    if args.first().map(String::as_str) == Some(crate::sandbox::LAUNCHER_ARG)
+    if args.first().map(String::as_str) == Some(LAUNCHER_ARG)
         && let Some(dash) = args.iter().position(|a| a == "--")
     {
         return args[dash + 1..].to_vec();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::child;
 
 /// What a generation leaves to explain its death: its last stderr lines and command line.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(super) struct LastWords {
     pub(super) tail: Arc<child::StderrTail>,
     pub(super) argv: Vec<String>,

@@ -46,7 +46,7 @@ use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
 pub use child::{SpawnError, exit_code};
 pub use generation::{GenTiming, Launch, Launched};
@@ -60,7 +60,7 @@ pub use session::{Gen, Handshake, PeerInfo, Pending, Session, Side};
 
 use crate::jsonrpc::framing::{DEFAULT_MAX_LINE, LineReader};
 use pump::Origin;
-use session::{Event, GenLink, LaneReceivers, Lanes, LaunchRequest};
+use session::{Event, Lanes, LaunchRequest};
 
 /// How a relay session is run.
 #[derive(Debug)]
@@ -192,21 +192,13 @@ pub async fn run<I: Interceptor>(cfg: RelayConfig, icpt: Arc<I>) -> Result<Outco
     run_with(cfg, icpt, host_in, host_out).await
 }
 
-/// What a generation's tasks tell the main loop.
-#[derive(Debug)]
-enum GenEvent {
-    Exited(Gen, std::io::Result<ExitStatus>),
-    OutputClosed(Gen),
-    OutputTimeout(Gen),
-    Up(Gen),
-    Failed(Gen, String),
-    Retired(Gen),
-}
-
 /// A server generation's process, as the main loop holds it.
 struct Running {
     pgid: Pid,
     pump: JoinHandle<()>,
+    /// Its stdio shutdown sequence once begun ([`Loop::stop`]); dropping it (the generation
+    /// exited, or the session ended) ends the sequence, so no signal reaches a reused pid.
+    stopping: JoinSet<()>,
     _keep: Option<Box<dyn std::any::Any + Send>>,
 }
 
@@ -222,50 +214,48 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let mut signals = if cfg.forward_signals {
-        Some(Signals::new(cfg.forward_hangup).map_err(io_err("cannot install signal handlers"))?)
-    } else {
-        None
-    };
+    // SIGINT, SIGTERM and (unless the caller takes it) SIGHUP, merged into one channel.
+    let (signal_tx, mut signals) = mpsc::channel::<Signal>(8);
+    if cfg.forward_signals {
+        let hangup = cfg
+            .forward_hangup
+            .then_some((SignalKind::hangup(), Signal::SIGHUP));
+        let kinds = [
+            (SignalKind::interrupt(), Signal::SIGINT),
+            (SignalKind::terminate(), Signal::SIGTERM),
+        ];
+        for (kind, sig) in kinds.into_iter().chain(hangup) {
+            let mut stream = signal(kind).map_err(io_err("cannot install signal handlers"))?;
+            let tx = signal_tx.clone();
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() && tx.send(sig).await.is_ok() {}
+            });
+        }
+    }
     let first_command = cfg.command.take();
     let (to_host, host_lanes) = Lanes::new();
-    let (first_lanes, first_receivers) = Lanes::new();
-    let (first_gate, first_gate_rx) = watch::channel(false);
-    let (events_tx, mut events) = mpsc::channel(64);
-    let (launch_tx, mut launches) = mpsc::channel::<LaunchRequest>(16);
-    let (gen_tx, mut gen_events) = mpsc::channel::<GenEvent>(256);
+    let (events_tx, mut events) = mpsc::channel(256);
     let session = Arc::new(Session::new(
         to_host,
-        GenLink::new(first_lanes, first_gate),
-        events_tx,
-        launch_tx,
+        events_tx.clone(),
         cfg.observer.clone(),
     ));
     let mut loop_state = Loop {
         cfg: &cfg,
         session: Arc::clone(&session),
-        gen_tx,
+        events: events_tx,
         running: BTreeMap::new(),
-        first: Some((first_receivers, first_gate_rx)),
-        stoppers: Stoppers::default(),
         host_in_done: false,
         cause: None,
         failed: false,
         newest_words: None,
     };
     if let Some(command) = first_command {
-        session.mark_launched();
-        let (reply, _) = tokio::sync::oneshot::channel();
-        loop_state.launch(
-            LaunchRequest {
-                generation: 1,
-                launch: Launch::command(command),
-                lanes: None,
-                reply,
-            },
-            &icpt,
-            true,
-        )?;
+        // Asked for like any generation (nobody waits for the answer), started now.
+        drop(session.launch(Launch::command(command)));
+        if let Ok(Event::Launch(request)) = events.try_recv() {
+            loop_state.launch(*request, &icpt, true)?;
+        }
     }
     icpt.on_start(&session);
 
@@ -290,37 +280,36 @@ where
     // sent: bounded, so a session whose interceptor never launches still ends.
     let mut launch_wait: Option<tokio::time::Instant> = None;
     let final_status = loop {
-        let wait_deadline = launch_wait;
         tokio::select! {
-            Some(request) = launches.recv() => {
-                if let Err(e) = loop_state.launch(request, &icpt, false) {
-                    tracing::error!("{e}");
-                }
-                if !stopped {
-                    launch_wait = None;
-                }
-            }
-            Some(event) = gen_events.recv() => {
-                if let Some(status) = loop_state.on_gen_event(event).await {
-                    break status;
-                }
-                if loop_state.failed && loop_state.running.is_empty() {
-                    break ExitStatus::from_raw(1 << 8);
-                }
-            }
             Some(event) = events.recv() => match event {
+                Event::Launch(request) => {
+                    if let Err(e) = loop_state.launch(*request, &icpt, false) {
+                        tracing::error!("{e}");
+                    }
+                    if !stopped {
+                        launch_wait = None;
+                    }
+                }
                 Event::Stuck { side: Side::Host, .. } => {
                     if !host_out_done {
                         host_out_done = true;
                         host_writer.abort();
                         loop_state.cause.get_or_insert(EndCause::HostClosedOutput);
-                        loop_state.stop_all().await;
+                        loop_state.stop_all();
                     }
                 }
                 Event::Stuck { side: Side::Server, generation } => {
                     if let Some(r) = loop_state.running.get(&generation) {
                         tracing::error!("server generation {generation} does not read its input; stopping it");
                         child::signal_group(r.pgid, Signal::SIGKILL);
+                    }
+                }
+                event => {
+                    if let Some(status) = loop_state.on_gen_event(event).await {
+                        break status;
+                    }
+                    if loop_state.failed && loop_state.running.is_empty() {
+                        break ExitStatus::from_raw(1 << 8);
                     }
                 }
             },
@@ -337,9 +326,11 @@ where
                     }
                     launch_wait = Some(tokio::time::Instant::now() + Duration::from_secs(30));
                 }
-                loop_state.stop_all().await;
+                loop_state.stop_all();
             }
-            () = sleep_until(wait_deadline) => {
+            // (A disabled branch's future is made, never polled.)
+            () = tokio::time::sleep_until(launch_wait.unwrap_or_else(tokio::time::Instant::now)),
+                if launch_wait.is_some() => {
                 if stopped {
                     break ExitStatus::from_raw(2 << 8);
                 }
@@ -350,7 +341,7 @@ where
                 host_out_done = true;
                 log_task_end("writing to the host", result);
                 loop_state.cause.get_or_insert(EndCause::HostClosedOutput);
-                loop_state.stop_all().await;
+                loop_state.stop_all();
                 if !session.launched() {
                     break ExitStatus::from_raw(0);
                 }
@@ -360,20 +351,19 @@ where
                 tracing::error!("stopping the session: {reason}");
                 loop_state.cause = Some(EndCause::Stopped);
                 answer_waiting(&session, &format!("rootfence stopped the session ({reason})"));
-                loop_state.stop_all().await;
+                loop_state.stop_all();
                 if loop_state.running.is_empty() {
                     // No server to wait for: what the host sends in the next moment is still
                     // answered (with the error), then the session ends.
                     launch_wait = Some(tokio::time::Instant::now() + cfg.drain);
                 }
             }
-            Some(sig) = Signals::recv_opt(&mut signals) => {
+            Some(sig) = signals.recv() => {
                 tracing::info!("forwarding {sig} to the server");
                 for r in loop_state.running.values() {
                     child::signal_group(r.pgid, sig);
                 }
             }
-            () = loop_state.stoppers.tick() => {}
         }
     };
 
@@ -435,22 +425,12 @@ where
     })
 }
 
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// The main loop's state.
 struct Loop<'c> {
     cfg: &'c RelayConfig,
     session: Arc<Session>,
-    gen_tx: mpsc::Sender<GenEvent>,
+    events: mpsc::Sender<Event>,
     running: BTreeMap<Gen, Running>,
-    /// The first generation's queues, until it is launched.
-    first: Option<(LaneReceivers, watch::Receiver<bool>)>,
-    stoppers: Stoppers,
     host_in_done: bool,
     cause: Option<EndCause>,
     /// A generation failed: the session is ending.
@@ -462,7 +442,7 @@ struct Loop<'c> {
 impl Loop<'_> {
     /// Starts a generation's process and its tasks. An error is returned only for the first
     /// generation started up front (the session cannot begin); later failures end the session
-    /// through [`GenEvent::Failed`].
+    /// through [`Event::Failed`].
     fn launch<I: Interceptor>(
         &mut self,
         request: LaunchRequest,
@@ -475,7 +455,7 @@ impl Loop<'_> {
             lanes,
             reply,
         } = request;
-        let Some((receivers, gate)) = lanes.or_else(|| self.first.take()) else {
+        let Some((receivers, gate)) = lanes else {
             let _ = reply.send(Err("this generation was already started".into()));
             return Ok(());
         };
@@ -484,19 +464,13 @@ impl Loop<'_> {
             let _ = reply.send(Err(cause));
             return Ok(());
         }
-        let argv = child::server_argv(&launch.command);
-        let sandboxed = launch
-            .command
-            .get_args()
-            .next()
-            .is_some_and(|a| a == crate::sandbox::LAUNCHER_ARG);
         let server = match child::spawn(launch.command) {
             Ok(s) => s,
             Err(e) if up_front => return Err(e.into()),
             Err(e) => {
                 let cause = e.to_string();
                 let _ = reply.send(Err(cause.clone()));
-                let _ = self.gen_tx.try_send(GenEvent::Failed(generation, cause));
+                let _ = self.events.try_send(Event::Failed(generation, cause));
                 return Ok(());
             }
         };
@@ -505,25 +479,20 @@ impl Loop<'_> {
             pgid,
             stdin,
             stdout,
-            tail,
+            words,
         } = server;
-        let last_words = LastWords {
-            tail,
-            argv,
-            sandboxed,
-        };
-        self.newest_words = Some(last_words);
+        self.newest_words = Some(words);
         if let Some(o) = self.session.observer() {
             o.generation(generation, true);
         }
         let session = Arc::clone(&self.session);
         tokio::spawn(pump::writer(stdin, receivers, gate));
-        let tx = self.gen_tx.clone();
+        let tx = self.events.clone();
         let pump_task = {
             let session = Arc::clone(&session);
             let icpt = Arc::clone(icpt);
             let tx = tx.clone();
-            let max = self.cfg.max_line;
+            let (max, drain) = (self.cfg.max_line, self.cfg.drain);
             tokio::spawn(async move {
                 let result = pump::pump(
                     Origin {
@@ -539,14 +508,19 @@ impl Loop<'_> {
                 if let Err(e) = result {
                     tracing::debug!("reading server generation {generation}: {e}");
                 }
-                let _ = tx.send(GenEvent::OutputClosed(generation)).await;
+                // A server that exits closes its output a moment before its exit status can be
+                // read: give it that moment, so requests are answered with the real cause.
+                tokio::spawn(async move {
+                    tokio::time::sleep(drain).await;
+                    let _ = tx.send(Event::OutputClosed(generation)).await;
+                });
             })
         };
         {
             let tx = tx.clone();
             tokio::spawn(async move {
                 let status = child.wait().await;
-                let _ = tx.send(GenEvent::Exited(generation, status)).await;
+                let _ = tx.send(Event::Exited(generation, status)).await;
             });
         }
         self.running.insert(
@@ -554,6 +528,7 @@ impl Loop<'_> {
             Running {
                 pgid,
                 pump: pump_task,
+                stopping: JoinSet::new(),
                 _keep: launch.keep,
             },
         );
@@ -579,11 +554,11 @@ impl Loop<'_> {
             match outcome {
                 Ok(launched) => {
                     let _ = reply.send(Ok(launched));
-                    let _ = tx.send(GenEvent::Up(generation)).await;
+                    let _ = tx.send(Event::Up(generation)).await;
                 }
                 Err(cause) => {
                     let _ = reply.send(Err(cause.clone()));
-                    let _ = tx.send(GenEvent::Failed(generation, cause)).await;
+                    let _ = tx.send(Event::Failed(generation, cause)).await;
                 }
             }
         });
@@ -614,15 +589,14 @@ impl Loop<'_> {
             if let Some(r) = self.running.remove(&oldest) {
                 child::signal_group(r.pgid, Signal::SIGKILL);
             }
-            self.stoppers.forget(oldest);
         }
     }
 
     /// Handles one generation event; `Some(status)` when the session ends.
-    async fn on_gen_event(&mut self, event: GenEvent) -> Option<ExitStatus> {
+    async fn on_gen_event(&mut self, event: Event) -> Option<ExitStatus> {
         let newest = self.running.keys().next_back().copied();
         match event {
-            GenEvent::Exited(generation, status) => {
+            Event::Exited(generation, status) => {
                 let status = match status {
                     Ok(s) => s,
                     Err(e) => {
@@ -633,11 +607,14 @@ impl Loop<'_> {
                 let is_newest =
                     newest == Some(generation) && self.session.generation() == generation;
                 let running = self.running.remove(&generation);
-                self.stoppers.forget(generation);
                 if is_newest {
-                    if let Some(r) = running {
+                    if let Some(mut r) = running {
+                        r.stopping.abort_all();
                         // Let its last output through, then the session ends.
-                        if tokio::time::timeout(self.cfg.drain, r.pump).await.is_err() {
+                        if tokio::time::timeout(self.cfg.drain, &mut r.pump)
+                            .await
+                            .is_err()
+                        {
                             tracing::warn!(
                                 "the server's output stayed open after it exited; stopped reading it"
                             );
@@ -662,27 +639,16 @@ impl Loop<'_> {
                 }
                 None
             }
-            GenEvent::OutputClosed(generation) => {
-                let tx = self.gen_tx.clone();
-                let drain = self.cfg.drain;
-                // A server that exits closes its output a moment before its exit status can be
-                // read: give it that moment, so requests are answered with the real cause.
-                tokio::spawn(async move {
-                    tokio::time::sleep(drain).await;
-                    let _ = tx.send(GenEvent::OutputTimeout(generation)).await;
-                });
-                None
-            }
-            GenEvent::OutputTimeout(generation) => {
+            Event::OutputClosed(generation) => {
                 if self.running.contains_key(&generation) && self.session.generation() == generation
                 {
                     self.cause.get_or_insert(EndCause::ServerClosedOutput);
                     answer_waiting(&self.session, "the server closed its output");
-                    self.stop_all().await;
+                    self.stop_all();
                 }
                 None
             }
-            GenEvent::Up(generation) => {
+            Event::Up(generation) => {
                 if generation > 1 {
                     tracing::info!("server generation {generation} is up");
                     let caps = self.session.peers().server_capabilities;
@@ -690,20 +656,22 @@ impl Loop<'_> {
                 }
                 for old in self.session.older_than(generation) {
                     let session = Arc::clone(&self.session);
-                    let tx = self.gen_tx.clone();
+                    let tx = self.events.clone();
                     let grace = self.cfg.timing.grace;
                     tokio::spawn(async move {
                         generation::retire(session, old, grace).await;
-                        let _ = tx.send(GenEvent::Retired(old)).await;
+                        let _ = tx.send(Event::Retired(old)).await;
                     });
                 }
                 None
             }
-            GenEvent::Retired(generation) => {
+            Event::Retired(generation) => {
                 self.stop(generation);
                 None
             }
-            GenEvent::Failed(generation, cause)
+            // Handled by the loop itself.
+            Event::Launch(_) | Event::Stuck { .. } => None,
+            Event::Failed(generation, cause)
                 if generation < self.session.generation()
                     || !self.running.contains_key(&generation) && newest > Some(generation) =>
             {
@@ -718,7 +686,7 @@ impl Loop<'_> {
                 }
                 None
             }
-            GenEvent::Failed(generation, cause) => {
+            Event::Failed(generation, cause) => {
                 tracing::error!("server generation {generation} could not start: {cause}");
                 if let Some(o) = self.session.observer() {
                     o.generation(generation, false);
@@ -737,24 +705,40 @@ impl Loop<'_> {
         }
     }
 
-    /// Starts the stdio shutdown sequence of one generation.
+    /// Starts the stdio shutdown sequence of one generation: its stdin is closed after
+    /// everything queued, then, a grace period apart, SIGTERM and SIGKILL go to its process
+    /// group.
     fn stop(&mut self, generation: Gen) {
-        let Some(r) = self.running.get(&generation) else {
+        let Some(r) = self.running.get_mut(&generation) else {
             return;
         };
         let session = Arc::clone(&self.session);
         tokio::spawn(async move { session.close_server_input(generation).await });
-        self.stoppers
-            .begin(generation, r.pgid, self.cfg.shutdown_grace);
+        if !r.stopping.is_empty() {
+            return;
+        }
+        let (pgid, grace) = (r.pgid, self.cfg.shutdown_grace);
+        r.stopping.spawn(async move {
+            for sig in [Signal::SIGTERM, Signal::SIGKILL] {
+                tokio::time::sleep(grace).await;
+                tracing::info!(
+                    "server generation {generation} is still running after {grace:?}; sending {sig}"
+                );
+                child::signal_group(pgid, sig);
+            }
+        });
     }
 
-    /// Starts the shutdown sequence of every generation.
-    async fn stop_all(&mut self) {
-        let gens: Vec<Gen> = self.running.keys().copied().collect();
+    /// Starts the shutdown sequence of every generation not yet stopping.
+    fn stop_all(&mut self) {
+        let gens: Vec<Gen> = self
+            .running
+            .iter()
+            .filter(|(_, r)| r.stopping.is_empty())
+            .map(|(g, _)| *g)
+            .collect();
         for g in gens {
-            if !self.stoppers.has(g) {
-                self.stop(g);
-            }
+            self.stop(g);
         }
     }
 }
@@ -773,111 +757,5 @@ fn log_task_end(what: &str, result: Result<std::io::Result<()>, tokio::task::Joi
         Ok(Err(e)) => tracing::debug!("{what}: {e}"),
         Err(e) if e.is_cancelled() => {}
         Err(e) => tracing::error!("{what}: task failed: {e}"),
-    }
-}
-
-/// The stdio shutdown sequences under way: per generation, after its stdin was closed,
-/// SIGTERM after a grace period, then SIGKILL after another.
-#[derive(Default)]
-struct Stoppers {
-    items: Vec<Stopper>,
-}
-
-struct Stopper {
-    generation: Gen,
-    pgid: Pid,
-    grace: Duration,
-    /// Signals still to send, last first.
-    next: Vec<Signal>,
-    deadline: tokio::time::Instant,
-}
-
-impl Stoppers {
-    fn has(&self, generation: Gen) -> bool {
-        self.items.iter().any(|s| s.generation == generation)
-    }
-
-    fn begin(&mut self, generation: Gen, pgid: Pid, grace: Duration) {
-        if self.has(generation) {
-            return;
-        }
-        self.items.push(Stopper {
-            generation,
-            pgid,
-            grace,
-            next: vec![Signal::SIGKILL, Signal::SIGTERM],
-            deadline: tokio::time::Instant::now() + grace,
-        });
-    }
-
-    fn forget(&mut self, generation: Gen) {
-        self.items.retain(|s| s.generation != generation);
-    }
-
-    /// Completes when the next signal is due (never, with nothing under way), and sends it.
-    async fn tick(&mut self) {
-        let Some(due) = self.items.iter().map(|s| s.deadline).min() else {
-            return std::future::pending().await;
-        };
-        tokio::time::sleep_until(due).await;
-        let now = tokio::time::Instant::now();
-        for s in &mut self.items {
-            if s.deadline <= now {
-                if let Some(sig) = s.next.pop() {
-                    tracing::info!(
-                        "server generation {} is still running after {:?}; sending {sig}",
-                        s.generation,
-                        s.grace
-                    );
-                    child::signal_group(s.pgid, sig);
-                }
-                s.deadline = now + s.grace;
-            }
-        }
-        self.items.retain(|s| !s.next.is_empty());
-    }
-}
-
-/// SIGINT, SIGTERM and (unless the caller takes it) SIGHUP, merged into one stream.
-struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-    hup: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn new(hangup: bool) -> std::io::Result<Self> {
-        Ok(Signals {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-            hup: if hangup {
-                Some(signal(SignalKind::hangup())?)
-            } else {
-                None
-            },
-        })
-    }
-
-    /// The next signal; never, without signal handling.
-    async fn recv_opt(signals: &mut Option<Signals>) -> Option<Signal> {
-        match signals {
-            Some(s) => s.recv().await,
-            None => std::future::pending().await,
-        }
-    }
-
-    async fn recv(&mut self) -> Option<Signal> {
-        let hup = async {
-            match self.hup.as_mut() {
-                Some(h) => h.recv().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            Some(()) = self.int.recv() => Some(Signal::SIGINT),
-            Some(()) = self.term.recv() => Some(Signal::SIGTERM),
-            Some(()) = hup => Some(Signal::SIGHUP),
-            else => None,
-        }
     }
 }

@@ -23,7 +23,7 @@ mod output;
 mod replay;
 mod requests;
 
-pub(crate) use lanes::{GenLink, LaneReceivers, Lanes, Outgoing};
+pub(crate) use lanes::{GenLink, GenQueues, LaneReceivers, Lanes, Outgoing};
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::jsonrpc::{Id, IdKey};
 use crate::mcp::Revision;
@@ -194,26 +194,33 @@ enum InitPhase {
     Done,
 }
 
-/// Something the relay's main loop must act on.
-#[derive(Debug)]
+/// Something the relay's main loop must act on: a launch asked for, a destination that
+/// stopped reading, and what a server generation's tasks report. (One channel: the loop
+/// sees them in the order they happened.)
 pub(crate) enum Event {
+    /// A new server generation is asked for ([`Session::launch`]).
+    Launch(Box<LaunchRequest>),
     /// A destination stopped reading: its priority lane overflowed.
     Stuck { side: Side, generation: Gen },
+    /// The generation's process exited.
+    Exited(Gen, std::io::Result<std::process::ExitStatus>),
+    /// Its output closed, a moment ago (see the server pump's task).
+    OutputClosed(Gen),
+    /// It is up: brought to where the host stands.
+    Up(Gen),
+    /// It could not start or be brought up.
+    Failed(Gen, String),
+    /// It finished what it held, or its grace period is over.
+    Retired(Gen),
 }
 
 /// A request for a new server generation, handled by the relay's main loop.
 pub(crate) struct LaunchRequest {
     pub generation: Gen,
     pub launch: super::generation::Launch,
-    /// The generation's queues (`None` for the first generation: the relay holds them).
-    pub lanes: Option<(LaneReceivers, watch::Receiver<bool>)>,
+    /// The generation's queues (`None` when they were taken already).
+    pub lanes: Option<GenQueues>,
     pub reply: oneshot::Sender<Result<super::generation::Launched, String>>,
-}
-
-impl std::fmt::Debug for LaunchRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LaunchRequest").finish_non_exhaustive()
-    }
 }
 
 #[derive(Debug)]
@@ -241,6 +248,8 @@ struct State {
     init: InitPhase,
     /// The newest generation asked for (0 until the first is launched).
     launched: Gen,
+    /// The first generation's queues, until it is launched (host messages wait there).
+    first: Option<GenQueues>,
     /// Why the server can no longer answer, once it cannot.
     server_gone: Option<String>,
 }
@@ -288,7 +297,6 @@ pub struct Session {
     state: Mutex<State>,
     to_host: Lanes,
     events: mpsc::Sender<Event>,
-    launches: mpsc::Sender<LaunchRequest>,
     own_prefix: String,
     next_own: AtomicU64,
     /// The key of the last host request numbered ([`Session::number_host_request`]).
@@ -302,13 +310,10 @@ pub struct Session {
 impl Session {
     pub(crate) fn new(
         to_host: Lanes,
-        first: GenLink,
         events: mpsc::Sender<Event>,
-        launches: mpsc::Sender<LaunchRequest>,
         observer: Option<Arc<dyn super::Observer>>,
     ) -> Self {
-        let mut gens = BTreeMap::new();
-        gens.insert(1, first);
+        let (link, first) = GenLink::new();
         Session {
             state: Mutex::new(State {
                 peers: PeerInfo::default(),
@@ -322,14 +327,14 @@ impl Session {
                 cancelled_by_host: Remembered::default(),
                 cancelled_by_server: Remembered::default(),
                 current: 1,
-                gens,
+                gens: BTreeMap::from([(1, link)]),
                 init: InitPhase::NotSeen,
                 launched: 0,
+                first: Some(first),
                 server_gone: None,
             }),
             to_host,
             events,
-            launches,
             own_prefix: format!("rootfence-{:016x}-", random_u64()),
             next_own: AtomicU64::new(1),
             last_request: AtomicU64::new(0),
@@ -405,17 +410,15 @@ impl Session {
                 let _ = reply.send(Err("the server is gone".into()));
                 return rx;
             }
-            if st.launched == 0 {
-                st.launched = 1;
-                (1, None)
+            st.launched += 1;
+            let generation = st.launched;
+            if generation == 1 {
+                (1, st.first.take())
             } else {
-                let generation = st.launched + 1;
-                st.launched = generation;
-                let (lanes, receivers) = Lanes::new();
-                let (gate, gate_rx) = watch::channel(false);
-                st.gens.insert(generation, GenLink::new(lanes, gate));
+                let (link, queues) = GenLink::new();
+                st.gens.insert(generation, link);
                 st.current = generation;
-                (generation, Some((receivers, gate_rx)))
+                (generation, Some(queues))
             }
         };
         self.counters.generations.fetch_add(1, Ordering::Relaxed);
@@ -425,24 +428,14 @@ impl Session {
             lanes,
             reply,
         };
-        if let Err(e) = self.launches.try_send(request) {
-            let request = match e {
-                mpsc::error::TrySendError::Full(r) | mpsc::error::TrySendError::Closed(r) => r,
-            };
+        if let Err(e) = self.events.try_send(Event::Launch(Box::new(request)))
+            && let Event::Launch(request) = e.into_inner()
+        {
             let _ = request
                 .reply
                 .send(Err("the relay cannot start a server now".into()));
         }
         rx
-    }
-
-    /// Notes that the first generation was started by the relay itself (a command given up
-    /// front).
-    pub(crate) fn mark_launched(&self) {
-        let mut st = self.state();
-        st.launched = st.launched.max(1);
-        drop(st);
-        self.counters.generations.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Whether the host sent anything meant for the server yet.
@@ -494,29 +487,16 @@ mod tests {
     struct Fixture {
         s: Arc<Session>,
         host: LaneReceivers,
-        _first: LaneReceivers,
         _events: mpsc::Receiver<Event>,
-        _launches: mpsc::Receiver<LaunchRequest>,
     }
 
     fn session() -> Fixture {
         let (host, host_rx) = Lanes::new();
-        let (first, first_rx) = Lanes::new();
         let (events, events_rx) = mpsc::channel(8);
-        let (launches, launches_rx) = mpsc::channel(8);
-        let gate = watch::Sender::new(true);
         Fixture {
-            s: Arc::new(Session::new(
-                host,
-                GenLink::new(first, gate),
-                events,
-                launches,
-                None,
-            )),
+            s: Arc::new(Session::new(host, events, None)),
             host: host_rx,
-            _first: first_rx,
             _events: events_rx,
-            _launches: launches_rx,
         }
     }
 

@@ -93,9 +93,15 @@ pub(crate) struct GenLink {
     pub(super) gate: watch::Sender<bool>,
 }
 
+/// The writer's ends of a generation's queues: its lanes and its gate.
+pub(crate) type GenQueues = (LaneReceivers, watch::Receiver<bool>);
+
 impl GenLink {
-    pub(crate) fn new(lanes: Lanes, gate: watch::Sender<bool>) -> GenLink {
-        GenLink { lanes, gate }
+    /// A new generation's queues, its gate closed.
+    pub(crate) fn new() -> (GenLink, GenQueues) {
+        let (lanes, receivers) = Lanes::new();
+        let (gate, gate_rx) = watch::channel(false);
+        (GenLink { lanes, gate }, (receivers, gate_rx))
     }
 }
 
