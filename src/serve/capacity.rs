@@ -7,17 +7,18 @@
 //! default half the cap when the token file holds several tokens), so another always finds
 //! room. When the cap is reached anyway (three or more principals), a principal holding fewer
 //! than its fair share (the cap divided among the principals holding slots, itself included)
-//! takes the slot of the longest-idle one (no open stream) among the principals holding more
-//! than their fair share; that slot ends as an idle one would.
+//! takes a slot beyond a fair share; that slot ends as an idle one would.
 //!
 //! The two kinds differ in one thing, `recycle`. A session is its client's state: a principal
-//! at its share, or at its fair share of a full table, is refused (it ends one of its own).
-//! Pooled relays are a cache of servers: the principal's own longest-idle relay gives way to
-//! its new one, and at the cap any idle relay does when no principal is beyond its share.
+//! at its share, or at its fair share of a full table, is refused (it ends one of its own);
+//! the slot taken is the longest-idle session (no open stream) of the principal holding the
+//! most beyond its fair share; and an ended session counts against the cap until its server
+//! has stopped. Pooled relays are a cache of servers: the principal's own longest-idle relay
+//! gives way to its new one; at the cap the longest-idle relay of any principal beyond its
+//! fair share does, else any idle relay; and only open relays count against the caps.
 //!
-//! Only open slots count against the caps. An ended slot stays listed until its relay is
-//! done (its server stopped, its audit session closed), so a drain waits for it, and the
-//! `sessions` gauge counts it until then.
+//! An ended slot stays listed until its relay is done (its server stopped, its audit session
+//! closed), so a drain waits for it, and the `sessions` gauge counts it until then.
 
 use std::borrow::Borrow;
 use std::collections::HashMap;
@@ -99,14 +100,24 @@ impl<K: Eq + Hash + Clone> Capacity<K> {
         let victim = if mine >= self.per_principal {
             let own = self.recycle.then(|| longest_idle(&|p| p == principal));
             Some(own.flatten().ok_or(Full::Share(self.per_principal))?)
-        } else if held.values().sum::<usize>() >= self.max {
+        } else if self.used(&slots, &held) >= self.max {
             let fair = self.max / (held.len() + usize::from(mine == 0)).max(1);
             if !self.recycle && mine >= fair {
                 return Err(Full::Table(self.max));
             }
-            let over = longest_idle(&|p| p != principal && held.get(p).is_some_and(|n| *n > fair));
-            let any = || self.recycle.then(|| longest_idle(&|_| true)).flatten();
-            Some(over.or_else(any).ok_or(Full::Table(self.max))?)
+            let over =
+                |p: &Option<String>| p != principal && held.get(p).is_some_and(|n| *n > fair);
+            let victim = if self.recycle {
+                longest_idle(&over).or_else(|| longest_idle(&|_| true))
+            } else {
+                // A session: the principal holding the most beyond its fair share gives way.
+                let heaviest = held
+                    .iter()
+                    .filter(|(p, _)| over(p))
+                    .max_by_key(|(_, n)| **n);
+                heaviest.and_then(|(h, _)| longest_idle(&|p| p == *h))
+            };
+            Some(victim.ok_or(Full::Table(self.max))?)
         } else {
             None
         };
@@ -121,6 +132,20 @@ impl<K: Eq + Hash + Clone> Capacity<K> {
         let (key, session) = open();
         slots.insert(key, Arc::clone(&session));
         Ok(session)
+    }
+
+    /// How many slots count against the cap: a session being ended still holds its server
+    /// until its relay is done; a pooled relay told to stop does not.
+    fn used(
+        &self,
+        slots: &HashMap<K, Arc<HttpSession>>,
+        held: &HashMap<&Option<String>, usize>,
+    ) -> usize {
+        if self.recycle {
+            held.values().sum()
+        } else {
+            slots.len()
+        }
     }
 
     /// The open slot under `key`.
