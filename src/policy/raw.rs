@@ -75,28 +75,12 @@ pub(crate) enum Val {
     /// A string, or a path (expanded once compiled).
     Str(String),
     List(Vec<Sp<String>>),
-    Schemes(RawSchemes),
-    Network(RawNetwork),
-}
-
-/// `resources.other_schemes`: a word or a list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum RawSchemes {
-    Allow,
-    Deny,
-    List(Vec<Sp<String>>),
-}
-
-/// `sandbox.network`: a word or a list of ports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum RawNetwork {
-    Allow,
-    Deny,
+    /// `sandbox.network`'s array of TCP ports (its words are `Word`s).
     Ports(Vec<Sp<u16>>),
 }
 
-/// `other_schemes` and `network` as a word.
-const ALLOW_DENY: &[(&str, bool)] = &[("allow", true), ("deny", false)];
+/// `other_schemes` and `network` as a word, with the rank of each.
+const ALLOW_DENY: &[(&str, u64)] = &[("allow", 1), ("deny", 0)];
 
 /// One `[[tools.paths]]` entry.
 #[derive(Debug, Clone)]
@@ -261,14 +245,17 @@ impl Walker<'_, '_> {
                 e.map(|(w, n)| Val::Word(w, n))
             }
             Kind::Str | Kind::Path => self.string(table, name)?.map(Val::Str),
-            Kind::Strings | Kind::PathGlobs | Kind::NameGlobs => {
+            Kind::Strings | Kind::PathGlobs | Kind::NameGlobs | Kind::Mimes | Kind::EnvNames => {
                 self.strings(table, name)?.map(Val::List)
             }
-            Kind::Own => match name {
-                "resources.other_schemes" => self.schemes(table)?.map(Val::Schemes),
-                "sandbox.network" => self.network(table)?.map(Val::Network),
-                _ => return None,
-            },
+            Kind::Schemes => {
+                let what = "\"allow\", \"deny\" or an array of scheme names";
+                self.allow_deny_or(table, name, what, |w, _| {
+                    Some(w.strings(table, name)?.map(Val::List))
+                })?
+            }
+            Kind::Own if name == "sandbox.network" => self.network(table)?,
+            Kind::Own => return None,
         };
         Some(e)
     }
@@ -480,21 +467,20 @@ impl Walker<'_, '_> {
         None
     }
 
-    /// A key written as "allow" or "deny" (as `allow` or `deny`), or as an array that `list`
+    /// A key written as "allow" or "deny" (a `Val::Word`), or as an array that `list`
     /// reads; `what` names the three for a wrong type.
-    fn allow_deny_or<T>(
+    fn allow_deny_or(
         &mut self,
         table: &DeTable<'_>,
         name: &'static str,
         what: &str,
-        [allow, deny]: [T; 2],
-        list: impl FnOnce(&mut Self, Entry<&DeArray<'_>>) -> Option<Entry<T>>,
-    ) -> Option<Entry<T>> {
+        list: impl FnOnce(&mut Self, Entry<&DeArray<'_>>) -> Option<Entry<Val>>,
+    ) -> Option<Entry<Val>> {
         let (k, v) = Self::find(table, name)?;
         match v.get_ref() {
             DeValue::String(_) => {
                 let e = self.word(table, name, ALLOW_DENY)?;
-                Some(e.map(|(_, a)| if a { allow } else { deny }))
+                Some(e.map(|(w, n)| Val::Word(w, n)))
             }
             DeValue::Array(items) => list(self, self.entry(name, k, items, v.span())),
             other => {
@@ -504,20 +490,10 @@ impl Walker<'_, '_> {
         }
     }
 
-    fn schemes(&mut self, table: &DeTable<'_>) -> Option<Entry<RawSchemes>> {
-        let name = "resources.other_schemes";
-        let what = "\"allow\", \"deny\" or an array of scheme names";
-        let words = [RawSchemes::Allow, RawSchemes::Deny];
-        self.allow_deny_or(table, name, what, words, |w, _| {
-            Some(w.strings(table, name)?.map(RawSchemes::List))
-        })
-    }
-
-    fn network(&mut self, table: &DeTable<'_>) -> Option<Entry<RawNetwork>> {
+    fn network(&mut self, table: &DeTable<'_>) -> Option<Entry<Val>> {
         let name = "sandbox.network";
         let what = "\"allow\", \"deny\" or an array of TCP ports";
-        let words = [RawNetwork::Allow, RawNetwork::Deny];
-        self.allow_deny_or(table, name, what, words, |w, items| {
+        self.allow_deny_or(table, name, what, |w, items| {
             let mut ports = Vec::new();
             let mut ok = true;
             for item in items.v.iter() {
@@ -547,7 +523,7 @@ impl Walker<'_, '_> {
                     }
                 }
             }
-            ok.then(|| items.with(RawNetwork::Ports(ports)))
+            ok.then(|| items.with(Val::Ports(ports)))
         })
     }
 
