@@ -13,16 +13,29 @@ use std::ops::Range;
 use toml::Spanned;
 use toml::de::{DeArray, DeTable, DeValue};
 
-use super::decision::ArgKind;
 use super::error::{ErrorKind, PolicyError, Source};
 use super::schema::{self, Kind, SETTINGS, Spec};
-use super::settings::{ToolInfer, Word};
+use super::settings::Word;
 
 /// The only schema version this build understands.
 pub(crate) const SCHEMA_VERSION: i64 = 1;
 
-/// The arrays of tables: their entries are read by their own readers below.
-const ARRAYS: &[&str] = &["tools.paths", "tools.infer_for"];
+/// The arrays of tables, each with the keys an entry requires and the hint when one lacks
+/// them; an entry's keys are declared settings like any other.
+const ARRAYS: &[(&str, &[&str], &str)] = &[
+    (
+        "tools.paths",
+        &["tool", "pointers"],
+        "each [[tools.paths]] needs `tool = \"<name glob>\"` and \
+         `pointers = [\"/json/pointer\", ...]`",
+    ),
+    (
+        "tools.infer_for",
+        &["tool", "infer"],
+        "each [[tools.infer_for]] needs `tool = \"<name glob>\"` and \
+         `infer = \"strict\"`, `\"schema\"` or `\"off\"`",
+    ),
+];
 
 /// A value with the span of its text in the source.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,31 +95,16 @@ pub(crate) enum Val {
 /// `other_schemes` and `network` as a word, with the rank of each.
 const ALLOW_DENY: &[(&str, u64)] = &[("allow", 1), ("deny", 0)];
 
-/// One `[[tools.paths]]` entry.
-#[derive(Debug, Clone)]
-pub(crate) struct RawToolPath {
-    pub(crate) tool: Option<Entry<String>>,
-    pub(crate) pointers: Option<Entry<Vec<Sp<String>>>>,
-    pub(crate) kind: Option<Entry<ArgKind>>,
-    /// The server this entry describes (a name glob over its `serverInfo.name`).
-    pub(crate) server: Option<Entry<String>>,
-}
-
-/// One `[[tools.infer_for]]` entry: `tools.infer` for the tools a glob names.
-#[derive(Debug, Clone)]
-pub(crate) struct RawInferFor {
-    pub(crate) tool: Option<Entry<String>>,
-    pub(crate) infer: Option<Entry<ToolInfer>>,
-}
-
 /// One layer's document, shape-checked.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RawLayer {
     pub(crate) version: Option<Entry<i64>>,
     /// Every other setting of a table, in `SETTINGS` order (`None`: not set here).
     vals: Vec<Option<Entry<Val>>>,
-    pub(crate) tools_paths: Vec<RawToolPath>,
-    pub(crate) tools_infer_for: Vec<RawInferFor>,
+    /// The entries of `[[tools.paths]]` and of `[[tools.infer_for]]`, each read like a
+    /// layer of its keys alone.
+    pub(crate) tools_paths: Vec<RawLayer>,
+    pub(crate) tools_infer_for: Vec<RawLayer>,
 }
 
 impl RawLayer {
@@ -200,10 +198,11 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         let Some(&(_, t)) = tables.iter().find(|(n, _)| *n == parent) else {
             continue;
         };
-        if ARRAYS.contains(&name) {
+        if let Some(&(_, required, hint)) = ARRAYS.iter().find(|(a, ..)| *a == name) {
+            let entries = w.entries(t, name, required, hint);
             match name {
-                "tools.paths" => raw.tools_paths = w.tool_paths(t),
-                _ => raw.tools_infer_for = w.infer_for(t),
+                "tools.paths" => raw.tools_paths = entries,
+                _ => raw.tools_infer_for = entries,
             }
             continue;
         }
@@ -535,7 +534,7 @@ impl Walker<'_, '_> {
         name: &'static str,
         required: &[&str],
         hint: &str,
-    ) -> Vec<&'t DeTable<'i>> {
+    ) -> Vec<RawLayer> {
         let Some((_, v)) = Self::find(table, name) else {
             return Vec::new();
         };
@@ -558,46 +557,16 @@ impl Walker<'_, '_> {
             }
             out.push(t);
         }
-        out
-    }
-
-    fn infer_for(&mut self, table: &DeTable<'_>) -> Vec<RawInferFor> {
-        let hint = "each [[tools.infer_for]] needs `tool = \"<name glob>\"` and \
-                    `infer = \"strict\"`, `\"schema\"` or `\"off\"`";
-        let name = "tools.infer_for";
-        let tables = self.entries(table, name, &["tool", "infer"], hint);
-        tables
-            .into_iter()
-            .map(|t| RawInferFor {
-                tool: self.string(t, "tools.infer_for.tool"),
-                infer: self.typed(t, "tools.infer_for.infer"),
+        let of_entry = |s: &&Spec| s.key.rsplit_once('.').is_some_and(|(a, _)| a == name);
+        out.into_iter()
+            .map(|t| RawLayer {
+                vals: SETTINGS
+                    .iter()
+                    .map(|s| of_entry(&s).then(|| self.read(t, s)).flatten())
+                    .collect(),
+                ..RawLayer::default()
             })
             .collect()
-    }
-
-    fn tool_paths(&mut self, table: &DeTable<'_>) -> Vec<RawToolPath> {
-        let hint = "each [[tools.paths]] needs `tool = \"<name glob>\"` and \
-                    `pointers = [\"/json/pointer\", ...]`";
-        let name = "tools.paths";
-        let tables = self.entries(table, name, &["tool", "pointers"], hint);
-        tables
-            .into_iter()
-            .map(|t| RawToolPath {
-                tool: self.string(t, "tools.paths.tool"),
-                pointers: self.strings(t, "tools.paths.pointers"),
-                kind: self.typed(t, "tools.paths.kind"),
-                server: self.string(t, "tools.paths.server"),
-            })
-            .collect()
-    }
-
-    /// A word, as its type.
-    fn typed<T: Word + Copy>(
-        &mut self,
-        table: &DeTable<'_>,
-        name: &'static str,
-    ) -> Option<Entry<T>> {
-        Some(self.word(table, name, T::ALL)?.map(|(_, t)| t))
     }
 }
 
