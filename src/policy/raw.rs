@@ -13,16 +13,29 @@ use std::ops::Range;
 use toml::Spanned;
 use toml::de::{DeArray, DeTable, DeValue};
 
-use super::decision::ArgKind;
 use super::error::{ErrorKind, PolicyError, Source};
 use super::schema::{self, Kind, SETTINGS, Spec};
-use super::settings::{ToolInfer, Word};
+use super::settings::Word;
 
 /// The only schema version this build understands.
 pub(crate) const SCHEMA_VERSION: i64 = 1;
 
-/// The arrays of tables: their entries are read by their own readers below.
-const ARRAYS: &[&str] = &["tools.paths", "tools.infer_for"];
+/// The arrays of tables, each with the keys an entry requires and the hint when one lacks
+/// them; an entry's keys are declared settings like any other.
+const ARRAYS: &[(&str, &[&str], &str)] = &[
+    (
+        "tools.paths",
+        &["tool", "pointers"],
+        "each [[tools.paths]] needs `tool = \"<name glob>\"` and \
+         `pointers = [\"/json/pointer\", ...]`",
+    ),
+    (
+        "tools.infer_for",
+        &["tool", "infer"],
+        "each [[tools.infer_for]] needs `tool = \"<name glob>\"` and \
+         `infer = \"strict\"`, `\"schema\"` or `\"off\"`",
+    ),
+];
 
 /// A value with the span of its text in the source.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,45 +88,12 @@ pub(crate) enum Val {
     /// A string, or a path (expanded once compiled).
     Str(String),
     List(Vec<Sp<String>>),
-    Schemes(RawSchemes),
-    Network(RawNetwork),
-}
-
-/// `resources.other_schemes`: a word or a list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum RawSchemes {
-    Allow,
-    Deny,
-    List(Vec<Sp<String>>),
-}
-
-/// `sandbox.network`: a word or a list of ports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum RawNetwork {
-    Allow,
-    Deny,
+    /// `sandbox.network`'s array of TCP ports (its words are `Word`s).
     Ports(Vec<Sp<u16>>),
 }
 
-/// `other_schemes` and `network` as a word.
-const ALLOW_DENY: &[(&str, bool)] = &[("allow", true), ("deny", false)];
-
-/// One `[[tools.paths]]` entry.
-#[derive(Debug, Clone)]
-pub(crate) struct RawToolPath {
-    pub(crate) tool: Option<Entry<String>>,
-    pub(crate) pointers: Option<Entry<Vec<Sp<String>>>>,
-    pub(crate) kind: Option<Entry<ArgKind>>,
-    /// The server this entry describes (a name glob over its `serverInfo.name`).
-    pub(crate) server: Option<Entry<String>>,
-}
-
-/// One `[[tools.infer_for]]` entry: `tools.infer` for the tools a glob names.
-#[derive(Debug, Clone)]
-pub(crate) struct RawInferFor {
-    pub(crate) tool: Option<Entry<String>>,
-    pub(crate) infer: Option<Entry<ToolInfer>>,
-}
+/// `other_schemes` and `network` as a word, with the rank of each.
+const ALLOW_DENY: &[(&str, u64)] = &[("allow", 1), ("deny", 0)];
 
 /// One layer's document, shape-checked.
 #[derive(Debug, Clone, Default)]
@@ -121,8 +101,10 @@ pub(crate) struct RawLayer {
     pub(crate) version: Option<Entry<i64>>,
     /// Every other setting of a table, in `SETTINGS` order (`None`: not set here).
     vals: Vec<Option<Entry<Val>>>,
-    pub(crate) tools_paths: Vec<RawToolPath>,
-    pub(crate) tools_infer_for: Vec<RawInferFor>,
+    /// The entries of `[[tools.paths]]` and of `[[tools.infer_for]]`, each read like a
+    /// layer of its keys alone.
+    pub(crate) tools_paths: Vec<RawLayer>,
+    pub(crate) tools_infer_for: Vec<RawLayer>,
 }
 
 impl RawLayer {
@@ -216,10 +198,11 @@ pub(crate) fn parse_layer(src: &Source<'_>, errs: &mut Vec<PolicyError>) -> Opti
         let Some(&(_, t)) = tables.iter().find(|(n, _)| *n == parent) else {
             continue;
         };
-        if ARRAYS.contains(&name) {
+        if let Some(&(_, required, hint)) = ARRAYS.iter().find(|(a, ..)| *a == name) {
+            let entries = w.entries(t, name, required, hint);
             match name {
-                "tools.paths" => raw.tools_paths = w.tool_paths(t),
-                _ => raw.tools_infer_for = w.infer_for(t),
+                "tools.paths" => raw.tools_paths = entries,
+                _ => raw.tools_infer_for = entries,
             }
             continue;
         }
@@ -261,14 +244,17 @@ impl Walker<'_, '_> {
                 e.map(|(w, n)| Val::Word(w, n))
             }
             Kind::Str | Kind::Path => self.string(table, name)?.map(Val::Str),
-            Kind::Strings | Kind::PathGlobs | Kind::NameGlobs => {
+            Kind::Strings | Kind::PathGlobs | Kind::NameGlobs | Kind::Mimes | Kind::EnvNames => {
                 self.strings(table, name)?.map(Val::List)
             }
-            Kind::Own => match name {
-                "resources.other_schemes" => self.schemes(table)?.map(Val::Schemes),
-                "sandbox.network" => self.network(table)?.map(Val::Network),
-                _ => return None,
-            },
+            Kind::Schemes => {
+                let what = "\"allow\", \"deny\" or an array of scheme names";
+                self.allow_deny_or(table, name, what, |w, _| {
+                    Some(w.strings(table, name)?.map(Val::List))
+                })?
+            }
+            Kind::Own if name == "sandbox.network" => self.network(table)?,
+            Kind::Own => return None,
         };
         Some(e)
     }
@@ -480,21 +466,20 @@ impl Walker<'_, '_> {
         None
     }
 
-    /// A key written as "allow" or "deny" (as `allow` or `deny`), or as an array that `list`
+    /// A key written as "allow" or "deny" (a `Val::Word`), or as an array that `list`
     /// reads; `what` names the three for a wrong type.
-    fn allow_deny_or<T>(
+    fn allow_deny_or(
         &mut self,
         table: &DeTable<'_>,
         name: &'static str,
         what: &str,
-        [allow, deny]: [T; 2],
-        list: impl FnOnce(&mut Self, Entry<&DeArray<'_>>) -> Option<Entry<T>>,
-    ) -> Option<Entry<T>> {
+        list: impl FnOnce(&mut Self, Entry<&DeArray<'_>>) -> Option<Entry<Val>>,
+    ) -> Option<Entry<Val>> {
         let (k, v) = Self::find(table, name)?;
         match v.get_ref() {
             DeValue::String(_) => {
                 let e = self.word(table, name, ALLOW_DENY)?;
-                Some(e.map(|(_, a)| if a { allow } else { deny }))
+                Some(e.map(|(w, n)| Val::Word(w, n)))
             }
             DeValue::Array(items) => list(self, self.entry(name, k, items, v.span())),
             other => {
@@ -504,20 +489,10 @@ impl Walker<'_, '_> {
         }
     }
 
-    fn schemes(&mut self, table: &DeTable<'_>) -> Option<Entry<RawSchemes>> {
-        let name = "resources.other_schemes";
-        let what = "\"allow\", \"deny\" or an array of scheme names";
-        let words = [RawSchemes::Allow, RawSchemes::Deny];
-        self.allow_deny_or(table, name, what, words, |w, _| {
-            Some(w.strings(table, name)?.map(RawSchemes::List))
-        })
-    }
-
-    fn network(&mut self, table: &DeTable<'_>) -> Option<Entry<RawNetwork>> {
+    fn network(&mut self, table: &DeTable<'_>) -> Option<Entry<Val>> {
         let name = "sandbox.network";
         let what = "\"allow\", \"deny\" or an array of TCP ports";
-        let words = [RawNetwork::Allow, RawNetwork::Deny];
-        self.allow_deny_or(table, name, what, words, |w, items| {
+        self.allow_deny_or(table, name, what, |w, items| {
             let mut ports = Vec::new();
             let mut ok = true;
             for item in items.v.iter() {
@@ -547,7 +522,7 @@ impl Walker<'_, '_> {
                     }
                 }
             }
-            ok.then(|| items.with(RawNetwork::Ports(ports)))
+            ok.then(|| items.with(Val::Ports(ports)))
         })
     }
 
@@ -559,7 +534,7 @@ impl Walker<'_, '_> {
         name: &'static str,
         required: &[&str],
         hint: &str,
-    ) -> Vec<&'t DeTable<'i>> {
+    ) -> Vec<RawLayer> {
         let Some((_, v)) = Self::find(table, name) else {
             return Vec::new();
         };
@@ -582,46 +557,16 @@ impl Walker<'_, '_> {
             }
             out.push(t);
         }
-        out
-    }
-
-    fn infer_for(&mut self, table: &DeTable<'_>) -> Vec<RawInferFor> {
-        let hint = "each [[tools.infer_for]] needs `tool = \"<name glob>\"` and \
-                    `infer = \"strict\"`, `\"schema\"` or `\"off\"`";
-        let name = "tools.infer_for";
-        let tables = self.entries(table, name, &["tool", "infer"], hint);
-        tables
-            .into_iter()
-            .map(|t| RawInferFor {
-                tool: self.string(t, "tools.infer_for.tool"),
-                infer: self.typed(t, "tools.infer_for.infer"),
+        let of_entry = |s: &&Spec| s.key.rsplit_once('.').is_some_and(|(a, _)| a == name);
+        out.into_iter()
+            .map(|t| RawLayer {
+                vals: SETTINGS
+                    .iter()
+                    .map(|s| of_entry(&s).then(|| self.read(t, s)).flatten())
+                    .collect(),
+                ..RawLayer::default()
             })
             .collect()
-    }
-
-    fn tool_paths(&mut self, table: &DeTable<'_>) -> Vec<RawToolPath> {
-        let hint = "each [[tools.paths]] needs `tool = \"<name glob>\"` and \
-                    `pointers = [\"/json/pointer\", ...]`";
-        let name = "tools.paths";
-        let tables = self.entries(table, name, &["tool", "pointers"], hint);
-        tables
-            .into_iter()
-            .map(|t| RawToolPath {
-                tool: self.string(t, "tools.paths.tool"),
-                pointers: self.strings(t, "tools.paths.pointers"),
-                kind: self.typed(t, "tools.paths.kind"),
-                server: self.string(t, "tools.paths.server"),
-            })
-            .collect()
-    }
-
-    /// A word, as its type.
-    fn typed<T: Word + Copy>(
-        &mut self,
-        table: &DeTable<'_>,
-        name: &'static str,
-    ) -> Option<Entry<T>> {
-        Some(self.word(table, name, T::ALL)?.map(|(_, t)| t))
     }
 }
 

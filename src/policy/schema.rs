@@ -16,10 +16,12 @@
 //!
 //! A new plain setting is a row here, and a line where its settings struct is built
 //! (`compile/build.rs`); the tests fail until docs/policy.md documents it with the type
-//! its kind reads and it has a reload example. A setting with a rule of its own (`Special`, `PartOf`, `Subset`,
-//! `Grant`, `Replace`, `Kind::Strings`) also needs its rule in `compile/` and an arm in
-//! `compile/effective.rs`; the unit tests fail until it has one, is documented, and has a
-//! reload example.
+//! its kind reads and it has a reload example. So is a list a later layer narrows to a
+//! subset (`Subset`, of `Schemes`, `Mimes`, `EnvNames` or `PathGlobs`: `compile/subset.rs`
+//! checks, narrows and shows it by its kind). A setting with a rule of its own (`Special`,
+//! `PartOf`, `Grant`, `Replace`, `Kind::Strings`, `Kind::Own`) also needs its rule in
+//! `compile/` and an arm in `compile/effective.rs`; the unit tests fail until it has one,
+//! is documented, and has a reload example.
 
 use std::fmt::Write as _;
 
@@ -54,6 +56,12 @@ pub(crate) enum Kind {
     PathGlobs,
     /// An array of tool name globs (accumulated by the generic rule).
     NameGlobs,
+    /// `"allow"` (every scheme), `"deny"` (none) or an array of URI schemes but `file`.
+    Schemes,
+    /// An array of MIME type patterns (`type/subtype`, `type/*`, `*/*`).
+    Mimes,
+    /// An array of environment variable names, or prefixes ending in `*`.
+    EnvNames,
     /// A shape of its own, read by hand in `raw.rs` (`version`, a word or a list).
     Own,
 }
@@ -201,6 +209,9 @@ impl Spec {
             Kind::Path => "path".to_owned(),
             Kind::PathGlobs => "array of path globs".to_owned(),
             Kind::NameGlobs => "array of name globs".to_owned(),
+            Kind::Schemes => "`\"allow\"` \\| `\"deny\"` \\| array of schemes".to_owned(),
+            Kind::Mimes => "array of MIME patterns".to_owned(),
+            Kind::EnvNames => "array of names".to_owned(),
             Kind::Strings | Kind::Own => String::new(),
         }
     }
@@ -222,11 +233,11 @@ pub(crate) const SETTINGS: &[Spec] = &[
     Spec { key: "roots.symlinks", kind: Kind::Word(&SymlinkStance::WORDS), ty: None, default: "`\"follow-within-root\"`", narrow: Narrow::Ranked, reload: Reload::Live, doc: "follow a symlink only when its target stays inside the same root (relative links, and absolute links whose target names a place inside the same ..." },
     Spec { key: "roots.hardlinks", kind: Kind::Word(&HardlinkStance::WORDS), ty: None, default: "`\"allow-preexisting\"`", narrow: Narrow::Ranked, reload: Reload::Live, doc: "how files with more than one hard link are treated (another name of the same file may lie outside the roots): served" },
     Spec { key: "roots.from_command", kind: Kind::Word(&CommandRoots::WORDS), ty: None, default: "`\"directories\"`", narrow: Narrow::Ranked, reload: Reload::NextStart(Deferred::Roots), doc: "when the host declares no roots and there are no operator roots (`--root`, `static`), `rootfence run` takes the existing directories among the ..." },
-    Spec { key: "resources.other_schemes", kind: Kind::Own, ty: Some("`\"allow\"` \\| `\"deny\"` \\| array of schemes"), default: "`\"allow\"`", narrow: Narrow::Subset, reload: Reload::Live, doc: "which non-`file:` schemes may cross" },
+    Spec { key: "resources.other_schemes", kind: Kind::Schemes, ty: None, default: "`\"allow\"`", narrow: Narrow::Subset, reload: Reload::Live, doc: "which non-`file:` schemes may cross" },
     Spec { key: "resources.allow", kind: Kind::PathGlobs, ty: None, default: "none (any path)", narrow: Narrow::Intersect, reload: Reload::Live, doc: "a `file:` path must match this list, and every layer's list" },
     Spec { key: "resources.deny", kind: Kind::PathGlobs, ty: None, default: "`[]`", narrow: Narrow::Accumulate, reload: Reload::Live, doc: "a `file:` path matching any entry of any layer is denied" },
     Spec { key: "resources.max_bytes", kind: Kind::Size, ty: None, default: "unlimited", narrow: Narrow::Limit, reload: Reload::Live, doc: "largest content item (text, or decoded blob)" },
-    Spec { key: "resources.mime", kind: Kind::Strings, ty: Some("array of MIME patterns"), default: "any type", narrow: Narrow::Subset, reload: Reload::Live, doc: "allowed MIME types: `type/subtype`, `type/*`, `*/*` (parameters are ignored when matching)" },
+    Spec { key: "resources.mime", kind: Kind::Mimes, ty: None, default: "any type", narrow: Narrow::Subset, reload: Reload::Live, doc: "allowed MIME types: `type/subtype`, `type/*`, `*/*` (parameters are ignored when matching)" },
     Spec { key: "resources.read", kind: Kind::Word(&ReadStance::WORDS), ty: None, default: "`\"forward\"`", narrow: Narrow::Ranked, reload: Reload::Live, doc: "how `resources/read` of a `file:` URI is answered: forwarded to the server after the URI checks" },
     Spec { key: "tools.deny", kind: Kind::NameGlobs, ty: None, default: "`[]`", narrow: Narrow::Accumulate, reload: Reload::Live, doc: "tools whose name matches are denied (`tools/call` refused)" },
     Spec { key: "tools.writing", kind: Kind::NameGlobs, ty: None, default: "`[]`", narrow: Narrow::Accumulate, reload: Reload::Live, doc: "tools that write" },
@@ -261,7 +272,7 @@ pub(crate) const SETTINGS: &[Spec] = &[
     Spec { key: "sandbox.read", kind: Kind::Strings, ty: Some("array of paths"), default: "`[]`", narrow: Narrow::Grant, reload: Reload::NextStart(Deferred::Sandbox), doc: "extra paths the server may read (its own state: `~/.gitconfig`)" },
     Spec { key: "sandbox.write", kind: Kind::Strings, ty: Some("array of paths"), default: "`[]`", narrow: Narrow::Grant, reload: Reload::NextStart(Deferred::Sandbox), doc: "extra paths the server may read and write (a tool's own cache: `~/.cache/ms-playwright`)" },
     Spec { key: "sandbox.network", kind: Kind::Own, ty: Some("`\"allow\"` \\| `\"deny\"` \\| array of TCP ports"), default: "`\"allow\"`", narrow: Narrow::Subset, reload: Reload::NextStart(Deferred::Sandbox), doc: "TCP connect and bind" },
-    Spec { key: "sandbox.env", kind: Kind::Strings, ty: Some("array of names"), default: "`[]`", narrow: Narrow::Grant, reload: Reload::NextStart(Deferred::Sandbox), doc: "environment variables passed to the server besides the sandbox's own baseline: exact names, or a prefix ending in `*` (`\"LC_*\"`)" },
+    Spec { key: "sandbox.env", kind: Kind::EnvNames, ty: None, default: "`[]`", narrow: Narrow::Grant, reload: Reload::NextStart(Deferred::Sandbox), doc: "environment variables passed to the server besides the sandbox's own baseline: exact names, or a prefix ending in `*` (`\"LC_*\"`)" },
     Spec { key: "sandbox.root_access", kind: Kind::Word(&Access::WORDS), ty: Some("`\"read-write\"` \\| `\"read-only\"`"), default: "`\"read-write\"`", narrow: Narrow::Ranked, reload: Reload::NextStart(Deferred::Sandbox), doc: "access granted to every root" },
     Spec { key: "sandbox.read_only_roots", kind: Kind::PathGlobs, ty: None, default: "`[]`", narrow: Narrow::Accumulate, reload: Reload::NextStart(Deferred::Sandbox), doc: "roots matching any entry of any layer are read-only whatever `root_access` says" },
     Spec { key: "sandbox.follow_roots", kind: Kind::Word(&FollowRoots::WORDS), ty: None, default: "`\"restart\"`", narrow: Narrow::Fixed, reload: Reload::NextStart(Deferred::Sandbox), doc: "when the effective roots change after the server started: start a new server generation under the new grants (`restart`), or keep the launch ..." },
@@ -270,9 +281,9 @@ pub(crate) const SETTINGS: &[Spec] = &[
     Spec { key: "sandbox.rlimits.address_space", kind: Kind::Size, ty: None, default: "inherited", narrow: Narrow::Limit, reload: Reload::NextStart(Deferred::Sandbox), doc: "address space" },
     Spec { key: "sandbox.rlimits.cpu_seconds", kind: Kind::Int(1, u64::MAX), ty: None, default: "inherited", narrow: Narrow::Limit, reload: Reload::NextStart(Deferred::Sandbox), doc: "CPU seconds" },
     Spec { key: "sandbox.rlimits.processes", kind: Kind::Int(1, u64::MAX), ty: None, default: "inherited", narrow: Narrow::Limit, reload: Reload::NextStart(Deferred::Sandbox), doc: "processes" },
-    Spec { key: "sandbox.grantable.env", kind: Kind::Strings, ty: Some("array of names"), default: "`[]`", narrow: Narrow::Subset, reload: Reload::NextStart(Deferred::Sandbox), doc: "variable names (or `PREFIX*`) later layers may add to `sandbox.env`" },
-    Spec { key: "sandbox.grantable.read", kind: Kind::Strings, ty: Some("array of path globs"), default: "`[]`", narrow: Narrow::Subset, reload: Reload::NextStart(Deferred::Sandbox), doc: "paths later layers may add to `sandbox.read` (`write` globs count too)" },
-    Spec { key: "sandbox.grantable.write", kind: Kind::Strings, ty: Some("array of path globs"), default: "`[]`", narrow: Narrow::Subset, reload: Reload::NextStart(Deferred::Sandbox), doc: "paths later layers may add to `sandbox.write`" },
+    Spec { key: "sandbox.grantable.env", kind: Kind::EnvNames, ty: None, default: "`[]`", narrow: Narrow::Subset, reload: Reload::NextStart(Deferred::Sandbox), doc: "variable names (or `PREFIX*`) later layers may add to `sandbox.env`" },
+    Spec { key: "sandbox.grantable.read", kind: Kind::PathGlobs, ty: None, default: "`[]`", narrow: Narrow::Subset, reload: Reload::NextStart(Deferred::Sandbox), doc: "paths later layers may add to `sandbox.read` (`write` globs count too)" },
+    Spec { key: "sandbox.grantable.write", kind: Kind::PathGlobs, ty: None, default: "`[]`", narrow: Narrow::Subset, reload: Reload::NextStart(Deferred::Sandbox), doc: "paths later layers may add to `sandbox.write`" },
     Spec { key: "telemetry.endpoint", kind: Kind::Str, ty: Some("`http://` URL"), default: "`OTEL_EXPORTER_OTLP_ENDPOINT` (or a per-signal `OTEL_EXPORTER_OTLP_{TRACES,METRICS,LOGS}_ENDPOINT`)", narrow: Narrow::Fixed, reload: Reload::NextStart(Deferred::Telemetry), doc: "the collector's OTLP/HTTP base URL, e.g. `\"http://localhost:4318\"`" },
     Spec { key: "telemetry.protocol", kind: Kind::Word(&PROTOCOLS), ty: None, default: "`OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/protobuf`", narrow: Narrow::Fixed, reload: Reload::NextStart(Deferred::Telemetry), doc: "the only protocol rootfence speaks (no gRPC)" },
     Spec { key: "telemetry.service_name", kind: Kind::Str, ty: None, default: "`OTEL_SERVICE_NAME`, else `service.name` in `OTEL_RESOURCE_ATTRIBUTES`, else `\"rootfence\"`", narrow: Narrow::Fixed, reload: Reload::NextStart(Deferred::Telemetry), doc: "the `service.name` resource attribute" },

@@ -115,7 +115,7 @@ pub(super) fn build(
         root_allow,
         res_deny,
         res_allow,
-        scheme_prov: acc.schemes.prov.clone(),
+        scheme_prov: acc.subset("resources.other_schemes").prov.clone(),
         tool_deny,
         tool_writing,
         tool_writes,
@@ -137,7 +137,7 @@ pub(super) fn build(
             .map(|(t, g, i, p)| (t.clone(), g.compile_matcher(), *i, p.clone()))
             .collect(),
         max_bytes_prov: acc.val("resources.max_bytes").prov.clone(),
-        mime_prov: acc.mime.prov.clone(),
+        mime_prov: acc.subset("resources.mime").prov.clone(),
         default: Provenance::default_rule("default"),
         not_canonical: Provenance::default_rule("undecidable input is denied"),
     };
@@ -191,12 +191,12 @@ pub(super) fn build(
             from_command: acc.word("roots.from_command"),
         },
         resources: ResourceSettings {
-            other_schemes: match &acc.schemes.v {
+            other_schemes: match &acc.subset("resources.other_schemes").v {
                 None => SchemeStance::AllowAll,
                 Some(l) => SchemeStance::Only(l.clone()),
             },
             max_bytes: acc.int("resources.max_bytes"),
-            mime: acc.mime.v.clone(),
+            mime: acc.subset("resources.mime").v.clone(),
             read: acc.word("resources.read"),
             deny_globs: texts_of(acc.globs("resources.deny")),
         },
@@ -228,7 +228,7 @@ pub(super) fn build(
             },
             env: texts(&acc.grants.env),
             grants: acc.grants.clone(),
-            grantable: acc.grantable.clone(),
+            grantable: acc.grantable(),
             root_access: acc.word("sandbox.root_access"),
             follow_roots: acc.word("sandbox.follow_roots"),
             read_only_roots: texts_of(read_only_roots),

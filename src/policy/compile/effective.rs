@@ -48,6 +48,15 @@ pub(super) fn values(
             Slot::Globs(l) => globs(spec.key, l),
             Slot::Names(l) => list(spec.key, l.iter().map(|(t, _, p)| (t.clone(), p))),
             Slot::Allow(lists) => allow(spec.key, lists),
+            Slot::Subset(s) => {
+                let v = match (&s.v, spec.kind) {
+                    (None, Kind::Schemes) => Value::Word("allow"),
+                    (Some(l), Kind::Schemes) if l.is_empty() => Value::Word("deny"),
+                    (None, _) => Value::Unset,
+                    (Some(l), _) => Value::List(l.clone()),
+                };
+                (v, s.prov.clone())
+            }
             Slot::Own => value_of(
                 spec.key,
                 acc,
@@ -121,11 +130,6 @@ fn value_of(
             );
         (Value::List(v), prov)
     };
-    let grantable = |l: &[PathGlob], prov: &Provenance| {
-        let v = l.iter().map(|g| g.text.clone()).collect();
-        (Value::List(v), prov.clone())
-    };
-    let g = &acc.grantable;
     match key {
         "version" => (Value::Int(1), Provenance::default_rule("version = 1")),
         "base" => match opted_out {
@@ -141,18 +145,6 @@ fn value_of(
         "roots.static" => (
             Value::List(static_roots.iter().map(|r| r.path.clone()).collect()),
             acc.roots_static.prov.clone(),
-        ),
-        "resources.other_schemes" => {
-            let v = match &acc.schemes.v {
-                None => Value::Word("allow"),
-                Some(l) if l.is_empty() => Value::Word("deny"),
-                Some(l) => Value::List(l.clone()),
-            };
-            (v, acc.schemes.prov.clone())
-        }
-        "resources.mime" => (
-            acc.mime.v.clone().map_or(Value::Unset, Value::List),
-            acc.mime.prov.clone(),
         ),
         "tools.infer" => (Value::Word(acc.infer.v.word()), acc.infer.prov.clone()),
         "tools.paths.tool" => tool_paths(&|(t, _, _, l)| vec![t.clone(); l.len()]),
@@ -214,9 +206,6 @@ fn value_of(
         }
         "sandbox.env" => list(key, acc.grants.env.iter().map(|(t, p)| (t.clone(), p))),
         "sandbox.read_only_paths" => globs(key, read_only_paths),
-        "sandbox.grantable.env" => (Value::List(g.env.clone()), g.env_prov.clone()),
-        "sandbox.grantable.read" => grantable(&g.read, &g.read_prov),
-        "sandbox.grantable.write" => grantable(&g.write, &g.write_prov),
         // Caught by `schema::tests`: a declared setting must have an arm here.
         _ => (
             Value::Unset,

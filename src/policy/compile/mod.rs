@@ -28,6 +28,7 @@ mod effective;
 mod layering;
 mod roots;
 mod sandbox;
+mod subset;
 mod tools;
 
 use std::collections::BTreeSet;
@@ -42,7 +43,7 @@ use super::decision::{ArgKind, Provenance, ToolPath};
 use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
 use super::glob::{self, GlobTable, PathGlob, Problem, Side};
 use super::grant::{self, Grantable, Grants};
-use super::raw::{self, Entry, RawLayer, RawNetwork, RawSchemes, Sp, Val};
+use super::raw::{self, Entry, RawLayer, Sp, Val};
 use super::schema::{self, Kind, Narrow, SETTINGS, Spec};
 use super::settings::{
     AuditSettings, Network, Ranked, ResourceSettings, Rlimits, RootsSettings, SandboxSettings,
@@ -59,6 +60,7 @@ use build::*;
 use layering::*;
 use roots::*;
 use sandbox::*;
+use subset::apply_subsets;
 use tools::*;
 
 /// Default fsync interval when `fsync = "interval"` gives none.
@@ -154,6 +156,9 @@ enum Slot {
     Names(Vec<(String, Glob, Provenance)>),
     /// An allow-list: each layer's list.
     Allow(Vec<AllowList>),
+    /// A list a later layer may only narrow to a subset of, its entries as checked
+    /// (`None`: every entry, as `"allow"` or an unset list of any says).
+    Subset(Setting<Option<Vec<String>>>),
     /// A rule of its own: a field of [`Acc`].
     Own,
 }
@@ -166,6 +171,10 @@ impl Slot {
             (Narrow::Accumulate, Kind::PathGlobs) => Slot::Globs(Vec::new()),
             (Narrow::Accumulate, Kind::NameGlobs) => Slot::Names(Vec::new()),
             (Narrow::Intersect, Kind::PathGlobs) => Slot::Allow(Vec::new()),
+            (Narrow::Subset, Kind::Schemes | Kind::Mimes | Kind::EnvNames | Kind::PathGlobs) => {
+                let empty = (spec.default == "`[]`").then(Vec::new);
+                Slot::Subset(Setting::declared(empty, spec.key))
+            }
             (
                 Narrow::Ranked | Narrow::Limit | Narrow::Fixed,
                 Kind::Bool | Kind::Int(..) | Kind::Size | Kind::Word(_) | Kind::Str | Kind::Path,
@@ -181,8 +190,6 @@ struct Acc {
     slots: Vec<Slot>,
     /// Static roots with the span of each entry in its layer.
     roots_static: Setting<Vec<(StaticRoot, Range<usize>)>>,
-    schemes: Setting<Option<Vec<String>>>,
-    mime: Setting<Option<Vec<String>>>,
     /// `[[tools.paths]]`: tool glob text and glob, server glob, the checked arguments.
     tool_paths: Vec<(String, Glob, Option<NamedGlob>, Vec<ToolPath>)>,
     infer: Setting<ToolInfer>,
@@ -193,8 +200,6 @@ struct Acc {
     syslog: Setting<Option<(String, SyslogConfig)>>,
     /// Grants accumulate: each entry with where it was granted.
     grants: Grants,
-    /// What a later layer may add to the grants.
-    grantable: Grantable,
     network: Setting<Network>,
     /// `None` until a layer sets it: the built-in list applies.
     read_only_paths: Option<Vec<(PathGlob, Provenance)>>,
@@ -205,22 +210,12 @@ impl Acc {
         Acc {
             slots: SETTINGS.iter().map(Slot::of).collect(),
             roots_static: Setting::declared(Vec::new(), "roots.static"),
-            schemes: Setting::declared(None, "resources.other_schemes"),
-            mime: Setting::declared(None, "resources.mime"),
             tool_paths: Vec::new(),
             infer: Setting::declared(ToolInfer::Schema, "tools.infer"),
             infer_for: Vec::new(),
             fsync: Setting::declared(Fsync::Denials, "audit.fsync"),
             syslog: Setting::default(None, "audit.syslog: none"),
             grants: Grants::default(),
-            grantable: Grantable {
-                env: Vec::new(),
-                env_prov: declared("sandbox.grantable.env"),
-                read: Vec::new(),
-                read_prov: declared("sandbox.grantable.read"),
-                write: Vec::new(),
-                write_prov: declared("sandbox.grantable.write"),
-            },
             network: Setting::declared(Network::Allow, "sandbox.network"),
             read_only_paths: None,
         }
@@ -279,6 +274,38 @@ impl Acc {
         match &self.slots[schema::index(key)] {
             Slot::Allow(l) => l,
             _ => panic!("`{key}` is not an allow-list"),
+        }
+    }
+
+    fn subset(&self, key: &str) -> &Setting<Option<Vec<String>>> {
+        match &self.slots[schema::index(key)] {
+            Slot::Subset(s) => s,
+            _ => panic!("`{key}` is not a list narrowed to a subset"),
+        }
+    }
+
+    /// `[sandbox.grantable]` as the layers so far left it.
+    fn grantable(&self) -> Grantable {
+        let list = |key| {
+            let s = self.subset(key);
+            (s.v.clone().unwrap_or_default(), s.prov.clone())
+        };
+        let globs = |(l, prov): (Vec<String>, _)| {
+            let g = l
+                .iter()
+                .filter_map(|t| glob::path_glob(t, Side::Allow).ok());
+            (g.collect(), prov)
+        };
+        let (env, env_prov) = list("sandbox.grantable.env");
+        let (read, read_prov) = globs(list("sandbox.grantable.read"));
+        let (write, write_prov) = globs(list("sandbox.grantable.write"));
+        Grantable {
+            env,
+            env_prov,
+            read,
+            read_prov,
+            write,
+            write_prov,
         }
     }
 }
@@ -528,10 +555,11 @@ fn check_base(cx: &mut Cx<'_, '_>, raw: &RawLayer, first: bool) -> Option<Proven
 fn apply_layer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     apply_plain(acc, raw, cx);
     apply_static_roots(acc, raw, cx);
-    apply_resources(acc, raw, cx);
     apply_tools(acc, raw, cx);
     apply_audit(acc, raw, cx);
     apply_sandbox(acc, raw, cx);
+    // Last: a layer's own `[sandbox.grantable]` binds only the layers after it.
+    apply_subsets(acc, raw, cx);
 }
 
 /// Whether `path` is a canonical absolute path (used by the decision functions).

@@ -1,6 +1,7 @@
 //! `[sandbox]` settings with a rule of their own: network, the read-only paths, and the
 //! grants a later layer may add only where `[sandbox.grantable]` lets it (mode, access and
-//! rlimits are plain settings, applied by `layering.rs`).
+//! rlimits are plain settings, applied by `layering.rs`; `[sandbox.grantable]` narrows as
+//! a subset, `subset.rs`).
 
 use super::*;
 
@@ -20,28 +21,10 @@ pub(super) fn network_word(n: &Network) -> String {
     }
 }
 
-pub(super) fn valid_env_pattern(s: &str) -> bool {
-    let name = s.strip_suffix('*').unwrap_or(s);
-    (name.is_empty() && s == "*")
-        || (name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-}
-
 /// Whether an entry of an `env` list is a variable name or prefix; reports it if not.
 fn env_name(cx: &mut Cx<'_, '_>, item: &Sp<String>) -> bool {
-    let ok = valid_env_pattern(&item.v);
-    if !ok {
-        cx.error(
-            &item.span,
-            ErrorKind::BadValue,
-            format!("\"{}\" is not an environment variable name", item.v),
-            "write a name such as \"RUST_LOG\", or a prefix ending in `*` such as \"LC_*\"",
-        );
-    }
-    ok
+    let checked = subset::entry(cx, Kind::EnvNames, &item.v);
+    checked.map_err(|p| cx.problem(&item.span, p)).is_ok()
 }
 
 pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
@@ -64,8 +47,8 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
     }
     if let Some(e) = raw.get("sandbox.network") {
         let new = match &e.v {
-            Val::Network(RawNetwork::Deny) => Network::Deny,
-            Val::Network(RawNetwork::Ports(p)) => {
+            Val::Word("deny", _) => Network::Deny,
+            Val::Ports(p) => {
                 let set: BTreeSet<u16> = p.iter().map(|s| s.v).collect();
                 Network::Ports(set.into_iter().collect())
             }
@@ -114,7 +97,6 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
             acc.read_only_paths = Some(all);
         }
     }
-    apply_grantable(acc, raw, cx);
 }
 
 /// Whether a later layer may add this `sandbox.env` entry (see `grant.rs`); reports why not.
@@ -122,7 +104,7 @@ pub(super) fn grant_env(cx: &mut Cx<'_, '_>, acc: &Acc, name: &str, span: &Range
     if !cx.check {
         return true;
     }
-    let g = &acc.grantable;
+    let g = acc.grantable();
     let r = grant::judge_env(name, &acc.grants.env, &g.env, &g.env_prov);
     match r {
         Ok(()) => true,
@@ -146,10 +128,11 @@ pub(super) fn grant_path(
     if !cx.check {
         return true;
     }
+    let grantable = acc.grantable();
     let rules = grant::PathRules {
         read: &acc.grants.read,
         write: &acc.grants.write,
-        grantable: &acc.grantable,
+        grantable: &grantable,
         home: cx.home,
     };
     let denied = |p: &str| {
@@ -222,81 +205,8 @@ pub(super) fn grant_error(
     }
 }
 
-/// `[sandbox.grantable]`: what the layers after this one may add. Like an allow-list, a
-/// later list must lie inside the earlier one.
-pub(super) fn apply_grantable(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
-    if let Some(e) = raw.read("sandbox.grantable.env", Val::list) {
-        let mut ok = true;
-        let g = &mut acc.grantable;
-        for item in e.v {
-            if !env_name(cx, item) {
-                ok = false;
-            } else if cx.check && !g.env.iter().any(|o| env_pattern_covers(o, &item.v)) {
-                ok = false;
-                let what = format!(
-                    "`sandbox.grantable.env` entry \"{}\" is not in the earlier grantable list",
-                    item.v
-                );
-                let hint = "a later layer may only narrow what is grantable: each entry must \
-                            be covered by an earlier `[sandbox.grantable] env` entry";
-                cx.widening(&item.span, what, &g.env_prov.clone(), hint);
-            }
-        }
-        if ok {
-            g.env = e.v.iter().map(|s| s.v.clone()).collect();
-            g.env_prov = cx.prov(&e);
-        }
-    }
-    for write in [false, true] {
-        let g = &mut acc.grantable;
-        let (key, list, prov) = if write {
-            ("sandbox.grantable.write", &mut g.write, &mut g.write_prov)
-        } else {
-            ("sandbox.grantable.read", &mut g.read, &mut g.read_prov)
-        };
-        let Some(e) = raw.read(key, Val::list) else {
-            continue;
-        };
-        let Some(globs) = path_globs(cx, &e, Side::Allow) else {
-            continue;
-        };
-        let mut ok = true;
-        if cx.check {
-            for ((g, _), item) in globs.iter().zip(e.v) {
-                if !list.iter().any(|earlier| earlier.covers(g)) {
-                    ok = false;
-                    let what = format!(
-                        "`{}` entry \"{}\" is not inside the earlier grantable list",
-                        e.key, item.v
-                    );
-                    let hint = "a later layer may only narrow what is grantable: each entry \
-                                must be a literal path an earlier entry matches, or a glob \
-                                under an earlier `dir/**` entry";
-                    cx.widening(&item.span, what, &prov.clone(), hint);
-                }
-            }
-        }
-        if ok {
-            *list = globs.into_iter().map(|(g, _)| g).collect();
-            *prov = cx.prov(&e);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn env_patterns() {
-        for ok in ["PATH", "LC_*", "_X1", "*"] {
-            assert!(valid_env_pattern(ok), "{ok}");
-        }
-        for bad in ["", "1X", "A-B", "A*B", "**"] {
-            assert!(!valid_env_pattern(bad), "{bad}");
-        }
-    }
-
     #[test]
     fn read_only_paths_default_replace_first_and_only_add_later() {
         let load = |layers: &[&str]| {

@@ -27,8 +27,8 @@ pub(super) fn check_pointer(p: &str) -> Result<(), String> {
 /// The tool or server name glob of a `[[tools.paths]]` or `[[tools.infer_for]]` entry, on
 /// the deny side (a glob that matches more tools or servers checks more calls: the safe
 /// error); `None` once a bad one is reported.
-fn entry_glob(cx: &mut Cx<'_, '_>, e: &Entry<String>) -> Option<Glob> {
-    glob::name_glob(&e.v, Side::Deny)
+fn entry_glob(cx: &mut Cx<'_, '_>, e: &Entry<&str>) -> Option<Glob> {
+    glob::name_glob(e.v, Side::Deny)
         .map_err(|p| cx.problem(&e.span, p))
         .ok()
 }
@@ -36,22 +36,25 @@ fn entry_glob(cx: &mut Cx<'_, '_>, e: &Entry<String>) -> Option<Glob> {
 pub(super) fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     apply_infer(acc, raw, cx);
     for entry in &raw.tools_paths {
-        let (Some(tool), Some(pointers)) = (&entry.tool, &entry.pointers) else {
+        let tool = entry.read("tools.paths.tool", Val::text);
+        let (Some(tool), Some(pointers)) = (tool, entry.read("tools.paths.pointers", Val::list))
+        else {
             continue;
         };
-        let Some(glob) = entry_glob(cx, tool) else {
+        let Some(glob) = entry_glob(cx, &tool) else {
             continue;
         };
-        let kind = entry.kind.as_ref().map_or(ArgKind::Path, |k| k.v);
-        let server = match &entry.server {
+        let kind = entry.read("tools.paths.kind", Val::word::<ArgKind>);
+        let kind = kind.map_or(ArgKind::Path, |k| k.v);
+        let server_entry = entry.read("tools.paths.server", Val::text);
+        let server = match &server_entry {
             None => None,
             Some(e) => match entry_glob(cx, e) {
-                Some(g) => Some((e.v.clone(), g)),
+                Some(g) => Some((e.v.to_owned(), g)),
                 None => continue,
             },
         };
-        let server_rule = entry
-            .server
+        let server_rule = server_entry
             .as_ref()
             .map(|e| format!(", server = {}", cx.src.snippet(&e.span)))
             .unwrap_or_default();
@@ -65,7 +68,7 @@ pub(super) fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
             continue;
         }
         let mut list = Vec::new();
-        for item in &pointers.v {
+        for item in pointers.v {
             match check_pointer(&item.v) {
                 Ok(()) => list.push(ToolPath {
                     pointer: item.v.clone(),
@@ -91,7 +94,7 @@ pub(super) fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
             }
         }
         if list.len() == pointers.v.len() {
-            acc.tool_paths.push((tool.v.clone(), glob, server, list));
+            acc.tool_paths.push((tool.v.to_owned(), glob, server, list));
         }
     }
 }
@@ -120,10 +123,12 @@ pub(super) fn apply_infer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
         }
     }
     for entry in &raw.tools_infer_for {
-        let (Some(tool), Some(infer)) = (&entry.tool, &entry.infer) else {
+        let tool = entry.read("tools.infer_for.tool", Val::text);
+        let infer = entry.read("tools.infer_for.infer", Val::word::<ToolInfer>);
+        let (Some(tool), Some(infer)) = (tool, infer) else {
             continue;
         };
-        let Some(glob) = entry_glob(cx, tool) else {
+        let Some(glob) = entry_glob(cx, &tool) else {
             continue;
         };
         if cx.check && !builtin && infer.v.rank() > acc.infer.v.rank() {
@@ -144,7 +149,7 @@ pub(super) fn apply_infer(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
                 infer.v.word()
             ),
         );
-        acc.infer_for.push((tool.v.clone(), glob, infer.v, prov));
+        acc.infer_for.push((tool.v.to_owned(), glob, infer.v, prov));
     }
 }
 
