@@ -310,9 +310,7 @@ impl Sink {
     }
 
     fn push_event(&mut self, event: &Event) -> Result<(), AuditError> {
-        let mut body = Vec::with_capacity(256);
-        event.write_body(&mut body);
-        self.push_line(now_micros(), &body, true)
+        self.push_line(now_micros(), &event.body(), true)
     }
 
     /// Adds one record to the batch, chained from the head; when it would overflow the

@@ -208,8 +208,7 @@ impl AuditLog {
     pub fn open(cfg: AuditConfig, session_start: SessionStart) -> Result<AuditLog, AuditError> {
         let session: Arc<str> = new_session_id().into();
         let mut sink = Sink::new(&cfg, &session)?;
-        let mut body = Vec::with_capacity(512);
-        Event::SessionStart(session_start).write_body(&mut body);
+        let body = Event::SessionStart(session_start).body();
         sink.write_batch(&[(now_micros(), &body[..], true)], false)?;
 
         let (failed_tx, _) = tokio::sync::watch::channel(false);
@@ -331,17 +330,8 @@ impl Auditor {
     /// (a denial, by default) is written at once; others within [`ALLOW_DELAY`].
     pub fn submit(&self, event: Event, urgent: bool) -> Result<Receipt, AuditError> {
         let shared = &*self.shared;
-        match &event {
-            Event::SessionStart(_) => return Err(AuditError::Reserved("session_start")),
-            Event::SessionEnd(_) => return Err(AuditError::Reserved("session_end")),
-            Event::LogRecovered(_) => return Err(AuditError::Reserved("log_recovered")),
-            Event::LogRewound(_) => return Err(AuditError::Reserved("log_rewound")),
-            Event::LogPruned(_) => return Err(AuditError::Reserved("log_pruned")),
-            Event::ProtocolErrorRepeated(_) => {
-                return Err(AuditError::Reserved("protocol_error_repeated"));
-            }
-            Event::SinkDropped(_) => return Err(AuditError::Reserved("sink_dropped")),
-            _ => {}
+        if event.is_reserved() {
+            return Err(AuditError::Reserved(event.name()));
         }
         if shared.on_failure == OnFailure::Stop
             && let Some(e) = shared.failed()
@@ -595,16 +585,12 @@ fn run(mut sink: Sink, shared: &Shared) {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .due(Instant::now(), closing);
-        let mut extra = Vec::with_capacity(repeated.len());
-        for r in repeated {
-            let mut body = Vec::with_capacity(320);
-            Event::ProtocolErrorRepeated(r).write_body(&mut body);
-            extra.push((now_micros(), body));
-        }
+        let mut extra: Vec<(i64, Vec<u8>)> = repeated
+            .into_iter()
+            .map(|r| (now_micros(), Event::ProtocolErrorRepeated(r).body()))
+            .collect();
         if let Some(d) = sink.sink_dropped_due(Instant::now(), closing) {
-            let mut body = Vec::with_capacity(160);
-            Event::SinkDropped(d).write_body(&mut body);
-            extra.push((now_micros(), body));
+            extra.push((now_micros(), Event::SinkDropped(d).body()));
         }
         let mut items: Vec<Item<'_>> = Vec::with_capacity(spare.recs.len() + extra.len());
         let mut start = 0;
@@ -640,8 +626,7 @@ fn run(mut sink: Sink, shared: &Shared) {
             end.counts.denied = shared.denied.load(Ordering::Relaxed);
             end.counts.protocol_errors = shared.protocol_errors.load(Ordering::Relaxed);
             end.counts.records = sink.session_records + 1;
-            let mut body = Vec::with_capacity(256);
-            Event::SessionEnd(*end).write_body(&mut body);
+            let body = Event::SessionEnd(*end).body();
             let r2 = sink.write_batch(&[(ts, &body[..], true)], false);
             if let Err(e) = &r2 {
                 shared.set_failed(e);
