@@ -316,16 +316,6 @@ pub(super) struct Checkpointer {
     pub(super) copy: Option<CopyFn>,
 }
 
-impl std::fmt::Debug for Checkpointer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Checkpointer")
-            .field("cfg", &self.cfg)
-            .field("pending", &self.pending)
-            .field("last_seq", &self.last_seq)
-            .finish_non_exhaustive()
-    }
-}
-
 impl Checkpointer {
     pub(super) fn new(cfg: CheckpointConfig) -> Checkpointer {
         Checkpointer {

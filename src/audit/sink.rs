@@ -57,7 +57,6 @@ struct Head {
 }
 
 /// The writer thread's view of the log.
-#[derive(Debug)]
 pub(super) struct Sink {
     /// The log's settings (its checkpoint and syslog settings are taken out into
     /// `checkpoint` and `syslog`).
