@@ -154,13 +154,13 @@ struct Shared {
 
 impl Shared {
     fn queue(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+        super::lock(&self.queue)
     }
 
     fn set_failed(&self, err: &AuditError) {
         match self.on_failure {
             OnFailure::Stop => {
-                let mut slot = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+                let mut slot = super::lock(&self.failed);
                 if slot.is_none() {
                     *slot = Some(err.clone());
                     self.failed_flag.store(true, Ordering::Release);
@@ -177,10 +177,7 @@ impl Shared {
         if !self.failed_flag.load(Ordering::Acquire) {
             return None;
         }
-        self.failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        super::lock(&self.failed).clone()
     }
 
     /// Publishes that every receipt up to `last` is handled.
@@ -359,11 +356,7 @@ impl Auditor {
             }
             Event::ProtocolError(p) => {
                 shared.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                let admitted = shared
-                    .repeats
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .admit(p, Instant::now());
+                let admitted = super::lock(&shared.repeats).admit(p, Instant::now());
                 match admitted {
                     Some(p) => Event::ProtocolError(p),
                     None => return Ok(Receipt::default()),
@@ -580,11 +573,7 @@ fn run(mut sink: Sink, shared: &Shared) {
     loop {
         let taken = take(shared, &sink, &mut spare);
         let closing = taken.close.is_some() || taken.stop;
-        let repeated = shared
-            .repeats
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .due(Instant::now(), closing);
+        let repeated = super::lock(&shared.repeats).due(Instant::now(), closing);
         let mut extra: Vec<(i64, Vec<u8>)> = repeated
             .into_iter()
             .map(|r| (now_micros(), Event::ProtocolErrorRepeated(r).body()))
@@ -688,11 +677,7 @@ fn take(shared: &Shared, sink: &Sink, into: &mut Batch) -> Taken {
             (FsyncPolicy::Interval(d), Some(since)) => Some(since + d),
             _ => None,
         };
-        let repeats_at = shared
-            .repeats
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .next_deadline();
+        let repeats_at = super::lock(&shared.repeats).next_deadline();
         let deadline = [
             q.oldest.map(|o| o + ALLOW_DELAY),
             sync_at,
