@@ -250,12 +250,12 @@ impl Sink {
         let Some(mut c) = self.checkpoint.take() else {
             return Ok(());
         };
-        let due = c.due(Instant::now()) || (force && c.pending());
+        let due = c.due(Instant::now()) || (force && c.pending > 0);
         let r = if due {
             self.locked(|s| {
                 s.ensure_head()?;
                 match s.head {
-                    Some(h) if h.seq > 0 && h.seq != c.last_seq() => {
+                    Some(h) if h.seq > 0 && h.seq != c.last_seq => {
                         c.write(&s.session, &s.name, h.seq, &h.hash)
                     }
                     _ => Ok(()),
@@ -343,7 +343,7 @@ impl Sink {
         head.hash = chain::sha256(&self.out[start..self.out.len() - 1]);
         self.session_records += 1;
         if let Some(c) = self.checkpoint.as_mut() {
-            c.wrote(1);
+            c.pending += 1;
         }
         Ok(())
     }
