@@ -309,21 +309,11 @@ pub(super) struct Checkpointer {
     public_hex: String,
     last_at: Instant,
     /// Records written by this session since its last checkpoint.
-    pending: u64,
+    pub(super) pending: u64,
     /// The head seq of this session's last checkpoint.
-    last_seq: u64,
+    pub(super) last_seq: u64,
     /// A copy of each checkpoint line goes here too (syslog), when set.
     pub(super) copy: Option<CopyFn>,
-}
-
-impl std::fmt::Debug for Checkpointer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Checkpointer")
-            .field("cfg", &self.cfg)
-            .field("pending", &self.pending)
-            .field("last_seq", &self.last_seq)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Checkpointer {
@@ -336,11 +326,6 @@ impl Checkpointer {
             last_seq: 0,
             copy: None,
         }
-    }
-
-    /// Counts records written.
-    pub(super) fn wrote(&mut self, n: u64) {
-        self.pending += n;
     }
 
     /// Whether a checkpoint is due now.
@@ -412,20 +397,10 @@ impl Checkpointer {
         Ok(())
     }
 
-    /// The head seq of the last checkpoint this writer wrote.
-    pub(super) fn last_seq(&self) -> u64 {
-        self.last_seq
-    }
-
     /// After a failed attempt: try again a period later, not at once (the writer would
     /// spin), or with the next batch.
     pub(super) fn retry_later(&mut self) {
         self.last_at = Instant::now();
-    }
-
-    /// Whether records wait for a checkpoint.
-    pub(super) fn pending(&self) -> bool {
-        self.pending > 0
     }
 }
 

@@ -29,49 +29,102 @@ pub const MAX_URI_BYTES: usize = 4096;
 /// Longest free-text field (method names, details) kept verbatim, in bytes.
 pub const MAX_TEXT_BYTES: usize = 512;
 
-/// One audit event. Each variant is one `event` name in the schema: serde writes it as the
-/// record's `event` member, before the variant's fields.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Event {
+/// The audit events, one row each: the record's `event` name, its variant and fields, who
+/// writes it (`caller`: anyone holding an [`Auditor`](super::Auditor); `log`: only the log
+/// itself, so [`Auditor::record`](super::Auditor::record) refuses it) and whether the
+/// default fsync policy syncs before acknowledging it (`sync`, `deny` for a denial only).
+/// The enum, its parser and these properties are derived from the rows.
+macro_rules! events {
+    ($($(#[doc = $doc:literal])* $name:literal => $variant:ident, $by:ident, $sync:ident;)*) => {
+        /// One audit event. Each variant is one `event` name in the schema: serde writes it
+        /// as the record's `event` member, before the variant's fields.
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[serde(tag = "event")]
+        #[non_exhaustive]
+        pub enum Event {
+            $($(#[doc = $doc])* #[serde(rename = $name)] $variant($variant),)*
+        }
+
+        impl Event {
+            /// The record's `event` name.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Event::$variant(_) => $name,)*
+                }
+            }
+
+            /// Whether only the log itself writes this event.
+            pub(crate) fn is_reserved(&self) -> bool {
+                match self {
+                    $(Event::$variant(_) => stringify!($by) == "log",)*
+                }
+            }
+
+            /// Whether the default fsync policy syncs before acknowledging this record.
+            pub(crate) fn is_critical(&self) -> bool {
+                let denied = matches!(self, Event::Decision(d) if d.decision == Verdict::Deny);
+                match self {
+                    $(Event::$variant(_) => match stringify!($sync) {
+                        "deny" => denied,
+                        sync => sync == "sync",
+                    },)*
+                }
+            }
+
+            /// Parses the event from a record's body, `{"event":"<name>",...}`, given its
+            /// name. `Ok(None)` for an event name this version does not know (a newer
+            /// writer).
+            pub(crate) fn from_body(
+                name: &str,
+                body: &[u8],
+            ) -> Result<Option<Event>, serde_json::Error> {
+                Ok(Some(match name {
+                    $($name => Event::$variant(serde_json::from_slice(body)?),)*
+                    _ => return Ok(None),
+                }))
+            }
+        }
+    };
+}
+
+events! {
     /// `session_start`: the first record of a session (written by [`AuditLog::open`]).
     ///
     /// [`AuditLog::open`]: super::AuditLog::open
-    SessionStart(SessionStart),
+    "session_start" => SessionStart, log, sync;
     /// `initialized`: the negotiated protocol revision and the peers' names, once known.
-    Initialized(Initialized),
+    "initialized" => Initialized, caller, lazy;
     /// `roots_update`: the host's roots arrived or changed and the effective roots moved.
-    RootsUpdate(RootsUpdate),
+    "roots_update" => RootsUpdate, caller, lazy;
     /// `server_start`: a server generation started: the first when the roots to confine it
     /// to were known, another each time the effective roots' grants changed.
-    ServerStart(ServerStart),
+    "server_start" => ServerStart, caller, sync;
     /// `decision`: one URI checked, with its provenance and what was done.
-    Decision(Decision),
+    "decision" => Decision, caller, deny;
     /// `protocol_error`: a line or message that could not be relayed as is.
-    ProtocolError(ProtocolError),
+    "protocol_error" => ProtocolError, caller, lazy;
     /// `session_end`: the last record of a session (written by [`AuditLog::close`]).
     ///
     /// [`AuditLog::close`]: super::AuditLog::close
-    SessionEnd(SessionEnd),
+    "session_end" => SessionEnd, log, sync;
     /// `log_recovered`: written by the writer itself after it found a torn final line.
-    LogRecovered(LogRecovered),
+    "log_recovered" => LogRecovered, log, sync;
     /// `log_rewound`: written by the writer itself when the log it is writing lost records
     /// from its end (truncated, or replaced) while it was open.
-    LogRewound(LogRewound),
+    "log_rewound" => LogRewound, log, sync;
     /// `decision_summary`: the allowed entries of one list page, counted instead of one
     /// `decision` each (`audit.allowed = "summary"`); the page's denials have their own records.
-    DecisionSummary(DecisionSummary),
+    "decision_summary" => DecisionSummary, caller, lazy;
     /// `protocol_error_repeated`: the protocol errors of one kind that followed a logged one
     /// within an interval, counted (written by the log itself).
-    ProtocolErrorRepeated(ProtocolErrorRepeated),
+    "protocol_error_repeated" => ProtocolErrorRepeated, log, lazy;
     /// `log_pruned`: written by the writer itself when retention removed old rotated files.
-    LogPruned(LogPruned),
+    "log_pruned" => LogPruned, log, sync;
     /// `sink_dropped`: records a shipping sink (syslog) could not take, counted (written by
     /// the log itself, at most once per interval).
-    SinkDropped(SinkDropped),
+    "sink_dropped" => SinkDropped, log, lazy;
     /// `policy_reload`: a policy reload was asked for (SIGHUP): applied, or refused with why.
-    PolicyReload(PolicyReload),
+    "policy_reload" => PolicyReload, caller, sync;
 }
 
 impl Event {
@@ -88,43 +141,11 @@ impl Event {
         escape_line(out, start);
     }
 
-    /// Parses the event from a record's body, `{"event":"<name>",...}`, given its name.
-    /// `Ok(None)` for an event name this version does not know (a newer writer).
-    pub(crate) fn from_body(name: &str, body: &[u8]) -> Result<Option<Event>, serde_json::Error> {
-        Ok(Some(match name {
-            "session_start" => Event::SessionStart(serde_json::from_slice(body)?),
-            "initialized" => Event::Initialized(serde_json::from_slice(body)?),
-            "roots_update" => Event::RootsUpdate(serde_json::from_slice(body)?),
-            "server_start" => Event::ServerStart(serde_json::from_slice(body)?),
-            "decision" => Event::Decision(serde_json::from_slice(body)?),
-            "protocol_error" => Event::ProtocolError(serde_json::from_slice(body)?),
-            "session_end" => Event::SessionEnd(serde_json::from_slice(body)?),
-            "log_recovered" => Event::LogRecovered(serde_json::from_slice(body)?),
-            "log_rewound" => Event::LogRewound(serde_json::from_slice(body)?),
-            "decision_summary" => Event::DecisionSummary(serde_json::from_slice(body)?),
-            "protocol_error_repeated" => {
-                Event::ProtocolErrorRepeated(serde_json::from_slice(body)?)
-            }
-            "log_pruned" => Event::LogPruned(serde_json::from_slice(body)?),
-            "sink_dropped" => Event::SinkDropped(serde_json::from_slice(body)?),
-            "policy_reload" => Event::PolicyReload(serde_json::from_slice(body)?),
-            _ => return Ok(None),
-        }))
-    }
-
-    /// Whether the default fsync policy syncs before acknowledging this record.
-    pub(crate) fn is_critical(&self) -> bool {
-        match self {
-            Event::Decision(d) => d.decision == Verdict::Deny,
-            Event::SessionStart(_)
-            | Event::ServerStart(_)
-            | Event::SessionEnd(_)
-            | Event::LogRecovered(_)
-            | Event::LogRewound(_)
-            | Event::LogPruned(_)
-            | Event::PolicyReload(_) => true,
-            _ => false,
-        }
+    /// [`write_body`](Self::write_body) into a new buffer.
+    pub(crate) fn body(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(512);
+        self.write_body(&mut out);
+        out
     }
 }
 

@@ -107,26 +107,43 @@ impl std::str::FromStr for RequestKey {
     }
 }
 
-/// The filters of `show`, `summary` and `report`.
-#[derive(Debug, Clone, Default)]
+/// The filters of `show`, `summary` and `report`; also their command-line options (the
+/// field docs are the options' help).
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct Filter {
     /// Only denied decisions.
+    #[arg(long)]
     pub denied: bool,
-    /// Only this session (an id or a prefix of one).
+    /// Only this session (its id or a prefix of it).
+    #[arg(long, value_name = "ID")]
     pub session: Option<String>,
-    /// Only records at or after this instant (microseconds since the epoch).
+    /// Only records at or after T: RFC 3339, a date, a duration ago (15m, 2h, 7d, 2w), or
+    /// now, today, yesterday (UTC days).
+    // Microseconds since the epoch, once parsed.
+    #[arg(long, value_name = "T", value_parser = super::parse_time_arg)]
     pub since: Option<i64>,
-    /// Only records before this instant.
+    /// Only records before T (the same forms as --since).
+    #[arg(long, value_name = "T", value_parser = super::parse_time_arg)]
     pub until: Option<i64>,
-    /// Only the records of one request.
+    /// Every record of one request, in order: its request key (#12, the `request` of its
+    /// decisions, unique in its session) or its JSON-RPC id (5, or '"abc"' for a string id),
+    /// optionally after a session prefix (7f9c0e12:#12, 7f9c0e12:5).
+    #[arg(long, value_name = "[SESSION:]#KEY|ID")]
     pub request: Option<RequestKey>,
-    /// Only decisions on a call of a matching tool.
+    /// Only decisions on calls of a tool (a glob: 'write_*'); records written before
+    /// decisions named their tool have none and never match.
+    #[arg(long, value_name = "GLOB")]
     pub tool: Option<Pattern>,
-    /// Only records of a matching JSON-RPC method.
+    /// Only records of a JSON-RPC method (a glob: 'resources/*').
+    #[arg(long, value_name = "GLOB")]
     pub method: Option<Pattern>,
-    /// Only decisions with this reason code (or summaries counting it).
+    /// Only decisions with this reason code (docs/reasons.md), e.g. outside_roots.
+    // Decision summaries that count the reason match too.
+    #[arg(long, value_name = "CODE")]
     pub reason: Option<String>,
-    /// Only decisions on a matching URI (as received, or canonical).
+    /// Only decisions (and roots updates) on a URI matching a glob, as received or
+    /// canonical; `*` also matches `/`: '*/.env', 'file:///home/*/.ssh/*'.
+    #[arg(long, value_name = "GLOB")]
     pub uri: Option<Pattern>,
 }
 

@@ -78,7 +78,9 @@ pub fn show(
         (true, Some((last, rest))) => (rest, Some(last.clone())),
         _ => (&files[..], None),
     };
-    p.header(out)?;
+    if opts.format == Format::Csv {
+        writeln!(out, "{}", CSV_COLUMNS.join(","))?;
+    }
     for_each_record(
         read_now,
         |rec, raw| {
@@ -229,13 +231,6 @@ impl Printer {
             text: String::with_capacity(256),
             json: Vec::with_capacity(1024),
         }
-    }
-
-    fn header(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        if self.format == Format::Csv {
-            writeln!(out, "{}", CSV_COLUMNS.join(","))?;
-        }
-        Ok(())
     }
 
     /// A record the filters left out: OCSF still needs its session's facts (the claimed

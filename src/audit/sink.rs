@@ -57,7 +57,6 @@ struct Head {
 }
 
 /// The writer thread's view of the log.
-#[derive(Debug)]
 pub(super) struct Sink {
     /// The log's settings (its checkpoint and syslog settings are taken out into
     /// `checkpoint` and `syslog`).
@@ -251,12 +250,12 @@ impl Sink {
         let Some(mut c) = self.checkpoint.take() else {
             return Ok(());
         };
-        let due = c.due(Instant::now()) || (force && c.pending());
+        let due = c.due(Instant::now()) || (force && c.pending > 0);
         let r = if due {
             self.locked(|s| {
                 s.ensure_head()?;
                 match s.head {
-                    Some(h) if h.seq > 0 && h.seq != c.last_seq() => {
+                    Some(h) if h.seq > 0 && h.seq != c.last_seq => {
                         c.write(&s.session, &s.name, h.seq, &h.hash)
                     }
                     _ => Ok(()),
@@ -310,9 +309,7 @@ impl Sink {
     }
 
     fn push_event(&mut self, event: &Event) -> Result<(), AuditError> {
-        let mut body = Vec::with_capacity(256);
-        event.write_body(&mut body);
-        self.push_line(now_micros(), &body, true)
+        self.push_line(now_micros(), &event.body(), true)
     }
 
     /// Adds one record to the batch, chained from the head; when it would overflow the
@@ -346,7 +343,7 @@ impl Sink {
         head.hash = chain::sha256(&self.out[start..self.out.len() - 1]);
         self.session_records += 1;
         if let Some(c) = self.checkpoint.as_mut() {
-            c.wrote(1);
+            c.pending += 1;
         }
         Ok(())
     }

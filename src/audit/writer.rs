@@ -154,13 +154,13 @@ struct Shared {
 
 impl Shared {
     fn queue(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+        super::lock(&self.queue)
     }
 
     fn set_failed(&self, err: &AuditError) {
         match self.on_failure {
             OnFailure::Stop => {
-                let mut slot = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+                let mut slot = super::lock(&self.failed);
                 if slot.is_none() {
                     *slot = Some(err.clone());
                     self.failed_flag.store(true, Ordering::Release);
@@ -177,10 +177,7 @@ impl Shared {
         if !self.failed_flag.load(Ordering::Acquire) {
             return None;
         }
-        self.failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        super::lock(&self.failed).clone()
     }
 
     /// Publishes that every receipt up to `last` is handled.
@@ -208,8 +205,7 @@ impl AuditLog {
     pub fn open(cfg: AuditConfig, session_start: SessionStart) -> Result<AuditLog, AuditError> {
         let session: Arc<str> = new_session_id().into();
         let mut sink = Sink::new(&cfg, &session)?;
-        let mut body = Vec::with_capacity(512);
-        Event::SessionStart(session_start).write_body(&mut body);
+        let body = Event::SessionStart(session_start).body();
         sink.write_batch(&[(now_micros(), &body[..], true)], false)?;
 
         let (failed_tx, _) = tokio::sync::watch::channel(false);
@@ -331,17 +327,8 @@ impl Auditor {
     /// (a denial, by default) is written at once; others within [`ALLOW_DELAY`].
     pub fn submit(&self, event: Event, urgent: bool) -> Result<Receipt, AuditError> {
         let shared = &*self.shared;
-        match &event {
-            Event::SessionStart(_) => return Err(AuditError::Reserved("session_start")),
-            Event::SessionEnd(_) => return Err(AuditError::Reserved("session_end")),
-            Event::LogRecovered(_) => return Err(AuditError::Reserved("log_recovered")),
-            Event::LogRewound(_) => return Err(AuditError::Reserved("log_rewound")),
-            Event::LogPruned(_) => return Err(AuditError::Reserved("log_pruned")),
-            Event::ProtocolErrorRepeated(_) => {
-                return Err(AuditError::Reserved("protocol_error_repeated"));
-            }
-            Event::SinkDropped(_) => return Err(AuditError::Reserved("sink_dropped")),
-            _ => {}
+        if event.is_reserved() {
+            return Err(AuditError::Reserved(event.name()));
         }
         if shared.on_failure == OnFailure::Stop
             && let Some(e) = shared.failed()
@@ -369,11 +356,7 @@ impl Auditor {
             }
             Event::ProtocolError(p) => {
                 shared.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                let admitted = shared
-                    .repeats
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .admit(p, Instant::now());
+                let admitted = super::lock(&shared.repeats).admit(p, Instant::now());
                 match admitted {
                     Some(p) => Event::ProtocolError(p),
                     None => return Ok(Receipt::default()),
@@ -590,21 +573,13 @@ fn run(mut sink: Sink, shared: &Shared) {
     loop {
         let taken = take(shared, &sink, &mut spare);
         let closing = taken.close.is_some() || taken.stop;
-        let repeated = shared
-            .repeats
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .due(Instant::now(), closing);
-        let mut extra = Vec::with_capacity(repeated.len());
-        for r in repeated {
-            let mut body = Vec::with_capacity(320);
-            Event::ProtocolErrorRepeated(r).write_body(&mut body);
-            extra.push((now_micros(), body));
-        }
+        let repeated = super::lock(&shared.repeats).due(Instant::now(), closing);
+        let mut extra: Vec<(i64, Vec<u8>)> = repeated
+            .into_iter()
+            .map(|r| (now_micros(), Event::ProtocolErrorRepeated(r).body()))
+            .collect();
         if let Some(d) = sink.sink_dropped_due(Instant::now(), closing) {
-            let mut body = Vec::with_capacity(160);
-            Event::SinkDropped(d).write_body(&mut body);
-            extra.push((now_micros(), body));
+            extra.push((now_micros(), Event::SinkDropped(d).body()));
         }
         let mut items: Vec<Item<'_>> = Vec::with_capacity(spare.recs.len() + extra.len());
         let mut start = 0;
@@ -640,8 +615,7 @@ fn run(mut sink: Sink, shared: &Shared) {
             end.counts.denied = shared.denied.load(Ordering::Relaxed);
             end.counts.protocol_errors = shared.protocol_errors.load(Ordering::Relaxed);
             end.counts.records = sink.session_records + 1;
-            let mut body = Vec::with_capacity(256);
-            Event::SessionEnd(*end).write_body(&mut body);
+            let body = Event::SessionEnd(*end).body();
             let r2 = sink.write_batch(&[(ts, &body[..], true)], false);
             if let Err(e) = &r2 {
                 shared.set_failed(e);
@@ -703,11 +677,7 @@ fn take(shared: &Shared, sink: &Sink, into: &mut Batch) -> Taken {
             (FsyncPolicy::Interval(d), Some(since)) => Some(since + d),
             _ => None,
         };
-        let repeats_at = shared
-            .repeats
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .next_deadline();
+        let repeats_at = super::lock(&shared.repeats).next_deadline();
         let deadline = [
             q.oldest.map(|o| o + ALLOW_DELAY),
             sync_at,

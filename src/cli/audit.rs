@@ -64,7 +64,7 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        filter: FilterArgs,
+        filter: Box<audit::Filter>,
         /// The log file (and its rotated files, if wanted).
         #[arg(value_name = "FILE", required = true)]
         files: Vec<PathBuf>,
@@ -75,7 +75,7 @@ pub enum AuditCommand {
     /// that have it: --method tools/call lists decisions on tool calls, not session starts.
     Show {
         #[command(flatten)]
-        filter: FilterArgs,
+        filter: Box<audit::Filter>,
         /// Print the stored JSON lines (the same as --format json).
         #[arg(long, conflicts_with = "format")]
         json: bool,
@@ -100,7 +100,7 @@ pub enum AuditCommand {
         #[arg(long, value_name = "OUT", required = true)]
         html: PathBuf,
         #[command(flatten)]
-        filter: FilterArgs,
+        filter: Box<audit::Filter>,
         /// How many entries each top list shows.
         #[arg(long, default_value_t = 10, value_name = "N")]
         top: usize,
@@ -108,66 +108,6 @@ pub enum AuditCommand {
         #[arg(value_name = "FILE", required = true)]
         files: Vec<PathBuf>,
     },
-}
-
-/// The record filters `show`, `summary` and `report` share.
-#[derive(Debug, Clone, clap::Args)]
-pub struct FilterArgs {
-    /// Only denied decisions.
-    #[arg(long)]
-    denied: bool,
-    /// Only this session (its id or a prefix of it).
-    #[arg(long, value_name = "ID")]
-    session: Option<String>,
-    /// Only records at or after T: RFC 3339, a date, a duration ago (15m, 2h, 7d, 2w), or
-    /// now, today, yesterday (UTC days).
-    #[arg(long, value_name = "T", value_parser = audit::parse_time_arg)]
-    since: Option<i64>,
-    /// Only records before T (the same forms as --since).
-    #[arg(long, value_name = "T", value_parser = audit::parse_time_arg)]
-    until: Option<i64>,
-    /// Every record of one request, in order: its request key (#12, the `request` of its
-    /// decisions, unique in its session) or its JSON-RPC id (5, or '"abc"' for a string id),
-    /// optionally after a session prefix (7f9c0e12:#12, 7f9c0e12:5).
-    #[arg(long, value_name = "[SESSION:]#KEY|ID")]
-    request: Option<audit::RequestKey>,
-    /// Only decisions on calls of a tool (a glob: 'write_*'); records written before
-    /// decisions named their tool have none and never match.
-    #[arg(long, value_name = "GLOB", value_parser = glob_arg)]
-    tool: Option<String>,
-    /// Only records of a JSON-RPC method (a glob: 'resources/*').
-    #[arg(long, value_name = "GLOB", value_parser = glob_arg)]
-    method: Option<String>,
-    /// Only decisions with this reason code (docs/reasons.md), e.g. outside_roots.
-    #[arg(long, value_name = "CODE")]
-    reason: Option<String>,
-    /// Only decisions (and roots updates) on a URI matching a glob, as received or
-    /// canonical; `*` also matches `/`: '*/.env', 'file:///home/*/.ssh/*'.
-    #[arg(long, value_name = "GLOB", value_parser = glob_arg)]
-    uri: Option<String>,
-}
-
-/// A glob argument, checked when the command line is parsed (kept as text so the parsed
-/// command stays small).
-fn glob_arg(s: &str) -> Result<String, String> {
-    audit::Pattern::new(s).map(|_| s.to_owned())
-}
-
-impl FilterArgs {
-    fn into_filter(self) -> anyhow::Result<audit::Filter> {
-        let pat = |p: Option<String>| p.as_deref().map(audit::Pattern::new).transpose();
-        Ok(audit::Filter {
-            denied: self.denied,
-            session: self.session,
-            since: self.since,
-            until: self.until,
-            request: self.request,
-            tool: pat(self.tool).map_err(anyhow::Error::msg)?,
-            method: pat(self.method).map_err(anyhow::Error::msg)?,
-            reason: self.reason,
-            uri: pat(self.uri).map_err(anyhow::Error::msg)?,
-        })
-    }
 }
 
 pub fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
@@ -229,7 +169,7 @@ pub fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
             let opts = SummaryOptions {
                 top,
                 json,
-                filter: filter.into_filter()?,
+                filter: *filter,
             };
             audit::summarize(&files, &opts, &mut out, &mut err)
                 .context("cannot summarize the audit log")?;
@@ -243,7 +183,7 @@ pub fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
         } => {
             let opts = audit::ReportOptions {
                 top,
-                filter: filter.into_filter()?,
+                filter: *filter,
             };
             let page = audit::report_html(&files, &opts, &mut err)
                 .context("cannot build the audit report")?;
@@ -273,7 +213,7 @@ pub fn run(cmd: AuditCommand) -> anyhow::Result<ExitCode> {
                     .map_or(audit::Format::Text, |(_, f)| *f)
             };
             let filter = ShowFilter {
-                filter: filter.into_filter()?,
+                filter: *filter,
                 format,
                 follow,
             };
