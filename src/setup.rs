@@ -135,7 +135,7 @@ impl Setup {
                 t.set_session(log.session_id());
             }
             let auditor = log.handle();
-            *hook_slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(log);
+            *crate::relock(&hook_slot) = Some(log);
             Ok(Started {
                 auditor: Some(auditor),
             })
@@ -175,7 +175,7 @@ impl Setup {
 
     /// Closes a session's audit log (if its start hook opened one) with the relay's outcome.
     pub fn finish(slot: &AuditSlot, outcome: &Outcome) -> Result<(), AuditError> {
-        let log = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let log = crate::relock(slot).take();
         match log {
             Some(log) => log.close(session_end(outcome)),
             None => Ok(()),

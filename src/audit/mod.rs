@@ -88,13 +88,6 @@ pub use verify::{
 };
 pub use writer::{ALLOW_DELAY, AuditLog, Auditor, QUEUE_BYTES, QUEUE_DEPTH, Receipt};
 
-/// Locks `m`, also after a thread panicked holding it: a panic elsewhere must not stop the
-/// log from recording (what these locks guard is plain data: queues, counts, the first
-/// failure).
-pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// The schema version written in every record's `v` field. Readers accept records of this
 /// version; a breaking change to the format bumps it (adding an optional field does not).
 pub const SCHEMA_VERSION: u32 = 1;

@@ -241,12 +241,12 @@ struct Shared {
 
 impl Shared {
     fn queue(&self) -> MutexGuard<'_, Queue> {
-        super::lock(&self.q)
+        crate::relock(&self.q)
     }
 
     fn drop_n(&self, n: u64, why: impl Into<String>) {
         self.dropped.fetch_add(n, Ordering::Relaxed);
-        *super::lock(&self.last_error) = why.into();
+        *crate::relock(&self.last_error) = why.into();
     }
 }
 
@@ -276,7 +276,7 @@ impl SyslogHandle {
 
     /// Lines dropped so far, and the last reason.
     pub(super) fn dropped(&self) -> (u64, String) {
-        let why = super::lock(&self.0.last_error).clone();
+        let why = crate::relock(&self.0.last_error).clone();
         (self.0.dropped.load(Ordering::Relaxed), why)
     }
 }
@@ -477,7 +477,7 @@ fn run(cfg: &SyslogConfig, shared: &Shared, fmt: &Formatter) {
             Err((done, e)) => {
                 batch.drain(..done);
                 conn = None;
-                *super::lock(&shared.last_error) = format!("{}: {e}", describe(&cfg.transport));
+                *crate::relock(&shared.last_error) = format!("{}: {e}", describe(&cfg.transport));
                 // Past the close grace: what is left is counted and given up.
                 let q = shared.queue();
                 if q.closing.is_some_and(|d| Instant::now() >= d) {
@@ -582,7 +582,7 @@ impl Formatter {
         let mapped;
         let msg: &[u8] = match (self.format, kind) {
             (MsgFormat::Ocsf, Kind::Record) => {
-                let mapped_value = super::lock(&self.ocsf).map(obj);
+                let mapped_value = crate::relock(&self.ocsf).map(obj);
                 let mut m = serde_json::to_vec(&mapped_value).ok()?;
                 // serde_json leaves C1 controls, separators and bidi controls raw.
                 super::event::escape_json_display(&mut m, 0);

@@ -154,13 +154,13 @@ struct Shared {
 
 impl Shared {
     fn queue(&self) -> MutexGuard<'_, Queue> {
-        super::lock(&self.queue)
+        crate::relock(&self.queue)
     }
 
     fn set_failed(&self, err: &AuditError) {
         match self.on_failure {
             OnFailure::Stop => {
-                let mut slot = super::lock(&self.failed);
+                let mut slot = crate::relock(&self.failed);
                 if slot.is_none() {
                     *slot = Some(err.clone());
                     self.failed_flag.store(true, Ordering::Release);
@@ -177,7 +177,7 @@ impl Shared {
         if !self.failed_flag.load(Ordering::Acquire) {
             return None;
         }
-        super::lock(&self.failed).clone()
+        crate::relock(&self.failed).clone()
     }
 
     /// Publishes that every receipt up to `last` is handled.
@@ -356,7 +356,7 @@ impl Auditor {
             }
             Event::ProtocolError(p) => {
                 shared.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                let admitted = super::lock(&shared.repeats).admit(p, Instant::now());
+                let admitted = crate::relock(&shared.repeats).admit(p, Instant::now());
                 match admitted {
                     Some(p) => Event::ProtocolError(p),
                     None => return Ok(Receipt::default()),
@@ -573,7 +573,7 @@ fn run(mut sink: Sink, shared: &Shared) {
     loop {
         let taken = take(shared, &sink, &mut spare);
         let closing = taken.close.is_some() || taken.stop;
-        let repeated = super::lock(&shared.repeats).due(Instant::now(), closing);
+        let repeated = crate::relock(&shared.repeats).due(Instant::now(), closing);
         let mut extra: Vec<(i64, Vec<u8>)> = repeated
             .into_iter()
             .map(|r| (now_micros(), Event::ProtocolErrorRepeated(r).body()))
@@ -677,7 +677,7 @@ fn take(shared: &Shared, sink: &Sink, into: &mut Batch) -> Taken {
             (FsyncPolicy::Interval(d), Some(since)) => Some(since + d),
             _ => None,
         };
-        let repeats_at = super::lock(&shared.repeats).next_deadline();
+        let repeats_at = crate::relock(&shared.repeats).next_deadline();
         let deadline = [
             q.oldest.map(|o| o + ALLOW_DELAY),
             sync_at,

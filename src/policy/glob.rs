@@ -443,7 +443,7 @@ impl<'t> Steps<'t> {
                 .then(|| table.dfa())
                 .flatten()
                 .map(|a| {
-                    let spare = a.spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                    let spare = crate::relock(&a.spare).pop();
                     (a, spare.unwrap_or_else(|| a.dfa.create_cache()))
                 }),
             dir: String::new(),
@@ -515,7 +515,7 @@ impl Drop for Steps<'_> {
     /// Leaves the cache to the next page of the same table.
     fn drop(&mut self) {
         if let Some((a, cache)) = self.dfa.take() {
-            let mut spare = a.spare.lock().unwrap_or_else(|e| e.into_inner());
+            let mut spare = crate::relock(&a.spare);
             if spare.len() < SPARE_CACHES {
                 spare.push(cache);
             }

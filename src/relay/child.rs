@@ -96,7 +96,7 @@ struct TailInner {
 
 impl StderrTail {
     fn push(&self, line: &str) {
-        let mut t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut t = crate::relock(&self.inner);
         if t.lines.len() == TAIL_LINES {
             t.lines.pop_front();
         }
@@ -115,13 +115,13 @@ impl StderrTail {
 
     /// The last lines, oldest first.
     pub fn lines(&self) -> Vec<String> {
-        let t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let t = crate::relock(&self.inner);
         t.lines.iter().cloned().collect()
     }
 
     /// Paths the lines said were denied.
     pub fn denied(&self) -> Vec<String> {
-        let t = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let t = crate::relock(&self.inner);
         t.denied.clone()
     }
 }

@@ -369,7 +369,7 @@ impl Session {
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock would be a bug; the maps stay consistent either way,
         // so keep serving rather than cascading the panic into every later message.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::relock(&self.state)
     }
 
     /// What is known about the peers so far.

@@ -222,7 +222,7 @@ impl std::fmt::Debug for Listings {
 impl Listings {
     /// The listing kept for directory `(dev, ino)`, if its time is still `changed`.
     fn get(&self, key: (u64, u64), changed: Stamp) -> Option<Arc<Listing>> {
-        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = crate::relock(&self.kept);
         kept.get(&key)
             .filter(|l| l.changed == changed)
             .map(Arc::clone)
@@ -232,7 +232,7 @@ impl Listings {
         if listing.kinds.len() > KEPT_NAMES {
             return;
         }
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept = crate::relock(&self.kept);
         kept.remove(&key);
         let held: usize = kept.values().map(|l| l.kinds.len()).sum();
         if held + listing.kinds.len() > KEPT_NAMES {

@@ -50,7 +50,7 @@ impl Placeholders {
     pub fn hold(&self, roots: &[SandboxRoot], read_only_globs: &[String]) -> Vec<PathBuf> {
         let names = super::deny::placeholder_names(read_only_globs);
         let mut made = Vec::new();
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = crate::relock(&self.held);
         for root in roots.iter().filter(|r| r.access == Access::ReadWrite) {
             for (name, _) in &names {
                 let path = root.path.join(name);
@@ -74,7 +74,7 @@ impl Placeholders {
     /// Ends the session's hold: each placeholder no other session holds is removed while
     /// still empty. Call it once no server of the session runs.
     pub fn release(&self) {
-        let held = std::mem::take(&mut *self.held.lock().unwrap_or_else(|e| e.into_inner()));
+        let held = std::mem::take(&mut *crate::relock(&self.held));
         for h in held {
             let ours = h.made || fgetxattr_query(&h.dir, MARK).is_ok();
             if !ours {

@@ -387,7 +387,7 @@ impl Tripwire {
     /// since); callers meanwhile keep the current ones.
     pub fn for_roots(&self, roots: &[(&Dir, &Path)], refresh: bool) -> Arc<Fingerprints> {
         let key = key_of(roots);
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = crate::relock(&self.state);
         loop {
             if refresh && st.building.is_none() {
                 break;
@@ -404,7 +404,7 @@ impl Tripwire {
         st.building = Some(key.clone());
         drop(st);
         let fresh = Arc::new(self.build(roots));
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = crate::relock(&self.state);
         st.building = None;
         st.key = Some(key);
         st.current = Arc::clone(&fresh);
