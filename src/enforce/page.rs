@@ -110,7 +110,7 @@ fn icons_inert(icons: &RawValue) -> bool {
 /// for a message the scan refuses (the relay never offers it).
 #[cfg(test)]
 pub(super) fn captured(text: &str) -> Capture<'_> {
-    crate::jsonrpc::scan_message_with(text, Some(&RULES))
+    crate::jsonrpc::scan_message_with(text, Some(&RULES), None)
         .map(|e| e.capture)
         .unwrap_or_default()
 }

@@ -173,6 +173,32 @@ impl Session {
         self.state().answered_locally.insert(id.key().clone());
     }
 
+    /// What a response arriving from `from` answers, without matching it (the relay's scan
+    /// asks, to build the value of a response that takes the value path in its one pass):
+    /// the method of the request in flight, `Some(None)` for one of rootfence's own.
+    pub(crate) fn answers(&self, from: Side, generation: Gen, id: &Id) -> Option<Option<Arc<str>>> {
+        let st = self.state();
+        let key = id.key();
+        let (own, pending) = match from {
+            Side::Host => (
+                st.own_host.contains_key(key),
+                st.server_pending.get(key).map(|sp| &sp.pending),
+            ),
+            Side::Server => (
+                st.own_server
+                    .get(key)
+                    .is_some_and(|(g, _)| *g == generation),
+                st.host_pending
+                    .get(key)
+                    .filter(|p| p.generation == generation),
+            ),
+        };
+        match (own, pending) {
+            (true, _) => Some(None),
+            (false, pending) => pending.map(|p| Some(Arc::clone(&p.method))),
+        }
+    }
+
     /// Matches a response arriving from `from` (for the server: from `generation`) to the
     /// request it answers.
     pub(crate) fn match_response(&self, from: Side, generation: Gen, id: &Id) -> Matched {
