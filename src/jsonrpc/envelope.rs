@@ -98,7 +98,8 @@ pub enum Deciding<'a> {
 /// `serde_json::Value` in the same pass (issue 25). The relay says yes for a message that
 /// takes the value path; a message nobody wants is only checked, as before. A message whose
 /// deciding member comes before what decides (a `result` before its `id`, as the TypeScript
-/// SDK writes it) is asked with what is known; a `no` costs the value path a second parse.
+/// SDK writes it) is asked with what is known, and the relay guesses; a wrong `no` costs the
+/// value path the parse after the scan.
 pub type Build<'b> = &'b dyn Fn(Deciding<'_>) -> bool;
 
 /// Whether a text holds serde_json's private marker keys written plainly (see the module

@@ -319,8 +319,9 @@ impl<I: Interceptor> Router<'_, I> {
     /// Whether the scan builds a message's value in its pass (see [`Build`]): one that takes
     /// the value path (`value_path`, [`Interceptor::value_path`]), one the relay records (the
     /// host's `initialize`, the server's answer to it), an answer to rootfence's own request.
-    /// A response is looked up in the pending table by its id (`result` before `id`: not
-    /// built, parsed after the scan as before).
+    /// A response is looked up in the pending table by its id; one whose `result` comes before
+    /// its `id` (the TypeScript SDK's order) is built when a request it could answer takes the
+    /// value path (a wrong guess costs a value built in vain, or the parse after the scan).
     fn builds(&self, value_path: fn(Side, Kind, &str) -> bool, deciding: Deciding<'_>) -> bool {
         match deciding {
             Deciding::Method(method, kind) => {
@@ -341,7 +342,12 @@ impl<I: Interceptor> Router<'_, I> {
                     None => false,
                 }
             }
-            Deciding::Response(None) => false,
+            Deciding::Response(None) => {
+                self.session
+                    .may_answer(self.from, self.origin.generation, |method| {
+                        value_path(self.from, Kind::Response, method)
+                    })
+            }
         }
     }
 

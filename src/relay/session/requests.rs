@@ -199,6 +199,28 @@ impl Session {
         }
     }
 
+    /// Whether a request in flight that a response arriving from `from` could answer has a
+    /// method `wanted` says yes to: the scan's guess for a response whose `result` comes
+    /// before its `id` (as the TypeScript SDK writes it).
+    pub(crate) fn may_answer(
+        &self,
+        from: Side,
+        generation: Gen,
+        wanted: impl Fn(&str) -> bool,
+    ) -> bool {
+        let st = self.state();
+        match from {
+            Side::Host => st
+                .server_pending
+                .values()
+                .any(|sp| wanted(&sp.pending.method)),
+            Side::Server => st
+                .host_pending
+                .values()
+                .any(|p| p.generation == generation && wanted(&p.method)),
+        }
+    }
+
     /// Matches a response arriving from `from` (for the server: from `generation`) to the
     /// request it answers.
     pub(crate) fn match_response(&self, from: Side, generation: Gen, id: &Id) -> Matched {
