@@ -124,6 +124,11 @@ fn main() -> std::io::Result<()> {
                 out.write_all(list_page.as_bytes())?;
                 out.write_all(b"}")?;
             }
+            // A tool result: what the value path judges (tools/call, issue 25).
+            "tools/call" => write!(
+                out,
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"ok"}}],"isError":false}}}}"#
+            )?,
             "initialize" => {
                 let version = req
                     .params

@@ -40,7 +40,7 @@ use self::held::{Held, HeldDone};
 use super::intercept::Interceptor;
 use super::session::{Gen, LaneReceivers, Outgoing, Session, Side};
 use crate::jsonrpc::Id;
-use crate::jsonrpc::envelope::{self, Kind, Scanned};
+use crate::jsonrpc::envelope::{self, Build, Deciding, Kind, Scanned};
 use crate::jsonrpc::error::{self as rpc_error, error_response};
 use crate::jsonrpc::framing::{self, Frame, LineReader};
 use crate::mcp::methods;
@@ -286,7 +286,12 @@ struct Router<'a, I> {
 impl<I: Interceptor> Router<'_, I> {
     async fn line(&self, line: Bytes, held: &mut Held) {
         let text = framing::line_str(&line);
-        match envelope::scan_with(text, self.icpt.capture_rules()) {
+        let builds = self
+            .icpt
+            .value_path()
+            .map(|vp| move |d: Deciding<'_>| self.builds(vp, d));
+        let build = builds.as_ref().map(|b| b as Build<'_>);
+        match envelope::scan_with(text, self.icpt.capture_rules(), build) {
             Err(e) => {
                 if let Some(reply) = self.invalid(&e, Offending::line(&line), &line) {
                     self.reply(reply);
@@ -311,15 +316,55 @@ impl<I: Interceptor> Router<'_, I> {
         }
     }
 
+    /// Whether the scan builds a message's value in its pass (see [`Build`]): one that takes
+    /// the value path (`value_path`, [`Interceptor::value_path`]), one the relay records (the
+    /// host's `initialize`, the server's answer to it), an answer to rootfence's own request.
+    /// A response is looked up in the pending table by its id; one whose `result` comes before
+    /// its `id` (the TypeScript SDK's order) is built when a request it could answer takes the
+    /// value path (a wrong guess costs a value built in vain, or the parse after the scan).
+    fn builds(&self, value_path: fn(Side, Kind, &str) -> bool, deciding: Deciding<'_>) -> bool {
+        match deciding {
+            Deciding::Method(method, kind) => {
+                value_path(self.from, kind, method)
+                    || (self.from == Side::Host && method == methods::INITIALIZE)
+            }
+            Deciding::Response(Some(id)) => {
+                match self.session.answers(self.from, self.origin.generation, id) {
+                    Some(Some(method)) => {
+                        value_path(self.from, Kind::Response, &method)
+                            || (self.from == Side::Server
+                                && matches!(
+                                    &*method,
+                                    methods::INITIALIZE | methods::SERVER_DISCOVER
+                                ))
+                    }
+                    Some(None) => true,
+                    None => false,
+                }
+            }
+            Deciding::Response(None) => {
+                self.session
+                    .may_answer(self.from, self.origin.generation, |method| {
+                        value_path(self.from, Kind::Response, method)
+                    })
+            }
+        }
+    }
+
     /// A batch (2025-03-26): each element is routed on its own. Forwarded elements go on as
     /// one batch, answers go back as one batch. When every element is forwarded unchanged the
     /// original line is forwarded as it is.
     async fn batch(&self, line: &Bytes, elements: &[&RawValue], held: &mut Held) {
+        let builds = self
+            .icpt
+            .value_path()
+            .map(|vp| move |d: Deciding<'_>| self.builds(vp, d));
+        let build = builds.as_ref().map(|b| b as Build<'_>);
         let mut steps = Vec::with_capacity(elements.len());
         for element in elements {
             let text = element.get();
             let bytes = line.slice_ref(text.as_bytes());
-            let step = match envelope::scan_message_with(text, self.icpt.capture_rules()) {
+            let step = match envelope::scan_message_with(text, self.icpt.capture_rules(), build) {
                 Ok(env) => self.route(env, text, &bytes),
                 Err(e) => self
                     .invalid(&e, Offending::line(&bytes), &bytes)

@@ -24,9 +24,7 @@ impl<I: Interceptor> Router<'_, I> {
         match env.kind {
             Kind::Request => self.request(env, text, bytes),
             Kind::Notification => self.notification(env, text),
-            kind @ (Kind::Response | Kind::ErrorResponse) => {
-                self.response(kind, env.id, text, &env.capture, bytes)
-            }
+            Kind::Response | Kind::ErrorResponse => self.response(env, text, bytes),
         }
     }
 
@@ -44,7 +42,7 @@ impl<I: Interceptor> Router<'_, I> {
         if self.from == Side::Host {
             if let Some(version) = &env.meta_protocol_version {
                 self.session
-                    .record_meta(version, env.meta_client_capabilities);
+                    .record_meta(version, env.meta_client_capabilities.as_deref());
             }
             self.note_unlaunched(&method);
         }
@@ -73,7 +71,7 @@ impl<I: Interceptor> Router<'_, I> {
             request,
             observed,
         };
-        self.decide(routed, text, &env.capture, internal)
+        self.decide(routed, text, &env.capture, env.value, internal)
     }
 
     /// The checks a request's id must pass, with the host's first words noted on the way;
@@ -165,7 +163,7 @@ impl<I: Interceptor> Router<'_, I> {
         match bytes_override {
             Some(b) => {
                 let text = framing::line_str(&b).to_owned();
-                match self.decide(routed, &text, &Capture::default(), Internal::None) {
+                match self.decide(routed, &text, &Capture::default(), None, Internal::None) {
                     Step::Send {
                         to,
                         bytes: None,
@@ -180,7 +178,7 @@ impl<I: Interceptor> Router<'_, I> {
                     other => other,
                 }
             }
-            None => self.decide(routed, text, &env.capture, Internal::None),
+            None => self.decide(routed, text, &env.capture, env.value, Internal::None),
         }
     }
 
@@ -218,15 +216,8 @@ impl<I: Interceptor> Router<'_, I> {
 
     /// A response goes back to whoever sent its request; one to rootfence's own request is
     /// delivered, one to a cancelled request or to none is dropped.
-    fn response(
-        &self,
-        kind: Kind,
-        id: Option<Id>,
-        text: &str,
-        capture: &Capture<'_>,
-        bytes: &Bytes,
-    ) -> Step {
-        let Some(id) = id else {
+    fn response(&self, mut env: Envelope<'_>, text: &str, bytes: &Bytes) -> Step {
+        let Some(id) = env.id.take() else {
             self.report(
                 "unmatched_response",
                 "an error response without an id cannot be routed".into(),
@@ -241,7 +232,10 @@ impl<I: Interceptor> Router<'_, I> {
             .match_response(self.from, self.origin.generation, &id)
         {
             Matched::Own(own) => {
-                match serde_json::from_str::<Value>(text) {
+                match env
+                    .value
+                    .map_or_else(|| serde_json::from_str::<Value>(text), Ok)
+                {
                     Ok(value) => own.deliver(value),
                     Err(e) => tracing::warn!("a response to rootfence is unreadable: {e}"),
                 }
@@ -261,22 +255,20 @@ impl<I: Interceptor> Router<'_, I> {
                 );
                 Step::Nothing
             }
-            Matched::Pending { pending, restore } => {
-                self.answer(kind, id, pending, restore, text, capture)
-            }
+            Matched::Pending { pending, restore } => self.answer(env, id, pending, restore, text),
         }
     }
 
     /// The answer to a request in flight: to its sender, under the id it was sent with.
     fn answer(
         &self,
-        kind: Kind,
+        env: Envelope<'_>,
         id: Id,
         pending: Pending,
         restore: Option<Id>,
         text: &str,
-        capture: &Capture<'_>,
     ) -> Step {
+        let kind = env.kind;
         let from = self.from;
         let internal = if from == Side::Server
             && kind == Kind::Response
@@ -318,7 +310,7 @@ impl<I: Interceptor> Router<'_, I> {
             request: pending.request,
             observed,
         };
-        self.decide(routed, text, capture, internal)
+        self.decide(routed, text, &env.capture, env.value, internal)
     }
 }
 

@@ -173,6 +173,54 @@ impl Session {
         self.state().answered_locally.insert(id.key().clone());
     }
 
+    /// What a response arriving from `from` answers, without matching it (the relay's scan
+    /// asks, to build the value of a response that takes the value path in its one pass):
+    /// the method of the request in flight, `Some(None)` for one of rootfence's own.
+    pub(crate) fn answers(&self, from: Side, generation: Gen, id: &Id) -> Option<Option<Arc<str>>> {
+        let st = self.state();
+        let key = id.key();
+        let (own, pending) = match from {
+            Side::Host => (
+                st.own_host.contains_key(key),
+                st.server_pending.get(key).map(|sp| &sp.pending),
+            ),
+            Side::Server => (
+                st.own_server
+                    .get(key)
+                    .is_some_and(|(g, _)| *g == generation),
+                st.host_pending
+                    .get(key)
+                    .filter(|p| p.generation == generation),
+            ),
+        };
+        match (own, pending) {
+            (true, _) => Some(None),
+            (false, pending) => pending.map(|p| Some(Arc::clone(&p.method))),
+        }
+    }
+
+    /// Whether a request in flight that a response arriving from `from` could answer has a
+    /// method `wanted` says yes to: the scan's guess for a response whose `result` comes
+    /// before its `id` (as the TypeScript SDK writes it).
+    pub(crate) fn may_answer(
+        &self,
+        from: Side,
+        generation: Gen,
+        wanted: impl Fn(&str) -> bool,
+    ) -> bool {
+        let st = self.state();
+        match from {
+            Side::Host => st
+                .server_pending
+                .values()
+                .any(|sp| wanted(&sp.pending.method)),
+            Side::Server => st
+                .host_pending
+                .values()
+                .any(|p| p.generation == generation && wanted(&p.method)),
+        }
+    }
+
     /// Matches a response arriving from `from` (for the server: from `generation`) to the
     /// request it answers.
     pub(crate) fn match_response(&self, from: Side, generation: Gen, id: &Id) -> Matched {
