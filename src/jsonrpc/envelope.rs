@@ -90,8 +90,9 @@ pub enum Deciding<'a> {
     /// `params` after the method: of a request when its id came before, else (so far) of a
     /// notification.
     Method(&'a str, Kind),
-    /// `result`: the id of the response, when it came before.
-    Response(Option<&'a Id>),
+    /// `result`: the id of the response as written, when it came before (read only when the
+    /// answer matters: most responses are decided without it).
+    Response(Option<&'a RawValue>),
 }
 
 /// Asked once per message, at its deciding member: whether the scan builds the message's
@@ -625,10 +626,6 @@ impl<'de> RawEnvelope<'de> {
         ask: Build<'_>,
         text: &str,
     ) -> Option<Map<String, Value>> {
-        let id = match key {
-            "params" => None,
-            _ => self.id.map(Id::from_raw).transpose().ok()?,
-        };
         let deciding = match (key, &self.method) {
             ("params", Some(method)) => {
                 let kind = match self.id {
@@ -638,7 +635,7 @@ impl<'de> RawEnvelope<'de> {
                 Deciding::Method(method, kind)
             }
             ("params", None) => return None,
-            _ => Deciding::Response(id.as_ref()),
+            _ => Deciding::Response(self.id),
         };
         if !ask(deciding) || has_private_marker(text) {
             return None;

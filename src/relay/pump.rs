@@ -111,6 +111,15 @@ pub(crate) async fn writer<W: AsyncWrite + Unpin>(
     out.flush().await
 }
 
+/// Whether the scan builds the value of an answer `from` gives to a request for `method` (see
+/// [`Router::builds`]): it takes the value path, or the relay records it (the server's answer
+/// to `initialize` or `server/discover`).
+fn answer_built(value_path: fn(Side, Kind, &str) -> bool, from: Side, method: &str) -> bool {
+    value_path(from, Kind::Response, method)
+        || (from == Side::Server
+            && matches!(method, methods::INITIALIZE | methods::SERVER_DISCOVER))
+}
+
 /// Which pump this is: the host's, or one server generation's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Origin {
@@ -253,6 +262,8 @@ struct Routed {
     /// The session-unique key of the host request this is or answers
     /// ([`Session::number_host_request`]).
     request: Option<u64>,
+    /// A request: whether the scan builds its answer's value ([`Session::answers_built`]).
+    answer_built: bool,
     /// What the observer (telemetry) needs, when there is one.
     observed: Option<Box<Observed>>,
 }
@@ -319,34 +330,27 @@ impl<I: Interceptor> Router<'_, I> {
     /// Whether the scan builds a message's value in its pass (see [`Build`]): one that takes
     /// the value path (`value_path`, [`Interceptor::value_path`]), one the relay records (the
     /// host's `initialize`, the server's answer to it), an answer to rootfence's own request.
-    /// A response is looked up in the pending table by its id; one whose `result` comes before
-    /// its `id` (the TypeScript SDK's order) is built when a request it could answer takes the
-    /// value path (a wrong guess costs a value built in vain, or the parse after the scan).
+    /// A response is looked up in the pending table by its id only while a request whose
+    /// answer is built is in flight ([`Session::answers_built`], no lock); one whose `result`
+    /// comes before its `id` (the TypeScript SDK's order) is built then, on that count alone
+    /// (a wrong guess costs a value built in vain, or the parse after the scan).
     fn builds(&self, value_path: fn(Side, Kind, &str) -> bool, deciding: Deciding<'_>) -> bool {
         match deciding {
             Deciding::Method(method, kind) => {
                 value_path(self.from, kind, method)
                     || (self.from == Side::Host && method == methods::INITIALIZE)
             }
+            Deciding::Response(_) if self.session.answers_built(self.from) == 0 => false,
+            Deciding::Response(None) => true,
             Deciding::Response(Some(id)) => {
-                match self.session.answers(self.from, self.origin.generation, id) {
-                    Some(Some(method)) => {
-                        value_path(self.from, Kind::Response, &method)
-                            || (self.from == Side::Server
-                                && matches!(
-                                    &*method,
-                                    methods::INITIALIZE | methods::SERVER_DISCOVER
-                                ))
-                    }
+                let Ok(id) = Id::from_raw(id) else {
+                    return false;
+                };
+                match self.session.answers(self.from, self.origin.generation, &id) {
+                    Some(Some(method)) => answer_built(value_path, self.from, &method),
                     Some(None) => true,
                     None => false,
                 }
-            }
-            Deciding::Response(None) => {
-                self.session
-                    .may_answer(self.from, self.origin.generation, |method| {
-                        value_path(self.from, Kind::Response, method)
-                    })
             }
         }
     }

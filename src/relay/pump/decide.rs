@@ -207,6 +207,7 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
                             id,
                             Arc::clone(&routed.method),
                             routed.request,
+                            routed.answer_built,
                         ) {
                             Some(generation) => {
                                 if let Dest::Server { generation: g, .. } = &mut routed.to {
@@ -233,6 +234,7 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
                             routed.origin.generation,
                             id,
                             Arc::clone(&routed.method),
+                            routed.answer_built,
                         );
                         if routed.origin.generation > 1 {
                             routed.forward_id = Some(host_id);

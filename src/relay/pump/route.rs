@@ -12,7 +12,9 @@ use serde_json::value::RawValue;
 
 use super::super::intercept::Interceptor;
 use super::super::session::{Matched, Pending, Side};
-use super::{Dest, Internal, Observed, Offending, Routed, Router, Step, server_gone_error};
+use super::{
+    Dest, Internal, Observed, Offending, Routed, Router, Step, answer_built, server_gone_error,
+};
 use crate::jsonrpc::Id;
 use crate::jsonrpc::envelope::{Capture, Envelope, Kind};
 use crate::jsonrpc::framing;
@@ -53,6 +55,10 @@ impl<I: Interceptor> Router<'_, I> {
         };
         let observed = self.observe_request(&id, &method, text);
         let request = (self.from == Side::Host).then(|| self.session.number_host_request());
+        let answer_built = self
+            .icpt
+            .value_path()
+            .is_some_and(|vp| answer_built(vp, self.from.other(), &method));
         let to = match self.from {
             // The generation is decided when the request is forwarded.
             Side::Host => Dest::Server {
@@ -70,6 +76,7 @@ impl<I: Interceptor> Router<'_, I> {
             forward_id: None,
             request,
             observed,
+            answer_built,
         };
         self.decide(routed, text, &env.capture, env.value, internal)
     }
@@ -159,6 +166,7 @@ impl<I: Interceptor> Router<'_, I> {
             forward_id: None,
             request: None,
             observed: None,
+            answer_built: false,
         };
         match bytes_override {
             Some(b) => {
@@ -309,6 +317,7 @@ impl<I: Interceptor> Router<'_, I> {
             forward_id: restore,
             request: pending.request,
             observed,
+            answer_built: false,
         };
         self.decide(routed, text, &env.capture, env.value, internal)
     }
