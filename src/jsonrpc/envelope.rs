@@ -576,16 +576,17 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'_, '_, 'de> {
                 build = None;
                 env.value = env.start(&keys, &key, ask, self.text);
             }
-            if let Some(mut value) = env.value.take() {
-                let member = env.built_member(&mut map, &mut keys, &key)?;
-                value.insert(key.into_owned(), member);
-                env.value = Some(value);
-                continue;
-            }
             match key.as_ref() {
                 "jsonrpc" => env.jsonrpc = Some(map.next_value::<Key<'de>>()?.0),
                 "method" => env.method = Some(map.next_value::<Key<'de>>()?.0),
                 "id" => env.id = Some(map.next_value::<&'de RawValue>()?),
+                _ if env.value.is_some() => {
+                    let member = env.built_member(&mut map, &mut keys, &key)?;
+                    if let Some(value) = &mut env.value {
+                        value.insert(key.into_owned(), member);
+                    }
+                    continue;
+                }
                 "params" => {
                     env.params = Some(map.next_value_seed(ParamsSeed(keys.nested(), rules))?);
                 }
@@ -609,6 +610,13 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'_, '_, 'de> {
                     env.other = true;
                     map.next_value_seed(checked::check(keys.nested()))?;
                 }
+            }
+            // `jsonrpc`, `method` or `id` (read above) of a message being built.
+            if let Some(mut value) = env.value.take() {
+                env.value = env.read(&key).map(|member| {
+                    value.insert(key.into_owned(), member);
+                    value
+                });
             }
         }
         Ok(env)
@@ -643,19 +651,25 @@ impl<'de> RawEnvelope<'de> {
         let (_, before) = keys.recorded()?.split_last()?;
         let mut value = Map::new();
         for k in before {
-            let member = match &**k {
-                "jsonrpc" => Value::String(self.jsonrpc.as_deref()?.to_owned()),
-                "method" => Value::String(self.method.as_deref()?.to_owned()),
-                "id" => serde_json::from_str(self.id?.get()).ok()?,
-                _ => return None,
-            };
-            value.insert(k.to_string(), member);
+            value.insert(k.to_string(), self.read(k)?);
         }
         Some(value)
     }
 
-    /// One member of a message whose value is built: read as the scan reads it, and built
-    /// (every value beneath [`checked::Checked`]).
+    /// A member the scan reads whole (`jsonrpc`, `method`, `id`) as a value; `None` for any
+    /// other (the scan keeps nothing of it to build from).
+    fn read(&self, key: &str) -> Option<Value> {
+        Some(match key {
+            "jsonrpc" => Value::String(self.jsonrpc.as_deref()?.to_owned()),
+            "method" => Value::String(self.method.as_deref()?.to_owned()),
+            "id" => serde_json::from_str(self.id?.get()).ok()?,
+            _ => return None,
+        })
+    }
+
+    /// One member of a message whose value is built, other than those [`Self::read`] builds
+    /// from what the scan read: read as the scan reads it, and built (every value beneath
+    /// [`checked::Checked`]).
     fn built_member<A: MapAccess<'de>>(
         &mut self,
         map: &mut A,
@@ -663,20 +677,6 @@ impl<'de> RawEnvelope<'de> {
         key: &str,
     ) -> Result<Value, A::Error> {
         let value = match key {
-            "jsonrpc" | "method" => {
-                let Key(s) = map.next_value()?;
-                let value = Value::String(s.to_string());
-                match key {
-                    "jsonrpc" => self.jsonrpc = Some(s),
-                    _ => self.method = Some(s),
-                }
-                value
-            }
-            "id" => {
-                let raw: &'de RawValue = map.next_value()?;
-                self.id = Some(raw);
-                serde_json::from_str(raw.get()).map_err(de::Error::custom)?
-            }
             "params" => {
                 let value = map.next_value_seed(checked::value(keys.nested()))?;
                 self.params = Some(Params::of(&value, &mut self.redo));
