@@ -49,7 +49,7 @@ impl<I: Interceptor> Router<'_, I> {
             .observed
             .as_mut()
             .and_then(|o| o.traceparent.take())
-            .and_then(|traceparent| with_traceparent(&mut value, text, traceparent));
+            .and_then(|traceparent| with_traceparent(value.take(), text, traceparent));
         if let Some(message) = traced {
             return self.decide_value(routed, message, internal, None);
         }
@@ -357,26 +357,17 @@ fn observe(
 }
 
 /// The message (`text`, or its `value` when built) with its `params._meta.traceparent` (a
-/// string) replaced; `None` when it has no such field (a value built is then left in place).
-fn with_traceparent(value: &mut Option<Value>, text: &str, traceparent: String) -> Option<Value> {
-    let mut message = match value.take() {
-        Some(message) => message,
-        None => serde_json::from_str(text).ok()?,
-    };
+/// string) replaced; `None` when it has no such field (the observer only continues a trace
+/// it read there, so a value built is not worth keeping then: the text is parsed again).
+fn with_traceparent(value: Option<Value>, text: &str, traceparent: String) -> Option<Value> {
+    let mut message = value.map_or_else(|| serde_json::from_str(text).ok(), Some)?;
     let slot = message
-        .get_mut("params")
-        .and_then(|p| p.get_mut("_meta")?.get_mut("traceparent"))
-        .filter(|t| t.is_string());
-    match slot {
-        Some(slot) => {
-            *slot = Value::String(traceparent);
-            Some(message)
-        }
-        None => {
-            *value = Some(message);
-            None
-        }
-    }
+        .get_mut("params")?
+        .get_mut("_meta")?
+        .get_mut("traceparent")
+        .filter(|t| t.is_string())?;
+    *slot = Value::String(traceparent);
+    Some(message)
 }
 
 /// The `error.code` of an error response's text.
