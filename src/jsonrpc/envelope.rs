@@ -79,8 +79,10 @@ pub struct Envelope<'a> {
     /// What the enforcer's text paths read, when the scan was given their [`Rules`].
     pub capture: Capture<'a>,
     /// The whole message, when the scan built it in its pass ([`Build`]): equal to
-    /// `serde_json::from_str` of the text, which holds no serde_json marker key.
-    pub value: Option<Value>,
+    /// `serde_json::from_str` of the text, which holds no serde_json marker key. Boxed: the
+    /// envelope is moved on its way out of the scan, and each byte it grows by is copied for
+    /// every message, built or not (issue 25).
+    pub value: Option<Box<Map<String, Value>>>,
 }
 
 /// What is known when the scan reaches a message's top-level `params` or `result` (the
@@ -228,15 +230,18 @@ fn scan_raw<'a>(
 ) -> Result<RawEnvelope<'a>, ScanError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let mut keys = KeyBuf::with_capacity(16);
+    let mut env = RawEnvelope::default();
     let visitor = EnvelopeVisitor {
         keys: &mut keys,
         rules,
         build,
         text,
+        env: &mut env,
     };
     de.deserialize_any(visitor)
-        .and_then(|raw| de.end().map(|()| raw))
-        .map_err(|e| from_json_error(e, text))
+        .and_then(|()| de.end())
+        .map_err(|e| from_json_error(e, text))?;
+    Ok(env)
 }
 
 /// Checks a JSON text for validity and duplicate keys, without keeping anything.
@@ -307,7 +312,7 @@ struct RawEnvelope<'a> {
     /// `result`'s page and read item (see [`Capture`]).
     captured: capture::Captured<'a>,
     /// The message's value, while the scan builds it (see [`Build`]).
-    value: Option<Map<String, Value>>,
+    value: Option<Box<Map<String, Value>>>,
     /// What was built does not tell the scan's verdict (see [`Params::of`]).
     redo: bool,
 }
@@ -358,7 +363,7 @@ impl<'a> RawEnvelope<'a> {
                     uri: uri.filter(|_| !self.other),
                     ..Capture::default()
                 },
-                value: self.value.map(Value::Object),
+                value: self.value,
             });
         }
         if meta_protocol_version.is_some() || meta_client_capabilities.is_some() {
@@ -398,7 +403,7 @@ impl<'a> RawEnvelope<'a> {
                 item: item.filter(|_| !self.other && !params),
                 page,
             },
-            value: self.value.map(Value::Object),
+            value: self.value,
         })
     }
 }
@@ -558,23 +563,26 @@ struct EnvelopeVisitor<'k, 'b, 'de> {
     rules: Option<&'static Rules>,
     build: Option<Build<'b>>,
     text: &'de str,
+    /// Filled in place: a message's envelope returned through the deserializer's layers was
+    /// copied at each (issue 25: most of a read's extra CPU once the envelope grew).
+    env: &'k mut RawEnvelope<'de>,
 }
 
 impl<'de> Visitor<'de> for EnvelopeVisitor<'_, '_, 'de> {
-    type Value = RawEnvelope<'de>;
+    type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC message object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEnvelope<'de>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut keys = KeySet::new(self.keys);
-        let mut env = RawEnvelope::default();
+        let env = self.env;
         let mut build = self.build;
         let rules = self.rules;
         while let Some(Key(key)) = map.next_key()? {
             keys.insert(key.clone())?;
             if let Some(ask) = build.filter(|_| matches!(&*key, "params" | "result")) {
                 build = None;
-                env.value = env.start(&keys, &key, ask, self.text);
+                env.value = env.start(&keys, &key, ask, self.text).map(Box::new);
             }
             match key.as_ref() {
                 "jsonrpc" => env.jsonrpc = Some(map.next_value::<Key<'de>>()?.0),
@@ -619,7 +627,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'_, '_, 'de> {
                 });
             }
         }
-        Ok(env)
+        Ok(())
     }
 }
 
@@ -903,8 +911,9 @@ mod tests {
     ) -> String {
         let scanned = scan_with(text, rules, build);
         if let (Some(_), Ok(Scanned::Single(Envelope { value: Some(v), .. }))) = (build, &scanned) {
-            let parsed: Value = serde_json::from_str(text).expect("a built message parses");
-            assert_eq!(v, &parsed, "the value built differs for {text}");
+            let parsed: Map<String, Value> =
+                serde_json::from_str(text).expect("a built message parses");
+            assert_eq!(**v, parsed, "the value built differs for {text}");
         }
         if let Err(e) = &scanned {
             // The same error as without the build, word for word.
@@ -1264,7 +1273,7 @@ mod tests {
         for text in built {
             let env = scan_message_with(text, None, Some(&|_| true)).expect("valid");
             assert_eq!(
-                env.value,
+                env.value.map(|m| *m),
                 Some(serde_json::from_str(text).unwrap()),
                 "{text}"
             );

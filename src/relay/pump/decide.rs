@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::super::intercept::{Action, Drain, Intercepted, Interceptor, Offered, Screened};
 use super::super::session::{Session, Side};
@@ -24,9 +24,10 @@ impl<I: Interceptor> Router<'_, I> {
         mut routed: Routed,
         text: &str,
         capture: &Capture<'_>,
-        mut value: Option<Value>,
+        value: Option<Box<Map<String, Value>>>,
         internal: Internal,
     ) -> Step {
+        let mut value = value.map(|m| Value::Object(*m));
         let screened = self.icpt.screen(
             routed.origin.side,
             routed.kind,

@@ -240,10 +240,10 @@ impl<I: Interceptor> Router<'_, I> {
             .match_response(self.from, self.origin.generation, &id)
         {
             Matched::Own(own) => {
-                match env
-                    .value
-                    .map_or_else(|| serde_json::from_str::<Value>(text), Ok)
-                {
+                match env.value.map_or_else(
+                    || serde_json::from_str::<Value>(text),
+                    |m| Ok(Value::Object(*m)),
+                ) {
                     Ok(value) => own.deliver(value),
                     Err(e) => tracing::warn!("a response to rootfence is unreadable: {e}"),
                 }
