@@ -24,6 +24,10 @@
 //! - the CPU time per read of the process in front of the host (all its threads, from
 //!   `schedstat`): no target, but unlike latency on a shared VM it does not move with
 //!   wake-up delays, so it shows what enforcing a read costs over relaying it.
+//! - a `tools/call` with a path argument and its result (the value path each way, issue 25):
+//!   p50 and CPU per call, `--requests` calls; no target, compared with `--baseline`. Twice:
+//!   with the result's `id` before its `result` (`call`), and after it (`rf call`, as the
+//!   TypeScript SDK writes a response; `bench_server`'s tool `result_first`).
 //! - the official Python SDK client's small-resource read (scripts/bench_sdk_read.py, with
 //!   the pinned SDK in tests/peers/.venv) through the do-nothing byte relay
 //!   (`examples/byte_relay`), relay-only and rootfence enforcing, side by side in one client;
@@ -320,7 +324,15 @@ impl Session {
         }
         let head = &self.line[..self.line.len().min(64)];
         let want = format!(r#""id":{id},"result""#);
-        if !head.windows(want.len()).any(|w| w == want.as_bytes()) {
+        let result_first = format!(r#""id":{id}}}"#);
+        let id_first = head.windows(want.len()).any(|w| w == want.as_bytes());
+        let answered = id_first
+            || (head.starts_with(br#"{"jsonrpc":"2.0","result""#)
+                && self
+                    .line
+                    .trim_ascii_end()
+                    .ends_with(result_first.as_bytes()));
+        if !answered {
             return Err(format!(
                 "unexpected answer to {method}: {}",
                 String::from_utf8_lossy(&self.line[..self.line.len().min(300)])
@@ -372,6 +384,11 @@ struct Samples {
     rss_kib: u64,
     /// CPU time of the process in front of the host over the measured reads, ns.
     read_cpu_ns: u64,
+    /// `tools/call` round trips (the value path each way): the answer's `id` before its
+    /// `result`, and after it.
+    call: [Vec<Duration>; 2],
+    /// CPU time of the process in front of the host over the measured calls, ns, per order.
+    call_cpu_ns: [u64; 2],
 }
 
 fn measure_round(
@@ -387,6 +404,14 @@ fn measure_round(
         );
     }
     let read = format!(r#"{{"uri":"file://{}/small.txt"}}"#, tree.root.display());
+    // A value-path message each way: a tool call with a path argument, and its result (the
+    // server writes the result before the id for the tool `result_first`).
+    let calls = ["read_file", "result_first"].map(|name| {
+        format!(
+            r#"{{"name":"{name}","arguments":{{"path":"{}/small.txt"}}}}"#,
+            tree.root.display()
+        )
+    });
     let k = sessions.len();
     let mut each = |i: usize,
                     f: &mut dyn FnMut(usize, &mut Session) -> Result<(), String>|
@@ -431,8 +456,24 @@ fn measure_round(
     }
     each(0, &mut |m, s| {
         into[m].read_cpu_ns += s.cpu_ns().saturating_sub(cpu_before[m]);
+        cpu_before[m] = s.cpu_ns();
         Ok(())
     })?;
+    for (order, call) in calls.iter().enumerate() {
+        for i in 0..o.requests {
+            each(i, &mut |m, s| {
+                let t = Instant::now();
+                s.call("tools/call", call)?;
+                into[m].call[order].push(t.elapsed());
+                Ok(())
+            })?;
+        }
+        each(0, &mut |m, s| {
+            into[m].call_cpu_ns[order] += s.cpu_ns().saturating_sub(cpu_before[m]);
+            cpu_before[m] = s.cpu_ns();
+            Ok(())
+        })?;
+    }
     for i in 0..o.lists {
         each(i, &mut |m, s| {
             let t = Instant::now();
@@ -447,6 +488,11 @@ fn measure_round(
             .map_err(|e| format!("{}: {e}", Mode::ALL[m].label()))?;
     }
     Ok(())
+}
+
+/// CPU per `tools/call` of one order (0: the id first, 1: the result first), µs.
+fn call_cpu(s: &Samples, order: usize) -> f64 {
+    s.call_cpu_ns[order] as f64 / 1000.0 / s.call[order].len().max(1) as f64
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -468,6 +514,7 @@ fn run(o: &Options) -> Result<(), String> {
     for s in &mut samples {
         s.read.sort();
         s.list.sort();
+        s.call.iter_mut().for_each(|c| c.sort());
     }
     println!(
         "enforcement benchmark: {} resources/read of a file: URI and {} resources/list pages of \
@@ -479,20 +526,24 @@ fn run(o: &Options) -> Result<(), String> {
     );
     println!();
     println!(
-        "| chain                        | read p50 µs | read p99 µs | read CPU µs | list p50 µs | list p99 µs | peak RSS MiB |"
+        "| chain                        | read p50 µs | read p99 µs | read CPU µs | list p50 µs | list p99 µs | call p50 µs | call CPU µs | rf call p50 µs | rf call CPU µs | peak RSS MiB |"
     );
     println!(
-        "|------------------------------|------------:|------------:|------------:|------------:|------------:|-------------:|"
+        "|------------------------------|------------:|------------:|------------:|------------:|------------:|------------:|------------:|---------------:|---------------:|-------------:|"
     );
     for (m, s) in Mode::ALL.iter().zip(&samples) {
         println!(
-            "| {:<28} | {:>11.1} | {:>11.1} | {:>11.1} | {:>11.0} | {:>11.0} | {:>12.1} |",
+            "| {:<28} | {:>11.1} | {:>11.1} | {:>11.1} | {:>11.0} | {:>11.0} | {:>11.1} | {:>11.1} | {:>14.1} | {:>14.1} | {:>12.1} |",
             m.label(),
             percentile(&s.read, 50.0),
             percentile(&s.read, 99.0),
             s.read_cpu_ns as f64 / 1000.0 / s.read.len().max(1) as f64,
             percentile(&s.list, 50.0),
             percentile(&s.list, 99.0),
+            percentile(&s.call[0], 50.0),
+            call_cpu(s, 0),
+            percentile(&s.call[1], 50.0),
+            call_cpu(s, 1),
             s.rss_kib as f64 / 1024.0
         );
     }
@@ -538,14 +589,21 @@ fn run(o: &Options) -> Result<(), String> {
         0.10 * p50(relay, false)
     );
     let base = 6;
+    let call_p50 = |m: usize, order: usize| percentile(&samples[m].call[order], 50.0);
     println!(
         "this build vs the baseline chain ({}): resources/read p50 {:.2}x, {:+.1} µs of CPU per \
-         read; {}-entry page {:+.2} ms at p50; peak RSS {:+.1} MiB",
+         read; tools/call p50 {:+.1} µs, {:+.1} µs of CPU per call; with the result before the \
+         id: p50 {:+.1} µs, {:+.1} µs of CPU per call; {}-entry page {:+.2} ms at p50; peak \
+         RSS {:+.1} MiB",
         o.baseline
             .as_ref()
             .map_or("this build again".to_owned(), |b| b.display().to_string()),
         p50(2, false) / p50(base, false),
         cpu(2) - cpu(base),
+        call_p50(2, 0) - call_p50(base, 0),
+        call_cpu(&samples[2], 0) - call_cpu(&samples[base], 0),
+        call_p50(2, 1) - call_p50(base, 1),
+        call_cpu(&samples[2], 1) - call_cpu(&samples[base], 1),
         o.list_entries,
         (p50(2, true) - p50(base, true)) / 1000.0,
         (samples[2].rss_kib as f64 - samples[base].rss_kib as f64) / 1024.0

@@ -5,7 +5,9 @@
 //! `resources/read`: `bench://big` returns a text resource of `--payload-bytes` bytes (default
 //! 10 MiB), built once at start; any other URI returns a two-byte text. `resources/list`
 //! returns one page of `--list-entries N` (default 0) entries `file://<--list-dir>/f<i>.txt`,
-//! also built once (the enforcement benchmark's 10,000-entry page). Notifications are
+//! also built once (the enforcement benchmark's 10,000-entry page). `tools/call` returns a
+//! text result; for the tool named `result_first` its `result` comes before its `id` (as the
+//! TypeScript SDK writes a response), for any other after it. Notifications are
 //! ignored; any other request gets `-32601`. `--payload-text` makes the big text
 //! source-code-like instead of one repeated byte. One response per request, in order, each
 //! written whole and flushed, so the host sees one line per answer.
@@ -27,6 +29,11 @@ struct Request<'a> {
 #[derive(Deserialize)]
 struct ReadParams {
     uri: String,
+}
+
+#[derive(Deserialize)]
+struct CallParams {
+    name: String,
 }
 
 #[derive(Deserialize)]
@@ -123,6 +130,21 @@ fn main() -> std::io::Result<()> {
                 write!(out, r#"{{"jsonrpc":"2.0","id":{id},"result":"#)?;
                 out.write_all(list_page.as_bytes())?;
                 out.write_all(b"}")?;
+            }
+            // A tool result: what the value path judges (tools/call, issue 25), in either
+            // order of `result` and `id`.
+            "tools/call" => {
+                const RESULT: &str =
+                    r#""result":{"content":[{"type":"text","text":"ok"}],"isError":false}"#;
+                let name = req
+                    .params
+                    .and_then(|p| serde_json::from_str::<CallParams>(p.get()).ok())
+                    .map(|p| p.name);
+                if name.as_deref() == Some("result_first") {
+                    write!(out, r#"{{"jsonrpc":"2.0",{RESULT},"id":{id}}}"#)?;
+                } else {
+                    write!(out, r#"{{"jsonrpc":"2.0","id":{id},{RESULT}}}"#)?;
+                }
             }
             "initialize" => {
                 let version = req

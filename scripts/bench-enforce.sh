@@ -6,7 +6,7 @@
 # decisions unlogged, and allowed list entries logged each; and the floor
 # (`relay_passthrough --floor <tmp root>`: the relay plus only the kernel's answer on each
 # read's URI, what any check that lets the kernel decide containment pays). Prints p50/p99 of a
-# resources/read of a file: URI and of a 10,000-entry resources/list page, rootfence's peak
+# resources/read of a file: URI and of a 10,000-entry resources/list page, p50 and CPU of a tools/call (the value path), rootfence's peak
 # RSS, then the official Python SDK client's small read through the do-nothing byte relay,
 # relay-only, the floor and rootfence (scripts/bench_sdk_read.py, pinned SDK in tests/peers/.venv), with
 # each target (read p50 <= 1.10x relay-only; page < 5 ms added; RSS <= 32 MiB; SDK read

@@ -10,7 +10,8 @@
 //! line bytes + skipped bytes + newlines + blank-line bytes and dropped `\r` add up to the
 //! input; an accepted message (single or batch element) parses as `serde_json::Value`, has
 //! no duplicate key at any depth, and agrees with `Value` on kind and method; a "not JSON"
-//! error is only given for text `Value` cannot read.
+//! error is only given for text `Value` cannot read; the scan that builds the message's value
+//! gives the same verdict and error, and the value it built is `serde_json::from_str`'s.
 #![no_main]
 
 #[path = "../../tests/common/framing_model.rs"]

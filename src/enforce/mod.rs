@@ -506,6 +506,13 @@ impl Interceptor for Enforcer {
         Some(inner.backlog.hold(inner.audit.get(), msg.from, outcome))
     }
 
+    fn value_path(&self) -> Option<fn(Side, Kind, &str) -> bool> {
+        Some(|from, kind, method| {
+            let route = route(from, kind, method);
+            route.intercepted && !route.text_path
+        })
+    }
+
     fn capture_rules(&self) -> Option<&'static crate::jsonrpc::Rules> {
         // What the text paths read is captured by the relay's scan, in its one pass.
         Some(&page::RULES)

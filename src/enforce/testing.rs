@@ -136,7 +136,7 @@ pub(super) fn agrees<T: PartialEq + std::fmt::Debug>(fast: Option<T>, slow: T, t
 /// What the relay's scan captures of a message for the enforcer (under `page::RULES`);
 /// nothing for a message the scan refuses (the relay never offers it).
 pub(super) fn captured(text: &str) -> crate::jsonrpc::Capture<'_> {
-    crate::jsonrpc::scan_message_with(text, Some(&super::page::RULES))
+    crate::jsonrpc::scan_message_with(text, Some(&super::page::RULES), None)
         .map(|e| e.capture)
         .unwrap_or_default()
 }

@@ -30,6 +30,7 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use super::id::{Id, IdError};
 
@@ -74,9 +75,43 @@ pub struct Envelope<'a> {
     pub meta_protocol_version: Option<Cow<'a, str>>,
     /// `params._meta["io.modelcontextprotocol/clientCapabilities"]`, when present (already
     /// checked for duplicate keys).
-    pub meta_client_capabilities: Option<&'a RawValue>,
+    pub meta_client_capabilities: Option<Cow<'a, RawValue>>,
     /// What the enforcer's text paths read, when the scan was given their [`Rules`].
     pub capture: Capture<'a>,
+    /// The whole message, when the scan built it in its pass ([`Build`]): equal to
+    /// `serde_json::from_str` of the text, which holds no serde_json marker key. Boxed: the
+    /// envelope is moved on its way out of the scan, and each byte it grows by is copied for
+    /// every message, built or not (issue 25).
+    pub value: Option<Box<Map<String, Value>>>,
+}
+
+/// What is known when the scan reaches a message's top-level `params` or `result` (the
+/// member that decides whether it builds the message's value, see [`Build`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Deciding<'a> {
+    /// `params` after the method: of a request when its id came before, else (so far) of a
+    /// notification.
+    Method(&'a str, Kind),
+    /// `result`: the id of the response as written, when it came before (read only when the
+    /// answer matters: most responses are decided without it).
+    Response(Option<&'a RawValue>),
+}
+
+/// Asked once per message, at its deciding member: whether the scan builds the message's
+/// `serde_json::Value` in the same pass (issue 25). The relay says yes for a message that
+/// takes the value path; a message nobody wants is only checked, as before. A message whose
+/// deciding member comes before what decides (a `result` before its `id`, as the TypeScript
+/// SDK writes it) is asked with what is known, and the relay guesses; a wrong `no` costs the
+/// value path the parse after the scan.
+pub type Build<'b> = &'b dyn Fn(Deciding<'_>) -> bool;
+
+/// Whether a text holds serde_json's private marker keys written plainly (see the module
+/// docs): the relay forwards only the re-serialized value of such a text, and the scan builds
+/// no value of it. The searcher is built once, not per message.
+pub fn has_private_marker(text: &str) -> bool {
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"serde_json::private"));
+    FINDER.find(text.as_bytes()).is_some()
 }
 
 /// A scanned line: one message, or a batch (2025-03-26) whose elements are scanned one by one
@@ -140,13 +175,15 @@ impl fmt::Display for ScanError {
 
 /// Scans one line: a message or a batch.
 pub fn scan(text: &str) -> Result<Scanned<'_>, ScanError> {
-    scan_with(text, None)
+    scan_with(text, None, None)
 }
 
-/// [`scan`], capturing what the text paths read (see [`Capture`]) when given their rules.
+/// [`scan`], capturing what the text paths read (see [`Capture`]) when given their rules, and
+/// building the value of a message `build` asks for.
 pub fn scan_with<'a>(
     text: &'a str,
     rules: Option<&'static Rules>,
+    build: Option<Build<'_>>,
 ) -> Result<Scanned<'a>, ScanError> {
     if text.trim_start().starts_with('[') {
         let elements: Vec<&RawValue> =
@@ -156,32 +193,61 @@ pub fn scan_with<'a>(
         }
         return Ok(Scanned::Batch(elements));
     }
-    scan_message_with(text, rules).map(Scanned::Single)
+    scan_message_with(text, rules, build).map(Scanned::Single)
 }
 
 /// Scans one message (a batch element, or a line known not to be a batch).
 pub fn scan_message(text: &str) -> Result<Envelope<'_>, ScanError> {
-    scan_message_with(text, None)
+    scan_message_with(text, None, None)
 }
 
-/// [`scan_message`], capturing what the text paths read when given their rules.
+/// [`scan_message`], capturing what the text paths read when given their rules, and building
+/// the value of a message `build` asks for.
 pub fn scan_message_with<'a>(
     text: &'a str,
     rules: Option<&'static Rules>,
+    build: Option<Build<'_>>,
 ) -> Result<Envelope<'a>, ScanError> {
+    if build.is_some() {
+        // A message refused while building, or one whose verdict only the scan without the
+        // build tells (`RawEnvelope::redo`), is scanned again without it: the same verdict
+        // and the same error, by construction. Only invalid messages pay twice.
+        if let Ok(raw) = scan_raw(text, rules, build) {
+            if !raw.redo {
+                if let Ok(env) = raw.classify() {
+                    return Ok(env);
+                }
+            }
+        }
+    }
+    scan_raw(text, rules, None)?.classify()
+}
+
+fn scan_raw<'a>(
+    text: &'a str,
+    rules: Option<&'static Rules>,
+    build: Option<Build<'_>>,
+) -> Result<RawEnvelope<'a>, ScanError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let mut keys = KeyBuf::with_capacity(16);
-    let raw = de
-        .deserialize_any(EnvelopeVisitor(&mut keys, rules))
-        .and_then(|raw| de.end().map(|()| raw))
+    let mut env = RawEnvelope::default();
+    let visitor = EnvelopeVisitor {
+        keys: &mut keys,
+        rules,
+        build,
+        text,
+        env: &mut env,
+    };
+    de.deserialize_any(visitor)
+        .and_then(|()| de.end())
         .map_err(|e| from_json_error(e, text))?;
-    raw.classify()
+    Ok(env)
 }
 
 /// Checks a JSON text for validity and duplicate keys, without keeping anything.
 pub fn check_value(text: &str) -> Result<(), ScanError> {
     let mut de = serde_json::Deserializer::from_str(text);
-    DupCheck(&mut KeyBuf::new())
+    checked::check(&mut KeyBuf::new())
         .deserialize(&mut de)
         .and_then(|()| de.end())
         .map_err(|e| from_json_error(e, text))
@@ -245,6 +311,10 @@ struct RawEnvelope<'a> {
     other: bool,
     /// `result`'s page and read item (see [`Capture`]).
     captured: capture::Captured<'a>,
+    /// The message's value, while the scan builds it (see [`Build`]).
+    value: Option<Box<Map<String, Value>>>,
+    /// What was built does not tell the scan's verdict (see [`Params::of`]).
+    redo: bool,
 }
 
 impl<'a> RawEnvelope<'a> {
@@ -293,6 +363,7 @@ impl<'a> RawEnvelope<'a> {
                     uri: uri.filter(|_| !self.other),
                     ..Capture::default()
                 },
+                value: self.value,
             });
         }
         if meta_protocol_version.is_some() || meta_client_capabilities.is_some() {
@@ -332,6 +403,7 @@ impl<'a> RawEnvelope<'a> {
                 item: item.filter(|_| !self.other && !params),
                 page,
             },
+            value: self.value,
         })
     }
 }
@@ -393,6 +465,11 @@ impl<'k, 'de> KeySet<'k, 'de> {
         }
     }
 
+    /// This object's keys so far, in order (`None` once it is large).
+    fn recorded(&self) -> Option<&[Cow<'de, str>]> {
+        self.large.is_none().then(|| &self.buf[self.start..])
+    }
+
     /// Whether no key of this object was recorded yet.
     fn is_empty(&self) -> bool {
         self.large.is_none() && self.buf.len() == self.start
@@ -442,18 +519,6 @@ impl Drop for KeySet<'_, '_> {
     }
 }
 
-/// Validates any JSON value and rejects duplicate keys at every depth, keeping nothing.
-struct DupCheck<'k, 'de>(&'k mut KeyBuf<'de>);
-
-impl<'de> DeserializeSeed<'de> for DupCheck<'_, 'de> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(DupCheckVisitor(self.0))
-    }
-}
-
-struct DupCheckVisitor<'k, 'de>(&'k mut KeyBuf<'de>);
-
 /// Accepts every scalar; used by the visitors that only care about objects.
 macro_rules! accept_scalars {
     ($value:ty, $unit:expr) => {
@@ -489,56 +554,59 @@ macro_rules! accept_non_strings {
 }
 
 mod capture;
+mod checked;
 
-impl<'de> Visitor<'de> for DupCheckVisitor<'_, 'de> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    accept_scalars!((), ());
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(DupCheck(&mut *self.0))?.is_some() {}
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut keys = KeySet::new(self.0);
-        while let Some(Key(key)) = map.next_key()? {
-            keys.insert(key.clone())?;
-            map.next_value_seed(DupCheck(keys.nested()))?;
-        }
-        Ok(())
-    }
+/// The top-level message object (and the text paths' rules, when they capture; the question
+/// whether to build its value, when asked).
+struct EnvelopeVisitor<'k, 'b, 'de> {
+    keys: &'k mut KeyBuf<'de>,
+    rules: Option<&'static Rules>,
+    build: Option<Build<'b>>,
+    text: &'de str,
+    /// Filled in place: a message's envelope returned through the deserializer's layers was
+    /// copied at each (issue 25: most of a read's extra CPU once the envelope grew).
+    env: &'k mut RawEnvelope<'de>,
 }
 
-/// The top-level message object (and the text paths' rules, when they capture).
-struct EnvelopeVisitor<'k, 'de>(&'k mut KeyBuf<'de>, Option<&'static Rules>);
-
-impl<'de> Visitor<'de> for EnvelopeVisitor<'_, 'de> {
-    type Value = RawEnvelope<'de>;
+impl<'de> Visitor<'de> for EnvelopeVisitor<'_, '_, 'de> {
+    type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC message object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEnvelope<'de>, A::Error> {
-        let mut keys = KeySet::new(self.0);
-        let mut env = RawEnvelope::default();
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut keys = KeySet::new(self.keys);
+        let env = self.env;
+        let mut build = self.build;
+        let rules = self.rules;
         while let Some(Key(key)) = map.next_key()? {
             keys.insert(key.clone())?;
+            if let Some(ask) = build.filter(|_| matches!(&*key, "params" | "result")) {
+                build = None;
+                env.value = env.start(&keys, &key, ask, self.text).map(Box::new);
+            }
             match key.as_ref() {
                 "jsonrpc" => env.jsonrpc = Some(map.next_value::<Key<'de>>()?.0),
                 "method" => env.method = Some(map.next_value::<Key<'de>>()?.0),
                 "id" => env.id = Some(map.next_value::<&'de RawValue>()?),
+                _ if env.value.is_some() => {
+                    let member = env.built_member(&mut map, &mut keys, &key)?;
+                    if let Some(value) = &mut env.value {
+                        value.insert(key.into_owned(), member);
+                    }
+                    continue;
+                }
                 "params" => {
-                    env.params = Some(map.next_value_seed(ParamsSeed(keys.nested(), self.1))?);
+                    env.params = Some(map.next_value_seed(ParamsSeed(keys.nested(), rules))?);
                 }
                 "result" => {
-                    match self.1 {
+                    match rules {
                         Some(rules) => {
                             env.captured = map.next_value_seed(capture::ResultSeed {
                                 keys: keys.nested(),
                                 rules,
                             })?;
                         }
-                        None => map.next_value_seed(DupCheck(keys.nested()))?,
+                        None => map.next_value_seed(checked::check(keys.nested()))?,
                     }
                     env.result = true;
                 }
@@ -548,11 +616,91 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'_, 'de> {
                 }
                 _ => {
                     env.other = true;
-                    map.next_value_seed(DupCheck(keys.nested()))?;
+                    map.next_value_seed(checked::check(keys.nested()))?;
                 }
             }
+            // `jsonrpc`, `method` or `id` (read above) of a message being built.
+            if let Some(mut value) = env.value.take() {
+                env.value = env.read(&key).map(|member| {
+                    value.insert(key.into_owned(), member);
+                    value
+                });
+            }
         }
-        Ok(env)
+        Ok(())
+    }
+}
+
+impl<'de> RawEnvelope<'de> {
+    /// The message's value so far, when `ask` says to build it: the members before the
+    /// deciding one (`key`) rebuilt from what was read of them, which the scan can for
+    /// `jsonrpc`, `method` and `id` only (anything else before it: not built).
+    fn start(
+        &self,
+        keys: &KeySet<'_, 'de>,
+        key: &str,
+        ask: Build<'_>,
+        text: &str,
+    ) -> Option<Map<String, Value>> {
+        let deciding = match (key, &self.method) {
+            ("params", Some(method)) => {
+                let kind = match self.id {
+                    Some(_) => Kind::Request,
+                    None => Kind::Notification,
+                };
+                Deciding::Method(method, kind)
+            }
+            ("params", None) => return None,
+            _ => Deciding::Response(self.id),
+        };
+        if !ask(deciding) || has_private_marker(text) {
+            return None;
+        }
+        let (_, before) = keys.recorded()?.split_last()?;
+        let mut value = Map::new();
+        for k in before {
+            value.insert(k.to_string(), self.read(k)?);
+        }
+        Some(value)
+    }
+
+    /// A member the scan reads whole (`jsonrpc`, `method`, `id`) as a value; `None` for any
+    /// other (the scan keeps nothing of it to build from).
+    fn read(&self, key: &str) -> Option<Value> {
+        Some(match key {
+            "jsonrpc" => Value::String(self.jsonrpc.as_deref()?.to_owned()),
+            "method" => Value::String(self.method.as_deref()?.to_owned()),
+            "id" => serde_json::from_str(self.id?.get()).ok()?,
+            _ => return None,
+        })
+    }
+
+    /// One member of a message whose value is built, other than those [`Self::read`] builds
+    /// from what the scan read: read as the scan reads it, and built (every value beneath
+    /// [`checked::Checked`]).
+    fn built_member<A: MapAccess<'de>>(
+        &mut self,
+        map: &mut A,
+        keys: &mut KeySet<'_, 'de>,
+        key: &str,
+    ) -> Result<Value, A::Error> {
+        let value = match key {
+            "params" => {
+                let value = map.next_value_seed(checked::value(keys.nested()))?;
+                self.params = Some(Params::of(&value, &mut self.redo));
+                value
+            }
+            _ => {
+                match key {
+                    "result" => self.result = true,
+                    // Its exact verdict is the scan's without the build.
+                    "error" => (self.error, self.redo) = (true, true),
+                    _ => self.other = true,
+                }
+                map.next_value_seed(checked::value(keys.nested()))?
+            }
+        };
+        Ok(value)
     }
 }
 
@@ -560,9 +708,45 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'_, 'de> {
 #[derive(Default)]
 struct Params<'a> {
     meta_version: Option<Cow<'a, str>>,
-    meta_caps: Option<&'a RawValue>,
+    meta_caps: Option<Cow<'a, RawValue>>,
     /// `uri`, captured when it is the only member (see [`capture::params_uri`]).
     uri: Option<Option<Cow<'a, str>>>,
+}
+
+impl Params<'_> {
+    /// What [`ParamsSeed`] reads, out of a built `params`; `redo` when only the scan without
+    /// the build tells the verdict (a `params` neither object nor array, a protocol version
+    /// that is not a string).
+    fn of(value: &Value, redo: &mut bool) -> Self {
+        let meta = match value {
+            Value::Object(params) => params.get("_meta").and_then(Value::as_object),
+            Value::Array(_) => None,
+            _ => {
+                *redo = true;
+                None
+            }
+        };
+        let Some(meta) = meta else {
+            return Params::default();
+        };
+        let meta_version = match meta.get(META_PROTOCOL_VERSION) {
+            Some(Value::String(v)) => Some(Cow::Owned(v.clone())),
+            Some(_) => {
+                *redo = true;
+                None
+            }
+            None => None,
+        };
+        let meta_caps = meta
+            .get(META_CLIENT_CAPABILITIES)
+            .and_then(|caps| serde_json::value::to_raw_value(caps).ok())
+            .map(Cow::Owned);
+        Params {
+            meta_version,
+            meta_caps,
+            uri: None,
+        }
+    }
 }
 
 /// `params`: an object or an array; `_meta` is read, everything is duplicate-checked; `uri`
@@ -582,9 +766,7 @@ impl<'de> Visitor<'de> for ParamsSeed<'_, 'de> {
         f.write_str("\"params\" as an object or an array")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Params<'de>, A::Error> {
-        DupCheckVisitor(self.0)
-            .visit_seq(seq)
-            .map(|()| Params::default())
+        checked::skip_seq(self.0, seq).map(|()| Params::default())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
         let mut keys = KeySet::new(self.0);
@@ -598,7 +780,7 @@ impl<'de> Visitor<'de> for ParamsSeed<'_, 'de> {
             } else if self.1.is_some() {
                 capture::params_uri(&mut map, &mut keys, &key, &mut params.uri)?;
             } else {
-                map.next_value_seed(DupCheck(keys.nested()))?;
+                map.next_value_seed(checked::check(keys.nested()))?;
             }
         }
         Ok(params)
@@ -622,9 +804,7 @@ impl<'de> Visitor<'de> for MetaSeed<'_, 'de> {
     }
     accept_scalars!(Params<'de>, Params::default());
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Params<'de>, A::Error> {
-        DupCheckVisitor(self.0)
-            .visit_seq(seq)
-            .map(|()| Params::default())
+        checked::skip_seq(self.0, seq).map(|()| Params::default())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
         let mut keys = KeySet::new(self.0);
@@ -641,12 +821,12 @@ impl<'de> Visitor<'de> for MetaSeed<'_, 'de> {
                     let mut de = serde_json::Deserializer::from_str(raw.get());
                     // The scan's one key buffer serves this text too: its keys sit above
                     // `_meta`'s and are gone when the check ends.
-                    DupCheck(keys.nested())
+                    checked::check(keys.nested())
                         .deserialize(&mut de)
                         .map_err(de::Error::custom)?;
-                    params.meta_caps = Some(raw);
+                    params.meta_caps = Some(Cow::Borrowed(raw));
                 }
-                _ => map.next_value_seed(DupCheck(keys.nested()))?,
+                _ => map.next_value_seed(checked::check(keys.nested()))?,
             }
         }
         Ok(params)
@@ -688,7 +868,7 @@ impl<'de> Visitor<'de> for ErrorObjectSeed<'_, 'de> {
                     map.next_value::<Key<'de>>()?;
                     message = true;
                 }
-                _ => map.next_value_seed(DupCheck(keys.nested()))?,
+                _ => map.next_value_seed(checked::check(keys.nested()))?,
             }
         }
         match (code, message) {
@@ -710,16 +890,37 @@ mod tests {
     };
 
     /// A compact description of a scan outcome, for table tests; the same with the capture
-    /// on (asserted), which only ever adds what it captured, never changes the verdict.
+    /// on, and with every value built (asserted), which only ever add what they captured or
+    /// built, never change the verdict or the error; a value built is `from_str`'s.
     fn describe(text: &str) -> String {
-        let plain = describe_with(text, None);
-        let captured = describe_with(text, Some(&RULES));
+        let plain = describe_with(text, None, None);
+        let captured = describe_with(text, Some(&RULES), None);
         assert_eq!(plain, captured, "the capture changed the scan of {text}");
+        let built = describe_with(text, Some(&RULES), Some(&|_| true));
+        assert_eq!(
+            plain, built,
+            "building the value changed the scan of {text}"
+        );
         plain
     }
 
-    fn describe_with(text: &str, rules: Option<&'static Rules>) -> String {
-        match scan_with(text, rules) {
+    fn describe_with(
+        text: &str,
+        rules: Option<&'static Rules>,
+        build: Option<Build<'_>>,
+    ) -> String {
+        let scanned = scan_with(text, rules, build);
+        if let (Some(_), Ok(Scanned::Single(Envelope { value: Some(v), .. }))) = (build, &scanned) {
+            let parsed: Map<String, Value> =
+                serde_json::from_str(text).expect("a built message parses");
+            assert_eq!(**v, parsed, "the value built differs for {text}");
+        }
+        if let Err(e) = &scanned {
+            // The same error as without the build, word for word.
+            let unbuilt = scan_with(text, rules, None).err();
+            assert_eq!(unbuilt.as_ref(), Some(e), "another error for {text}");
+        }
+        match scanned {
             Ok(Scanned::Batch(elems)) => format!("batch:{}", elems.len()),
             Ok(Scanned::Single(env)) => {
                 let mut s = format!("{:?}", env.kind);
@@ -1001,6 +1202,97 @@ mod tests {
             let want = if dup { "invalid id=1" } else { "Response id=1" };
             proptest::prop_assert_eq!(describe(&response), want, "{}", response);
         }
+    }
+
+    /// A JSON text for the value-building property: numbers past every machine type,
+    /// escapes (a lone surrogate among them), nested objects and arrays, keys repeated now and
+    /// then, serde_json's marker keys plainly and with escapes.
+    fn json() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            4 => "[a-c]",
+            1 => Just(r"\u0041".to_owned()),
+            1 => Just(r#"\""#.to_owned()),
+            1 => Just(r"\n".to_owned()),
+            1 => Just("é".to_owned()),
+            1 => Just(r"\ud83d\ude00".to_owned()),
+            1 => Just(r"\ud800".to_owned()),
+        ];
+        let string =
+            proptest::collection::vec(piece, 0..4).prop_map(|p| format!("\"{}\"", p.concat()));
+        let key = prop_oneof![
+            8 => string.clone(),
+            1 => Just(r#""$serde_json::private::Number""#.to_owned()),
+            1 => Just(r#""$serde_json::private::RawValue""#.to_owned()),
+            1 => Just(r#""$\u0073erde_json::private::Number""#.to_owned()),
+        ];
+        let leaf = prop_oneof![
+            3 => "-?(0|[1-9][0-9]{0,30})(\\.[0-9]{1,20})?([eE][+-]?[0-9]{1,3})?",
+            1 => Just("true".to_owned()),
+            1 => Just("null".to_owned()),
+            3 => string,
+        ];
+        leaf.prop_recursive(4, 40, 5, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4)
+                    .prop_map(|v| format!("[{}]", v.join(","))),
+                proptest::collection::vec((key.clone(), inner), 0..5).prop_map(|m| {
+                    let members: Vec<String> =
+                        m.into_iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                    format!("{{{}}}", members.join(","))
+                }),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever the message holds, the scan that builds its value gives the scan's verdict
+        /// and error (`describe`), and the value it built is `serde_json::from_str`'s.
+        #[test]
+        fn a_value_built_in_the_scan_is_from_strs(a in json(), b in json()) {
+            for text in [
+                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{a},"x":{b}}}"#),
+                format!(r#"{{"method":"m","params":{{"name":{a},"arguments":{b}}},"jsonrpc":"2.0"}}"#),
+                format!(r#"{{"jsonrpc":"2.0","id":{a},"result":{b}}}"#),
+                format!(r#"{{"id":7,"jsonrpc":"2.0","result":{{"content":[{a}],"structuredContent":{b}}}}}"#),
+                format!(r#"{{"result":{a},"jsonrpc":"2.0","id":1}}"#),
+            ] {
+                describe(&text);
+            }
+        }
+    }
+
+    #[test]
+    fn the_value_is_built_when_asked_and_only_then() {
+        let built = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"path":"/a","n":1e400}}}"#,
+            r#"{"result":{"content":[]},"jsonrpc":"2.0","id":1}"#,
+            r#"{"jsonrpc":"2.0","id":"\u0078","result":{"a":[1,{"b":"\u0041"}]}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+        ];
+        for text in built {
+            let env = scan_message_with(text, None, Some(&|_| true)).expect("valid");
+            assert_eq!(
+                env.value.map(|m| *m),
+                Some(serde_json::from_str(text).unwrap()),
+                "{text}"
+            );
+            let env = scan_message_with(text, None, Some(&|_| false)).expect("valid");
+            assert_eq!(env.value, None, "{text}");
+        }
+        // Not built: a member before the deciding one that the scan keeps nothing of, a
+        // marker key written plainly, no `params` or `result` to decide at.
+        let unbuilt = [
+            r#"{"jsonrpc":"2.0","id":1,"x":0,"method":"tools/call","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"n":{"$serde_json::private::Number":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+        ];
+        for text in unbuilt {
+            let env = scan_message_with(text, None, Some(&|_| true)).expect("valid");
+            assert_eq!(env.value, None, "{text}");
+        }
+        let env = scan_message_with(built[3], None, Some(&|_| true)).expect("valid");
+        assert_eq!(env.meta_protocol_version.as_deref(), Some("2026-07-28"));
     }
 
     #[test]

@@ -8,8 +8,8 @@ pub mod id;
 pub mod salvage;
 
 pub use envelope::{
-    Capture, Envelope, Kind, Rules, ScanError, Scanned, scan, scan_message, scan_message_with,
-    scan_with,
+    Build, Capture, Deciding, Envelope, Kind, Rules, ScanError, Scanned, scan, scan_message,
+    scan_message_with, scan_with,
 };
 pub use framing::{Frame, LineReader};
 pub use id::{Id, IdKey};

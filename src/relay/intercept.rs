@@ -204,6 +204,14 @@ pub trait Interceptor: Send + Sync + 'static {
         None
     }
 
+    /// Which messages take the value path ([`Interceptor::wants`] them and no text path takes
+    /// them): the relay's strict scan builds their [`Intercepted::message`] in its one pass
+    /// instead of parsing them again (issue 25). `None` (the default): the scan builds no
+    /// value, and a message wanted is parsed after it.
+    fn value_path(&self) -> Option<fn(Side, Kind, &str) -> bool> {
+        None
+    }
+
     /// Called by a pump right after it held a message back ([`Action::Defer`]): when the
     /// interceptor's own bound on what waits is reached, a wait for the pump to finish before
     /// it reads its next message (backpressure on that side's sender, instead of blocking a

@@ -40,7 +40,7 @@ use self::held::{Held, HeldDone};
 use super::intercept::Interceptor;
 use super::session::{Gen, LaneReceivers, Outgoing, Session, Side};
 use crate::jsonrpc::Id;
-use crate::jsonrpc::envelope::{self, Kind, Scanned};
+use crate::jsonrpc::envelope::{self, Build, Deciding, Kind, Scanned};
 use crate::jsonrpc::error::{self as rpc_error, error_response};
 use crate::jsonrpc::framing::{self, Frame, LineReader};
 use crate::mcp::methods;
@@ -109,6 +109,15 @@ pub(crate) async fn writer<W: AsyncWrite + Unpin>(
         out.flush().await?;
     }
     out.flush().await
+}
+
+/// Whether the scan builds the value of an answer `from` gives to a request for `method` (see
+/// [`Router::builds`]): it takes the value path, or the relay records it (the server's answer
+/// to `initialize` or `server/discover`).
+fn answer_built(value_path: fn(Side, Kind, &str) -> bool, from: Side, method: &str) -> bool {
+    value_path(from, Kind::Response, method)
+        || (from == Side::Server
+            && matches!(method, methods::INITIALIZE | methods::SERVER_DISCOVER))
 }
 
 /// Which pump this is: the host's, or one server generation's.
@@ -253,6 +262,8 @@ struct Routed {
     /// The session-unique key of the host request this is or answers
     /// ([`Session::number_host_request`]).
     request: Option<u64>,
+    /// A request: whether the scan builds its answer's value ([`Session::answers_built`]).
+    answer_built: bool,
     /// What the observer (telemetry) needs, when there is one.
     observed: Option<Box<Observed>>,
 }
@@ -286,7 +297,12 @@ struct Router<'a, I> {
 impl<I: Interceptor> Router<'_, I> {
     async fn line(&self, line: Bytes, held: &mut Held) {
         let text = framing::line_str(&line);
-        match envelope::scan_with(text, self.icpt.capture_rules()) {
+        let builds = self
+            .icpt
+            .value_path()
+            .map(|vp| move |d: Deciding<'_>| self.builds(vp, d));
+        let build = builds.as_ref().map(|b| b as Build<'_>);
+        match envelope::scan_with(text, self.icpt.capture_rules(), build) {
             Err(e) => {
                 if let Some(reply) = self.invalid(&e, Offending::line(&line), &line) {
                     self.reply(reply);
@@ -311,15 +327,48 @@ impl<I: Interceptor> Router<'_, I> {
         }
     }
 
+    /// Whether the scan builds a message's value in its pass (see [`Build`]): one that takes
+    /// the value path (`value_path`, [`Interceptor::value_path`]), one the relay records (the
+    /// host's `initialize`, the server's answer to it), an answer to rootfence's own request.
+    /// A response is looked up in the pending table by its id only while a request whose
+    /// answer is built is in flight ([`Session::answers_built`], no lock); one whose `result`
+    /// comes before its `id` (the TypeScript SDK's order) is built then, on that count alone
+    /// (a wrong guess costs a value built in vain, or the parse after the scan).
+    fn builds(&self, value_path: fn(Side, Kind, &str) -> bool, deciding: Deciding<'_>) -> bool {
+        match deciding {
+            Deciding::Method(method, kind) => {
+                value_path(self.from, kind, method)
+                    || (self.from == Side::Host && method == methods::INITIALIZE)
+            }
+            Deciding::Response(_) if self.session.answers_built(self.from) == 0 => false,
+            Deciding::Response(None) => true,
+            Deciding::Response(Some(id)) => {
+                let Ok(id) = Id::from_raw(id) else {
+                    return false;
+                };
+                match self.session.answers(self.from, self.origin.generation, &id) {
+                    Some(Some(method)) => answer_built(value_path, self.from, &method),
+                    Some(None) => true,
+                    None => false,
+                }
+            }
+        }
+    }
+
     /// A batch (2025-03-26): each element is routed on its own. Forwarded elements go on as
     /// one batch, answers go back as one batch. When every element is forwarded unchanged the
     /// original line is forwarded as it is.
     async fn batch(&self, line: &Bytes, elements: &[&RawValue], held: &mut Held) {
+        let builds = self
+            .icpt
+            .value_path()
+            .map(|vp| move |d: Deciding<'_>| self.builds(vp, d));
+        let build = builds.as_ref().map(|b| b as Build<'_>);
         let mut steps = Vec::with_capacity(elements.len());
         for element in elements {
             let text = element.get();
             let bytes = line.slice_ref(text.as_bytes());
-            let step = match envelope::scan_message_with(text, self.icpt.capture_rules()) {
+            let step = match envelope::scan_message_with(text, self.icpt.capture_rules(), build) {
                 Ok(env) => self.route(env, text, &bytes),
                 Err(e) => self
                     .invalid(&e, Offending::line(&bytes), &bytes)

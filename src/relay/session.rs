@@ -26,7 +26,7 @@ mod requests;
 pub(crate) use lanes::{GenLink, GenQueues, LaneReceivers, Lanes, Outgoing};
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -82,6 +82,9 @@ pub struct Pending {
     /// A host request's session-unique key (numbered by the relay in arrival order); `None` for a
     /// server's request.
     pub request: Option<u64>,
+    /// Whether the relay's scan builds its answer's value (counted in
+    /// [`Session::answers_built`]).
+    pub(crate) answer_built: bool,
 }
 
 /// A server request as the host saw it: which generation sent it and under which id.
@@ -303,6 +306,9 @@ pub struct Session {
     last_request: AtomicU64,
     /// Message counters.
     pub counters: Counters,
+    /// Requests in flight whose answer the scan builds, by the side that answers them
+    /// ([`Session::answers_built`]): changed under the state lock, read without it.
+    answers_built: [AtomicUsize; 2],
     /// Told about each host request's life (telemetry).
     observer: Option<Arc<dyn super::Observer>>,
 }
@@ -339,6 +345,7 @@ impl Session {
             next_own: AtomicU64::new(1),
             last_request: AtomicU64::new(0),
             counters: Counters::default(),
+            answers_built: Default::default(),
             observer,
         }
     }
@@ -511,8 +518,8 @@ mod tests {
     async fn id_spaces_are_independent_and_own_ids_are_reserved() {
         let mut f = session();
         let s = &f.s;
-        s.track_host_request(&id("1"), m::TOOLS_CALL.into(), None);
-        s.track_server_request(1, &id("1"), m::ROOTS_LIST.into());
+        s.track_host_request(&id("1"), m::TOOLS_CALL.into(), None, false);
+        s.track_server_request(1, &id("1"), m::ROOTS_LIST.into(), false);
         // The host's response to the server's request 1 and the server's response to the
         // host's request 1 are different things.
         assert_eq!(
@@ -553,8 +560,8 @@ mod tests {
         let f = session();
         let s = &f.s;
         // Two generations both use id 0 for a request to the host.
-        let first = s.track_server_request(1, &id("0"), m::SAMPLING_CREATE_MESSAGE.into());
-        let second = s.track_server_request(2, &id("0"), m::ROOTS_LIST.into());
+        let first = s.track_server_request(1, &id("0"), m::SAMPLING_CREATE_MESSAGE.into(), false);
+        let second = s.track_server_request(2, &id("0"), m::ROOTS_LIST.into(), false);
         assert_eq!(
             first.raw(),
             "0",
@@ -581,7 +588,7 @@ mod tests {
     fn a_response_is_matched_only_from_the_generation_asked() {
         let f = session();
         let s = &f.s;
-        s.track_host_request(&id("7"), m::TOOLS_CALL.into(), None);
+        s.track_host_request(&id("7"), m::TOOLS_CALL.into(), None, false);
         assert!(matches!(
             s.match_response(Side::Server, 2, &id("7")),
             Matched::Unmatched
@@ -595,12 +602,56 @@ mod tests {
         let s = &f.s;
         s.answered_locally(&id("5"));
         assert!(s.cancel(Side::Host, &id("5")).is_none());
-        s.track_host_request(&id("6"), "x".into(), None);
+        s.track_host_request(&id("6"), "x".into(), None, false);
         assert_eq!(s.cancel(Side::Host, &id("6")), Some(Some(1)));
         assert!(matches!(
             s.match_response(Side::Server, 1, &id("6")),
             Matched::Cancelled
         ));
+    }
+
+    /// The attack on the scan's guess for a response whose `result` comes before its `id`: a
+    /// server leaves many requests to the host unanswered, so that a guess walking the requests
+    /// in flight costs each host answer O(pending). The guess reads one count instead; the
+    /// count follows the tables through every way a request leaves them.
+    #[test]
+    fn many_unanswered_server_requests_are_counted_not_walked_per_host_answer() {
+        let f = session();
+        let s = &f.s;
+        for n in 0..10_000 {
+            let built = n % 2 == 0;
+            s.track_server_request(
+                1,
+                &id(&n.to_string()),
+                m::SAMPLING_CREATE_MESSAGE.into(),
+                built,
+            );
+        }
+        assert_eq!(s.answers_built(Side::Host), 5_000);
+        assert_eq!(s.answers_built(Side::Server), 0);
+        assert!(pending_method(s.match_response(Side::Host, 0, &id("0"))).is_some());
+        assert!(pending_method(s.match_response(Side::Host, 0, &id("1"))).is_some());
+        assert_eq!(s.cancel(Side::Server, &id("2")), Some(None));
+        assert_eq!(s.answers_built(Side::Host), 4_998);
+        // A replaced entry leaves the count as it found it.
+        s.track_server_request(1, &id("4"), m::SAMPLING_CREATE_MESSAGE.into(), false);
+        assert_eq!(s.answers_built(Side::Host), 4_997);
+
+        s.track_host_request(&id("1"), m::TOOLS_CALL.into(), None, true);
+        s.track_host_request(&id("2"), m::TOOLS_CALL.into(), None, true);
+        s.track_host_request(&id("3"), m::RESOURCES_READ.into(), None, false);
+        assert_eq!(s.answers_built(Side::Server), 2);
+        assert!(pending_method(s.match_response(Side::Server, 1, &id("1"))).is_some());
+        assert_eq!(s.cancel(Side::Host, &id("3")), Some(Some(1)));
+        assert_eq!(s.answers_built(Side::Server), 1);
+        s.take_pending_of(1);
+        assert_eq!(
+            (s.answers_built(Side::Host), s.answers_built(Side::Server)),
+            (0, 0)
+        );
+        s.track_host_request(&id("4"), m::TOOLS_CALL.into(), None, true);
+        s.server_gone("exited");
+        assert_eq!(s.answers_built(Side::Server), 0);
     }
 
     #[test]
@@ -618,14 +669,17 @@ mod tests {
     fn server_gone_takes_every_pending_host_request() {
         let f = session();
         let s = &f.s;
-        s.track_host_request(&id("1"), "a".into(), None);
-        s.track_host_request(&id("2"), "b".into(), None);
+        s.track_host_request(&id("1"), "a".into(), None, false);
+        s.track_host_request(&id("2"), "b".into(), None, false);
         let gone = s.server_gone("exited");
         assert_eq!(gone.len(), 2);
         assert!(s.in_flight(Side::Host).is_empty());
         assert_eq!(s.server_gone_cause().as_deref(), Some("exited"));
         // Once gone, a new host request is refused rather than left waiting forever.
-        assert!(s.track_host_request(&id("3"), "c".into(), None).is_none());
+        assert!(
+            s.track_host_request(&id("3"), "c".into(), None, false)
+                .is_none()
+        );
         assert!(s.in_flight(Side::Host).is_empty());
     }
 }

@@ -2,7 +2,8 @@
 //! `framing` cargo-fuzz target (`fuzz/fuzz_targets/framing.rs`, which includes this file by
 //! path): a reference model of newline framing, a reader that hands the input out in chosen
 //! chunks, and the checks applied to what `jsonrpc::LineReader` and `jsonrpc::scan` return
-//! (the same verdict with the enforcer's capture on, `jsonrpc::scan_with`).
+//! (the same verdict with the enforcer's capture on, `jsonrpc::scan_with`, and with the
+//! message's value built in the scan's pass: then equal to `serde_json::from_str`'s).
 //!
 //! The model is the framing rule written as plainly as possible, over the whole input at
 //! once: split on `\n`, drop one trailing `\r` per line, then too long / blank / not UTF-8 /
@@ -17,11 +18,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use rootfence::jsonrpc::{
-    Frame, Kind, LineReader, Rules, ScanError, Scanned, scan, scan_message, scan_message_with,
-    scan_with,
+    Deciding, Frame, Kind, LineReader, Rules, ScanError, Scanned, scan, scan_message,
+    scan_message_with, scan_with,
 };
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// A frame as the model predicts it (and as the reader's frames are compared).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -272,13 +273,42 @@ fn verdict(scanned: Result<Scanned<'_>, ScanError>) -> String {
     }
 }
 
+/// Asked whether to build a message's value: always (every message the scan can build).
+fn build_all(_: Deciding<'_>) -> bool {
+    true
+}
+
+/// The scan with the value built has the scan's verdict (and error), and the value it built
+/// is `serde_json::from_str`'s.
+fn check_build(text: &str) {
+    let built = scan_message_with(text, Some(&RULES), Some(&build_all));
+    if let Ok(Some(value)) = built.as_ref().map(|env| &env.value) {
+        let parsed: Map<String, Value> =
+            serde_json::from_str(text).expect("a built message parses");
+        assert_eq!(**value, parsed, "the value built differs for {text:?}");
+    }
+    assert_eq!(
+        verdict(scan_message(text).map(Scanned::Single)),
+        verdict(built.map(Scanned::Single)),
+        "building the value changed the scan of {text:?}"
+    );
+}
+
 /// The scan properties for one line from the reader.
 pub fn check_scan(line: &str) {
     assert_eq!(
         verdict(scan(line)),
-        verdict(scan_with(line, Some(&RULES))),
+        verdict(scan_with(line, Some(&RULES), None)),
         "the capture changed the scan of {line:?}"
     );
+    assert_eq!(
+        verdict(scan(line)),
+        verdict(scan_with(line, Some(&RULES), Some(&build_all))),
+        "building the value changed the scan of {line:?}"
+    );
+    if !line.trim_start().starts_with('[') {
+        check_build(line);
+    }
     match scan(line) {
         Ok(Scanned::Single(env)) => check_message(line, env.kind, env.method.as_deref()),
         Ok(Scanned::Batch(elements)) => {
@@ -293,9 +323,10 @@ pub fn check_scan(line: &str) {
             for e in elements {
                 assert_eq!(
                     verdict(scan_message(e.get()).map(Scanned::Single)),
-                    verdict(scan_message_with(e.get(), Some(&RULES)).map(Scanned::Single)),
+                    verdict(scan_message_with(e.get(), Some(&RULES), None).map(Scanned::Single)),
                     "the capture changed the scan of {e}"
                 );
+                check_build(e.get());
                 match scan_message(e.get()) {
                     Ok(env) => check_message(e.get(), env.kind, env.method.as_deref()),
                     Err(err) => check_error(e.get(), &err),

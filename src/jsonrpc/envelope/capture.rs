@@ -37,7 +37,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::{DupCheck, DupCheckVisitor, Key, KeyBuf, KeySet};
+use super::{Key, KeyBuf, KeySet, checked};
 
 /// The enforcer's rules for the members a text path leaves unjudged, handed to the scan by
 /// the interceptor (`Interceptor::capture_rules`): the scan knows where the members are, the
@@ -104,7 +104,7 @@ fn inert(rules: &Rules, key: &str, seen: &Seen<'_>) -> bool {
 /// serde_json's key for a number read with `arbitrary_precision` (see the module docs).
 const NUMBER: &str = "$serde_json::private::Number";
 
-/// Any value, checked as [`DupCheck`] checks it, told apart as [`Seen`]; escaped strings
+/// Any value, checked as [`checked::check`] checks it, told apart as [`Seen`]; escaped strings
 /// are kept only when asked for (`keep`).
 struct Any<'k, 'de> {
     keys: &'k mut KeyBuf<'de>,
@@ -131,7 +131,7 @@ impl<'de> Visitor<'de> for Any<'_, 'de> {
         Ok(Seen::Str(self.keep.then(|| Cow::Owned(v.to_owned()))))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Seen<'de>, A::Error> {
-        DupCheckVisitor(self.keys).visit_seq(seq)?;
+        checked::skip_seq(self.keys, seq)?;
         Ok(Seen::Composite)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Seen<'de>, A::Error> {
@@ -143,7 +143,7 @@ impl<'de> Visitor<'de> for Any<'_, 'de> {
                 _ => Seen::Composite,
             };
             keys.insert(key)?;
-            map.next_value_seed(DupCheck(keys.nested()))?;
+            map.next_value_seed(checked::check(keys.nested()))?;
         }
         Ok(seen)
     }
@@ -170,7 +170,7 @@ pub(super) fn params_uri<'de, A: MapAccess<'de>>(
 ) -> Result<(), A::Error> {
     if key != "uri" {
         *uri = Some(None);
-        return map.next_value_seed(DupCheck(keys.nested()));
+        return map.next_value_seed(checked::check(keys.nested()));
     }
     let seen = member(map, keys, true)?;
     // `Some(None)`: `params` is not only a string `uri` (a repeat is refused by the scan).
@@ -182,7 +182,7 @@ pub(super) fn params_uri<'de, A: MapAccess<'de>>(
 }
 
 /// A capture's seed: the scan's key buffer and the rules, read with `deserialize_any` (so every
-/// value is checked as [`DupCheck`] checks it: a shape not captured is still read whole) into
+/// value is checked as [`checked::check`] checks it: a shape not captured is still read whole) into
 /// `$value` by the visitor methods given.
 macro_rules! capture_seed {
     ($(#[$doc:meta])* $vis:vis $name:ident -> $value:ty { $($body:tt)* }) => {
@@ -214,7 +214,7 @@ capture_seed! {
     pub(super) ResultSeed -> Captured<'de> {
         accept_scalars!(Captured<'de>, (None, None));
         fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-            DupCheckVisitor(self.keys).visit_seq(seq)?;
+            checked::skip_seq(self.keys, seq)?;
             Ok((None, None))
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
@@ -265,7 +265,7 @@ capture_seed! {
     Resources -> Option<Vec<Cow<'de, str>>> {
         accept_scalars!(Self::Value, None);
         fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-            DupCheckVisitor(self.keys).visit_map(map)?;
+            checked::skip_map(self.keys, map)?;
             Ok(None)
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
@@ -290,7 +290,7 @@ capture_seed! {
     Entry -> Option<Cow<'de, str>> {
         accept_scalars!(Self::Value, None);
         fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-            DupCheckVisitor(self.keys).visit_seq(seq)?;
+            checked::skip_seq(self.keys, seq)?;
             Ok(None)
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
@@ -312,7 +312,7 @@ capture_seed! {
                         // Read raw for the rule, and checked from its text like the rest.
                         let raw: &'de RawValue = map.next_value()?;
                         let mut de = serde_json::Deserializer::from_str(raw.get());
-                        DupCheck(keys.nested())
+                        checked::check(keys.nested())
                             .deserialize(&mut de)
                             .map_err(de::Error::custom)?;
                         plain &= (rules.icons_inert)(raw);
@@ -353,9 +353,9 @@ capture_seed! {
                 rules: self.rules,
             })?;
             // None, or a second item: the value path judges each of several.
-            let more = seq.next_element_seed(DupCheck(&mut *self.keys))?.is_some();
+            let more = seq.next_element_seed(checked::check(&mut *self.keys))?.is_some();
             if more {
-                while seq.next_element_seed(DupCheck(&mut *self.keys))?.is_some() {}
+                while seq.next_element_seed(checked::check(&mut *self.keys))?.is_some() {}
             }
             Ok((Seen::Composite, first.flatten().filter(|_| !more)))
         }
@@ -367,7 +367,7 @@ capture_seed! {
     ItemSeed -> Option<Item<'de>> {
         accept_scalars!(Self::Value, None);
         fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-            DupCheckVisitor(self.keys).visit_seq(seq)?;
+            checked::skip_seq(self.keys, seq)?;
             Ok(None)
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
@@ -417,7 +417,7 @@ mod tests {
 
     /// The capture of a message the scan accepts, compactly: `uri=..`, `item=..`, `page=..`.
     fn captured(text: &str) -> String {
-        let c = scan_message_with(text, Some(&RULES))
+        let c = scan_message_with(text, Some(&RULES), None)
             .expect("valid")
             .capture;
         let mut parts = Vec::new();

@@ -5,31 +5,29 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::super::intercept::{Action, Drain, Intercepted, Interceptor, Offered, Screened};
 use super::super::session::{Session, Side};
 use super::{Dest, Internal, Observed, Routed, Router, Step, server_gone_error};
-use crate::jsonrpc::envelope::Kind;
+use crate::jsonrpc::envelope::{self, Kind};
 use crate::jsonrpc::error::{self as rpc_error, error_response};
 use crate::jsonrpc::{Capture, Id};
 use crate::mcp::methods;
 
-/// serde_json's private marker keys, searched for in every message the interceptor wants:
-/// the searcher is built once, not per message.
-static PRIVATE_MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"serde_json::private"));
-
 impl<I: Interceptor> Router<'_, I> {
     /// Asks the interceptor (when it wants the message) and turns its action into a step.
-    /// `capture` is what the scan read for the text path (see [`Offered::capture`]).
+    /// `capture` is what the scan read for the text path (see [`Offered::capture`]), `value`
+    /// the message's value when the scan built it (see [`crate::jsonrpc::Build`]).
     pub(super) fn decide(
         &self,
         mut routed: Routed,
         text: &str,
         capture: &Capture<'_>,
+        value: Option<Box<Map<String, Value>>>,
         internal: Internal,
     ) -> Step {
+        let mut value = value.map(|m| Value::Object(*m));
         let screened = self.icpt.screen(
             routed.origin.side,
             routed.kind,
@@ -52,7 +50,7 @@ impl<I: Interceptor> Router<'_, I> {
             .observed
             .as_mut()
             .and_then(|o| o.traceparent.take())
-            .and_then(|traceparent| with_traceparent(text, traceparent));
+            .and_then(|traceparent| with_traceparent(value.take(), text, traceparent));
         if let Some(message) = traced {
             return self.decide_value(routed, message, internal, None);
         }
@@ -64,7 +62,8 @@ impl<I: Interceptor> Router<'_, I> {
         }
         // serde_json's private marker keys make the text mean something else to serde_json
         // than to the peer: only the re-serialized value may stand for it then.
-        let verbatim_ok = PRIVATE_MARKER.find(text.as_bytes()).is_none();
+        // (A value the scan built is of a text without them.)
+        let verbatim_ok = value.is_some() || !envelope::has_private_marker(text);
         if wants && internal == Internal::None && verbatim_ok {
             let offered = Offered {
                 from: routed.origin.side,
@@ -81,7 +80,7 @@ impl<I: Interceptor> Router<'_, I> {
         }
         // The scan already validated this text, so this parse only fails on a bug; then the
         // message is refused, never forwarded unchecked.
-        let message: Value = match serde_json::from_str(text) {
+        let message = match value.map_or_else(|| serde_json::from_str(text), Ok) {
             Ok(v) => v,
             Err(e) => {
                 tracing::error!("a scanned message failed to parse: {e}");
@@ -209,6 +208,7 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
                             id,
                             Arc::clone(&routed.method),
                             routed.request,
+                            routed.answer_built,
                         ) {
                             Some(generation) => {
                                 if let Dest::Server { generation: g, .. } = &mut routed.to {
@@ -235,6 +235,7 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
                             routed.origin.generation,
                             id,
                             Arc::clone(&routed.method),
+                            routed.answer_built,
                         );
                         if routed.origin.generation > 1 {
                             routed.forward_id = Some(host_id);
@@ -356,10 +357,11 @@ fn observe(
     o.answered(id, answer);
 }
 
-/// The message `text` with its `params._meta.traceparent` (a string) replaced; `None` when
-/// it has no such field.
-fn with_traceparent(text: &str, traceparent: String) -> Option<Value> {
-    let mut message: Value = serde_json::from_str(text).ok()?;
+/// The message (`text`, or its `value` when built) with its `params._meta.traceparent` (a
+/// string) replaced; `None` when it has no such field (the observer only continues a trace
+/// it read there, so a value built is not worth keeping then: the text is parsed again).
+fn with_traceparent(value: Option<Value>, text: &str, traceparent: String) -> Option<Value> {
+    let mut message = value.map_or_else(|| serde_json::from_str(text).ok(), Some)?;
     let slot = message
         .get_mut("params")?
         .get_mut("_meta")?

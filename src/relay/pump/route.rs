@@ -12,7 +12,9 @@ use serde_json::value::RawValue;
 
 use super::super::intercept::Interceptor;
 use super::super::session::{Matched, Pending, Side};
-use super::{Dest, Internal, Observed, Offending, Routed, Router, Step, server_gone_error};
+use super::{
+    Dest, Internal, Observed, Offending, Routed, Router, Step, answer_built, server_gone_error,
+};
 use crate::jsonrpc::Id;
 use crate::jsonrpc::envelope::{Capture, Envelope, Kind};
 use crate::jsonrpc::framing;
@@ -24,9 +26,7 @@ impl<I: Interceptor> Router<'_, I> {
         match env.kind {
             Kind::Request => self.request(env, text, bytes),
             Kind::Notification => self.notification(env, text),
-            kind @ (Kind::Response | Kind::ErrorResponse) => {
-                self.response(kind, env.id, text, &env.capture, bytes)
-            }
+            Kind::Response | Kind::ErrorResponse => self.response(env, text, bytes),
         }
     }
 
@@ -44,7 +44,7 @@ impl<I: Interceptor> Router<'_, I> {
         if self.from == Side::Host {
             if let Some(version) = &env.meta_protocol_version {
                 self.session
-                    .record_meta(version, env.meta_client_capabilities);
+                    .record_meta(version, env.meta_client_capabilities.as_deref());
             }
             self.note_unlaunched(&method);
         }
@@ -55,6 +55,10 @@ impl<I: Interceptor> Router<'_, I> {
         };
         let observed = self.observe_request(&id, &method, text);
         let request = (self.from == Side::Host).then(|| self.session.number_host_request());
+        let answer_built = self
+            .icpt
+            .value_path()
+            .is_some_and(|vp| answer_built(vp, self.from.other(), &method));
         let to = match self.from {
             // The generation is decided when the request is forwarded.
             Side::Host => Dest::Server {
@@ -72,8 +76,9 @@ impl<I: Interceptor> Router<'_, I> {
             forward_id: None,
             request,
             observed,
+            answer_built,
         };
-        self.decide(routed, text, &env.capture, internal)
+        self.decide(routed, text, &env.capture, env.value, internal)
     }
 
     /// The checks a request's id must pass, with the host's first words noted on the way;
@@ -161,11 +166,12 @@ impl<I: Interceptor> Router<'_, I> {
             forward_id: None,
             request: None,
             observed: None,
+            answer_built: false,
         };
         match bytes_override {
             Some(b) => {
                 let text = framing::line_str(&b).to_owned();
-                match self.decide(routed, &text, &Capture::default(), Internal::None) {
+                match self.decide(routed, &text, &Capture::default(), None, Internal::None) {
                     Step::Send {
                         to,
                         bytes: None,
@@ -180,7 +186,7 @@ impl<I: Interceptor> Router<'_, I> {
                     other => other,
                 }
             }
-            None => self.decide(routed, text, &env.capture, Internal::None),
+            None => self.decide(routed, text, &env.capture, env.value, Internal::None),
         }
     }
 
@@ -218,15 +224,8 @@ impl<I: Interceptor> Router<'_, I> {
 
     /// A response goes back to whoever sent its request; one to rootfence's own request is
     /// delivered, one to a cancelled request or to none is dropped.
-    fn response(
-        &self,
-        kind: Kind,
-        id: Option<Id>,
-        text: &str,
-        capture: &Capture<'_>,
-        bytes: &Bytes,
-    ) -> Step {
-        let Some(id) = id else {
+    fn response(&self, mut env: Envelope<'_>, text: &str, bytes: &Bytes) -> Step {
+        let Some(id) = env.id.take() else {
             self.report(
                 "unmatched_response",
                 "an error response without an id cannot be routed".into(),
@@ -241,7 +240,10 @@ impl<I: Interceptor> Router<'_, I> {
             .match_response(self.from, self.origin.generation, &id)
         {
             Matched::Own(own) => {
-                match serde_json::from_str::<Value>(text) {
+                match env.value.map_or_else(
+                    || serde_json::from_str::<Value>(text),
+                    |m| Ok(Value::Object(*m)),
+                ) {
                     Ok(value) => own.deliver(value),
                     Err(e) => tracing::warn!("a response to rootfence is unreadable: {e}"),
                 }
@@ -261,22 +263,20 @@ impl<I: Interceptor> Router<'_, I> {
                 );
                 Step::Nothing
             }
-            Matched::Pending { pending, restore } => {
-                self.answer(kind, id, pending, restore, text, capture)
-            }
+            Matched::Pending { pending, restore } => self.answer(env, id, pending, restore, text),
         }
     }
 
     /// The answer to a request in flight: to its sender, under the id it was sent with.
     fn answer(
         &self,
-        kind: Kind,
+        env: Envelope<'_>,
         id: Id,
         pending: Pending,
         restore: Option<Id>,
         text: &str,
-        capture: &Capture<'_>,
     ) -> Step {
+        let kind = env.kind;
         let from = self.from;
         let internal = if from == Side::Server
             && kind == Kind::Response
@@ -317,8 +317,9 @@ impl<I: Interceptor> Router<'_, I> {
             forward_id: restore,
             request: pending.request,
             observed,
+            answer_built: false,
         };
-        self.decide(routed, text, capture, internal)
+        self.decide(routed, text, &env.capture, env.value, internal)
     }
 }
 

@@ -99,11 +99,13 @@ impl Session {
     /// forwarded to the current generation and awaiting its response; returns that generation. `None` once the server is gone: nobody would answer
     /// it, and the caller must answer it instead. (Checked under the same lock as
     /// [`Self::server_gone`] drains the table, so no request can slip in between.)
+    /// `answer_built`: the scan builds the value of its answer ([`Self::answers_built`]).
     pub(crate) fn track_host_request(
         &self,
         id: &Id,
         method: Arc<str>,
         request: Option<u64>,
+        answer_built: bool,
     ) -> Option<Gen> {
         let mut st = self.state();
         if st.server_gone.is_some() {
@@ -111,23 +113,30 @@ impl Session {
         }
         let generation = st.current;
         st.cancelled_by_host.remove(id.key());
-        st.host_pending.insert(
-            id.key().clone(),
-            Pending {
-                id: id.clone(),
-                method,
-                started: Instant::now(),
-                generation,
-                request,
-            },
-        );
+        let pending = Pending {
+            id: id.clone(),
+            method,
+            started: Instant::now(),
+            generation,
+            request,
+            answer_built,
+        };
+        self.count_answer(Side::Server, Some(&pending), 1);
+        let replaced = st.host_pending.insert(id.key().clone(), pending);
+        self.count_answer(Side::Server, replaced.as_ref(), -1);
         Some(generation)
     }
 
     /// Records a request from a server generation as forwarded to the host. Returns the id the
     /// host sees: the server's own for the first generation, one in rootfence's namespace for
-    /// later ones.
-    pub(crate) fn track_server_request(&self, generation: Gen, id: &Id, method: Arc<str>) -> Id {
+    /// later ones. `answer_built` as for [`Self::track_host_request`].
+    pub(crate) fn track_server_request(
+        &self,
+        generation: Gen,
+        id: &Id,
+        method: Arc<str>,
+        answer_built: bool,
+    ) -> Id {
         let host_id = if generation > 1 {
             self.own_id(&format!("g{generation}-"))
         } else {
@@ -135,19 +144,20 @@ impl Session {
         };
         let mut st = self.state();
         st.cancelled_by_server.remove(host_id.key());
-        st.server_pending.insert(
-            host_id.key().clone(),
-            ServerPending {
-                pending: Pending {
-                    id: id.clone(),
-                    method,
-                    started: Instant::now(),
-                    generation,
-                    request: None,
-                },
-                original: (generation > 1).then(|| id.clone()),
-            },
-        );
+        let pending = Pending {
+            id: id.clone(),
+            method,
+            started: Instant::now(),
+            generation,
+            request: None,
+            answer_built,
+        };
+        self.count_answer(Side::Host, Some(&pending), 1);
+        let original = (generation > 1).then(|| id.clone());
+        let replaced = st
+            .server_pending
+            .insert(host_id.key().clone(), ServerPending { pending, original });
+        self.count_answer(Side::Host, replaced.as_ref().map(|sp| &sp.pending), -1);
         host_id
     }
 
@@ -173,6 +183,68 @@ impl Session {
         self.state().answered_locally.insert(id.key().clone());
     }
 
+    /// What a response arriving from `from` answers, without matching it (the relay's scan
+    /// asks, to build the value of a response that takes the value path in its one pass):
+    /// the method of the request in flight, `Some(None)` for one of rootfence's own.
+    pub(crate) fn answers(&self, from: Side, generation: Gen, id: &Id) -> Option<Option<Arc<str>>> {
+        let st = self.state();
+        let key = id.key();
+        let (own, pending) = match from {
+            Side::Host => (
+                st.own_host.contains_key(key),
+                st.server_pending.get(key).map(|sp| &sp.pending),
+            ),
+            Side::Server => (
+                st.own_server
+                    .get(key)
+                    .is_some_and(|(g, _)| *g == generation),
+                st.host_pending
+                    .get(key)
+                    .filter(|p| p.generation == generation),
+            ),
+        };
+        match (own, pending) {
+            (true, _) => Some(None),
+            (false, pending) => pending.map(|p| Some(Arc::clone(&p.method))),
+        }
+    }
+
+    /// How many requests in flight that `from` answers have an answer the scan builds: a
+    /// relaxed load, no lock. The relay's scan asks the pending table about a response only
+    /// while this is not 0, and builds a response whose `result` comes before its `id` (the
+    /// TypeScript SDK's order) only then: a read's answer pays nothing for the value path,
+    /// and no answer walks the requests in flight (the tables have no cap; issue 25).
+    pub(crate) fn answers_built(&self, from: Side) -> usize {
+        self.answers_built[from as usize].load(Ordering::Relaxed)
+    }
+
+    /// Counts a request in flight in (`delta` 1) or out (-1) of [`Self::answers_built`] when
+    /// its answer is built; called under the state lock, so the count follows the tables.
+    fn count_answer(&self, answerer: Side, pending: Option<&Pending>, delta: isize) {
+        if pending.is_some_and(|p| p.answer_built) {
+            let count = &self.answers_built[answerer as usize];
+            match delta {
+                1 => count.fetch_add(1, Ordering::Relaxed),
+                _ => count.fetch_sub(1, Ordering::Relaxed),
+            };
+        }
+    }
+
+    /// Counts [`Self::answers_built`] again after requests in flight left in bulk (a
+    /// generation or the whole server gone), under the state lock.
+    fn recount_answers(&self, st: &State) {
+        let built = |n: usize, p: &Pending| n + usize::from(p.answer_built);
+        self.answers_built[Side::Server as usize]
+            .store(st.host_pending.values().fold(0, built), Ordering::Relaxed);
+        self.answers_built[Side::Host as usize].store(
+            st.server_pending
+                .values()
+                .map(|sp| &sp.pending)
+                .fold(0, built),
+            Ordering::Relaxed,
+        );
+    }
+
     /// Matches a response arriving from `from` (for the server: from `generation`) to the
     /// request it answers.
     pub(crate) fn match_response(&self, from: Side, generation: Gen, id: &Id) -> Matched {
@@ -183,6 +255,7 @@ impl Session {
                     return Matched::Own(own);
                 }
                 if let Some(sp) = st.server_pending.remove(id.key()) {
+                    self.count_answer(Side::Host, Some(&sp.pending), -1);
                     return Matched::Pending {
                         pending: sp.pending,
                         restore: sp.original,
@@ -205,6 +278,7 @@ impl Session {
                     .is_some_and(|p| p.generation == generation)
                 {
                     let pending = st.host_pending.remove(id.key()).expect("just seen");
+                    self.count_answer(Side::Server, Some(&pending), -1);
                     return Matched::Pending {
                         pending,
                         restore: None,
@@ -230,6 +304,7 @@ impl Session {
                     return None;
                 }
                 if let Some(p) = st.host_pending.remove(request_id.key()) {
+                    self.count_answer(Side::Server, Some(&p), -1);
                     st.cancelled_by_host.insert(request_id.key().clone());
                     st.handshake.listens.retain(|(i, _)| i != request_id);
                     drop(st);
@@ -241,7 +316,8 @@ impl Session {
                 Some(None)
             }
             Side::Server => {
-                if st.server_pending.remove(request_id.key()).is_some() {
+                if let Some(sp) = st.server_pending.remove(request_id.key()) {
+                    self.count_answer(Side::Host, Some(&sp.pending), -1);
                     st.cancelled_by_server.insert(request_id.key().clone());
                 }
                 Some(None)
@@ -266,6 +342,7 @@ impl Session {
         st.server_pending
             .retain(|_, sp| sp.pending.generation != generation);
         st.own_server.retain(|_, (g, _)| *g != generation);
+        self.recount_answers(&st);
         drop(st);
         self.observe_gone(&taken);
         taken
@@ -285,6 +362,7 @@ impl Session {
             .iter()
             .filter_map(|k| st.host_pending.remove(k))
             .collect();
+        self.recount_answers(&st);
         drop(st);
         self.observe_gone(&taken);
         taken
@@ -308,6 +386,7 @@ impl Session {
         st.server_pending.clear();
         st.own_server.clear();
         let taken: Vec<Pending> = st.host_pending.drain().map(|(_, p)| p).collect();
+        self.recount_answers(&st);
         drop(st);
         self.observe_gone(&taken);
         taken
