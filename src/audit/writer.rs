@@ -11,8 +11,8 @@
 //!
 //! When it writes:
 //! - at once for a record the fsync policy syncs for (a denial, with the default policy),
-//!   for [`Auditor::record_durable`], [`Auditor::flush`] and `session_end`, and for every
-//!   record with `fsync = "always"`;
+//!   for [`Auditor::record_blocking`] and `session_end`, and for every record with
+//!   `fsync = "always"`;
 //! - otherwise within [`ALLOW_DELAY`] of the first record that is waiting (allowed
 //!   decisions, roots updates...), or as soon as the queue is half full.
 //!
@@ -116,8 +116,6 @@ struct Queue {
     oldest: Option<Instant>,
     /// Something waits: write now.
     urgent: bool,
-    /// `flush` asked for a sync whatever the policy.
-    sync: bool,
     /// The writer is waiting on `wake`.
     writer_waiting: bool,
     /// Threads waiting on `room` (for room in the queue, or for `done` to move).
@@ -206,7 +204,7 @@ impl AuditLog {
         let session: Arc<str> = new_session_id().into();
         let mut sink = Sink::new(&cfg, &session)?;
         let body = Event::SessionStart(session_start).body();
-        sink.write_batch(&[(now_micros(), &body[..], true)], false)?;
+        sink.write_batch(&[(now_micros(), &body[..], true)])?;
 
         let (failed_tx, _) = tokio::sync::watch::channel(false);
         let (done_tx, _) = tokio::sync::watch::channel(0);
@@ -501,40 +499,12 @@ impl Auditor {
         Err(self.shared.failed().unwrap_or(AuditError::Closed))
     }
 
-    /// Records `event`, then waits (asynchronously) until it is written and, when the fsync
-    /// policy covers it, synced. Use it before acting on a denial, so the evidence exists
-    /// before the effect.
-    pub async fn record_durable(&self, event: Event) -> Result<(), AuditError> {
-        let receipt = self.submit(event, true)?;
-        self.durable(receipt).await
-    }
-
-    /// [`record_durable`](Self::record_durable) for synchronous code (blocks the thread;
-    /// never call it from inside an async task).
+    /// Records `event`, then waits (blocking the thread; never call it from inside an async
+    /// task) until it is written and, when the fsync policy covers it, synced. Use it before
+    /// acting on a denial, so the evidence exists before the effect.
     pub fn record_blocking(&self, event: Event) -> Result<(), AuditError> {
         let receipt = self.submit(event, true)?;
         self.durable_blocking(receipt)
-    }
-
-    /// Waits until everything queued so far is written, then fdatasyncs, whatever the
-    /// policy.
-    pub async fn flush(&self) -> Result<(), AuditError> {
-        let receipt = {
-            let mut q = self.shared.queue();
-            if q.closed {
-                drop(q);
-                return Err(self.closed_error());
-            }
-            q.sync = true;
-            q.urgent = true;
-            q.last += 1;
-            if q.writer_waiting {
-                q.writer_waiting = false;
-                self.shared.wake.notify_one();
-            }
-            Receipt(q.last)
-        };
-        self.durable(receipt).await
     }
 
     /// The failure that stopped the log, if any (always `None` with
@@ -560,7 +530,6 @@ impl Auditor {
 /// What the writer takes from the queue in one go.
 struct Taken {
     last: u64,
-    sync: bool,
     close: Option<CloseRequest>,
     stop: bool,
 }
@@ -588,10 +557,10 @@ fn run(mut sink: Sink, shared: &Shared) {
             start = end;
         }
         items.extend(extra.iter().map(|(ts, b)| (*ts, &b[..], false)));
-        let r = if items.is_empty() && !taken.sync {
+        let r = if items.is_empty() {
             Ok(())
         } else {
-            sink.write_batch(&items, taken.sync)
+            sink.write_batch(&items)
         };
         drop(items);
         let r = r
@@ -616,7 +585,7 @@ fn run(mut sink: Sink, shared: &Shared) {
             end.counts.protocol_errors = shared.protocol_errors.load(Ordering::Relaxed);
             end.counts.records = sink.session_records + 1;
             let body = Event::SessionEnd(*end).body();
-            let r2 = sink.write_batch(&[(ts, &body[..], true)], false);
+            let r2 = sink.write_batch(&[(ts, &body[..], true)]);
             if let Err(e) = &r2 {
                 shared.set_failed(e);
             }
@@ -669,7 +638,7 @@ fn sync_if_due(sink: &mut Sink) -> Result<(), AuditError> {
 fn take(shared: &Shared, sink: &Sink, into: &mut Batch) -> Taken {
     let mut q = shared.queue();
     loop {
-        if q.urgent || q.sync || q.close.is_some() || q.stop {
+        if q.urgent || q.close.is_some() || q.stop {
             break;
         }
         let now = Instant::now();
@@ -712,7 +681,6 @@ fn take(shared: &Shared, sink: &Sink, into: &mut Batch) -> Taken {
     }
     Taken {
         last: q.last,
-        sync: std::mem::take(&mut q.sync),
         close: q.close.take(),
         stop: q.stop,
     }

@@ -90,11 +90,6 @@ impl RpcId {
         Some(Self(raw.to_owned()))
     }
 
-    /// A numeric id.
-    pub fn number(n: i64) -> Self {
-        Self(n.to_string())
-    }
-
     /// The id's JSON text.
     pub fn as_json(&self) -> &str {
         &self.0
