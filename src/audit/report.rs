@@ -175,7 +175,7 @@ pub fn report_html(
                 Some(Event::DecisionSummary(d)) => lane.allowed += d.allowed,
                 Some(Event::Decision(d)) => {
                     let deny = d.decision == Verdict::Deny;
-                    let tool = tool_of(rec, d).map(disp).unwrap_or_default();
+                    let tool = tool_of(d).map(disp).unwrap_or_default();
                     let rule = rule_text(d.layer.as_deref(), d.rule.as_deref());
                     let uri = disp(d.uri.as_str());
                     let (drawn, max, kind) = if deny {

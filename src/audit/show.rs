@@ -324,7 +324,7 @@ fn decision_cells(rec: &Record) -> [String; 12] {
         c[0] = enum_word(&d.direction);
         c[1] = disp(&d.method);
         c[2] = opt(d.id.as_ref().map(super::RpcId::as_json));
-        c[3] = opt(rec.tool.as_deref());
+        c[3] = opt(d.tool.as_deref());
         c[4] = opt(d.field.as_deref());
         c[5] = disp(d.uri.as_str());
         c[6] = opt(d.canonical.as_ref().map(super::AuditUri::as_str));
@@ -658,7 +658,7 @@ fn format_record(r: &Record, o: &mut String) {
             };
             let _ = write!(o, "{verdict} {} {}", dir(d.direction), disp(&d.method));
             let request = d.request.map(|k| format!("#{k}"));
-            opt_field(o, " tool=", r.tool.as_deref());
+            opt_field(o, " tool=", d.tool.as_deref());
             opt_field(o, " id=", d.id.as_ref().map(super::RpcId::as_json));
             opt_field(o, " request=", request.as_deref());
             opt_field(o, " by=", d.principal.as_deref());

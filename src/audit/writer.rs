@@ -328,30 +328,15 @@ impl Auditor {
         if event.is_reserved() {
             return Err(AuditError::Reserved(event.name()));
         }
-        if shared.on_failure == OnFailure::Stop
-            && let Some(e) = shared.failed()
-        {
-            return Err(e);
+        let counted = match &event {
+            Event::Decision(d) => Some((d.decision, 1)),
+            Event::DecisionSummary(s) => Some((Verdict::Allow, s.allowed)),
+            _ => None,
+        };
+        if !self.admit(counted)? {
+            return Ok(Receipt::NONE);
         }
         let event = match event {
-            Event::Decision(d) if d.decision == Verdict::Allow => {
-                shared.allowed.fetch_add(1, Ordering::Relaxed);
-                if !shared.log_allowed {
-                    return Ok(Receipt::default());
-                }
-                Event::Decision(d)
-            }
-            Event::Decision(d) => {
-                shared.denied.fetch_add(1, Ordering::Relaxed);
-                Event::Decision(d)
-            }
-            Event::DecisionSummary(s) => {
-                shared.allowed.fetch_add(s.allowed, Ordering::Relaxed);
-                if !shared.log_allowed {
-                    return Ok(Receipt::default());
-                }
-                Event::DecisionSummary(s)
-            }
             Event::ProtocolError(p) => {
                 shared.protocol_errors.fetch_add(1, Ordering::Relaxed);
                 let admitted = crate::relock(&shared.repeats).admit(p, Instant::now());
@@ -377,26 +362,37 @@ impl Auditor {
         d: &DecisionRef<'_>,
         urgent: bool,
     ) -> Result<Receipt, AuditError> {
+        if !self.admit(Some((d.decision, 1)))? {
+            return Ok(Receipt::NONE);
+        }
+        let critical = d.decision == Verdict::Deny;
+        self.push(
+            |buf| write_named_decision(d, buf),
+            critical,
+            urgent || critical || self.shared.always,
+        )
+    }
+
+    /// Refuses a record once the log has failed (`on_failure = "stop"`); counts a decision
+    /// (or a page's `n` allowed entries) for `session_end`, and says whether it is logged.
+    fn admit(&self, counted: Option<(Verdict, u64)>) -> Result<bool, AuditError> {
         let shared = &*self.shared;
         if shared.on_failure == OnFailure::Stop
             && let Some(e) = shared.failed()
         {
             return Err(e);
         }
-        let critical = d.decision == Verdict::Deny;
-        if critical {
-            shared.denied.fetch_add(1, Ordering::Relaxed);
-        } else {
-            shared.allowed.fetch_add(1, Ordering::Relaxed);
-            if !shared.log_allowed {
-                return Ok(Receipt::NONE);
+        Ok(match counted {
+            Some((Verdict::Deny, n)) => {
+                shared.denied.fetch_add(n, Ordering::Relaxed);
+                true
             }
-        }
-        self.push(
-            |buf| write_named_decision(d, buf),
-            critical,
-            urgent || critical || shared.always,
-        )
+            Some((Verdict::Allow, n)) => {
+                shared.allowed.fetch_add(n, Ordering::Relaxed);
+                shared.log_allowed
+            }
+            None => true,
+        })
     }
 
     fn push(
