@@ -51,7 +51,7 @@ use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 
 use super::AuditError;
 use super::chain::{self, GENESIS, Hash, hex, parse_hex};
-use super::time::{format_micros, now_micros};
+use super::time::{now_micros, rfc3339};
 
 /// Domain separation: a signature over a checkpoint can never pass for one over anything
 /// else signed with the same key.
@@ -361,12 +361,10 @@ impl Checkpointer {
             line.push(b'\n');
         }
         let start = line.len();
-        let mut ts = Vec::with_capacity(27);
-        format_micros(now_micros(), &mut ts);
         let fields = Fields {
             v: 1,
             n: n + 1,
-            ts: String::from_utf8_lossy(&ts).into_owned(),
+            ts: rfc3339(now_micros()),
             session: session.to_owned(),
             log: log_name.to_owned(),
             seq,

@@ -159,10 +159,6 @@ impl LineTee {
     pub fn new(f: impl Fn(&[u8]) + Send + Sync + 'static) -> LineTee {
         LineTee(std::sync::Arc::new(f))
     }
-
-    pub(crate) fn call(&self, lines: &[u8]) {
-        (self.0)(lines);
-    }
 }
 
 impl std::fmt::Debug for LineTee {

@@ -117,10 +117,8 @@ impl Sink {
             .open(&lock_path)
             .map_err(|e| AuditError::open(&lock_path, e))?;
         let mut cfg = cfg.clone();
-        let syslog = match cfg.syslog.take() {
-            Some(c) => Some(Syslog::start(c).map_err(|e| AuditError::open(&path, e))?),
-            None => None,
-        };
+        let syslog = cfg.syslog.take().map(Syslog::start).transpose();
+        let syslog = syslog.map_err(|e| AuditError::open(&path, e))?;
         let mut checkpoint = cfg.checkpoint.take().map(Checkpointer::new);
         if let (Some(c), Some(s)) = (checkpoint.as_mut(), syslog.as_ref()) {
             let h = s.handle.clone();
@@ -358,7 +356,7 @@ impl Sink {
             }
         }
         if let Some(tee) = &self.cfg.tee {
-            tee.call(&self.out);
+            (tee.0)(&self.out);
         }
         let head = self.head.as_mut().ok_or(AuditError::Closed)?;
         head.size += self.out.len() as u64;

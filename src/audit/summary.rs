@@ -211,14 +211,11 @@ impl Session {
                 count(&mut s.protocol_errors, &enum_word(&p.kind), p.count);
             }
             Some(Event::SessionEnd(e)) => {
-                let mut end = enum_word(&e.cause);
-                if let Some(c) = e.exit_code {
-                    end.push_str(&format!(" (exit {c})"));
-                }
-                if let Some(sig) = e.signal {
-                    end.push_str(&format!(" (signal {sig})"));
-                }
-                s.end = Some(end);
+                let exit = e
+                    .exit_code
+                    .map_or(String::new(), |c| format!(" (exit {c})"));
+                let signal = e.signal.map_or(String::new(), |c| format!(" (signal {c})"));
+                s.end = Some(format!("{}{exit}{signal}", enum_word(&e.cause)));
             }
             _ => {}
         }

@@ -419,18 +419,14 @@ pub fn verify_files_with(
                 }
             }
             r.records += 1;
-            r.seq_range = Some(match r.seq_range {
-                None => (seq, seq),
-                Some((a, _)) => (a, seq),
-            });
-            let event = env.event.to_owned();
+            r.seq_range = Some((r.seq_range.map_or(seq, |(a, _)| a), seq));
             prev = Some(Prev {
                 hash,
                 hash2: prev.as_ref().map(|p| p.hash),
                 seq,
                 file: path.clone(),
                 line: no,
-                event,
+                event: env.event.to_owned(),
             });
         }
     }

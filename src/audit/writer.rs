@@ -91,13 +91,6 @@ struct Batch {
     recs: Vec<(i64, usize, bool)>,
 }
 
-impl Batch {
-    fn clear(&mut self) {
-        self.buf.clear();
-        self.recs.clear();
-    }
-}
-
 /// What a `close` hands the writer.
 type CloseRequest = (
     i64,
@@ -574,7 +567,8 @@ fn run(mut sink: Sink, shared: &Shared) {
         }
         handled = taken.last;
         shared.publish(taken.last);
-        spare.clear();
+        spare.buf.clear();
+        spare.recs.clear();
         if let Some((ts, mut end, reply)) = taken.close {
             end.counts.allowed = shared.allowed.load(Ordering::Relaxed);
             end.counts.denied = shared.denied.load(Ordering::Relaxed);
