@@ -484,13 +484,9 @@ impl Checkpoints {
         let mut prev_hash = GENESIS;
         let mut prev: Option<&Checkpoint> = None;
         let mut list = Vec::new();
-        let mut lines = text.split(|&b| b == b'\n').peekable();
-        let mut no = 0u64;
-        while let Some(line) = lines.next() {
-            no += 1;
-            if line.is_empty() && lines.peek().is_none() {
-                break;
-            }
+        // Each line with its `\n`: the file's final `\n` ends a line and starts none.
+        for (no, line) in (1u64..).zip(text.split_inclusive(|&b| b == b'\n')) {
+            let line = line.strip_suffix(b"\n").unwrap_or(line);
             match check_line(line, no, &want_key, key, &prev_hash, prev) {
                 Ok(c) => {
                     prev_hash = chain::sha256(line);

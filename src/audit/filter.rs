@@ -26,6 +26,13 @@ impl Pattern {
     }
 }
 
+/// Patterns made from the same text match the same strings.
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
 impl std::str::FromStr for Pattern {
     type Err = String;
     /// Parses a glob; the error names the pattern and what is wrong with it.
@@ -105,7 +112,7 @@ impl std::str::FromStr for RequestKey {
 
 /// The filters of `show`, `summary` and `report`; also their command-line options (the
 /// field docs are the options' help).
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
 pub struct Filter {
     /// Only denied decisions.
     #[arg(long)]

@@ -263,22 +263,10 @@ pub fn report_html(
             denied_tools: top(&denied_tools, opts.top.max(1)),
             denied_rules: top(&denied_rules, opts.top.max(1)),
             warnings: warnings.len(),
-            filtered: is_filtered(&opts.filter),
+            filtered: opts.filter != Filter::default(),
         },
     );
     Ok(page)
-}
-
-fn is_filtered(f: &Filter) -> bool {
-    f.denied
-        || f.session.is_some()
-        || f.since.is_some()
-        || f.until.is_some()
-        || f.request.is_some()
-        || f.tool.is_some()
-        || f.method.is_some()
-        || f.reason.is_some()
-        || f.uri.is_some()
 }
 
 struct Page<'a> {

@@ -262,14 +262,12 @@ impl AuditLog {
         let shared = &self.auditor.shared;
         let sent = {
             let mut q = shared.queue();
-            if q.closed {
-                false
-            } else {
-                q.closed = true;
+            let open = !std::mem::replace(&mut q.closed, true);
+            if open {
                 q.close = Some((now_micros(), Box::new(end), tx));
                 shared.wake.notify_one();
-                true
             }
+            open
         };
         let r = if sent {
             rx.recv().unwrap_or(Err(AuditError::Closed))
