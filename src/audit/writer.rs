@@ -313,7 +313,7 @@ impl Auditor {
 
     /// Like [`record`](Self::record), and returns the record's receipt, to wait for with
     /// [`durable`](Self::durable) before acting on it. A record the fsync policy syncs for
-    /// (a denial, by default) is written at once; others within [`ALLOW_DELAY`].
+    /// (a denial, by default) is written at once; others within 50 ms (`ALLOW_DELAY`).
     pub fn submit(&self, event: Event, urgent: bool) -> Result<Receipt, AuditError> {
         let shared = &*self.shared;
         if event.is_reserved() {
