@@ -8,7 +8,7 @@ use std::path::Path;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use rootfence::audit::{
     Action, AuditConfig, AuditLog, Decision, Direction, Event, FsyncPolicy, RpcId, SessionEnd,
-    SessionStart, Verdict, VerifyOptions, verify_files,
+    SessionStart, Verdict, VerifyOptions, verify_files_with,
 };
 
 /// A decision as the relay logs it for a typical `resources/read`.
@@ -17,7 +17,7 @@ fn decision(i: u64) -> Event {
     Event::Decision(Decision {
         direction: Direction::HostToServer,
         method: "resources/read".into(),
-        id: Some(RpcId::number(i as i64)),
+        id: RpcId::from_json(&i.to_string()),
         request: None,
         principal: None,
         tool: None,
@@ -90,7 +90,7 @@ fn verify(c: &mut Criterion) {
     let bytes = std::fs::metadata(&p).unwrap().len();
     let files = vec![p];
     // Sanity: the file verifies, so the benchmark measures the success path in full.
-    let r = verify_files(&files, VerifyOptions::default()).unwrap();
+    let r = verify_files_with(&files, VerifyOptions::default(), None).unwrap();
     assert!(r.broken.is_none() && r.incomplete.is_none());
     assert_eq!(r.records, N + 2);
     eprintln!("verify input: {} records, {} bytes", N + 2, bytes);
@@ -99,7 +99,7 @@ fn verify(c: &mut Criterion) {
     g.throughput(Throughput::Elements(N + 2));
     g.sample_size(10);
     g.bench_function("200k_records", |b| {
-        b.iter(|| verify_files(&files, VerifyOptions::default()).unwrap());
+        b.iter(|| verify_files_with(&files, VerifyOptions::default(), None).unwrap());
     });
     g.finish();
 }

@@ -401,7 +401,7 @@ fn readers_skip_and_report_damage_instead_of_choking() {
 }
 
 #[test]
-fn record_durable_returns_once_the_record_is_in_the_file() {
+fn a_durable_receipt_resolves_once_the_record_is_in_the_file() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("audit.jsonl");
     let mut cfg = config(&p);
@@ -413,14 +413,16 @@ fn record_durable_returns_once_the_record_is_in_the_file() {
         .unwrap();
     rt.block_on(async {
         for i in 0..50 {
-            a.record_durable(decision(i, &format!("file:///etc/{i}"), Verdict::Deny))
-                .await
-                .unwrap();
+            let r = a.submit(
+                decision(i, &format!("file:///etc/{i}"), Verdict::Deny),
+                true,
+            );
+            a.durable(r.unwrap()).await.unwrap();
             let s = std::fs::read_to_string(&p).unwrap();
             assert!(s.contains(&format!("\"uri\":\"file:///etc/{i}\"")));
         }
-        a.record(decision(99, "file:///x", Verdict::Allow)).unwrap();
-        a.flush().await.unwrap();
+        let r = a.submit(decision(99, "file:///x", Verdict::Allow), true);
+        a.durable(r.unwrap()).await.unwrap();
         assert!(std::fs::read_to_string(&p).unwrap().contains("file:///x"));
         assert!(a.failed().is_none());
     });

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 
 use audit_support::*;
 use rootfence::audit::{
-    AuditLog, Incomplete, SessionEnd, VerifyOptions, order_files, verify_files,
+    AuditLog, Incomplete, SessionEnd, VerifyOptions, order_files, verify_files_with,
 };
 
 fn verify_lib(files: &[PathBuf]) -> rootfence::audit::VerifyReport {
-    verify_files(files, VerifyOptions::default()).unwrap()
+    verify_files_with(files, VerifyOptions::default(), None).unwrap()
 }
 
 #[test]

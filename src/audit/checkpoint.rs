@@ -51,7 +51,7 @@ use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 
 use super::AuditError;
 use super::chain::{self, GENESIS, Hash, hex, parse_hex};
-use super::time::{format_micros, now_micros};
+use super::time::{now_micros, rfc3339};
 
 /// Domain separation: a signature over a checkpoint can never pass for one over anything
 /// else signed with the same key.
@@ -361,12 +361,10 @@ impl Checkpointer {
             line.push(b'\n');
         }
         let start = line.len();
-        let mut ts = Vec::with_capacity(27);
-        format_micros(now_micros(), &mut ts);
         let fields = Fields {
             v: 1,
             n: n + 1,
-            ts: String::from_utf8_lossy(&ts).into_owned(),
+            ts: rfc3339(now_micros()),
             session: session.to_owned(),
             log: log_name.to_owned(),
             seq,
@@ -486,13 +484,9 @@ impl Checkpoints {
         let mut prev_hash = GENESIS;
         let mut prev: Option<&Checkpoint> = None;
         let mut list = Vec::new();
-        let mut lines = text.split(|&b| b == b'\n').peekable();
-        let mut no = 0u64;
-        while let Some(line) = lines.next() {
-            no += 1;
-            if line.is_empty() && lines.peek().is_none() {
-                break;
-            }
+        // Each line with its `\n`: the file's final `\n` ends a line and starts none.
+        for (no, line) in (1u64..).zip(text.split_inclusive(|&b| b == b'\n')) {
+            let line = line.strip_suffix(b"\n").unwrap_or(line);
             match check_line(line, no, &want_key, key, &prev_hash, prev) {
                 Ok(c) => {
                     prev_hash = chain::sha256(line);

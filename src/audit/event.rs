@@ -18,6 +18,7 @@ mod values;
 
 pub use decision::{Action, Decision, DecisionRef, Direction, Verdict};
 pub(crate) use escape::{escape_json_display, escape_line, is_unsafe_display_char};
+pub(crate) use values::head;
 pub use values::{AuditUri, RpcId};
 use values::{cut, redact_command, ser_opt_text, ser_text};
 

@@ -20,8 +20,23 @@ pub struct Pattern {
 }
 
 impl Pattern {
+    /// Whether `s` matches.
+    pub fn is_match(&self, s: &str) -> bool {
+        self.text == s || self.glob.is_match(s)
+    }
+}
+
+/// Patterns made from the same text match the same strings.
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl std::str::FromStr for Pattern {
+    type Err = String;
     /// Parses a glob; the error names the pattern and what is wrong with it.
-    pub fn new(s: &str) -> Result<Pattern, String> {
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         let glob = Glob::new(s)
             .map_err(|e| format!("invalid pattern '{s}': {e}; quote it from the shell"))?
             .compile_matcher();
@@ -29,18 +44,6 @@ impl Pattern {
             text: s.to_owned(),
             glob,
         })
-    }
-
-    /// Whether `s` matches.
-    pub fn is_match(&self, s: &str) -> bool {
-        self.text == s || self.glob.is_match(s)
-    }
-}
-
-impl std::str::FromStr for Pattern {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Pattern::new(s)
     }
 }
 
@@ -109,7 +112,7 @@ impl std::str::FromStr for RequestKey {
 
 /// The filters of `show`, `summary` and `report`; also their command-line options (the
 /// field docs are the options' help).
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
 pub struct Filter {
     /// Only denied decisions.
     #[arg(long)]
@@ -151,6 +154,7 @@ impl Filter {
     /// Whether a record passes every filter (an unset filter passes everything).
     pub(crate) fn accepts(&self, r: &Record) -> bool {
         let in_session = |s: &String| r.session.starts_with(s.as_str());
+        let (method, id, request) = request_of(r);
         self.session.as_ref().is_none_or(in_session)
             && self
                 .since
@@ -163,18 +167,17 @@ impl Filter {
             && self.request.as_ref().is_none_or(|k| {
                 k.session.as_ref().is_none_or(in_session)
                     && match k.key {
-                        Some(key) => record_request(r) == Some(key),
-                        None => record_id(r) == Some(k.id.as_str()),
+                        Some(key) => request == Some(key),
+                        None => id.map(super::RpcId::as_json) == Some(k.id.as_str()),
                     }
             })
             && self
                 .method
                 .as_ref()
-                .is_none_or(|p| record_method(r).is_some_and(|m| p.is_match(m)))
-            && self
-                .tool
-                .as_ref()
-                .is_none_or(|p| r.tool.as_deref().is_some_and(|t| p.is_match(t)))
+                .is_none_or(|p| method.is_some_and(|m| p.is_match(m)))
+            && self.tool.as_ref().is_none_or(|p| {
+                matches!(&r.event, Some(Event::Decision(d)) if d.tool.as_deref().is_some_and(|t| p.is_match(t)))
+            })
             && self.reason.as_ref().is_none_or(|want| match &r.event {
                 Some(Event::Decision(d)) => &d.reason == want,
                 Some(Event::DecisionSummary(s)) => s.reasons.contains_key(want),
@@ -195,37 +198,20 @@ impl Filter {
     }
 }
 
-/// The JSON-RPC id a record carries, as its JSON text.
-pub(crate) fn record_id(r: &Record) -> Option<&str> {
+/// The request a record is about: its JSON-RPC method, id and session-unique request key.
+fn request_of(r: &Record) -> (Option<&str>, Option<&super::RpcId>, Option<u64>) {
     match &r.event {
-        Some(Event::Decision(d)) => d.id.as_ref().map(|i| i.as_json()),
-        Some(Event::DecisionSummary(d)) => d.id.as_ref().map(|i| i.as_json()),
-        Some(Event::ProtocolError(p)) => p.id.as_ref().map(|i| i.as_json()),
-        _ => None,
-    }
-}
-
-/// The session-unique request key a record carries.
-pub(crate) fn record_request(r: &Record) -> Option<u64> {
-    match &r.event {
-        Some(Event::Decision(d)) => d.request,
-        Some(Event::DecisionSummary(d)) => d.request,
-        _ => None,
-    }
-}
-
-/// The JSON-RPC method a record is about.
-pub(crate) fn record_method(r: &Record) -> Option<&str> {
-    match &r.event {
-        Some(Event::Decision(d)) => Some(&d.method),
-        Some(Event::DecisionSummary(d)) => Some(&d.method),
-        _ => None,
+        Some(Event::Decision(d)) => (Some(&d.method), d.id.as_ref(), d.request),
+        Some(Event::DecisionSummary(d)) => (Some(&d.method), d.id.as_ref(), d.request),
+        Some(Event::ProtocolError(p)) => (None, p.id.as_ref(), None),
+        _ => (None, None, None),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::str::FromStr;
 
     #[test]
     fn request_keys_parse() {
@@ -254,16 +240,16 @@ mod tests {
 
     #[test]
     fn patterns_match_exactly_or_as_globs() {
-        let p = Pattern::new("*/.env").unwrap();
+        let p = Pattern::from_str("*/.env").unwrap();
         assert!(p.is_match("file:///w/app/.env"));
         assert!(!p.is_match("file:///w/app/.envrc"));
-        let p = Pattern::new("read_*").unwrap();
+        let p = Pattern::from_str("read_*").unwrap();
         assert!(p.is_match("read_text_file") && !p.is_match("write_file"));
         assert!(
-            Pattern::new(crate::mcp::methods::TOOLS_CALL)
+            Pattern::from_str(crate::mcp::methods::TOOLS_CALL)
                 .unwrap()
                 .is_match(crate::mcp::methods::TOOLS_CALL)
         );
-        assert!(Pattern::new("a[").is_err());
+        assert!(Pattern::from_str("a[").is_err());
     }
 }

@@ -68,25 +68,20 @@ use std::time::Duration;
 
 pub use event::{
     Action, AuditUri, Counts, Decision, DecisionRef, DecisionSummary, DirCount, Direction,
-    DroppedRoot, EndCause, Event, Initialized, LogPruned, LogRecovered, LogRewound, NarrowedRoot,
-    PeerInfo, PolicyFile, PolicyReload, ProtocolError, ProtocolErrorKind, ProtocolErrorRepeated,
-    ProtocolErrorSample, RootsUpdate, RpcId, SandboxPath, SandboxReport, ServerStart, SessionEnd,
-    SessionStart, SinkDropped, Verdict,
+    DroppedRoot, EndCause, Event, Initialized, NarrowedRoot, PeerInfo, PolicyFile, PolicyReload,
+    ProtocolError, ProtocolErrorKind, RootsUpdate, RpcId, SandboxPath, SandboxReport, ServerStart,
+    SessionEnd, SessionStart, Verdict,
 };
-pub use filter::{Filter, Pattern, RequestKey};
-pub use principal::{Principal, PrincipalSource};
-pub use repeat::REPEAT_INTERVAL;
+pub use filter::Filter;
+pub use principal::Principal;
 pub use report::{ReportOptions, report_html};
 pub use show::{Format, ShowFilter, show};
 pub use summary::{SummaryOptions, summarize};
 #[cfg(feature = "otel")]
 pub(crate) use time::parse_rfc3339 as parse_ts_micros;
 pub use time::parse_time_arg;
-pub use verify::{
-    ChainBreak, CheckpointFindings, Incomplete, VerifyOptions, VerifyReport, order_files,
-    verify_files, verify_files_with,
-};
-pub use writer::{ALLOW_DELAY, AuditLog, Auditor, QUEUE_BYTES, QUEUE_DEPTH, Receipt};
+pub use verify::{Incomplete, VerifyOptions, VerifyReport, order_files, verify_files_with};
+pub use writer::{AuditLog, Auditor, Receipt};
 
 /// The schema version written in every record's `v` field. Readers accept records of this
 /// version; a breaking change to the format bumps it (adding an optional field does not).
@@ -98,7 +93,7 @@ pub const DEFAULT_FILE_NAME: &str = "audit.jsonl";
 /// When the writer calls `fdatasync` on the log.
 ///
 /// Every record reaches the kernel (and so survives a crash of rootfence) at once when
-/// something waits for it, else within [`ALLOW_DELAY`]; this policy is about surviving a
+/// something waits for it, else within 50 ms; this policy is about surviving a
 /// crash of the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FsyncPolicy {
@@ -163,10 +158,6 @@ impl LineTee {
     /// Wraps `f`.
     pub fn new(f: impl Fn(&[u8]) + Send + Sync + 'static) -> LineTee {
         LineTee(std::sync::Arc::new(f))
-    }
-
-    pub(crate) fn call(&self, lines: &[u8]) {
-        (self.0)(lines);
     }
 }
 

@@ -82,18 +82,17 @@ impl Mapper {
             .get("principal")
             .and_then(|p| p.get("client_address"))
             .and_then(Value::as_str);
-        match s("event") {
-            Some(event @ ("initialized" | "session_start")) if room => {
-                let p = self.peers.entry(session.to_owned()).or_default();
-                if event == "initialized" {
-                    p.host = name("host");
-                    p.server = name("server");
-                }
-                if let Some(a) = address {
-                    p.client_address = Some(a.to_owned());
-                }
+        if let Some(event @ ("initialized" | "session_start")) = s("event")
+            && room
+        {
+            let p = self.peers.entry(session.to_owned()).or_default();
+            if event == "initialized" {
+                p.host = name("host");
+                p.server = name("server");
             }
-            _ => {}
+            if let Some(a) = address {
+                p.client_address = Some(a.to_owned());
+            }
         }
     }
 }

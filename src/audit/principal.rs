@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::event::{MAX_TEXT_BYTES, PeerInfo};
+use super::event::{MAX_TEXT_BYTES, PeerInfo, head};
 
 /// How a principal was established.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,21 +74,13 @@ impl Principal {
         Principal {
             source: PrincipalSource::ClientInfo,
             authenticated: false,
-            subject: claimed_subject(&client_info.name),
+            // Cut like every free text: a host chooses it.
+            subject: format!("claimed:{}", head(&client_info.name, MAX_TEXT_BYTES)),
             client_address: None,
             http_session: None,
             client_info: Some(client_info),
         }
     }
-}
-
-/// `claimed:<name>`, the name cut like every free text (a host chooses it).
-fn claimed_subject(name: &str) -> String {
-    let mut end = name.len().min(MAX_TEXT_BYTES);
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("claimed:{}", &name[..end])
 }
 
 #[cfg(test)]

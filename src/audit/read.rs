@@ -78,9 +78,6 @@ pub(crate) struct Record {
     pub event_name: String,
     /// `None` for an event this version does not know.
     pub event: Option<Event>,
-    /// The tool a `tools/call` decision was about, when the record names it (`tool`;
-    /// records written before decisions carried it have none).
-    pub tool: Option<String>,
 }
 
 /// Reads every record of `files` (in the order given), calling `f` with the record and its
@@ -133,12 +130,7 @@ pub(crate) fn parse_record(line: &[u8]) -> Result<Record, String> {
     }
     let body = env.body(line);
     let event = Event::from_body(env.event, &body).map_err(|e| e.to_string())?;
-    let tool = match &event {
-        Some(Event::Decision(d)) => d.tool.clone(),
-        _ => None,
-    };
     Ok(Record {
-        tool,
         seq: env.seq,
         ts: env.ts.to_owned(),
         ts_micros: super::time::parse_rfc3339(env.ts),

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::event::{
     Direction, ProtocolError, ProtocolErrorKind, ProtocolErrorRepeated, ProtocolErrorSample,
 };
-use super::time::{format_micros, now_micros};
+use super::time::{now_micros, rfc3339};
 
 /// How long repeats of one kind are counted before their count is written.
 pub const REPEAT_INTERVAL: Duration = Duration::from_secs(1);
@@ -88,14 +88,12 @@ impl Repeats {
             if w.count == 0 {
                 return false;
             }
-            let mut since = Vec::with_capacity(27);
-            format_micros(w.started_ts, &mut since);
             out.push(ProtocolErrorRepeated {
                 direction,
                 kind,
                 count: w.count,
                 bytes: w.bytes,
-                since: String::from_utf8(since).unwrap_or_default(),
+                since: rfc3339(w.started_ts),
                 first: w.first.take().unwrap_or_default(),
             });
             w.started = now;

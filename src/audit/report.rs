@@ -175,7 +175,7 @@ pub fn report_html(
                 Some(Event::DecisionSummary(d)) => lane.allowed += d.allowed,
                 Some(Event::Decision(d)) => {
                     let deny = d.decision == Verdict::Deny;
-                    let tool = tool_of(rec, d).map(disp).unwrap_or_default();
+                    let tool = tool_of(d).map(disp).unwrap_or_default();
                     let rule = rule_text(d.layer.as_deref(), d.rule.as_deref());
                     let uri = disp(d.uri.as_str());
                     let (drawn, max, kind) = if deny {
@@ -263,22 +263,10 @@ pub fn report_html(
             denied_tools: top(&denied_tools, opts.top.max(1)),
             denied_rules: top(&denied_rules, opts.top.max(1)),
             warnings: warnings.len(),
-            filtered: is_filtered(&opts.filter),
+            filtered: opts.filter != Filter::default(),
         },
     );
     Ok(page)
-}
-
-fn is_filtered(f: &Filter) -> bool {
-    f.denied
-        || f.session.is_some()
-        || f.since.is_some()
-        || f.until.is_some()
-        || f.request.is_some()
-        || f.tool.is_some()
-        || f.method.is_some()
-        || f.reason.is_some()
-        || f.uri.is_some()
 }
 
 struct Page<'a> {
@@ -298,18 +286,12 @@ struct Page<'a> {
 
 /// HTML-escapes text (already display-escaped) for element content and quoted attributes.
 fn h(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
+    // `&` first: the entities the others add are not escaped again.
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 const STYLE: &str = r#"
@@ -464,9 +446,9 @@ fn timeline(o: &mut String, lanes: &[Lane]) {
          width=\"100%\" xmlns=\"http://www.w3.org/2000/svg\">\
          <text x=\"{}\" y=\"14\">{}</text><text x=\"{}\" y=\"14\" text-anchor=\"end\">{}</text>",
         LABEL + 10.0,
-        h(&fmt_ts(t0)),
+        h(&super::time::rfc3339(t0)),
         W - 20.0,
-        h(&fmt_ts(t1))
+        h(&super::time::rfc3339(t1))
     );
     for (i, l) in lanes.iter().enumerate() {
         let y = TOP + LANE * i as f64;
@@ -613,12 +595,6 @@ fn table(o: &mut String, p: &Page<'_>) {
     );
     o.push_str(p.rows);
     o.push_str("</tbody></table></section>");
-}
-
-fn fmt_ts(us: i64) -> String {
-    let mut v = Vec::with_capacity(27);
-    super::time::format_micros(us, &mut v);
-    String::from_utf8(v).unwrap_or_default()
 }
 
 fn truncate(s: &str, n: usize) -> String {

@@ -100,10 +100,7 @@ pub fn show(
     if let Some(e) = io_err {
         return Err(e);
     }
-    match follow {
-        Some(path) => follow_file(&path, opts, &mut p, out, err),
-        None => Ok(()),
-    }
+    follow.map_or(Ok(()), |path| follow_file(&path, opts, &mut p, out, err))
 }
 
 /// `--follow`: reads `path` to its end, then polls it for growth and rotation.
@@ -324,7 +321,7 @@ fn decision_cells(rec: &Record) -> [String; 12] {
         c[0] = enum_word(&d.direction);
         c[1] = disp(&d.method);
         c[2] = opt(d.id.as_ref().map(super::RpcId::as_json));
-        c[3] = opt(rec.tool.as_deref());
+        c[3] = opt(d.tool.as_deref());
         c[4] = opt(d.field.as_deref());
         c[5] = disp(d.uri.as_str());
         c[6] = opt(d.canonical.as_ref().map(super::AuditUri::as_str));
@@ -402,17 +399,10 @@ fn cef_head(s: &str) -> String {
 /// A CEF extension value: `\`, `=` escaped, line ends as `\n`/`\r` (the text is already
 /// display-escaped, so no other control is left).
 fn cef_value(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '\\' => o.push_str("\\\\"),
-            '=' => o.push_str("\\="),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            c => o.push(c),
-        }
-    }
-    o
+    s.replace('\\', "\\\\")
+        .replace('=', "\\=")
+        .replace('\n', "\\n")
+        .replace('\r', "\\r")
 }
 
 /// One CEF line: `CEF:0|rootfence|rootfence|<version>|<event>|<name>|<severity>|<ext>`.
@@ -518,8 +508,8 @@ pub(crate) fn disp_path(p: &Path) -> String {
 }
 
 /// Each item display-escaped, joined with `sep`.
-pub(crate) fn disp_join<S: AsRef<str>>(items: &[S], sep: &str) -> String {
-    let v: Vec<String> = items.iter().map(|s| disp(s.as_ref())).collect();
+pub(crate) fn disp_join<S: AsRef<str>>(items: impl IntoIterator<Item = S>, sep: &str) -> String {
+    let v: Vec<String> = items.into_iter().map(|s| disp(s.as_ref())).collect();
     v.join(sep)
 }
 
@@ -538,9 +528,11 @@ fn dir(d: Direction) -> &'static str {
     }
 }
 
-fn uris<'a>(it: impl Iterator<Item = &'a super::AuditUri>) -> String {
-    let v: Vec<String> = it.map(|u| disp(u.as_str())).collect();
-    format!("[{}]", v.join(", "))
+fn uris(v: &[super::AuditUri]) -> String {
+    format!(
+        "[{}]",
+        disp_join(v.iter().map(super::AuditUri::as_str), ", ")
+    )
 }
 
 /// The snake_case word serde gives a unit enum variant.
@@ -583,7 +575,7 @@ fn format_record(r: &Record, o: &mut String) {
             s.pid,
             disp_join(&s.command, " "),
             disp(&s.cwd),
-            uris(s.effective_roots.iter()),
+            uris(&s.effective_roots),
             s.policy_files
                 .iter()
                 .map(|p| format!("{} ({}…)", disp(&p.path), p.sha256.get(..12).unwrap_or("")))
@@ -624,16 +616,16 @@ fn format_record(r: &Record, o: &mut String) {
             let narrowed: Vec<String> = u
                 .narrowed
                 .iter()
-                .map(|n| format!("{} -> {}", disp(n.uri.as_str()), uris(n.to.iter())))
+                .map(|n| format!("{} -> {}", disp(n.uri.as_str()), uris(&n.to)))
                 .collect();
             write!(
                 o,
                 "roots_update ({})  received: {}  dropped: [{}]  narrowed: [{}]  effective: {}",
                 disp(&u.trigger),
-                uris(u.received.iter()),
+                uris(&u.received),
                 dropped.join(", "),
                 narrowed.join(", "),
-                uris(u.effective.iter())
+                uris(&u.effective)
             )
         }
         Event::ServerStart(s) => write!(
@@ -641,7 +633,7 @@ fn format_record(r: &Record, o: &mut String) {
             "server_start generation {} ({})  roots: {}",
             s.generation,
             disp(&s.trigger),
-            uris(s.roots.iter())
+            uris(&s.roots)
         )
         .and_then(|()| match &s.sandbox {
             Some(sb) => write!(o, "  sandbox: {} {}", disp(&sb.mode), disp(&sb.enforcement)),
@@ -658,7 +650,7 @@ fn format_record(r: &Record, o: &mut String) {
             };
             let _ = write!(o, "{verdict} {} {}", dir(d.direction), disp(&d.method));
             let request = d.request.map(|k| format!("#{k}"));
-            opt_field(o, " tool=", r.tool.as_deref());
+            opt_field(o, " tool=", d.tool.as_deref());
             opt_field(o, " id=", d.id.as_ref().map(super::RpcId::as_json));
             opt_field(o, " request=", request.as_deref());
             opt_field(o, " by=", d.principal.as_deref());
@@ -690,12 +682,8 @@ fn format_record(r: &Record, o: &mut String) {
         }
         Event::SessionEnd(e) => {
             let _ = write!(o, "session_end {}", enum_word(&e.cause));
-            if let Some(c) = e.exit_code {
-                let _ = write!(o, " exit {c}");
-            }
-            if let Some(s) = e.signal {
-                let _ = write!(o, " signal {s}");
-            }
+            opt_field(o, " exit ", e.exit_code.map(|c| c.to_string()).as_deref());
+            opt_field(o, " signal ", e.signal.map(|s| s.to_string()).as_deref());
             if let Some(d) = &e.detail {
                 let _ = write!(o, " ({})", disp(d));
             }
@@ -780,12 +768,7 @@ fn format_record(r: &Record, o: &mut String) {
             disp(&d.reason)
         ),
         Event::PolicyReload(r) => {
-            let files = r
-                .policy_files
-                .iter()
-                .map(|f| disp(&f.path))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let files = disp_join(r.policy_files.iter().map(|f| &f.path), ", ");
             match &r.error {
                 None => {
                     let _ = write!(o, "policy_reload applied {files}");

@@ -117,10 +117,8 @@ impl Sink {
             .open(&lock_path)
             .map_err(|e| AuditError::open(&lock_path, e))?;
         let mut cfg = cfg.clone();
-        let syslog = match cfg.syslog.take() {
-            Some(c) => Some(Syslog::start(c).map_err(|e| AuditError::open(&path, e))?),
-            None => None,
-        };
+        let syslog = cfg.syslog.take().map(Syslog::start).transpose();
+        let syslog = syslog.map_err(|e| AuditError::open(&path, e))?;
         let mut checkpoint = cfg.checkpoint.take().map(Checkpointer::new);
         if let (Some(c), Some(s)) = (checkpoint.as_mut(), syslog.as_ref()) {
             let h = s.handle.clone();
@@ -155,14 +153,10 @@ impl Sink {
     }
 
     /// Appends `items` under the lock with one `write()` (two or more only when the batch
-    /// crosses a rotation), then syncs if the policy says so for any of them or `force_sync`.
-    pub(super) fn write_batch(
-        &mut self,
-        items: &[Item<'_>],
-        force_sync: bool,
-    ) -> Result<(), AuditError> {
+    /// crosses a rotation), then syncs if the policy says so for any of them.
+    pub(super) fn write_batch(&mut self, items: &[Item<'_>]) -> Result<(), AuditError> {
         self.locked(|s| {
-            let r = s.write_locked(items, force_sync);
+            let r = s.write_locked(items);
             if r.is_err() {
                 // Re-read the file's state next time: the failed write may have left a torn
                 // line.
@@ -271,10 +265,10 @@ impl Sink {
         r
     }
 
-    fn write_locked(&mut self, items: &[Item<'_>], force_sync: bool) -> Result<(), AuditError> {
+    fn write_locked(&mut self, items: &[Item<'_>]) -> Result<(), AuditError> {
         self.ensure_head()?;
         self.out.clear();
-        let mut critical = force_sync;
+        let mut critical = false;
         // Kept until written: a failed write leaves them for the next attempt.
         if let Some(rec) = self.recovered.clone() {
             self.push_event(&Event::LogRecovered(rec))?;
@@ -293,12 +287,10 @@ impl Sink {
             FsyncPolicy::Always => true,
             FsyncPolicy::Denials => critical,
             FsyncPolicy::Interval(d) => {
-                force_sync || {
-                    let since = *self.dirty_since.get_or_insert_with(Instant::now);
-                    since.elapsed() >= d
-                }
+                let since = *self.dirty_since.get_or_insert_with(Instant::now);
+                since.elapsed() >= d
             }
-            FsyncPolicy::Never => force_sync,
+            FsyncPolicy::Never => false,
         };
         if must_sync {
             self.sync()?;
@@ -364,7 +356,7 @@ impl Sink {
             }
         }
         if let Some(tee) = &self.cfg.tee {
-            tee.call(&self.out);
+            (tee.0)(&self.out);
         }
         let head = self.head.as_mut().ok_or(AuditError::Closed)?;
         head.size += self.out.len() as u64;

@@ -183,7 +183,7 @@ impl Session {
                 count(s.by_method.entry(d.method.clone()).or_default(), verdict, 1);
                 count(&mut s.by_reason, &d.reason, 1);
                 count(&mut s.by_action, &enum_word(&d.action), 1);
-                let tool = tool_of(rec, d);
+                let tool = tool_of(d);
                 if let Some(t) = tool {
                     count(s.by_tool.entry(t.to_owned()).or_default(), verdict, 1);
                     *s.tools.entry(t.to_owned()).or_default() += 1;
@@ -211,14 +211,11 @@ impl Session {
                 count(&mut s.protocol_errors, &enum_word(&p.kind), p.count);
             }
             Some(Event::SessionEnd(e)) => {
-                let mut end = enum_word(&e.cause);
-                if let Some(c) = e.exit_code {
-                    end.push_str(&format!(" (exit {c})"));
-                }
-                if let Some(sig) = e.signal {
-                    end.push_str(&format!(" (signal {sig})"));
-                }
-                s.end = Some(end);
+                let exit = e
+                    .exit_code
+                    .map_or(String::new(), |c| format!(" (exit {c})"));
+                let signal = e.signal.map_or(String::new(), |c| format!(" (signal {c})"));
+                s.end = Some(format!("{}{exit}{signal}", enum_word(&e.cause)));
             }
             _ => {}
         }
@@ -233,10 +230,10 @@ impl Session {
     }
 }
 
-/// The tool a decision counts under: the one its record names, else [`NO_TOOL`] for a
-/// `tools/call`.
-pub(crate) fn tool_of<'a>(rec: &'a Record, d: &super::event::Decision) -> Option<&'a str> {
-    match (&rec.tool, d.method.as_str()) {
+/// The tool a decision counts under: the one its record names (records written before
+/// decisions carried `tool` name none), else [`NO_TOOL`] for a `tools/call`.
+pub(crate) fn tool_of(d: &super::event::Decision) -> Option<&str> {
+    match (&d.tool, d.method.as_str()) {
         (Some(t), _) => Some(t.as_str()),
         (None, crate::mcp::methods::TOOLS_CALL) => Some(NO_TOOL),
         _ => None,
@@ -305,13 +302,9 @@ fn print_counts(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
             allow_deny_row(out, m, v)?;
         }
     }
-    list(out, "by reason", s.by_reason.iter().map(|(k, v)| (k, *v)))?;
-    list(out, "by action", s.by_action.iter().map(|(k, v)| (k, *v)))?;
-    list(
-        out,
-        "protocol errors",
-        s.protocol_errors.iter().map(|(k, v)| (k, *v)),
-    )?;
+    list(out, "by reason", &s.by_reason)?;
+    list(out, "by action", &s.by_action)?;
+    list(out, "protocol errors", &s.protocol_errors)?;
     if s.roots_updates > 0 {
         writeln!(
             out,
@@ -335,12 +328,12 @@ fn print_counts(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
     list(
         out,
         "top denied URIs",
-        s.top_denied_uris.iter().map(|(k, v)| (k, *v)),
+        s.top_denied_uris.iter().map(|(k, v)| (k, v)),
     )?;
     list(
         out,
         "top denying rules",
-        s.top_denied_rules.iter().map(|(k, v)| (k, *v)),
+        s.top_denied_rules.iter().map(|(k, v)| (k, v)),
     )?;
     writeln!(out)
 }
@@ -363,7 +356,7 @@ fn allow_deny_row(
 fn list<'a>(
     out: &mut dyn Write,
     title: &str,
-    items: impl Iterator<Item = (&'a String, u64)>,
+    items: impl IntoIterator<Item = (&'a String, &'a u64)>,
 ) -> std::io::Result<()> {
     let mut first = true;
     for (k, v) in items {

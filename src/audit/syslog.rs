@@ -591,14 +591,10 @@ impl Formatter {
             }
             _ => line,
         };
+        let message = |sd: &[u8], piece: &[u8]| [&head[..], sd, b" ", BOM, piece].concat();
         let sd = self.structured(obj, SD_FIELDS, None);
         if head.len() + sd.len() + 1 + BOM.len() + msg.len() <= self.max_message {
-            let mut out = head;
-            out.extend_from_slice(&sd);
-            out.push(b' ');
-            out.extend_from_slice(BOM);
-            out.extend_from_slice(msg);
-            return Some(vec![out]);
+            return Some(vec![message(&sd, msg)]);
         }
         // In parts. The full structured data on each when it leaves room, else only what
         // identifies the record.
@@ -624,12 +620,7 @@ impl Formatter {
                 .iter()
                 .enumerate()
                 .map(|(i, piece)| {
-                    let mut out = head.clone();
-                    out.extend_from_slice(&self.structured(obj, fields, Some((i + 1, total))));
-                    out.push(b' ');
-                    out.extend_from_slice(BOM);
-                    out.extend_from_slice(piece);
-                    out
+                    message(&self.structured(obj, fields, Some((i + 1, total))), piece)
                 })
                 .collect(),
         )
@@ -707,11 +698,7 @@ fn valid_name(s: &str) -> bool {
 /// A receiver that undoes the RFC escaping reads the display-escaped text, which is
 /// unambiguous: `\u000A` there is a newline, `\\u000A` the six characters.
 fn param_value(s: &str, out: &mut Vec<u8>) {
-    let mut end = s.len().min(MAX_PARAM);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    for c in s[..end].chars() {
+    for c in super::event::head(s, MAX_PARAM).chars() {
         match c {
             '\\' => out.extend_from_slice(br"\\\\"),
             '"' | ']' => {

@@ -31,6 +31,13 @@ pub(crate) fn format_micros(micros: i64, out: &mut Vec<u8>) {
     );
 }
 
+/// [`format_micros`] as a `String`.
+pub(crate) fn rfc3339(micros: i64) -> String {
+    let mut v = Vec::with_capacity(27);
+    format_micros(micros, &mut v);
+    String::from_utf8(v).unwrap_or_default()
+}
+
 /// Parses an RFC 3339 date-time (`Z` or `±HH:MM` offset, optional fraction, `T` or space)
 /// or a bare date `YYYY-MM-DD` (midnight UTC) into microseconds since the epoch.
 pub(crate) fn parse_rfc3339(s: &str) -> Option<i64> {

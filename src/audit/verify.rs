@@ -20,7 +20,7 @@ use super::read::{Item, Lines, with_path};
 use super::show::disp_path as file_disp;
 use super::sink::rotation_number;
 
-/// Options for [`verify_files`].
+/// Options for [`verify_files_with`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct VerifyOptions {
     /// Accept a chain that does not start at seq 1 (older rotated files were removed).
@@ -209,15 +209,10 @@ struct Prev {
     event: String,
 }
 
-/// Checks the chain through `files` (ordered with [`order_files`] first). I/O errors are
-/// returned; everything found in the data is in the report.
-pub fn verify_files(files: &[PathBuf], opts: VerifyOptions) -> std::io::Result<VerifyReport> {
-    verify_files_with(files, opts, None)
-}
-
-/// [`verify_files`], and the log checked against signed checkpoints (already read and
-/// verified with [`Checkpoints::read`]): records removed from the end, a rewritten tail and
-/// a re-hashed chain contradict them.
+/// Checks the chain through `files` (ordered with [`order_files`] first), and, when given,
+/// the log against signed checkpoints (already read and verified with [`Checkpoints::read`]):
+/// records removed from the end, a rewritten tail and a re-hashed chain contradict them. I/O
+/// errors are returned; everything found in the data is in the report.
 pub fn verify_files_with(
     files: &[PathBuf],
     opts: VerifyOptions,
@@ -424,18 +419,14 @@ pub fn verify_files_with(
                 }
             }
             r.records += 1;
-            r.seq_range = Some(match r.seq_range {
-                None => (seq, seq),
-                Some((a, _)) => (a, seq),
-            });
-            let event = env.event.to_owned();
+            r.seq_range = Some((r.seq_range.map_or(seq, |(a, _)| a), seq));
             prev = Some(Prev {
                 hash,
                 hash2: prev.as_ref().map(|p| p.hash),
                 seq,
                 file: path.clone(),
                 line: no,
-                event,
+                event: env.event.to_owned(),
             });
         }
     }

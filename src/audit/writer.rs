@@ -11,8 +11,8 @@
 //!
 //! When it writes:
 //! - at once for a record the fsync policy syncs for (a denial, with the default policy),
-//!   for [`Auditor::record_durable`], [`Auditor::flush`] and `session_end`, and for every
-//!   record with `fsync = "always"`;
+//!   for [`Auditor::record_blocking`] and `session_end`, and for every record with
+//!   `fsync = "always"`;
 //! - otherwise within [`ALLOW_DELAY`] of the first record that is waiting (allowed
 //!   decisions, roots updates...), or as soon as the queue is half full.
 //!
@@ -91,13 +91,6 @@ struct Batch {
     recs: Vec<(i64, usize, bool)>,
 }
 
-impl Batch {
-    fn clear(&mut self) {
-        self.buf.clear();
-        self.recs.clear();
-    }
-}
-
 /// What a `close` hands the writer.
 type CloseRequest = (
     i64,
@@ -116,8 +109,6 @@ struct Queue {
     oldest: Option<Instant>,
     /// Something waits: write now.
     urgent: bool,
-    /// `flush` asked for a sync whatever the policy.
-    sync: bool,
     /// The writer is waiting on `wake`.
     writer_waiting: bool,
     /// Threads waiting on `room` (for room in the queue, or for `done` to move).
@@ -206,7 +197,7 @@ impl AuditLog {
         let session: Arc<str> = new_session_id().into();
         let mut sink = Sink::new(&cfg, &session)?;
         let body = Event::SessionStart(session_start).body();
-        sink.write_batch(&[(now_micros(), &body[..], true)], false)?;
+        sink.write_batch(&[(now_micros(), &body[..], true)])?;
 
         let (failed_tx, _) = tokio::sync::watch::channel(false);
         let (done_tx, _) = tokio::sync::watch::channel(0);
@@ -271,14 +262,12 @@ impl AuditLog {
         let shared = &self.auditor.shared;
         let sent = {
             let mut q = shared.queue();
-            if q.closed {
-                false
-            } else {
-                q.closed = true;
+            let open = !std::mem::replace(&mut q.closed, true);
+            if open {
                 q.close = Some((now_micros(), Box::new(end), tx));
                 shared.wake.notify_one();
-                true
             }
+            open
         };
         let r = if sent {
             rx.recv().unwrap_or(Err(AuditError::Closed))
@@ -324,36 +313,21 @@ impl Auditor {
 
     /// Like [`record`](Self::record), and returns the record's receipt, to wait for with
     /// [`durable`](Self::durable) before acting on it. A record the fsync policy syncs for
-    /// (a denial, by default) is written at once; others within [`ALLOW_DELAY`].
+    /// (a denial, by default) is written at once; others within 50 ms (`ALLOW_DELAY`).
     pub fn submit(&self, event: Event, urgent: bool) -> Result<Receipt, AuditError> {
         let shared = &*self.shared;
         if event.is_reserved() {
             return Err(AuditError::Reserved(event.name()));
         }
-        if shared.on_failure == OnFailure::Stop
-            && let Some(e) = shared.failed()
-        {
-            return Err(e);
+        let counted = match &event {
+            Event::Decision(d) => Some((d.decision, 1)),
+            Event::DecisionSummary(s) => Some((Verdict::Allow, s.allowed)),
+            _ => None,
+        };
+        if !self.admit(counted)? {
+            return Ok(Receipt::NONE);
         }
         let event = match event {
-            Event::Decision(d) if d.decision == Verdict::Allow => {
-                shared.allowed.fetch_add(1, Ordering::Relaxed);
-                if !shared.log_allowed {
-                    return Ok(Receipt::default());
-                }
-                Event::Decision(d)
-            }
-            Event::Decision(d) => {
-                shared.denied.fetch_add(1, Ordering::Relaxed);
-                Event::Decision(d)
-            }
-            Event::DecisionSummary(s) => {
-                shared.allowed.fetch_add(s.allowed, Ordering::Relaxed);
-                if !shared.log_allowed {
-                    return Ok(Receipt::default());
-                }
-                Event::DecisionSummary(s)
-            }
             Event::ProtocolError(p) => {
                 shared.protocol_errors.fetch_add(1, Ordering::Relaxed);
                 let admitted = crate::relock(&shared.repeats).admit(p, Instant::now());
@@ -379,26 +353,37 @@ impl Auditor {
         d: &DecisionRef<'_>,
         urgent: bool,
     ) -> Result<Receipt, AuditError> {
+        if !self.admit(Some((d.decision, 1)))? {
+            return Ok(Receipt::NONE);
+        }
+        let critical = d.decision == Verdict::Deny;
+        self.push(
+            |buf| write_named_decision(d, buf),
+            critical,
+            urgent || critical || self.shared.always,
+        )
+    }
+
+    /// Refuses a record once the log has failed (`on_failure = "stop"`); counts a decision
+    /// (or a page's `n` allowed entries) for `session_end`, and says whether it is logged.
+    fn admit(&self, counted: Option<(Verdict, u64)>) -> Result<bool, AuditError> {
         let shared = &*self.shared;
         if shared.on_failure == OnFailure::Stop
             && let Some(e) = shared.failed()
         {
             return Err(e);
         }
-        let critical = d.decision == Verdict::Deny;
-        if critical {
-            shared.denied.fetch_add(1, Ordering::Relaxed);
-        } else {
-            shared.allowed.fetch_add(1, Ordering::Relaxed);
-            if !shared.log_allowed {
-                return Ok(Receipt::NONE);
+        Ok(match counted {
+            Some((Verdict::Deny, n)) => {
+                shared.denied.fetch_add(n, Ordering::Relaxed);
+                true
             }
-        }
-        self.push(
-            |buf| write_named_decision(d, buf),
-            critical,
-            urgent || critical || shared.always,
-        )
+            Some((Verdict::Allow, n)) => {
+                shared.allowed.fetch_add(n, Ordering::Relaxed);
+                shared.log_allowed
+            }
+            None => true,
+        })
     }
 
     fn push(
@@ -501,40 +486,12 @@ impl Auditor {
         Err(self.shared.failed().unwrap_or(AuditError::Closed))
     }
 
-    /// Records `event`, then waits (asynchronously) until it is written and, when the fsync
-    /// policy covers it, synced. Use it before acting on a denial, so the evidence exists
-    /// before the effect.
-    pub async fn record_durable(&self, event: Event) -> Result<(), AuditError> {
-        let receipt = self.submit(event, true)?;
-        self.durable(receipt).await
-    }
-
-    /// [`record_durable`](Self::record_durable) for synchronous code (blocks the thread;
-    /// never call it from inside an async task).
+    /// Records `event`, then waits (blocking the thread; never call it from inside an async
+    /// task) until it is written and, when the fsync policy covers it, synced. Use it before
+    /// acting on a denial, so the evidence exists before the effect.
     pub fn record_blocking(&self, event: Event) -> Result<(), AuditError> {
         let receipt = self.submit(event, true)?;
         self.durable_blocking(receipt)
-    }
-
-    /// Waits until everything queued so far is written, then fdatasyncs, whatever the
-    /// policy.
-    pub async fn flush(&self) -> Result<(), AuditError> {
-        let receipt = {
-            let mut q = self.shared.queue();
-            if q.closed {
-                drop(q);
-                return Err(self.closed_error());
-            }
-            q.sync = true;
-            q.urgent = true;
-            q.last += 1;
-            if q.writer_waiting {
-                q.writer_waiting = false;
-                self.shared.wake.notify_one();
-            }
-            Receipt(q.last)
-        };
-        self.durable(receipt).await
     }
 
     /// The failure that stopped the log, if any (always `None` with
@@ -560,7 +517,6 @@ impl Auditor {
 /// What the writer takes from the queue in one go.
 struct Taken {
     last: u64,
-    sync: bool,
     close: Option<CloseRequest>,
     stop: bool,
 }
@@ -588,10 +544,10 @@ fn run(mut sink: Sink, shared: &Shared) {
             start = end;
         }
         items.extend(extra.iter().map(|(ts, b)| (*ts, &b[..], false)));
-        let r = if items.is_empty() && !taken.sync {
+        let r = if items.is_empty() {
             Ok(())
         } else {
-            sink.write_batch(&items, taken.sync)
+            sink.write_batch(&items)
         };
         drop(items);
         let r = r
@@ -609,14 +565,15 @@ fn run(mut sink: Sink, shared: &Shared) {
         }
         handled = taken.last;
         shared.publish(taken.last);
-        spare.clear();
+        spare.buf.clear();
+        spare.recs.clear();
         if let Some((ts, mut end, reply)) = taken.close {
             end.counts.allowed = shared.allowed.load(Ordering::Relaxed);
             end.counts.denied = shared.denied.load(Ordering::Relaxed);
             end.counts.protocol_errors = shared.protocol_errors.load(Ordering::Relaxed);
             end.counts.records = sink.session_records + 1;
             let body = Event::SessionEnd(*end).body();
-            let r2 = sink.write_batch(&[(ts, &body[..], true)], false);
+            let r2 = sink.write_batch(&[(ts, &body[..], true)]);
             if let Err(e) = &r2 {
                 shared.set_failed(e);
             }
@@ -669,7 +626,7 @@ fn sync_if_due(sink: &mut Sink) -> Result<(), AuditError> {
 fn take(shared: &Shared, sink: &Sink, into: &mut Batch) -> Taken {
     let mut q = shared.queue();
     loop {
-        if q.urgent || q.sync || q.close.is_some() || q.stop {
+        if q.urgent || q.close.is_some() || q.stop {
             break;
         }
         let now = Instant::now();
@@ -712,7 +669,6 @@ fn take(shared: &Shared, sink: &Sink, into: &mut Batch) -> Taken {
     }
     Taken {
         last: q.last,
-        sync: std::mem::take(&mut q.sync),
         close: q.close.take(),
         stop: q.stop,
     }

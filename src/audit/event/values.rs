@@ -90,11 +90,6 @@ impl RpcId {
         Some(Self(raw.to_owned()))
     }
 
-    /// A numeric id.
-    pub fn number(n: i64) -> Self {
-        Self(n.to_string())
-    }
-
     /// The id's JSON text.
     pub fn as_json(&self) -> &str {
         &self.0
@@ -129,19 +124,24 @@ pub(super) fn ser_opt_text<S: Serializer>(v: &Option<String>, s: S) -> Result<S:
     }
 }
 
+/// The longest prefix of `s` of at most `max` bytes that ends at a character boundary.
+pub(crate) fn head(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// `s`, or its first `max` bytes (at a char boundary) plus a marker with the full length
 /// and hash.
 pub(super) fn cut(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
     if s.len() <= max {
         return std::borrow::Cow::Borrowed(s);
     }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
     std::borrow::Cow::Owned(format!(
         "{}…[{} bytes, sha256:{}]",
-        &s[..end],
+        head(s, max),
         s.len(),
         crate::audit::chain::sha256_hex(s.as_bytes())
     ))
