@@ -100,7 +100,6 @@ pub struct RootScan {
     /// Milliseconds taken.
     pub elapsed_ms: u64,
     /// The bound that stopped it, if one did.
-    #[serde(default)]
     pub bound: Option<String>,
 }
 
@@ -112,7 +111,6 @@ pub struct CarveReport {
     /// `landlock` when every path went to the Landlock carve-out, or `none`.
     pub method: String,
     /// Why no namespace was used, when one was needed and not used.
-    #[serde(default)]
     pub fallback: Option<String>,
     /// The paths, at most 200 (see `more`).
     pub paths: Vec<CarvedPath>,

@@ -26,26 +26,19 @@ mod strace;
 
 pub use strace::parse_strace_log;
 
-/// What the command needed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Need {
-    /// Read a file or list a directory.
-    Read,
-    /// Execute a file.
-    Exec,
-    /// Write, create, remove or rename.
-    Write,
-}
-
-impl Need {
-    /// The verb shown to the user (`denied read /x`).
-    pub fn verb(self) -> &'static str {
-        match self {
-            Need::Read => "read",
-            Need::Exec => "execute",
-            Need::Write => "write",
-        }
+crate::coded::coded! {
+    /// What the command needed.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    pub enum Need {
+        /// Read a file or list a directory.
+        Read => "read",
+        /// Execute a file.
+        Exec => "execute",
+        /// Write, create, remove or rename.
+        Write => "write",
     }
+    /// The verb shown to the user (`denied read /x`).
+    pub fn verb;
 }
 
 /// One denial seen.

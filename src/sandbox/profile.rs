@@ -28,35 +28,35 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// Rights of one grant, in Landlock terms (see `landlock.rs` for the exact access bits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum Rights {
-    /// Read files and list directories.
-    Read,
-    /// Read files, list directories and execute files.
-    ReadExec,
-    /// Everything Landlock handles beneath the path.
-    ReadWrite,
-    /// Read-exec, plus creating, writing, truncating and removing regular files beneath
-    /// the path; no directories, links or special files. For a shared git directory
-    /// (`gitdir.rs`): with no new directory possible, a `hooks/` or `modules/` that does
-    /// not exist cannot be made, and those that exist are mounted read-only.
-    WriteFiles,
-    /// Read, write, truncate and ioctl on device files (`/dev/null` and friends).
-    Device,
+use super::report::WithheldReport;
+
+crate::coded::coded! {
+    /// Rights of one grant, in Landlock terms (see `landlock.rs` for the exact access bits).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    #[non_exhaustive]
+    pub enum Rights {
+        /// Read files and list directories.
+        Read => "read",
+        /// Read files, list directories and execute files.
+        ReadExec => "read-exec",
+        /// Everything Landlock handles beneath the path.
+        ReadWrite => "read-write",
+        /// Read-exec, plus creating, writing, truncating and removing regular files beneath
+        /// the path; no directories, links or special files. For a shared git directory
+        /// (`gitdir.rs`): with no new directory possible, a `hooks/` or `modules/` that does
+        /// not exist cannot be made, and those that exist are mounted read-only.
+        WriteFiles => "write-files",
+        /// Read, write, truncate and ioctl on device files (`/dev/null` and friends).
+        Device => "device",
+    }
+    /// The name, as the policy and the report spell it.
+    pub fn as_str;
 }
 
 impl std::fmt::Display for Rights {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Rights::Read => "read",
-            Rights::ReadExec => "read-exec",
-            Rights::ReadWrite => "read-write",
-            Rights::WriteFiles => "write-files",
-            Rights::Device => "device",
-        })
+        f.write_str(self.as_str())
     }
 }
 
@@ -85,17 +85,7 @@ pub struct DefaultProfile {
     /// launch cannot be granted and the tool would fail creating it.
     pub create_dirs: Vec<PathBuf>,
     /// Paths a family would need that are deliberately not granted, with the reason.
-    pub withheld: Vec<Withheld>,
-}
-
-/// A path the profile deliberately does not grant, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Withheld {
-    /// The path.
-    pub path: PathBuf,
-    /// Why it is not granted, and what to do.
-    pub why: String,
+    pub withheld: Vec<WithheldReport>,
 }
 
 /// System directories with libraries and binaries: read and execute.
@@ -500,8 +490,8 @@ fn grant_proc_to_browsers(profile: &mut DefaultProfile, proc_safe: bool) {
              fds stay out of reach (Landlock ptrace scoping)",
         );
     } else {
-        profile.withheld.push(Withheld {
-            path: PathBuf::from("/proc"),
+        profile.withheld.push(WithheldReport {
+            path: "/proc".to_owned(),
             why: "the server would hold CAP_SYS_PTRACE (rootfence runs as root), with \
                   which Landlock does not keep other processes' environ unreadable; \
                   run rootfence as a normal user"
