@@ -240,7 +240,7 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
     if needs_cover {
         match mounts::enter() {
             Ok(ns) => {
-                report.method = ns.describe().to_owned();
+                report.method = ns.to_owned();
                 // Descriptors opened before the namespace name the old namespace's
                 // mounts, which cannot be mounted on from this one: open the roots again.
                 let here: Vec<(Dir, PathBuf)> = opened
@@ -429,13 +429,6 @@ impl CarveReport {
         }
         self.later = later.join("; ");
     }
-
-    /// Paths the sandbox does not keep from the server (for the summary).
-    fn unenforced(&self) -> impl Iterator<Item = &CarvedPath> {
-        self.paths
-            .iter()
-            .filter(|p| p.by == CarvedBy::None && p.kind != CarvedKind::LeftToGit)
-    }
 }
 
 impl fmt::Display for CarveReport {
@@ -498,7 +491,13 @@ impl fmt::Display for CarveReport {
         if self.more > 0 {
             writeln!(f, "    ... and {} more", self.more)?;
         }
-        let unenforced: Vec<&str> = self.unenforced().map(|p| p.path.as_str()).collect();
+        // Paths the sandbox does not keep from the server.
+        let unenforced: Vec<&str> = self
+            .paths
+            .iter()
+            .filter(|p| p.by == CarvedBy::None && p.kind != CarvedKind::LeftToGit)
+            .map(|p| p.path.as_str())
+            .collect();
         if !unenforced.is_empty() {
             writeln!(
                 f,

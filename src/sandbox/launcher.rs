@@ -313,7 +313,6 @@ fn build_env(
     let report = EnvReport {
         passed,
         set: plan.env_set.iter().map(|e| e.name.clone()).collect(),
-        dropped: dropped_names.len(),
         dropped_names,
         unreachable: Vec::new(),
     };

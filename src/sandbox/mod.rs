@@ -66,7 +66,7 @@ pub use deny::{CarvedBy, CarvedKind};
 pub use mounts::MOUNTS_ENV;
 pub use pidns::PIDNS_ENV;
 pub use placeholder::{Placeholders, mount_namespace_likely};
-pub use profile::{ToolFamily, is_executable_file};
+pub use profile::{Family, is_executable_file};
 pub use report::{
     DenyStatus, Enforcement, EnforcementReport, GrantStatus, LaunchError, ReportReader,
 };

@@ -260,13 +260,7 @@ fn close_range(first: libc::c_uint, last: libc::c_uint) {
         return;
     }
     // Kernels before 5.11: close what /proc/self/fd lists in the range.
-    let fds: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    for fd in fds {
+    for fd in super::fds::open_fds().unwrap_or_default() {
         if (first..=last).contains(&(fd as libc::c_uint)) {
             // SAFETY: as above; a number that was the directory's own descriptor fails
             // with EBADF, which is ignored.

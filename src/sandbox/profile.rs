@@ -14,7 +14,7 @@
 //!   `~/.config/gh`) are not granted; add them to `[sandbox] read` when a server needs them.
 //! - Tool families (git, desktop-commander, browsers) are recognised from the server's
 //!   command line (the program and the package a runner such as `npx` or `uvx` starts);
-//!   each gets the state it cannot run without, and nothing else (see [`ToolFamily`]).
+//!   each gets the state it cannot run without, and nothing else (see [`Family`]).
 //! - `/proc` as a whole is granted only to the browser family, and only when the server
 //!   will not hold `CAP_SYS_PTRACE`: without that capability Landlock's ptrace scoping keeps
 //!   the `environ`, `maps`, `fd` targets and `io` of processes outside the sandbox
@@ -213,17 +213,31 @@ pub(crate) const ENV_BASELINE: &[&str] = &[
 ];
 
 crate::coded::coded! {
-    /// Tool families: servers that cannot run without some state of their own outside the
-    /// roots. Recognised from the command line by [`tool_families`].
+    /// Families whose state and install directories the profile grants (`places.toml`):
+    /// the runtimes discovery finds by following the command (`runtime.rs`), then the tool
+    /// families, servers that cannot run without some state of their own outside the
+    /// roots, recognised from the command line by [`tool_families`].
     #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
     #[non_exhaustive]
-    pub enum ToolFamily {
+    pub enum Family {
+        /// node, npm, npx, corepack, yarn.
+        Node => "node",
+        /// pnpm, pnpx (`pnpm dlx`).
+        Pnpm => "pnpm",
+        /// bun, bunx.
+        Bun => "bun",
+        /// python, pip.
+        Python => "python",
+        /// uv, uvx.
+        Uv => "uv",
+        /// pipx.
+        Pipx => "pipx",
         /// git and servers that run it (`mcp-server-git`, `git-mcp-server`): the user's git
         /// configuration, read-only (`~/.gitconfig`, `$XDG_CONFIG_HOME/git`). Never
         /// `~/.git-credentials`.
         Git => "git",
         /// desktop-commander: its own state directory `~/.claude-server-commander`
-        /// (configuration, logs), read-write; and [`ToolFamily::Git`]'s grants, for the git its
+        /// (configuration, logs), read-write; and [`Family::Git`]'s grants, for the git its
         /// shell tool runs.
         DesktopCommander => "desktop-commander",
         /// Browsers and the servers that drive them (Playwright, Puppeteer, Chromium, Chrome):
@@ -232,7 +246,7 @@ crate::coded::coded! {
         /// `/proc/<pid>`).
         Browser => "browser",
     }
-    /// Lowercase name, as shown in the report.
+    /// Lowercase name, as in `places.toml`.
     pub fn name;
 }
 
@@ -240,7 +254,7 @@ crate::coded::coded! {
 /// not an option are split into words (`@playwright/mcp@0.1` gives `playwright`, `mcp`;
 /// `mcp-server-git` gives `mcp`, `server`, `git`) and matched whole, so `github` or
 /// `gitlab` servers are not git.
-pub fn tool_families(argv: &[OsString]) -> Vec<ToolFamily> {
+pub fn tool_families(argv: &[OsString]) -> Vec<Family> {
     let mut out = Vec::new();
     for arg in argv {
         let Some(arg) = arg.to_str() else { continue };
@@ -265,19 +279,19 @@ pub fn tool_families(argv: &[OsString]) -> Vec<ToolFamily> {
             .collect();
         let has = |w: &str| words.iter().any(|x| x == w);
         if has("git") {
-            out.push(ToolFamily::Git);
+            out.push(Family::Git);
         }
         if name.eq_ignore_ascii_case("desktop-commander") {
-            out.push(ToolFamily::DesktopCommander);
+            out.push(Family::DesktopCommander);
             // Its shell tool runs git in the project, which reads the user's git
             // configuration (without it git refuses to run at all, issue 27).
-            out.push(ToolFamily::Git);
+            out.push(Family::Git);
         }
         if ["playwright", "puppeteer", "chromium", "chrome"]
             .iter()
             .any(|w| has(w))
         {
-            out.push(ToolFamily::Browser);
+            out.push(Family::Browser);
         }
     }
     out.sort();
@@ -371,7 +385,7 @@ fn profile_for(argv: &[OsString], env: &[(OsString, OsString)], proc_safe: bool)
     super::runtime::discover(argv, &env, &mut profile);
     for family in tool_families(argv) {
         grant_places(&mut profile, family.name(), &env);
-        if family == ToolFamily::Browser {
+        if family == Family::Browser {
             grant_proc_to_browsers(&mut profile, proc_safe);
         }
     }
@@ -385,12 +399,9 @@ fn profile_for(argv: &[OsString], env: &[(OsString, OsString)], proc_safe: bool)
 enum Need {
     /// Read-write, created (mode 0700) when missing: a cache or a tool's state directory.
     Cache,
-    /// Read, when it exists.
-    Read,
-    /// Read-exec, when it exists.
-    ReadExec,
-    /// Read-write, when it exists.
-    ReadWrite,
+    /// These rights (`read`, `read-exec`, `read-write`), when it exists.
+    #[serde(untagged)]
+    Existing(Rights),
 }
 
 /// One row of `places.toml`: where the path is (the first of `at` that resolves, see
@@ -451,23 +462,17 @@ pub(crate) fn grant_places(
 ) {
     for place in places().get(family).into_iter().flatten() {
         let path = place.at.iter().find_map(|p| resolve_place(p, env));
-        let why = &place.why;
-        let rights = match place.grant {
-            Need::Cache => {
-                push_cache(profile, path, why);
-                continue;
+        match (place.grant, path) {
+            (Need::Cache, path) => push_cache(profile, path, &place.why),
+            (Need::Existing(rights), Some(path)) => {
+                push_existing(profile, path, rights, &place.why)
             }
-            Need::Read => Rights::Read,
-            Need::ReadExec => Rights::ReadExec,
-            Need::ReadWrite => Rights::ReadWrite,
-        };
-        if let Some(path) = path {
-            push_existing(profile, path, rights, why);
+            (Need::Existing(_), None) => {}
         }
     }
 }
 
-/// `/proc` for the browser family, when that is safe (see [`ToolFamily::Browser`]), else
+/// `/proc` for the browser family, when that is safe (see [`Family::Browser`]), else
 /// the reason it is withheld.
 fn grant_proc_to_browsers(profile: &mut DefaultProfile, proc_safe: bool) {
     if proc_safe {
@@ -708,20 +713,7 @@ mod tests {
 
     #[test]
     fn places_table_parses_and_names_known_families() {
-        use super::super::runtime::Family;
-        let runtimes = [
-            Family::Node,
-            Family::Pnpm,
-            Family::Bun,
-            Family::Python,
-            Family::Uv,
-            Family::Pipx,
-        ];
-        let names: Vec<&str> = runtimes
-            .iter()
-            .map(|f| f.name())
-            .chain(ToolFamily::ALL.iter().map(|f| f.name()))
-            .collect();
+        let names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
         let table: std::collections::HashMap<String, Vec<Place>> =
             toml::from_str(include_str!("places.toml")).expect("places.toml parses");
         assert_eq!(table.len(), names.len(), "one list per family");
@@ -904,7 +896,7 @@ mod tests {
     #[test]
     fn tool_families_from_the_command_line() {
         let f = |argv: &[&str]| tool_families(&argv.iter().map(OsString::from).collect::<Vec<_>>());
-        use ToolFamily::*;
+        use Family::*;
         assert_eq!(f(&["uvx", "mcp-server-git", "--repository", "/r"]), [Git]);
         assert_eq!(f(&["python", "-m", "mcp_server_git"]), [Git]);
         assert_eq!(f(&["/usr/bin/git", "status"]), [Git]);

@@ -253,11 +253,8 @@ pub struct EnvReport {
     pub passed: Vec<String>,
     /// Names set by the sandbox (temp dir).
     pub set: Vec<String>,
-    /// Number of inherited variables dropped.
-    pub dropped: usize,
-    /// The names dropped, sorted (non-UTF-8 names shown lossily, control characters
-    /// escaped).
-    #[serde(default)]
+    /// The inherited variables dropped, sorted by name (non-UTF-8 names shown lossily,
+    /// control characters escaped).
     pub dropped_names: Vec<String>,
     /// Variables passed because the host entry or a policy names them whose value is an
     /// absolute path the sandbox does not grant: the server will fail to open it.
@@ -690,7 +687,6 @@ mod tests {
             g("/w/proj", Rights::ReadWrite, "root", ""),
             g("/d/memory.json", Rights::ReadWrite, "write", ""),
         ];
-        r.env.dropped = 2;
         r.env.dropped_names = vec!["AWS_SECRET_ACCESS_KEY".into(), "SSH_AUTH_SOCK".into()];
         r.env.unreachable = vec![EnvPath {
             name: "MEMORY_FILE_PATH".into(),

@@ -242,15 +242,13 @@ pub(super) fn write_env(f: &mut fmt::Formatter<'_>, env: &EnvReport) -> fmt::Res
         env.set.len(),
         env.set.join(", ")
     )?;
-    if env.dropped == 0 {
+    if env.dropped_names.is_empty() {
         writeln!(f, ", none dropped")?;
-    } else if env.dropped_names.is_empty() {
-        writeln!(f, ", {} dropped", env.dropped)?;
     } else {
         writeln!(
             f,
             ", {} dropped: {} (a host entry's env reaches the server as `rootfence run --env NAME`, which `rootfence wrap` writes)",
-            env.dropped,
+            env.dropped_names.len(),
             env.dropped_names.join(", ")
         )?;
     }
