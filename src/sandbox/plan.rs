@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::profile::{ProfileEntry, Rights, default_profile};
+use super::profile::{Rights, default_profile};
 use super::report::WithheldReport;
 use super::{Access, Network, Rlimits, SandboxError, SandboxMode, SandboxSpec, Scopes};
 
@@ -52,7 +52,7 @@ pub(crate) struct LaunchPlan {
 }
 
 /// One granted path.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Grant {
     #[serde(with = "bytes::one")]
     pub path: PathBuf,
@@ -64,22 +64,12 @@ pub(crate) struct Grant {
 }
 
 impl Grant {
-    fn new(path: &Path, rights: Rights, origin: &str, why: &str) -> Grant {
+    pub(crate) fn new(path: &Path, rights: Rights, origin: &str, why: &str) -> Grant {
         Grant {
             path: path.to_owned(),
             rights,
             origin: origin.to_owned(),
             why: why.to_owned(),
-        }
-    }
-
-    /// A profile entry or a root's git grant, with where it comes from.
-    fn of(e: ProfileEntry, origin: &str) -> Grant {
-        Grant {
-            path: e.path,
-            rights: e.rights,
-            origin: origin.to_owned(),
-            why: e.why,
         }
     }
 }
@@ -140,7 +130,7 @@ pub(crate) fn build(
                 .mode(0o700)
                 .create(dir);
         }
-        grants.extend(profile.entries.into_iter().map(|e| Grant::of(e, "profile")));
+        grants.extend(profile.entries);
         env_allow = profile.env;
         withheld = profile.withheld;
     }
@@ -154,7 +144,7 @@ pub(crate) fn build(
         // A linked worktree's or a submodule's git directories, outside the root
         // (`gitdir.rs`), and what in them stays read-only.
         let git = super::gitdir::grants(&r.path, r.access);
-        grants.extend(git.grants.into_iter().map(|g| Grant::of(g, "root-git")));
+        grants.extend(git.grants);
         git_read_only.extend(git.read_only);
     }
     for (paths, rights, origin) in [

@@ -28,6 +28,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::plan::Grant;
 use super::report::WithheldReport;
 
 crate::coded::coded! {
@@ -60,24 +61,12 @@ impl std::fmt::Display for Rights {
     }
 }
 
-/// One path of the default profile.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ProfileEntry {
-    /// The path granted (as found; the launcher resolves symlinks when it opens it).
-    pub path: PathBuf,
-    /// Rights granted beneath it.
-    pub rights: Rights,
-    /// Why it is in the profile (shown in the enforcement report).
-    pub why: String,
-}
-
 /// The default profile computed for one command.
 #[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct DefaultProfile {
-    /// Paths granted.
-    pub entries: Vec<ProfileEntry>,
+pub(crate) struct DefaultProfile {
+    /// Paths granted (as found; the launcher resolves symlinks when it opens them), each
+    /// with why it is in the profile (shown in the enforcement report).
+    pub entries: Vec<Grant>,
     /// Environment variables passed through (exact names or `PREFIX*`).
     pub env: Vec<String>,
     /// Cache directories the profile grants read-write that did not exist yet: rootfence
@@ -104,37 +93,37 @@ const SYSTEM_DIRS: &[&str] = &[
 /// Entries of `/etc` that programs read to run: the loader, name service, TLS roots,
 /// locale and time zone. Not `/etc` as a whole: it holds host secrets (`shadow`, keys).
 const ETC_ENTRIES: &[&str] = &[
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "ld.so.preload",
-    "locale.alias",
-    "locale.conf",
-    "localtime",
-    "timezone",
-    "resolv.conf",
-    "hosts",
-    "host.conf",
-    "nsswitch.conf",
-    "gai.conf",
-    "services",
-    "protocols",
-    "passwd",
-    "group",
-    "ssl",
-    "ca-certificates",
-    "ca-certificates.conf",
-    "pki",
-    "crypto-policies",
-    "os-release",
-    "lsb-release",
-    "debian_version",
-    "mime.types",
-    "terminfo",
-    "inputrc",
-    "npmrc",
-    "pip.conf",
-    "gitconfig",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ld.so.preload",
+    "/etc/locale.alias",
+    "/etc/locale.conf",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/nsswitch.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/pki",
+    "/etc/crypto-policies",
+    "/etc/os-release",
+    "/etc/lsb-release",
+    "/etc/debian_version",
+    "/etc/mime.types",
+    "/etc/terminfo",
+    "/etc/inputrc",
+    "/etc/npmrc",
+    "/etc/pip.conf",
+    "/etc/gitconfig",
 ];
 
 /// `/proc` and `/sys` entries node (libuv) and python read at start: own process, CPU
@@ -163,13 +152,34 @@ const PROC_SYS_ENTRIES: &[&str] = &[
     "/sys/kernel/mm/transparent_hugepage",
 ];
 
-/// Devices every program may use.
-const DEVICES: &[(&str, Rights)] = &[
-    ("/dev/null", Rights::Device),
-    ("/dev/zero", Rights::Device),
-    ("/dev/full", Rights::Device),
-    ("/dev/urandom", Rights::Read),
-    ("/dev/random", Rights::Read),
+/// The fixed system part of every profile, in order: paths with their rights and why, and the devices every program may use. The report shows these grants
+/// grouped on one `system:` line, recognised by their why.
+pub(crate) const SYSTEM: &[(&[&str], Rights, &str)] = &[
+    (
+        SYSTEM_DIRS,
+        Rights::ReadExec,
+        "system libraries and binaries",
+    ),
+    (
+        ETC_ENTRIES,
+        Rights::Read,
+        "system configuration programs read to run",
+    ),
+    (
+        PROC_SYS_ENTRIES,
+        Rights::Read,
+        "process and machine information runtimes read",
+    ),
+    (
+        &["/dev/null", "/dev/zero", "/dev/full"],
+        Rights::Device,
+        "standard device",
+    ),
+    (
+        &["/dev/urandom", "/dev/random"],
+        Rights::Read,
+        "standard device",
+    ),
 ];
 
 /// Environment variables every server gets (values from rootfence's own environment):
@@ -319,7 +329,7 @@ pub(crate) fn effective_caps() -> Option<u64> {
 }
 
 /// Computes the default profile for `argv`, given rootfence's environment.
-pub fn default_profile(argv: &[OsString], env: &[(OsString, OsString)]) -> DefaultProfile {
+pub(crate) fn default_profile(argv: &[OsString], env: &[(OsString, OsString)]) -> DefaultProfile {
     profile_for(argv, env, proc_grant_is_safe())
 }
 
@@ -346,32 +356,10 @@ fn profile_for(argv: &[OsString], env: &[(OsString, OsString)], proc_safe: bool)
         .map(PathBuf::from)
         .filter(|h| h.is_absolute());
 
-    for dir in SYSTEM_DIRS {
-        push_existing(
-            &mut profile,
-            dir,
-            Rights::ReadExec,
-            "system libraries and binaries",
-        );
-    }
-    for entry in ETC_ENTRIES {
-        push_existing(
-            &mut profile,
-            Path::new("/etc").join(entry),
-            Rights::Read,
-            "system configuration programs read to run",
-        );
-    }
-    for entry in PROC_SYS_ENTRIES {
-        push_existing(
-            &mut profile,
-            entry,
-            Rights::Read,
-            "process and machine information runtimes read",
-        );
-    }
-    for (dev, rights) in DEVICES {
-        push_existing(&mut profile, dev, *rights, "standard device");
+    for (paths, rights, why) in SYSTEM {
+        for p in *paths {
+            push_existing(&mut profile, p, *rights, why);
+        }
     }
 
     // The command, followed to its programs and installs (runtime.rs), with the caches
@@ -513,11 +501,9 @@ pub(crate) fn push_existing(
 ) {
     let path = path.as_ref();
     if path.exists() {
-        profile.entries.push(ProfileEntry {
-            path: path.to_owned(),
-            rights,
-            why: why.to_owned(),
-        });
+        profile
+            .entries
+            .push(Grant::new(path, rights, "profile", why));
     }
 }
 
@@ -528,16 +514,14 @@ pub(crate) fn push_cache(profile: &mut DefaultProfile, path: Option<PathBuf>, wh
     if !path.exists() {
         profile.create_dirs.push(path.clone());
     }
-    profile.entries.push(ProfileEntry {
-        path,
-        rights: Rights::ReadWrite,
-        why: why.to_owned(),
-    });
+    profile
+        .entries
+        .push(Grant::new(&path, Rights::ReadWrite, "profile", why));
 }
 
 /// Keeps one entry per path, the widest rights winning.
-fn dedup_entries(entries: &mut Vec<ProfileEntry>) {
-    let mut out: Vec<ProfileEntry> = Vec::with_capacity(entries.len());
+fn dedup_entries(entries: &mut Vec<Grant>) {
+    let mut out: Vec<Grant> = Vec::with_capacity(entries.len());
     for e in entries.drain(..) {
         if let Some(prev) = out.iter_mut().find(|p| p.path == e.path) {
             prev.rights = widest(prev.rights, e.rights);
