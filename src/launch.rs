@@ -80,11 +80,7 @@ impl ServerLauncher for SandboxLauncher {
             let slot = Arc::clone(&slot);
             let reported = self.reported.clone();
             move || -> Result<(), String> {
-                let reader = session
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take_report_reader();
-                let Some(reader) = reader else {
+                let Some(reader) = crate::relock(&session).take_report_reader() else {
                     return Ok(());
                 };
                 let report = reader

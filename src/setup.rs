@@ -173,10 +173,7 @@ impl Setup {
     /// Closes a session's audit log (if its start hook opened one) with the relay's outcome.
     pub fn finish(slot: &AuditSlot, outcome: &Outcome) -> Result<(), AuditError> {
         let log = crate::relock(slot).take();
-        match log {
-            Some(log) => log.close(session_end(outcome)),
-            None => Ok(()),
-        }
+        log.map_or(Ok(()), |log| log.close(session_end(outcome)))
     }
 }
 

@@ -104,7 +104,7 @@ pub struct RootScan {
 }
 
 /// The carve-out of denied and read-only paths inside the roots.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CarveReport {
     /// The namespace used (`private mount namespace`, `... (in a user namespace)`), or
@@ -154,11 +154,7 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
     let mut budget = Budget::new(plan.scan_limits);
     let mut report = CarveReport {
         method: "none".into(),
-        fallback: None,
-        paths: Vec::new(),
-        more: 0,
-        scans: Vec::new(),
-        later: String::new(),
+        ..CarveReport::default()
     };
     // (root dir, real path, relative path, what, rule, is dir)
     let mut work: Vec<(usize, PathBuf, CarvedKind, String, bool)> = Vec::new();

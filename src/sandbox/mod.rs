@@ -404,29 +404,21 @@ pub fn prepare_with_launcher(
     let env_now: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let plan = plan::build(spec, argv, private_tmp.as_ref().map(|t| t.path()), &env_now)?;
     let channel = fds::LauncherChannel::new(&plan)?;
-
+    let session = SandboxSession {
+        report: Some(ReportReader(report::Channel::Pipe(channel.report_read))),
+        child_ends: vec![channel.plan_fd, channel.report_write],
+        _private_tmp: private_tmp,
+    };
+    let [plan_fd, report_fd] = session.child_fds();
     let mut command = Command::new(launcher);
     command
         .arg(LAUNCHER_ARG)
-        .arg(channel.plan_fd.as_raw_fd().to_string())
-        .arg(channel.report_write.as_raw_fd().to_string())
+        .arg(plan_fd.to_string())
+        .arg(report_fd.to_string())
         .arg("--")
         .args(argv);
-    fds::inherit_in_child(
-        &mut command,
-        [
-            channel.plan_fd.as_raw_fd(),
-            channel.report_write.as_raw_fd(),
-        ],
-    );
-    Ok(Prepared {
-        command,
-        session: SandboxSession {
-            report: Some(ReportReader(report::Channel::Pipe(channel.report_read))),
-            child_ends: vec![channel.plan_fd, channel.report_write],
-            _private_tmp: private_tmp,
-        },
-    })
+    fds::inherit_in_child(&mut command, [plan_fd, report_fd]);
+    Ok(Prepared { command, session })
 }
 
 /// Creates the session's private temp dir as `$TMPDIR/rootfence-sandbox-<uid>/<pid>-XXXX`.

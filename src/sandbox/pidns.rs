@@ -154,11 +154,8 @@ fn init(alive_r: OwnedFd, status_w: OwnedFd) {
     }
     // SAFETY: still single-threaded (a fork of the single-threaded launcher).
     match unsafe { fork() } {
-        Err(e) => {
-            // Nothing can be reported from here but the status.
-            let _ = e;
-            exit(i32::from(super::EXIT_LAUNCHER_ERROR));
-        }
+        // Nothing can be reported from here but the status.
+        Err(_) => exit(i32::from(super::EXIT_LAUNCHER_ERROR)),
         Ok(ForkResult::Child) => {
             drop(alive_r);
             drop(status_w);

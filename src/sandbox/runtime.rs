@@ -152,7 +152,7 @@ pub(crate) fn discover(
             }
             wanted.push("python3".into());
             wanted.push("python".into());
-            let launcher = launcher_name(&w.families);
+            let launcher = if w.has(Family::Uv) { "uv" } else { "pipx" };
             for name in wanted {
                 let why = format!(
                     "a python {launcher} may run ({} on PATH, or as asked)",
@@ -180,14 +180,6 @@ pub(crate) fn discover(
     }
     grant_family_dirs(profile, &families, env);
     families
-}
-
-fn launcher_name(families: &[Family]) -> &'static str {
-    if families.contains(&Family::Uv) {
-        "uv"
-    } else {
-        "pipx"
-    }
 }
 
 /// `3.12` asks for `python3.12`; a path or a name is taken as is.
