@@ -14,47 +14,27 @@ use crate::relay::{Gen, Launch};
 use crate::roots::RootSet;
 use crate::sandbox::{self, SandboxMode, SandboxRoot, ServerGrants};
 
-/// Launches server generations confined by the OS sandbox.
+/// Launches server generations of `argv` confined by the OS sandbox, under the policy's
+/// `[sandbox]` settings and the host entry's grants, in `mode`.
 #[derive(Debug)]
 pub struct SandboxLauncher {
-    policy: Arc<Policy>,
-    mode: SandboxMode,
-    argv: Vec<OsString>,
+    pub(crate) policy: Arc<Policy>,
+    pub(crate) mode: SandboxMode,
+    pub(crate) argv: Vec<OsString>,
     /// What the host entry adds (`--env`, `--read`, `--write`).
-    host_grants: ServerGrants,
+    pub(crate) host_grants: ServerGrants,
     /// Where the host started rootfence (relative `--read`/`--write` paths).
-    cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// Set once some launcher sharing it printed its report: `rootfence serve` starts a
-    /// server per session, and prints the (same) report once, not once per session.
-    reported: Option<Arc<AtomicBool>>,
+    /// server per session, and prints the (same) report once, not once per session (later
+    /// reports go to the debug log).
+    pub(crate) reported: Option<Arc<AtomicBool>>,
     /// The placeholders of protected directory names held for the session (made before
     /// each generation's launch), released by [`SandboxLauncher::remove_placeholders`].
-    placeholders: sandbox::Placeholders,
+    pub(crate) placeholders: sandbox::Placeholders,
 }
 
 impl SandboxLauncher {
-    /// A launcher for `argv` under the policy's `[sandbox]` settings and the host entry's
-    /// grants, in `mode`. With `reported`, it prints the enforcement report only if no
-    /// launcher sharing it printed one yet (later reports go to the debug log).
-    pub fn new(
-        policy: Arc<Policy>,
-        mode: SandboxMode,
-        argv: Vec<OsString>,
-        host_grants: ServerGrants,
-        cwd: PathBuf,
-        reported: Option<Arc<AtomicBool>>,
-    ) -> SandboxLauncher {
-        SandboxLauncher {
-            policy,
-            mode,
-            argv,
-            host_grants,
-            cwd,
-            reported,
-            placeholders: sandbox::Placeholders::default(),
-        }
-    }
-
     /// Releases the session's placeholders: those no other session holds are removed while
     /// still empty. Call it once the session is over (no server runs).
     pub fn remove_placeholders(&self) {
@@ -100,11 +80,7 @@ impl ServerLauncher for SandboxLauncher {
             let slot = Arc::clone(&slot);
             let reported = self.reported.clone();
             move || -> Result<(), String> {
-                let reader = session
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take_report_reader();
-                let Some(reader) = reader else {
+                let Some(reader) = crate::relock(&session).take_report_reader() else {
                     return Ok(());
                 };
                 let report = reader

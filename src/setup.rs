@@ -69,14 +69,10 @@ impl Setup {
         let a = policy.audit();
         let mut cfg = AuditConfig::new(path);
         cfg.fsync = a.fsync;
-        if a.rotate_bytes.is_some() {
-            cfg.rotate_bytes = a.rotate_bytes;
-        }
+        cfg.rotate_bytes = a.rotate_bytes.or(cfg.rotate_bytes);
         cfg.on_failure = a.on_failure;
         cfg.log_allowed = a.log_allowed;
-        if a.retain_files.is_some() {
-            cfg.retain_files = a.retain_files;
-        }
+        cfg.retain_files = a.retain_files.or(cfg.retain_files);
         cfg.retain_bytes = a.retain_bytes;
         cfg.syslog = a.syslog.clone();
         cfg
@@ -91,14 +87,15 @@ impl Setup {
         &self,
         roots: Vec<RootSpec>,
     ) -> (Enforcer, Vec<DroppedRoot>, Arc<SandboxLauncher>) {
-        let launcher = Arc::new(SandboxLauncher::new(
-            Arc::clone(&self.policy),
-            self.sandbox,
-            self.command.clone(),
-            self.grants.clone(),
-            self.cwd.clone(),
-            self.report_once.clone(),
-        ));
+        let launcher = Arc::new(SandboxLauncher {
+            policy: Arc::clone(&self.policy),
+            mode: self.sandbox,
+            argv: self.command.clone(),
+            host_grants: self.grants.clone(),
+            cwd: self.cwd.clone(),
+            reported: self.report_once.clone(),
+            placeholders: Default::default(),
+        });
         let (enforcer, dropped) = Enforcer::with_command_roots(
             Arc::clone(&self.policy),
             roots,
@@ -176,10 +173,7 @@ impl Setup {
     /// Closes a session's audit log (if its start hook opened one) with the relay's outcome.
     pub fn finish(slot: &AuditSlot, outcome: &Outcome) -> Result<(), AuditError> {
         let log = crate::relock(slot).take();
-        match log {
-            Some(log) => log.close(session_end(outcome)),
-            None => Ok(()),
-        }
+        log.map_or(Ok(()), |log| log.close(session_end(outcome)))
     }
 }
 

@@ -372,7 +372,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             findings.signals
         );
     }
-    let suggestion = probe::suggest(&findings, &spec);
+    let suggestion = probe::suggest_in(&findings, &spec, &probe::Context::current());
     for (p, why) in &suggestion.left_out {
         rootfence::stderr_line!("rootfence: probe: not suggested: {}: {why}", p.display());
     }

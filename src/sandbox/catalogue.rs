@@ -229,10 +229,7 @@ pub fn grants(
     home: &Path,
     path_var: Option<&std::ffi::OsStr>,
 ) -> Vec<CatalogueGrant> {
-    let Some(package) = identify(argv, path_var) else {
-        return Vec::new();
-    };
-    grants_for(&package, home)
+    identify(argv, path_var).map_or_else(Vec::new, |p| grants_for(&p, home))
 }
 
 fn grants_for(package: &Package, home: &Path) -> Vec<CatalogueGrant> {

@@ -100,19 +100,17 @@ pub struct RootScan {
     /// Milliseconds taken.
     pub elapsed_ms: u64,
     /// The bound that stopped it, if one did.
-    #[serde(default)]
     pub bound: Option<String>,
 }
 
 /// The carve-out of denied and read-only paths inside the roots.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CarveReport {
     /// The namespace used (`private mount namespace`, `... (in a user namespace)`), or
     /// `landlock` when every path went to the Landlock carve-out, or `none`.
     pub method: String,
     /// Why no namespace was used, when one was needed and not used.
-    #[serde(default)]
     pub fallback: Option<String>,
     /// The paths, at most 200 (see `more`).
     pub paths: Vec<CarvedPath>,
@@ -156,11 +154,7 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
     let mut budget = Budget::new(plan.scan_limits);
     let mut report = CarveReport {
         method: "none".into(),
-        fallback: None,
-        paths: Vec::new(),
-        more: 0,
-        scans: Vec::new(),
-        later: String::new(),
+        ..CarveReport::default()
     };
     // (root dir, real path, relative path, what, rule, is dir)
     let mut work: Vec<(usize, PathBuf, CarvedKind, String, bool)> = Vec::new();
@@ -242,7 +236,7 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
     if needs_cover {
         match mounts::enter() {
             Ok(ns) => {
-                report.method = ns.describe().to_owned();
+                report.method = ns.to_owned();
                 // Descriptors opened before the namespace name the old namespace's
                 // mounts, which cannot be mounted on from this one: open the roots again.
                 let here: Vec<(Dir, PathBuf)> = opened
@@ -431,13 +425,6 @@ impl CarveReport {
         }
         self.later = later.join("; ");
     }
-
-    /// Paths the sandbox does not keep from the server (for the summary).
-    fn unenforced(&self) -> impl Iterator<Item = &CarvedPath> {
-        self.paths
-            .iter()
-            .filter(|p| p.by == CarvedBy::None && p.kind != CarvedKind::LeftToGit)
-    }
 }
 
 impl fmt::Display for CarveReport {
@@ -500,7 +487,13 @@ impl fmt::Display for CarveReport {
         if self.more > 0 {
             writeln!(f, "    ... and {} more", self.more)?;
         }
-        let unenforced: Vec<&str> = self.unenforced().map(|p| p.path.as_str()).collect();
+        // Paths the sandbox does not keep from the server.
+        let unenforced: Vec<&str> = self
+            .paths
+            .iter()
+            .filter(|p| p.by == CarvedBy::None && p.kind != CarvedKind::LeftToGit)
+            .map(|p| p.path.as_str())
+            .collect();
         if !unenforced.is_empty() {
             writeln!(
                 f,

@@ -144,19 +144,24 @@ pub(crate) fn cloexec_all_above_stdio() -> Result<&'static str, String> {
     if r == 0 {
         return Ok("close_range");
     }
-    // Kernels before 5.11: walk /proc/self/fd. Collect first, then change flags, so the
-    // directory's own descriptor is not disturbed while it is read.
-    let fds: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
-        .map_err(|e| format!("cannot list /proc/self/fd to close inherited descriptors: {e}"))?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|fd| *fd > 2)
-        .collect();
-    for fd in fds {
+    // Kernels before 5.11: walk /proc/self/fd.
+    let fds = open_fds()
+        .map_err(|e| format!("cannot list /proc/self/fd to close inherited descriptors: {e}"))?;
+    for fd in fds.into_iter().filter(|fd| *fd > 2) {
         // SAFETY: F_SETFD on a descriptor number changes only its flags; a number that was
         // the (now closed) directory descriptor fails with EBADF, which is ignored.
         unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     }
     Ok("/proc/self/fd")
+}
+
+/// The open descriptors, as `/proc/self/fd` lists them (where `close_range` is missing).
+/// Collected before any is changed, so the listing's own descriptor is not disturbed
+/// while it is read.
+pub(crate) fn open_fds() -> std::io::Result<Vec<RawFd>> {
+    Ok(std::fs::read_dir("/proc/self/fd")?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect())
 }
 
 #[cfg(test)]

@@ -34,7 +34,8 @@
 use std::path::{Path, PathBuf};
 
 use super::Access;
-use super::profile::{ProfileEntry, Rights};
+use super::plan::Grant;
+use super::profile::Rights;
 
 /// Largest `.git` file or `commondir` file read (they hold one path).
 const MAX_POINTER: u64 = 4096;
@@ -67,7 +68,7 @@ pub(crate) fn linked_dirs(root: &Path) -> Option<(PathBuf, Option<PathBuf>)> {
 /// mount namespace, else the Landlock carve-out).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct GitDirs {
-    pub grants: Vec<ProfileEntry>,
+    pub grants: Vec<Grant>,
     pub read_only: Vec<PathBuf>,
 }
 
@@ -92,31 +93,26 @@ pub(crate) fn grants(root: &Path, access: Access) -> GitDirs {
         for part in ["objects", "refs", "logs"] {
             let p = dir.join(part);
             if p.is_dir() {
-                out.grants.push(ProfileEntry {
-                    path: p,
-                    rights: Rights::ReadWrite,
-                    why: format!(
-                        "{whose} `{part}/`, written by a commit, a branch or a tag in {}",
-                        root.display()
-                    ),
-                });
+                let why = format!(
+                    "{whose} `{part}/`, written by a commit, a branch or a tag in {}",
+                    root.display()
+                );
+                out.grants.push(git_grant(&p, Rights::ReadWrite, &why));
             }
         }
     };
     if common.is_some() && !gitdir.starts_with(&real_root) {
-        out.grants.push(ProfileEntry {
-            path: gitdir.clone(),
-            rights: if writable {
-                Rights::ReadWrite
-            } else {
-                Rights::ReadExec
-            },
-            why: format!(
-                "the git directory of the linked worktree {} (its HEAD, index and logs), as \
-                 its own .git/ would be",
-                root.display()
-            ),
-        });
+        let rights = if writable {
+            Rights::ReadWrite
+        } else {
+            Rights::ReadExec
+        };
+        let why = format!(
+            "the git directory of the linked worktree {} (its HEAD, index and logs), as its \
+             own .git/ would be",
+            root.display()
+        );
+        out.grants.push(git_grant(&gitdir, rights, &why));
         if writable {
             // Its pointers back: rewritten, they would redirect git as the `.git` file
             // would.
@@ -152,15 +148,13 @@ pub(crate) fn grants(root: &Path, access: Access) -> GitDirs {
     if !dir.starts_with(&real_root) {
         let files = writable && files_may_be_written(dir);
         let unwritable = ", read only: its hooks/ and config stay unwritable";
-        out.grants.push(ProfileEntry {
-            path: dir.clone(),
-            rights: if files {
-                Rights::WriteFiles
-            } else {
-                Rights::ReadExec
-            },
-            why: format!("{what}{}", if files { written } else { unwritable }),
-        });
+        let (rights, how) = if files {
+            (Rights::WriteFiles, written)
+        } else {
+            (Rights::ReadExec, unwritable)
+        };
+        out.grants
+            .push(git_grant(dir, rights, &format!("{what}{how}")));
         if files {
             protect(dir, own, &mut out.read_only);
         }
@@ -199,6 +193,10 @@ fn protect(dir: &Path, own: Option<&Path>, out: &mut Vec<PathBuf>) {
             }
         }
     }
+}
+
+fn git_grant(path: &Path, rights: Rights, why: &str) -> Grant {
+    Grant::new(path, rights, "root-git", why)
 }
 
 fn push_existing(out: &mut Vec<PathBuf>, p: PathBuf) {

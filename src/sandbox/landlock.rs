@@ -293,14 +293,6 @@ fn build_and_restrict(
     created.no_new_privs(true).restrict_self()
 }
 
-/// A path to carve out of every grant that contains it.
-struct Carve {
-    /// Canonical absolute path.
-    path: PathBuf,
-    /// `None`: nothing at all (hidden); `Some`: at most these rights (read-only).
-    rights: Option<BitFlags<AccessFs>>,
-}
-
 /// What [`resolve_paths`] produced.
 struct Resolved {
     rules: Vec<PathRule>,
@@ -317,17 +309,16 @@ fn resolve_paths(grants: &[Grant], denies: &[PathBuf], targets: &[Target]) -> Re
         .iter()
         .map(|d| (d.clone(), canonical_or_lexical(d)))
         .collect();
+    // Paths to carve out of every grant that contains them: the literal denies (hidden)
+    // and the targets; a read-only one keeps at most read-exec.
     let read_only = access_of(Rights::ReadExec);
-    let carves: Vec<Carve> = denies
+    let carves: Vec<Target> = denies
         .iter()
-        .map(|(_, c)| Carve {
+        .map(|(_, c)| Target {
             path: c.clone(),
-            rights: None,
+            hide: true,
         })
-        .chain(targets.iter().map(|t| Carve {
-            path: t.path.clone(),
-            rights: (!t.hide).then_some(read_only),
-        }))
+        .chain(targets.iter().cloned())
         .collect();
     let mut deny_hits: Vec<Vec<String>> = vec![Vec::new(); denies.len()];
     let mut rules = Vec::new();
@@ -363,7 +354,7 @@ fn resolve_paths(grants: &[Grant], denies: &[PathBuf], targets: &[Target]) -> Re
         }
         if let Some(c) = carves
             .iter()
-            .find(|c| c.rights.is_none() && resolved.starts_with(&c.path))
+            .find(|c| c.hide && resolved.starts_with(&c.path))
         {
             report.status = GrantStatus::Denied {
                 deny: c.path.display().to_string(),
@@ -373,12 +364,11 @@ fn resolve_paths(grants: &[Grant], denies: &[PathBuf], targets: &[Target]) -> Re
         }
         let mut access = access_of(g.rights);
         // A read-only target at or above the grant caps the whole grant.
-        for c in &carves {
-            if let Some(r) = c.rights {
-                if resolved.starts_with(&c.path) {
-                    access &= r;
-                }
-            }
+        if carves
+            .iter()
+            .any(|c| !c.hide && resolved.starts_with(&c.path))
+        {
+            access &= read_only;
         }
         // Only a directory can hold a carved path (one "beneath" a file cannot exist), and
         // a read-only target matters only where the grant gives more than read.
@@ -386,10 +376,10 @@ fn resolve_paths(grants: &[Grant], denies: &[PathBuf], targets: &[Target]) -> Re
         let inside: Vec<(PathBuf, Option<BitFlags<AccessFs>>)> = carves
             .iter()
             .filter(|c| is_dir && c.path != resolved && c.path.starts_with(&resolved))
-            .filter(|c| c.rights.is_none_or(|r| !r.contains(access)))
+            .filter(|c| c.hide || !read_only.contains(access))
             .filter_map(|c| {
                 let rel = c.path.strip_prefix(&resolved).ok()?.to_owned();
-                Some((rel, c.rights))
+                Some((rel, (!c.hide).then_some(read_only)))
             })
             .collect();
         for (i, (_, c)) in denies.iter().enumerate() {
@@ -433,27 +423,25 @@ fn resolve_paths(grants: &[Grant], denies: &[PathBuf], targets: &[Target]) -> Re
         .iter()
         .zip(deny_hits)
         .map(|((orig, canon), within)| {
-            if within.is_empty() {
-                DenyReport {
-                    path: orig.display().to_string(),
-                    status: DenyStatus::OutsideGrants,
-                    detail: String::new(),
-                }
+            let (status, detail) = if within.is_empty() {
+                (DenyStatus::OutsideGrants, String::new())
             } else {
                 let names = if canon.is_dir() {
                     "names of its entries stay listable, their contents do not; "
                 } else {
                     ""
                 };
-                DenyReport {
-                    path: orig.display().to_string(),
-                    status: DenyStatus::CarvedOut,
-                    detail: format!(
-                        "within {}: {names}entries created later directly in its parent \
-                         directories are unreachable; other hard links to it are not covered",
-                        within.join(", ")
-                    ),
-                }
+                let detail = format!(
+                    "within {}: {names}entries created later directly in its parent \
+                     directories are unreachable; other hard links to it are not covered",
+                    within.join(", ")
+                );
+                (DenyStatus::CarvedOut, detail)
+            };
+            DenyReport {
+                path: orig.display().to_string(),
+                status,
+                detail,
             }
         })
         .collect();

@@ -34,7 +34,6 @@ use super::plan::{LaunchPlan, MAX_PLAN_BYTES, env_allowed};
 use super::profile::{DEFAULT_PATH, ENV_BASELINE, lookup};
 use super::report::{
     EnforcementReport, EnvPath, EnvReport, FsReport, Message, RlimitReport, RlimitStatus,
-    WithheldReport,
 };
 use super::{
     EXIT_EXEC_FAILED, EXIT_LAUNCHER_ERROR, EXIT_NOT_FOUND, EXIT_REFUSED, LAUNCHER_ARG, SandboxMode,
@@ -212,14 +211,7 @@ pub fn launcher_main() -> ExitCode {
         command: Some(resolved.display().to_string()),
         missing: all_missing,
         not_covered,
-        withheld: plan
-            .withheld
-            .iter()
-            .map(|(path, why)| WithheldReport {
-                path: path.clone(),
-                why: why.clone(),
-            })
-            .collect(),
+        withheld: plan.withheld.clone(),
     });
     report.env.unreachable = unreachable_env_paths(&env, &report);
     if refused || (strict && !report.missing.is_empty()) {
@@ -321,7 +313,6 @@ fn build_env(
     let report = EnvReport {
         passed,
         set: plan.env_set.iter().map(|e| e.name.clone()).collect(),
-        dropped: dropped_names.len(),
         dropped_names,
         unreachable: Vec::new(),
     };

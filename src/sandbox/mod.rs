@@ -62,18 +62,13 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-pub use deny::{CarveReport, CarvedBy, CarvedKind, CarvedPath, RootScan};
+pub use deny::{CarvedBy, CarvedKind};
 pub use mounts::MOUNTS_ENV;
 pub use pidns::PIDNS_ENV;
 pub use placeholder::{Placeholders, mount_namespace_likely};
-pub use profile::{
-    DefaultProfile, ProfileEntry, Rights, ToolFamily, Withheld, default_profile,
-    is_executable_file, tool_families,
-};
+pub use profile::{Family, is_executable_file};
 pub use report::{
-    DenyReport, DenyStatus, Enforcement, EnforcementReport, EnvPath, EnvReport, FsReport,
-    GrantReport, GrantStatus, LandlockReport, LaunchError, NetworkReport, ReportReader,
-    RlimitReport, RlimitStatus, ScopeReport, WithheldReport,
+    DenyStatus, Enforcement, EnforcementReport, GrantStatus, LaunchError, ReportReader,
 };
 pub use server::{EnvNameError, ServerGrants, check_env_name};
 
@@ -93,25 +88,25 @@ pub const EXIT_EXEC_FAILED: u8 = 126;
 /// descriptor or Landlock syscall error).
 pub const EXIT_LAUNCHER_ERROR: u8 = 125;
 
-/// How hard the sandbox is applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    /// No confinement: the server is started directly with rootfence's environment.
-    Off,
-    /// Apply everything the kernel supports and report exactly what is missing.
-    BestEffort,
-    /// Refuse to start unless every requested restriction is fully enforced.
-    Strict,
+crate::coded::coded! {
+    /// How hard the sandbox is applied.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum SandboxMode {
+        /// No confinement: the server is started directly with rootfence's environment.
+        Off => "off",
+        /// Apply everything the kernel supports and report exactly what is missing.
+        BestEffort => "best-effort",
+        /// Refuse to start unless every requested restriction is fully enforced.
+        Strict => "strict",
+    }
+    /// The command-line word (`--sandbox`, `--mode`), as the policy spells it.
+    pub fn as_str;
 }
 
 impl std::fmt::Display for SandboxMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SandboxMode::Off => "off",
-            SandboxMode::BestEffort => "best-effort",
-            SandboxMode::Strict => "strict",
-        })
+        f.write_str(self.as_str())
     }
 }
 
@@ -119,14 +114,10 @@ impl std::fmt::Display for SandboxMode {
 impl std::str::FromStr for SandboxMode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        [
-            SandboxMode::BestEffort,
-            SandboxMode::Strict,
-            SandboxMode::Off,
-        ]
-        .into_iter()
-        .find(|m| m.to_string() == s)
-        .ok_or_else(|| format!("unknown sandbox mode `{s}`; use best-effort, strict or off"))
+        let found = SandboxMode::ALL.iter().find(|m| m.as_str() == s);
+        found
+            .copied()
+            .ok_or_else(|| format!("unknown sandbox mode `{s}`; use best-effort, strict or off"))
     }
 }
 
@@ -330,11 +321,12 @@ pub struct Prepared {
 /// removes the private temp dir.
 #[derive(Debug)]
 pub struct SandboxSession {
-    report: Option<report::Channel>,
+    report: Option<ReportReader>,
     /// The launcher's ends (plan memfd, report pipe write end), closed after spawn so the
     /// report pipe reaches end of file when the launcher execs or dies.
     child_ends: Vec<OwnedFd>,
-    private_tmp: Option<tempfile::TempDir>,
+    /// Held for its `Drop`, which removes the private temp dir.
+    _private_tmp: Option<tempfile::TempDir>,
 }
 
 impl SandboxSession {
@@ -343,7 +335,7 @@ impl SandboxSession {
     /// `None` on a second call.
     pub fn take_report_reader(&mut self) -> Option<ReportReader> {
         self.child_ends.clear();
-        self.report.take().map(ReportReader::new)
+        self.report.take()
     }
 
     /// The raw numbers of the launcher's descriptors, for wrapping the command.
@@ -352,11 +344,6 @@ impl SandboxSession {
             self.child_ends.first().map_or(-1, |f| f.as_raw_fd()),
             self.child_ends.get(1).map_or(-1, |f| f.as_raw_fd()),
         ]
-    }
-
-    /// The private temp dir of this session, if one was created.
-    pub fn private_tmp(&self) -> Option<&Path> {
-        self.private_tmp.as_ref().map(|t| t.path())
     }
 }
 
@@ -400,9 +387,11 @@ pub fn prepare_with_launcher(
         return Ok(Prepared {
             command,
             session: SandboxSession {
-                report: Some(report::Channel::Fixed(Box::new(EnforcementReport::off()))),
+                report: Some(ReportReader(report::Channel::Fixed(Box::new(
+                    EnforcementReport::off(),
+                )))),
                 child_ends: Vec::new(),
-                private_tmp: None,
+                _private_tmp: None,
             },
         });
     }
@@ -415,29 +404,21 @@ pub fn prepare_with_launcher(
     let env_now: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let plan = plan::build(spec, argv, private_tmp.as_ref().map(|t| t.path()), &env_now)?;
     let channel = fds::LauncherChannel::new(&plan)?;
-
+    let session = SandboxSession {
+        report: Some(ReportReader(report::Channel::Pipe(channel.report_read))),
+        child_ends: vec![channel.plan_fd, channel.report_write],
+        _private_tmp: private_tmp,
+    };
+    let [plan_fd, report_fd] = session.child_fds();
     let mut command = Command::new(launcher);
     command
         .arg(LAUNCHER_ARG)
-        .arg(channel.plan_fd.as_raw_fd().to_string())
-        .arg(channel.report_write.as_raw_fd().to_string())
+        .arg(plan_fd.to_string())
+        .arg(report_fd.to_string())
         .arg("--")
         .args(argv);
-    fds::inherit_in_child(
-        &mut command,
-        [
-            channel.plan_fd.as_raw_fd(),
-            channel.report_write.as_raw_fd(),
-        ],
-    );
-    Ok(Prepared {
-        command,
-        session: SandboxSession {
-            report: Some(report::Channel::Pipe(channel.report_read)),
-            child_ends: vec![channel.plan_fd, channel.report_write],
-            private_tmp,
-        },
-    })
+    fds::inherit_in_child(&mut command, [plan_fd, report_fd]);
+    Ok(Prepared { command, session })
 }
 
 /// Creates the session's private temp dir as `$TMPDIR/rootfence-sandbox-<uid>/<pid>-XXXX`.

@@ -36,24 +36,6 @@ use super::scan::open_rel;
 /// then does all the work), e.g. to see what a machine without user namespaces gets.
 pub const MOUNTS_ENV: &str = "ROOTFENCE_SANDBOX_MOUNTS";
 
-/// How the namespace was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Namespace {
-    /// A mount namespace (rootfence runs with `CAP_SYS_ADMIN`).
-    Mount,
-    /// A user namespace mapping the user to itself, and a mount namespace in it.
-    User,
-}
-
-impl Namespace {
-    pub(crate) fn describe(self) -> &'static str {
-        match self {
-            Namespace::Mount => "private mount namespace",
-            Namespace::User => "private mount namespace (in a user namespace)",
-        }
-    }
-}
-
 /// What to cover, relative to one root's descriptor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Cover {
@@ -66,20 +48,21 @@ pub(crate) enum Cover {
 }
 
 /// Enters a private mount namespace. Called once, before any [`apply`], only when there
-/// is something to cover.
-pub(crate) fn enter() -> Result<Namespace, String> {
+/// is something to cover. Returns how, for the report: a mount namespace (rootfence runs
+/// with `CAP_SYS_ADMIN`), or one in a user namespace mapping the user to itself.
+pub(crate) fn enter() -> Result<&'static str, String> {
     if std::env::var_os(MOUNTS_ENV).is_some_and(|v| v == "off") {
         return Err(format!("{MOUNTS_ENV}=off"));
     }
     let uid = nix::unistd::geteuid();
     let gid = nix::unistd::getegid();
     let ns = if uid.is_root() && unshare(CloneFlags::CLONE_NEWNS).is_ok() {
-        Namespace::Mount
+        "private mount namespace"
     } else {
         unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
             .map_err(|e| format!("no user namespace ({e}); they may be disabled or restricted"))?;
         map_to_self(uid, gid)?;
-        Namespace::User
+        "private mount namespace (in a user namespace)"
     };
     // Nothing mounted from here on may propagate back to the system's namespace.
     mount(

@@ -154,11 +154,8 @@ fn init(alive_r: OwnedFd, status_w: OwnedFd) {
     }
     // SAFETY: still single-threaded (a fork of the single-threaded launcher).
     match unsafe { fork() } {
-        Err(e) => {
-            // Nothing can be reported from here but the status.
-            let _ = e;
-            exit(i32::from(super::EXIT_LAUNCHER_ERROR));
-        }
+        // Nothing can be reported from here but the status.
+        Err(_) => exit(i32::from(super::EXIT_LAUNCHER_ERROR)),
         Ok(ForkResult::Child) => {
             drop(alive_r);
             drop(status_w);
@@ -260,13 +257,7 @@ fn close_range(first: libc::c_uint, last: libc::c_uint) {
         return;
     }
     // Kernels before 5.11: close what /proc/self/fd lists in the range.
-    let fds: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    for fd in fds {
+    for fd in super::fds::open_fds().unwrap_or_default() {
         if (first..=last).contains(&(fd as libc::c_uint)) {
             // SAFETY: as above; a number that was the directory's own descriptor fails
             // with EBADF, which is ignored.

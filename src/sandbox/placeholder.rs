@@ -57,15 +57,14 @@ impl Placeholders {
                 if held.iter().any(|h| h.path == path) {
                     continue;
                 }
-                match hold_one(&path) {
-                    Some(h) => {
-                        if h.made {
-                            made.push(path.clone());
-                        }
-                        held.push(h);
-                    }
-                    None => tracing::debug!("no placeholder at {}", path.display()),
+                let Some(h) = hold_one(&path) else {
+                    tracing::debug!("no placeholder at {}", path.display());
+                    continue;
+                };
+                if h.made {
+                    made.push(path);
                 }
+                held.push(h);
             }
         }
         made

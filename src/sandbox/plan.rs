@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::profile::{ProfileEntry, Rights, default_profile};
+use super::profile::{Rights, default_profile};
+use super::report::WithheldReport;
 use super::{Access, Network, Rlimits, SandboxError, SandboxMode, SandboxSpec, Scopes};
 
 /// Version of the plan format; the launcher refuses any other, so a rootfence upgraded
@@ -43,8 +44,7 @@ pub(crate) struct LaunchPlan {
     /// Variables the launcher sets itself (the private temp dir); not secret.
     pub env_set: Vec<EnvSet>,
     /// Paths the profile deliberately did not grant, with the reason (for the report).
-    #[serde(default)]
-    pub withheld: Vec<(String, String)>,
+    pub withheld: Vec<WithheldReport>,
     /// Paths kept read-only in and around the roots' linked git directories (`gitdir.rs`):
     /// their `hooks/` and `config`, and a worktree's `.git` file.
     #[serde(default, with = "bytes::paths")]
@@ -52,9 +52,9 @@ pub(crate) struct LaunchPlan {
 }
 
 /// One granted path.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Grant {
-    #[serde(with = "bytes::path")]
+    #[serde(with = "bytes::one")]
     pub path: PathBuf,
     pub rights: Rights,
     /// Where the grant comes from: `root`, `read`, `write`, `private-tmp`, `profile`.
@@ -64,22 +64,12 @@ pub(crate) struct Grant {
 }
 
 impl Grant {
-    fn new(path: &Path, rights: Rights, origin: &str, why: &str) -> Grant {
+    pub(crate) fn new(path: &Path, rights: Rights, origin: &str, why: &str) -> Grant {
         Grant {
             path: path.to_owned(),
             rights,
             origin: origin.to_owned(),
             why: why.to_owned(),
-        }
-    }
-
-    /// A profile entry or a root's git grant, with where it comes from.
-    fn of(e: ProfileEntry, origin: &str) -> Grant {
-        Grant {
-            path: e.path,
-            rights: e.rights,
-            origin: origin.to_owned(),
-            why: e.why,
         }
     }
 }
@@ -88,7 +78,7 @@ impl Grant {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct EnvSet {
     pub name: String,
-    #[serde(with = "bytes::os")]
+    #[serde(with = "bytes::one")]
     pub value: OsString,
 }
 
@@ -140,13 +130,9 @@ pub(crate) fn build(
                 .mode(0o700)
                 .create(dir);
         }
-        grants.extend(profile.entries.into_iter().map(|e| Grant::of(e, "profile")));
+        grants.extend(profile.entries);
         env_allow = profile.env;
-        withheld = profile
-            .withheld
-            .into_iter()
-            .map(|w| (w.path.display().to_string(), w.why))
-            .collect();
+        withheld = profile.withheld;
     }
     let mut git_read_only = Vec::new();
     for r in &spec.roots {
@@ -158,7 +144,7 @@ pub(crate) fn build(
         // A linked worktree's or a submodule's git directories, outside the root
         // (`gitdir.rs`), and what in them stays read-only.
         let git = super::gitdir::grants(&r.path, r.access);
-        grants.extend(git.grants.into_iter().map(|g| Grant::of(g, "root-git")));
+        grants.extend(git.grants);
         git_read_only.extend(git.read_only);
     }
     for (paths, rights, origin) in [
@@ -220,39 +206,27 @@ pub(crate) fn env_allowed(allow: &[impl AsRef<str>], name: &str) -> bool {
 
 /// Serde helpers carrying OS strings as byte arrays.
 mod bytes {
-    pub(super) mod os {
-        use std::ffi::OsString;
-        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::ffi::{OsStr, OsString};
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::PathBuf;
 
-        use serde::{Deserialize, Deserializer, Serializer};
+    use serde::{Deserialize, Deserializer, Serializer};
 
-        pub fn serialize<S: Serializer>(v: &OsString, s: S) -> Result<S::Ok, S::Error> {
-            s.serialize_bytes(v.as_bytes())
+    /// One OS string or path.
+    pub(super) mod one {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(v: &impl AsRef<OsStr>, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_bytes(v.as_ref().as_bytes())
         }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<OsString, D::Error> {
-            Ok(OsString::from_vec(Vec::<u8>::deserialize(d)?))
-        }
-    }
-    pub(super) mod path {
-        use std::ffi::OsString;
-        use std::os::unix::ffi::OsStrExt;
-        use std::path::{Path, PathBuf};
-
-        use serde::{Deserializer, Serializer};
-
-        pub fn serialize<S: Serializer>(v: &Path, s: S) -> Result<S::Ok, S::Error> {
-            s.serialize_bytes(v.as_os_str().as_bytes())
-        }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
-            super::os::deserialize(d).map(|o: OsString| PathBuf::from(o))
+        pub fn deserialize<'de, D: Deserializer<'de>, T: From<OsString>>(
+            d: D,
+        ) -> Result<T, D::Error> {
+            Ok(OsString::from_vec(Vec::<u8>::deserialize(d)?).into())
         }
     }
     pub(super) mod paths {
-        use std::ffi::OsString;
-        use std::os::unix::ffi::{OsStrExt, OsStringExt};
-        use std::path::PathBuf;
-
-        use serde::{Deserialize, Deserializer, Serializer};
+        use super::*;
 
         pub fn serialize<S: Serializer>(v: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
             s.collect_seq(v.iter().map(|p| p.as_os_str().as_bytes()))
@@ -260,7 +234,7 @@ mod bytes {
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
             Ok(Vec::<Vec<u8>>::deserialize(d)?
                 .into_iter()
-                .map(|b| PathBuf::from(OsString::from_vec(b)))
+                .map(|b| OsString::from_vec(b).into())
                 .collect())
         }
     }

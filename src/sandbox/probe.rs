@@ -26,26 +26,19 @@ mod strace;
 
 pub use strace::parse_strace_log;
 
-/// What the command needed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Need {
-    /// Read a file or list a directory.
-    Read,
-    /// Execute a file.
-    Exec,
-    /// Write, create, remove or rename.
-    Write,
-}
-
-impl Need {
-    /// The verb shown to the user (`denied read /x`).
-    pub fn verb(self) -> &'static str {
-        match self {
-            Need::Read => "read",
-            Need::Exec => "execute",
-            Need::Write => "write",
-        }
+crate::coded::coded! {
+    /// What the command needed.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    pub enum Need {
+        /// Read a file or list a directory.
+        Read => "read",
+        /// Execute a file.
+        Exec => "execute",
+        /// Write, create, remove or rename.
+        Write => "write",
     }
+    /// The verb shown to the user (`denied read /x`).
+    pub fn verb;
 }
 
 /// One denial seen.
@@ -274,15 +267,7 @@ fn quoted(s: &str, q: char) -> Option<String> {
     Some(s[start..end].to_owned())
 }
 
-/// Turns findings into suggested `read`/`write` entries: drops what file permissions deny
-/// anyway and what the policy denies on purpose; a path that does not exist (a creation)
-/// becomes its nearest existing parent; three or more denials in one directory become
-/// the directory.
-pub fn suggest(findings: &Findings, spec: &SandboxSpec) -> Suggestion {
-    suggest_in(findings, spec, &Context::current())
-}
-
-/// What `suggest` needs to know about where the probe ran.
+/// What [`suggest_in`] needs to know about where the probe ran.
 #[derive(Debug, Clone, Default)]
 pub struct Context {
     /// The probe's working directory (the command's too).
@@ -303,7 +288,10 @@ impl Context {
     }
 }
 
-/// [`suggest`] with an explicit context (tests).
+/// Turns findings into suggested `read`/`write` entries: drops what file permissions deny
+/// anyway and what the policy denies on purpose; a path that does not exist (a creation)
+/// becomes its nearest existing parent; three or more denials in one directory become
+/// the directory.
 pub fn suggest_in(findings: &Findings, spec: &SandboxSpec, ctx: &Context) -> Suggestion {
     let mut s = Suggestion::default();
     let mut read = BTreeSet::new();

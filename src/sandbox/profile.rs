@@ -14,7 +14,7 @@
 //!   `~/.config/gh`) are not granted; add them to `[sandbox] read` when a server needs them.
 //! - Tool families (git, desktop-commander, browsers) are recognised from the server's
 //!   command line (the program and the package a runner such as `npx` or `uvx` starts);
-//!   each gets the state it cannot run without, and nothing else (see [`ToolFamily`]).
+//!   each gets the state it cannot run without, and nothing else (see [`Family`]).
 //! - `/proc` as a whole is granted only to the browser family, and only when the server
 //!   will not hold `CAP_SYS_PTRACE`: without that capability Landlock's ptrace scoping keeps
 //!   the `environ`, `maps`, `fd` targets and `io` of processes outside the sandbox
@@ -28,56 +28,45 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// Rights of one grant, in Landlock terms (see `landlock.rs` for the exact access bits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum Rights {
-    /// Read files and list directories.
-    Read,
-    /// Read files, list directories and execute files.
-    ReadExec,
-    /// Everything Landlock handles beneath the path.
-    ReadWrite,
-    /// Read-exec, plus creating, writing, truncating and removing regular files beneath
-    /// the path; no directories, links or special files. For a shared git directory
-    /// (`gitdir.rs`): with no new directory possible, a `hooks/` or `modules/` that does
-    /// not exist cannot be made, and those that exist are mounted read-only.
-    WriteFiles,
-    /// Read, write, truncate and ioctl on device files (`/dev/null` and friends).
-    Device,
+use super::plan::Grant;
+use super::report::WithheldReport;
+
+crate::coded::coded! {
+    /// Rights of one grant, in Landlock terms (see `landlock.rs` for the exact access bits).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    #[non_exhaustive]
+    pub enum Rights {
+        /// Read files and list directories.
+        Read => "read",
+        /// Read files, list directories and execute files.
+        ReadExec => "read-exec",
+        /// Everything Landlock handles beneath the path.
+        ReadWrite => "read-write",
+        /// Read-exec, plus creating, writing, truncating and removing regular files beneath
+        /// the path; no directories, links or special files. For a shared git directory
+        /// (`gitdir.rs`): with no new directory possible, a `hooks/` or `modules/` that does
+        /// not exist cannot be made, and those that exist are mounted read-only.
+        WriteFiles => "write-files",
+        /// Read, write, truncate and ioctl on device files (`/dev/null` and friends).
+        Device => "device",
+    }
+    /// The name, as the policy and the report spell it.
+    pub fn as_str;
 }
 
 impl std::fmt::Display for Rights {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Rights::Read => "read",
-            Rights::ReadExec => "read-exec",
-            Rights::ReadWrite => "read-write",
-            Rights::WriteFiles => "write-files",
-            Rights::Device => "device",
-        })
+        f.write_str(self.as_str())
     }
-}
-
-/// One path of the default profile.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ProfileEntry {
-    /// The path granted (as found; the launcher resolves symlinks when it opens it).
-    pub path: PathBuf,
-    /// Rights granted beneath it.
-    pub rights: Rights,
-    /// Why it is in the profile (shown in the enforcement report).
-    pub why: String,
 }
 
 /// The default profile computed for one command.
 #[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct DefaultProfile {
-    /// Paths granted.
-    pub entries: Vec<ProfileEntry>,
+pub(crate) struct DefaultProfile {
+    /// Paths granted (as found; the launcher resolves symlinks when it opens them), each
+    /// with why it is in the profile (shown in the enforcement report).
+    pub entries: Vec<Grant>,
     /// Environment variables passed through (exact names or `PREFIX*`).
     pub env: Vec<String>,
     /// Cache directories the profile grants read-write that did not exist yet: rootfence
@@ -85,17 +74,7 @@ pub struct DefaultProfile {
     /// launch cannot be granted and the tool would fail creating it.
     pub create_dirs: Vec<PathBuf>,
     /// Paths a family would need that are deliberately not granted, with the reason.
-    pub withheld: Vec<Withheld>,
-}
-
-/// A path the profile deliberately does not grant, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Withheld {
-    /// The path.
-    pub path: PathBuf,
-    /// Why it is not granted, and what to do.
-    pub why: String,
+    pub withheld: Vec<WithheldReport>,
 }
 
 /// System directories with libraries and binaries: read and execute.
@@ -114,37 +93,37 @@ const SYSTEM_DIRS: &[&str] = &[
 /// Entries of `/etc` that programs read to run: the loader, name service, TLS roots,
 /// locale and time zone. Not `/etc` as a whole: it holds host secrets (`shadow`, keys).
 const ETC_ENTRIES: &[&str] = &[
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "ld.so.preload",
-    "locale.alias",
-    "locale.conf",
-    "localtime",
-    "timezone",
-    "resolv.conf",
-    "hosts",
-    "host.conf",
-    "nsswitch.conf",
-    "gai.conf",
-    "services",
-    "protocols",
-    "passwd",
-    "group",
-    "ssl",
-    "ca-certificates",
-    "ca-certificates.conf",
-    "pki",
-    "crypto-policies",
-    "os-release",
-    "lsb-release",
-    "debian_version",
-    "mime.types",
-    "terminfo",
-    "inputrc",
-    "npmrc",
-    "pip.conf",
-    "gitconfig",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ld.so.preload",
+    "/etc/locale.alias",
+    "/etc/locale.conf",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/nsswitch.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/pki",
+    "/etc/crypto-policies",
+    "/etc/os-release",
+    "/etc/lsb-release",
+    "/etc/debian_version",
+    "/etc/mime.types",
+    "/etc/terminfo",
+    "/etc/inputrc",
+    "/etc/npmrc",
+    "/etc/pip.conf",
+    "/etc/gitconfig",
 ];
 
 /// `/proc` and `/sys` entries node (libuv) and python read at start: own process, CPU
@@ -173,13 +152,34 @@ const PROC_SYS_ENTRIES: &[&str] = &[
     "/sys/kernel/mm/transparent_hugepage",
 ];
 
-/// Devices every program may use.
-const DEVICES: &[(&str, Rights)] = &[
-    ("/dev/null", Rights::Device),
-    ("/dev/zero", Rights::Device),
-    ("/dev/full", Rights::Device),
-    ("/dev/urandom", Rights::Read),
-    ("/dev/random", Rights::Read),
+/// The fixed system part of every profile, in order: paths with their rights and why, and the devices every program may use. The report shows these grants
+/// grouped on one `system:` line, recognised by their why.
+pub(crate) const SYSTEM: &[(&[&str], Rights, &str)] = &[
+    (
+        SYSTEM_DIRS,
+        Rights::ReadExec,
+        "system libraries and binaries",
+    ),
+    (
+        ETC_ENTRIES,
+        Rights::Read,
+        "system configuration programs read to run",
+    ),
+    (
+        PROC_SYS_ENTRIES,
+        Rights::Read,
+        "process and machine information runtimes read",
+    ),
+    (
+        &["/dev/null", "/dev/zero", "/dev/full"],
+        Rights::Device,
+        "standard device",
+    ),
+    (
+        &["/dev/urandom", "/dev/random"],
+        Rights::Read,
+        "standard device",
+    ),
 ];
 
 /// Environment variables every server gets (values from rootfence's own environment):
@@ -223,17 +223,31 @@ pub(crate) const ENV_BASELINE: &[&str] = &[
 ];
 
 crate::coded::coded! {
-    /// Tool families: servers that cannot run without some state of their own outside the
-    /// roots. Recognised from the command line by [`tool_families`].
+    /// Families whose state and install directories the profile grants (`places.toml`):
+    /// the runtimes discovery finds by following the command (`runtime.rs`), then the tool
+    /// families, servers that cannot run without some state of their own outside the
+    /// roots, recognised from the command line by [`tool_families`].
     #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
     #[non_exhaustive]
-    pub enum ToolFamily {
+    pub enum Family {
+        /// node, npm, npx, corepack, yarn.
+        Node => "node",
+        /// pnpm, pnpx (`pnpm dlx`).
+        Pnpm => "pnpm",
+        /// bun, bunx.
+        Bun => "bun",
+        /// python, pip.
+        Python => "python",
+        /// uv, uvx.
+        Uv => "uv",
+        /// pipx.
+        Pipx => "pipx",
         /// git and servers that run it (`mcp-server-git`, `git-mcp-server`): the user's git
         /// configuration, read-only (`~/.gitconfig`, `$XDG_CONFIG_HOME/git`). Never
         /// `~/.git-credentials`.
         Git => "git",
         /// desktop-commander: its own state directory `~/.claude-server-commander`
-        /// (configuration, logs), read-write; and [`ToolFamily::Git`]'s grants, for the git its
+        /// (configuration, logs), read-write; and [`Family::Git`]'s grants, for the git its
         /// shell tool runs.
         DesktopCommander => "desktop-commander",
         /// Browsers and the servers that drive them (Playwright, Puppeteer, Chromium, Chrome):
@@ -242,7 +256,7 @@ crate::coded::coded! {
         /// `/proc/<pid>`).
         Browser => "browser",
     }
-    /// Lowercase name, as shown in the report.
+    /// Lowercase name, as in `places.toml`.
     pub fn name;
 }
 
@@ -250,7 +264,7 @@ crate::coded::coded! {
 /// not an option are split into words (`@playwright/mcp@0.1` gives `playwright`, `mcp`;
 /// `mcp-server-git` gives `mcp`, `server`, `git`) and matched whole, so `github` or
 /// `gitlab` servers are not git.
-pub fn tool_families(argv: &[OsString]) -> Vec<ToolFamily> {
+pub fn tool_families(argv: &[OsString]) -> Vec<Family> {
     let mut out = Vec::new();
     for arg in argv {
         let Some(arg) = arg.to_str() else { continue };
@@ -275,19 +289,19 @@ pub fn tool_families(argv: &[OsString]) -> Vec<ToolFamily> {
             .collect();
         let has = |w: &str| words.iter().any(|x| x == w);
         if has("git") {
-            out.push(ToolFamily::Git);
+            out.push(Family::Git);
         }
         if name.eq_ignore_ascii_case("desktop-commander") {
-            out.push(ToolFamily::DesktopCommander);
+            out.push(Family::DesktopCommander);
             // Its shell tool runs git in the project, which reads the user's git
             // configuration (without it git refuses to run at all, issue 27).
-            out.push(ToolFamily::Git);
+            out.push(Family::Git);
         }
         if ["playwright", "puppeteer", "chromium", "chrome"]
             .iter()
             .any(|w| has(w))
         {
-            out.push(ToolFamily::Browser);
+            out.push(Family::Browser);
         }
     }
     out.sort();
@@ -315,7 +329,7 @@ pub(crate) fn effective_caps() -> Option<u64> {
 }
 
 /// Computes the default profile for `argv`, given rootfence's environment.
-pub fn default_profile(argv: &[OsString], env: &[(OsString, OsString)]) -> DefaultProfile {
+pub(crate) fn default_profile(argv: &[OsString], env: &[(OsString, OsString)]) -> DefaultProfile {
     profile_for(argv, env, proc_grant_is_safe())
 }
 
@@ -342,32 +356,10 @@ fn profile_for(argv: &[OsString], env: &[(OsString, OsString)], proc_safe: bool)
         .map(PathBuf::from)
         .filter(|h| h.is_absolute());
 
-    for dir in SYSTEM_DIRS {
-        push_existing(
-            &mut profile,
-            dir,
-            Rights::ReadExec,
-            "system libraries and binaries",
-        );
-    }
-    for entry in ETC_ENTRIES {
-        push_existing(
-            &mut profile,
-            Path::new("/etc").join(entry),
-            Rights::Read,
-            "system configuration programs read to run",
-        );
-    }
-    for entry in PROC_SYS_ENTRIES {
-        push_existing(
-            &mut profile,
-            entry,
-            Rights::Read,
-            "process and machine information runtimes read",
-        );
-    }
-    for (dev, rights) in DEVICES {
-        push_existing(&mut profile, dev, *rights, "standard device");
+    for (paths, rights, why) in SYSTEM {
+        for p in *paths {
+            push_existing(&mut profile, p, *rights, why);
+        }
     }
 
     // The command, followed to its programs and installs (runtime.rs), with the caches
@@ -381,7 +373,7 @@ fn profile_for(argv: &[OsString], env: &[(OsString, OsString)], proc_safe: bool)
     super::runtime::discover(argv, &env, &mut profile);
     for family in tool_families(argv) {
         grant_places(&mut profile, family.name(), &env);
-        if family == ToolFamily::Browser {
+        if family == Family::Browser {
             grant_proc_to_browsers(&mut profile, proc_safe);
         }
     }
@@ -395,12 +387,9 @@ fn profile_for(argv: &[OsString], env: &[(OsString, OsString)], proc_safe: bool)
 enum Need {
     /// Read-write, created (mode 0700) when missing: a cache or a tool's state directory.
     Cache,
-    /// Read, when it exists.
-    Read,
-    /// Read-exec, when it exists.
-    ReadExec,
-    /// Read-write, when it exists.
-    ReadWrite,
+    /// These rights (`read`, `read-exec`, `read-write`), when it exists.
+    #[serde(untagged)]
+    Existing(Rights),
 }
 
 /// One row of `places.toml`: where the path is (the first of `at` that resolves, see
@@ -461,23 +450,17 @@ pub(crate) fn grant_places(
 ) {
     for place in places().get(family).into_iter().flatten() {
         let path = place.at.iter().find_map(|p| resolve_place(p, env));
-        let why = &place.why;
-        let rights = match place.grant {
-            Need::Cache => {
-                push_cache(profile, path, why);
-                continue;
+        match (place.grant, path) {
+            (Need::Cache, path) => push_cache(profile, path, &place.why),
+            (Need::Existing(rights), Some(path)) => {
+                push_existing(profile, path, rights, &place.why)
             }
-            Need::Read => Rights::Read,
-            Need::ReadExec => Rights::ReadExec,
-            Need::ReadWrite => Rights::ReadWrite,
-        };
-        if let Some(path) = path {
-            push_existing(profile, path, rights, why);
+            (Need::Existing(_), None) => {}
         }
     }
 }
 
-/// `/proc` for the browser family, when that is safe (see [`ToolFamily::Browser`]), else
+/// `/proc` for the browser family, when that is safe (see [`Family::Browser`]), else
 /// the reason it is withheld.
 fn grant_proc_to_browsers(profile: &mut DefaultProfile, proc_safe: bool) {
     if proc_safe {
@@ -500,8 +483,8 @@ fn grant_proc_to_browsers(profile: &mut DefaultProfile, proc_safe: bool) {
              fds stay out of reach (Landlock ptrace scoping)",
         );
     } else {
-        profile.withheld.push(Withheld {
-            path: PathBuf::from("/proc"),
+        profile.withheld.push(WithheldReport {
+            path: "/proc".to_owned(),
             why: "the server would hold CAP_SYS_PTRACE (rootfence runs as root), with \
                   which Landlock does not keep other processes' environ unreadable; \
                   run rootfence as a normal user"
@@ -518,11 +501,9 @@ pub(crate) fn push_existing(
 ) {
     let path = path.as_ref();
     if path.exists() {
-        profile.entries.push(ProfileEntry {
-            path: path.to_owned(),
-            rights,
-            why: why.to_owned(),
-        });
+        profile
+            .entries
+            .push(Grant::new(path, rights, "profile", why));
     }
 }
 
@@ -533,16 +514,14 @@ pub(crate) fn push_cache(profile: &mut DefaultProfile, path: Option<PathBuf>, wh
     if !path.exists() {
         profile.create_dirs.push(path.clone());
     }
-    profile.entries.push(ProfileEntry {
-        path,
-        rights: Rights::ReadWrite,
-        why: why.to_owned(),
-    });
+    profile
+        .entries
+        .push(Grant::new(&path, Rights::ReadWrite, "profile", why));
 }
 
 /// Keeps one entry per path, the widest rights winning.
-fn dedup_entries(entries: &mut Vec<ProfileEntry>) {
-    let mut out: Vec<ProfileEntry> = Vec::with_capacity(entries.len());
+fn dedup_entries(entries: &mut Vec<Grant>) {
+    let mut out: Vec<Grant> = Vec::with_capacity(entries.len());
     for e in entries.drain(..) {
         if let Some(prev) = out.iter_mut().find(|p| p.path == e.path) {
             prev.rights = widest(prev.rights, e.rights);
@@ -718,20 +697,7 @@ mod tests {
 
     #[test]
     fn places_table_parses_and_names_known_families() {
-        use super::super::runtime::Family;
-        let runtimes = [
-            Family::Node,
-            Family::Pnpm,
-            Family::Bun,
-            Family::Python,
-            Family::Uv,
-            Family::Pipx,
-        ];
-        let names: Vec<&str> = runtimes
-            .iter()
-            .map(|f| f.name())
-            .chain(ToolFamily::ALL.iter().map(|f| f.name()))
-            .collect();
+        let names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
         let table: std::collections::HashMap<String, Vec<Place>> =
             toml::from_str(include_str!("places.toml")).expect("places.toml parses");
         assert_eq!(table.len(), names.len(), "one list per family");
@@ -914,7 +880,7 @@ mod tests {
     #[test]
     fn tool_families_from_the_command_line() {
         let f = |argv: &[&str]| tool_families(&argv.iter().map(OsString::from).collect::<Vec<_>>());
-        use ToolFamily::*;
+        use Family::*;
         assert_eq!(f(&["uvx", "mcp-server-git", "--repository", "/r"]), [Git]);
         assert_eq!(f(&["python", "-m", "mcp_server_git"]), [Git]);
         assert_eq!(f(&["/usr/bin/git", "status"]), [Git]);

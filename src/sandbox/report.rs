@@ -7,7 +7,7 @@
 //! `failed` line after it means the exec failed; a lone `refused` or `failed` line means
 //! the launcher stopped before exec.
 
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::os::fd::OwnedFd;
 
 use serde::{Deserialize, Serialize};
@@ -20,16 +20,20 @@ mod display;
 /// Upper bound on what rootfence reads from the report pipe.
 const MAX_REPORT_BYTES: u64 = 8 << 20;
 
-/// How much of what was requested the kernel enforces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Enforcement {
-    /// Everything requested is enforced.
-    Full,
-    /// Some of it is (the report's `missing` says what is not).
-    Partial,
-    /// Nothing is (sandbox off, or Landlock unavailable).
-    None,
+crate::coded::coded! {
+    /// How much of what was requested the kernel enforces.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Enforcement {
+        /// Everything requested is enforced.
+        Full => "full",
+        /// Some of it is (the report's `missing` says what is not).
+        Partial => "partial",
+        /// Nothing is (sandbox off, or Landlock unavailable).
+        None => "none",
+    }
+    /// The name, as the audit log spells it.
+    pub fn as_str;
 }
 
 /// What the launcher applied for one server.
@@ -112,7 +116,7 @@ pub struct FsReport {
     /// What the deny and read-only globs matched inside the roots, and how each path is
     /// kept from the server (`None`: nothing to match, or the sandbox is off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub carve: Option<super::CarveReport>,
+    pub carve: Option<super::deny::CarveReport>,
 }
 
 /// One requested grant and what became of it.
@@ -249,11 +253,8 @@ pub struct EnvReport {
     pub passed: Vec<String>,
     /// Names set by the sandbox (temp dir).
     pub set: Vec<String>,
-    /// Number of inherited variables dropped.
-    pub dropped: usize,
-    /// The names dropped, sorted (non-UTF-8 names shown lossily, control characters
-    /// escaped).
-    #[serde(default)]
+    /// The inherited variables dropped, sorted by name (non-UTF-8 names shown lossily,
+    /// control characters escaped).
     pub dropped_names: Vec<String>,
     /// Variables passed because the host entry or a policy names them whose value is an
     /// absolute path the sandbox does not grant: the server will fail to open it.
@@ -333,7 +334,6 @@ pub(crate) enum Message {
         stage: String,
         error: String,
         code: u8,
-        #[serde(default)]
         report: Option<Box<EnforcementReport>>,
     },
 }
@@ -390,17 +390,11 @@ pub(crate) enum Channel {
 
 /// Reads the enforcement report of a spawned launcher.
 #[derive(Debug)]
-pub struct ReportReader {
-    channel: Channel,
-}
+pub struct ReportReader(pub(crate) Channel);
 
 impl ReportReader {
-    pub(crate) fn new(channel: Channel) -> Self {
-        ReportReader { channel }
-    }
-
     /// Reads until the launcher execs or exits, blocking the calling thread (in async
-    /// code, use [`ReportReader::read`] or `spawn_blocking`).
+    /// code, use `spawn_blocking`).
     pub fn read_blocking(self) -> Result<EnforcementReport, LaunchError> {
         self.read_each(|_| {})
     }
@@ -412,70 +406,48 @@ impl ReportReader {
         self,
         mut on_report: impl FnMut(&EnforcementReport),
     ) -> Result<EnforcementReport, LaunchError> {
-        match self.channel {
+        match self.0 {
             Channel::Fixed(r) => {
                 on_report(&r);
                 Ok(*r)
             }
             Channel::Pipe(fd) => {
-                let mut file = std::fs::File::from(fd).take(MAX_REPORT_BYTES);
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 8192];
-                let mut seen = 0;
-                loop {
-                    let n = file.read(&mut chunk)?;
-                    if n == 0 {
-                        break;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    while let Some(nl) = buf[seen..].iter().position(|b| *b == b'\n') {
-                        let line = &buf[seen..seen + nl];
-                        if let Ok(Message::Report { report }) = serde_json::from_slice(line) {
-                            on_report(&report);
-                        }
-                        seen += nl + 1;
-                    }
-                }
-                parse(&buf)
-            }
-        }
-    }
-
-    /// Reads until the launcher execs or exits, without blocking the runtime. Must be
-    /// called inside a tokio runtime.
-    pub async fn read(self) -> Result<EnforcementReport, LaunchError> {
-        use tokio::io::AsyncReadExt;
-        match self.channel {
-            Channel::Fixed(r) => Ok(*r),
-            Channel::Pipe(fd) => {
-                let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?;
-                let mut buf = Vec::new();
-                rx.take(MAX_REPORT_BYTES).read_to_end(&mut buf).await?;
-                parse(&buf)
+                let file = std::fs::File::from(fd).take(MAX_REPORT_BYTES);
+                parse(std::io::BufReader::new(file), on_report)
             }
         }
     }
 }
 
-/// Interprets everything the launcher wrote.
-pub(crate) fn parse(bytes: &[u8]) -> Result<EnforcementReport, LaunchError> {
-    if bytes.is_empty() {
-        return Err(LaunchError::NoReport);
-    }
-    if !bytes.ends_with(b"\n") {
-        return Err(LaunchError::Malformed(
-            "truncated message (the launcher died while writing)".into(),
-        ));
-    }
-    let mut report = None;
-    for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+/// Interprets what the launcher writes, line by line as it arrives, calling `on_report`
+/// when the report line is complete.
+pub(crate) fn parse(
+    mut input: impl BufRead,
+    mut on_report: impl FnMut(&EnforcementReport),
+) -> Result<EnforcementReport, LaunchError> {
+    let mut report: Option<Box<EnforcementReport>> = None;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            return report.map(|r| *r).ok_or(LaunchError::NoReport);
+        }
+        if line.pop() != Some(b'\n') {
+            return Err(LaunchError::Malformed(
+                "truncated message (the launcher died while writing)".into(),
+            ));
+        }
+        if line.is_empty() {
+            continue;
+        }
         let msg: Message =
-            serde_json::from_slice(line).map_err(|e| LaunchError::Malformed(e.to_string()))?;
+            serde_json::from_slice(&line).map_err(|e| LaunchError::Malformed(e.to_string()))?;
         match msg {
             Message::Report { report: r } => {
                 if report.is_some() {
                     return Err(LaunchError::Malformed("two reports".into()));
                 }
+                on_report(&r);
                 report = Some(r);
             }
             Message::Refused { report } => return Err(LaunchError::Refused { report }),
@@ -494,7 +466,6 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<EnforcementReport, LaunchError> {
             }
         }
     }
-    report.map(|r| *r).ok_or(LaunchError::NoReport)
 }
 
 impl EnforcementReport {
@@ -546,12 +517,7 @@ impl EnforcementReport {
         SandboxReport {
             mode: self.mode.to_string(),
             landlock_abi: self.landlock.abi.map(u32::from),
-            enforcement: match self.enforcement {
-                Enforcement::Full => "full",
-                Enforcement::Partial => "partial",
-                Enforcement::None => "none",
-            }
-            .to_owned(),
+            enforcement: self.enforcement.as_str().to_owned(),
             paths,
             network,
             rlimits,
@@ -577,6 +543,10 @@ mod tests {
         r
     }
 
+    fn read(bytes: &[u8]) -> Result<EnforcementReport, LaunchError> {
+        parse(bytes, |_| {})
+    }
+
     fn line(m: &Message) -> Vec<u8> {
         let mut v = serde_json::to_vec(m).unwrap();
         v.push(b'\n');
@@ -588,7 +558,7 @@ mod tests {
         let r = Box::new(sample());
         // Report then EOF: exec happened.
         let ok = line(&Message::Report { report: r.clone() });
-        assert_eq!(parse(&ok).unwrap(), *r);
+        assert_eq!(read(&ok).unwrap(), *r);
         // Report then failure: exec failed, the report is kept.
         let mut both = ok.clone();
         both.extend(line(&Message::Failed {
@@ -597,7 +567,7 @@ mod tests {
             code: 126,
             report: None,
         }));
-        match parse(&both).unwrap_err() {
+        match read(&both).unwrap_err() {
             LaunchError::Failed {
                 code,
                 report: Some(_),
@@ -607,18 +577,18 @@ mod tests {
         }
         // Refused.
         let refused = line(&Message::Refused { report: r.clone() });
-        let e = parse(&refused).unwrap_err();
+        let e = read(&refused).unwrap_err();
         assert!(e.to_string().contains("needs Landlock ABI 4"), "{e}");
         // Nothing, truncated, garbage, two reports.
-        assert!(matches!(parse(b""), Err(LaunchError::NoReport)));
+        assert!(matches!(read(b""), Err(LaunchError::NoReport)));
         assert!(matches!(
-            parse(&ok[..ok.len() - 5]),
+            read(&ok[..ok.len() - 5]),
             Err(LaunchError::Malformed(_))
         ));
-        assert!(matches!(parse(b"{}\n"), Err(LaunchError::Malformed(_))));
+        assert!(matches!(read(b"{}\n"), Err(LaunchError::Malformed(_))));
         let mut twice = ok.clone();
         twice.extend(ok);
-        assert!(matches!(parse(&twice), Err(LaunchError::Malformed(_))));
+        assert!(matches!(read(&twice), Err(LaunchError::Malformed(_))));
     }
 
     #[test]
@@ -717,7 +687,6 @@ mod tests {
             g("/w/proj", Rights::ReadWrite, "root", ""),
             g("/d/memory.json", Rights::ReadWrite, "write", ""),
         ];
-        r.env.dropped = 2;
         r.env.dropped_names = vec!["AWS_SECRET_ACCESS_KEY".into(), "SSH_AUTH_SOCK".into()];
         r.env.unreachable = vec![EnvPath {
             name: "MEMORY_FILE_PATH".into(),

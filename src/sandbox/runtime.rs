@@ -35,40 +35,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::profile::{
-    DefaultProfile, Rights, covered_by_system, grant_node_modules_above, grant_places, is_broad,
-    is_executable_file, lookup, push_cache, push_existing, resolve_place, shebang_interpreter,
+    DefaultProfile, Family, Rights, covered_by_system, grant_node_modules_above, grant_places,
+    is_broad, is_executable_file, lookup, push_cache, push_existing, resolve_place,
+    shebang_interpreter,
 };
-
-/// Runtime families whose caches and install directories discovery knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Family {
-    /// node, npm, npx, corepack, yarn.
-    Node,
-    /// pnpm, pnpx (`pnpm dlx`).
-    Pnpm,
-    /// bun, bunx.
-    Bun,
-    /// python, pip.
-    Python,
-    /// uv, uvx.
-    Uv,
-    /// pipx.
-    Pipx,
-}
-
-impl Family {
-    /// Lowercase name, as in `places.toml`.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Family::Node => "node",
-            Family::Pnpm => "pnpm",
-            Family::Bun => "bun",
-            Family::Python => "python",
-            Family::Uv => "uv",
-            Family::Pipx => "pipx",
-        }
-    }
-}
 
 /// How many programs one command may lead to (launcher → interpreter → shim → ...).
 const MAX_PROGRAMS: usize = 16;
@@ -182,7 +152,7 @@ pub(crate) fn discover(
             }
             wanted.push("python3".into());
             wanted.push("python".into());
-            let launcher = launcher_name(&w.families);
+            let launcher = if w.has(Family::Uv) { "uv" } else { "pipx" };
             for name in wanted {
                 let why = format!(
                     "a python {launcher} may run ({} on PATH, or as asked)",
@@ -210,14 +180,6 @@ pub(crate) fn discover(
     }
     grant_family_dirs(profile, &families, env);
     families
-}
-
-fn launcher_name(families: &[Family]) -> &'static str {
-    if families.contains(&Family::Uv) {
-        "uv"
-    } else {
-        "pipx"
-    }
 }
 
 /// `3.12` asks for `python3.12`; a path or a name is taken as is.
@@ -332,39 +294,24 @@ impl Walker<'_, '_, '_> {
             return None;
         }
         let dir = exe.parent()?;
-        match install_prefix(dir, home) {
-            Some(prefix) => {
-                push_existing(
-                    self.profile,
-                    &prefix,
-                    Rights::ReadExec,
-                    &format!("install of {} ({why})", exe.display()),
-                );
-                Some(prefix)
-            }
-            None if is_bin_dir(dir) && !is_broad(dir, home) => {
-                push_existing(
-                    self.profile,
-                    dir,
-                    Rights::ReadExec,
-                    &format!(
-                        "directory of {} ({why}): launchers run the programs installed beside \
-                         them (uvx runs uv)",
-                        exe.display()
-                    ),
-                );
-                None
-            }
-            None => {
-                push_existing(
-                    self.profile,
-                    exe,
-                    Rights::ReadExec,
-                    &format!("{why}; its directory is too broad to grant"),
-                );
-                None
-            }
-        }
+        let prefix = install_prefix(dir, home);
+        let (path, why) = match &prefix {
+            Some(prefix) => (
+                prefix.as_path(),
+                format!("install of {} ({why})", exe.display()),
+            ),
+            None if is_bin_dir(dir) && !is_broad(dir, home) => (
+                dir,
+                format!(
+                    "directory of {} ({why}): launchers run the programs installed beside them \
+                     (uvx runs uv)",
+                    exe.display()
+                ),
+            ),
+            None => (exe, format!("{why}; its directory is too broad to grant")),
+        };
+        push_existing(self.profile, path, Rights::ReadExec, &why);
+        prefix
     }
 }
 

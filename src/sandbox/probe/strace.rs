@@ -28,12 +28,11 @@ pub fn parse_strace_log(text: &str) -> Findings {
             rest.to_owned()
         };
         if line.starts_with("landlock_restrict_self(") && line.ends_with("= 0") {
-            findings.restricted = true;
             // Everything before this line was the launcher setting up, unconfined.
-            findings.denials.clear();
-            findings.connect_ports.clear();
-            findings.bind_ports.clear();
-            findings.signals = 0;
+            findings = Findings {
+                restricted: true,
+                ..Findings::default()
+            };
             continue;
         }
         parse_syscall(&line, &mut findings);

@@ -5,6 +5,7 @@
 use std::fmt;
 
 use super::*;
+use crate::sandbox::profile::SYSTEM;
 
 impl fmt::Display for EnforcementReport {
     /// A multi-line summary for stderr at session start.
@@ -124,15 +125,6 @@ impl fmt::Display for EnforcementReport {
     }
 }
 
-/// Profile reasons whose grants are the fixed system part of every profile: shown
-/// grouped on one `system:` line, every path still named.
-pub(super) const SYSTEM_WHYS: &[&str] = &[
-    "system libraries and binaries",
-    "system configuration programs read to run",
-    "process and machine information runtimes read",
-    "standard device",
-];
-
 /// The filesystem lines of the summary: every grant is named. Roots and explicit grants
 /// first, then what the profile adds for this command (with the reason), then the fixed
 /// system part, grouped by directory.
@@ -159,26 +151,20 @@ pub(super) fn write_grants(f: &mut fmt::Formatter<'_>, fs: &FsReport, rules: usi
             }
         }
     };
+    // The fixed system part of every profile: grouped on one line, every path still named.
     let is_system =
-        |g: &GrantReport| g.origin == "profile" && SYSTEM_WHYS.contains(&g.why.as_str());
+        |g: &GrantReport| g.origin == "profile" && SYSTEM.iter().any(|(.., why)| *why == g.why);
     writeln!(f, "  filesystem: {rules} Landlock rules")?;
-    let explicit: Vec<String> = fs
-        .grants
-        .iter()
-        .filter(|g| g.origin != "profile")
-        .map(shown)
-        .collect();
-    if !explicit.is_empty() {
-        writeln!(f, "  grants: {}", explicit.join(", "))?;
-    }
-    let profile: Vec<String> = fs
-        .grants
-        .iter()
-        .filter(|g| g.origin == "profile" && !is_system(g))
-        .map(shown)
-        .collect();
-    if !profile.is_empty() {
-        writeln!(f, "  profile: {}", profile.join(", "))?;
+    for (label, profile) in [("grants", false), ("profile", true)] {
+        let grants: Vec<String> = fs
+            .grants
+            .iter()
+            .filter(|g| (g.origin == "profile") == profile && !is_system(g))
+            .map(shown)
+            .collect();
+        if !grants.is_empty() {
+            writeln!(f, "  {label}: {}", grants.join(", "))?;
+        }
     }
     // System part: grouped by rights, then by parent directory (`/etc/{hosts,passwd}`).
     let mut groups: Vec<String> = Vec::new();
@@ -242,15 +228,13 @@ pub(super) fn write_env(f: &mut fmt::Formatter<'_>, env: &EnvReport) -> fmt::Res
         env.set.len(),
         env.set.join(", ")
     )?;
-    if env.dropped == 0 {
+    if env.dropped_names.is_empty() {
         writeln!(f, ", none dropped")?;
-    } else if env.dropped_names.is_empty() {
-        writeln!(f, ", {} dropped", env.dropped)?;
     } else {
         writeln!(
             f,
             ", {} dropped: {} (a host entry's env reaches the server as `rootfence run --env NAME`, which `rootfence wrap` writes)",
-            env.dropped,
+            env.dropped_names.len(),
             env.dropped_names.join(", ")
         )?;
     }
