@@ -38,14 +38,13 @@ impl Completions {
                 .unwrap_or("")
                 .to_owned();
             let c = core.template_or_uri(ctx, &raw);
-            let ok = core.audit_decision(
+            if core.refuses(
                 ctx,
                 "params.ref.uri",
                 &raw,
                 &c,
                 audit::Action::AnsweredError,
-            );
-            if !(c.allow && ok) && core.live().enforce {
+            ) {
                 return Action::Reply(denial(id, &raw, &c));
             }
             self.remember(id, &message);

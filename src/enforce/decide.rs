@@ -4,7 +4,7 @@
 //! ([`Checker::uris`], per directory: `paged.rs`'s [`Checker::page`] expanded), relative
 //! tool paths (resolved against the server's
 //! working directory when it lies inside a root), and reads judged again on the file opened
-//! ([`Checker::read`]).
+//! ([`read_judged`]).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -27,8 +27,9 @@ pub fn rule_text(p: &crate::policy::Provenance) -> String {
 /// The enforcer's one verdict: whether one URI (or path, tool name, content item) may
 /// cross, and why. Every check of the enforcer returns it; the roots' and the policy's own
 /// results ([`crate::roots::Verdict`], [`crate::policy::Decision`]) are converted to it where
-/// they are read (`Checker::file`, `Verdict::from_policy`, `path_verdict`).
-#[derive(Clone, Debug)]
+/// they are read (`Checker::file`, `Verdict::from_policy`, `path_verdict`). Its default is a
+/// refusal with nothing known.
+#[derive(Clone, Debug, Default)]
 pub struct Verdict {
     /// Whether it may cross.
     pub allow: bool,
@@ -71,14 +72,8 @@ impl Verdict {
     /// A refusal with this reason and nothing else known.
     pub(super) fn deny(reason: impl Into<Cow<'static, str>>) -> Verdict {
         Verdict {
-            allow: false,
             reason: reason.into(),
-            canonical: None,
-            root: None,
-            layer: None,
-            rule: None,
-            allowed: None,
-            hint: None,
+            ..Verdict::default()
         }
     }
 
@@ -288,32 +283,15 @@ impl Checker {
         Ok(cwd.clone())
     }
 
-    /// Reads the file an allow verdict names (the `serve` and `verify` stances), judged again
-    /// on the file actually opened (see `read_judged`).
-    pub fn read(
-        &self,
-        policy: &Policy,
-        roots: &RootSet,
-        allowed: &Allowed,
-        limit: u64,
-    ) -> Result<FileRead, ReadRefusal> {
-        read_judged(policy, &self.opts, roots, allowed, limit)
-    }
-
     /// The policy's path rules, on a root verdict.
     pub(super) fn file(&self, policy: &Policy, verdict: RootVerdict, roots: &RootSet) -> Verdict {
         match verdict {
             RootVerdict::Deny(d) => Verdict {
-                allow: false,
-                reason: Cow::Borrowed(d.reason.code()),
                 canonical: d.canonical,
                 root: d
                     .root
                     .and_then(|i| roots.roots().get(i).map(|r| Arc::clone(r.shared_uri()))),
-                layer: None,
-                rule: None,
-                allowed: None,
-                hint: None,
+                ..Verdict::deny(d.reason.code())
             },
             RootVerdict::Allow(a) => {
                 let Some(real) = roots.real_path(&a) else {
@@ -439,17 +417,15 @@ pub(super) fn path_verdict<'p>(
     let v = Verdict {
         allow: d.allow,
         reason,
-        canonical: None,
         root: roots.roots().get(root).map(|r| Arc::clone(r.shared_uri())),
         layer,
         rule: Some(rule),
-        allowed: None,
-        hint: None,
+        ..Verdict::default()
     };
     (v, d.provenance)
 }
 
-/// Why [`Checker::read`] refused.
+/// Why [`read_judged`] refused.
 #[derive(Debug)]
 pub enum ReadRefusal {
     /// The file could not be read as checked (gone, changed, a link now on the way, a hard

@@ -59,7 +59,7 @@ use crate::tripwire::{Fingerprints, Tripwire};
 /// What a policy reload cannot change in a running session: derived from each setting's
 /// declared reload behaviour (`policy::schema`).
 pub use crate::policy::reload_deferred;
-pub use decide::{Checker, Verdict, rule_text};
+pub use decide::{Checker, Verdict};
 pub use follow::{ReportSlot, ServerLauncher};
 pub use paged::{PageCheck, PageChecks};
 
@@ -232,22 +232,13 @@ impl std::fmt::Debug for Inner {
 }
 
 impl Enforcer {
-    /// An enforcer for `policy` with the operator's roots (`--root` plus `roots.static`).
+    /// An enforcer for `policy` with the operator's roots (`--root` plus `roots.static`),
+    /// and the roots taken from the server's command line (`roots.from_command`), used only
+    /// when the host declares no roots and there are no operator roots.
     /// With a `launcher`, the enforcer starts the server itself once the roots to confine it
     /// to are known, and a new generation whenever they move (the relay then runs with
-    /// [`crate::relay::RelayConfig::deferred`]). Returns the operator roots that were dropped
-    /// (unopenable, or refused by the policy).
-    pub fn new(
-        policy: Arc<Policy>,
-        operator_roots: Vec<RootSpec>,
-        launcher: Option<Arc<dyn ServerLauncher>>,
-    ) -> (Enforcer, Vec<DroppedRoot>) {
-        Enforcer::with_command_roots(policy, operator_roots, Vec::new(), launcher)
-    }
-
-    /// [`Enforcer::new`], with the roots taken from the server's command line
-    /// (`roots.from_command`): used only when the host declares no roots and there are no
-    /// operator roots. The dropped roots returned include those of `command_roots`.
+    /// [`crate::relay::RelayConfig::deferred`]). Returns the roots of either kind that were
+    /// dropped (unopenable, or refused by the policy).
     pub fn with_command_roots(
         policy: Arc<Policy>,
         operator_roots: Vec<RootSpec>,
@@ -373,17 +364,12 @@ impl Enforcer {
     /// decisions made from now on, and for the next effective roots computed from the
     /// host's roots. What the running session cannot change is not applied: see
     /// [`reload_deferred`] (the caller reports it). The audit record is the caller's, with
-    /// [`Enforcer::record`].
+    /// [`Enforcer::record_durable_blocking`].
     pub fn reload(&self, policy: Arc<Policy>) {
         let inner = &self.inner;
         let checker = inner.live().checker.reloaded(&policy);
         inner.learner.reload(Arc::clone(&policy));
         inner.live.store(Arc::new(Live::new(policy, checker)));
-    }
-
-    /// Writes one audit record (once the log is open; before that it is dropped).
-    pub fn record(&self, event: Event) {
-        self.inner.audit.record(event);
     }
 
     /// Records `event` and waits until it is written (and synced where the policy says so),

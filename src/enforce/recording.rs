@@ -22,7 +22,7 @@ use crate::audit::{self, AllowedRecords, AuditUri, Event, RpcId};
 type RuleKey = (Option<String>, Option<String>);
 
 /// The allowed entries of one list page, counted.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct PageAudit {
     field: String,
     allowed: u64,
@@ -75,15 +75,7 @@ impl PageAudit {
     fn new(field: &str) -> PageAudit {
         PageAudit {
             field: field.to_owned(),
-            allowed: 0,
-            denied: 0,
-            reasons: Vec::new(),
-            rules: Vec::new(),
-            dirs: HashMap::new(),
-            run: None,
-            last: None,
-            dirs_omitted: 0,
-            other: Vec::new(),
+            ..PageAudit::default()
         }
     }
 
@@ -425,19 +417,15 @@ impl Inner {
 
     /// Records a page's summary, if it allowed anything.
     pub(super) fn finish_page(&self, ctx: &Ctx<'_>, page: Option<PageAudit>) {
-        if let (Some(t), Some(page)) = (self.telemetry.get(), &page) {
+        if let (Some(_), Some(page)) = (self.telemetry.get(), &page) {
             // The page's allowed entries, by reason (denied ones were noted one by one).
             for (reason, n) in &page.reasons {
-                t.decision(&crate::telemetry::DecisionNote {
-                    request: ctx.host_request(),
-                    from: ctx.from,
-                    method: ctx.method,
+                let c = Verdict {
                     allow: true,
-                    reason,
-                    rule: None,
-                    uri: "",
-                    count: *n,
-                });
+                    reason: reason.clone().into(),
+                    ..Verdict::default()
+                };
+                self.note_decision(ctx, "", &c, *n);
             }
         }
         if let Some(page) = page.filter(|p| p.allowed > 0) {

@@ -76,9 +76,7 @@ impl Tools {
         let d = live.policy.decide_tool(&name);
         if !d.allow || !d.provenance.is_default() {
             let c = Verdict::from_policy(&d);
-            let ok =
-                core.audit_decision(ctx, "params.name", &name, &c, audit::Action::AnsweredError);
-            if !(d.allow && ok) && live.enforce {
+            if core.refuses(ctx, "params.name", &name, &c, audit::Action::AnsweredError) {
                 return Action::Reply(tool_error(ctx, id, &name, None, &name, &c));
             }
         }

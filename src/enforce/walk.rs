@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::decide::{Checker, Verdict, rule_text};
+use super::decide::{Checker, Verdict};
 use super::{Ctx, Inner};
 use crate::audit;
 use crate::policy::Policy;
@@ -176,14 +176,7 @@ impl Inner {
             } else {
                 return true;
             };
-            let ok = self.audit_decision(
-                ctx,
-                &format!("{field}[{i}].src"),
-                src,
-                &c,
-                audit::Action::Filtered,
-            );
-            (c.allow && ok) || !self.live().enforce
+            self.keep_after(ctx, &format!("{field}[{i}].src"), src, &c)
         });
     }
 
@@ -238,38 +231,17 @@ impl Inner {
             positions.push(("/uri", ".uri"));
         }
         for (pointer, suffix) in positions {
-            let Some(raw) = block
-                .pointer(pointer)
-                .map(|v| v.as_str().unwrap_or("").to_owned())
-            else {
+            let raw = block.pointer(pointer).map(|v| v.as_str().unwrap_or(""));
+            let c = match raw {
+                Some(raw) => self.live().uri(raw, ctx.roots),
                 // A resource block without a URI cannot be checked.
-                let c = Verdict::deny("missing_uri");
-                self.audit_decision(
-                    ctx,
-                    &format!("{field}{suffix}"),
-                    "",
-                    &c,
-                    audit::Action::Filtered,
-                );
-                if self.live().enforce {
-                    return false;
-                }
-                continue;
+                None => Verdict::deny("missing_uri"),
             };
-            let c = self.live().uri(&raw, ctx.roots);
-            let ok = self.audit_decision(
-                ctx,
-                &format!("{field}{suffix}"),
-                &raw,
-                &c,
-                audit::Action::Filtered,
-            );
-            if !(c.allow && ok) {
-                if self.live().enforce {
-                    return false;
-                }
-                continue;
+            let field = format!("{field}{suffix}");
+            if !self.keep_after(ctx, &field, raw.unwrap_or(""), &c) {
+                return false;
             }
+            // Kept while refused only in audit mode, which rewrites nothing.
             if let (Some(canonical), true) = (&c.canonical, self.live().enforce) {
                 if let Some(slot) = block.pointer_mut(pointer) {
                     ctx.set_uri(slot, canonical.as_str());
@@ -360,14 +332,8 @@ fn template_dir(
         if forms.iter().any(|f| dir.starts_with(f)) {
             let d = policy.decide_resource("file", Some(dir.path()));
             return Verdict {
-                allow: d.allow,
-                reason: d.reason.as_str().into(),
-                canonical: None,
                 root: Some(std::sync::Arc::clone(root.shared_uri())),
-                layer: d.provenance.file.as_deref().map(Into::into),
-                rule: Some(rule_text(d.provenance).into()),
-                allowed: None,
-                hint: None,
+                ..Verdict::from_policy(&d)
             };
         }
         let reachable = |f: &FileUri| {

@@ -50,7 +50,7 @@ impl Rule {
 }
 
 /// A place as a JSON pointer (`*` for any item or key).
-pub fn pointer_of(pattern: &[Seg]) -> String {
+fn pointer_of(pattern: &[Seg]) -> String {
     let mut out = String::new();
     for seg in pattern {
         out.push('/');
@@ -108,11 +108,6 @@ pub fn infer_with(schema: &Value, budget: &mut usize) -> ToolPlan {
         overflow: None,
         notes: w.notes,
     }
-}
-
-/// Infers the plan of one tool from its `inputSchema`.
-pub fn infer(schema: &Value) -> ToolPlan {
-    infer_with(schema, &mut MAX_NODES.clone())
 }
 
 struct Walker<'s> {
