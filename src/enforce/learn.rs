@@ -367,11 +367,8 @@ impl Learner {
         }
         let update = audit::RootsUpdate {
             trigger: trigger.into(),
-            received: Vec::new(),
-            dropped: Vec::new(),
-            narrowed: Vec::new(),
             effective,
-            outside_sandbox: Vec::new(),
+            ..audit::RootsUpdate::default()
         };
         if self.settle(session, set, update) {
             tracing::warn!("the host did not give its roots ({trigger}); using the fallback roots");
@@ -395,7 +392,6 @@ impl Learner {
         };
         self.say_missing(&update);
         update.outside_sandbox = self.follow.follow(session, &set, trigger);
-        self.tracker.remember_host(host);
         self.tracker.set(set);
         self.audit.record(Event::RootsUpdate(update));
     }

@@ -560,11 +560,9 @@ impl Interceptor for Enforcer {
         if !dropped.is_empty() {
             inner.audit.record(Event::RootsUpdate(audit::RootsUpdate {
                 trigger: "start".into(),
-                received: Vec::new(),
                 dropped,
-                narrowed: Vec::new(),
                 effective: uris(inner.operator.set()),
-                outside_sandbox: Vec::new(),
+                ..audit::RootsUpdate::default()
             }));
         }
         // A server that is not confined has no roots to wait for: it starts at once.
