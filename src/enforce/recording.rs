@@ -253,7 +253,7 @@ impl Inner {
 
     /// [`audit_decision`](Self::audit_decision) of `c` on a URI whose canonical form is
     /// `canonical` (`c`'s own may be a page's shared decision, which holds none).
-    fn record_decision(
+    pub(super) fn record_decision(
         &self,
         ctx: &Ctx<'_>,
         field: &str,

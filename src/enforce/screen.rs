@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::Inner;
-use super::evidence::Outcome;
-use crate::audit::{self, AuditUri, Direction, Event, Receipt, RpcId};
+use super::decide::Verdict;
+use super::evidence::{Evidence, Outcome};
+use super::{Ctx, Inner};
+use crate::audit::{self, Receipt};
 use crate::jsonrpc::error::DENIED;
 use crate::jsonrpc::{Id, Kind};
 use crate::relay::{Action, Side};
@@ -132,50 +133,32 @@ impl Inner {
         } else {
             tracing::warn!("withheld a message from the server (`{method}`): it holds {what}");
         }
-        if let Some(t) = self.telemetry.get() {
-            t.decision(&crate::telemetry::DecisionNote {
-                request: id.filter(|_| matches!(kind, Kind::Response | Kind::ErrorResponse)),
-                from: Side::Server,
-                method,
-                allow: false,
-                reason: "tripwire",
-                rule: Some(&what),
-                uri: &uri,
-                count: 1,
-            });
-        }
-        let action = match (self.live().enforce, kind) {
-            (false, _) => audit::Action::Forwarded,
-            (true, _) if redacted => audit::Action::Rewritten,
-            (true, Kind::Notification) => audit::Action::Dropped,
-            (true, _) => audit::Action::AnsweredError,
-        };
-        let event = Event::Decision(audit::Decision {
-            direction: Direction::ServerToHost,
-            method: method.to_owned(),
-            id: id.and_then(|i| RpcId::from_json(i.raw())),
-            request,
-            principal: self.principal.get().cloned(),
+        // Recorded (and told to telemetry) as any denial of the server's answer is.
+        let evidence = Evidence::default();
+        let ctx = Ctx {
+            from: Side::Server,
+            kind,
+            method,
             tool: None,
-            field: Some("message".into()),
-            uri: AuditUri::new(&uri),
-            canonical: None,
-            decision: audit::Verdict::Deny,
-            reason: "tripwire".into(),
-            layer: None,
-            rule: Some(what.clone()),
-            root: None,
-            action,
-        });
-        let receipt = match self.audit.get().map(|a| a.submit(event, false)) {
-            Some(Ok(receipt)) => receipt,
-            Some(Err(e)) => {
-                tracing::error!("could not write an audit record: {e}");
-                Receipt::NONE
-            }
-            None => Receipt::NONE,
+            request,
+            id,
+            roots: None,
+            roots_arc: None,
+            changed: std::cell::Cell::new(false),
+            revision: None,
+            evidence: &evidence,
         };
-        (uri, what, receipt)
+        let c = Verdict {
+            rule: Some(what.as_str().into()),
+            ..Verdict::deny("tripwire")
+        };
+        let on_deny = match kind {
+            _ if redacted => audit::Action::Rewritten,
+            Kind::Notification => audit::Action::Dropped,
+            _ => audit::Action::AnsweredError,
+        };
+        self.record_decision(&ctx, "message", &uri, None, &c, on_deny);
+        (uri, what, evidence.receipt())
     }
 }
 
