@@ -232,12 +232,7 @@ impl Checker {
         roots: Option<&RootSet>,
     ) -> Result<PathBuf, Box<Verdict>> {
         let inside = match roots {
-            Some(set) if !set.is_empty() => set
-                .roots()
-                .iter()
-                .map(|r| r.uri().path())
-                .collect::<Vec<_>>()
-                .join(", "),
+            Some(set) if !set.is_empty() => super::paths(set).join(", "),
             _ => "a root".to_owned(),
         };
         let refuse = |why: String| {

@@ -107,13 +107,7 @@ impl Learner {
     fn operator_set_without_host(&self, trigger: &str) -> (RootSet, audit::RootsUpdate) {
         let out = roots::effective_without_host(&self.operator, &self.policy.load(), trigger);
         if self.operator.uses_command_roots() {
-            let dirs: Vec<String> = self
-                .operator
-                .without_host()
-                .roots()
-                .iter()
-                .map(|r| r.uri().path().to_owned())
-                .collect();
+            let dirs = super::paths(self.operator.without_host());
             self.say(format!(
                 "rootfence: the host declares no roots and no --root was given: the \
                  directories on the server's command line are its roots: {} (the policy's \

@@ -627,6 +627,14 @@ fn uris(set: &RootSet) -> Vec<AuditUri> {
         .collect()
 }
 
+/// The directories of `set`, as messages to the user name them.
+fn paths(set: &RootSet) -> Vec<String> {
+    set.roots()
+        .iter()
+        .map(|r| r.uri().path().to_owned())
+        .collect()
+}
+
 /// The routing facts of the message being handled, for the audit records, and whether the
 /// handler changed the message.
 struct Ctx<'a> {

@@ -339,33 +339,6 @@ impl Inner {
         Some(PageAudit::new(field))
     }
 
-    /// One entry of a list page: counted into `page` when allowed and the page is
-    /// summarized, else recorded on its own (see [`audit_decision`](Self::audit_decision),
-    /// whose return value this shares). `field` is only built when a record needs it.
-    pub(super) fn audit_entry(
-        &self,
-        ctx: &Ctx<'_>,
-        page: Option<&mut PageAudit>,
-        field: impl Fn() -> String,
-        raw: &str,
-        c: &Verdict,
-        on_deny: audit::Action,
-    ) -> bool {
-        let canonical = c.canonical.as_ref().map(|u| u.as_str());
-        let mut ok = true;
-        self.audit_entries(
-            ctx,
-            page,
-            |_| field(),
-            &[raw],
-            canonical,
-            c,
-            on_deny,
-            |k| ok = k,
-        );
-        ok
-    }
-
     /// Entries of a list page decided alike (`c`): `raws`, the first of which has the
     /// canonical form `canonical` (with more than one, each one's canonical form is its own
     /// text, all in one directory: a run of siblings). Allowed ones are counted at once into

@@ -181,12 +181,7 @@ pub fn missing(
     host_has_roots: bool,
 ) -> Option<String> {
     let consequence = "the server has no roots, so every file request is refused";
-    let operator_paths: Vec<String> = operator
-        .set()
-        .roots()
-        .iter()
-        .map(|r| r.uri().path().to_owned())
-        .collect();
+    let operator_paths = super::paths(operator.set());
     let host_paths: Vec<String> = update
         .dropped
         .iter()

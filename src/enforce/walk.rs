@@ -87,13 +87,16 @@ impl Inner {
                 } else {
                     checks.next().unwrap_or_else(|| Verdict::deny("io_error"))
                 };
-                let ok = self.audit_entry(
+                let mut ok = true;
+                self.audit_entries(
                     ctx,
                     page.as_mut(),
-                    || format!("{field}[{i}].{uri_key}"),
-                    &raw,
+                    |_| format!("{field}[{i}].{uri_key}"),
+                    &[&raw],
+                    c.canonical.as_ref().map(|u| u.as_str()),
                     &c,
                     audit::Action::Filtered,
+                    |k| ok = k,
                 );
                 if !(c.allow && ok) {
                     if self.live().enforce {
