@@ -235,43 +235,36 @@ impl Checker {
             Some(set) if !set.is_empty() => super::paths(set).join(", "),
             _ => "a root".to_owned(),
         };
-        let refuse = |why: String| {
-            Box::new(
-                Verdict::deny("relative_path")
-                    .with_hint(format!("{why}; use an absolute path inside {inside}")),
-            )
+        // The path as the hint shows it: whole when short, cut when long.
+        let shown = super::shorten(raw, 120);
+        let refuse = |why: &str| {
+            let hint = format!("`{shown}` {why}; use an absolute path inside {inside}");
+            Box::new(Verdict::deny("relative_path").with_hint(hint))
         };
         if raw.starts_with('~') {
-            return Err(refuse(format!(
-                "`{}` starts with `~`, which servers expand differently (or not at all)",
-                shorten(raw)
-            )));
+            return Err(refuse(
+                "starts with `~`, which servers expand differently (or not at all)",
+            ));
         }
         let Some(cwd) = &self.server_cwd else {
-            return Err(refuse(format!(
-                "`{}` is relative and the server's working directory is unknown",
-                shorten(raw)
-            )));
+            return Err(refuse(
+                "is relative and the server's working directory is unknown",
+            ));
         };
         let Some(roots) = roots else {
-            return Err(refuse(format!(
-                "`{}` is relative and the roots are not known yet",
-                shorten(raw)
-            )));
+            return Err(refuse("is relative and the roots are not known yet"));
         };
-        let cwd_uri = FileUri::from_path(cwd).ok();
-        let c = match &cwd_uri {
-            Some(u) => self.file(policy, roots.check(u, &self.opts), roots),
-            None => Verdict::deny("not_canonical"),
+        let c = match FileUri::from_path(cwd) {
+            Ok(u) => self.file(policy, roots.check(&u, &self.opts), roots),
+            Err(_) => Verdict::deny("not_canonical"),
         };
         let is_dir = c
             .allowed
             .as_ref()
             .is_some_and(|a| a.kind == crate::roots::FileKind::Directory);
         if !(c.allow && is_dir) {
-            return Err(refuse(format!(
-                "`{}` is relative and the server's working directory ({}) is not inside a root",
-                shorten(raw),
+            return Err(refuse(&format!(
+                "is relative and the server's working directory ({}) is not inside a root",
                 cwd.display()
             )));
         }
@@ -429,11 +422,6 @@ pub enum ReadRefusal {
     /// The file opened is one the policy denies (it was reached through a link made after
     /// the check, say).
     Refused(Box<Verdict>),
-}
-
-/// A path for a message: whole when short, cut (at a character boundary) when long.
-fn shorten(raw: &str) -> String {
-    super::shorten(raw, 120)
 }
 
 #[cfg(test)]

@@ -408,26 +408,40 @@ impl Interceptor for Enforcer {
         if from != Side::Server {
             return None;
         }
-        let fp = self.inner.fingerprints();
+        let inner = &self.inner;
+        let fp = inner.fingerprints();
         let hit = fp.check(line)?;
+        // A hit is recorded as any denial of a server message is (`screen.rs`).
+        let evidence = evidence::Evidence::default();
+        let ctx = Ctx {
+            from,
+            kind,
+            method,
+            tool: None,
+            request,
+            id,
+            roots: None,
+            roots_arc: None,
+            changed: std::cell::Cell::new(false),
+            revision: None,
+            evidence: &evidence,
+        };
         // The secret's spans are redacted when that leaves nothing of it (the rest of the
         // answer arrives, and what the server did is not hidden); otherwise the message
         // is withheld whole.
         if let Some((message, hits)) = redacted(&fp, line) {
-            let inner = &self.inner;
-            let (_, _, receipt) =
-                inner.record_tripwire(kind, id, request, method, &hits[0], hits.len(), true);
+            inner.record_tripwire(&ctx, &hits[0], hits.len(), true);
             if !inner.live().enforce {
                 return None;
             }
             // Like every denial, the redaction takes effect once its record is durable: the
             // session's backlog holds it (and counts it against the server side's bound).
-            let after = inner.backlog.wait(inner.audit.get(), Side::Server, receipt);
+            let after = inner
+                .backlog
+                .wait(inner.audit.get(), from, evidence.receipt());
             return Some(Screened::Rewrite { message, after });
         }
-        self.inner
-            .withhold(kind, id, request, method, &hit)
-            .map(Screened::Act)
+        inner.withhold(&ctx, &hit).map(Screened::Act)
     }
 
     fn intercept(&self, session: &Arc<Session>, msg: Intercepted) -> Action {

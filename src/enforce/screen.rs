@@ -6,9 +6,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::decide::Verdict;
-use super::evidence::{Evidence, Outcome};
+use super::evidence::Outcome;
 use super::{Ctx, Inner};
-use crate::audit::{self, Receipt};
+use crate::audit;
 use crate::jsonrpc::error::DENIED;
 use crate::jsonrpc::{Id, Kind};
 use crate::relay::{Action, Side};
@@ -56,15 +56,9 @@ impl Inner {
     /// A server message holds a fingerprint: audit it, and (enforcing) withhold it. A
     /// response becomes an error for the host (every request gets its one answer), a
     /// request from the server is refused to the server, a notification is dropped.
-    pub(super) fn withhold(
-        &self,
-        kind: Kind,
-        id: Option<&Id>,
-        request: Option<u64>,
-        method: &str,
-        hit: &Hit,
-    ) -> Option<Action> {
-        let (uri, what, receipt) = self.record_tripwire(kind, id, request, method, hit, 1, false);
+    pub(super) fn withhold(&self, ctx: &Ctx<'_>, hit: &Hit) -> Option<Action> {
+        let (kind, method) = (ctx.kind, ctx.method);
+        let (uri, what) = self.record_tripwire(ctx, hit, 1, false);
         if !self.live().enforce {
             return None;
         }
@@ -96,7 +90,7 @@ impl Inner {
                 }
             })
         };
-        let action = match (kind, id) {
+        let action = match (kind, ctx.id) {
             (Kind::Notification, _) | (_, None) => Action::Drop,
             (Kind::Request, Some(id)) => Action::Reply(error(id)),
             (Kind::Response | Kind::ErrorResponse, Some(id)) => Action::Replace(error(id)),
@@ -104,25 +98,22 @@ impl Inner {
         // Like every denial, the withholding takes effect once its record is durable.
         let outcome = Outcome {
             action,
-            evidence: receipt,
+            evidence: ctx.evidence.receipt(),
         };
         Some(self.backlog.hold(self.audit.get(), Side::Server, outcome))
     }
 
     /// Logs, counts and audits a tripwire hit: `redacted` (`spans` secrets replaced in a
-    /// message that goes on) or withheld. Returns the file's URI, the hit's description and
-    /// the record's receipt. `request` is the key of the host request the message answers.
-    #[allow(clippy::too_many_arguments)]
+    /// message that goes on) or withheld, its record's receipt noted in `ctx`'s evidence.
+    /// Returns the file's URI and the hit's description.
     pub(super) fn record_tripwire(
         &self,
-        kind: Kind,
-        id: Option<&Id>,
-        request: Option<u64>,
-        method: &str,
+        ctx: &Ctx<'_>,
         hit: &Hit,
         spans: usize,
         redacted: bool,
-    ) -> (String, String, Receipt) {
+    ) -> (String, String) {
+        let method = ctx.method;
         let uri = FileUri::from_path(&hit.file)
             .map(|u| u.as_str().to_owned())
             .unwrap_or_else(|_| hit.file.display().to_string());
@@ -133,32 +124,17 @@ impl Inner {
         } else {
             tracing::warn!("withheld a message from the server (`{method}`): it holds {what}");
         }
-        // Recorded (and told to telemetry) as any denial of the server's answer is.
-        let evidence = Evidence::default();
-        let ctx = Ctx {
-            from: Side::Server,
-            kind,
-            method,
-            tool: None,
-            request,
-            id,
-            roots: None,
-            roots_arc: None,
-            changed: std::cell::Cell::new(false),
-            revision: None,
-            evidence: &evidence,
-        };
         let c = Verdict {
             rule: Some(what.as_str().into()),
             ..Verdict::deny("tripwire")
         };
-        let on_deny = match kind {
+        let on_deny = match ctx.kind {
             _ if redacted => audit::Action::Rewritten,
             Kind::Notification => audit::Action::Dropped,
             _ => audit::Action::AnsweredError,
         };
-        self.record_decision(&ctx, "message", &uri, None, &c, on_deny);
-        (uri, what, evidence.receipt())
+        self.record_decision(ctx, "message", &uri, None, &c, on_deny);
+        (uri, what)
     }
 }
 
