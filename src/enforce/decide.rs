@@ -1,10 +1,9 @@
 //! One decision on one URI or path: scheme, strict parse, resolution beneath an effective root
 //! by the kernel, then the policy's path rules, in that order. The first refusal decides, so
 //! the reason given is the most basic thing wrong with the URI. Also: a page of URIs at once
-//! ([`Checker::uris`], per directory: `paged.rs`'s [`Checker::page`] expanded), relative
-//! tool paths (resolved against the server's
-//! working directory when it lies inside a root), and reads judged again on the file opened
-//! ([`read_judged`]).
+//! (per directory: `paged.rs`'s [`Checker::page`]), relative tool paths (resolved against
+//! the server's working directory when it lies inside a root), and reads judged again on
+//! the file opened ([`read_judged`]).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -47,7 +46,7 @@ pub struct Verdict {
     /// The rule that decided, if a rule did.
     pub rule: Option<Arc<str>>,
     /// The root verdict of an allowed `file:` URI (to read the same file later). `None` for
-    /// the entries of a page checked with [`Checker::uris`] or [`Checker::page`]: nothing
+    /// the entries of a page checked with [`Checker::page`]: nothing
     /// reads those. Boxed: a page's value path holds a `Verdict` per entry, and this is most
     /// of its size.
     pub allowed: Option<Box<Allowed>>,
@@ -177,19 +176,6 @@ impl Checker {
             Ok(uri) => Ok((uri, roots)),
             Err(e) => Err(Box::new(Verdict::deny(e.reason.code()))),
         }
-    }
-
-    /// Checks a page of URIs (the entries of a `resources/list` result): the same decisions
-    /// as [`Checker::uri`] on each, in order ([`Checker::page`], expanded). Allowed entries
-    /// carry no [`Verdict::allowed`].
-    pub fn uris<'a>(
-        &self,
-        policy: &Policy,
-        raws: impl IntoIterator<Item = &'a str>,
-        roots: Option<&RootSet>,
-    ) -> Vec<Verdict> {
-        let raws: Vec<&str> = raws.into_iter().collect();
-        self.page(policy, &raws, roots).into_verdicts()
     }
 
     /// Checks a filesystem path (a tool argument the policy names as a path). A relative
@@ -470,7 +456,8 @@ mod tests {
             vec![],
         ];
         for page in &pages {
-            let checks = live.uris(page.iter().map(String::as_str), Some(set));
+            let raws: Vec<&str> = page.iter().map(String::as_str).collect();
+            let checks = live.page(&raws, Some(set)).into_verdicts();
             assert_eq!(checks.len(), page.len(), "{page:?}");
             for (raw, c) in page.iter().zip(&checks) {
                 let one = live.uri(raw, Some(set));
@@ -487,7 +474,8 @@ mod tests {
         }
         // Without roots nothing is a file verdict, and the order still holds.
         let page = [u("d/a.txt"), "https://example.com/".to_owned()];
-        let checks = live.uris(page.iter().map(String::as_str), None);
+        let raws: Vec<&str> = page.iter().map(String::as_str).collect();
+        let checks = live.page(&raws, None).into_verdicts();
         let single: Vec<_> = page.iter().map(|r| live.uri(r, None).reason).collect();
         let paged: Vec<_> = checks.into_iter().map(|c| c.reason).collect();
         assert_eq!(paged, single);

@@ -113,14 +113,6 @@ impl Live {
         self.checker.uri(&self.policy, raw, roots)
     }
 
-    fn uris<'a>(
-        &self,
-        raws: impl IntoIterator<Item = &'a str>,
-        roots: Option<&RootSet>,
-    ) -> Vec<Verdict> {
-        self.checker.uris(&self.policy, raws, roots)
-    }
-
     fn page<'a>(&self, raws: &[&'a str], roots: Option<&RootSet>) -> PageChecks<'a> {
         self.checker.page(&self.policy, raws, roots)
     }

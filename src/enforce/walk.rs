@@ -59,15 +59,15 @@ impl Inner {
             Some(Value::Array(items)) => items,
             Some(_) => return false,
         };
-        // The page's URIs are judged together, per directory (`Checker::uris`); templates
+        // The page's URIs are judged together, per directory (`Checker::page`); templates
         // one by one.
         let mut checks = if uri_key.is_empty() || uri_key == "uriTemplate" {
             Vec::new()
         } else {
-            let raws = items
-                .iter()
-                .map(|item| item.get(uri_key).and_then(Value::as_str).unwrap_or(""));
-            self.live().uris(raws, ctx.roots)
+            let raws: Vec<&str> = (items.iter())
+                .map(|item| item.get(uri_key).and_then(Value::as_str).unwrap_or(""))
+                .collect();
+            self.live().page(&raws, ctx.roots).into_verdicts()
         }
         .into_iter();
         let mut page = if uri_key.is_empty() {
