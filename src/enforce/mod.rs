@@ -124,15 +124,6 @@ impl Live {
     fn template(&self, raw: &str, roots: Option<&RootSet>) -> Verdict {
         walk::template(&self.checker, &self.policy, raw, roots)
     }
-
-    fn verify(
-        &self,
-        roots: &RootSet,
-        allowed: &crate::roots::Allowed,
-        item: &Value,
-    ) -> Option<Verdict> {
-        read::verify(&self.policy, self.checker.options(), roots, allowed, item)
-    }
 }
 
 struct Inner {
@@ -401,7 +392,7 @@ impl Interceptor for Enforcer {
             return None;
         }
         let inner = &self.inner;
-        let fp = inner.fingerprints();
+        let fp = inner.fingerprints_with(false);
         let hit = fp.check(line)?;
         // A hit is recorded as any denial of a server message is (`screen.rs`).
         let evidence = evidence::Evidence::default();
@@ -606,10 +597,11 @@ impl Interceptor for Enforcer {
     fn fatal(&self) -> impl std::future::Future<Output = String> + Send + 'static {
         let mut rx = self.inner.fatal.subscribe();
         async move {
-            let reason = match rx.wait_for(Option::is_some).await {
-                Ok(reason) => (*reason).clone(),
-                Err(_) => None,
-            };
+            let reason = rx
+                .wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|r| r.clone());
             match reason {
                 Some(reason) => reason,
                 None => std::future::pending().await,

@@ -215,7 +215,9 @@ impl ResourcesRead {
             }
             if c.allow && core.live().policy.resources().read == ReadStance::Verify {
                 if let (Some(roots), Some(allowed)) = (ctx.roots, c.allowed.as_deref()) {
-                    if let Some(refusal) = core.live().verify(roots, allowed, &item) {
+                    let live = core.live();
+                    let opts = live.checker.options();
+                    if let Some(refusal) = read::verify(&live.policy, opts, roots, allowed, &item) {
                         c = refusal;
                     }
                 }

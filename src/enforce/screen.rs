@@ -18,12 +18,8 @@ use crate::uri::FileUri;
 impl Inner {
     /// The fingerprints of the denied files inside the roots the server can reach now: the
     /// operator roots (granted at launch) and the effective roots. Built on first use after
-    /// each change of the roots (or waited for, when a build is under way).
-    pub(super) fn fingerprints(&self) -> Arc<Fingerprints> {
-        self.fingerprints_with(false)
-    }
-
-    /// [`Inner::fingerprints`], built again when `refresh` (denied files created since).
+    /// each change of the roots (or waited for, when a build is under way), and built again
+    /// when `refresh` (denied files created since).
     pub(super) fn fingerprints_with(&self, refresh: bool) -> Arc<Fingerprints> {
         let known = self.learner.tracker.known();
         if !refresh {
