@@ -764,11 +764,16 @@ pub fn denial(id: &Id, raw: &str, c: &Verdict) -> Value {
         message.push_str(hint);
         data["hint"] = json!(hint);
     }
-    json!({
-        "jsonrpc": "2.0",
-        "id": id.to_value(),
-        "error": {"code": DENIED, "message": message, "data": data}
-    })
+    error_reply(id, DENIED, message, Some(data))
+}
+
+/// A JSON-RPC error answer to `id` of rootfence's own (`data` only when given).
+fn error_reply(id: &Id, code: i64, message: String, data: Option<Value>) -> Value {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    json!({"jsonrpc": "2.0", "id": id.to_value(), "error": error})
 }
 
 /// A URI or a path for a message: whole when at most `max` bytes, else cut (at a character
@@ -785,8 +790,5 @@ fn shorten(raw: &str, max: usize) -> String {
 }
 
 fn invalid_params(id: &Id, what: &str) -> Value {
-    json!({
-        "jsonrpc": "2.0", "id": id.to_value(),
-        "error": {"code": INVALID_PARAMS, "message": format!("rootfence: {what}")}
-    })
+    error_reply(id, INVALID_PARAMS, format!("rootfence: {what}"), None)
 }

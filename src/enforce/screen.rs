@@ -70,22 +70,13 @@ impl Inner {
         } else {
             ""
         };
-        let error = |id: &Id| {
-            json!({
-                "jsonrpc": "2.0",
-                "id": id.to_value(),
-                "error": {
-                    "code": DENIED,
-                    "message": format!(
-                        "rootfence: denied: the server's {noun} was withheld{done}: it holds \
-                         text from {}, a file the policy denies (tripwire); ask for something \
-                         that does not include it",
-                        hit.file.display()
-                    ),
-                    "data": {"uri": uri, "reason": "tripwire", "rule": what},
-                }
-            })
-        };
+        let message = format!(
+            "rootfence: denied: the server's {noun} was withheld{done}: it holds text from {}, a \
+             file the policy denies (tripwire); ask for something that does not include it",
+            hit.file.display()
+        );
+        let data = json!({"uri": uri, "reason": "tripwire", "rule": what});
+        let error = |id: &Id| super::error_reply(id, DENIED, message.clone(), Some(data.clone()));
         let action = match (kind, ctx.id) {
             (Kind::Notification, _) | (_, None) => Action::Drop,
             (Kind::Request, Some(id)) => Action::Reply(error(id)),
