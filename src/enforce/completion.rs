@@ -32,11 +32,7 @@ impl Completions {
     /// (`fields.rs`).
     pub(super) fn request(&self, core: &Inner, ctx: &Ctx<'_>, id: &Id, message: Value) -> Action {
         if message.pointer("/params/ref/type") == Some(&json!("ref/resource")) {
-            let raw = message
-                .pointer("/params/ref/uri")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
+            let raw = super::text(&message["params"]["ref"]["uri"]);
             let c = core.template_or_uri(ctx, &raw);
             if core.refuses(
                 ctx,

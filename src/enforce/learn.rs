@@ -577,11 +577,7 @@ pub(super) fn parse_roots(result: &Value) -> Option<Vec<HostRoot>> {
     Some(
         list.iter()
             .map(|r| HostRoot {
-                uri: r
-                    .get("uri")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
+                uri: super::text(&r["uri"]),
                 name: r.get("name").and_then(Value::as_str).map(str::to_owned),
             })
             .collect(),
@@ -612,10 +608,7 @@ impl super::Inner {
             _ => self.adopted.get().cloned(),
         };
         self.audit.record(Event::Initialized(audit::Initialized {
-            protocol_version: result["protocolVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
+            protocol_version: super::text(&result["protocolVersion"]),
             host: host.clone(),
             server: peer(result.get("serverInfo")),
             principal,

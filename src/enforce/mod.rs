@@ -755,6 +755,11 @@ impl Inner {
     }
 }
 
+/// A string member's text; `""` when it is absent or not a string (no check allows that).
+fn text(value: &Value) -> String {
+    value.as_str().unwrap_or("").to_owned()
+}
+
 /// The error rootfence answers a denied request with.
 pub fn denial(id: &Id, raw: &str, c: &Verdict) -> Value {
     let mut message = format!("rootfence: denied: {} ({})", shorten(raw, 200), c.reason);

@@ -194,11 +194,7 @@ impl ResourcesRead {
         let mut last_denied: Option<(String, Verdict)> = None;
         let mut kept = Vec::with_capacity(contents.len());
         for (i, mut item) in std::mem::take(contents).into_iter().enumerate() {
-            let raw = item
-                .get("uri")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
+            let raw = super::text(&item["uri"]);
             // The item names exactly the URI checked on the way in: same verdict, and the
             // request's record is its record (one decision, not two).
             let reused = prior

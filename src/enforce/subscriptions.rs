@@ -86,10 +86,7 @@ impl Subscriptions {
             Ok(c) => c,
             Err(action) => return action,
         };
-        let raw = message["params"]["uri"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let raw = super::text(&message["params"]["uri"]);
         let key = c
             .canonical
             .as_ref()
@@ -108,11 +105,7 @@ impl Subscriptions {
     /// `notifications/resources/updated`: forwarded only for an allowed URI the host
     /// subscribed to (or one inside a subscribed `file:` URI).
     pub(super) fn updated(&self, core: &Inner, ctx: &Ctx<'_>, message: Value) -> Action {
-        let raw = message
-            .pointer("/params/uri")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let raw = super::text(&message["params"]["uri"]);
         let mut c = core.live().uri(&raw, ctx.roots);
         if c.allow && !self.covers(c.canonical.as_ref(), &raw) {
             c.allow = false;

@@ -60,11 +60,7 @@ pub(super) struct Tools {
 
 impl Tools {
     pub(super) fn call(&self, core: &Inner, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
-        let name = message
-            .pointer("/params/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let name = super::text(&message["params"]["name"]);
         // The same request, its decisions' records naming the tool (issue 29).
         let ctx = &Ctx {
             tool: Some(&name),

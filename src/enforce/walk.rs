@@ -77,11 +77,7 @@ impl Inner {
         };
         ctx.retain(items, |i, item| {
             if !uri_key.is_empty() {
-                let raw = item
-                    .get(uri_key)
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
+                let raw = super::text(&item[uri_key]);
                 let c = if uri_key == "uriTemplate" {
                     self.live().template(&raw, ctx.roots)
                 } else {
