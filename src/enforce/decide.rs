@@ -178,6 +178,19 @@ impl Checker {
         }
     }
 
+    /// Checks a page of URIs (the entries of a `resources/list` result): the same decisions
+    /// as [`Checker::uri`] on each, in order ([`Checker::page`], expanded). Allowed entries
+    /// carry no [`Verdict::allowed`]. (The page benchmark's measure, `benches/uri_check.rs`.)
+    pub fn uris<'a>(
+        &self,
+        policy: &Policy,
+        raws: impl IntoIterator<Item = &'a str>,
+        roots: Option<&RootSet>,
+    ) -> Vec<Verdict> {
+        let raws: Vec<&str> = raws.into_iter().collect();
+        self.page(policy, &raws, roots).into_verdicts()
+    }
+
     /// Checks a filesystem path (a tool argument the policy names as a path). A relative
     /// path is resolved against the server's working directory when that lies inside a root
     /// (the server would resolve it there), and the absolute path checked is what the caller

@@ -176,7 +176,8 @@ impl Inner {
             return Some(self.refuse_result(ctx, "malformed_result"));
         };
         let kept: Vec<&str> = (entries.iter().zip(&keep))
-            .filter_map(|(e, k)| k.then(|| &text[e.clone()]))
+            .filter(|(_, k)| **k)
+            .map(|(e, _)| &text[e.clone()])
             .collect();
         let (head, tail) = (&text[..array.start], &text[array.end..]);
         let out = [head, "[", &kept.join(","), "]", tail].concat();
