@@ -32,20 +32,15 @@ impl Completions {
     /// (`fields.rs`).
     pub(super) fn request(&self, core: &Inner, ctx: &Ctx<'_>, id: &Id, message: Value) -> Action {
         if message.pointer("/params/ref/type") == Some(&json!("ref/resource")) {
-            let raw = message
-                .pointer("/params/ref/uri")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
+            let raw = super::text(&message["params"]["ref"]["uri"]);
             let c = core.template_or_uri(ctx, &raw);
-            let ok = core.audit_decision(
+            if core.refuses(
                 ctx,
                 "params.ref.uri",
                 &raw,
                 &c,
                 audit::Action::AnsweredError,
-            );
-            if !(c.allow && ok) && core.live().enforce {
+            ) {
                 return Action::Reply(denial(id, &raw, &c));
             }
             self.remember(id, &message);

@@ -1,10 +1,9 @@
 //! One decision on one URI or path: scheme, strict parse, resolution beneath an effective root
 //! by the kernel, then the policy's path rules, in that order. The first refusal decides, so
 //! the reason given is the most basic thing wrong with the URI. Also: a page of URIs at once
-//! ([`Checker::uris`], per directory: `paged.rs`'s [`Checker::page`] expanded), relative
-//! tool paths (resolved against the server's
-//! working directory when it lies inside a root), and reads judged again on the file opened
-//! ([`Checker::read`]).
+//! (per directory: `paged.rs`'s [`Checker::page`]), relative tool paths (resolved against
+//! the server's working directory when it lies inside a root), and reads judged again on
+//! the file opened ([`read_judged`]).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -27,8 +26,9 @@ pub fn rule_text(p: &crate::policy::Provenance) -> String {
 /// The enforcer's one verdict: whether one URI (or path, tool name, content item) may
 /// cross, and why. Every check of the enforcer returns it; the roots' and the policy's own
 /// results ([`crate::roots::Verdict`], [`crate::policy::Decision`]) are converted to it where
-/// they are read (`Checker::file`, `Verdict::from_policy`, `path_verdict`).
-#[derive(Clone, Debug)]
+/// they are read (`Checker::file`, `Verdict::from_policy`, `path_verdict`). Its default is a
+/// refusal with nothing known.
+#[derive(Clone, Debug, Default)]
 pub struct Verdict {
     /// Whether it may cross.
     pub allow: bool,
@@ -46,7 +46,7 @@ pub struct Verdict {
     /// The rule that decided, if a rule did.
     pub rule: Option<Arc<str>>,
     /// The root verdict of an allowed `file:` URI (to read the same file later). `None` for
-    /// the entries of a page checked with [`Checker::uris`] or [`Checker::page`]: nothing
+    /// the entries of a page checked with [`Checker::page`]: nothing
     /// reads those. Boxed: a page's value path holds a `Verdict` per entry, and this is most
     /// of its size.
     pub allowed: Option<Box<Allowed>>,
@@ -71,14 +71,8 @@ impl Verdict {
     /// A refusal with this reason and nothing else known.
     pub(super) fn deny(reason: impl Into<Cow<'static, str>>) -> Verdict {
         Verdict {
-            allow: false,
             reason: reason.into(),
-            canonical: None,
-            root: None,
-            layer: None,
-            rule: None,
-            allowed: None,
-            hint: None,
+            ..Verdict::default()
         }
     }
 
@@ -186,7 +180,7 @@ impl Checker {
 
     /// Checks a page of URIs (the entries of a `resources/list` result): the same decisions
     /// as [`Checker::uri`] on each, in order ([`Checker::page`], expanded). Allowed entries
-    /// carry no [`Verdict::allowed`].
+    /// carry no [`Verdict::allowed`]. (The page benchmark's measure, `benches/uri_check.rs`.)
     pub fn uris<'a>(
         &self,
         policy: &Policy,
@@ -237,83 +231,54 @@ impl Checker {
         roots: Option<&RootSet>,
     ) -> Result<PathBuf, Box<Verdict>> {
         let inside = match roots {
-            Some(set) if !set.is_empty() => set
-                .roots()
-                .iter()
-                .map(|r| r.uri().path())
-                .collect::<Vec<_>>()
-                .join(", "),
+            Some(set) if !set.is_empty() => super::paths(set).join(", "),
             _ => "a root".to_owned(),
         };
-        let refuse = |why: String| {
-            Box::new(
-                Verdict::deny("relative_path")
-                    .with_hint(format!("{why}; use an absolute path inside {inside}")),
-            )
+        // The path as the hint shows it: whole when short, cut when long.
+        let shown = super::shorten(raw, 120);
+        let refuse = |why: &str| {
+            let hint = format!("`{shown}` {why}; use an absolute path inside {inside}");
+            Box::new(Verdict::deny("relative_path").with_hint(hint))
         };
         if raw.starts_with('~') {
-            return Err(refuse(format!(
-                "`{}` starts with `~`, which servers expand differently (or not at all)",
-                shorten(raw)
-            )));
+            return Err(refuse(
+                "starts with `~`, which servers expand differently (or not at all)",
+            ));
         }
         let Some(cwd) = &self.server_cwd else {
-            return Err(refuse(format!(
-                "`{}` is relative and the server's working directory is unknown",
-                shorten(raw)
-            )));
+            return Err(refuse(
+                "is relative and the server's working directory is unknown",
+            ));
         };
         let Some(roots) = roots else {
-            return Err(refuse(format!(
-                "`{}` is relative and the roots are not known yet",
-                shorten(raw)
-            )));
+            return Err(refuse("is relative and the roots are not known yet"));
         };
-        let cwd_uri = FileUri::from_path(cwd).ok();
-        let c = match &cwd_uri {
-            Some(u) => self.file(policy, roots.check(u, &self.opts), roots),
-            None => Verdict::deny("not_canonical"),
+        let c = match FileUri::from_path(cwd) {
+            Ok(u) => self.file(policy, roots.check(&u, &self.opts), roots),
+            Err(_) => Verdict::deny("not_canonical"),
         };
         let is_dir = c
             .allowed
             .as_ref()
             .is_some_and(|a| a.kind == crate::roots::FileKind::Directory);
         if !(c.allow && is_dir) {
-            return Err(refuse(format!(
-                "`{}` is relative and the server's working directory ({}) is not inside a root",
-                shorten(raw),
+            return Err(refuse(&format!(
+                "is relative and the server's working directory ({}) is not inside a root",
                 cwd.display()
             )));
         }
         Ok(cwd.clone())
     }
 
-    /// Reads the file an allow verdict names (the `serve` and `verify` stances), judged again
-    /// on the file actually opened (see `read_judged`).
-    pub fn read(
-        &self,
-        policy: &Policy,
-        roots: &RootSet,
-        allowed: &Allowed,
-        limit: u64,
-    ) -> Result<FileRead, ReadRefusal> {
-        read_judged(policy, &self.opts, roots, allowed, limit)
-    }
-
     /// The policy's path rules, on a root verdict.
     pub(super) fn file(&self, policy: &Policy, verdict: RootVerdict, roots: &RootSet) -> Verdict {
         match verdict {
             RootVerdict::Deny(d) => Verdict {
-                allow: false,
-                reason: Cow::Borrowed(d.reason.code()),
                 canonical: d.canonical,
                 root: d
                     .root
                     .and_then(|i| roots.roots().get(i).map(|r| Arc::clone(r.shared_uri()))),
-                layer: None,
-                rule: None,
-                allowed: None,
-                hint: None,
+                ..Verdict::deny(d.reason.code())
             },
             RootVerdict::Allow(a) => {
                 let Some(real) = roots.real_path(&a) else {
@@ -439,17 +404,15 @@ pub(super) fn path_verdict<'p>(
     let v = Verdict {
         allow: d.allow,
         reason,
-        canonical: None,
         root: roots.roots().get(root).map(|r| Arc::clone(r.shared_uri())),
         layer,
         rule: Some(rule),
-        allowed: None,
-        hint: None,
+        ..Verdict::default()
     };
     (v, d.provenance)
 }
 
-/// Why [`Checker::read`] refused.
+/// Why [`read_judged`] refused.
 #[derive(Debug)]
 pub enum ReadRefusal {
     /// The file could not be read as checked (gone, changed, a link now on the way, a hard
@@ -458,11 +421,6 @@ pub enum ReadRefusal {
     /// The file opened is one the policy denies (it was reached through a link made after
     /// the check, say).
     Refused(Box<Verdict>),
-}
-
-/// A path for a message: whole when short, cut (at a character boundary) when long.
-fn shorten(raw: &str) -> String {
-    super::shorten(raw, 120)
 }
 
 #[cfg(test)]
@@ -511,7 +469,8 @@ mod tests {
             vec![],
         ];
         for page in &pages {
-            let checks = live.uris(page.iter().map(String::as_str), Some(set));
+            let raws: Vec<&str> = page.iter().map(String::as_str).collect();
+            let checks = live.page(&raws, Some(set)).into_verdicts();
             assert_eq!(checks.len(), page.len(), "{page:?}");
             for (raw, c) in page.iter().zip(&checks) {
                 let one = live.uri(raw, Some(set));
@@ -528,7 +487,8 @@ mod tests {
         }
         // Without roots nothing is a file verdict, and the order still holds.
         let page = [u("d/a.txt"), "https://example.com/".to_owned()];
-        let checks = live.uris(page.iter().map(String::as_str), None);
+        let raws: Vec<&str> = page.iter().map(String::as_str).collect();
+        let checks = live.page(&raws, None).into_verdicts();
         let single: Vec<_> = page.iter().map(|r| live.uri(r, None).reason).collect();
         let paged: Vec<_> = checks.into_iter().map(|c| c.reason).collect();
         assert_eq!(paged, single);

@@ -155,6 +155,7 @@ mod tests {
 
     use super::*;
     use crate::audit::{AuditConfig, AuditLog, LineTee, SessionEnd, SessionStart};
+    use crate::enforce::Ctx;
     use crate::enforce::testing::World;
     use crate::jsonrpc::{Id, Kind};
     use crate::mcp::methods as m;
@@ -295,8 +296,12 @@ mod tests {
         };
         let id = Id::from_string("7");
         let inner = &w.enforcer.inner;
+        let ctx = Ctx {
+            request: Some(7),
+            ..w.ctx(Side::Server, Kind::Response, m::TOOLS_CALL, &id)
+        };
         let action = inner
-            .withhold(Kind::Response, Some(&id), Some(7), m::TOOLS_CALL, &hit)
+            .withhold(&ctx, &hit)
             .expect("withheld in enforce mode");
         let Action::Defer(mut later) = action else {
             panic!("the withholding is not held for its record: {action:?}");

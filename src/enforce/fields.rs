@@ -230,8 +230,21 @@ impl Inner {
 
     /// Audits a decision on a free-form position; whether the value may stay.
     pub(super) fn keep_after(&self, ctx: &Ctx<'_>, field: &str, raw: &str, c: &Verdict) -> bool {
-        let ok = self.audit_decision(ctx, field, raw, c, audit::Action::Filtered);
-        (c.allow && ok) || !self.live().enforce
+        !self.refuses(ctx, field, raw, c, audit::Action::Filtered)
+    }
+
+    /// Audits a decision (`on_deny`: what a refusal does); whether it takes effect as a
+    /// refusal: refused, or its record could not be written, while enforcing.
+    pub(super) fn refuses(
+        &self,
+        ctx: &Ctx<'_>,
+        field: &str,
+        raw: &str,
+        c: &Verdict,
+        on_deny: audit::Action,
+    ) -> bool {
+        let ok = self.audit_decision(ctx, field, raw, c, on_deny);
+        !(c.allow && ok) && self.live().enforce
     }
 
     /// A URL a host may put in front of the user: judged when it names a local file in any
@@ -296,9 +309,7 @@ impl Inner {
         if let Some(url) = message.pointer("/params/url").and_then(Value::as_str) {
             if local_url(url) {
                 let c = self.live().uri(url, ctx.roots);
-                let ok =
-                    self.audit_decision(ctx, "params.url", url, &c, audit::Action::AnsweredError);
-                if !(c.allow && ok) && self.live().enforce {
+                if self.refuses(ctx, "params.url", url, &c, audit::Action::AnsweredError) {
                     if let Some(id) = ctx.id {
                         return Action::Reply(super::denial(id, url, &c));
                     }
@@ -355,16 +366,12 @@ pub(super) fn expand(template: &str, arg: &str, value: &str) -> String {
         let ours = names
             .split(',')
             .any(|n| n.trim_end_matches('*').split(':').next() == Some(arg));
+        if let Some(p) = op.filter(|c| matches!(c, '#' | '.' | '/' | ';' | '?' | '&')) {
+            out.push(p);
+        }
         if ours {
-            let reserved = matches!(op, Some('+' | '#'));
-            if let Some(p) = op.filter(|c| matches!(c, '#' | '.' | '/' | ';' | '?' | '&')) {
-                out.push(p);
-            }
-            out.push_str(&encode(value, reserved));
+            out.push_str(&encode(value, matches!(op, Some('+' | '#'))));
         } else {
-            if let Some(p) = op.filter(|c| matches!(c, '#' | '.' | '/' | ';' | '?' | '&')) {
-                out.push(p);
-            }
             out.push('_');
         }
         rest = &rest[open + close + 1..];
@@ -378,9 +385,7 @@ pub(super) fn expand(template: &str, arg: &str, value: &str) -> String {
 fn encode(value: &str, reserved: bool) -> String {
     let mut out = String::with_capacity(value.len());
     let bytes = value.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
+    for (i, &b) in bytes.iter().enumerate() {
         let unreserved = b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
         let kept_reserved = reserved && b":/?#[]@!$&'()*+,;=".contains(&b);
         let escape = reserved
@@ -392,7 +397,6 @@ fn encode(value: &str, reserved: bool) -> String {
         } else {
             out.push_str(&format!("%{b:02X}"));
         }
-        i += 1;
     }
     out
 }

@@ -223,11 +223,7 @@ impl Follower {
             record: audit::ServerStart {
                 generation,
                 trigger: trigger.to_owned(),
-                roots: roots
-                    .roots()
-                    .iter()
-                    .map(|r| AuditUri::new(r.uri().as_str()))
-                    .collect(),
+                roots: super::uris(roots),
                 ..audit::ServerStart::default()
             },
         };

@@ -107,13 +107,7 @@ impl Learner {
     fn operator_set_without_host(&self, trigger: &str) -> (RootSet, audit::RootsUpdate) {
         let out = roots::effective_without_host(&self.operator, &self.policy.load(), trigger);
         if self.operator.uses_command_roots() {
-            let dirs: Vec<String> = self
-                .operator
-                .without_host()
-                .roots()
-                .iter()
-                .map(|r| r.uri().path().to_owned())
-                .collect();
+            let dirs = super::paths(self.operator.without_host());
             self.say(format!(
                 "rootfence: the host declares no roots and no --root was given: the \
                  directories on the server's command line are its roots: {} (the policy's \
@@ -367,11 +361,8 @@ impl Learner {
         }
         let update = audit::RootsUpdate {
             trigger: trigger.into(),
-            received: Vec::new(),
-            dropped: Vec::new(),
-            narrowed: Vec::new(),
             effective,
-            outside_sandbox: Vec::new(),
+            ..audit::RootsUpdate::default()
         };
         if self.settle(session, set, update) {
             tracing::warn!("the host did not give its roots ({trigger}); using the fallback roots");
@@ -395,7 +386,6 @@ impl Learner {
         };
         self.say_missing(&update);
         update.outside_sandbox = self.follow.follow(session, &set, trigger);
-        self.tracker.remember_host(host);
         self.tracker.set(set);
         self.audit.record(Event::RootsUpdate(update));
     }
@@ -587,11 +577,7 @@ pub(super) fn parse_roots(result: &Value) -> Option<Vec<HostRoot>> {
     Some(
         list.iter()
             .map(|r| HostRoot {
-                uri: r
-                    .get("uri")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
+                uri: super::text(&r["uri"]),
                 name: r.get("name").and_then(Value::as_str).map(str::to_owned),
             })
             .collect(),
@@ -622,10 +608,7 @@ impl super::Inner {
             _ => self.adopted.get().cloned(),
         };
         self.audit.record(Event::Initialized(audit::Initialized {
-            protocol_version: result["protocolVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
+            protocol_version: super::text(&result["protocolVersion"]),
             host: host.clone(),
             server: peer(result.get("serverInfo")),
             principal,

@@ -59,7 +59,7 @@ use crate::tripwire::{Fingerprints, Tripwire};
 /// What a policy reload cannot change in a running session: derived from each setting's
 /// declared reload behaviour (`policy::schema`).
 pub use crate::policy::reload_deferred;
-pub use decide::{Checker, Verdict, rule_text};
+pub use decide::{Checker, Verdict};
 pub use follow::{ReportSlot, ServerLauncher};
 pub use paged::{PageCheck, PageChecks};
 
@@ -113,14 +113,6 @@ impl Live {
         self.checker.uri(&self.policy, raw, roots)
     }
 
-    fn uris<'a>(
-        &self,
-        raws: impl IntoIterator<Item = &'a str>,
-        roots: Option<&RootSet>,
-    ) -> Vec<Verdict> {
-        self.checker.uris(&self.policy, raws, roots)
-    }
-
     fn page<'a>(&self, raws: &[&'a str], roots: Option<&RootSet>) -> PageChecks<'a> {
         self.checker.page(&self.policy, raws, roots)
     }
@@ -131,15 +123,6 @@ impl Live {
 
     fn template(&self, raw: &str, roots: Option<&RootSet>) -> Verdict {
         walk::template(&self.checker, &self.policy, raw, roots)
-    }
-
-    fn verify(
-        &self,
-        roots: &RootSet,
-        allowed: &crate::roots::Allowed,
-        item: &Value,
-    ) -> Option<Verdict> {
-        read::verify(&self.policy, self.checker.options(), roots, allowed, item)
     }
 }
 
@@ -232,22 +215,13 @@ impl std::fmt::Debug for Inner {
 }
 
 impl Enforcer {
-    /// An enforcer for `policy` with the operator's roots (`--root` plus `roots.static`).
+    /// An enforcer for `policy` with the operator's roots (`--root` plus `roots.static`),
+    /// and the roots taken from the server's command line (`roots.from_command`), used only
+    /// when the host declares no roots and there are no operator roots.
     /// With a `launcher`, the enforcer starts the server itself once the roots to confine it
     /// to are known, and a new generation whenever they move (the relay then runs with
-    /// [`crate::relay::RelayConfig::deferred`]). Returns the operator roots that were dropped
-    /// (unopenable, or refused by the policy).
-    pub fn new(
-        policy: Arc<Policy>,
-        operator_roots: Vec<RootSpec>,
-        launcher: Option<Arc<dyn ServerLauncher>>,
-    ) -> (Enforcer, Vec<DroppedRoot>) {
-        Enforcer::with_command_roots(policy, operator_roots, Vec::new(), launcher)
-    }
-
-    /// [`Enforcer::new`], with the roots taken from the server's command line
-    /// (`roots.from_command`): used only when the host declares no roots and there are no
-    /// operator roots. The dropped roots returned include those of `command_roots`.
+    /// [`crate::relay::RelayConfig::deferred`]). Returns the roots of either kind that were
+    /// dropped (unopenable, or refused by the policy).
     pub fn with_command_roots(
         policy: Arc<Policy>,
         operator_roots: Vec<RootSpec>,
@@ -373,17 +347,12 @@ impl Enforcer {
     /// decisions made from now on, and for the next effective roots computed from the
     /// host's roots. What the running session cannot change is not applied: see
     /// [`reload_deferred`] (the caller reports it). The audit record is the caller's, with
-    /// [`Enforcer::record`].
+    /// [`Enforcer::record_durable_blocking`].
     pub fn reload(&self, policy: Arc<Policy>) {
         let inner = &self.inner;
         let checker = inner.live().checker.reloaded(&policy);
         inner.learner.reload(Arc::clone(&policy));
         inner.live.store(Arc::new(Live::new(policy, checker)));
-    }
-
-    /// Writes one audit record (once the log is open; before that it is dropped).
-    pub fn record(&self, event: Event) {
-        self.inner.audit.record(event);
     }
 
     /// Records `event` and waits until it is written (and synced where the policy says so),
@@ -422,26 +391,40 @@ impl Interceptor for Enforcer {
         if from != Side::Server {
             return None;
         }
-        let fp = self.inner.fingerprints();
+        let inner = &self.inner;
+        let fp = inner.fingerprints_with(false);
         let hit = fp.check(line)?;
+        // A hit is recorded as any denial of a server message is (`screen.rs`).
+        let evidence = evidence::Evidence::default();
+        let ctx = Ctx {
+            from,
+            kind,
+            method,
+            tool: None,
+            request,
+            id,
+            roots: None,
+            roots_arc: None,
+            changed: std::cell::Cell::new(false),
+            revision: None,
+            evidence: &evidence,
+        };
         // The secret's spans are redacted when that leaves nothing of it (the rest of the
         // answer arrives, and what the server did is not hidden); otherwise the message
         // is withheld whole.
         if let Some((message, hits)) = redacted(&fp, line) {
-            let inner = &self.inner;
-            let (_, _, receipt) =
-                inner.record_tripwire(kind, id, request, method, &hits[0], hits.len(), true);
+            inner.record_tripwire(&ctx, &hits[0], hits.len(), true);
             if !inner.live().enforce {
                 return None;
             }
             // Like every denial, the redaction takes effect once its record is durable: the
             // session's backlog holds it (and counts it against the server side's bound).
-            let after = inner.backlog.wait(inner.audit.get(), Side::Server, receipt);
+            let after = inner
+                .backlog
+                .wait(inner.audit.get(), from, evidence.receipt());
             return Some(Screened::Rewrite { message, after });
         }
-        self.inner
-            .withhold(kind, id, request, method, &hit)
-            .map(Screened::Act)
+        inner.withhold(&ctx, &hit).map(Screened::Act)
     }
 
     fn intercept(&self, session: &Arc<Session>, msg: Intercepted) -> Action {
@@ -574,11 +557,9 @@ impl Interceptor for Enforcer {
         if !dropped.is_empty() {
             inner.audit.record(Event::RootsUpdate(audit::RootsUpdate {
                 trigger: "start".into(),
-                received: Vec::new(),
                 dropped,
-                narrowed: Vec::new(),
                 effective: uris(inner.operator.set()),
-                outside_sandbox: Vec::new(),
+                ..audit::RootsUpdate::default()
             }));
         }
         // A server that is not confined has no roots to wait for: it starts at once.
@@ -616,10 +597,11 @@ impl Interceptor for Enforcer {
     fn fatal(&self) -> impl std::future::Future<Output = String> + Send + 'static {
         let mut rx = self.inner.fatal.subscribe();
         async move {
-            let reason = match rx.wait_for(Option::is_some).await {
-                Ok(reason) => (*reason).clone(),
-                Err(_) => None,
-            };
+            let reason = rx
+                .wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|r| r.clone());
             match reason {
                 Some(reason) => reason,
                 None => std::future::pending().await,
@@ -640,6 +622,14 @@ fn uris(set: &RootSet) -> Vec<AuditUri> {
     set.roots()
         .iter()
         .map(|r| AuditUri::new(r.uri().as_str()))
+        .collect()
+}
+
+/// The directories of `set`, as messages to the user name them.
+fn paths(set: &RootSet) -> Vec<String> {
+    set.roots()
+        .iter()
+        .map(|r| r.uri().path().to_owned())
         .collect()
 }
 
@@ -765,6 +755,11 @@ impl Inner {
     }
 }
 
+/// A string member's text; `""` when it is absent or not a string (no check allows that).
+fn text(value: &Value) -> String {
+    value.as_str().unwrap_or("").to_owned()
+}
+
 /// The error rootfence answers a denied request with.
 pub fn denial(id: &Id, raw: &str, c: &Verdict) -> Value {
     let mut message = format!("rootfence: denied: {} ({})", shorten(raw, 200), c.reason);
@@ -774,11 +769,16 @@ pub fn denial(id: &Id, raw: &str, c: &Verdict) -> Value {
         message.push_str(hint);
         data["hint"] = json!(hint);
     }
-    json!({
-        "jsonrpc": "2.0",
-        "id": id.to_value(),
-        "error": {"code": DENIED, "message": message, "data": data}
-    })
+    error_reply(id, DENIED, message, Some(data))
+}
+
+/// A JSON-RPC error answer to `id` of rootfence's own (`data` only when given).
+fn error_reply(id: &Id, code: i64, message: String, data: Option<Value>) -> Value {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    json!({"jsonrpc": "2.0", "id": id.to_value(), "error": error})
 }
 
 /// A URI or a path for a message: whole when at most `max` bytes, else cut (at a character
@@ -795,8 +795,5 @@ fn shorten(raw: &str, max: usize) -> String {
 }
 
 fn invalid_params(id: &Id, what: &str) -> Value {
-    json!({
-        "jsonrpc": "2.0", "id": id.to_value(),
-        "error": {"code": INVALID_PARAMS, "message": format!("rootfence: {what}")}
-    })
+    error_reply(id, INVALID_PARAMS, format!("rootfence: {what}"), None)
 }

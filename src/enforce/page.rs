@@ -175,19 +175,12 @@ impl Inner {
             tracing::error!("a list page read differently the second time");
             return Some(self.refuse_result(ctx, "malformed_result"));
         };
-        let mut out = String::with_capacity(text.len());
-        out.push_str(&text[..array.start]);
-        out.push('[');
-        let mut first = true;
-        for (e, _) in entries.iter().zip(&keep).filter(|(_, k)| **k) {
-            if !first {
-                out.push(',');
-            }
-            first = false;
-            out.push_str(&text[e.clone()]);
-        }
-        out.push(']');
-        out.push_str(&text[array.end..]);
+        let kept: Vec<&str> = (entries.iter().zip(&keep))
+            .filter(|(_, k)| **k)
+            .map(|(e, _)| &text[e.clone()])
+            .collect();
+        let (head, tail) = (&text[..array.start], &text[array.end..]);
+        let out = [head, "[", &kept.join(","), "]", tail].concat();
         match serde_json::from_str::<Value>(&out) {
             Ok(message) => Some(Action::Replace(message)),
             Err(e) => {

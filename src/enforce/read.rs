@@ -125,14 +125,9 @@ pub(super) fn serve(
             return (reply, None);
         }
         Err(ReadRefusal::Fs(FsError::NotFound)) => {
-            let reply = json!({
-                "jsonrpc": "2.0", "id": id.to_value(),
-                "error": {
-                    "code": revision.resource_not_found_code(),
-                    "message": "Resource not found",
-                    "data": {"uri": canonical.as_str()},
-                }
-            });
+            let code = revision.resource_not_found_code();
+            let data = json!({"uri": canonical.as_str()});
+            let reply = super::error_reply(id, code, "Resource not found".into(), Some(data));
             return (reply, None);
         }
         Err(ReadRefusal::Fs(e)) => refusal(e.reason().code(), None),

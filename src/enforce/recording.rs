@@ -22,7 +22,7 @@ use crate::audit::{self, AllowedRecords, AuditUri, Event, RpcId};
 type RuleKey = (Option<String>, Option<String>);
 
 /// The allowed entries of one list page, counted.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct PageAudit {
     field: String,
     allowed: u64,
@@ -75,15 +75,7 @@ impl PageAudit {
     fn new(field: &str) -> PageAudit {
         PageAudit {
             field: field.to_owned(),
-            allowed: 0,
-            denied: 0,
-            reasons: Vec::new(),
-            rules: Vec::new(),
-            dirs: HashMap::new(),
-            run: None,
-            last: None,
-            dirs_omitted: 0,
-            other: Vec::new(),
+            ..PageAudit::default()
         }
     }
 
@@ -261,7 +253,7 @@ impl Inner {
 
     /// [`audit_decision`](Self::audit_decision) of `c` on a URI whose canonical form is
     /// `canonical` (`c`'s own may be a page's shared decision, which holds none).
-    fn record_decision(
+    pub(super) fn record_decision(
         &self,
         ctx: &Ctx<'_>,
         field: &str,
@@ -347,33 +339,6 @@ impl Inner {
         Some(PageAudit::new(field))
     }
 
-    /// One entry of a list page: counted into `page` when allowed and the page is
-    /// summarized, else recorded on its own (see [`audit_decision`](Self::audit_decision),
-    /// whose return value this shares). `field` is only built when a record needs it.
-    pub(super) fn audit_entry(
-        &self,
-        ctx: &Ctx<'_>,
-        page: Option<&mut PageAudit>,
-        field: impl Fn() -> String,
-        raw: &str,
-        c: &Verdict,
-        on_deny: audit::Action,
-    ) -> bool {
-        let canonical = c.canonical.as_ref().map(|u| u.as_str());
-        let mut ok = true;
-        self.audit_entries(
-            ctx,
-            page,
-            |_| field(),
-            &[raw],
-            canonical,
-            c,
-            on_deny,
-            |k| ok = k,
-        );
-        ok
-    }
-
     /// Entries of a list page decided alike (`c`): `raws`, the first of which has the
     /// canonical form `canonical` (with more than one, each one's canonical form is its own
     /// text, all in one directory: a run of siblings). Allowed ones are counted at once into
@@ -425,19 +390,15 @@ impl Inner {
 
     /// Records a page's summary, if it allowed anything.
     pub(super) fn finish_page(&self, ctx: &Ctx<'_>, page: Option<PageAudit>) {
-        if let (Some(t), Some(page)) = (self.telemetry.get(), &page) {
+        if let (Some(_), Some(page)) = (self.telemetry.get(), &page) {
             // The page's allowed entries, by reason (denied ones were noted one by one).
             for (reason, n) in &page.reasons {
-                t.decision(&crate::telemetry::DecisionNote {
-                    request: ctx.host_request(),
-                    from: ctx.from,
-                    method: ctx.method,
+                let c = Verdict {
                     allow: true,
-                    reason,
-                    rule: None,
-                    uri: "",
-                    count: *n,
-                });
+                    reason: reason.clone().into(),
+                    ..Verdict::default()
+                };
+                self.note_decision(ctx, "", &c, *n);
             }
         }
         if let Some(page) = page.filter(|p| p.allowed > 0) {

@@ -194,11 +194,7 @@ impl ResourcesRead {
         let mut last_denied: Option<(String, Verdict)> = None;
         let mut kept = Vec::with_capacity(contents.len());
         for (i, mut item) in std::mem::take(contents).into_iter().enumerate() {
-            let raw = item
-                .get("uri")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
+            let raw = super::text(&item["uri"]);
             // The item names exactly the URI checked on the way in: same verdict, and the
             // request's record is its record (one decision, not two).
             let reused = prior
@@ -215,7 +211,9 @@ impl ResourcesRead {
             }
             if c.allow && core.live().policy.resources().read == ReadStance::Verify {
                 if let (Some(roots), Some(allowed)) = (ctx.roots, c.allowed.as_deref()) {
-                    if let Some(refusal) = core.live().verify(roots, allowed, &item) {
+                    let live = core.live();
+                    let opts = live.checker.options();
+                    if let Some(refusal) = read::verify(&live.policy, opts, roots, allowed, &item) {
                         c = refusal;
                     }
                 }

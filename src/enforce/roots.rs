@@ -11,7 +11,7 @@
 //! is outside, whatever its spelling says. The roots kept are the directories opened and
 //! judged (their descriptors are moved or duplicated), never looked up again by path.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -181,12 +181,7 @@ pub fn missing(
     host_has_roots: bool,
 ) -> Option<String> {
     let consequence = "the server has no roots, so every file request is refused";
-    let operator_paths: Vec<String> = operator
-        .set()
-        .roots()
-        .iter()
-        .map(|r| r.uri().path().to_owned())
-        .collect();
+    let operator_paths = super::paths(operator.set());
     let host_paths: Vec<String> = update
         .dropped
         .iter()
@@ -194,6 +189,7 @@ pub fn missing(
         .filter_map(|d| FileUri::parse(d.uri.as_str()).ok())
         .map(|u| u.path().to_owned())
         .collect();
+    let add: Vec<String> = host_paths.iter().map(|p| format!("--root {p}")).collect();
     if !update.effective.is_empty() {
         // The disjoint case `effective` resolved by keeping the entry's own roots.
         return is_disjoint(update, operator).then(|| {
@@ -204,16 +200,11 @@ pub fn missing(
                 host_paths.join(", "),
                 operator_paths.join(", "),
                 operator_paths.join(", "),
-                host_paths
-                    .iter()
-                    .map(|p| format!("--root {p}"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                add.join(" "),
             )
         });
     }
     if !host_paths.is_empty() {
-        let add: Vec<String> = host_paths.iter().map(|p| format!("--root {p}")).collect();
         return Some(format!(
             "rootfence: warning: the host's roots ({}) and --root ({}) do not overlap: \
              {consequence}; to serve the host's roots add `{}` to this server's arguments \
@@ -261,10 +252,7 @@ pub fn effective(
     let mut update = RootsUpdate {
         trigger: trigger.to_owned(),
         received: host.iter().map(|r| AuditUri::new(&r.uri)).collect(),
-        dropped: Vec::new(),
-        narrowed: Vec::new(),
-        effective: Vec::new(),
-        outside_sandbox: Vec::new(),
+        ..RootsUpdate::default()
     };
     if host.is_empty() {
         // A host that declares no roots leaves the operator's.
@@ -355,8 +343,6 @@ fn is_disjoint(update: &RootsUpdate, operator: &OperatorRoots) -> bool {
 #[derive(Debug)]
 pub struct Tracker {
     tx: watch::Sender<RootsState>,
-    /// The latest host roots, for recomputing.
-    host: Mutex<Option<Vec<HostRoot>>>,
 }
 
 impl Tracker {
@@ -364,7 +350,6 @@ impl Tracker {
     pub fn new() -> Self {
         Tracker {
             tx: watch::Sender::new(RootsState::Unknown { asking: false }),
-            host: Mutex::new(None),
         }
     }
 
@@ -413,11 +398,6 @@ impl Tracker {
             }
             RootsState::Known(_) => false,
         })
-    }
-
-    /// Remembers the host's latest roots.
-    pub fn remember_host(&self, roots: Vec<HostRoot>) {
-        *crate::relock(&self.host) = Some(roots);
     }
 
     /// Waits until the roots are known, but only while someone is asking and at most

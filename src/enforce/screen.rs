@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::Inner;
+use super::decide::Verdict;
 use super::evidence::Outcome;
-use crate::audit::{self, AuditUri, Direction, Event, Receipt, RpcId};
+use super::{Ctx, Inner};
+use crate::audit;
 use crate::jsonrpc::error::DENIED;
 use crate::jsonrpc::{Id, Kind};
 use crate::relay::{Action, Side};
@@ -17,12 +18,8 @@ use crate::uri::FileUri;
 impl Inner {
     /// The fingerprints of the denied files inside the roots the server can reach now: the
     /// operator roots (granted at launch) and the effective roots. Built on first use after
-    /// each change of the roots (or waited for, when a build is under way).
-    pub(super) fn fingerprints(&self) -> Arc<Fingerprints> {
-        self.fingerprints_with(false)
-    }
-
-    /// [`Inner::fingerprints`], built again when `refresh` (denied files created since).
+    /// each change of the roots (or waited for, when a build is under way), and built again
+    /// when `refresh` (denied files created since).
     pub(super) fn fingerprints_with(&self, refresh: bool) -> Arc<Fingerprints> {
         let known = self.learner.tracker.known();
         if !refresh {
@@ -55,15 +52,9 @@ impl Inner {
     /// A server message holds a fingerprint: audit it, and (enforcing) withhold it. A
     /// response becomes an error for the host (every request gets its one answer), a
     /// request from the server is refused to the server, a notification is dropped.
-    pub(super) fn withhold(
-        &self,
-        kind: Kind,
-        id: Option<&Id>,
-        request: Option<u64>,
-        method: &str,
-        hit: &Hit,
-    ) -> Option<Action> {
-        let (uri, what, receipt) = self.record_tripwire(kind, id, request, method, hit, 1, false);
+    pub(super) fn withhold(&self, ctx: &Ctx<'_>, hit: &Hit) -> Option<Action> {
+        let (kind, method) = (ctx.kind, ctx.method);
+        let (uri, what) = self.record_tripwire(ctx, hit, 1, false);
         if !self.live().enforce {
             return None;
         }
@@ -79,23 +70,14 @@ impl Inner {
         } else {
             ""
         };
-        let error = |id: &Id| {
-            json!({
-                "jsonrpc": "2.0",
-                "id": id.to_value(),
-                "error": {
-                    "code": DENIED,
-                    "message": format!(
-                        "rootfence: denied: the server's {noun} was withheld{done}: it holds \
-                         text from {}, a file the policy denies (tripwire); ask for something \
-                         that does not include it",
-                        hit.file.display()
-                    ),
-                    "data": {"uri": uri, "reason": "tripwire", "rule": what},
-                }
-            })
-        };
-        let action = match (kind, id) {
+        let message = format!(
+            "rootfence: denied: the server's {noun} was withheld{done}: it holds text from {}, a \
+             file the policy denies (tripwire); ask for something that does not include it",
+            hit.file.display()
+        );
+        let data = json!({"uri": uri, "reason": "tripwire", "rule": what});
+        let error = |id: &Id| super::error_reply(id, DENIED, message.clone(), Some(data.clone()));
+        let action = match (kind, ctx.id) {
             (Kind::Notification, _) | (_, None) => Action::Drop,
             (Kind::Request, Some(id)) => Action::Reply(error(id)),
             (Kind::Response | Kind::ErrorResponse, Some(id)) => Action::Replace(error(id)),
@@ -103,25 +85,22 @@ impl Inner {
         // Like every denial, the withholding takes effect once its record is durable.
         let outcome = Outcome {
             action,
-            evidence: receipt,
+            evidence: ctx.evidence.receipt(),
         };
         Some(self.backlog.hold(self.audit.get(), Side::Server, outcome))
     }
 
     /// Logs, counts and audits a tripwire hit: `redacted` (`spans` secrets replaced in a
-    /// message that goes on) or withheld. Returns the file's URI, the hit's description and
-    /// the record's receipt. `request` is the key of the host request the message answers.
-    #[allow(clippy::too_many_arguments)]
+    /// message that goes on) or withheld, its record's receipt noted in `ctx`'s evidence.
+    /// Returns the file's URI and the hit's description.
     pub(super) fn record_tripwire(
         &self,
-        kind: Kind,
-        id: Option<&Id>,
-        request: Option<u64>,
-        method: &str,
+        ctx: &Ctx<'_>,
         hit: &Hit,
         spans: usize,
         redacted: bool,
-    ) -> (String, String, Receipt) {
+    ) -> (String, String) {
+        let method = ctx.method;
         let uri = FileUri::from_path(&hit.file)
             .map(|u| u.as_str().to_owned())
             .unwrap_or_else(|_| hit.file.display().to_string());
@@ -132,50 +111,17 @@ impl Inner {
         } else {
             tracing::warn!("withheld a message from the server (`{method}`): it holds {what}");
         }
-        if let Some(t) = self.telemetry.get() {
-            t.decision(&crate::telemetry::DecisionNote {
-                request: id.filter(|_| matches!(kind, Kind::Response | Kind::ErrorResponse)),
-                from: Side::Server,
-                method,
-                allow: false,
-                reason: "tripwire",
-                rule: Some(&what),
-                uri: &uri,
-                count: 1,
-            });
-        }
-        let action = match (self.live().enforce, kind) {
-            (false, _) => audit::Action::Forwarded,
-            (true, _) if redacted => audit::Action::Rewritten,
-            (true, Kind::Notification) => audit::Action::Dropped,
-            (true, _) => audit::Action::AnsweredError,
+        let c = Verdict {
+            rule: Some(what.as_str().into()),
+            ..Verdict::deny("tripwire")
         };
-        let event = Event::Decision(audit::Decision {
-            direction: Direction::ServerToHost,
-            method: method.to_owned(),
-            id: id.and_then(|i| RpcId::from_json(i.raw())),
-            request,
-            principal: self.principal.get().cloned(),
-            tool: None,
-            field: Some("message".into()),
-            uri: AuditUri::new(&uri),
-            canonical: None,
-            decision: audit::Verdict::Deny,
-            reason: "tripwire".into(),
-            layer: None,
-            rule: Some(what.clone()),
-            root: None,
-            action,
-        });
-        let receipt = match self.audit.get().map(|a| a.submit(event, false)) {
-            Some(Ok(receipt)) => receipt,
-            Some(Err(e)) => {
-                tracing::error!("could not write an audit record: {e}");
-                Receipt::NONE
-            }
-            None => Receipt::NONE,
+        let on_deny = match ctx.kind {
+            _ if redacted => audit::Action::Rewritten,
+            Kind::Notification => audit::Action::Dropped,
+            _ => audit::Action::AnsweredError,
         };
-        (uri, what, receipt)
+        self.record_decision(ctx, "message", &uri, None, &c, on_deny);
+        (uri, what)
     }
 }
 

@@ -23,14 +23,6 @@ impl Subscriptions {
         crate::relock(&self.0)
     }
 
-    fn add(&self, keys: impl IntoIterator<Item = String>) {
-        self.lock().extend(keys);
-    }
-
-    fn remove(&self, key: &str) {
-        self.lock().remove(key);
-    }
-
     /// Whether an update for `raw` (canonical: `canonical`) is for something subscribed:
     /// the URI itself, or for a `file:` URI, one inside a subscribed `file:` URI.
     fn covers(&self, canonical: Option<&FileUri>, raw: &str) -> bool {
@@ -75,7 +67,7 @@ impl Subscriptions {
                 list,
                 |v| v.as_str().map(str::to_owned),
             );
-            self.add(kept);
+            self.lock().extend(kept);
         }
         core.done_ctx(ctx, message)
     }
@@ -94,10 +86,7 @@ impl Subscriptions {
             Ok(c) => c,
             Err(action) => return action,
         };
-        let raw = message["params"]["uri"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let raw = super::text(&message["params"]["uri"]);
         let key = c
             .canonical
             .as_ref()
@@ -106,9 +95,9 @@ impl Subscriptions {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
         }
         if shape == Shape::Subscribe {
-            self.add([key]);
+            self.lock().insert(key);
         } else {
-            self.remove(&key);
+            self.lock().remove(&key);
         }
         core.done_ctx(ctx, message)
     }
@@ -116,25 +105,17 @@ impl Subscriptions {
     /// `notifications/resources/updated`: forwarded only for an allowed URI the host
     /// subscribed to (or one inside a subscribed `file:` URI).
     pub(super) fn updated(&self, core: &Inner, ctx: &Ctx<'_>, message: Value) -> Action {
-        let raw = message
-            .pointer("/params/uri")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let raw = super::text(&message["params"]["uri"]);
         let mut c = core.live().uri(&raw, ctx.roots);
         if c.allow && !self.covers(c.canonical.as_ref(), &raw) {
             c.allow = false;
             c.reason = "not_subscribed".into();
             c.allowed = None;
         }
-        let ok = core.audit_decision(ctx, "params.uri", &raw, &c, audit::Action::Dropped);
-        if !(c.allow && ok) {
-            return if core.live().enforce {
-                Action::Drop
-            } else {
-                Action::Forward
-            };
+        if core.refuses(ctx, "params.uri", &raw, &c, audit::Action::Dropped) {
+            return Action::Drop;
         }
+        // (In audit mode a refused URI is forwarded as sent: `done_ctx` forwards the original.)
         let mut message = message;
         if let Some(canonical) = &c.canonical {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
@@ -150,14 +131,15 @@ mod tests {
     #[test]
     fn an_update_is_covered_by_its_own_subscription_or_a_file_uri_that_contains_it() {
         let subs = Subscriptions::default();
-        subs.add(["file:///srv/root/dir".to_owned(), "mem://note".to_owned()]);
+        subs.lock()
+            .extend(["file:///srv/root/dir".to_owned(), "mem://note".to_owned()]);
         let inside = FileUri::parse("file:///srv/root/dir/a.txt").unwrap();
         let beside = FileUri::parse("file:///srv/root/dir2/a.txt").unwrap();
         assert!(subs.covers(Some(&inside), "file:///srv/root/dir/a.txt"));
         assert!(!subs.covers(Some(&beside), "file:///srv/root/dir2/a.txt"));
         assert!(subs.covers(None, "mem://note"));
         assert!(!subs.covers(None, "mem://other"));
-        subs.remove("mem://note");
+        subs.lock().remove("mem://note");
         assert!(!subs.covers(None, "mem://note"));
     }
 }

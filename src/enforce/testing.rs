@@ -57,8 +57,9 @@ impl World {
         std::fs::create_dir_all(base.join("outside")).unwrap();
         std::fs::write(base.join("outside/secret.txt"), "x").unwrap();
         std::os::unix::fs::symlink(base.join("outside"), root.join("out")).unwrap();
+        let roots = vec![RootSpec::path(&root)];
         let (enforcer, dropped) =
-            Enforcer::new(Arc::new(policy), vec![RootSpec::path(&root)], None);
+            Enforcer::with_command_roots(Arc::new(policy), roots, Vec::new(), None);
         assert!(dropped.is_empty(), "{dropped:?}");
         World {
             _dir: dir,

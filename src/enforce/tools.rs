@@ -60,11 +60,7 @@ pub(super) struct Tools {
 
 impl Tools {
     pub(super) fn call(&self, core: &Inner, ctx: &Ctx<'_>, id: &Id, mut message: Value) -> Action {
-        let name = message
-            .pointer("/params/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let name = super::text(&message["params"]["name"]);
         // The same request, its decisions' records naming the tool (issue 29).
         let ctx = &Ctx {
             tool: Some(&name),
@@ -76,9 +72,7 @@ impl Tools {
         let d = live.policy.decide_tool(&name);
         if !d.allow || !d.provenance.is_default() {
             let c = Verdict::from_policy(&d);
-            let ok =
-                core.audit_decision(ctx, "params.name", &name, &c, audit::Action::AnsweredError);
-            if !(d.allow && ok) && live.enforce {
+            if core.refuses(ctx, "params.name", &name, &c, audit::Action::AnsweredError) {
                 return Action::Reply(tool_error(ctx, id, &name, None, &name, &c));
             }
         }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::decide::{Checker, Verdict, rule_text};
+use super::decide::{Checker, Verdict};
 use super::{Ctx, Inner};
 use crate::audit;
 use crate::policy::Policy;
@@ -59,15 +59,15 @@ impl Inner {
             Some(Value::Array(items)) => items,
             Some(_) => return false,
         };
-        // The page's URIs are judged together, per directory (`Checker::uris`); templates
+        // The page's URIs are judged together, per directory (`Checker::page`); templates
         // one by one.
         let mut checks = if uri_key.is_empty() || uri_key == "uriTemplate" {
             Vec::new()
         } else {
-            let raws = items
-                .iter()
-                .map(|item| item.get(uri_key).and_then(Value::as_str).unwrap_or(""));
-            self.live().uris(raws, ctx.roots)
+            let raws: Vec<&str> = (items.iter())
+                .map(|item| item.get(uri_key).and_then(Value::as_str).unwrap_or(""))
+                .collect();
+            self.live().page(&raws, ctx.roots).into_verdicts()
         }
         .into_iter();
         let mut page = if uri_key.is_empty() {
@@ -77,23 +77,22 @@ impl Inner {
         };
         ctx.retain(items, |i, item| {
             if !uri_key.is_empty() {
-                let raw = item
-                    .get(uri_key)
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
+                let raw = super::text(&item[uri_key]);
                 let c = if uri_key == "uriTemplate" {
                     self.live().template(&raw, ctx.roots)
                 } else {
                     checks.next().unwrap_or_else(|| Verdict::deny("io_error"))
                 };
-                let ok = self.audit_entry(
+                let mut ok = true;
+                self.audit_entries(
                     ctx,
                     page.as_mut(),
-                    || format!("{field}[{i}].{uri_key}"),
-                    &raw,
+                    |_| format!("{field}[{i}].{uri_key}"),
+                    &[&raw],
+                    c.canonical.as_ref().map(|u| u.as_str()),
                     &c,
                     audit::Action::Filtered,
+                    |k| ok = k,
                 );
                 if !(c.allow && ok) {
                     if self.live().enforce {
@@ -176,14 +175,7 @@ impl Inner {
             } else {
                 return true;
             };
-            let ok = self.audit_decision(
-                ctx,
-                &format!("{field}[{i}].src"),
-                src,
-                &c,
-                audit::Action::Filtered,
-            );
-            (c.allow && ok) || !self.live().enforce
+            self.keep_after(ctx, &format!("{field}[{i}].src"), src, &c)
         });
     }
 
@@ -238,38 +230,17 @@ impl Inner {
             positions.push(("/uri", ".uri"));
         }
         for (pointer, suffix) in positions {
-            let Some(raw) = block
-                .pointer(pointer)
-                .map(|v| v.as_str().unwrap_or("").to_owned())
-            else {
+            let raw = block.pointer(pointer).map(|v| v.as_str().unwrap_or(""));
+            let c = match raw {
+                Some(raw) => self.live().uri(raw, ctx.roots),
                 // A resource block without a URI cannot be checked.
-                let c = Verdict::deny("missing_uri");
-                self.audit_decision(
-                    ctx,
-                    &format!("{field}{suffix}"),
-                    "",
-                    &c,
-                    audit::Action::Filtered,
-                );
-                if self.live().enforce {
-                    return false;
-                }
-                continue;
+                None => Verdict::deny("missing_uri"),
             };
-            let c = self.live().uri(&raw, ctx.roots);
-            let ok = self.audit_decision(
-                ctx,
-                &format!("{field}{suffix}"),
-                &raw,
-                &c,
-                audit::Action::Filtered,
-            );
-            if !(c.allow && ok) {
-                if self.live().enforce {
-                    return false;
-                }
-                continue;
+            let field = format!("{field}{suffix}");
+            if !self.keep_after(ctx, &field, raw.unwrap_or(""), &c) {
+                return false;
             }
+            // Kept while refused only in audit mode, which rewrites nothing.
             if let (Some(canonical), true) = (&c.canonical, self.live().enforce) {
                 if let Some(slot) = block.pointer_mut(pointer) {
                     ctx.set_uri(slot, canonical.as_str());
@@ -360,14 +331,8 @@ fn template_dir(
         if forms.iter().any(|f| dir.starts_with(f)) {
             let d = policy.decide_resource("file", Some(dir.path()));
             return Verdict {
-                allow: d.allow,
-                reason: d.reason.as_str().into(),
-                canonical: None,
                 root: Some(std::sync::Arc::clone(root.shared_uri())),
-                layer: d.provenance.file.as_deref().map(Into::into),
-                rule: Some(rule_text(d.provenance).into()),
-                allowed: None,
-                hint: None,
+                ..Verdict::from_policy(&d)
             };
         }
         let reachable = |f: &FileUri| {

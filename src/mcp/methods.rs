@@ -3,151 +3,106 @@
 //! string literal anywhere else, so a typo is a compile error rather than a silently
 //! unmatched string.
 
-/// Lifecycle (2024-11-05 to 2025-11-25).
-pub const INITIALIZE: &str = "initialize";
-/// Lifecycle notification (2024-11-05 to 2025-11-25).
-pub const INITIALIZED: &str = "notifications/initialized";
-/// Stateless discovery (2026-07-28).
-pub const SERVER_DISCOVER: &str = "server/discover";
-/// Liveness check (removed in 2026-07-28).
-pub const PING: &str = "ping";
+/// Declares each method's constant, then [`ALL`] and [`index`] from the same list, so the
+/// three cannot disagree.
+macro_rules! methods {
+    ($($(#[$doc:meta])* $name:ident = $text:literal,)+) => {
+        $($(#[$doc])* pub const $name: &str = $text;)+
 
-/// Cancellation of an in-flight request, either direction.
-pub const CANCELLED: &str = "notifications/cancelled";
-/// Progress of an in-flight request, either direction.
-pub const PROGRESS: &str = "notifications/progress";
+        /// Every method above, for the tests that hold the rest of `src/` to them.
+        pub const ALL: [&str; [$($text),+].len()] = [$($name),+];
 
-/// Server → host: the host's roots (deprecated in 2026-07-28, where it only appears inside
-/// `inputRequests`).
-pub const ROOTS_LIST: &str = "roots/list";
-/// Host → server: the roots changed (removed in 2026-07-28).
-pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+        /// The position of `name` in [`ALL`], or `None` for a method rootfence does not know:
+        /// one `match` (compiled to a switch on the length and a few compares), so the relay's
+        /// hot path finds a method's table row without hashing its name.
+        pub fn index(name: &str) -> Option<usize> {
+            /// The methods' positions in [`ALL`].
+            #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+            enum At {
+                $($name),+
+            }
+            Some(match name {
+                $($text => At::$name as usize,)+
+                _ => return None,
+            })
+        }
+    };
+}
 
-/// Resources.
-pub const RESOURCES_LIST: &str = "resources/list";
-/// Resource templates.
-pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
-/// Read one resource.
-pub const RESOURCES_READ: &str = "resources/read";
-/// Subscribe to one resource (up to 2025-11-25).
-pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
-/// Unsubscribe from one resource (up to 2025-11-25).
-pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
-/// Server → host: a subscribed resource changed.
-pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
-/// Server → host: the resource list changed.
-pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
-/// Server → host: the tool list changed.
-pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-/// Server → host: a log message (its `data` is walked like any free-form field).
-pub const LOGGING_MESSAGE: &str = "notifications/message";
-/// Server → host: the prompt list changed.
-pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
-/// Host → server: the level of `notifications/message` (removed in 2026-07-28).
-pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
-/// Subscriptions in 2026-07-28 (replaces subscribe/unsubscribe).
-pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+methods! {
+    /// Lifecycle (2024-11-05 to 2025-11-25).
+    INITIALIZE = "initialize",
+    /// Lifecycle notification (2024-11-05 to 2025-11-25).
+    INITIALIZED = "notifications/initialized",
+    /// Stateless discovery (2026-07-28).
+    SERVER_DISCOVER = "server/discover",
+    /// Liveness check (removed in 2026-07-28).
+    PING = "ping",
 
-/// Tools.
-pub const TOOLS_LIST: &str = "tools/list";
-/// Call a tool.
-pub const TOOLS_CALL: &str = "tools/call";
-/// Prompts.
-pub const PROMPTS_LIST: &str = "prompts/list";
-/// Get a prompt.
-pub const PROMPTS_GET: &str = "prompts/get";
-/// Argument completion.
-pub const COMPLETION_COMPLETE: &str = "completion/complete";
+    /// Cancellation of an in-flight request, either direction.
+    CANCELLED = "notifications/cancelled",
+    /// Progress of an in-flight request, either direction.
+    PROGRESS = "notifications/progress",
 
-/// Server → host: sampling (deprecated in 2026-07-28).
-pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
-/// Server → host: elicitation.
-pub const ELICITATION_CREATE: &str = "elicitation/create";
+    /// Server → host: the host's roots (deprecated in 2026-07-28, where it only appears inside
+    /// `inputRequests`).
+    ROOTS_LIST = "roots/list",
+    /// Host → server: the roots changed (removed in 2026-07-28).
+    ROOTS_LIST_CHANGED = "notifications/roots/list_changed",
 
-/// Tasks (2025-11-25): the deferred result of a task-augmented request.
-pub const TASKS_RESULT: &str = "tasks/result";
-/// Tasks (2025-11-25): one task's status (a free-form result).
-pub const TASKS_GET: &str = "tasks/get";
-/// Tasks (2025-11-25): the tasks in flight (a free-form result).
-pub const TASKS_LIST: &str = "tasks/list";
+    /// Resources.
+    RESOURCES_LIST = "resources/list",
+    /// Resource templates.
+    RESOURCES_TEMPLATES_LIST = "resources/templates/list",
+    /// Read one resource.
+    RESOURCES_READ = "resources/read",
+    /// Subscribe to one resource (up to 2025-11-25).
+    RESOURCES_SUBSCRIBE = "resources/subscribe",
+    /// Unsubscribe from one resource (up to 2025-11-25).
+    RESOURCES_UNSUBSCRIBE = "resources/unsubscribe",
+    /// Server → host: a subscribed resource changed.
+    RESOURCES_UPDATED = "notifications/resources/updated",
+    /// Server → host: the resource list changed.
+    RESOURCES_LIST_CHANGED = "notifications/resources/list_changed",
+    /// Server → host: the tool list changed.
+    TOOLS_LIST_CHANGED = "notifications/tools/list_changed",
+    /// Server → host: a log message (its `data` is walked like any free-form field).
+    LOGGING_MESSAGE = "notifications/message",
+    /// Server → host: the prompt list changed.
+    PROMPTS_LIST_CHANGED = "notifications/prompts/list_changed",
+    /// Host → server: the level of `notifications/message` (removed in 2026-07-28).
+    LOGGING_SET_LEVEL = "logging/setLevel",
+    /// Subscriptions in 2026-07-28 (replaces subscribe/unsubscribe).
+    SUBSCRIPTIONS_LISTEN = "subscriptions/listen",
 
-/// Every method above, for the tests that hold the rest of `src/` to them.
-pub const ALL: [&str; 30] = [
-    INITIALIZE,
-    INITIALIZED,
-    SERVER_DISCOVER,
-    PING,
-    CANCELLED,
-    PROGRESS,
-    ROOTS_LIST,
-    ROOTS_LIST_CHANGED,
-    RESOURCES_LIST,
-    RESOURCES_TEMPLATES_LIST,
-    RESOURCES_READ,
-    RESOURCES_SUBSCRIBE,
-    RESOURCES_UNSUBSCRIBE,
-    RESOURCES_UPDATED,
-    RESOURCES_LIST_CHANGED,
-    TOOLS_LIST_CHANGED,
-    LOGGING_MESSAGE,
-    PROMPTS_LIST_CHANGED,
-    LOGGING_SET_LEVEL,
-    SUBSCRIPTIONS_LISTEN,
-    TOOLS_LIST,
-    TOOLS_CALL,
-    PROMPTS_LIST,
-    PROMPTS_GET,
-    COMPLETION_COMPLETE,
-    SAMPLING_CREATE_MESSAGE,
-    ELICITATION_CREATE,
-    TASKS_RESULT,
-    TASKS_GET,
-    TASKS_LIST,
-];
+    /// Tools.
+    TOOLS_LIST = "tools/list",
+    /// Call a tool.
+    TOOLS_CALL = "tools/call",
+    /// Prompts.
+    PROMPTS_LIST = "prompts/list",
+    /// Get a prompt.
+    PROMPTS_GET = "prompts/get",
+    /// Argument completion.
+    COMPLETION_COMPLETE = "completion/complete",
+
+    /// Server → host: sampling (deprecated in 2026-07-28).
+    SAMPLING_CREATE_MESSAGE = "sampling/createMessage",
+    /// Server → host: elicitation.
+    ELICITATION_CREATE = "elicitation/create",
+
+    /// Tasks (2025-11-25): the deferred result of a task-augmented request.
+    TASKS_RESULT = "tasks/result",
+    /// Tasks (2025-11-25): one task's status (a free-form result).
+    TASKS_GET = "tasks/get",
+    /// Tasks (2025-11-25): the tasks in flight (a free-form result).
+    TASKS_LIST = "tasks/list",
+}
 
 /// The `params` key a server notification is nothing without (a log message's `data`): one
 /// left without it by the filters is dropped rather than delivered empty.
 pub fn required_param(method: &str) -> Option<&'static str> {
     (method == LOGGING_MESSAGE).then_some("data")
-}
-
-/// The position of `name` in [`ALL`], or `None` for a method rootfence does not know: one
-/// `match` (compiled to a switch on the length and a few compares), so the relay's hot path
-/// finds a method's table row without hashing its name.
-pub fn index(name: &str) -> Option<usize> {
-    Some(match name {
-        INITIALIZE => 0,
-        INITIALIZED => 1,
-        SERVER_DISCOVER => 2,
-        PING => 3,
-        CANCELLED => 4,
-        PROGRESS => 5,
-        ROOTS_LIST => 6,
-        ROOTS_LIST_CHANGED => 7,
-        RESOURCES_LIST => 8,
-        RESOURCES_TEMPLATES_LIST => 9,
-        RESOURCES_READ => 10,
-        RESOURCES_SUBSCRIBE => 11,
-        RESOURCES_UNSUBSCRIBE => 12,
-        RESOURCES_UPDATED => 13,
-        RESOURCES_LIST_CHANGED => 14,
-        TOOLS_LIST_CHANGED => 15,
-        LOGGING_MESSAGE => 16,
-        PROMPTS_LIST_CHANGED => 17,
-        LOGGING_SET_LEVEL => 18,
-        SUBSCRIPTIONS_LISTEN => 19,
-        TOOLS_LIST => 20,
-        TOOLS_CALL => 21,
-        PROMPTS_LIST => 22,
-        PROMPTS_GET => 23,
-        COMPLETION_COMPLETE => 24,
-        SAMPLING_CREATE_MESSAGE => 25,
-        ELICITATION_CREATE => 26,
-        TASKS_RESULT => 27,
-        TASKS_GET => 28,
-        TASKS_LIST => 29,
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

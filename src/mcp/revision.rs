@@ -66,11 +66,6 @@ impl Revision {
         self.since(&Revision::V2026_07_28)
     }
 
-    /// JSON-RPC batches (arrays of messages) are allowed: 2025-03-26 only.
-    pub fn has_batches(&self) -> bool {
-        self.since(&Revision::V2025_03_26) && !self.since(&Revision::V2025_06_18)
-    }
-
     /// Multi-round-trip requests (2026-07-28): a result may be `input_required`, carrying the
     /// server's questions in `inputRequests`, and the host retries with `inputResponses`.
     pub fn has_input_required(&self) -> bool {
@@ -86,21 +81,6 @@ impl Revision {
     /// not once in `initialize`.
     pub fn capabilities_per_request(&self) -> bool {
         self.is_stateless()
-    }
-
-    /// Subscriptions are `subscriptions/listen`, not `resources/subscribe`/`unsubscribe`.
-    pub fn has_subscriptions_listen(&self) -> bool {
-        self.is_stateless()
-    }
-
-    /// Resource links and `structuredContent` in tool results, and elicitation.
-    pub fn has_resource_links(&self) -> bool {
-        self.since(&Revision::V2025_06_18)
-    }
-
-    /// Icons, tasks, URL-mode elicitation and tools in sampling.
-    pub fn has_icons_and_tasks(&self) -> bool {
-        self.since(&Revision::V2025_11_25)
     }
 
     /// The error code of a `resources/read` for a resource that does not exist: `-32602`
@@ -124,31 +104,6 @@ pub enum Revisions {
     Since(&'static str),
     /// Up to and including this revision.
     Until(&'static str),
-    /// Only this revision.
-    Only(&'static str),
-}
-
-impl Revisions {
-    /// Whether `revision` is among them.
-    pub fn contains(self, revision: &Revision) -> bool {
-        let at = |s: &str| Revision::parse(s);
-        match self {
-            Revisions::All => true,
-            Revisions::Since(s) => revision.since(&at(s)),
-            Revisions::Until(s) => !revision.since(&at(s)) || revision.as_str() == s,
-            Revisions::Only(s) => revision.as_str() == s,
-        }
-    }
-
-    /// As written in docs/enforcement.md.
-    pub fn render(self) -> String {
-        match self {
-            Revisions::All => "all".to_owned(),
-            Revisions::Since(s) => format!("{s}+"),
-            Revisions::Until(s) => format!("up to {s}"),
-            Revisions::Only(s) => s.to_owned(),
-        }
-    }
 }
 
 impl fmt::Display for Revision {
@@ -176,38 +131,21 @@ mod tests {
 
     #[test]
     fn each_fact_holds_in_the_revisions_that_have_it() {
-        // (revision, batches, input_required, resource links, icons and tasks, not-found code)
+        // (revision, input_required, not-found code)
         let table = [
-            ("2024-11-05", false, false, false, false, -32002),
-            ("2025-03-26", true, false, false, false, -32002),
-            ("2025-06-18", false, false, true, false, -32002),
-            ("2025-11-25", false, false, true, true, -32002),
-            ("2026-07-28", false, true, true, true, -32602),
-            ("2099-01-01", false, true, true, true, -32602),
+            ("2024-11-05", false, -32002),
+            ("2025-03-26", false, -32002),
+            ("2025-06-18", false, -32002),
+            ("2025-11-25", false, -32002),
+            ("2026-07-28", true, -32602),
+            ("2099-01-01", true, -32602),
         ];
-        for (r, batches, mrtr, links, icons, not_found) in table {
+        for (r, mrtr, not_found) in table {
             let r = Revision::parse(r);
-            assert_eq!(r.has_batches(), batches, "{r}");
             assert_eq!(r.has_input_required(), mrtr, "{r}");
             assert_eq!(r.results_carry_result_type(), mrtr, "{r}");
-            assert_eq!(r.has_subscriptions_listen(), mrtr, "{r}");
             assert_eq!(r.capabilities_per_request(), mrtr, "{r}");
-            assert_eq!(r.has_resource_links(), links, "{r}");
-            assert_eq!(r.has_icons_and_tasks(), icons, "{r}");
             assert_eq!(r.resource_not_found_code(), not_found, "{r}");
         }
-    }
-
-    #[test]
-    fn revision_spans_render_and_contain() {
-        let v = Revision::parse;
-        assert!(Revisions::All.contains(&v("2024-11-05")));
-        assert!(Revisions::Since("2025-06-18").contains(&v("2026-07-28")));
-        assert!(!Revisions::Since("2025-06-18").contains(&v("2025-03-26")));
-        assert!(Revisions::Until("2025-11-25").contains(&v("2025-11-25")));
-        assert!(!Revisions::Until("2025-11-25").contains(&v("2026-07-28")));
-        assert!(Revisions::Only("2026-07-28").contains(&v("2026-07-28")));
-        assert_eq!(Revisions::Until("2025-11-25").render(), "up to 2025-11-25");
-        assert_eq!(Revisions::Since("2025-11-25").render(), "2025-11-25+");
     }
 }

@@ -4,8 +4,8 @@
 //! what waits, what has a text path, which result keys a method's own handler judges, which
 //! method family's handler a message goes to and what it is within its family, [`Shape`]:
 //! all of it one [`Route`] per message, computed once), and docs/enforcement.md's tables are
-//! its rendering ([`render`]; a test compares the two), so the contract, the routing and the
-//! code cannot drift apart.
+//! its rendering (its tests render it and compare the two), so the contract, the routing and
+//! the code cannot drift apart.
 //!
 //! The routing the table replaced is kept in its tests as a specification: the table routes
 //! every message exactly as those hand-written `match`es did.
@@ -40,7 +40,8 @@ crate::coded::coded! {
         /// A notification's `params`.
         Notification => "notification",
     }
-    fn word;
+    /// As docs/enforcement.md names it.
+    pub fn word;
 }
 
 impl Part {
@@ -90,7 +91,8 @@ crate::coded::coded! {
         #[default]
         FreeForm => "free-form",
     }
-    fn word;
+    /// As docs/enforcement.md names it.
+    pub fn word;
 }
 
 /// What a message is within its family, as the table says it (a row's column): a family's
@@ -788,63 +790,67 @@ pub fn route(sender: Peer, part: Part, method: &str) -> &'static Route {
     &routes[row][slot(sender, part)]
 }
 
-/// The table as docs/enforcement.md shows it (a Markdown table, one line per row).
-pub fn render() -> String {
-    let mut out = String::from(
-        "| message | where (JSON path) | revisions | on deny | waits for the roots |\n\
-         |---|---|---|---|---|\n",
-    );
-    for p in POSITIONS {
-        let methods = if p.methods.is_empty() {
-            "every".to_owned()
-        } else {
-            p.methods
-                .iter()
-                .map(|m| format!("`{m}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let parts = p
-            .parts
-            .iter()
-            .map(|p| p.word())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sender = match p.sender {
-            Peer::Host => "host",
-            Peer::Server => "server",
-        };
-        out.push_str(&format!(
-            "| {methods} {parts} ({sender}) | {} | {} | {} | {} |\n",
-            p.paths,
-            p.revisions.render(),
-            p.refusal,
-            if p.waits_for_roots { "yes" } else { "no" },
-        ));
-    }
-    out
-}
-
-/// The families and their methods as docs/enforcement.md shows them.
-pub fn render_families() -> String {
-    let mut out = String::from("| family | methods |\n|---|---|\n");
-    for (family, methods) in FAMILIES {
-        let mut names = methods
-            .iter()
-            .map(|m| format!("`{m}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        if *family == Family::FreeForm {
-            names.push_str(", and every method not listed here");
-        }
-        out.push_str(&format!("| {} | {names} |\n", family.word()));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table as docs/enforcement.md shows it (a Markdown table, one line per row).
+    fn render() -> String {
+        let mut out = String::from(
+            "| message | where (JSON path) | revisions | on deny | waits for the roots |\n\
+             |---|---|---|---|---|\n",
+        );
+        for p in POSITIONS {
+            let methods = if p.methods.is_empty() {
+                "every".to_owned()
+            } else {
+                p.methods
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let parts = p
+                .parts
+                .iter()
+                .map(|p| p.word())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sender = match p.sender {
+                Peer::Host => "host",
+                Peer::Server => "server",
+            };
+            out.push_str(&format!(
+                "| {methods} {parts} ({sender}) | {} | {} | {} | {} |\n",
+                p.paths,
+                match p.revisions {
+                    Revisions::All => "all".to_owned(),
+                    Revisions::Since(s) => format!("{s}+"),
+                    Revisions::Until(s) => format!("up to {s}"),
+                },
+                p.refusal,
+                if p.waits_for_roots { "yes" } else { "no" },
+            ));
+        }
+        out
+    }
+
+    /// The families and their methods as docs/enforcement.md shows them.
+    fn render_families() -> String {
+        let mut out = String::from("| family | methods |\n|---|---|\n");
+        for (family, methods) in FAMILIES {
+            let mut names = methods
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            if *family == Family::FreeForm {
+                names.push_str(", and every method not listed here");
+            }
+            out.push_str(&format!("| {} | {names} |\n", family.word()));
+        }
+        out
+    }
 
     /// Where docs/enforcement.md holds the renderings.
     const BEGIN: &str = "<!-- uri-table: rendered from src/mcp/uris.rs; a test compares -->\n";

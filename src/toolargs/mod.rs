@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use schema::{Rule, Seg, ToolPlan, infer, pointer_of};
+pub use schema::{Rule, Seg, ToolPlan};
 pub use words::{Role, Shape, shape};
 
 /// `tools.infer`: how far arguments are judged beyond those the policy names.

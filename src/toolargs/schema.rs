@@ -50,7 +50,7 @@ impl Rule {
 }
 
 /// A place as a JSON pointer (`*` for any item or key).
-pub fn pointer_of(pattern: &[Seg]) -> String {
+fn pointer_of(pattern: &[Seg]) -> String {
     let mut out = String::new();
     for seg in pattern {
         out.push('/');
@@ -110,11 +110,6 @@ pub fn infer_with(schema: &Value, budget: &mut usize) -> ToolPlan {
     }
 }
 
-/// Infers the plan of one tool from its `inputSchema`.
-pub fn infer(schema: &Value) -> ToolPlan {
-    infer_with(schema, &mut MAX_NODES.clone())
-}
-
 struct Walker<'s> {
     root: &'s Value,
     nodes: usize,
@@ -159,15 +154,9 @@ impl<'s> Walker<'s> {
                 pattern.pop();
             }
         }
-        for key in [
-            "additionalProperties",
-            "unevaluatedProperties",
-            "propertyNames",
-        ] {
+        // (`propertyNames` describes names, not values: not visited.)
+        for key in ["additionalProperties", "unevaluatedProperties"] {
             if let Some(v @ Value::Object(_)) = obj.get(key) {
-                if key == "propertyNames" {
-                    continue; // names, not values
-                }
                 pattern.push(Seg::AnyKey);
                 self.visit(v, pattern, None, depth + 1);
                 pattern.pop();
@@ -188,20 +177,15 @@ impl<'s> Walker<'s> {
             "unevaluatedItems",
             "contains",
         ] {
-            match obj.get(key) {
-                Some(Value::Array(list)) => {
-                    for v in list {
-                        pattern.push(Seg::AnyItem);
-                        self.visit(v, pattern, name, depth + 1);
-                        pattern.pop();
-                    }
-                }
-                Some(v @ Value::Object(_)) => {
-                    pattern.push(Seg::AnyItem);
-                    self.visit(v, pattern, name, depth + 1);
-                    pattern.pop();
-                }
-                _ => {}
+            let list = match obj.get(key) {
+                Some(Value::Array(list)) => list.as_slice(),
+                Some(v @ Value::Object(_)) => std::slice::from_ref(v),
+                _ => &[],
+            };
+            for v in list {
+                pattern.push(Seg::AnyItem);
+                self.visit(v, pattern, name, depth + 1);
+                pattern.pop();
             }
         }
         for key in ["anyOf", "oneOf", "allOf"] {

@@ -77,7 +77,7 @@ fn real_servers_tools_are_inferred_as_recorded() {
 }
 
 fn plan(schema: Value) -> ToolPlan {
-    infer(&schema)
+    schema::infer_with(&schema, &mut schema::MAX_NODES.clone())
 }
 
 fn roles(p: &ToolPlan) -> Vec<(String, Role)> {
@@ -446,7 +446,7 @@ proptest::proptest! {
     /// gives at most one candidate per string.
     #[test]
     fn any_schema_any_arguments_stay_bounded(schema in arb_json(), args in arb_json()) {
-        let p = infer(&schema);
+        let p = schema::infer_with(&schema, &mut schema::MAX_NODES.clone());
         proptest::prop_assert!(p.rules.len() <= schema::MAX_RULES);
         proptest::prop_assert!(p.notes.len() <= 16);
         let strings = count_strings(&args);

@@ -149,18 +149,16 @@ const NOT_PATH_NAMES: &[&str] = &[
 /// What an argument's name says.
 pub fn name_role(name: &str) -> Option<(Role, String)> {
     let words = split_name(name);
-    let last = words.last()?;
-    let role = if PATH_NAMES.contains(&last.as_str()) {
-        Role::Path
-    } else if URI_NAMES.contains(&last.as_str()) {
-        Role::Uri
-    } else if NOT_PATH_NAMES.contains(&last.as_str()) {
-        Role::NotPath
-    } else if WEAK_NAMES.contains(&last.as_str()) {
-        Role::Weak
-    } else {
-        return None;
-    };
+    let last = words.last()?.as_str();
+    // The first list holding the head noun decides.
+    let (_, role) = [
+        (PATH_NAMES, Role::Path),
+        (URI_NAMES, Role::Uri),
+        (NOT_PATH_NAMES, Role::NotPath),
+        (WEAK_NAMES, Role::Weak),
+    ]
+    .into_iter()
+    .find(|(names, _)| names.contains(&last))?;
     Some((role, format!("named `{name}`")))
 }
 
