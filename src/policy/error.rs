@@ -149,16 +149,10 @@ impl fmt::Display for PolicyError {
 
 impl std::error::Error for PolicyError {}
 
-/// Every problem found while loading a set of policy layers. Never empty.
+/// Every problem found while loading a set of policy layers, in file order then position
+/// order. Never empty.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyErrors(pub Vec<PolicyError>);
-
-impl PolicyErrors {
-    /// The individual errors, in file order then position order.
-    pub fn errors(&self) -> &[PolicyError] {
-        &self.0
-    }
-}
 
 impl fmt::Display for PolicyErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -218,14 +212,8 @@ impl<'s> Source<'s> {
     /// The source text of a span, whitespace collapsed and shortened, for messages.
     pub(crate) fn snippet(&self, span: &Range<usize>) -> String {
         let raw = self.text.get(span.clone()).unwrap_or("");
-        let mut out = String::new();
-        for word in raw.split_whitespace() {
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(word);
-        }
-        shorten(&out, 100)
+        let words: Vec<&str> = raw.split_whitespace().collect();
+        shorten(&words.join(" "), 100)
     }
 
     /// A located error for a span of this source.
@@ -322,7 +310,7 @@ mod tests {
                 Some("/h"),
             )
             .unwrap_err();
-            assert!(e.errors().iter().all(|e| e.line.is_some()), "{text:?}: {e}");
+            assert!(e.0.iter().all(|e| e.line.is_some()), "{text:?}: {e}");
         }
     }
 

@@ -43,23 +43,6 @@ pub struct Grantable {
     pub(crate) write_prov: Provenance,
 }
 
-impl Grantable {
-    /// The grantable environment entries (names or `PREFIX*`).
-    pub fn env(&self) -> &[String] {
-        &self.env
-    }
-
-    /// The grantable read globs (expanded).
-    pub fn read(&self) -> impl Iterator<Item = &str> {
-        self.read.iter().map(|g| g.text.as_str())
-    }
-
-    /// The grantable write globs (expanded).
-    pub fn write(&self) -> impl Iterator<Item = &str> {
-        self.write.iter().map(|g| g.text.as_str())
-    }
-}
-
 /// A grant to judge: what a command-line option (or a later layer) wants to add.
 #[derive(Debug, Clone, Copy)]
 pub enum Grant<'a> {

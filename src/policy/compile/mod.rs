@@ -111,13 +111,6 @@ struct Setting<T> {
 }
 
 impl<T> Setting<T> {
-    fn default(v: T, rule: impl Into<String>) -> Self {
-        Setting {
-            v,
-            prov: Provenance::default_rule(rule),
-        }
-    }
-
     /// A setting at its declared default (`schema::SETTINGS`), which its provenance names.
     fn declared(v: T, key: &str) -> Self {
         Setting {
@@ -214,7 +207,10 @@ impl Acc {
             infer: Setting::declared(ToolInfer::Schema, "tools.infer"),
             infer_for: Vec::new(),
             fsync: Setting::declared(Fsync::Denials, "audit.fsync"),
-            syslog: Setting::default(None, "audit.syslog: none"),
+            syslog: Setting {
+                v: None,
+                prov: Provenance::default_rule("audit.syslog: none"),
+            },
             grants: Grants::default(),
             network: Setting::declared(Network::Allow, "sandbox.network"),
             read_only_paths: None,
