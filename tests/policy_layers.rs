@@ -236,8 +236,8 @@ fn widening_error_names_both_files_and_lines() {
     let err = &e.0[0];
     assert_eq!(err.file.as_ref(), "l1.toml");
     assert_eq!((err.line, err.column), (Some(5), Some(10)));
-    let rel = err.related.as_ref().unwrap();
-    assert_eq!(rel.file.as_ref(), "l0.toml");
+    let (_, rel) = err.related.as_ref().unwrap();
+    assert_eq!(rel.file.as_deref(), Some("l0.toml"));
     assert_eq!(rel.line, Some(3));
     assert!(rel.rule.contains("~/work/**"), "{}", rel.rule);
     let text = e.to_string();

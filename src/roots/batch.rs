@@ -103,17 +103,6 @@ fn spells(dir: &str, base: &str, rel: &str) -> bool {
         && dir.ends_with(rel)
 }
 
-impl Group<'_> {
-    /// The form of the root the group's URIs named it by.
-    fn form<'r>(&self, root: &'r super::Root) -> &'r FileUri {
-        if self.by_real {
-            root.real_uri()
-        } else {
-            root.uri()
-        }
-    }
-}
-
 /// How many entries of a directory rootfence reads for a page: enough for every name the
 /// page wants from it many times over, bounded so that a page naming a few files of a huge
 /// directory costs a bounded read (the names not seen by then take the single check).
@@ -331,6 +320,12 @@ impl RootSet {
         if dir.found.kind != FileKind::Directory {
             return;
         }
+        // The form of the root the group's URIs named it by.
+        let form = if g.by_real {
+            root.real_uri()
+        } else {
+            root.uri()
+        };
         // The entries' real directory, when it is not what the URIs spell.
         let real_dir = if g.by_real && !dir.via_link {
             None
@@ -339,7 +334,7 @@ impl RootSet {
                 // The real directory is the one the URIs spell (the usual case: a root
                 // named by its real path, no link on the way): nothing more to judge, and
                 // no path to build per entry.
-                Some(d) if spells(&d, g.form(root).path(), g.parent) => None,
+                Some(d) if spells(&d, form.path(), g.parent) => None,
                 Some(d) => Some(d),
                 None => return,
             }

@@ -89,14 +89,11 @@ fn list<'a>(
     key: &str,
     items: impl Iterator<Item = (String, &'a Provenance)>,
 ) -> (Value, Provenance) {
-    let mut last = None;
-    let texts = items
-        .map(|(t, p)| {
-            last = Some(p.clone());
-            t
-        })
-        .collect();
-    let prov = last.unwrap_or_else(|| Provenance::default_rule(format!("{key} = []")));
+    let (texts, provs): (Vec<String>, Vec<&Provenance>) = items.unzip();
+    let prov = provs.last().map_or_else(
+        || Provenance::default_rule(format!("{key} = []")),
+        |p| (*p).clone(),
+    );
     (Value::List(texts), prov)
 }
 

@@ -40,7 +40,7 @@ use std::time::Duration;
 use globset::{Candidate, Glob, GlobSet, GlobSetBuilder};
 
 use super::decision::{ArgKind, Provenance, ToolPath};
-use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
+use super::error::{ErrorKind, PolicyError, PolicyErrors, Source};
 use super::glob::{self, GlobTable, PathGlob, Problem, Side};
 use super::grant::{self, Grantable, Grants};
 use super::raw::{self, Entry, RawLayer, Sp, Val};
@@ -286,22 +286,17 @@ impl Acc {
             let s = self.subset(key);
             (s.v.clone().unwrap_or_default(), s.prov.clone())
         };
-        let globs = |(l, prov): (Vec<String>, _)| {
+        let globs = |key| {
+            let (l, prov): (Vec<String>, _) = list(key);
             let g = l
                 .iter()
                 .filter_map(|t| glob::path_glob(t, Side::Allow).ok());
             (g.collect(), prov)
         };
-        let (env, env_prov) = list("sandbox.grantable.env");
-        let (read, read_prov) = globs(list("sandbox.grantable.read"));
-        let (write, write_prov) = globs(list("sandbox.grantable.write"));
         Grantable {
-            env,
-            env_prov,
-            read,
-            read_prov,
-            write,
-            write_prov,
+            env: list("sandbox.grantable.env"),
+            read: globs("sandbox.grantable.read"),
+            write: globs("sandbox.grantable.write"),
         }
     }
 }
@@ -375,22 +370,9 @@ impl Cx<'_, '_> {
         let err = self
             .src
             .error(span, ErrorKind::Widening, what)
-            .related(related(earlier))
+            .related("earlier", earlier)
             .hint(hint);
         self.errs.push(err);
-    }
-}
-
-fn related(p: &Provenance) -> Related {
-    Related {
-        label: "earlier",
-        file: p
-            .file
-            .clone()
-            .unwrap_or_else(|| Arc::from("built-in default")),
-        line: p.line,
-        column: p.column,
-        rule: p.rule.clone(),
     }
 }
 
@@ -453,13 +435,8 @@ pub(crate) fn compile(
             names: &names,
         };
         // A built-in's own `base` (what a copy of it says) changes nothing.
-        let checked = if builtin[i] {
-            None
-        } else {
-            check_base(&mut cx, &raw, i == first_user)
-        };
-        if let Some(p) = checked {
-            opted_out = Some(p);
+        if !builtin[i] {
+            opted_out = check_base(&mut cx, &raw, i == first_user).or(opted_out);
         }
         apply_layer(&mut acc, &raw, &mut cx);
     }
