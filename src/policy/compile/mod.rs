@@ -177,6 +177,23 @@ impl Slot {
     }
 }
 
+/// The accessors of declared settings by the kind of their slot.
+///
+/// # Panics
+///
+/// When `key`'s slot is of another kind (a mistake in the code that any compile finds).
+macro_rules! slot_accessors {
+    ($($(#[$doc:meta])* $name:ident: $variant:ident -> $ty:ty, $what:literal;)+) => {$(
+        $(#[$doc])*
+        fn $name(&self, key: &str) -> &$ty {
+            match &self.slots[schema::index(key)] {
+                Slot::$variant(s) => s,
+                _ => panic!("`{key}` is not {}", $what),
+            }
+        }
+    )+};
+}
+
 /// The effective policy while layers are applied.
 struct Acc {
     /// Every declared setting, in `SETTINGS` order.
@@ -217,16 +234,14 @@ impl Acc {
         }
     }
 
-    /// A plain scalar setting.
-    ///
-    /// # Panics
-    ///
-    /// When `key` is not one (a mistake in the code that any compile finds).
-    fn val(&self, key: &str) -> &Setting<Option<Val>> {
-        match &self.slots[schema::index(key)] {
-            Slot::Val(s) => s,
-            _ => panic!("`{key}` is not a plain scalar setting"),
-        }
+    slot_accessors! {
+        /// A plain scalar setting.
+        val: Val -> Setting<Option<Val>>, "a plain scalar setting";
+        /// A deny list's rules.
+        globs: Globs -> [(PathGlob, Provenance)], "a list of path globs";
+        names: Names -> [(String, Glob, Provenance)], "a list of name globs";
+        allow: Allow -> [AllowList], "an allow-list";
+        subset: Subset -> Setting<Option<Vec<String>>>, "a list narrowed to a subset";
     }
 
     /// A word setting (every one has a default), as its type.
@@ -249,35 +264,6 @@ impl Acc {
             .as_ref()
             .and_then(Val::text)
             .map(str::to_owned)
-    }
-
-    /// A deny list's rules.
-    fn globs(&self, key: &str) -> &[(PathGlob, Provenance)] {
-        match &self.slots[schema::index(key)] {
-            Slot::Globs(l) => l,
-            _ => panic!("`{key}` is not a list of path globs"),
-        }
-    }
-
-    fn names(&self, key: &str) -> &[(String, Glob, Provenance)] {
-        match &self.slots[schema::index(key)] {
-            Slot::Names(l) => l,
-            _ => panic!("`{key}` is not a list of name globs"),
-        }
-    }
-
-    fn allow(&self, key: &str) -> &[AllowList] {
-        match &self.slots[schema::index(key)] {
-            Slot::Allow(l) => l,
-            _ => panic!("`{key}` is not an allow-list"),
-        }
-    }
-
-    fn subset(&self, key: &str) -> &Setting<Option<Vec<String>>> {
-        match &self.slots[schema::index(key)] {
-            Slot::Subset(s) => s,
-            _ => panic!("`{key}` is not a list narrowed to a subset"),
-        }
     }
 
     /// `[sandbox.grantable]` as the layers so far left it.
