@@ -46,9 +46,9 @@ fn errors(layers: &[(&str, &str)]) -> PolicyErrors {
 /// Checks the kinds, that every error is located (except I/O), and the snapshot.
 fn case(name: &str, layers: &[(&str, &str)], kinds: &[ErrorKind]) {
     let errs = errors(layers);
-    let got: Vec<ErrorKind> = errs.errors().iter().map(|e| e.kind).collect();
+    let got: Vec<ErrorKind> = errs.0.iter().map(|e| e.kind).collect();
     assert_eq!(got, kinds, "{name}:\n{errs}");
-    for e in errs.errors() {
+    for e in &errs.0 {
         assert!(
             e.line.is_some() && e.column.is_some(),
             "{name}: unlocated {e}"
@@ -143,7 +143,7 @@ fn home_unset_is_an_error_not_a_silent_literal() {
         "version = 1\n[roots]\nallow = [\"~/code/**\"]\n".to_string(),
     )];
     let errs = Policy::from_sources_with_home(&layers, None).unwrap_err();
-    assert_eq!(errs.errors()[0].kind, BadVariable);
+    assert_eq!(errs.0[0].kind, BadVariable);
     snapshot("home_unset", &errs.to_string());
 }
 
@@ -305,10 +305,10 @@ fn unreadable_file_is_reported_with_the_others() {
     std::fs::write(&good, "version = 1\nmode = \"x\"\n").unwrap();
     let missing = PathBuf::from("/nonexistent/rootfence/org.toml");
     let errs = Policy::load_with_home(&[missing, good], Some(HOME)).unwrap_err();
-    let kinds: Vec<ErrorKind> = errs.errors().iter().map(|e| e.kind).collect();
+    let kinds: Vec<ErrorKind> = errs.0.iter().map(|e| e.kind).collect();
     assert_eq!(kinds, [Io, BadValue], "{errs}");
     assert!(
-        errs.errors()[0]
+        errs.0[0]
             .to_string()
             .contains("policy file /nonexistent/rootfence/org.toml does not exist")
     );

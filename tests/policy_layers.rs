@@ -27,7 +27,7 @@ fn ok(texts: &[&str]) -> Policy {
 fn kinds(texts: &[&str]) -> Vec<ErrorKind> {
     match layers(texts) {
         Ok(_) => panic!("{texts:?} unexpectedly valid"),
-        Err(e) => e.errors().iter().map(|e| e.kind).collect(),
+        Err(e) => e.0.iter().map(|e| e.kind).collect(),
     }
 }
 
@@ -233,11 +233,11 @@ fn widening_error_names_both_files_and_lines() {
         "\n\n[roots]\nallow = [\"~/**\"]",
     ])
     .unwrap_err();
-    let err = &e.errors()[0];
+    let err = &e.0[0];
     assert_eq!(err.file.as_ref(), "l1.toml");
     assert_eq!((err.line, err.column), (Some(5), Some(10)));
-    let rel = err.related.as_ref().unwrap();
-    assert_eq!(rel.file.as_ref(), "l0.toml");
+    let (_, rel) = err.related.as_ref().unwrap();
+    assert_eq!(rel.file.as_deref(), Some("l0.toml"));
     assert_eq!(rel.line, Some(3));
     assert!(rel.rule.contains("~/work/**"), "{}", rel.rule);
     let text = e.to_string();

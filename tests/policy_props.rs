@@ -246,7 +246,7 @@ proptest! {
         let at = text.char_indices().map(|(i, _)| i).nth(cut % text.chars().count().max(1)).unwrap_or(0);
         text.insert_str(at, &insert);
         if let Err(e) = Policy::from_sources_with_home(&[("p.toml".into(), text)], Some(HOME)) {
-            for err in e.errors() {
+            for err in &e.0 {
                 prop_assert!(err.line.is_some(), "unlocated error: {err}");
             }
         }

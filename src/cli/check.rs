@@ -112,11 +112,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "{text}")?;
     }
     out.flush()?;
-    Ok(if any_denied {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::from(u8::from(any_denied)))
 }
 
 /// The policy layers, plus the narrowing options as one more layer.

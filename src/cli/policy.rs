@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use rootfence::policy::{Decision, Mode, Policy, PolicyErrors, Provenance};
+use rootfence::policy::{Decision, Mode, Policy, Provenance};
 use rootfence::roots::{CheckOptions, RootErrorKind, RootSet, RootSpec, Verdict};
 use rootfence::uri::{FileUri, Reason as UriReason, scheme_of};
 use serde_json::json;
@@ -102,9 +102,12 @@ pub fn run(cmd: PolicyCommand) -> anyhow::Result<ExitCode> {
 
 /// The policy stack every command loads (`Policy::load`: the built-in default under the
 /// files given, unless the first says `base = "none"`), with the warnings of
-/// [`warn_dropped`] on stderr.
-fn load(policies: &[PathBuf]) -> Result<Policy, PolicyErrors> {
-    let policy = Policy::load(policies)?;
+/// [`warn_dropped`] on stderr; or its errors on stderr and the exit code `failed`.
+fn load(policies: &[PathBuf], failed: u8) -> Result<Policy, ExitCode> {
+    let policy = Policy::load(policies).map_err(|errs| {
+        rootfence::stderr_line!("{errs}");
+        ExitCode::from(failed)
+    })?;
     warn_dropped(&policy);
     Ok(policy)
 }
@@ -172,20 +175,13 @@ fn check(files: &[PathBuf], each: bool, tools_list: Option<&Path>) -> anyhow::Re
         }
     }
     out.flush()?;
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::from(u8::from(failed)))
 }
 
 fn show(policies: &[PathBuf], as_json: bool) -> anyhow::Result<ExitCode> {
-    let policy = match load(policies) {
+    let policy = match load(policies, 1) {
         Ok(p) => p,
-        Err(errs) => {
-            rootfence::stderr_line!("{errs}");
-            return Ok(ExitCode::from(1));
-        }
+        Err(code) => return Ok(code),
     };
     let mut out = std::io::stdout().lock();
     if as_json {
@@ -234,11 +230,6 @@ impl Step {
             rule: None,
             detail: Some(detail),
         }
-    }
-
-    fn with_detail(mut self, detail: String) -> Self {
-        self.detail = Some(detail);
-        self
     }
 
     fn json(&self) -> serde_json::Value {
@@ -297,12 +288,9 @@ fn check_options(policy: &Policy) -> CheckOptions {
 }
 
 fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
-    let policy = match load(&args.policies) {
+    let policy = match load(&args.policies, 2) {
         Ok(p) => p,
-        Err(errs) => {
-            rootfence::stderr_line!("{errs}");
-            return Ok(ExitCode::from(2));
-        }
+        Err(code) => return Ok(code),
     };
     let mut steps = Vec::new();
     let mut dropped = Vec::new();
@@ -451,11 +439,7 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out.flush()?;
-    Ok(if allow {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(ExitCode::from(u8::from(!allow)))
 }
 
 /// What `run` would judge of a tool's arguments (`tools.infer`, `src/toolargs/`).
@@ -644,10 +628,10 @@ fn explain_root(policy: &Policy, raw: &str, steps: &mut Vec<Step>) -> serde_json
     let root = &set.roots()[0];
     if root.real_uri() != root.uri() {
         let real = policy.decide_root(root.real_uri().path());
-        steps.push(
-            Step::policy("roots", &real)
-                .with_detail(format!("the root resolves to {}", root.real_uri())),
-        );
+        steps.push(Step {
+            detail: Some(format!("the root resolves to {}", root.real_uri())),
+            ..Step::policy("roots", &real)
+        });
     }
     subject
 }

@@ -137,16 +137,6 @@ pub enum ArgKind {
     Uri,
 }
 
-impl ArgKind {
-    /// The TOML word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ArgKind::Path => "path",
-            ArgKind::Uri => "uri",
-        }
-    }
-}
-
 /// One argument of a tool call that must be checked against the roots.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolPath {
@@ -179,17 +169,13 @@ impl Policy {
     /// This does not check roots: the roots module decides containment; this is the
     /// policy's part of the decision.
     pub fn decide_resource(&self, scheme: &str, canonical_path: Option<&str>) -> Decision<'_> {
-        let m = &self.m;
         if !scheme.eq_ignore_ascii_case("file") {
             return self.decide_scheme(scheme);
         }
-        let Some(c) = canonical_path.and_then(candidate) else {
-            return Decision::deny(Reason::NotCanonical, &m.not_canonical);
-        };
-        if let Some((_, p)) = m.res_deny.find_rare(&c) {
-            return Decision::deny(Reason::PolicyDeny, p);
+        match canonical_path.filter(|p| super::glob::is_normalized_absolute(p)) {
+            Some(path) => self.decide_normalized_file(path),
+            None => Decision::deny(Reason::NotCanonical, &self.m.not_canonical),
         }
-        allow_lists(&m.res_allow, &c, &m.default)
     }
 
     /// [`Policy::decide_resource`] for a `file:` path already known to be absolute and
@@ -216,10 +202,7 @@ impl Policy {
 
     fn decide_scheme(&self, scheme: &str) -> Decision<'_> {
         let m = &self.m;
-        let mut chars = scheme.chars();
-        let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-        if !valid {
+        if !crate::uri::is_scheme(scheme) {
             return Decision::deny(Reason::NotCanonical, &m.not_canonical);
         }
         match &self.resources.other_schemes {

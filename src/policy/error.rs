@@ -9,6 +9,8 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+use super::decision::Provenance;
+
 crate::coded::coded! {
     /// What kind of problem a [`PolicyError`] reports. The code (`as_str`) is stable and is
     /// printed in every message, e.g. `error[unknown-key]`.
@@ -44,21 +46,6 @@ crate::coded::coded! {
     pub fn as_str;
 }
 
-/// Where an earlier rule lives, for errors that involve two layers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Related {
-    /// How the rule relates: `earlier` (widening, conflict) or `refused by`.
-    pub label: &'static str,
-    /// Display name of the earlier layer's file.
-    pub file: Arc<str>,
-    /// 1-based line, when the earlier value came from a file (not the built-in default).
-    pub line: Option<u32>,
-    /// 1-based column.
-    pub column: Option<u32>,
-    /// The earlier rule, e.g. `roots.allow = "~/code/**"`, or `built-in default`.
-    pub rule: String,
-}
-
 /// One problem found while loading a policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyError {
@@ -74,8 +61,9 @@ pub struct PolicyError {
     pub message: String,
     /// The offending value as written in the file.
     pub value: Option<String>,
-    /// The earlier layer's rule, for widening and conflict errors.
-    pub related: Option<Related>,
+    /// The earlier rule, for errors that involve two layers: how it relates (`earlier` for
+    /// widening and conflict, `refused by`, `denied by`) and where it lives.
+    pub related: Option<(&'static str, Provenance)>,
     /// What the operator can do about it.
     pub hint: Option<String>,
     /// The source line and the caret underline, for display.
@@ -105,8 +93,8 @@ impl PolicyError {
     }
 
     /// Adds the related earlier rule.
-    pub(crate) fn related(mut self, related: Related) -> Self {
-        self.related = Some(related);
+    pub(crate) fn related(mut self, label: &'static str, earlier: &Provenance) -> Self {
+        self.related = Some((label, earlier.clone()));
         self
     }
 }
@@ -130,15 +118,8 @@ impl fmt::Display for PolicyError {
         if let Some(value) = &self.value {
             write!(f, "\n  = value: {value}")?;
         }
-        if let Some(rel) = &self.related {
-            write!(f, "\n  = {}: {}", rel.label, rel.file)?;
-            if let Some(line) = rel.line {
-                write!(f, ":{line}")?;
-                if let Some(col) = rel.column {
-                    write!(f, ":{col}")?;
-                }
-            }
-            write!(f, ": {}", rel.rule)?;
+        if let Some((label, p)) = &self.related {
+            write!(f, "\n  = {label}: {}: {}", p.location(true), p.rule)?;
         }
         if let Some(hint) = &self.hint {
             write!(f, "\n  = hint: {hint}")?;
@@ -149,16 +130,10 @@ impl fmt::Display for PolicyError {
 
 impl std::error::Error for PolicyError {}
 
-/// Every problem found while loading a set of policy layers. Never empty.
+/// Every problem found while loading a set of policy layers, in file order then position
+/// order. Never empty.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyErrors(pub Vec<PolicyError>);
-
-impl PolicyErrors {
-    /// The individual errors, in file order then position order.
-    pub fn errors(&self) -> &[PolicyError] {
-        &self.0
-    }
-}
 
 impl fmt::Display for PolicyErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -218,14 +193,8 @@ impl<'s> Source<'s> {
     /// The source text of a span, whitespace collapsed and shortened, for messages.
     pub(crate) fn snippet(&self, span: &Range<usize>) -> String {
         let raw = self.text.get(span.clone()).unwrap_or("");
-        let mut out = String::new();
-        for word in raw.split_whitespace() {
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(word);
-        }
-        shorten(&out, 100)
+        let words: Vec<&str> = raw.split_whitespace().collect();
+        shorten(&words.join(" "), 100)
     }
 
     /// A located error for a span of this source.
@@ -264,15 +233,11 @@ impl<'s> Source<'s> {
             Some(self.snippet(span))
         };
         PolicyError {
-            file: self.name.clone(),
             line: Some(line),
             column: Some(column),
-            kind,
-            message: message.into(),
             value,
-            related: None,
-            hint: None,
             excerpt: Some((text.replace('\t', " "), column as usize - 1, width)),
+            ..PolicyError::unlocated(&self.name, kind, message.into())
         }
     }
 }
@@ -322,7 +287,7 @@ mod tests {
                 Some("/h"),
             )
             .unwrap_err();
-            assert!(e.errors().iter().all(|e| e.line.is_some()), "{text:?}: {e}");
+            assert!(e.0.iter().all(|e| e.line.is_some()), "{text:?}: {e}");
         }
     }
 

@@ -210,10 +210,6 @@ pub(crate) enum Side {
     Allow,
 }
 
-fn build(pattern: &str, side: Side) -> Result<Glob, Problem> {
-    build_with(pattern, side, true)
-}
-
 fn build_with(pattern: &str, side: Side, literal_separator: bool) -> Result<Glob, Problem> {
     GlobBuilder::new(pattern)
         .literal_separator(literal_separator)
@@ -277,14 +273,14 @@ pub(crate) fn path_glob(text: &str, side: Side) -> Result<PathGlob, Problem> {
             ));
         }
     }
-    let mut globs = vec![build(text, side)?];
+    let mut globs = vec![build_with(text, side, true)?];
     let mut parent_glob = None;
     let match_all = text == "**" || text == "/**";
     if let Some(parent) = text.strip_suffix("/**") {
         // `X/**` also matches `X` itself. For `/**`, X is `/`.
         let parent = if parent.is_empty() { "/" } else { parent };
         if parent != "**" {
-            let pg = build(parent, side)?;
+            let pg = build_with(parent, side, true)?;
             // Only allow-lists are ever compared for containment.
             if side == Side::Allow {
                 parent_glob = Some(pg.clone());
@@ -549,12 +545,12 @@ pub(crate) struct GlobTable {
 impl GlobTable {
     /// Builds a table from rules, each one or more globs.
     pub(crate) fn build(
-        rules: Vec<(String, Vec<Glob>, Provenance)>,
+        rules: impl IntoIterator<Item = (String, Vec<Glob>, Provenance)>,
     ) -> Result<Self, globset::Error> {
         let mut b = GlobSetBuilder::new();
         let mut rule_of = Vec::new();
-        let mut provs = Vec::with_capacity(rules.len());
-        let mut texts = Vec::with_capacity(rules.len());
+        let mut provs = Vec::new();
+        let mut texts = Vec::new();
         let mut regexes = Vec::new();
         for (i, (text, globs, prov)) in rules.into_iter().enumerate() {
             for g in globs {
@@ -849,13 +845,10 @@ mod tests {
             ),
         ) {
             let side = if deny { Side::Deny } else { Side::Allow };
-            let rules = globs
-                .iter()
-                .map(|t| {
-                    let g = path_glob(t, side).unwrap();
-                    (g.text.clone(), g.globs.clone(), Provenance::default_rule("t"))
-                })
-                .collect();
+            let rules = globs.iter().map(|t| {
+                let g = path_glob(t, side).unwrap();
+                (g.text.clone(), g.globs.clone(), Provenance::default_rule("t"))
+            });
             let table = GlobTable::build(rules).unwrap();
             proptest::prop_assert!(table.dfa().is_some());
             let mut steps = Some(Steps::new(&table));

@@ -32,32 +32,12 @@ pub struct Grants {
 }
 
 /// `[sandbox.grantable]` as it stands after the last layer: what a grant made after the
-/// policy (the command line) may add.
+/// policy (the command line) may add, each list with the rule that set it.
 #[derive(Debug, Clone)]
 pub struct Grantable {
-    pub(crate) env: Vec<String>,
-    pub(crate) env_prov: Provenance,
-    pub(crate) read: Vec<PathGlob>,
-    pub(crate) read_prov: Provenance,
-    pub(crate) write: Vec<PathGlob>,
-    pub(crate) write_prov: Provenance,
-}
-
-impl Grantable {
-    /// The grantable environment entries (names or `PREFIX*`).
-    pub fn env(&self) -> &[String] {
-        &self.env
-    }
-
-    /// The grantable read globs (expanded).
-    pub fn read(&self) -> impl Iterator<Item = &str> {
-        self.read.iter().map(|g| g.text.as_str())
-    }
-
-    /// The grantable write globs (expanded).
-    pub fn write(&self) -> impl Iterator<Item = &str> {
-        self.write.iter().map(|g| g.text.as_str())
-    }
+    pub(crate) env: (Vec<String>, Provenance),
+    pub(crate) read: (Vec<PathGlob>, Provenance),
+    pub(crate) write: (Vec<PathGlob>, Provenance),
 }
 
 /// A grant to judge: what a command-line option (or a later layer) wants to add.
@@ -129,8 +109,7 @@ impl std::error::Error for GrantRefused {}
 pub(crate) fn judge_env(
     name: &str,
     granted: &[(String, Provenance)],
-    grantable: &[String],
-    grantable_prov: &Provenance,
+    (grantable, grantable_prov): &(Vec<String>, Provenance),
 ) -> Result<(), Refusal> {
     if granted.iter().any(|(o, _)| env_pattern_covers(o, name)) {
         return Ok(());
@@ -167,10 +146,10 @@ pub(crate) fn judge_path(
         return Ok(());
     }
     let g = rules.grantable;
-    let covers = |list: &[PathGlob]| list.iter().any(|x| x.matches_path(path));
+    let covers = |(list, _): &(Vec<PathGlob>, _)| list.iter().any(|x| x.matches_path(path));
     let grantable = covers(&g.write) || (!write && covers(&g.read));
     if !grantable {
-        let prov = if write { &g.write_prov } else { &g.read_prov };
+        let prov = if write { &g.write.1 } else { &g.read.1 };
         return Err(Refusal::NotGrantable(prov.clone()));
     }
     if path == "/" {
@@ -204,12 +183,7 @@ impl Policy {
         let (shown, result) = match grant {
             Grant::Env(name) => (
                 format!("environment variable {name}"),
-                judge_env(
-                    name,
-                    &sb.grants.env,
-                    &sb.grantable.env,
-                    &sb.grantable.env_prov,
-                ),
+                judge_env(name, &sb.grants.env, &sb.grantable.env),
             ),
             Grant::Read(p) | Grant::Write(p) => {
                 let write = matches!(grant, Grant::Write(_));
@@ -218,25 +192,23 @@ impl Policy {
                     if write { "write" } else { "read" },
                     p.display()
                 );
+                let rules = PathRules {
+                    read: &sb.grants.read,
+                    write: &sb.grants.write,
+                    grantable: &sb.grantable,
+                    home: self.home.as_deref(),
+                };
+                let denied = |path: &str| {
+                    let deny = &self.m.res_deny;
+                    let c = Candidate::from_bytes(path.as_bytes());
+                    deny.find_rare(&c)
+                        .map(|(i, p)| (deny.texts[i].clone(), p.clone()))
+                };
                 let result = match p.to_str().filter(|s| glob::is_normalized_absolute(s)) {
                     None => Err(Refusal::TooWide(
                         "a path that is not absolute and normalized",
                     )),
-                    Some(path) => {
-                        let rules = PathRules {
-                            read: &sb.grants.read,
-                            write: &sb.grants.write,
-                            grantable: &sb.grantable,
-                            home: self.home.as_deref(),
-                        };
-                        judge_path(path, write, &rules, |path| {
-                            let c = Candidate::from_bytes(path.as_bytes());
-                            self.m
-                                .res_deny
-                                .find_rare(&c)
-                                .map(|(i, p)| (self.m.res_deny.texts[i].clone(), p.clone()))
-                        })
-                    }
+                    Some(path) => judge_path(path, write, &rules, denied),
                 };
                 (shown, result)
             }

@@ -49,14 +49,14 @@ use std::sync::Arc;
 use crate::audit::chain::sha256_hex;
 
 pub use decision::{ArgKind, Decision, FileJudge, Provenance, Reason, ToolPath};
-pub use error::{ErrorKind, PolicyError, PolicyErrors, Related};
-pub use grant::{Grant, GrantRefused, Grantable, Grants, Refusal};
+pub use error::{ErrorKind, PolicyError, PolicyErrors};
+pub use grant::{Grant, GrantRefused};
 pub use schema::reload_deferred;
-pub use server_spec::{GrantError, server_spec};
+pub use server_spec::server_spec;
 pub use settings::{
     Access, AuditSettings, CommandRoots, FollowRoots, HardlinkStance, Mode, Network, ReadStance,
-    ResourceSettings, Rlimits, RootsFallback, RootsSettings, SandboxMode, SandboxSettings,
-    SchemeStance, StaticRoot, SymlinkStance, ToolInfer,
+    ResourceSettings, RootsFallback, RootsSettings, SandboxMode, SandboxSettings, SchemeStance,
+    StaticRoot, SymlinkStance, ToolInfer,
 };
 pub use telemetry::TelemetrySettings;
 

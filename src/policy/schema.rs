@@ -23,7 +23,7 @@
 //! `compile/` and an arm in `compile/effective.rs`; the unit tests fail until it has one,
 //! is documented, and has a reload example.
 
-use std::fmt::Write as _;
+use std::collections::BTreeMap;
 
 use super::Policy;
 use super::decision::ArgKind;
@@ -362,13 +362,8 @@ impl Value {
             Value::Word(w) => format!("\"{w}\""),
             Value::Text(t) => format!("{t:?}"),
             Value::List(l) => {
-                let mut out = String::from("[");
-                for (i, s) in l.iter().enumerate() {
-                    let sep = if i == 0 { "" } else { ", " };
-                    let _ = write!(out, "{sep}{s:?}");
-                }
-                out.push(']');
-                out
+                let items: Vec<String> = l.iter().map(|s| format!("{s:?}")).collect();
+                format!("[{}]", items.join(", "))
             }
             Value::Raw(r) => r.clone(),
             Value::Unset => {
@@ -418,17 +413,12 @@ pub(crate) fn changed(old: &Policy, new: &Policy) -> Vec<&'static Spec> {
 /// What a reload from `old` to `new` cannot apply to the running session, one line per
 /// group of changed settings (derived from each setting's declared reload behaviour).
 pub fn reload_deferred(old: &Policy, new: &Policy) -> Vec<String> {
-    let mut groups: Vec<(Deferred, Vec<&str>)> = Vec::new();
+    let mut groups: BTreeMap<Deferred, Vec<&str>> = BTreeMap::new();
     for s in changed(old, new) {
-        let Reload::NextStart(d) = s.reload else {
-            continue;
-        };
-        match groups.iter_mut().find(|(g, _)| *g == d) {
-            Some((_, keys)) => keys.push(s.key),
-            None => groups.push((d, vec![s.key])),
+        if let Reload::NextStart(d) = s.reload {
+            groups.entry(d).or_default().push(s.key);
         }
     }
-    groups.sort_by_key(|(d, _)| *d);
     groups.iter().map(|(d, keys)| d.line(keys)).collect()
 }
 

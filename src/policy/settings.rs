@@ -221,20 +221,10 @@ impl SandboxSettings {
         }
     }
 
-    /// `[sandbox.grantable]` as it stands after the last layer.
-    pub fn grantable(&self) -> &Grantable {
-        &self.grantable
-    }
-
     /// Whether a canonical path matches `read_only_paths` (a place where a file written now
     /// runs code outside the sandbox later).
     pub fn is_read_only_path(&self, canonical_path: &str) -> bool {
         self.read_only_paths_set.is_match(canonical_path)
-    }
-
-    /// Whether an environment variable name passes the policy's `env` list.
-    pub fn env_allowed(&self, name: &str) -> bool {
-        self.env.iter().any(|pat| env_pattern_covers(pat, name))
     }
 }
 
@@ -268,12 +258,6 @@ impl Ranked for MsgFormat {
 }
 
 impl Word for MsgFormat {
-    fn word(&self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, f)| f == self)
-            .map_or("?", |(w, _)| w)
-    }
     const ALL: &'static [(&'static str, Self)] = MsgFormat::WORDS;
 }
 
@@ -291,18 +275,19 @@ pub(crate) fn fsync_rank(f: &FsyncPolicy) -> (u8, u128) {
 /// The word each enum value is written as in TOML, for messages and `policy show`. Each
 /// type's words and narrowing ranks are declared together by `words!` (rank 0 is the
 /// narrowest).
-pub(crate) trait Word: Sized + 'static {
-    fn word(&self) -> &'static str;
+pub(crate) trait Word: Sized + PartialEq + 'static {
     /// Every word with its value, in the order hints list them.
     const ALL: &'static [(&'static str, Self)];
+
+    fn word(&self) -> &'static str {
+        let found = Self::ALL.iter().find(|(_, v)| v == self);
+        found.map_or("?", |(w, _)| w)
+    }
 }
 
 macro_rules! words {
     ($ty:ty { $($variant:path => $word:literal @ $rank:literal),+ $(,)? }) => {
         impl Word for $ty {
-            fn word(&self) -> &'static str {
-                match self { $($variant => $word),+ }
-            }
             const ALL: &'static [(&'static str, $ty)] = <$ty>::WORDS;
         }
         impl Ranked for $ty {

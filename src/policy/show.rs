@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::schema::{SETTINGS, is_row};
+use super::settings::Word;
 use super::{Policy, Provenance};
 
 fn prov_json(p: &Provenance) -> Value {
@@ -149,7 +150,7 @@ impl Policy {
                     "#   tool {:?} ({server}) pointer {:?} kind {}  from {}\n",
                     entry.tool,
                     p.pointer,
-                    p.kind.as_str(),
+                    p.kind.word(),
                     p.provenance.location(false)
                 ));
             }
@@ -161,7 +162,7 @@ impl Policy {
         for (tool, _, infer, prov) in &m.infer_for {
             out.push_str(&format!(
                 "#   tool {tool:?} infer {:?}  from {}\n",
-                super::settings::Word::word(infer),
+                infer.word(),
                 prov.location(false)
             ));
         }
@@ -245,12 +246,12 @@ impl Policy {
                 "tool": e.tool,
                 "server": p.server,
                 "pointer": p.pointer,
-                "kind": p.kind.as_str(),
+                "kind": p.kind.word(),
                 "provenance": prov_json(&p.provenance),
             }))).collect::<Vec<_>>(),
             "tools_infer_for": m.infer_for.iter().map(|(tool, _, infer, p)| json!({
                 "tool": tool,
-                "infer": super::settings::Word::word(infer),
+                "infer": infer.word(),
                 "provenance": prov_json(p),
             })).collect::<Vec<_>>(),
             "sandbox_read_only_roots": self.sandbox.read_only_roots,

@@ -72,20 +72,6 @@ pub enum PageVerdict {
     Checked(Box<Verdict>),
 }
 
-/// What the per-directory pass settled for one entry.
-#[derive(Debug, Clone, Default)]
-enum Slot {
-    /// Left for the single check.
-    #[default]
-    Pending,
-    /// Allowed (see [`PageVerdict::Allow`]).
-    Allow {
-        root: usize,
-        kind: FileKind,
-        real: Option<String>,
-    },
-}
-
 /// One directory of a page: the entries that name something in it.
 struct Group<'u> {
     root: usize,
@@ -115,17 +101,6 @@ fn spells(dir: &str, base: &str, rel: &str) -> bool {
         && dir.starts_with(base)
         && dir.as_bytes()[base.len()] == b'/'
         && dir.ends_with(rel)
-}
-
-impl Group<'_> {
-    /// The form of the root the group's URIs named it by.
-    fn form<'r>(&self, root: &'r super::Root) -> &'r FileUri {
-        if self.by_real {
-            root.real_uri()
-        } else {
-            root.uri()
-        }
-    }
 }
 
 /// How many entries of a directory rootfence reads for a page: enough for every name the
@@ -247,7 +222,8 @@ impl RootSet {
     /// [`RootSet::check`] on each, in order, from one resolution and one read of each
     /// directory the page names (see the module docs).
     pub fn check_page(&self, uris: &[PageUri<'_>], opts: &CheckOptions) -> Vec<PageVerdict> {
-        let mut out: Vec<Slot> = vec![Slot::Pending; uris.len()];
+        // What the per-directory pass settled for each entry (`None`: the single check).
+        let mut out: Vec<Option<PageVerdict>> = vec![None; uris.len()];
         let mut groups: Vec<Group<'_>> = Vec::new();
         let mut by_key: PageMap<(usize, bool, &str), usize> = PageMap::default();
         // Every form of every root, deepest first: the first that holds a URI is its match.
@@ -319,9 +295,10 @@ impl RootSet {
         }
         out.into_iter()
             .zip(uris)
-            .map(|(slot, uri)| match slot {
-                Slot::Allow { root, kind, real } => PageVerdict::Allow { root, kind, real },
-                Slot::Pending => PageVerdict::Checked(Box::new(self.check(&uri.file_uri(), opts))),
+            .map(|(slot, uri)| {
+                slot.unwrap_or_else(|| {
+                    PageVerdict::Checked(Box::new(self.check(&uri.file_uri(), opts)))
+                })
             })
             .collect()
     }
@@ -333,7 +310,7 @@ impl RootSet {
         g: &Group<'_>,
         opts: &CheckOptions,
         buf: &mut Vec<MaybeUninit<u8>>,
-        out: &mut [Slot],
+        out: &mut [Option<PageVerdict>],
     ) {
         let root = &self.roots[g.root];
         let b = root.beneath();
@@ -343,6 +320,12 @@ impl RootSet {
         if dir.found.kind != FileKind::Directory {
             return;
         }
+        // The form of the root the group's URIs named it by.
+        let form = if g.by_real {
+            root.real_uri()
+        } else {
+            root.uri()
+        };
         // The entries' real directory, when it is not what the URIs spell.
         let real_dir = if g.by_real && !dir.via_link {
             None
@@ -351,7 +334,7 @@ impl RootSet {
                 // The real directory is the one the URIs spell (the usual case: a root
                 // named by its real path, no link on the way): nothing more to judge, and
                 // no path to build per entry.
-                Some(d) if spells(&d, g.form(root).path(), g.parent) => None,
+                Some(d) if spells(&d, form.path(), g.parent) => None,
                 Some(d) => Some(d),
                 None => return,
             }
@@ -391,11 +374,11 @@ impl RootSet {
                 p.push_str(name);
                 p
             });
-            out[i] = Slot::Allow {
+            out[i] = Some(PageVerdict::Allow {
                 root: g.root,
                 kind,
                 real,
-            };
+            });
         }
     }
 

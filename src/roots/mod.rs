@@ -214,12 +214,6 @@ impl Root {
         })
     }
 
-    /// The same root under another display name.
-    pub fn with_name(mut self, name: Option<String>) -> Root {
-        self.name = name;
-        self
-    }
-
     /// Whether `other` is this root or lies beneath it, as the kernel resolves it: `other`'s
     /// real path, expressed below this root's real path, resolved beneath this root's
     /// descriptor (links inside followed), must be `other`'s very directory (same device
@@ -487,14 +481,8 @@ impl RootSet {
         uri: &FileUri,
         opts: &CheckOptions,
     ) -> Result<Allowed, Denied> {
-        let root = &self.roots[index];
-        let b = root.beneath();
-        let deny = |reason: Reason, detail: String| Denied {
-            reason,
-            detail,
-            canonical: Some(uri.clone()),
-            root: Some(index),
-        };
+        let b = self.roots[index].beneath();
+        let deny = denial(index, uri);
         let rel_str = uri
             .relative_to(form)
             .expect("matched roots contain the uri");
@@ -512,33 +500,24 @@ impl RootSet {
                         ),
                     ));
                 };
-                match fsaccess::lstat_beneath(&b, Path::new(prel)) {
-                    Ok(found) if found.kind == FileKind::Directory => {}
-                    Ok(found) => {
-                        return Err(deny(
-                            Reason::DotSegment,
-                            format!(
-                                "{uri}: a `..` follows `{parent}`, which is a {}: the kernel \
-                                 would resolve the original text elsewhere",
-                                found.kind
-                            ),
-                        ));
-                    }
+                let why = match fsaccess::lstat_beneath(&b, Path::new(prel)) {
+                    Ok(found) if found.kind == FileKind::Directory => continue,
+                    Ok(found) => format!(
+                        "which is a {}: the kernel would resolve the original text elsewhere",
+                        found.kind
+                    ),
                     Err((Failure::NotFound, _)) => {
-                        return Err(deny(
-                            Reason::DotSegment,
-                            format!(
-                                "{uri}: a `..` follows `{parent}`, which does not exist: the \
-                                 kernel would not resolve the original text"
-                            ),
-                        ));
+                        "which does not exist: the kernel would not resolve the original text"
+                            .to_owned()
                     }
                     Err((failure, err)) => return Err(deny_failure(&deny, uri, failure, &err)),
-                }
+                };
+                let detail = format!("{uri}: a `..` follows `{parent}`, {why}");
+                return Err(deny(Reason::DotSegment, detail));
             }
         }
 
-        match fsaccess::resolve(&b, rel, opts.symlinks, true) {
+        let (resolved, found) = match fsaccess::resolve(&b, rel, opts.symlinks, true) {
             Ok(r) => {
                 let found = r.found;
                 let trailing_dir = uri.lexical().is_some_and(|l| l.trailing_dir);
@@ -554,30 +533,23 @@ impl RootSet {
                 if let Some(why) = link_refusal(&b, &found, &r.path, opts) {
                     return Err(deny(Reason::HardLink, hard_link_detail(uri, &found, why)));
                 }
-                Ok(Allowed {
-                    root: index,
-                    canonical: uri.clone(),
-                    relative: rel.to_path_buf(),
-                    resolved: r.path,
-                    kind: found.kind,
-                    nlink: found.nlink,
-                    file_id: Some((found.dev, found.ino)),
-                })
+                (r.path, Some(found))
             }
             Err((Failure::NotFound, _)) => {
                 let (ancestor, rest) = self.check_missing(index, uri, rel, opts)?;
-                Ok(Allowed {
-                    root: index,
-                    canonical: uri.clone(),
-                    relative: rel.to_path_buf(),
-                    resolved: ancestor.join(rest),
-                    kind: FileKind::Missing,
-                    nlink: 0,
-                    file_id: None,
-                })
+                (ancestor.join(rest), None)
             }
-            Err((failure, err)) => Err(deny_failure(&deny, uri, failure, &err)),
-        }
+            Err((failure, err)) => return Err(deny_failure(&deny, uri, failure, &err)),
+        };
+        Ok(Allowed {
+            root: index,
+            canonical: uri.clone(),
+            relative: rel.to_path_buf(),
+            resolved,
+            kind: found.map_or(FileKind::Missing, |f| f.kind),
+            nlink: found.map_or(0, |f| f.nlink),
+            file_id: found.map(|f| (f.dev, f.ino)),
+        })
     }
 
     /// A path that does not resolve: judge it by its deepest existing ancestor. Returns
@@ -590,14 +562,8 @@ impl RootSet {
         rel: &Path,
         opts: &CheckOptions,
     ) -> Result<(PathBuf, PathBuf), Denied> {
-        let root = &self.roots[index];
-        let b = root.beneath();
-        let deny = |reason: Reason, detail: String| Denied {
-            reason,
-            detail,
-            canonical: Some(uri.clone()),
-            root: Some(index),
-        };
+        let b = self.roots[index].beneath();
+        let deny = denial(index, uri);
         let names: Vec<&std::ffi::OsStr> = rel.iter().collect();
         for k in (0..names.len()).rev() {
             let ancestor: PathBuf = names[..k].iter().collect();
@@ -715,6 +681,16 @@ fn hard_link_detail(uri: &FileUri, found: &Found, why: LinkRefusal) -> String {
              you made it, restart the session; roots.hardlinks = \"allow\" serves such files)",
             found.nlink
         ),
+    }
+}
+
+/// The refusal of `uri` judged against root `index`, for a reason and its explanation.
+fn denial(index: usize, uri: &FileUri) -> impl Fn(Reason, String) -> Denied + '_ {
+    move |reason, detail| Denied {
+        reason,
+        detail,
+        canonical: Some(uri.clone()),
+        root: Some(index),
     }
 }
 

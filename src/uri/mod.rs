@@ -175,16 +175,6 @@ impl FileUri {
         parse::parse_uri(raw)
     }
 
-    /// [`FileUri::parse`] of `raw` for the common case of a list page, cheaply: `raw` is the
-    /// canonical text of `sibling`'s directory (not `/`) followed by one plain name (bytes
-    /// the canonical form writes as they are, no `/`, not only dots, at most `NAME_MAX`),
-    /// and `sibling` holds no escape and no dot-segment obligation. Then only the name needs
-    /// judging, and the result is exactly what [`FileUri::parse`] gives (`tests/uri_prop.rs`
-    /// holds the two to that). `None` is no verdict: parse `raw` in full.
-    pub fn parse_sibling(sibling: &FileUri, raw: &str) -> Option<FileUri> {
-        FileUri::plain_sibling(sibling, raw).map(|p| p.to_file_uri())
-    }
-
     /// Builds the URI of an absolute local path (a `--root` argument, say), applying the
     /// same name rules as [`FileUri::parse`]. The path is taken literally (no percent
     /// decoding); `.` and `..` are removed lexically. Relative paths are refused: make them
@@ -287,23 +277,22 @@ impl std::str::FromStr for FileUri {
 /// a bare path). A single letter before `:` is a Windows drive (`c:\x`), not a scheme, so
 /// it gives `None` as well. Used by callers to apply a policy to non-`file:` schemes.
 pub fn scheme_of(raw: &str) -> Option<Cow<'_, str>> {
-    let colon = raw.find(':')?;
-    let scheme = &raw[..colon];
-    let bytes = scheme.as_bytes();
-    if bytes.len() < 2 || !bytes[0].is_ascii_alphabetic() {
+    let scheme = &raw[..raw.find(':')?];
+    if scheme.len() < 2 || !is_scheme(scheme) {
         return None;
     }
-    if !bytes[1..]
-        .iter()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
-    {
-        return None;
-    }
-    if bytes.iter().any(u8::is_ascii_uppercase) {
+    if scheme.bytes().any(|b| b.is_ascii_uppercase()) {
         Some(Cow::Owned(scheme.to_ascii_lowercase()))
     } else {
         Some(Cow::Borrowed(scheme))
     }
+}
+
+/// Whether `s` has RFC 3986 scheme syntax: `ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`.
+pub(crate) fn is_scheme(s: &str) -> bool {
+    let mut b = s.bytes();
+    b.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && b.all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'))
 }
 
 /// Whether a URI of `scheme` (lowercased, from [`scheme_of`]) names a local file although

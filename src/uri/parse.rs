@@ -5,6 +5,8 @@
 use std::path::Path;
 
 use super::{FileUri, Lexical, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_URI_BYTES, Reason, UriError};
+// Where the path starts in [`Builder::buf`]: after `file://`, as in the canonical form.
+use super::SCHEME_AND_EMPTY_HOST as PATH_AT;
 
 fn err(reason: Reason, detail: impl Into<String>) -> UriError {
     UriError::new(reason, detail)
@@ -161,7 +163,7 @@ pub(super) fn parse_uri(raw: &str) -> Result<FileUri, UriError> {
     b.finish(raw, plain)
 }
 
-/// Whether `raw` is a plain name beside `sibling` (see [`FileUri::parse_sibling`]).
+/// Whether `raw` is a plain name beside `sibling` (see [`FileUri::plain_sibling`]).
 pub(super) fn is_plain_sibling(sibling: &FileUri, raw: &str) -> bool {
     if sibling.decoded.is_some() || sibling.lexical.is_some() {
         return false;
@@ -226,26 +228,8 @@ pub(super) fn from_path(path: &Path) -> Result<FileUri, UriError> {
 
 /// The `/`-separated segments of `path`, each with whether it is the last.
 fn segments(path: &str) -> impl Iterator<Item = (&str, bool)> {
-    let mut start = 0;
-    let mut cuts = memchr::memchr_iter(b'/', path.as_bytes());
-    let mut done = false;
-    std::iter::from_fn(move || {
-        if done {
-            return None;
-        }
-        match cuts.next() {
-            Some(cut) => {
-                // `/` is ASCII: both cuts are character boundaries.
-                let seg = &path[start..cut];
-                start = cut + 1;
-                Some((seg, false))
-            }
-            None => {
-                done = true;
-                Some((&path[start..], true))
-            }
-        }
-    })
+    let mut segs = path.split('/').peekable();
+    std::iter::from_fn(move || Some((segs.next()?, segs.peek().is_none())))
 }
 
 /// Refuses raw characters that some parser would strip, repair or treat specially.
@@ -370,9 +354,6 @@ struct Builder {
     buf: String,
     lexical: Lexical,
 }
-
-/// Where the path starts in [`Builder::buf`].
-const PATH_AT: usize = "file://".len();
 
 impl Builder {
     fn new(cap: usize) -> Builder {

@@ -34,8 +34,12 @@ impl<'a> PlainUri<'a> {
 }
 
 impl FileUri {
-    /// `raw` as a [`PlainUri`], when it is a plain sibling of `sibling` (the conditions of
-    /// [`FileUri::parse_sibling`], which gives the same URI built).
+    /// `raw` as a [`PlainUri`], for the common case of a list page, cheaply: `raw` is the
+    /// canonical text of `sibling`'s directory (not `/`) followed by one plain name (bytes
+    /// the canonical form writes as they are, no `/`, not only dots, at most `NAME_MAX`),
+    /// and `sibling` holds no escape and no dot-segment obligation. Then only the name needs
+    /// judging, and its [`PlainUri::to_file_uri`] is exactly what [`FileUri::parse`] gives
+    /// (`src/uri/tests.rs` holds the two to that). `None` is no verdict: parse `raw` in full.
     pub fn plain_sibling<'a>(sibling: &FileUri, raw: &'a str) -> Option<PlainUri<'a>> {
         super::parse::is_plain_sibling(sibling, raw).then_some(PlainUri(raw))
     }

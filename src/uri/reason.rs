@@ -77,13 +77,6 @@ crate::coded::coded! {
     pub fn code;
 }
 
-impl Reason {
-    /// The reason with this code, if any (the inverse of [`Reason::code`]).
-    pub fn from_code(code: &str) -> Option<Reason> {
-        Reason::ALL.iter().copied().find(|r| r.code() == code)
-    }
-}
-
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.code())
@@ -104,7 +97,7 @@ mod tests {
                 code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
                 "{code} is not snake_case"
             );
-            assert_eq!(Reason::from_code(code), Some(*r));
+            assert_eq!(Reason::ALL.iter().find(|o| o.code() == code), Some(r));
         }
     }
 
@@ -119,7 +112,7 @@ mod tests {
         for line in doc.lines().filter(|l| l.starts_with("### `")) {
             let code = line.trim_start_matches("### `").trim_end_matches('`');
             assert!(
-                Reason::from_code(code).is_some(),
+                Reason::ALL.iter().any(|r| r.code() == code),
                 "docs/reasons.md documents unknown code {code}"
             );
         }

@@ -8,19 +8,15 @@ pub(super) fn table(rules: &[(PathGlob, Provenance)]) -> Result<GlobTable, globs
     GlobTable::build(
         rules
             .iter()
-            .map(|(g, p)| (g.text.clone(), g.globs.clone(), p.clone()))
-            .collect(),
+            .map(|(g, p)| (g.text.clone(), g.globs.clone(), p.clone())),
     )
 }
 
-pub(super) fn name_table(
-    rules: &[(String, Glob, Provenance)],
-) -> Result<GlobTable, globset::Error> {
+fn name_table(rules: &[(String, Glob, Provenance)]) -> Result<GlobTable, globset::Error> {
     GlobTable::build(
         rules
             .iter()
-            .map(|(t, g, p)| (t.clone(), vec![g.clone()], p.clone()))
-            .collect(),
+            .map(|(t, g, p)| (t.clone(), vec![g.clone()], p.clone())),
     )
 }
 
@@ -82,19 +78,16 @@ pub(super) fn build(
     let tool_deny = name_table(acc.names("tools.deny")).map_err(set_err)?;
     let read_only = acc.flag("tools.read_only");
     let tools_writing = acc.names("tools.writing");
-    let writing: Vec<(String, Glob, Provenance)> = if read_only {
-        tools_writing
-            .iter()
-            .map(|(t, g, p)| {
-                let mut p = p.clone();
-                let with = &acc.val("tools.read_only").prov;
-                p.rule.push_str(&format!(" with {with}"));
-                (t.clone(), g.clone(), p)
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let writing: Vec<(String, Glob, Provenance)> = tools_writing
+        .iter()
+        .filter(|_| read_only)
+        .map(|(t, g, p)| {
+            let mut p = p.clone();
+            let with = &acc.val("tools.read_only").prov;
+            p.rule.push_str(&format!(" with {with}"));
+            (t.clone(), g.clone(), p)
+        })
+        .collect();
     let tool_writing = name_table(&writing).map_err(set_err)?;
     let tool_writes = name_table(tools_writing).map_err(set_err)?;
     let tool_paths_set = glob_set(acc.tool_paths.iter().map(|(_, g, _, _)| g)).map_err(set_err)?;
@@ -159,10 +152,7 @@ pub(super) fn build(
                     ErrorKind::BadPath,
                     format!("static root \"{}\" is refused by the root rules", r.path),
                 )
-                .related(Related {
-                    label: "refused by",
-                    ..related(d.provenance)
-                })
+                .related("refused by", d.provenance)
                 .hint("remove the static root, or change the rule that refuses it");
             errs.push(err);
         }

@@ -9,10 +9,9 @@ use super::super::raw::Val;
 use super::super::schema::{FSYNC_WORDS, Kind, SETTINGS, Value};
 use super::super::settings::{Word, fsync_rank};
 use super::super::{LayerInfo, StaticRoot};
-use super::{Acc, AllowList, Slot};
+use super::{Acc, AllowList, Slot, network_word};
 use crate::audit::FsyncPolicy as Fsync;
 use crate::audit::syslog::{FACILITIES, MsgFormat, SyslogConfig};
-use crate::sandbox::Network;
 
 /// One `[[tools.paths]]` entry as accumulated: tool glob, server glob, checked arguments.
 type ToolPathsEntry = (
@@ -90,14 +89,11 @@ fn list<'a>(
     key: &str,
     items: impl Iterator<Item = (String, &'a Provenance)>,
 ) -> (Value, Provenance) {
-    let mut last = None;
-    let texts = items
-        .map(|(t, p)| {
-            last = Some(p.clone());
-            t
-        })
-        .collect();
-    let prov = last.unwrap_or_else(|| Provenance::default_rule(format!("{key} = []")));
+    let (texts, provs): (Vec<String>, Vec<&Provenance>) = items.unzip();
+    let prov = provs.last().map_or_else(
+        || Provenance::default_rule(format!("{key} = []")),
+        |p| (*p).clone(),
+    );
     (Value::List(texts), prov)
 }
 
@@ -105,8 +101,9 @@ fn globs(key: &str, l: &[(PathGlob, Provenance)]) -> (Value, Provenance) {
     list(key, l.iter().map(|(g, p)| (g.text.clone(), p)))
 }
 
-fn syslog(acc: &Acc, f: impl Fn(&SyslogConfig) -> Value) -> (Value, Provenance) {
-    let v = acc.syslog.v.as_ref().map_or(Value::Unset, |(_, c)| f(c));
+/// A value of `[audit.syslog]` (its address as written, its configuration).
+fn syslog(acc: &Acc, f: impl Fn(&(String, SyslogConfig)) -> Value) -> (Value, Provenance) {
+    let v = acc.syslog.v.as_ref().map_or(Value::Unset, f);
     (v, acc.syslog.prov.clone())
 }
 
@@ -152,7 +149,7 @@ fn value_of(
             tool_paths(&|(_, _, _, l)| l.iter().map(|p| p.pointer.clone()).collect())
         }
         "tools.paths.kind" => {
-            tool_paths(&|(_, _, _, l)| l.iter().map(|p| p.kind.as_str().to_owned()).collect())
+            tool_paths(&|(_, _, _, l)| l.iter().map(|p| p.kind.word().to_owned()).collect())
         }
         "tools.paths.server" => tool_paths(&|(_, _, s, l)| {
             let s = s.as_ref().map_or_else(String::new, |(t, _)| t.clone());
@@ -175,35 +172,24 @@ fn value_of(
             Fsync::Interval(d) => (Value::Int(d.as_millis() as u64), acc.fsync.prov.clone()),
             _ => (Value::Unset, acc.fsync.prov.clone()),
         },
-        "audit.syslog.address" => {
-            let v = acc
-                .syslog
-                .v
-                .as_ref()
-                .map_or(Value::Unset, |(a, _)| Value::Text(a.clone()));
-            (v, acc.syslog.prov.clone())
-        }
-        "audit.syslog.facility" => syslog(acc, |c| {
+        "audit.syslog.address" => syslog(acc, |(a, _)| Value::Text(a.clone())),
+        "audit.syslog.facility" => syslog(acc, |(_, c)| {
             let name = FACILITIES.iter().find(|(_, n)| *n == c.facility);
             name.map_or(Value::Int(u64::from(c.facility)), |(w, _)| Value::Word(w))
         }),
-        "audit.syslog.format" => syslog(acc, |c| {
+        "audit.syslog.format" => syslog(acc, |(_, c)| {
             let name = MsgFormat::WORDS.iter().find(|(_, f)| *f == c.format);
             name.map_or(Value::Unset, |(w, _)| Value::Word(w))
         }),
-        "audit.syslog.queue" => syslog(acc, |c| Value::Int(c.queue as u64)),
-        "audit.syslog.sd_id" => syslog(acc, |c| Value::Text(c.sd_id.clone())),
-        "audit.syslog.max_message" => syslog(acc, |c| Value::Int(c.max_message as u64)),
+        "audit.syslog.queue" => syslog(acc, |(_, c)| Value::Int(c.queue as u64)),
+        "audit.syslog.sd_id" => syslog(acc, |(_, c)| Value::Text(c.sd_id.clone())),
+        "audit.syslog.max_message" => syslog(acc, |(_, c)| Value::Int(c.max_message as u64)),
         "sandbox.read" => list(key, acc.grants.read.iter().map(|(t, p)| (t.clone(), p))),
         "sandbox.write" => list(key, acc.grants.write.iter().map(|(t, p)| (t.clone(), p))),
-        "sandbox.network" => {
-            let v = match &acc.network.v {
-                Network::Deny => Value::Word("deny"),
-                Network::Allow => Value::Word("allow"),
-                Network::Ports(p) => Value::Raw(format!("{p:?}")),
-            };
-            (v, acc.network.prov.clone())
-        }
+        "sandbox.network" => (
+            Value::Raw(network_word(&acc.network.v)),
+            acc.network.prov.clone(),
+        ),
         "sandbox.env" => list(key, acc.grants.env.iter().map(|(t, p)| (t.clone(), p))),
         "sandbox.read_only_paths" => globs(key, read_only_paths),
         // Caught by `schema::tests`: a declared setting must have an arm here.

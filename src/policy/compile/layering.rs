@@ -140,7 +140,7 @@ pub(super) fn fixed<X, T: PartialEq + Clone + std::fmt::Debug>(
         let hint = "this setting is fixed by the first layer that sets it; remove it here or \
                     repeat the same value";
         let err = cx.src.error(&e.span, ErrorKind::Conflict, msg);
-        cx.errs.push(err.related(related(&set.prov)).hint(hint));
+        cx.errs.push(err.related("earlier", &set.prov).hint(hint));
         return;
     }
     *set = Setting { v: new, prov };
@@ -244,10 +244,7 @@ pub(super) fn allow_list(
         }
     }
     lists.push(AllowList {
-        key_prov: cx.at(
-            &e.key_span,
-            format!("{} = {}", e.key, cx.src.snippet(&e.span)),
-        ),
+        key_prov: cx.prov(e),
         globs,
     });
 }

@@ -40,7 +40,7 @@ use std::time::Duration;
 use globset::{Candidate, Glob, GlobSet, GlobSetBuilder};
 
 use super::decision::{ArgKind, Provenance, ToolPath};
-use super::error::{ErrorKind, PolicyError, PolicyErrors, Related, Source};
+use super::error::{ErrorKind, PolicyError, PolicyErrors, Source};
 use super::glob::{self, GlobTable, PathGlob, Problem, Side};
 use super::grant::{self, Grantable, Grants};
 use super::raw::{self, Entry, RawLayer, Sp, Val};
@@ -111,13 +111,6 @@ struct Setting<T> {
 }
 
 impl<T> Setting<T> {
-    fn default(v: T, rule: impl Into<String>) -> Self {
-        Setting {
-            v,
-            prov: Provenance::default_rule(rule),
-        }
-    }
-
     /// A setting at its declared default (`schema::SETTINGS`), which its provenance names.
     fn declared(v: T, key: &str) -> Self {
         Setting {
@@ -184,6 +177,23 @@ impl Slot {
     }
 }
 
+/// The accessors of declared settings by the kind of their slot.
+///
+/// # Panics
+///
+/// When `key`'s slot is of another kind (a mistake in the code that any compile finds).
+macro_rules! slot_accessors {
+    ($($(#[$doc:meta])* $name:ident: $variant:ident -> $ty:ty, $what:literal;)+) => {$(
+        $(#[$doc])*
+        fn $name(&self, key: &str) -> &$ty {
+            match &self.slots[schema::index(key)] {
+                Slot::$variant(s) => s,
+                _ => panic!("`{key}` is not {}", $what),
+            }
+        }
+    )+};
+}
+
 /// The effective policy while layers are applied.
 struct Acc {
     /// Every declared setting, in `SETTINGS` order.
@@ -214,23 +224,24 @@ impl Acc {
             infer: Setting::declared(ToolInfer::Schema, "tools.infer"),
             infer_for: Vec::new(),
             fsync: Setting::declared(Fsync::Denials, "audit.fsync"),
-            syslog: Setting::default(None, "audit.syslog: none"),
+            syslog: Setting {
+                v: None,
+                prov: Provenance::default_rule("audit.syslog: none"),
+            },
             grants: Grants::default(),
             network: Setting::declared(Network::Allow, "sandbox.network"),
             read_only_paths: None,
         }
     }
 
-    /// A plain scalar setting.
-    ///
-    /// # Panics
-    ///
-    /// When `key` is not one (a mistake in the code that any compile finds).
-    fn val(&self, key: &str) -> &Setting<Option<Val>> {
-        match &self.slots[schema::index(key)] {
-            Slot::Val(s) => s,
-            _ => panic!("`{key}` is not a plain scalar setting"),
-        }
+    slot_accessors! {
+        /// A plain scalar setting.
+        val: Val -> Setting<Option<Val>>, "a plain scalar setting";
+        /// A deny list's rules.
+        globs: Globs -> [(PathGlob, Provenance)], "a list of path globs";
+        names: Names -> [(String, Glob, Provenance)], "a list of name globs";
+        allow: Allow -> [AllowList], "an allow-list";
+        subset: Subset -> Setting<Option<Vec<String>>>, "a list narrowed to a subset";
     }
 
     /// A word setting (every one has a default), as its type.
@@ -255,57 +266,23 @@ impl Acc {
             .map(str::to_owned)
     }
 
-    /// A deny list's rules.
-    fn globs(&self, key: &str) -> &[(PathGlob, Provenance)] {
-        match &self.slots[schema::index(key)] {
-            Slot::Globs(l) => l,
-            _ => panic!("`{key}` is not a list of path globs"),
-        }
-    }
-
-    fn names(&self, key: &str) -> &[(String, Glob, Provenance)] {
-        match &self.slots[schema::index(key)] {
-            Slot::Names(l) => l,
-            _ => panic!("`{key}` is not a list of name globs"),
-        }
-    }
-
-    fn allow(&self, key: &str) -> &[AllowList] {
-        match &self.slots[schema::index(key)] {
-            Slot::Allow(l) => l,
-            _ => panic!("`{key}` is not an allow-list"),
-        }
-    }
-
-    fn subset(&self, key: &str) -> &Setting<Option<Vec<String>>> {
-        match &self.slots[schema::index(key)] {
-            Slot::Subset(s) => s,
-            _ => panic!("`{key}` is not a list narrowed to a subset"),
-        }
-    }
-
     /// `[sandbox.grantable]` as the layers so far left it.
     fn grantable(&self) -> Grantable {
         let list = |key| {
             let s = self.subset(key);
             (s.v.clone().unwrap_or_default(), s.prov.clone())
         };
-        let globs = |(l, prov): (Vec<String>, _)| {
+        let globs = |key| {
+            let (l, prov): (Vec<String>, _) = list(key);
             let g = l
                 .iter()
                 .filter_map(|t| glob::path_glob(t, Side::Allow).ok());
             (g.collect(), prov)
         };
-        let (env, env_prov) = list("sandbox.grantable.env");
-        let (read, read_prov) = globs(list("sandbox.grantable.read"));
-        let (write, write_prov) = globs(list("sandbox.grantable.write"));
         Grantable {
-            env,
-            env_prov,
-            read,
-            read_prov,
-            write,
-            write_prov,
+            env: list("sandbox.grantable.env"),
+            read: globs("sandbox.grantable.read"),
+            write: globs("sandbox.grantable.write"),
         }
     }
 }
@@ -379,22 +356,9 @@ impl Cx<'_, '_> {
         let err = self
             .src
             .error(span, ErrorKind::Widening, what)
-            .related(related(earlier))
+            .related("earlier", earlier)
             .hint(hint);
         self.errs.push(err);
-    }
-}
-
-fn related(p: &Provenance) -> Related {
-    Related {
-        label: "earlier",
-        file: p
-            .file
-            .clone()
-            .unwrap_or_else(|| Arc::from("built-in default")),
-        line: p.line,
-        column: p.column,
-        rule: p.rule.clone(),
     }
 }
 
@@ -457,13 +421,8 @@ pub(crate) fn compile(
             names: &names,
         };
         // A built-in's own `base` (what a copy of it says) changes nothing.
-        let checked = if builtin[i] {
-            None
-        } else {
-            check_base(&mut cx, &raw, i == first_user)
-        };
-        if let Some(p) = checked {
-            opted_out = Some(p);
+        if !builtin[i] {
+            opted_out = check_base(&mut cx, &raw, i == first_user).or(opted_out);
         }
         apply_layer(&mut acc, &raw, &mut cx);
     }

@@ -104,15 +104,9 @@ pub(super) fn grant_env(cx: &mut Cx<'_, '_>, acc: &Acc, name: &str, span: &Range
     if !cx.check {
         return true;
     }
-    let g = acc.grantable();
-    let r = grant::judge_env(name, &acc.grants.env, &g.env, &g.env_prov);
-    match r {
-        Ok(()) => true,
-        Err(refusal) => {
-            grant_error(cx, "sandbox.env", name, span, refusal);
-            false
-        }
-    }
+    let r = grant::judge_env(name, &acc.grants.env, &acc.grantable().env);
+    r.map_err(|refusal| grant_error(cx, "sandbox.env", name, span, refusal))
+        .is_ok()
 }
 
 /// Whether a later layer may add this `sandbox.read` (`write = false`) or `sandbox.write`
@@ -141,13 +135,9 @@ pub(super) fn grant_path(
             .find(|(g, _)| g.matches_path(p))
             .map(|(g, prov)| (g.text.clone(), prov.clone()))
     };
-    match grant::judge_path(path, write, &rules, denied) {
-        Ok(()) => true,
-        Err(refusal) => {
-            grant_error(cx, key, path, span, refusal);
-            false
-        }
-    }
+    grant::judge_path(path, write, &rules, denied)
+        .map_err(|refusal| grant_error(cx, key, path, span, refusal))
+        .is_ok()
 }
 
 pub(super) fn grant_error(
@@ -192,10 +182,7 @@ pub(super) fn grant_error(
                     ErrorKind::Widening,
                     format!("`{key}` entry \"{value}\" is denied by the policy (`{glob}`)"),
                 )
-                .related(Related {
-                    label: "denied by",
-                    ..related(&prov)
-                })
+                .related("denied by", &prov)
                 .hint(
                     "a grant cannot reach what the policy denies: grant the server's own \
                      state, not a secret",

@@ -119,7 +119,7 @@ pub(super) fn entry(cx: &Cx<'_, '_>, kind: Kind, item: &str) -> Result<String, P
                     "`file:` is always allowed subject to the roots and path rules; list only \
                      the other schemes to allow",
                 )
-            } else if !valid_scheme(&s) {
+            } else if !crate::uri::is_scheme(&s) {
                 bad(
                     format!("\"{item}\" is not a URI scheme"),
                     "write the scheme name without `:` or `//`, e.g. \"https\"",
@@ -170,13 +170,6 @@ fn uncovered(key: &str, kind: Kind, written: &str, v: &str) -> (String, &'static
              path an earlier entry matches, or a glob under an earlier `dir/**` entry",
         ),
     }
-}
-
-/// RFC 3986 scheme syntax.
-fn valid_scheme(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
 /// RFC 6838 restricted-name characters.

@@ -80,7 +80,7 @@ pub(super) fn apply_tools(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
                             "[[tools.paths]] tool = {}{server_rule}, pointers = {}, kind = \"{}\"",
                             cx.src.snippet(&tool.span),
                             cx.src.snippet(&item.span),
-                            kind.as_str()
+                            kind.word()
                         ),
                     ),
                 }),
