@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 
 use super::id::{Id, IdError};
 
-pub use capture::{Capture, Item, Rules};
+pub use capture::{Capture, Rules};
 
 /// `params._meta` key carrying the protocol version on 2026-07-28 requests.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -128,11 +128,13 @@ pub enum Scanned<'a> {
 }
 
 /// Why a line is not an acceptable JSON-RPC message.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ScanError {
     /// Not JSON at all (`-32700`).
+    #[error("not valid JSON: {0}")]
     Parse(String),
     /// JSON, but not a valid message (`-32600`), with its id when that could be read.
+    #[error("not a valid JSON-RPC message: {reason}")]
     Invalid {
         /// The message's id, if one could be read unambiguously.
         id: Option<Id>,
@@ -158,17 +160,6 @@ impl ScanError {
         match self {
             ScanError::Parse(_) => None,
             ScanError::Invalid { id, .. } => id.as_ref(),
-        }
-    }
-}
-
-impl fmt::Display for ScanError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ScanError::Parse(e) => write!(f, "not valid JSON: {e}"),
-            ScanError::Invalid { reason, .. } => {
-                write!(f, "not a valid JSON-RPC message: {reason}")
-            }
         }
     }
 }
@@ -242,15 +233,6 @@ fn scan_raw<'a>(
         .and_then(|()| de.end())
         .map_err(|e| from_json_error(e, text))?;
     Ok(env)
-}
-
-/// Checks a JSON text for validity and duplicate keys, without keeping anything.
-pub fn check_value(text: &str) -> Result<(), ScanError> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    checked::check(&mut KeyBuf::new())
-        .deserialize(&mut de)
-        .and_then(|()| de.end())
-        .map_err(|e| from_json_error(e, text))
 }
 
 fn invalid(id: Option<Id>, reason: impl Into<String>) -> ScanError {
@@ -888,6 +870,15 @@ mod tests {
         link_key: |k| k == "url",
         icons_inert: |_| false,
     };
+
+    /// Checks a JSON text for validity and duplicate keys, without keeping anything.
+    fn check_value(text: &str) -> Result<(), ScanError> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        checked::check(&mut KeyBuf::new())
+            .deserialize(&mut de)
+            .and_then(|()| de.end())
+            .map_err(|e| from_json_error(e, text))
+    }
 
     /// A compact description of a scan outcome, for table tests; the same with the capture
     /// on, and with every value built (asserted), which only ever add what they captured or

@@ -16,7 +16,7 @@
 //!   naming the cause, and the session ends with the server's exit status (128 + signal);
 //! - a new server generation cannot start: the session ends the same way (fail closed).
 //!
-//! The server is started either at once ([`RelayConfig::new`]) or when the interceptor asks
+//! The server is started either at once ([`RelayConfig::command`]) or when the interceptor asks
 //! for it ([`RelayConfig::deferred`], [`Session::launch`]): rootfence's enforcer waits for the
 //! host's roots so the first server process is confined to them, and starts a new generation
 //! whenever they change (see `generation.rs`).
@@ -51,12 +51,11 @@ use tokio::task::{JoinHandle, JoinSet};
 pub use child::{SpawnError, exit_code};
 pub use generation::{GenTiming, Launch, Launched};
 pub use intercept::{
-    Action, Deferred, Drain, Intercepted, Interceptor, Offered, PassThrough, ProtocolError,
-    Screened,
+    Action, Drain, Intercepted, Interceptor, Offered, PassThrough, ProtocolError, Screened,
 };
 use last_words::LastWords;
 pub use observe::{Answer, Observer};
-pub use session::{Gen, Handshake, PeerInfo, Pending, Session, Side};
+pub use session::{Gen, Pending, Session, Side};
 
 use crate::jsonrpc::framing::{DEFAULT_MAX_LINE, LineReader};
 use pump::Origin;
@@ -95,16 +94,8 @@ pub struct RelayConfig {
 }
 
 impl RelayConfig {
-    /// Defaults for a command started at once: 64 MiB lines, a 2 s grace period, 1 s to
-    /// drain.
-    pub fn new(command: std::process::Command) -> Self {
-        RelayConfig {
-            command: Some(command),
-            ..RelayConfig::deferred()
-        }
-    }
-
-    /// The same defaults, for a server the interceptor starts itself ([`Session::launch`]).
+    /// Defaults for a server the interceptor starts itself ([`Session::launch`]): 64 MiB
+    /// lines, a 2 s grace period, 1 s to drain. (Set `command` to start one at once.)
     pub fn deferred() -> Self {
         RelayConfig {
             command: None,
@@ -543,10 +534,7 @@ impl Loop<'_> {
                         .map_err(|e| format!("the launch check failed: {e}"))??;
                 }
                 if generation == 1 {
-                    return Ok(Launched {
-                        generation,
-                        ..Launched::default()
-                    });
+                    return Ok(Launched::default());
                 }
                 generation::bring_up(Arc::clone(&session), generation, timing).await
             }
