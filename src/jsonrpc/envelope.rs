@@ -301,16 +301,12 @@ struct RawEnvelope<'a> {
 
 impl<'a> RawEnvelope<'a> {
     fn classify(self) -> Result<Envelope<'a>, ScanError> {
-        let method_present = self.method.is_some();
-        self.classify_shape().map_err(|mut e| {
-            if let ScanError::Invalid { has_method, .. } = &mut e {
-                *has_method = method_present;
-            }
-            e
-        })
-    }
-
-    fn classify_shape(self) -> Result<Envelope<'a>, ScanError> {
+        let has_method = self.method.is_some();
+        let invalid = |id, reason: &str| ScanError::Invalid {
+            id,
+            has_method,
+            reason: reason.to_owned(),
+        };
         let id = self.id.map(Id::from_raw);
         let known_id = || id.clone().and_then(Result::ok);
         match self.jsonrpc.as_deref() {
@@ -333,7 +329,7 @@ impl<'a> RawEnvelope<'a> {
             let (kind, id) = match id {
                 None => (Kind::Notification, None),
                 Some(Ok(id)) => (Kind::Request, Some(id)),
-                Some(Err(e)) => return Err(invalid(None, e.to_string())),
+                Some(Err(e)) => return Err(invalid(None, &e.to_string())),
             };
             return Ok(Envelope {
                 kind,
@@ -366,12 +362,12 @@ impl<'a> RawEnvelope<'a> {
             }
             (true, false, Some(Ok(id))) => (Kind::Response, Some(id)),
             (true, false, None) => return Err(invalid(None, "a response needs an \"id\"")),
-            (true, false, Some(Err(e))) => return Err(invalid(None, e.to_string())),
+            (true, false, Some(Err(e))) => return Err(invalid(None, &e.to_string())),
             // An error response may have a null or missing id when the request's id could not
             // be read (2025-11-25 made the missing form explicit).
             (false, true, Some(Ok(id))) => (Kind::ErrorResponse, Some(id)),
             (false, true, None | Some(Err(IdError::Null))) => (Kind::ErrorResponse, None),
-            (false, true, Some(Err(e))) => return Err(invalid(None, e.to_string())),
+            (false, true, Some(Err(e))) => return Err(invalid(None, &e.to_string())),
         };
         let (page, item) = self.captured;
         Ok(Envelope {
@@ -666,22 +662,14 @@ impl<'de> RawEnvelope<'de> {
         keys: &mut KeySet<'_, 'de>,
         key: &str,
     ) -> Result<Value, A::Error> {
-        let value = match key {
-            "params" => {
-                let value = map.next_value_seed(checked::value(keys.nested()))?;
-                self.params = Some(Params::of(&value, &mut self.redo));
-                value
-            }
-            _ => {
-                match key {
-                    "result" => self.result = true,
-                    // Its exact verdict is the scan's without the build.
-                    "error" => (self.error, self.redo) = (true, true),
-                    _ => self.other = true,
-                }
-                map.next_value_seed(checked::value(keys.nested()))?
-            }
-        };
+        let value = map.next_value_seed(checked::value(keys.nested()))?;
+        match key {
+            "params" => self.params = Some(Params::of(&value, &mut self.redo)),
+            "result" => self.result = true,
+            // Its exact verdict is the scan's without the build.
+            "error" => (self.error, self.redo) = (true, true),
+            _ => self.other = true,
+        }
         Ok(value)
     }
 }

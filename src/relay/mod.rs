@@ -618,10 +618,11 @@ impl Loop<'_> {
                     "a previous server generation ended ({})",
                     child::describe_status(status)
                 );
-                for p in self.session.take_pending_of(generation) {
-                    let line = pump::server_gone_error(&p.id, &p.method, &cause);
-                    self.session.send_detached(Side::Host, line);
-                }
+                answer_gone(
+                    &self.session,
+                    self.session.take_pending_of(generation),
+                    &cause,
+                );
                 if self.failed && self.running.is_empty() {
                     return Some(status);
                 }
@@ -733,8 +734,13 @@ impl Loop<'_> {
 
 /// Answers every host request still waiting for the server with an error naming `cause`.
 fn answer_waiting(session: &Arc<Session>, cause: &str) {
-    for pending in session.server_gone(cause) {
-        let line = pump::server_gone_error(&pending.id, &pending.method, cause);
+    answer_gone(session, session.server_gone(cause), cause);
+}
+
+/// Answers these host requests with an error naming `cause`.
+fn answer_gone(session: &Arc<Session>, pending: Vec<Pending>, cause: &str) {
+    for p in pending {
+        let line = pump::server_gone_error(&p.id, &p.method, cause);
         session.send_detached(Side::Host, line);
     }
 }
