@@ -512,7 +512,7 @@ impl<I: Interceptor> Router<'_, I> {
     async fn send_to(&self, to: Dest, bytes: Bytes) {
         match to {
             Dest::Host => {
-                let _ = self.session.send(Side::Host, bytes).await;
+                self.session.send_host(bytes).await;
             }
             Dest::Server {
                 generation,

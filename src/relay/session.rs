@@ -283,14 +283,6 @@ impl Remembered {
     }
 }
 
-/// Why a message could not be sent.
-#[derive(Debug, thiserror::Error)]
-pub enum SendError {
-    /// The writer for that side has stopped (the peer closed its end).
-    #[error("the {0} side is closed")]
-    Closed(&'static str),
-}
-
 /// The session: shared state plus the queues toward each side.
 #[derive(Debug)]
 pub struct Session {

@@ -272,24 +272,18 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
                 note,
             }
         }
-        Action::Reply(v) => {
-            if let (Kind::Request, Side::Host, Some(id)) = (routed.kind, from, &routed.id) {
+        Action::Reply(_) | Action::Drop => {
+            if is_initialize {
+                session.initialize_decided();
+            }
+            let request = routed.id.as_ref().filter(|_| routed.kind == Kind::Request);
+            if let (Some(id), Side::Host) = (request, from) {
                 session.answered_locally(id);
             }
-            if is_initialize {
-                session.initialize_decided();
-            }
-            Step::Reply(to_bytes(&v))
-        }
-        Action::Drop => {
-            if is_initialize {
-                session.initialize_decided();
-            }
-            match (routed.kind, &routed.id) {
-                (Kind::Request, Some(id)) => {
-                    if from == Side::Host {
-                        session.answered_locally(id);
-                    }
+            match (action, request) {
+                (Action::Reply(v), _) => Step::Reply(to_bytes(&v)),
+                // A request dropped is still answered.
+                (_, Some(id)) => {
                     let msg = format!(
                         "rootfence: the `{}` request was not forwarded",
                         routed.method
