@@ -455,7 +455,7 @@ impl Loop<'_> {
             let _ = reply.send(Err(cause));
             return Ok(());
         }
-        let server = match child::spawn(launch.command) {
+        let mut server = match child::spawn(launch.command) {
             Ok(s) => s,
             Err(e) if up_front => return Err(e.into()),
             Err(e) => {
@@ -465,19 +465,13 @@ impl Loop<'_> {
                 return Ok(());
             }
         };
-        let child::ServerProcess {
-            mut child,
-            pgid,
-            stdin,
-            stdout,
-            words,
-        } = server;
-        self.newest_words = Some(words);
+        let pgid = server.pgid;
+        self.newest_words = Some(server.words);
         if let Some(o) = self.session.observer() {
             o.generation(generation, true);
         }
         let session = Arc::clone(&self.session);
-        tokio::spawn(pump::writer(stdin, receivers, gate));
+        tokio::spawn(pump::writer(server.stdin, receivers, gate));
         let tx = self.events.clone();
         let pump_task = {
             let session = Arc::clone(&session);
@@ -490,7 +484,7 @@ impl Loop<'_> {
                         side: Side::Server,
                         generation,
                     },
-                    LineReader::new(stdout, max),
+                    LineReader::new(server.stdout, max),
                     max,
                     session,
                     icpt,
@@ -510,7 +504,7 @@ impl Loop<'_> {
         {
             let tx = tx.clone();
             tokio::spawn(async move {
-                let status = child.wait().await;
+                let status = server.child.wait().await;
                 let _ = tx.send(Event::Exited(generation, status)).await;
             });
         }
