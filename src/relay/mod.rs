@@ -440,13 +440,8 @@ impl Loop<'_> {
         icpt: &Arc<I>,
         up_front: bool,
     ) -> Result<(), RelayError> {
-        let LaunchRequest {
-            generation,
-            launch,
-            lanes,
-            reply,
-        } = request;
-        let Some((receivers, gate)) = lanes else {
+        let (generation, launch, reply) = (request.generation, request.launch, request.reply);
+        let Some((receivers, gate)) = request.lanes else {
             let _ = reply.send(Err("this generation was already started".into()));
             return Ok(());
         };
