@@ -97,7 +97,10 @@ fn main() -> ExitCode {
     };
     let mut command = std::process::Command::new(&server[0]);
     command.args(&server[1..]);
-    let config = RelayConfig::new(command);
+    let config = RelayConfig {
+        command: Some(command),
+        ..RelayConfig::deferred()
+    };
     // As `rootfence run`: one thread, the relay is I/O-bound.
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

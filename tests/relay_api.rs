@@ -43,7 +43,10 @@ fn start<I: Interceptor>(
     let (relay_out, host_read) = tokio::io::duplex(1 << 16);
     let mut cmd = std::process::Command::new(common::test_server());
     cmd.arg("--log").arg(log);
-    let mut cfg = RelayConfig::new(cmd);
+    let mut cfg = RelayConfig {
+        command: Some(cmd),
+        ..RelayConfig::deferred()
+    };
     cfg.shutdown_grace = Duration::from_millis(200);
     let task = tokio::spawn(async move {
         relay::run_with(cfg, Arc::new(icpt), relay_in, relay_out)

@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 
 use super::id::{Id, IdError};
 
-pub use capture::{Capture, Item, Rules};
+pub use capture::{Capture, Rules};
 
 /// `params._meta` key carrying the protocol version on 2026-07-28 requests.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -128,11 +128,13 @@ pub enum Scanned<'a> {
 }
 
 /// Why a line is not an acceptable JSON-RPC message.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ScanError {
     /// Not JSON at all (`-32700`).
+    #[error("not valid JSON: {0}")]
     Parse(String),
     /// JSON, but not a valid message (`-32600`), with its id when that could be read.
+    #[error("not a valid JSON-RPC message: {reason}")]
     Invalid {
         /// The message's id, if one could be read unambiguously.
         id: Option<Id>,
@@ -158,17 +160,6 @@ impl ScanError {
         match self {
             ScanError::Parse(_) => None,
             ScanError::Invalid { id, .. } => id.as_ref(),
-        }
-    }
-}
-
-impl fmt::Display for ScanError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ScanError::Parse(e) => write!(f, "not valid JSON: {e}"),
-            ScanError::Invalid { reason, .. } => {
-                write!(f, "not a valid JSON-RPC message: {reason}")
-            }
         }
     }
 }
@@ -244,15 +235,6 @@ fn scan_raw<'a>(
     Ok(env)
 }
 
-/// Checks a JSON text for validity and duplicate keys, without keeping anything.
-pub fn check_value(text: &str) -> Result<(), ScanError> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    checked::check(&mut KeyBuf::new())
-        .deserialize(&mut de)
-        .and_then(|()| de.end())
-        .map_err(|e| from_json_error(e, text))
-}
-
 fn invalid(id: Option<Id>, reason: impl Into<String>) -> ScanError {
     ScanError::Invalid {
         id,
@@ -319,16 +301,12 @@ struct RawEnvelope<'a> {
 
 impl<'a> RawEnvelope<'a> {
     fn classify(self) -> Result<Envelope<'a>, ScanError> {
-        let method_present = self.method.is_some();
-        self.classify_shape().map_err(|mut e| {
-            if let ScanError::Invalid { has_method, .. } = &mut e {
-                *has_method = method_present;
-            }
-            e
-        })
-    }
-
-    fn classify_shape(self) -> Result<Envelope<'a>, ScanError> {
+        let has_method = self.method.is_some();
+        let invalid = |id, reason: &str| ScanError::Invalid {
+            id,
+            has_method,
+            reason: reason.to_owned(),
+        };
         let id = self.id.map(Id::from_raw);
         let known_id = || id.clone().and_then(Result::ok);
         match self.jsonrpc.as_deref() {
@@ -351,7 +329,7 @@ impl<'a> RawEnvelope<'a> {
             let (kind, id) = match id {
                 None => (Kind::Notification, None),
                 Some(Ok(id)) => (Kind::Request, Some(id)),
-                Some(Err(e)) => return Err(invalid(None, e.to_string())),
+                Some(Err(e)) => return Err(invalid(None, &e.to_string())),
             };
             return Ok(Envelope {
                 kind,
@@ -384,12 +362,12 @@ impl<'a> RawEnvelope<'a> {
             }
             (true, false, Some(Ok(id))) => (Kind::Response, Some(id)),
             (true, false, None) => return Err(invalid(None, "a response needs an \"id\"")),
-            (true, false, Some(Err(e))) => return Err(invalid(None, e.to_string())),
+            (true, false, Some(Err(e))) => return Err(invalid(None, &e.to_string())),
             // An error response may have a null or missing id when the request's id could not
             // be read (2025-11-25 made the missing form explicit).
             (false, true, Some(Ok(id))) => (Kind::ErrorResponse, Some(id)),
             (false, true, None | Some(Err(IdError::Null))) => (Kind::ErrorResponse, None),
-            (false, true, Some(Err(e))) => return Err(invalid(None, e.to_string())),
+            (false, true, Some(Err(e))) => return Err(invalid(None, &e.to_string())),
         };
         let (page, item) = self.captured;
         Ok(Envelope {
@@ -684,22 +662,14 @@ impl<'de> RawEnvelope<'de> {
         keys: &mut KeySet<'_, 'de>,
         key: &str,
     ) -> Result<Value, A::Error> {
-        let value = match key {
-            "params" => {
-                let value = map.next_value_seed(checked::value(keys.nested()))?;
-                self.params = Some(Params::of(&value, &mut self.redo));
-                value
-            }
-            _ => {
-                match key {
-                    "result" => self.result = true,
-                    // Its exact verdict is the scan's without the build.
-                    "error" => (self.error, self.redo) = (true, true),
-                    _ => self.other = true,
-                }
-                map.next_value_seed(checked::value(keys.nested()))?
-            }
-        };
+        let value = map.next_value_seed(checked::value(keys.nested()))?;
+        match key {
+            "params" => self.params = Some(Params::of(&value, &mut self.redo)),
+            "result" => self.result = true,
+            // Its exact verdict is the scan's without the build.
+            "error" => (self.error, self.redo) = (true, true),
+            _ => self.other = true,
+        }
         Ok(value)
     }
 }
@@ -888,6 +858,15 @@ mod tests {
         link_key: |k| k == "url",
         icons_inert: |_| false,
     };
+
+    /// Checks a JSON text for validity and duplicate keys, without keeping anything.
+    fn check_value(text: &str) -> Result<(), ScanError> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        checked::check(&mut KeyBuf::new())
+            .deserialize(&mut de)
+            .and_then(|()| de.end())
+            .map_err(|e| from_json_error(e, text))
+    }
 
     /// A compact description of a scan outcome, for table tests; the same with the capture
     /// on, and with every value built (asserted), which only ever add what they captured or

@@ -44,12 +44,6 @@ pub fn error_response(id: Option<&Id>, code: i64, message: &str, data: Option<Va
     serde_json::to_vec(&msg).expect("a JSON value always serializes")
 }
 
-/// Builds a success response line (without the newline).
-pub fn result_response(id: &Id, result: Value) -> Vec<u8> {
-    let msg = json!({ "jsonrpc": "2.0", "id": id.to_value(), "result": result });
-    serde_json::to_vec(&msg).expect("a JSON value always serializes")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,24 +39,17 @@ impl std::hash::Hash for Id {
 }
 
 /// Why an id was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {
     /// `null` where an id is required.
+    #[error("id is null")]
     Null,
     /// A number with a fraction or an exponent.
+    #[error("id is a number but not an integer")]
     NotInteger,
     /// An object, array or boolean.
+    #[error("id must be a string or an integer")]
     WrongType,
-}
-
-impl fmt::Display for IdError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            IdError::Null => "id is null",
-            IdError::NotInteger => "id is a number but not an integer",
-            IdError::WrongType => "id must be a string or an integer",
-        })
-    }
 }
 
 impl Id {

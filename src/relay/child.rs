@@ -115,14 +115,12 @@ impl StderrTail {
 
     /// The last lines, oldest first.
     pub fn lines(&self) -> Vec<String> {
-        let t = crate::relock(&self.inner);
-        t.lines.iter().cloned().collect()
+        crate::relock(&self.inner).lines.iter().cloned().collect()
     }
 
     /// Paths the lines said were denied.
     pub fn denied(&self) -> Vec<String> {
-        let t = crate::relock(&self.inner);
-        t.denied.clone()
+        crate::relock(&self.inner).denied.clone()
     }
 }
 
@@ -253,10 +251,7 @@ pub fn server_name(argv: &[String]) -> String {
             name = format!("{name} {}", base(what));
         }
     }
-    let mut out = String::new();
-    for c in clean_line(name.as_bytes()).chars().take(64) {
-        out.push(c);
-    }
+    let out: String = clean_line(name.as_bytes()).chars().take(64).collect();
     if out.is_empty() { "server".into() } else { out }
 }
 
@@ -367,11 +362,7 @@ fn pass_stderr(from: std::io::PipeReader, prefix: &str, tail: &StderrTail) {
             shown.push_str(&format!(" [{cut} more bytes of this line not shown]"));
         }
         tail.push(&shown);
-        let mut out = String::with_capacity(prefix.len() + shown.len() + 1);
-        out.push_str(prefix);
-        out.push_str(&shown);
-        out.push('\n');
-        let _ = std::io::stderr().write_all(out.as_bytes());
+        let _ = std::io::stderr().write_all(format!("{prefix}{shown}\n").as_bytes());
         if eof {
             tail.done.store(true, std::sync::atomic::Ordering::Release);
             return;

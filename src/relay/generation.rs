@@ -66,8 +66,6 @@ impl std::fmt::Debug for Launch {
 /// A generation that is up.
 #[derive(Debug, Clone, Default)]
 pub struct Launched {
-    /// Its number.
-    pub generation: Gen,
     /// How its `initialize` answer differs from the first generation's, in words (empty when
     /// it does not, or nothing was replayed).
     pub differences: Vec<String>,
@@ -92,10 +90,7 @@ pub(crate) async fn bring_up(
     timing: GenTiming,
 ) -> Result<Launched, String> {
     let handshake = session.handshake();
-    let mut launched = Launched {
-        generation,
-        ..Launched::default()
-    };
+    let mut launched = Launched::default();
     if let Some(params) = handshake.initialize {
         let answer = ask(&session, generation, m::INITIALIZE, Some(params), timing).await?;
         match (answer.get("result"), answer.get("error")) {

@@ -35,10 +35,11 @@ impl LastWords {
             .map(|a| shell_quote(a))
             .collect::<Vec<_>>()
             .join(" ");
-        let next = if self.sandboxed {
-            format!("rootfence sandbox probe -- {command}")
+        let (advice, next) = if self.sandboxed {
+            let advice = "to see what the sandbox refused it and the grants to add, run";
+            (advice, format!("rootfence sandbox probe -- {command}"))
         } else {
-            command.clone()
+            ("to see why, run it directly", command)
         };
         let mut text = format!("{cause} before answering `initialize`");
         if lines.is_empty() {
@@ -56,13 +57,7 @@ impl LastWords {
         if !denied.is_empty() {
             text.push_str(&format!("; denied: {}", denied.join(", ")));
         }
-        if self.sandboxed {
-            text.push_str(&format!(
-                "; to see what the sandbox refused it and the grants to add, run: {next}"
-            ));
-        } else {
-            text.push_str(&format!("; to see why, run it directly: {next}"));
-        }
+        text.push_str(&format!("; {advice}: {next}"));
         EarlyDeath {
             text,
             data: serde_json::json!({

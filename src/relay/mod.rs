@@ -16,7 +16,7 @@
 //!   naming the cause, and the session ends with the server's exit status (128 + signal);
 //! - a new server generation cannot start: the session ends the same way (fail closed).
 //!
-//! The server is started either at once ([`RelayConfig::new`]) or when the interceptor asks
+//! The server is started either at once ([`RelayConfig::command`]) or when the interceptor asks
 //! for it ([`RelayConfig::deferred`], [`Session::launch`]): rootfence's enforcer waits for the
 //! host's roots so the first server process is confined to them, and starts a new generation
 //! whenever they change (see `generation.rs`).
@@ -51,12 +51,11 @@ use tokio::task::{JoinHandle, JoinSet};
 pub use child::{SpawnError, exit_code};
 pub use generation::{GenTiming, Launch, Launched};
 pub use intercept::{
-    Action, Deferred, Drain, Intercepted, Interceptor, Offered, PassThrough, ProtocolError,
-    Screened,
+    Action, Drain, Intercepted, Interceptor, Offered, PassThrough, ProtocolError, Screened,
 };
 use last_words::LastWords;
 pub use observe::{Answer, Observer};
-pub use session::{Gen, Handshake, PeerInfo, Pending, Session, Side};
+pub use session::{Gen, Pending, Session, Side};
 
 use crate::jsonrpc::framing::{DEFAULT_MAX_LINE, LineReader};
 use pump::Origin;
@@ -95,16 +94,8 @@ pub struct RelayConfig {
 }
 
 impl RelayConfig {
-    /// Defaults for a command started at once: 64 MiB lines, a 2 s grace period, 1 s to
-    /// drain.
-    pub fn new(command: std::process::Command) -> Self {
-        RelayConfig {
-            command: Some(command),
-            ..RelayConfig::deferred()
-        }
-    }
-
-    /// The same defaults, for a server the interceptor starts itself ([`Session::launch`]).
+    /// Defaults for a server the interceptor starts itself ([`Session::launch`]): 64 MiB
+    /// lines, a 2 s grace period, 1 s to drain. (Set `command` to start one at once.)
     pub fn deferred() -> Self {
         RelayConfig {
             command: None,
@@ -449,13 +440,8 @@ impl Loop<'_> {
         icpt: &Arc<I>,
         up_front: bool,
     ) -> Result<(), RelayError> {
-        let LaunchRequest {
-            generation,
-            launch,
-            lanes,
-            reply,
-        } = request;
-        let Some((receivers, gate)) = lanes else {
+        let (generation, launch, reply) = (request.generation, request.launch, request.reply);
+        let Some((receivers, gate)) = request.lanes else {
             let _ = reply.send(Err("this generation was already started".into()));
             return Ok(());
         };
@@ -464,7 +450,7 @@ impl Loop<'_> {
             let _ = reply.send(Err(cause));
             return Ok(());
         }
-        let server = match child::spawn(launch.command) {
+        let mut server = match child::spawn(launch.command) {
             Ok(s) => s,
             Err(e) if up_front => return Err(e.into()),
             Err(e) => {
@@ -474,19 +460,13 @@ impl Loop<'_> {
                 return Ok(());
             }
         };
-        let child::ServerProcess {
-            mut child,
-            pgid,
-            stdin,
-            stdout,
-            words,
-        } = server;
-        self.newest_words = Some(words);
+        let pgid = server.pgid;
+        self.newest_words = Some(server.words);
         if let Some(o) = self.session.observer() {
             o.generation(generation, true);
         }
         let session = Arc::clone(&self.session);
-        tokio::spawn(pump::writer(stdin, receivers, gate));
+        tokio::spawn(pump::writer(server.stdin, receivers, gate));
         let tx = self.events.clone();
         let pump_task = {
             let session = Arc::clone(&session);
@@ -499,7 +479,7 @@ impl Loop<'_> {
                         side: Side::Server,
                         generation,
                     },
-                    LineReader::new(stdout, max),
+                    LineReader::new(server.stdout, max),
                     max,
                     session,
                     icpt,
@@ -519,7 +499,7 @@ impl Loop<'_> {
         {
             let tx = tx.clone();
             tokio::spawn(async move {
-                let status = child.wait().await;
+                let status = server.child.wait().await;
                 let _ = tx.send(Event::Exited(generation, status)).await;
             });
         }
@@ -543,10 +523,7 @@ impl Loop<'_> {
                         .map_err(|e| format!("the launch check failed: {e}"))??;
                 }
                 if generation == 1 {
-                    return Ok(Launched {
-                        generation,
-                        ..Launched::default()
-                    });
+                    return Ok(Launched::default());
                 }
                 generation::bring_up(Arc::clone(&session), generation, timing).await
             }
@@ -630,10 +607,11 @@ impl Loop<'_> {
                     "a previous server generation ended ({})",
                     child::describe_status(status)
                 );
-                for p in self.session.take_pending_of(generation) {
-                    let line = pump::server_gone_error(&p.id, &p.method, &cause);
-                    self.session.send_detached(Side::Host, line);
-                }
+                answer_gone(
+                    &self.session,
+                    self.session.take_pending_of(generation),
+                    &cause,
+                );
                 if self.failed && self.running.is_empty() {
                     return Some(status);
                 }
@@ -745,8 +723,13 @@ impl Loop<'_> {
 
 /// Answers every host request still waiting for the server with an error naming `cause`.
 fn answer_waiting(session: &Arc<Session>, cause: &str) {
-    for pending in session.server_gone(cause) {
-        let line = pump::server_gone_error(&pending.id, &pending.method, cause);
+    answer_gone(session, session.server_gone(cause), cause);
+}
+
+/// Answers these host requests with an error naming `cause`.
+fn answer_gone(session: &Arc<Session>, pending: Vec<Pending>, cause: &str) {
+    for p in pending {
+        let line = pump::server_gone_error(&p.id, &p.method, cause);
         session.send_detached(Side::Host, line);
     }
 }

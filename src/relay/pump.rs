@@ -30,7 +30,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
@@ -205,7 +205,7 @@ where
 }
 
 /// Where a decided message goes.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 enum Dest {
     /// To the host (forwarded, waiting while its queue is full).
     Host,
@@ -409,40 +409,32 @@ impl<I: Interceptor> Router<'_, I> {
             });
             return;
         }
-        let unchanged = steps.iter().all(|s| {
-            matches!(s, Step::Send { bytes: None, id: None, to, .. }
-                if matches!((self.from, to), (Side::Server, Dest::Host) | (Side::Host, Dest::Server { prio: false, .. })))
-        });
-        if unchanged && self.same_destination(&steps) {
+        // Every element forwarded unchanged, to one destination: the line goes as it is.
+        let whole = {
+            let mut unchanged = steps.iter().map(|s| match s {
+                Step::Send {
+                    bytes: None,
+                    id: None,
+                    to,
+                    ..
+                } if matches!(
+                    (self.from, to),
+                    (Side::Server, Dest::Host) | (Side::Host, Dest::Server { prio: false, .. })
+                ) =>
+                {
+                    Some(to)
+                }
+                _ => None,
+            });
+            let first = unchanged.next().flatten();
+            first.filter(|_| unchanged.all(|d| d == first)).cloned()
+        };
+        if let Some(to) = whole {
             self.note_batch(&steps, &originals);
-            self.send_to(self.batch_dest(&steps), line.clone()).await;
+            self.send_to(to, line.clone()).await;
             return;
         }
         self.send_batch(steps, originals).await;
-    }
-
-    fn same_destination(&self, steps: &[Step]) -> bool {
-        let mut gens = steps.iter().filter_map(|s| match s {
-            Step::Send {
-                to: Dest::Server { generation, .. },
-                ..
-            } => Some(*generation),
-            _ => None,
-        });
-        match gens.next() {
-            None => true,
-            Some(first) => gens.all(|g| g == first),
-        }
-    }
-
-    fn batch_dest(&self, steps: &[Step]) -> Dest {
-        steps
-            .iter()
-            .find_map(|s| match s {
-                Step::Send { to, .. } => Some(to.clone()),
-                _ => None,
-            })
-            .unwrap_or(Dest::Host)
     }
 
     fn note_batch(&self, steps: &[Step], originals: &[Bytes]) {
@@ -520,7 +512,7 @@ impl<I: Interceptor> Router<'_, I> {
     async fn send_to(&self, to: Dest, bytes: Bytes) {
         match to {
             Dest::Host => {
-                let _ = self.session.send(Side::Host, bytes).await;
+                self.session.send_host(bytes).await;
             }
             Dest::Server {
                 generation,
@@ -556,7 +548,7 @@ impl<I: Interceptor> Router<'_, I> {
                     if let Some((method, id)) = note {
                         self.note(&method, id.as_ref(), &bytes);
                     }
-                    match forward.iter_mut().find(|(d, _)| same_dest(d, &to)) {
+                    match forward.iter_mut().find(|(d, _)| *d == to) {
                         Some((_, parts)) => parts.push(bytes),
                         None => forward.push((to, vec![bytes])),
                     }
@@ -571,23 +563,6 @@ impl<I: Interceptor> Router<'_, I> {
         if !replies.is_empty() {
             self.reply(join_batch(&replies));
         }
-    }
-}
-
-fn same_dest(a: &Dest, b: &Dest) -> bool {
-    match (a, b) {
-        (Dest::Host, Dest::Host) => true,
-        (
-            Dest::Server {
-                generation: g1,
-                prio: p1,
-            },
-            Dest::Server {
-                generation: g2,
-                prio: p2,
-            },
-        ) => g1 == g2 && p1 == p2,
-        _ => false,
     }
 }
 
@@ -608,17 +583,7 @@ fn with_id(line: &Bytes, id: &Id) -> Bytes {
 
 /// `[a,b,c]` from already-serialized messages.
 fn join_batch(parts: &[Bytes]) -> Bytes {
-    let len = parts.iter().map(|p| p.len() + 1).sum::<usize>() + 1;
-    let mut out = BytesMut::with_capacity(len);
-    out.put_u8(b'[');
-    for (i, p) in parts.iter().enumerate() {
-        if i > 0 {
-            out.put_u8(b',');
-        }
-        out.put_slice(p);
-    }
-    out.put_u8(b']');
-    out.freeze()
+    [&b"["[..], &parts.join(&b','), b"]"].concat().into()
 }
 
 /// The error for a host request that the server can no longer answer.

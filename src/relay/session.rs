@@ -118,10 +118,6 @@ pub enum Matched {
 /// response.
 #[derive(Debug)]
 pub struct OwnRequest {
-    /// The request's method.
-    pub method: Arc<str>,
-    /// When it was sent.
-    pub started: Instant,
     reply: oneshot::Sender<Value>,
 }
 
@@ -187,9 +183,10 @@ pub struct Counters {
 
 /// Where the first generation stands with the host's `initialize`, which must reach it
 /// before anything else the host sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum InitPhase {
     /// No `initialize` seen: the first generation's lane opens on the first other message.
+    #[default]
     NotSeen,
     /// Seen and not yet decided (an interceptor may hold it until the roots are known).
     Held,
@@ -226,7 +223,7 @@ pub(crate) struct LaunchRequest {
     pub reply: oneshot::Sender<Result<super::generation::Launched, String>>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct State {
     peers: PeerInfo,
     handshake: Handshake,
@@ -286,14 +283,6 @@ impl Remembered {
     }
 }
 
-/// Why a message could not be sent.
-#[derive(Debug, thiserror::Error)]
-pub enum SendError {
-    /// The writer for that side has stopped (the peer closed its end).
-    #[error("the {0} side is closed")]
-    Closed(&'static str),
-}
-
 /// The session: shared state plus the queues toward each side.
 #[derive(Debug)]
 pub struct Session {
@@ -322,22 +311,10 @@ impl Session {
         let (link, first) = GenLink::new();
         Session {
             state: Mutex::new(State {
-                peers: PeerInfo::default(),
-                handshake: Handshake::default(),
-                subscribing: HashMap::new(),
-                host_pending: HashMap::new(),
-                server_pending: HashMap::new(),
-                own_host: HashMap::new(),
-                own_server: HashMap::new(),
-                answered_locally: Remembered::default(),
-                cancelled_by_host: Remembered::default(),
-                cancelled_by_server: Remembered::default(),
                 current: 1,
                 gens: BTreeMap::from([(1, link)]),
-                init: InitPhase::NotSeen,
-                launched: 0,
                 first: Some(first),
-                server_gone: None,
+                ..State::default()
             }),
             to_host,
             events,
@@ -673,13 +650,13 @@ mod tests {
         s.track_host_request(&id("2"), "b".into(), None, false);
         let gone = s.server_gone("exited");
         assert_eq!(gone.len(), 2);
-        assert!(s.in_flight(Side::Host).is_empty());
+        assert_eq!(s.pending_count(1), 0);
         assert_eq!(s.server_gone_cause().as_deref(), Some("exited"));
         // Once gone, a new host request is refused rather than left waiting forever.
         assert!(
             s.track_host_request(&id("3"), "c".into(), None, false)
                 .is_none()
         );
-        assert!(s.in_flight(Side::Host).is_empty());
+        assert_eq!(s.pending_count(1), 0);
     }
 }

@@ -183,9 +183,9 @@ pub(super) fn params_uri<'de, A: MapAccess<'de>>(
 
 /// A capture's seed: the scan's key buffer and the rules, read with `deserialize_any` (so every
 /// value is checked as [`checked::check`] checks it: a shape not captured is still read whole) into
-/// `$value` by the visitor methods given.
+/// `$value` by the visitor methods given; scalars and arrays into `$other`, when given.
 macro_rules! capture_seed {
-    ($(#[$doc:meta])* $vis:vis $name:ident -> $value:ty { $($body:tt)* }) => {
+    ($(#[$doc:meta])* $vis:vis $name:ident -> $value:ty $(, else $other:tt)? { $($body:tt)* }) => {
         $(#[$doc])*
         $vis struct $name<'k, 'de> {
             $vis keys: &'k mut KeyBuf<'de>,
@@ -204,6 +204,13 @@ macro_rules! capture_seed {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("any JSON value")
             }
+            $(
+                accept_scalars!($value, $other);
+                fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<$value, A::Error> {
+                    checked::skip_seq(self.keys, seq)?;
+                    Ok($other)
+                }
+            )?
             $($body)*
         }
     };
@@ -211,12 +218,7 @@ macro_rules! capture_seed {
 
 capture_seed! {
     /// A response's `result`: checked whole, with its page or its read item captured.
-    pub(super) ResultSeed -> Captured<'de> {
-        accept_scalars!(Captured<'de>, (None, None));
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-            checked::skip_seq(self.keys, seq)?;
-            Ok((None, None))
-        }
+    pub(super) ResultSeed -> Captured<'de>, else (None, None) {
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
             let rules = self.rules;
             let mut keys = KeySet::new(self.keys);
@@ -287,12 +289,7 @@ capture_seed! {
 capture_seed! {
     /// One page entry: its `uri`, when the entry is an object whose `uri` is a string and whose
     /// other members the walk leaves alone.
-    Entry -> Option<Cow<'de, str>> {
-        accept_scalars!(Self::Value, None);
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-            checked::skip_seq(self.keys, seq)?;
-            Ok(None)
-        }
+    Entry -> Option<Cow<'de, str>>, else None {
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
             let rules = self.rules;
             let mut keys = KeySet::new(self.keys);
@@ -364,12 +361,7 @@ capture_seed! {
 
 capture_seed! {
     /// One content item, when the read path takes it (see [`Capture::item`]).
-    ItemSeed -> Option<Item<'de>> {
-        accept_scalars!(Self::Value, None);
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-            checked::skip_seq(self.keys, seq)?;
-            Ok(None)
-        }
+    ItemSeed -> Option<Item<'de>>, else None {
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
             let rules = self.rules;
             let mut keys = KeySet::new(self.keys);

@@ -87,17 +87,28 @@ impl<I: Interceptor> Router<'_, I> {
                 return finish(routed, Action::Drop, self.session);
             }
         };
-        match internal {
-            Internal::RecordInitialize => self.session.record_initialize(&message),
-            Internal::RecordServerInfo => self
-                .session
-                .record_server_info(&message, routed.origin.generation),
-            Internal::None => {}
-        }
+        self.record(&routed, internal, &message);
         if !wants {
             return finish(routed, Action::Forward, self.session);
         }
-        let action = self.icpt.intercept(
+        let action = self.intercept(&routed, message, verbatim_ok);
+        finish(routed, action, self.session)
+    }
+
+    /// What the relay records of a message it must know itself.
+    fn record(&self, routed: &Routed, internal: Internal, message: &Value) {
+        match internal {
+            Internal::RecordInitialize => self.session.record_initialize(message),
+            Internal::RecordServerInfo => self
+                .session
+                .record_server_info(message, routed.origin.generation),
+            Internal::None => {}
+        }
+    }
+
+    /// Hands the message's value to [`Interceptor::intercept`].
+    fn intercept(&self, routed: &Routed, message: Value, verbatim_ok: bool) -> Action {
+        self.icpt.intercept(
             self.session,
             Intercepted {
                 from: routed.origin.side,
@@ -108,8 +119,7 @@ impl<I: Interceptor> Router<'_, I> {
                 message,
                 verbatim_ok,
             },
-        );
-        finish(routed, action, self.session)
+        )
     }
 
     /// [`Self::decide`] for a message rewritten before the interceptor's decision (`message`
@@ -122,13 +132,7 @@ impl<I: Interceptor> Router<'_, I> {
         internal: Internal,
         after: Option<Drain>,
     ) -> Step {
-        match internal {
-            Internal::RecordInitialize => self.session.record_initialize(&message),
-            Internal::RecordServerInfo => self
-                .session
-                .record_server_info(&message, routed.origin.generation),
-            Internal::None => {}
-        }
+        self.record(&routed, internal, &message);
         if !self
             .icpt
             .wants(routed.origin.side, routed.kind, &routed.method)
@@ -137,18 +141,7 @@ impl<I: Interceptor> Router<'_, I> {
             return finish(routed, action, self.session);
         }
         let built = message.clone();
-        let action = self.icpt.intercept(
-            self.session,
-            Intercepted {
-                from: routed.origin.side,
-                kind: routed.kind,
-                id: routed.id.clone(),
-                request: routed.request,
-                method: Arc::clone(&routed.method),
-                message,
-                verbatim_ok: false,
-            },
-        );
+        let action = self.intercept(&routed, message, false);
         // "Forward" means the bytes that came in; here that is the value built.
         let action = match action {
             Action::Forward => Action::Replace(built),
@@ -279,24 +272,18 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
                 note,
             }
         }
-        Action::Reply(v) => {
-            if let (Kind::Request, Side::Host, Some(id)) = (routed.kind, from, &routed.id) {
+        Action::Reply(_) | Action::Drop => {
+            if is_initialize {
+                session.initialize_decided();
+            }
+            let request = routed.id.as_ref().filter(|_| routed.kind == Kind::Request);
+            if let (Some(id), Side::Host) = (request, from) {
                 session.answered_locally(id);
             }
-            if is_initialize {
-                session.initialize_decided();
-            }
-            Step::Reply(to_bytes(&v))
-        }
-        Action::Drop => {
-            if is_initialize {
-                session.initialize_decided();
-            }
-            match (routed.kind, &routed.id) {
-                (Kind::Request, Some(id)) => {
-                    if from == Side::Host {
-                        session.answered_locally(id);
-                    }
+            match (action, request) {
+                (Action::Reply(v), _) => Step::Reply(to_bytes(&v)),
+                // A request dropped is still answered.
+                (_, Some(id)) => {
                     let msg = format!(
                         "rootfence: the `{}` request was not forwarded",
                         routed.method

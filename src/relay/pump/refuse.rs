@@ -26,9 +26,9 @@ impl<I: Interceptor> Router<'_, I> {
         offending: Offending,
         line: &Bytes,
     ) -> Option<Bytes> {
-        let (code, kind) = match e {
-            ScanError::Parse(_) => ("bad_json", e.code()),
-            ScanError::Invalid { .. } => ("invalid_message", e.code()),
+        let code = match e {
+            ScanError::Parse(_) => "bad_json",
+            ScanError::Invalid { .. } => "invalid_message",
         };
         let id = e.id().cloned();
         match self.from {
@@ -47,33 +47,23 @@ impl<I: Interceptor> Router<'_, I> {
                     // An invalid answer to one of rootfence's own requests: no error for it.
                     return None;
                 }
-                Some(error_response(id.as_ref(), kind, &format!("rootfence: {e}"), None).into())
+                Some(error_response(id.as_ref(), e.code(), &format!("rootfence: {e}"), None).into())
             }
             Side::Server => {
-                match e {
-                    ScanError::Invalid { id, has_method, .. } => {
-                        self.report(code, e.to_string(), id.clone(), "dropped", offending);
-                        // JSON, but not a valid message: an answer whose id is not a valid id
-                        // (`[5]`, `null`) still held some request's answer.
+                self.report(code, e.to_string(), id.clone(), "dropped", offending);
+                let (id, has_method, maybe_answer) = match e {
+                    // JSON, but not a valid message: an answer whose id is not a valid id
+                    // (`[5]`, `null`) still held some request's answer.
+                    ScanError::Invalid { has_method, .. } => {
                         let maybe_answer = id.is_none() && salvage(line).has_outcome;
-                        self.answer_unreadable(
-                            id.clone(),
-                            *has_method,
-                            maybe_answer,
-                            &e.to_string(),
-                        );
+                        (id, *has_method, maybe_answer)
                     }
                     ScanError::Parse(_) => {
-                        self.report(code, e.to_string(), None, "dropped", offending);
                         let found = salvage(line);
-                        self.answer_unreadable(
-                            found.id,
-                            found.has_method,
-                            found.has_outcome,
-                            &e.to_string(),
-                        );
+                        (found.id, found.has_method, found.has_outcome)
                     }
-                }
+                };
+                self.answer_unreadable(id, has_method, maybe_answer, &e.to_string());
                 None
             }
         }
@@ -89,9 +79,9 @@ impl<I: Interceptor> Router<'_, I> {
         head: &[u8],
         rpc_code: i64,
     ) {
+        let found = salvage(head);
         match self.from {
             Side::Host => {
-                let found = salvage(head);
                 let line = error_response(
                     found.id.as_ref(),
                     rpc_code,
@@ -102,7 +92,6 @@ impl<I: Interceptor> Router<'_, I> {
                 self.reply(line.into());
             }
             Side::Server => {
-                let found = salvage(head);
                 self.report(code, detail.clone(), found.id.clone(), "dropped", offending);
                 // An oversized line's answer key may lie past the head kept: an object
                 // without a method may be an answer.
@@ -172,24 +161,18 @@ impl<I: Interceptor> Router<'_, I> {
     /// Too many messages are waiting for a decision: a request is answered at once (retry
     /// later), a notification is dropped; both are reported.
     pub(super) fn too_many_held(&self, text: &str, line: &Bytes) {
-        match self.held_refusal(text) {
-            Step::Reply(reply) => {
-                self.report(
-                    "too_many_held",
-                    "too many messages are waiting for a decision".into(),
-                    None,
-                    "answered_with_error",
-                    Offending::line(line),
-                );
-                self.reply(reply);
-            }
-            _ => self.report(
-                "too_many_held",
-                "too many messages are waiting for a decision".into(),
-                None,
-                "dropped",
-                Offending::line(line),
-            ),
+        let reply = match self.held_refusal(text) {
+            Step::Reply(reply) => Some(reply),
+            _ => None,
+        };
+        let action = match reply {
+            Some(_) => "answered_with_error",
+            None => "dropped",
+        };
+        let detail = "too many messages are waiting for a decision".into();
+        self.report("too_many_held", detail, None, action, Offending::line(line));
+        if let Some(reply) = reply {
+            self.reply(reply);
         }
     }
 

@@ -68,15 +68,10 @@ impl<I: Interceptor> Router<'_, I> {
             Side::Server => Dest::Host,
         };
         let routed = Routed {
-            origin: self.origin,
-            kind: Kind::Request,
-            id: Some(id),
-            method,
-            to,
-            forward_id: None,
             request,
             observed,
             answer_built,
+            ..self.routed(Kind::Request, Some(id), method, to)
         };
         self.decide(routed, text, &env.capture, env.value, internal)
     }
@@ -157,34 +152,20 @@ impl<I: Interceptor> Router<'_, I> {
                 None => return Step::Nothing,
             }
         }
-        let routed = Routed {
-            origin: self.origin,
-            kind: Kind::Notification,
-            id: None,
-            method,
-            to,
-            forward_id: None,
-            request: None,
-            observed: None,
-            answer_built: false,
-        };
+        let routed = self.routed(Kind::Notification, None, method, to);
         match bytes_override {
             Some(b) => {
                 let text = framing::line_str(&b).to_owned();
-                match self.decide(routed, &text, &Capture::default(), None, Internal::None) {
-                    Step::Send {
-                        to,
-                        bytes: None,
-                        id,
-                        note,
-                    } => Step::Send {
-                        to,
-                        bytes: Some(b),
-                        id,
-                        note,
-                    },
-                    other => other,
+                let mut step =
+                    self.decide(routed, &text, &Capture::default(), None, Internal::None);
+                if let Step::Send {
+                    bytes: bytes @ None,
+                    ..
+                } = &mut step
+                {
+                    *bytes = Some(b);
                 }
+                step
             }
             None => self.decide(routed, text, &env.capture, env.value, Internal::None),
         }
@@ -309,17 +290,27 @@ impl<I: Interceptor> Router<'_, I> {
             })
         });
         let routed = Routed {
-            origin: self.origin,
-            kind,
-            id: Some(id),
-            method: pending.method,
-            to,
             forward_id: restore,
             request: pending.request,
             observed,
-            answer_built: false,
+            ..self.routed(kind, Some(id), pending.method, to)
         };
         self.decide(routed, text, &env.capture, env.value, internal)
+    }
+
+    /// A message's routing identity, with nothing to note on the way.
+    fn routed(&self, kind: Kind, id: Option<Id>, method: Arc<str>, to: Dest) -> Routed {
+        Routed {
+            origin: self.origin,
+            kind,
+            id,
+            method,
+            to,
+            forward_id: None,
+            request: None,
+            answer_built: false,
+            observed: None,
+        }
     }
 }
 

@@ -9,36 +9,24 @@ use bytes::Bytes;
 use super::*;
 
 impl Session {
-    /// Forwards a message from the other side, waiting while the destination's queue is full
-    /// (flow control). Toward the server it goes to the current generation.
-    pub async fn send(&self, to: Side, line: Bytes) -> Result<(), SendError> {
-        let lanes = match to {
-            Side::Host => self.to_host.clone(),
-            Side::Server => match self.server_lanes(None) {
-                Some(l) => l,
-                None => return Err(SendError::Closed("server")),
-            },
-        };
-        lanes
-            .main
-            .send(Outgoing::Line(line))
-            .await
-            .map_err(|_| SendError::Closed(to.as_str()))
+    /// Forwards a message from the server to the host, waiting while the host's queue is full
+    /// (flow control). False when the host's writer has stopped.
+    pub(crate) async fn send_host(&self, line: Bytes) -> bool {
+        self.to_host.main.send(Outgoing::Line(line)).await.is_ok()
     }
 
     /// Forwards a message to one server generation (`None`: the current one), waiting while
     /// its queue is full.
     pub(crate) async fn send_server(&self, generation: Option<Gen>, line: Bytes) -> bool {
-        match self.server_lanes(generation) {
+        let lanes = {
+            let st = self.state();
+            let g = generation.unwrap_or(st.current);
+            st.gens.get(&g).map(|l| l.lanes.clone())
+        };
+        match lanes {
             Some(lanes) => lanes.main.send(Outgoing::Line(line)).await.is_ok(),
             None => false,
         }
-    }
-
-    pub(super) fn server_lanes(&self, generation: Option<Gen>) -> Option<Lanes> {
-        let st = self.state();
-        let g = generation.unwrap_or(st.current);
-        st.gens.get(&g).map(|l| l.lanes.clone())
     }
 
     /// Sends a message of rootfence's own (or an answer) to the host without ever waiting:

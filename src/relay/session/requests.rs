@@ -60,19 +60,13 @@ impl Session {
     ) -> (Id, Bytes, OwnRequest, oneshot::Receiver<Value>) {
         let id = self.own_id("");
         let (reply, rx) = oneshot::channel();
-        let method: Arc<str> = method.into();
         let mut msg =
-            serde_json::json!({ "jsonrpc": "2.0", "id": id.to_value(), "method": &*method });
+            serde_json::json!({ "jsonrpc": "2.0", "id": id.to_value(), "method": method });
         if let Some(params) = params {
             msg["params"] = params;
         }
         let line = serde_json::to_vec(&msg).expect("a JSON value always serializes");
-        let own = OwnRequest {
-            method,
-            started: Instant::now(),
-            reply,
-        };
-        (id, line.into(), own, rx)
+        (id, line.into(), OwnRequest { reply }, rx)
     }
 
     pub(super) fn own_id(&self, infix: &str) -> Id {
@@ -266,11 +260,13 @@ impl Session {
                 }
             }
             Side::Server => {
-                if let Some((g, _)) = st.own_server.get(id.key()) {
-                    if *g == generation {
-                        let (_, own) = st.own_server.remove(id.key()).expect("just seen");
-                        return Matched::Own(own);
-                    }
+                if st
+                    .own_server
+                    .get(id.key())
+                    .is_some_and(|(g, _)| *g == generation)
+                {
+                    let (_, own) = st.own_server.remove(id.key()).expect("just seen");
+                    return Matched::Own(own);
                 }
                 if st
                     .host_pending
@@ -329,39 +325,35 @@ impl Session {
     /// with an error; the generation's own requests to the host are forgotten.
     pub(crate) fn take_pending_of(&self, generation: Gen) -> Vec<Pending> {
         let mut st = self.state();
-        let ids: Vec<IdKey> = st
-            .host_pending
-            .iter()
-            .filter(|(_, p)| p.generation == generation)
-            .map(|(k, _)| k.clone())
-            .collect();
-        let taken: Vec<Pending> = ids
-            .iter()
-            .filter_map(|k| st.host_pending.remove(k))
-            .collect();
         st.server_pending
             .retain(|_, sp| sp.pending.generation != generation);
         st.own_server.retain(|_, (g, _)| *g != generation);
-        self.recount_answers(&st);
-        drop(st);
-        self.observe_gone(&taken);
-        taken
+        self.take_host_pending(st, |p| p.generation == generation)
     }
 
     /// Takes the host requests waiting for one generation that were forwarded before
     /// `before`: what an unreadable answer from that generation may have been meant for.
     pub(crate) fn take_pending_before(&self, generation: Gen, before: Instant) -> Vec<Pending> {
-        let mut st = self.state();
-        let ids: Vec<IdKey> = st
-            .host_pending
-            .iter()
-            .filter(|(_, p)| p.generation == generation && p.started <= before)
-            .map(|(k, _)| k.clone())
-            .collect();
-        let taken: Vec<Pending> = ids
-            .iter()
-            .filter_map(|k| st.host_pending.remove(k))
-            .collect();
+        self.take_host_pending(self.state(), |p| {
+            p.generation == generation && p.started <= before
+        })
+    }
+
+    /// Takes the host requests in flight that `pick` chooses (`st` is the state, locked),
+    /// recounting [`Self::answers_built`] and telling the observer they lost their server.
+    fn take_host_pending(
+        &self,
+        mut st: MutexGuard<'_, State>,
+        pick: impl Fn(&Pending) -> bool,
+    ) -> Vec<Pending> {
+        let mut taken = Vec::new();
+        st.host_pending.retain(|_, p| {
+            let take = pick(p);
+            if take {
+                taken.push(p.clone());
+            }
+            !take
+        });
         self.recount_answers(&st);
         drop(st);
         self.observe_gone(&taken);
@@ -385,23 +377,6 @@ impl Session {
         st.server_gone.get_or_insert_with(|| cause.to_owned());
         st.server_pending.clear();
         st.own_server.clear();
-        let taken: Vec<Pending> = st.host_pending.drain().map(|(_, p)| p).collect();
-        self.recount_answers(&st);
-        drop(st);
-        self.observe_gone(&taken);
-        taken
-    }
-
-    /// The requests in flight in one direction, for diagnostics and tests.
-    pub fn in_flight(&self, from: Side) -> Vec<Pending> {
-        let st = self.state();
-        match from {
-            Side::Host => st.host_pending.values().cloned().collect(),
-            Side::Server => st
-                .server_pending
-                .values()
-                .map(|sp| sp.pending.clone())
-                .collect(),
-        }
+        self.take_host_pending(st, |_| true)
     }
 }
