@@ -106,10 +106,8 @@ impl Owner {
 pub async fn forward(owner: &str, request: Request) -> Response {
     let gone = |why: String| {
         tracing::warn!(owner, "forwarding to the session's replica failed: {why}");
-        super::http::rpc_error(
+        super::http::refuse(
             StatusCode::NOT_FOUND,
-            None,
-            crate::jsonrpc::error::INVALID_REQUEST,
             "session not found: the replica holding it cannot be reached; start a new session with initialize",
         )
     };

@@ -286,26 +286,14 @@ impl Router {
     async fn route(&self, line: Bytes) {
         let text = crate::jsonrpc::framing::line_str(&line);
         match scan(text) {
-            Ok(Scanned::Single(env)) => {
-                let target = self.target(&env, text);
-                self.deliver(target, line.clone(), &env).await;
-            }
+            Ok(Scanned::Single(env)) => self.deliver(&env, text, line.clone()).await,
             Ok(Scanned::Batch(elements)) => {
-                let base = text.as_ptr() as usize;
-                let parts: Vec<(usize, usize)> = elements
-                    .iter()
-                    .map(|e: &&RawValue| {
-                        let start = e.get().as_ptr() as usize - base;
-                        (start, start + e.get().len())
-                    })
-                    .collect();
-                for (start, end) in parts {
-                    let part = line.slice(start..end);
-                    let text = crate::jsonrpc::framing::line_str(&part);
-                    match scan_message(text) {
+                for e in elements {
+                    match scan_message(e.get()) {
+                        // The element's bytes are a slice of the line's, not a copy.
                         Ok(env) => {
-                            let target = self.target(&env, text);
-                            self.deliver(target, part.clone(), &env).await;
+                            let part = line.slice_ref(e.get().as_bytes());
+                            self.deliver(&env, e.get(), part).await;
                         }
                         Err(e) => tracing::warn!("dropped an unreadable batch element: {e}"),
                     }
@@ -368,7 +356,8 @@ impl Router {
         }
     }
 
-    async fn deliver(&self, target: Target, line: Bytes, env: &Envelope<'_>) {
+    async fn deliver(&self, env: &Envelope<'_>, text: &str, line: Bytes) {
+        let target = self.target(env, text);
         let is_request = env.kind == Kind::Request;
         let id = env.id.as_ref();
         let answers = if env.kind.is_response() {

@@ -27,20 +27,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::capacity::Capacity;
-use super::http::{App, DRAINING, Incoming, json_response, rpc_error, unavailable};
+use super::http::{App, DRAINING, Incoming, json_response, refuse, rpc_error, unavailable};
 use super::session::HttpSession;
 use super::splice::Members;
 use super::state::{PREFIX, Signer};
 use crate::jsonrpc::IdKey;
 use crate::jsonrpc::envelope::Kind;
-use crate::jsonrpc::error::{INVALID_PARAMS, INVALID_REQUEST, SERVER_GONE};
+use crate::jsonrpc::error::{INVALID_PARAMS, SERVER_GONE};
 use crate::mcp::methods as m;
 
 /// The `inputRequests` key of the roots question this handler asks.
@@ -111,14 +110,11 @@ impl Stateless {
         &self,
         app: &Arc<App>,
         principal: Option<String>,
-        _parts: &Parts,
         incoming: Incoming,
     ) -> Response {
         if incoming.batch {
-            return rpc_error(
+            return refuse(
                 StatusCode::BAD_REQUEST,
-                None,
-                INVALID_REQUEST,
                 "2026-07-28 has no batches; send each request on its own",
             );
         }
@@ -146,7 +142,10 @@ impl Stateless {
         let Some(mut message) = Request::parse(text) else {
             return bad("the request could not be read".into());
         };
-        let has_roots_cap = message.has_roots_capability();
+        let has_roots_cap = incoming
+            .meta_capabilities
+            .as_deref()
+            .is_some_and(declares_roots);
 
         // What the client echoes: rootfence's state (verified, then replaced by the server's
         // own), and the answer to rootfence's roots question.
@@ -354,28 +353,6 @@ impl<'a> Request<'a> {
         Some(Request { top, params })
     }
 
-    /// Whether `params._meta` declares the client's roots capability.
-    fn has_roots_capability(&self) -> bool {
-        #[derive(serde::Deserialize)]
-        struct Meta<'a> {
-            #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
-            caps: Option<&'a RawValue>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Caps<'a> {
-            #[serde(borrow, default)]
-            roots: Option<&'a RawValue>,
-        }
-        let Some(meta) = self.params.as_ref().and_then(|p| p.get("_meta")) else {
-            return false;
-        };
-        serde_json::from_str::<Meta<'_>>(meta)
-            .ok()
-            .and_then(|m| m.caps)
-            .and_then(|c| serde_json::from_str::<Caps<'_>>(c.get()).ok())
-            .is_some_and(|c| c.roots.is_some())
-    }
-
     fn to_json(&self) -> String {
         match &self.params {
             Some(p) => {
@@ -386,6 +363,16 @@ impl<'a> Request<'a> {
             None => self.top.to_json(),
         }
     }
+}
+
+/// Whether client capabilities (`params._meta`, as the envelope scan read them) declare roots.
+fn declares_roots(caps: &RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Caps<'a> {
+        #[serde(borrow, default)]
+        roots: Option<&'a RawValue>,
+    }
+    serde_json::from_str::<Caps<'_>>(caps.get()).is_ok_and(|c| c.roots.is_some())
 }
 
 /// Whether a result (raw) is `input_required`; only `resultType` is read.

@@ -430,18 +430,10 @@ struct Open {
     start: Box<Start>,
     decisions: u64,
     denied: u64,
-    /// The first denial (reason, rule, URI), else the last allow.
-    verdict: Option<Verdict>,
+    /// The decision the span reports: the first denial, else the last allow.
+    verdict: Option<Box<Decision>>,
     /// When rootfence forwarded it to the server, if it did.
     forwarded: Option<Instant>,
-}
-
-/// The decision a span reports: the first denial, else the last allow.
-struct Verdict {
-    allow: bool,
-    reason: Box<str>,
-    rule: Option<Box<str>>,
-    uri: Box<str>,
 }
 
 /// The telemetry thread's loop: until the inbox is closed.
@@ -501,12 +493,7 @@ impl Worker {
                     }
                     let first_denial = !d.allow && o.verdict.as_ref().is_none_or(|v| v.allow);
                     if first_denial || d.allow && o.denied == 0 {
-                        o.verdict = Some(Verdict {
-                            allow: d.allow,
-                            reason: d.reason,
-                            rule: d.rule,
-                            uri: d.uri,
-                        });
+                        o.verdict = Some(d);
                     }
                 }
             }
@@ -661,12 +648,13 @@ impl Worker {
         if let Some(code) = error {
             attrs.push(KeyValue::new("rpc.response.status_code", code.to_string()));
         }
-        if let Some(Verdict {
+        if let Some(Decision {
             allow,
             reason,
             rule,
             uri,
-        }) = &o.verdict
+            ..
+        }) = o.verdict.as_deref()
         {
             attrs.push(verdict(*allow));
             attrs.push(KeyValue::new(
@@ -697,10 +685,10 @@ impl Worker {
         PRESET.with(|p| p.set(Some((s.trace_id, s.span_id))));
         let mut span = tracer.build_with_context(builder, &parent);
         PRESET.with(|p| p.set(None));
-        match (error, &o.verdict) {
+        match (error, o.verdict.as_deref()) {
             (
                 Some(code),
-                Some(Verdict {
+                Some(Decision {
                     allow: false,
                     reason,
                     ..
