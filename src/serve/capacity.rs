@@ -89,6 +89,13 @@ impl<K: Eq + Hash + Clone> Capacity<K> {
             *held.entry(&s.principal).or_default() += 1;
         }
         let mine = held.get(principal).copied().unwrap_or(0);
+        // What counts against the cap: a session being ended still holds its server until its
+        // relay is done; a pooled relay told to stop does not.
+        let used = if self.recycle {
+            held.values().sum()
+        } else {
+            slots.len()
+        };
         // The longest-idle open slot (no open stream) of a principal `whose` accepts.
         let longest_idle = |whose: &dyn Fn(&Option<String>) -> bool| {
             slots
@@ -100,7 +107,7 @@ impl<K: Eq + Hash + Clone> Capacity<K> {
         let victim = if mine >= self.per_principal {
             let own = self.recycle.then(|| longest_idle(&|p| p == principal));
             Some(own.flatten().ok_or(Full::Share(self.per_principal))?)
-        } else if self.used(&slots, &held) >= self.max {
+        } else if used >= self.max {
             let fair = self.max / (held.len() + usize::from(mine == 0)).max(1);
             if !self.recycle && mine >= fair {
                 return Err(Full::Table(self.max));
@@ -132,20 +139,6 @@ impl<K: Eq + Hash + Clone> Capacity<K> {
         let (key, session) = open();
         slots.insert(key, Arc::clone(&session));
         Ok(session)
-    }
-
-    /// How many slots count against the cap: a session being ended still holds its server
-    /// until its relay is done; a pooled relay told to stop does not.
-    fn used(
-        &self,
-        slots: &HashMap<K, Arc<HttpSession>>,
-        held: &HashMap<&Option<String>, usize>,
-    ) -> usize {
-        if self.recycle {
-            held.values().sum()
-        } else {
-            slots.len()
-        }
     }
 
     /// The open slot under `key`.

@@ -76,45 +76,30 @@ pub fn check(headers: &HeaderMap, incoming: &Incoming, modern: bool) -> Result<(
     let request = incoming.kind == Some(Kind::Request);
     if modern && request {
         // The body's `_meta` version is what the request is judged under.
-        match (version, incoming.meta_version.as_deref()) {
-            (None, _) => {
-                return Err(Mismatch(
-                    "MCP-Protocol-Version",
-                    "the MCP-Protocol-Version header is missing".into(),
-                ));
-            }
-            (Some(h), Some(b)) if h != b => {
-                return Err(Mismatch(
-                    "MCP-Protocol-Version",
-                    format!("MCP-Protocol-Version is {h:?} but the body's _meta says {b:?}"),
-                ));
-            }
-            (Some(h), None) => {
-                return Err(Mismatch(
-                    "MCP-Protocol-Version",
-                    format!(
-                        "MCP-Protocol-Version is {h:?} but the body's _meta names no protocol version"
-                    ),
-                ));
-            }
-            _ => {}
+        let wrong = match (version, incoming.meta_version.as_deref()) {
+            (None, _) => Some("the MCP-Protocol-Version header is missing".to_owned()),
+            (Some(h), Some(b)) if h != b => Some(format!(
+                "MCP-Protocol-Version is {h:?} but the body's _meta says {b:?}"
+            )),
+            (Some(h), None) => Some(format!(
+                "MCP-Protocol-Version is {h:?} but the body's _meta names no protocol version"
+            )),
+            _ => None,
+        };
+        if let Some(why) = wrong {
+            return Err(Mismatch("MCP-Protocol-Version", why));
         }
     }
     let method = incoming.method.as_deref().unwrap_or("");
-    match method_h {
+    let wrong = match method_h {
         Some(h) if h != method => {
-            return Err(Mismatch(
-                "Mcp-Method",
-                format!("Mcp-Method is {h:?} but the body calls {method:?}"),
-            ));
+            Some(format!("Mcp-Method is {h:?} but the body calls {method:?}"))
         }
-        None if modern && request => {
-            return Err(Mismatch(
-                "Mcp-Method",
-                "the Mcp-Method header is missing".into(),
-            ));
-        }
-        _ => {}
+        None if modern && request => Some("the Mcp-Method header is missing".to_owned()),
+        _ => None,
+    };
+    if let Some(why) = wrong {
+        return Err(Mismatch("Mcp-Method", why));
     }
     let key = name_key(method);
     let required = modern && request && key.is_some();

@@ -99,7 +99,7 @@ pub fn routes(app: Arc<App>) -> Router {
                 .delete(|State(app), r| endpoint(app, r, delete_inner))
                 .options(options_mcp),
         )
-        .route("/healthz", get(healthz))
+        .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/capacity", get(capacity))
         .route("/metrics", get(metrics))
@@ -117,12 +117,7 @@ pub fn rpc_error(status: StatusCode, id: Option<&Id>, code: i64, message: &str) 
 
 /// A 200 with a JSON body.
 pub fn json_response(body: impl Into<Body>) -> Response {
-    (
-        StatusCode::OK,
-        [(CONTENT_TYPE, "application/json")],
-        body.into(),
-    )
-        .into_response()
+    ([(CONTENT_TYPE, "application/json")], body.into()).into_response()
 }
 
 /// What a draining replica answers a new session or stateless request.
@@ -148,16 +143,11 @@ pub(super) fn refuse(status: StatusCode, message: &str) -> Response {
     rpc_error(status, None, INVALID_REQUEST, message)
 }
 
-async fn not_found() -> Response {
+async fn not_found() -> impl IntoResponse {
     (
         StatusCode::NOT_FOUND,
         "rootfence serve: the MCP endpoint is /mcp\n",
     )
-        .into_response()
-}
-
-async fn healthz() -> impl IntoResponse {
-    (StatusCode::OK, "ok\n")
 }
 
 /// Ready means "can serve its sessions": only a drain makes it 503. Full is a separate
@@ -237,12 +227,7 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
             "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n"
         ));
     }
-    (
-        StatusCode::OK,
-        [(CONTENT_TYPE, "text/plain; version=0.0.4")],
-        out,
-    )
-        .into_response()
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 
 // ---- the gate -------------------------------------------------------------------------------

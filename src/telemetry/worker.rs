@@ -26,6 +26,7 @@ use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SdkTracerProvider
 
 use super::config::Config;
 use crate::jsonrpc::IdKey;
+use crate::mcp::methods as m;
 use crate::relay::{Answer, Gen, Side};
 
 /// Spans open at most (requests noted and not yet answered); past this a new request gets no
@@ -461,61 +462,6 @@ pub(super) fn run(sdk: Sdk, inbox: &Inbox, dropped: Arc<AtomicU64>) {
     w.sdk.shutdown();
 }
 
-impl Worker {
-    fn handle(&self, msg: Msg, open: &mut HashMap<Key, Open>) {
-        let w = self;
-        match msg {
-            Msg::Start(start) => {
-                if open.len() >= MAX_OPEN {
-                    w.dropped.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                let key = start.key.clone();
-                let fresh = Open {
-                    start,
-                    decisions: 0,
-                    denied: 0,
-                    verdict: None,
-                    forwarded: None,
-                };
-                // An id reused while its first request still had no answer noted (the
-                // answer's note was dropped): the old one ends here.
-                if let Some(old) = open.insert(key, fresh) {
-                    w.finish(old, Instant::now(), None);
-                }
-            }
-            Msg::Decision(d) => {
-                w.count_decision(&d);
-                if let Some(o) = d.key.as_ref().and_then(|k| open.get_mut(k)) {
-                    o.decisions += d.count;
-                    if !d.allow {
-                        o.denied += d.count;
-                    }
-                    let first_denial = !d.allow && o.verdict.as_ref().is_none_or(|v| v.allow);
-                    if first_denial || d.allow && o.denied == 0 {
-                        o.verdict = Some(d);
-                    }
-                }
-            }
-            Msg::Forwarded { key, at } => {
-                if let Some(o) = open.get_mut(&key) {
-                    o.forwarded = Some(at);
-                }
-            }
-            Msg::Answered { key, at, answer } => {
-                if let Some(o) = open.remove(&key) {
-                    w.finish(o, at, Some(answer));
-                }
-            }
-            Msg::Generation {
-                generation,
-                started,
-            } => w.generation(generation, started),
-            Msg::Audit(lines) => w.audit(&lines),
-        }
-    }
-}
-
 struct Worker {
     sdk: Sdk,
     dropped: Arc<AtomicU64>,
@@ -534,6 +480,58 @@ struct SessionFacts {
 const MAX_SESSIONS: usize = 65_536;
 
 impl Worker {
+    fn handle(&self, msg: Msg, open: &mut HashMap<Key, Open>) {
+        match msg {
+            Msg::Start(start) => {
+                if open.len() >= MAX_OPEN {
+                    self.dropped.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                let key = start.key.clone();
+                let fresh = Open {
+                    start,
+                    decisions: 0,
+                    denied: 0,
+                    verdict: None,
+                    forwarded: None,
+                };
+                // An id reused while its first request still had no answer noted (the
+                // answer's note was dropped): the old one ends here.
+                if let Some(old) = open.insert(key, fresh) {
+                    self.finish(old, Instant::now(), None);
+                }
+            }
+            Msg::Decision(d) => {
+                self.count_decision(&d);
+                if let Some(o) = d.key.as_ref().and_then(|k| open.get_mut(k)) {
+                    o.decisions += d.count;
+                    if !d.allow {
+                        o.denied += d.count;
+                    }
+                    let first_denial = !d.allow && o.verdict.as_ref().is_none_or(|v| v.allow);
+                    if first_denial || d.allow && o.denied == 0 {
+                        o.verdict = Some(d);
+                    }
+                }
+            }
+            Msg::Forwarded { key, at } => {
+                if let Some(o) = open.get_mut(&key) {
+                    o.forwarded = Some(at);
+                }
+            }
+            Msg::Answered { key, at, answer } => {
+                if let Some(o) = open.remove(&key) {
+                    self.finish(o, at, Some(answer));
+                }
+            }
+            Msg::Generation {
+                generation,
+                started,
+            } => self.generation(generation, started),
+            Msg::Audit(lines) => self.audit(&lines),
+        }
+    }
+
     fn count_decision(&self, d: &Decision) {
         if let Some((_, i)) = &self.sdk.meter {
             i.decisions.add(
@@ -592,10 +590,7 @@ impl Worker {
         if let Some(code) = error {
             common.push(KeyValue::new("error.type", code.to_string()));
         }
-        let tool = (&*s.method == crate::mcp::methods::TOOLS_CALL)
-            .then(|| s.target.clone())
-            .flatten();
-        if let Some(t) = &tool {
+        if let Some(t) = s.target.as_ref().filter(|_| &*s.method == m::TOOLS_CALL) {
             common.push(KeyValue::new("gen_ai.tool.name", t.clone()));
         }
 
@@ -632,11 +627,11 @@ impl Worker {
             attrs.push(KeyValue::new("mcp.session.id", session.clone()));
         }
         let name = match (&*s.method, &s.target) {
-            (crate::mcp::methods::TOOLS_CALL, Some(t)) => {
+            (m::TOOLS_CALL, Some(t)) => {
                 attrs.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
                 format!("{method} {t}")
             }
-            (crate::mcp::methods::PROMPTS_GET, Some(p)) => {
+            (m::PROMPTS_GET, Some(p)) => {
                 attrs.push(KeyValue::new("gen_ai.prompt.name", p.clone()));
                 format!("{method} {p}")
             }
@@ -648,24 +643,17 @@ impl Worker {
         if let Some(code) = error {
             attrs.push(KeyValue::new("rpc.response.status_code", code.to_string()));
         }
-        if let Some(Decision {
-            allow,
-            reason,
-            rule,
-            uri,
-            ..
-        }) = o.verdict.as_deref()
-        {
-            attrs.push(verdict(*allow));
+        if let Some(d) = o.verdict.as_deref() {
+            attrs.push(verdict(d.allow));
             attrs.push(KeyValue::new(
                 "rootfence.decision.reason",
-                reason.to_string(),
+                d.reason.to_string(),
             ));
-            if let Some(rule) = rule {
+            if let Some(rule) = &d.rule {
                 attrs.push(KeyValue::new("rootfence.decision.rule", rule.to_string()));
             }
-            if !allow {
-                attrs.push(KeyValue::new("rootfence.decision.uri", uri.to_string()));
+            if !d.allow {
+                attrs.push(KeyValue::new("rootfence.decision.uri", d.uri.to_string()));
             }
             attrs.push(KeyValue::new("rootfence.decisions", o.decisions as i64));
             attrs.push(KeyValue::new("rootfence.decisions.denied", o.denied as i64));
@@ -686,15 +674,8 @@ impl Worker {
         let mut span = tracer.build_with_context(builder, &parent);
         PRESET.with(|p| p.set(None));
         match (error, o.verdict.as_deref()) {
-            (
-                Some(code),
-                Some(Decision {
-                    allow: false,
-                    reason,
-                    ..
-                }),
-            ) => {
-                span.set_status(Status::error(format!("denied: {reason} ({code})")));
+            (Some(code), Some(d)) if !d.allow => {
+                span.set_status(Status::error(format!("denied: {} ({code})", d.reason)));
             }
             (Some(code), _) => span.set_status(Status::error(format!("JSON-RPC error {code}"))),
             _ => {}
@@ -728,11 +709,7 @@ impl Worker {
                 _ => Severity::Info,
             };
             log.set_severity_number(severity);
-            log.set_severity_text(if severity == Severity::Warn {
-                "WARN"
-            } else {
-                "INFO"
-            });
+            log.set_severity_text(severity.name());
             log.set_event_name("rootfence.audit");
             if let Some(ts) = record
                 .get("ts")
@@ -748,9 +725,7 @@ impl Worker {
             logger.emit(log);
         }
     }
-}
 
-impl Worker {
     /// Follows the sessions' `session_start`, `initialized` and `session_end` records: the
     /// protocol revision for the spans and metrics that follow, and the session's duration
     /// when it ends. Only those records are parsed.
