@@ -46,11 +46,13 @@ pub struct Capacity<K> {
 #[derive(Debug, thiserror::Error)]
 pub enum Full {
     /// Every slot is held.
-    #[error("rootfence is serving its maximum of {0} sessions")]
+    #[error(
+        "rootfence is serving its maximum of {0} sessions; try again later (or raise --max-sessions)"
+    )]
     Table(usize),
     /// The principal holds its share.
     #[error(
-        "this client's token already holds its share of {0} sessions; end one (DELETE) or wait for one to go idle"
+        "this client's token already holds its share of {0} sessions; end one (DELETE) or wait for one to go idle (--max-sessions-per-token)"
     )]
     Share(usize),
 }

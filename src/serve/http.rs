@@ -34,12 +34,12 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 
 use super::auth::Auth;
-use super::capacity::{Capacity, Full};
+use super::capacity::Capacity;
 use super::headers::{self, HEADER_MISMATCH};
 use super::limits::{self, Exceeded, Shape};
 use super::origin::OriginRules;
 use super::refusals::Refusals;
-use super::router::{Out, RegisterError, Stream, request_progress_token};
+use super::router::{Out, RegisterError, Stream, progress_token};
 use super::session::HttpSession;
 use super::sse::SseBody;
 use super::stateless::Stateless;
@@ -349,20 +349,16 @@ fn find_session(
 /// request back when it is this replica's to answer. Host, Origin and authentication are
 /// checked here first (and again by the owner).
 async fn to_owner(app: &App, request: Request) -> Result<Request, Response> {
-    let Some(owner) = &app.owner else {
-        return Ok(request);
-    };
     let headers = request.headers();
-    if headers.contains_key(super::owner::FORWARDED) {
-        return Ok(request);
-    }
-    let Some(id) = session_id(headers) else {
-        return Ok(request);
+    let elsewhere = match (&app.owner, session_id(headers)) {
+        (Some(owner), Some(id))
+            if !headers.contains_key(super::owner::FORWARDED) && app.table.get(id).is_none() =>
+        {
+            owner.elsewhere(id)
+        }
+        _ => None,
     };
-    if app.table.get(id).is_some() {
-        return Ok(request);
-    }
-    let Some(addr) = owner.elsewhere(id) else {
+    let Some(addr) = elsewhere else {
         return Ok(request);
     };
     let (parts, body) = request.into_parts();
@@ -479,13 +475,7 @@ async fn initialize(
     });
     let session = match opened {
         Ok(s) => s,
-        Err(full) => {
-            let message = match full {
-                Full::Table(_) => format!("{full}; try again later (or raise --max-sessions)"),
-                Full::Share(_) => format!("{full} (--max-sessions-per-token)"),
-            };
-            return unavailable(None, &message, Some("5"));
-        }
+        Err(full) => return unavailable(None, &full.to_string(), Some("5")),
     };
     tracing::info!(session = %session.id, principal = principal.as_deref().unwrap_or("-"), "session opened");
     let id = session.id.clone();

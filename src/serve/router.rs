@@ -341,7 +341,7 @@ impl Router {
             Kind::Notification => {
                 let method = env.method.as_deref().unwrap_or("");
                 if method == m::PROGRESS
-                    && let Some(key) = progress_token(text).and_then(|t| st.by_token.get(&t))
+                    && let Some(key) = progress_token(text, false).and_then(|t| st.by_token.get(&t))
                 {
                     return Target::Post(*key);
                 }
@@ -488,22 +488,6 @@ fn push_backlog(st: &mut State, line: Bytes, is_request: bool) -> bool {
     true
 }
 
-/// The progress token of a `notifications/progress` message, as JSON text.
-fn progress_token(text: &str) -> Option<TokenKey> {
-    #[derive(serde::Deserialize)]
-    struct Note<'a> {
-        #[serde(borrow)]
-        params: Option<Params<'a>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params<'a> {
-        #[serde(rename = "progressToken", borrow)]
-        progress_token: Option<&'a RawValue>,
-    }
-    let note: Note<'_> = serde_json::from_str(text).ok()?;
-    Some(token_key(note.params?.progress_token?))
-}
-
 /// A progress token's key: its JSON text, with strings unescaped so `"a"` and `"\u0061"`
 /// are the same token.
 pub fn token_key(raw: &RawValue) -> TokenKey {
@@ -513,28 +497,32 @@ pub fn token_key(raw: &RawValue) -> TokenKey {
     }
 }
 
-/// The progress tokens named by a request's `params._meta.progressToken`, as keys.
-pub fn request_progress_token(text: &str) -> Option<TokenKey> {
-    if !text.contains("progressToken") {
+/// The progress token of a message, as a key: `params.progressToken` of a
+/// `notifications/progress`, or (`in_meta`) `params._meta.progressToken` of a request. Only
+/// the object on the token's path is read (`_meta` stays raw unless the token is in it).
+pub fn progress_token(text: &str, in_meta: bool) -> Option<TokenKey> {
+    // Most requests name no token: they are not parsed again.
+    if in_meta && !text.contains("progressToken") {
         return None;
     }
     #[derive(serde::Deserialize)]
-    struct Req<'a> {
+    struct Message<'a> {
         #[serde(borrow)]
         params: Option<Params<'a>>,
     }
     #[derive(serde::Deserialize)]
     struct Params<'a> {
-        #[serde(rename = "_meta", borrow)]
-        meta: Option<Meta<'a>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Meta<'a> {
         #[serde(rename = "progressToken", borrow)]
-        progress_token: Option<&'a RawValue>,
+        token: Option<&'a RawValue>,
+        #[serde(rename = "_meta", borrow)]
+        meta: Option<&'a RawValue>,
     }
-    let req: Req<'_> = serde_json::from_str(text).ok()?;
-    Some(token_key(req.params?.meta?.progress_token?))
+    let params = serde_json::from_str::<Message<'_>>(text).ok()?.params?;
+    let params = match in_meta {
+        true => serde_json::from_str::<Params<'_>>(params.meta?.get()).ok()?,
+        false => params,
+    };
+    Some(token_key(params.token?))
 }
 
 #[cfg(test)]

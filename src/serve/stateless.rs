@@ -158,10 +158,7 @@ impl Stateless {
                 match self.signer.verify(&token, principal.as_deref()) {
                     Ok(state) => {
                         roots = state.r;
-                        match state.s {
-                            Some(inner) => params.set("requestState", inner.to_string()),
-                            None => drop(params.remove("requestState")),
-                        };
+                        params.put("requestState", state.s.map(|inner| inner.to_string()));
                     }
                     Err(e) => {
                         tracing::warn!(refused = %e, "a stateless request's requestState was refused");
@@ -180,22 +177,14 @@ impl Stateless {
                     return bad("inputResponses names a key rootfence did not ask for".into());
                 }
                 if let Some(answer) = responses.remove(ROOTS_KEY) {
-                    let answer: Option<Value> = serde_json::from_str(&answer).ok();
-                    match answer {
-                        Some(a) if a.get("roots").and_then(Value::as_array).is_some() => {
-                            roots = Some(a);
-                        }
-                        _ => {
-                            return bad(
-                                "the answer to rootfence's roots/list has no roots array".into()
-                            );
-                        }
-                    }
-                    if responses.is_empty() {
-                        params.remove("inputResponses");
-                    } else {
-                        params.set("inputResponses", responses.to_json());
-                    }
+                    let answer = serde_json::from_str::<Value>(&answer).ok();
+                    let Some(answer) = answer.filter(|a| a["roots"].is_array()) else {
+                        let why = "the answer to rootfence's roots/list has no roots array";
+                        return bad(why.into());
+                    };
+                    roots = Some(answer);
+                    let left = (!responses.is_empty()).then(|| responses.to_json());
+                    params.put("inputResponses", left);
                 }
             }
         }
@@ -254,22 +243,20 @@ impl Stateless {
             };
             // The pooled enforcer's own roots question: answered here from the roots held.
             let result = &mut answer["result"];
-            let ours: Vec<String> = result
-                .get("inputRequests")
-                .and_then(Value::as_object)
-                .map(|reqs| {
-                    reqs.iter()
-                        .filter(|(k, r)| {
-                            k.starts_with("io.rootfence/roots-")
-                                && r.get("method").and_then(Value::as_str) == Some(m::ROOTS_LIST)
-                        })
-                        .map(|(k, _)| k.clone())
-                        .collect()
+            let asked = result["inputRequests"].as_object();
+            let ours: Vec<String> = asked
+                .into_iter()
+                .flatten()
+                .filter(|(k, r)| {
+                    k.starts_with("io.rootfence/roots-") && r["method"] == m::ROOTS_LIST
                 })
-                .unwrap_or_default();
-            if let (false, Some(r)) = (ours.is_empty(), &roots)
+                .map(|(k, _)| k.clone())
+                .collect();
+            // Answered here only when every question is that one.
+            if let Some(r) = &roots
+                && !ours.is_empty()
                 && rounds < MAX_INNER_ROUNDS
-                && ours.len() == result["inputRequests"].as_object().map_or(0, |o| o.len())
+                && asked.is_some_and(|a| a.len() == ours.len())
             {
                 rounds += 1;
                 let params = message.params.get_or_insert_with(Members::default);
@@ -282,23 +269,20 @@ impl Stateless {
                     responses.set(&k, r.to_string());
                 }
                 params.set("inputResponses", responses.to_json());
-                match result.get("requestState") {
-                    Some(s) => params.set("requestState", s.to_string()),
-                    None => drop(params.remove("requestState")),
-                };
+                params.put(
+                    "requestState",
+                    result.get("requestState").map(Value::to_string),
+                );
                 continue;
             }
             // The server's (or the enforcer's) question goes to the client; what rootfence
             // needs on the retry rides in the signed state.
             let inner = result.get("requestState").cloned();
             if let Some(obj) = result.as_object_mut() {
-                obj.insert(
-                    "requestState".into(),
-                    Value::String(
-                        self.signer
-                            .sign(principal.as_deref(), roots.as_ref(), inner),
-                    ),
-                );
+                let state = self
+                    .signer
+                    .sign(principal.as_deref(), roots.as_ref(), inner);
+                obj.insert("requestState".into(), state.into());
             }
             return json_response(answer.to_string());
         }

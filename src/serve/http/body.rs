@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use super::*;
 
 /// A POST body, scanned.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Incoming {
     /// The message as forwarded: the body, with raw newlines (whitespace in valid JSON)
     /// replaced by spaces so it is one line.
@@ -46,23 +46,14 @@ impl Incoming {
                 "the body is not UTF-8 text",
             )
         })?;
-        let mut incoming = Incoming {
-            line: Bytes::new(),
-            requests: Vec::new(),
-            tokens: Vec::new(),
-            batch: false,
-            method: None,
-            kind: None,
-            meta_version: None,
-            meta_capabilities: None,
-        };
+        let mut incoming = Incoming::default();
         let mut note = |text: &str, env: &crate::jsonrpc::Envelope<'_>| {
             if env.kind == Kind::Request {
                 if let Some(id) = &env.id {
                     let method = env.method.as_deref().unwrap_or("").to_owned();
                     incoming.requests.push((id.clone(), method));
                 }
-                if let Some(t) = request_progress_token(text) {
+                if let Some(t) = progress_token(text, true) {
                     incoming.tokens.push(t);
                 }
             }
