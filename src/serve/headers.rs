@@ -37,17 +37,11 @@ pub const METHOD_HEADER: &str = "mcp-method";
 /// The name header.
 pub const NAME_HEADER: &str = "mcp-name";
 
-/// Why the headers do not agree with the body.
+/// Why the headers do not agree with the body: which header disagreed (all the audit log
+/// says: it never holds message content), and how.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("header mismatch: {1}; send the routing headers mirrored from the body")]
 pub struct Mismatch(pub &'static str, pub String);
-
-impl Mismatch {
-    /// Which header disagreed (for the audit log, which never holds message content).
-    pub fn header(&self) -> &'static str {
-        self.0
-    }
-}
 
 /// The body parameter `Mcp-Name` mirrors for `method`, if it names one.
 fn name_key(method: &str) -> Option<&'static str> {

@@ -420,7 +420,7 @@ async fn post_inner(app: Arc<App>, parts: Parts, body: Body) -> Result<Response,
         // The audit log never holds message content: only which header disagreed.
         let detail = format!(
             "header mismatch: the {} header does not agree with the body; refused before any session",
-            mismatch.header()
+            mismatch.0
         );
         app.refusals
             .refused(&app.setup, &incoming.line, id, HEADER_MISMATCH, &detail);

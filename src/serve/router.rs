@@ -28,7 +28,7 @@ use serde_json::value::RawValue;
 use tokio::io::AsyncRead;
 use tokio::sync::mpsc;
 
-use super::pipe::{HostInput, WeakHostInput};
+use super::pipe::HostInput;
 use crate::jsonrpc::envelope::{Envelope, Kind, Scanned, scan, scan_message};
 use crate::jsonrpc::{Frame, IdKey, LineReader};
 use crate::mcp::methods as m;
@@ -95,7 +95,7 @@ pub struct Router {
     pub stall: Duration,
     /// Where answers of the router's own go (a request it could not deliver). Weak, so the
     /// router never keeps the relay's input open.
-    inject: Option<WeakHostInput>,
+    inject: Option<mpsc::WeakSender<Bytes>>,
     epoch: Instant,
     last_active: AtomicU64,
     /// Serving a pool shared by many clients (2026-07-28): only responses, routed by the ids
@@ -445,7 +445,7 @@ impl Router {
             "rootfence: the client has no open stream to receive this request; it was not delivered",
             None,
         );
-        if let Some(input) = self.inject.as_ref().and_then(WeakHostInput::upgrade)
+        if let Some(input) = self.inject.as_ref().and_then(mpsc::WeakSender::upgrade)
             && input.try_send(Bytes::from(answer)).is_err()
         {
             tracing::warn!("could not answer an undeliverable request");

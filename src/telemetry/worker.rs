@@ -684,16 +684,29 @@ impl Worker {
     }
 
     /// Audit records, as the writer wrote them: one log record each, with the record's
-    /// fields as attributes under the same names.
+    /// fields as attributes under the same names; the sessions' `session_start`,
+    /// `initialized` and `session_end` records are followed too ([`Worker::track`]). A
+    /// record that neither needs is not parsed; one both need is parsed once.
     fn audit(&self, lines: &[u8]) {
-        self.track_sessions(lines);
-        let Some((_, logger)) = &self.sdk.logger else {
-            return;
-        };
+        let logger = self.sdk.logger.as_ref().map(|(_, l)| l);
         for line in lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-            let Ok(serde_json::Value::Object(record)) =
-                serde_json::from_slice::<serde_json::Value>(line)
-            else {
+            let tracked = [
+                b"\"event\":\"session_start\"".as_slice(),
+                b"\"event\":\"initialized\"",
+                b"\"event\":\"session_end\"",
+            ]
+            .iter()
+            .position(|event| memchr::memmem::find(line, event).is_some());
+            if tracked.is_none() && logger.is_none() {
+                continue;
+            }
+            let Ok(serde_json::Value::Object(record)) = serde_json::from_slice(line) else {
+                continue;
+            };
+            if let Some(kind) = tracked {
+                self.track(kind, &record);
+            }
+            let Some(logger) = logger else {
                 continue;
             };
             let mut log = logger.create_log_record();
@@ -726,57 +739,42 @@ impl Worker {
         }
     }
 
-    /// Follows the sessions' `session_start`, `initialized` and `session_end` records: the
-    /// protocol revision for the spans and metrics that follow, and the session's duration
-    /// when it ends. Only those records are parsed.
-    fn track_sessions(&self, lines: &[u8]) {
-        for line in lines.split(|b| *b == b'\n') {
-            let Some(kind) = [
-                b"\"event\":\"session_start\"".as_slice(),
-                b"\"event\":\"initialized\"",
-                b"\"event\":\"session_end\"",
-            ]
-            .iter()
-            .position(|event| memchr::memmem::find(line, event).is_some()) else {
-                continue;
-            };
-            let Ok(serde_json::Value::Object(r)) = serde_json::from_slice(line) else {
-                continue;
-            };
-            let str_of = |k: &str| r.get(k).and_then(serde_json::Value::as_str);
-            let Some(session) = str_of("session") else {
-                continue;
-            };
-            let ts = str_of("ts").and_then(parse_rfc3339);
-            let mut sessions = self.sessions.borrow_mut();
-            if !sessions.contains_key(session) && sessions.len() >= MAX_SESSIONS {
-                continue;
-            }
-            let facts = sessions.entry(session.to_owned()).or_default();
-            match kind {
-                0 => facts.started = ts,
-                1 => facts.protocol = str_of("protocol_version").map(str::to_owned),
-                _ => {
-                    let facts = sessions.remove(session).unwrap_or_default();
-                    let protocol = facts
-                        .protocol
-                        .or_else(|| str_of("protocol_version").map(str::to_owned));
-                    let (Some(start), Some(end), Some((_, i))) =
-                        (facts.started, ts, &self.sdk.meter)
-                    else {
-                        continue;
-                    };
-                    let secs = end.duration_since(start).unwrap_or_default().as_secs_f64();
-                    let mut attrs = vec![KeyValue::new("network.transport", "pipe")];
-                    if let Some(v) = protocol {
-                        attrs.push(KeyValue::new("mcp.protocol.version", v));
-                    }
-                    let cause = str_of("cause").unwrap_or("unknown");
-                    if !matches!(cause, "host_closed") {
-                        attrs.push(KeyValue::new("error.type", cause.to_owned()));
-                    }
-                    i.session_duration.record(secs, &attrs);
+    /// Follows a session's record (`kind`: 0 `session_start`, 1 `initialized`, 2
+    /// `session_end`): the protocol revision for the spans and metrics that follow, and the
+    /// session's duration when it ends.
+    fn track(&self, kind: usize, r: &serde_json::Map<String, serde_json::Value>) {
+        let str_of = |k: &str| r.get(k).and_then(serde_json::Value::as_str);
+        let Some(session) = str_of("session") else {
+            return;
+        };
+        let ts = str_of("ts").and_then(parse_rfc3339);
+        let mut sessions = self.sessions.borrow_mut();
+        if !sessions.contains_key(session) && sessions.len() >= MAX_SESSIONS {
+            return;
+        }
+        let facts = sessions.entry(session.to_owned()).or_default();
+        match kind {
+            0 => facts.started = ts,
+            1 => facts.protocol = str_of("protocol_version").map(str::to_owned),
+            _ => {
+                let facts = sessions.remove(session).unwrap_or_default();
+                let protocol = facts
+                    .protocol
+                    .or_else(|| str_of("protocol_version").map(str::to_owned));
+                let (Some(start), Some(end), Some((_, i))) = (facts.started, ts, &self.sdk.meter)
+                else {
+                    return;
+                };
+                let secs = end.duration_since(start).unwrap_or_default().as_secs_f64();
+                let mut attrs = vec![KeyValue::new("network.transport", "pipe")];
+                if let Some(v) = protocol {
+                    attrs.push(KeyValue::new("mcp.protocol.version", v));
                 }
+                let cause = str_of("cause").unwrap_or("unknown");
+                if !matches!(cause, "host_closed") {
+                    attrs.push(KeyValue::new("error.type", cause.to_owned()));
+                }
+                i.session_duration.record(secs, &attrs);
             }
         }
     }
