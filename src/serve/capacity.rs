@@ -120,11 +120,10 @@ impl<K: Eq + Hash + Clone> Capacity<K> {
                 longest_idle(&over).or_else(|| longest_idle(&|_| true))
             } else {
                 // A session: the principal holding the most beyond its fair share gives way.
-                let heaviest = held
-                    .iter()
+                held.iter()
                     .filter(|(p, _)| over(p))
-                    .max_by_key(|(_, n)| **n);
-                heaviest.and_then(|(h, _)| longest_idle(&|p| p == *h))
+                    .max_by_key(|(_, n)| **n)
+                    .and_then(|(h, _)| longest_idle(&|p| p == *h))
             };
             Some(victim.ok_or(Full::Table(self.max))?)
         } else {

@@ -115,17 +115,13 @@ pub fn check(headers: &HeaderMap, incoming: &Incoming, modern: bool) -> Result<(
         ));
     };
     let decoded = decode(h)?;
-    match body_value {
-        Some(b) if b == decoded => Ok(()),
-        Some(b) => Err(Mismatch(
-            "Mcp-Name",
-            format!("Mcp-Name is {decoded:?} but the body names {b:?}"),
-        )),
-        None => Err(Mismatch(
-            "Mcp-Name",
-            format!("Mcp-Name is {decoded:?} but the body names nothing"),
-        )),
-    }
+    let named = match body_value {
+        Some(b) if b == decoded => return Ok(()),
+        Some(b) => format!("{b:?}"),
+        None => "nothing".to_owned(),
+    };
+    let why = format!("Mcp-Name is {decoded:?} but the body names {named}");
+    Err(Mismatch("Mcp-Name", why))
 }
 
 /// The header's one value; two copies, or characters outside visible ASCII, space and tab,
@@ -186,7 +182,7 @@ fn body_names(line: &[u8]) -> Option<Names> {
         #[serde(borrow, default)]
         params: Option<&'a RawValue>,
     }
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Default)]
     struct Params<'a> {
         #[serde(borrow, default)]
         name: Option<&'a RawValue>,
@@ -194,13 +190,11 @@ fn body_names(line: &[u8]) -> Option<Names> {
         uri: Option<&'a RawValue>,
     }
     let body: Body<'_> = serde_json::from_slice(line).ok()?;
-    let Some(params) = body.params else {
-        return Some(Names::default());
-    };
-    // Params that are not an object (an array) name nothing.
-    let Ok(params) = serde_json::from_str::<Params<'_>>(params.get()) else {
-        return Some(Names::default());
-    };
+    // Params that are missing or not an object (an array) name nothing.
+    let params = body
+        .params
+        .and_then(|p| serde_json::from_str::<Params<'_>>(p.get()).ok())
+        .unwrap_or_default();
     let text =
         |raw: Option<&RawValue>| raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok());
     Some(Names {

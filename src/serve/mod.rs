@@ -142,10 +142,10 @@ pub async fn serve(
         .as_ref()
         .map(|(c, k)| tls::acceptor(c, k))
         .transpose()?;
-    let owner = cfg
-        .advertise
-        .clone()
-        .map(|a| owner::Owner::new(a, cfg.stateless.key.clone()));
+    let owner = cfg.advertise.clone().map(|advertise| owner::Owner {
+        advertise,
+        key: cfg.stateless.key.clone(),
+    });
     let table = Arc::new(Capacity::new(
         cfg.max_sessions,
         cfg.per_principal,

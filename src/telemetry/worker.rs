@@ -188,7 +188,7 @@ impl Probe {
             #[serde(rename = "_meta")]
             meta: Option<Meta>,
         }
-        #[derive(serde::Deserialize)]
+        #[derive(serde::Deserialize, Default)]
         struct Meta {
             traceparent: Option<serde_json::Value>,
             tracestate: Option<serde_json::Value>,
@@ -200,15 +200,12 @@ impl Probe {
         let Ok(Message { params: Some(p) }) = serde_json::from_str::<Message>(text) else {
             return Probe::default();
         };
-        let (traceparent, tracestate) = match p.meta {
-            Some(m) => (text_of(m.traceparent), text_of(m.tracestate)),
-            None => (None, None),
-        };
+        let meta = p.meta.unwrap_or_default();
         Probe {
             name: text_of(p.name),
             uri: text_of(p.uri),
-            traceparent,
-            tracestate,
+            traceparent: text_of(meta.traceparent),
+            tracestate: text_of(meta.tracestate),
         }
     }
 }
