@@ -278,7 +278,7 @@ fn auth(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<Auth> {
         Some(file) => Auth::token_file(file)?,
         None => Auth::Open,
     };
-    if auth.is_open() && !addr.ip().is_loopback() {
+    if matches!(auth, Auth::Open) && !addr.ip().is_loopback() {
         if !args.allow_unauthenticated {
             bail!(
                 "--listen {addr} is reachable beyond this machine and no authentication is set: anyone who reaches it could use the server; give --auth-token-file, or --allow-unauthenticated if a proxy in front authenticates"

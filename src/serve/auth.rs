@@ -89,11 +89,6 @@ impl Auth {
         }
     }
 
-    /// Whether requests are authenticated at all.
-    pub fn is_open(&self) -> bool {
-        matches!(self, Auth::Open)
-    }
-
     /// Authenticates a request; returns its principal (`None` when authentication is off).
     pub fn check(&self, headers: &HeaderMap) -> Result<Option<String>, AuthError> {
         let Auth::Tokens(known) = self else {

@@ -46,11 +46,13 @@ pub struct Capacity<K> {
 #[derive(Debug, thiserror::Error)]
 pub enum Full {
     /// Every slot is held.
-    #[error("rootfence is serving its maximum of {0} sessions")]
+    #[error(
+        "rootfence is serving its maximum of {0} sessions; try again later (or raise --max-sessions)"
+    )]
     Table(usize),
     /// The principal holds its share.
     #[error(
-        "this client's token already holds its share of {0} sessions; end one (DELETE) or wait for one to go idle"
+        "this client's token already holds its share of {0} sessions; end one (DELETE) or wait for one to go idle (--max-sessions-per-token)"
     )]
     Share(usize),
 }
@@ -89,6 +91,13 @@ impl<K: Eq + Hash + Clone> Capacity<K> {
             *held.entry(&s.principal).or_default() += 1;
         }
         let mine = held.get(principal).copied().unwrap_or(0);
+        // What counts against the cap: a session being ended still holds its server until its
+        // relay is done; a pooled relay told to stop does not.
+        let used = if self.recycle {
+            held.values().sum()
+        } else {
+            slots.len()
+        };
         // The longest-idle open slot (no open stream) of a principal `whose` accepts.
         let longest_idle = |whose: &dyn Fn(&Option<String>) -> bool| {
             slots
@@ -100,7 +109,7 @@ impl<K: Eq + Hash + Clone> Capacity<K> {
         let victim = if mine >= self.per_principal {
             let own = self.recycle.then(|| longest_idle(&|p| p == principal));
             Some(own.flatten().ok_or(Full::Share(self.per_principal))?)
-        } else if self.used(&slots, &held) >= self.max {
+        } else if used >= self.max {
             let fair = self.max / (held.len() + usize::from(mine == 0)).max(1);
             if !self.recycle && mine >= fair {
                 return Err(Full::Table(self.max));
@@ -111,11 +120,10 @@ impl<K: Eq + Hash + Clone> Capacity<K> {
                 longest_idle(&over).or_else(|| longest_idle(&|_| true))
             } else {
                 // A session: the principal holding the most beyond its fair share gives way.
-                let heaviest = held
-                    .iter()
+                held.iter()
                     .filter(|(p, _)| over(p))
-                    .max_by_key(|(_, n)| **n);
-                heaviest.and_then(|(h, _)| longest_idle(&|p| p == *h))
+                    .max_by_key(|(_, n)| **n)
+                    .and_then(|(h, _)| longest_idle(&|p| p == *h))
             };
             Some(victim.ok_or(Full::Table(self.max))?)
         } else {
@@ -132,20 +140,6 @@ impl<K: Eq + Hash + Clone> Capacity<K> {
         let (key, session) = open();
         slots.insert(key, Arc::clone(&session));
         Ok(session)
-    }
-
-    /// How many slots count against the cap: a session being ended still holds its server
-    /// until its relay is done; a pooled relay told to stop does not.
-    fn used(
-        &self,
-        slots: &HashMap<K, Arc<HttpSession>>,
-        held: &HashMap<&Option<String>, usize>,
-    ) -> usize {
-        if self.recycle {
-            held.values().sum()
-        } else {
-            slots.len()
-        }
     }
 
     /// The open slot under `key`.

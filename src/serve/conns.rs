@@ -127,13 +127,8 @@ impl Conns {
     }
 
     /// Open connections.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().len()
-    }
-
-    /// Whether none is open.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Returns once there is room for one more connection: at the cap, the oldest

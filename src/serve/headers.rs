@@ -37,17 +37,11 @@ pub const METHOD_HEADER: &str = "mcp-method";
 /// The name header.
 pub const NAME_HEADER: &str = "mcp-name";
 
-/// Why the headers do not agree with the body.
+/// Why the headers do not agree with the body: which header disagreed (all the audit log
+/// says: it never holds message content), and how.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("header mismatch: {1}; send the routing headers mirrored from the body")]
 pub struct Mismatch(pub &'static str, pub String);
-
-impl Mismatch {
-    /// Which header disagreed (for the audit log, which never holds message content).
-    pub fn header(&self) -> &'static str {
-        self.0
-    }
-}
 
 /// The body parameter `Mcp-Name` mirrors for `method`, if it names one.
 fn name_key(method: &str) -> Option<&'static str> {
@@ -76,45 +70,30 @@ pub fn check(headers: &HeaderMap, incoming: &Incoming, modern: bool) -> Result<(
     let request = incoming.kind == Some(Kind::Request);
     if modern && request {
         // The body's `_meta` version is what the request is judged under.
-        match (version, incoming.meta_version.as_deref()) {
-            (None, _) => {
-                return Err(Mismatch(
-                    "MCP-Protocol-Version",
-                    "the MCP-Protocol-Version header is missing".into(),
-                ));
-            }
-            (Some(h), Some(b)) if h != b => {
-                return Err(Mismatch(
-                    "MCP-Protocol-Version",
-                    format!("MCP-Protocol-Version is {h:?} but the body's _meta says {b:?}"),
-                ));
-            }
-            (Some(h), None) => {
-                return Err(Mismatch(
-                    "MCP-Protocol-Version",
-                    format!(
-                        "MCP-Protocol-Version is {h:?} but the body's _meta names no protocol version"
-                    ),
-                ));
-            }
-            _ => {}
+        let wrong = match (version, incoming.meta_version.as_deref()) {
+            (None, _) => Some("the MCP-Protocol-Version header is missing".to_owned()),
+            (Some(h), Some(b)) if h != b => Some(format!(
+                "MCP-Protocol-Version is {h:?} but the body's _meta says {b:?}"
+            )),
+            (Some(h), None) => Some(format!(
+                "MCP-Protocol-Version is {h:?} but the body's _meta names no protocol version"
+            )),
+            _ => None,
+        };
+        if let Some(why) = wrong {
+            return Err(Mismatch("MCP-Protocol-Version", why));
         }
     }
     let method = incoming.method.as_deref().unwrap_or("");
-    match method_h {
+    let wrong = match method_h {
         Some(h) if h != method => {
-            return Err(Mismatch(
-                "Mcp-Method",
-                format!("Mcp-Method is {h:?} but the body calls {method:?}"),
-            ));
+            Some(format!("Mcp-Method is {h:?} but the body calls {method:?}"))
         }
-        None if modern && request => {
-            return Err(Mismatch(
-                "Mcp-Method",
-                "the Mcp-Method header is missing".into(),
-            ));
-        }
-        _ => {}
+        None if modern && request => Some("the Mcp-Method header is missing".to_owned()),
+        _ => None,
+    };
+    if let Some(why) = wrong {
+        return Err(Mismatch("Mcp-Method", why));
     }
     let key = name_key(method);
     let required = modern && request && key.is_some();
@@ -136,17 +115,13 @@ pub fn check(headers: &HeaderMap, incoming: &Incoming, modern: bool) -> Result<(
         ));
     };
     let decoded = decode(h)?;
-    match body_value {
-        Some(b) if b == decoded => Ok(()),
-        Some(b) => Err(Mismatch(
-            "Mcp-Name",
-            format!("Mcp-Name is {decoded:?} but the body names {b:?}"),
-        )),
-        None => Err(Mismatch(
-            "Mcp-Name",
-            format!("Mcp-Name is {decoded:?} but the body names nothing"),
-        )),
-    }
+    let named = match body_value {
+        Some(b) if b == decoded => return Ok(()),
+        Some(b) => format!("{b:?}"),
+        None => "nothing".to_owned(),
+    };
+    let why = format!("Mcp-Name is {decoded:?} but the body names {named}");
+    Err(Mismatch("Mcp-Name", why))
 }
 
 /// The header's one value; two copies, or characters outside visible ASCII, space and tab,
@@ -207,7 +182,7 @@ fn body_names(line: &[u8]) -> Option<Names> {
         #[serde(borrow, default)]
         params: Option<&'a RawValue>,
     }
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Default)]
     struct Params<'a> {
         #[serde(borrow, default)]
         name: Option<&'a RawValue>,
@@ -215,13 +190,11 @@ fn body_names(line: &[u8]) -> Option<Names> {
         uri: Option<&'a RawValue>,
     }
     let body: Body<'_> = serde_json::from_slice(line).ok()?;
-    let Some(params) = body.params else {
-        return Some(Names::default());
-    };
-    // Params that are not an object (an array) name nothing.
-    let Ok(params) = serde_json::from_str::<Params<'_>>(params.get()) else {
-        return Some(Names::default());
-    };
+    // Params that are missing or not an object (an array) name nothing.
+    let params = body
+        .params
+        .and_then(|p| serde_json::from_str::<Params<'_>>(p.get()).ok())
+        .unwrap_or_default();
     let text =
         |raw: Option<&RawValue>| raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok());
     Some(Names {

@@ -34,12 +34,12 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 
 use super::auth::Auth;
-use super::capacity::{Capacity, Full};
+use super::capacity::Capacity;
 use super::headers::{self, HEADER_MISMATCH};
 use super::limits::{self, Exceeded, Shape};
 use super::origin::OriginRules;
 use super::refusals::Refusals;
-use super::router::{Out, RegisterError, Stream, request_progress_token};
+use super::router::{Out, RegisterError, Stream, progress_token};
 use super::session::HttpSession;
 use super::sse::SseBody;
 use super::stateless::Stateless;
@@ -94,12 +94,12 @@ pub fn routes(app: Arc<App>) -> Router {
     Router::new()
         .route(
             "/mcp",
-            get(get_mcp)
-                .post(post_mcp)
-                .delete(delete_mcp)
+            get(|State(app), r| endpoint(app, r, get_inner))
+                .post(|State(app), r| endpoint(app, r, post_inner))
+                .delete(|State(app), r| endpoint(app, r, delete_inner))
                 .options(options_mcp),
         )
-        .route("/healthz", get(healthz))
+        .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/capacity", get(capacity))
         .route("/metrics", get(metrics))
@@ -117,12 +117,7 @@ pub fn rpc_error(status: StatusCode, id: Option<&Id>, code: i64, message: &str) 
 
 /// A 200 with a JSON body.
 pub fn json_response(body: impl Into<Body>) -> Response {
-    (
-        StatusCode::OK,
-        [(CONTENT_TYPE, "application/json")],
-        body.into(),
-    )
-        .into_response()
+    ([(CONTENT_TYPE, "application/json")], body.into()).into_response()
 }
 
 /// What a draining replica answers a new session or stateless request.
@@ -144,20 +139,15 @@ pub fn unavailable(id: Option<&Id>, message: &str, retry_after: Option<&'static 
 }
 
 /// A plain refusal with a JSON-RPC error body (`-32600`, no id).
-fn refuse(status: StatusCode, message: &str) -> Response {
+pub(super) fn refuse(status: StatusCode, message: &str) -> Response {
     rpc_error(status, None, INVALID_REQUEST, message)
 }
 
-async fn not_found() -> Response {
+async fn not_found() -> impl IntoResponse {
     (
         StatusCode::NOT_FOUND,
         "rootfence serve: the MCP endpoint is /mcp\n",
     )
-        .into_response()
-}
-
-async fn healthz() -> impl IntoResponse {
-    (StatusCode::OK, "ok\n")
 }
 
 /// Ready means "can serve its sessions": only a drain makes it 503. Full is a separate
@@ -173,10 +163,11 @@ async fn readyz(State(app): State<Arc<App>>) -> Response {
     (StatusCode::OK, "ready\n").into_response()
 }
 
-/// What this replica holds and can still take, as JSON.
-async fn capacity(State(app): State<Arc<App>>) -> Response {
+/// What this replica holds and can still take: the JSON of `/capacity`, and the values of
+/// `/metrics` (read from it, so the two never disagree).
+fn snapshot(app: &App) -> serde_json::Value {
     let sessions = app.table.len();
-    let body = serde_json::json!({
+    serde_json::json!({
         "draining": app.draining.load(Ordering::Relaxed),
         "full": sessions >= app.table.max,
         "sessions": sessions,
@@ -196,105 +187,47 @@ async fn capacity(State(app): State<Arc<App>>) -> Response {
             "discarded": app.pool.discarded.load(Ordering::Relaxed),
             "bypassed": app.pool.bypassed.load(Ordering::Relaxed),
         },
-    });
-    json_response(body.to_string())
+    })
 }
+
+async fn capacity(State(app): State<Arc<App>>) -> Response {
+    json_response(snapshot(&app).to_string())
+}
+
+/// The metrics of `/metrics`, one a line: name, type, where [`snapshot`] holds the value (a
+/// JSON pointer; `true` is 1), and the help text.
+const METRICS: &str = "\
+rootfence_sessions gauge /sessions Sessions open.
+rootfence_sessions_max gauge /max_sessions The session cap (--max-sessions).
+rootfence_full gauge /full 1 when new sessions are refused for lack of room.
+rootfence_draining gauge /draining 1 while shutting down.
+rootfence_pooled_servers gauge /pooled_servers Pooled server processes for 2026-07-28 requests.
+rootfence_connections gauge /connections Open connections.
+rootfence_connections_shed_total counter /connections_shed Connections closed, or refused, at the connection cap.
+rootfence_session_pool_size gauge /session_pool/size Pre-started session servers kept ready (--session-pool; 0 when off).
+rootfence_session_pool_ready gauge /session_pool/ready Pre-started session servers ready now.
+rootfence_session_pool_started_total counter /session_pool/started Pre-started session servers started.
+rootfence_session_pool_taken_total counter /session_pool/taken Sessions opened on a pre-started server.
+rootfence_session_pool_discarded_total counter /session_pool/discarded Pre-started servers that ended before use, discarded.
+rootfence_session_pool_bypassed_total counter /session_pool/bypassed Sessions that started their own server because their client declares roots.";
 
 /// The same, in the Prometheus text format.
 async fn metrics(State(app): State<Arc<App>>) -> Response {
-    let sessions = app.table.len();
-    let pool = &app.pool;
+    let now = snapshot(&app);
     let mut out = String::new();
-    for (name, help, kind, v) in [
-        (
-            "rootfence_sessions",
-            "Sessions open.",
-            "gauge",
-            sessions as u64,
-        ),
-        (
-            "rootfence_sessions_max",
-            "The session cap (--max-sessions).",
-            "gauge",
-            app.table.max as u64,
-        ),
-        (
-            "rootfence_full",
-            "1 when new sessions are refused for lack of room.",
-            "gauge",
-            u64::from(sessions >= app.table.max),
-        ),
-        (
-            "rootfence_draining",
-            "1 while shutting down.",
-            "gauge",
-            u64::from(app.draining.load(Ordering::Relaxed)),
-        ),
-        (
-            "rootfence_pooled_servers",
-            "Pooled server processes for 2026-07-28 requests.",
-            "gauge",
-            app.stateless.pool.len() as u64,
-        ),
-        (
-            "rootfence_connections",
-            "Open connections.",
-            "gauge",
-            app.conns.len() as u64,
-        ),
-        (
-            "rootfence_connections_shed_total",
-            "Connections closed, or refused, at the connection cap.",
-            "counter",
-            app.conns.shed.load(Ordering::Relaxed),
-        ),
-        (
-            "rootfence_session_pool_size",
-            "Pre-started session servers kept ready (--session-pool; 0 when off).",
-            "gauge",
-            pool.size as u64,
-        ),
-        (
-            "rootfence_session_pool_ready",
-            "Pre-started session servers ready now.",
-            "gauge",
-            pool.ready() as u64,
-        ),
-        (
-            "rootfence_session_pool_started_total",
-            "Pre-started session servers started.",
-            "counter",
-            pool.started.load(Ordering::Relaxed),
-        ),
-        (
-            "rootfence_session_pool_taken_total",
-            "Sessions opened on a pre-started server.",
-            "counter",
-            pool.taken.load(Ordering::Relaxed),
-        ),
-        (
-            "rootfence_session_pool_discarded_total",
-            "Pre-started servers that ended before use, discarded.",
-            "counter",
-            pool.discarded.load(Ordering::Relaxed),
-        ),
-        (
-            "rootfence_session_pool_bypassed_total",
-            "Sessions that started their own server because their client declares roots.",
-            "counter",
-            pool.bypassed.load(Ordering::Relaxed),
-        ),
-    ] {
+    for row in METRICS.lines() {
+        let mut cols = row.splitn(4, ' ');
+        let mut col = || cols.next().unwrap_or_default();
+        let (name, kind, at, help) = (col(), col(), col(), col());
+        let v = match now.pointer(at) {
+            Some(serde_json::Value::Bool(b)) => u64::from(*b),
+            v => v.and_then(serde_json::Value::as_u64).unwrap_or_default(),
+        };
         out.push_str(&format!(
             "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n"
         ));
     }
-    (
-        StatusCode::OK,
-        [(CONTENT_TYPE, "text/plain; version=0.0.4")],
-        out,
-    )
-        .into_response()
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 
 // ---- the gate -------------------------------------------------------------------------------
@@ -405,10 +338,8 @@ fn find_session(
     match app.table.get(id) {
         // Another principal's session is as unknown as a session that never existed.
         Some(s) if s.principal == *principal => Ok(s),
-        _ => Err(rpc_error(
+        _ => Err(refuse(
             StatusCode::NOT_FOUND,
-            None,
-            INVALID_REQUEST,
             "session not found (it ended or never existed); start a new session with initialize",
         )),
     }
@@ -418,20 +349,16 @@ fn find_session(
 /// request back when it is this replica's to answer. Host, Origin and authentication are
 /// checked here first (and again by the owner).
 async fn to_owner(app: &App, request: Request) -> Result<Request, Response> {
-    let Some(owner) = &app.owner else {
-        return Ok(request);
-    };
     let headers = request.headers();
-    if headers.contains_key(super::owner::FORWARDED) {
-        return Ok(request);
-    }
-    let Some(id) = session_id(headers) else {
-        return Ok(request);
+    let elsewhere = match (&app.owner, session_id(headers)) {
+        (Some(owner), Some(id))
+            if !headers.contains_key(super::owner::FORWARDED) && app.table.get(id).is_none() =>
+        {
+            owner.elsewhere(id)
+        }
+        _ => None,
     };
-    if app.table.get(id).is_some() {
-        return Ok(request);
-    }
-    let Some(addr) = owner.elsewhere(id) else {
+    let Some(addr) = elsewhere else {
         return Ok(request);
     };
     let (parts, body) = request.into_parts();
@@ -460,15 +387,9 @@ async fn endpoint<F: Future<Output = Result<Response, Response>>>(
     cors_for(&app, origin.as_ref(), response)
 }
 
-async fn post_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
-    endpoint(app, request, |app, parts, body| async move {
-        post_inner(&app, parts, body).await
-    })
-    .await
-}
-
 /// The POST's answer; `Err` for a refusal (a response too, returned at once).
-async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Result<Response, Response> {
+async fn post_inner(app: Arc<App>, parts: Parts, body: Body) -> Result<Response, Response> {
+    let app = &app;
     let principal = admit(app, &parts)?;
     let headers = &parts.headers;
     if !is_json(headers) {
@@ -499,7 +420,7 @@ async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Result<Response
         // The audit log never holds message content: only which header disagreed.
         let detail = format!(
             "header mismatch: the {} header does not agree with the body; refused before any session",
-            mismatch.header()
+            mismatch.0
         );
         app.refusals
             .refused(&app.setup, &incoming.line, id, HEADER_MISMATCH, &detail);
@@ -511,7 +432,7 @@ async fn post_inner(app: &Arc<App>, parts: Parts, body: Body) -> Result<Response
         ));
     }
     if stateless {
-        return Ok(app.stateless.handle(app, principal, &parts, incoming).await);
+        return Ok(app.stateless.handle(app, principal, incoming).await);
     }
     if incoming.is_initialize() {
         if session_id(headers).is_some() {
@@ -554,13 +475,7 @@ async fn initialize(
     });
     let session = match opened {
         Ok(s) => s,
-        Err(full) => {
-            let message = match full {
-                Full::Table(_) => format!("{full}; try again later (or raise --max-sessions)"),
-                Full::Share(_) => format!("{full} (--max-sessions-per-token)"),
-            };
-            return unavailable(None, &message, Some("5"));
-        }
+        Err(full) => return unavailable(None, &full.to_string(), Some("5")),
     };
     tracing::info!(session = %session.id, principal = principal.as_deref().unwrap_or("-"), "session opened");
     let id = session.id.clone();
@@ -599,18 +514,12 @@ async fn forward(
     if session.send(incoming.line.clone()).await.is_err() {
         return session_ended();
     }
-    let initialize = incoming.is_initialize();
-    let mut resp = answer(stream, &incoming).await;
+    let (mut resp, refused) = answer(stream, &incoming).await;
     if let Some(id) = new_session
-        && initialize
+        && incoming.is_initialize()
         && resp.status() == StatusCode::OK
     {
-        // Without an outcome (an SSE answer), the initialize is taken as a success.
-        if resp
-            .extensions_mut()
-            .remove::<InitializeOutcome>()
-            .is_some_and(|ok| !ok.0)
-        {
+        if refused {
             // A refused initialize opens nothing.
             session.close();
             return resp;
@@ -623,17 +532,11 @@ async fn forward(
 }
 
 fn session_ended() -> Response {
-    rpc_error(
+    refuse(
         StatusCode::NOT_FOUND,
-        None,
-        INVALID_REQUEST,
         "session not found (it ended); start a new session with initialize",
     )
 }
-
-/// Whether a JSON answer to `initialize` was a success (known only in JSON mode).
-#[derive(Clone, Copy, Debug)]
-struct InitializeOutcome(bool);
 
 /// The answers for requests a session ended without answering.
 pub fn ended_answers(requests: &[(Id, String)], waiting: &HashSet<IdKey>) -> Vec<Bytes> {
@@ -654,8 +557,9 @@ pub fn ended_answers(requests: &[(Id, String)], waiting: &HashSet<IdKey>) -> Vec
 }
 
 /// Waits for what the POST's requests bring: their responses alone as JSON, or an SSE
-/// stream when something else comes first.
-pub async fn answer(mut stream: Stream, incoming: &Incoming) -> Response {
+/// stream when something else comes first; and whether it answers `initialize` with an error
+/// (known only in JSON: an SSE answer is taken as a success).
+pub async fn answer(mut stream: Stream, incoming: &Incoming) -> (Response, bool) {
     let mut waiting: HashSet<IdKey> = incoming.ids().into_iter().collect();
     let mut responses: Vec<Bytes> = Vec::new();
     loop {
@@ -683,7 +587,7 @@ pub async fn answer(mut stream: Stream, incoming: &Incoming) -> Response {
                     waiting,
                     Box::new(move |w| ended_answers(&requests, w)),
                 );
-                return sse_response(body);
+                return (sse_response(body), false);
             }
             None => {
                 responses.extend(ended_answers(&incoming.requests, &waiting));
@@ -693,32 +597,18 @@ pub async fn answer(mut stream: Stream, incoming: &Incoming) -> Response {
     }
 }
 
-fn json_answer(mut responses: Vec<Bytes>, incoming: &Incoming) -> Response {
-    let outcome = incoming.is_initialize().then(|| {
-        InitializeOutcome(responses.first().is_some_and(|r| {
+fn json_answer(mut responses: Vec<Bytes>, incoming: &Incoming) -> (Response, bool) {
+    let refused = incoming.is_initialize()
+        && !responses.first().is_some_and(|r| {
             scan_message(crate::jsonrpc::framing::line_str(r))
                 .is_ok_and(|env| env.kind == Kind::Response)
-        }))
-    });
+        });
     let body = if incoming.batch {
-        let mut out = BytesMut::new();
-        out.extend_from_slice(b"[");
-        for (i, r) in responses.iter().enumerate() {
-            if i > 0 {
-                out.extend_from_slice(b",");
-            }
-            out.extend_from_slice(r);
-        }
-        out.extend_from_slice(b"]");
-        out.freeze()
+        Bytes::from([b"[".as_slice(), &responses.join(b",".as_slice()), b"]"].concat())
     } else {
         responses.pop().unwrap_or_default()
     };
-    let mut resp = json_response(body);
-    if let Some(o) = outcome {
-        resp.extensions_mut().insert(o);
-    }
-    resp
+    (json_response(body), refused)
 }
 
 /// An SSE response.
@@ -733,16 +623,9 @@ pub fn sse_response(body: SseBody) -> Response {
 
 // ---- GET and DELETE -------------------------------------------------------------------------
 
-async fn get_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
-    endpoint(app, request, |app, parts, _| async move {
-        get_inner(&app, &parts)
-    })
-    .await
-}
-
 /// The GET's event stream; `Err` for a refusal.
-fn get_inner(app: &Arc<App>, parts: &Parts) -> Result<Response, Response> {
-    let principal = admit(app, parts)?;
+async fn get_inner(app: Arc<App>, parts: Parts, _: Body) -> Result<Response, Response> {
+    let principal = admit(&app, &parts)?;
     if !accepts(&parts.headers, "text/event-stream") {
         return Err(refuse(
             StatusCode::NOT_ACCEPTABLE,
@@ -759,25 +642,22 @@ fn get_inner(app: &Arc<App>, parts: &Parts) -> Result<Response, Response> {
             .insert("allow", HeaderValue::from_static("POST"));
         return Err(resp);
     }
-    let session = find_session(app, &parts.headers, &principal)?;
+    let session = find_session(&app, &parts.headers, &principal)?;
     match session.router.open_get() {
         Ok(stream) => Ok(sse_response(SseBody::get(stream))),
         Err(_) => Err(session_ended()),
     }
 }
 
-async fn delete_mcp(State(app): State<Arc<App>>, request: Request) -> Response {
-    endpoint(app, request, |app, parts, _| async move {
-        let principal = admit(&app, &parts)?;
-        let session = find_session(&app, &parts.headers, &principal)?;
-        app.table.remove(&session.id);
-        session.close();
-        tracing::info!(session = %session.id, "session deleted by the client");
-        // Its relay shuts the server down and closes the audit session in the background.
-        tokio::spawn(async move { session.wait().await });
-        Ok(StatusCode::NO_CONTENT.into_response())
-    })
-    .await
+async fn delete_inner(app: Arc<App>, parts: Parts, _: Body) -> Result<Response, Response> {
+    let principal = admit(&app, &parts)?;
+    let session = find_session(&app, &parts.headers, &principal)?;
+    app.table.remove(&session.id);
+    session.close();
+    tracing::info!(session = %session.id, "session deleted by the client");
+    // Its relay shuts the server down and closes the audit session in the background.
+    tokio::spawn(async move { session.wait().await });
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 #[cfg(test)]
@@ -822,6 +702,19 @@ mod tests {
             ),
             StatusCode::BAD_REQUEST
         );
+    }
+
+    #[test]
+    fn every_metric_has_a_type_a_pointer_and_help() {
+        for row in METRICS.lines() {
+            let cols: Vec<&str> = row.splitn(4, ' ').collect();
+            assert_eq!(cols.len(), 4, "{row}");
+            assert!(["gauge", "counter"].contains(&cols[1]), "{row}");
+            assert!(
+                cols[2].starts_with('/') && cols[0].starts_with("rootfence_"),
+                "{row}"
+            );
+        }
     }
 
     #[test]

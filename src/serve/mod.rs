@@ -137,14 +137,15 @@ pub async fn serve(
         .map_err(ServeError::Listen)?;
     let local: SocketAddr = cfg.listener.local_addr().map_err(ServeError::Listen)?;
     let listener = TcpListener::from_std(cfg.listener).map_err(ServeError::Listen)?;
-    let tls = match &cfg.tls {
-        Some((cert, key)) => Some(tls::acceptor(cert, key)?),
-        None => None,
-    };
-    let owner = cfg
-        .advertise
-        .clone()
-        .map(|a| owner::Owner::new(a, cfg.stateless.key.clone()));
+    let tls = cfg
+        .tls
+        .as_ref()
+        .map(|(c, k)| tls::acceptor(c, k))
+        .transpose()?;
+    let owner = cfg.advertise.clone().map(|advertise| owner::Owner {
+        advertise,
+        key: cfg.stateless.key.clone(),
+    });
     let table = Arc::new(Capacity::new(
         cfg.max_sessions,
         cfg.per_principal,

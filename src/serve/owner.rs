@@ -48,8 +48,10 @@ pub fn new_session_id(owner: Option<&Owner>) -> String {
 /// This replica's name in session ids, and the key that protects them.
 #[derive(Clone)]
 pub struct Owner {
-    advertise: String,
-    key: Vec<u8>,
+    /// The address peers reach this replica at (`host:port`).
+    pub(crate) advertise: String,
+    /// The key every replica shares.
+    pub(crate) key: Vec<u8>,
 }
 
 impl std::fmt::Debug for Owner {
@@ -61,11 +63,6 @@ impl std::fmt::Debug for Owner {
 }
 
 impl Owner {
-    /// Session ids naming `advertise` (`host:port`), tagged with `key`.
-    pub fn new(advertise: String, key: Vec<u8>) -> Owner {
-        Owner { advertise, key }
-    }
-
     fn tag(&self, body: &str) -> String {
         let mut mac =
             Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes a key of any length");
@@ -106,10 +103,8 @@ impl Owner {
 pub async fn forward(owner: &str, request: Request) -> Response {
     let gone = |why: String| {
         tracing::warn!(owner, "forwarding to the session's replica failed: {why}");
-        super::http::rpc_error(
+        super::http::refuse(
             StatusCode::NOT_FOUND,
-            None,
-            crate::jsonrpc::error::INVALID_REQUEST,
             "session not found: the replica holding it cannot be reached; start a new session with initialize",
         )
     };
@@ -173,8 +168,14 @@ mod tests {
 
     #[test]
     fn ids_name_their_owner_and_cannot_be_forged() {
-        let a = Owner::new("10.0.0.1:8080".into(), b"k".repeat(32));
-        let b = Owner::new("10.0.0.2:8080".into(), b"k".repeat(32));
+        let a = Owner {
+            advertise: "10.0.0.1:8080".into(),
+            key: b"k".repeat(32),
+        };
+        let b = Owner {
+            advertise: "10.0.0.2:8080".into(),
+            key: b"k".repeat(32),
+        };
         let id = a.session_id("00ff");
         assert!(id.bytes().all(|c| c.is_ascii_graphic()));
         assert_eq!(b.elsewhere(&id).as_deref(), Some("10.0.0.1:8080"));
@@ -185,7 +186,10 @@ mod tests {
             &URL_SAFE_NO_PAD.encode("169.254.169.254:80"),
         );
         assert_eq!(b.elsewhere(&forged), None);
-        let other = Owner::new("10.0.0.3:8080".into(), b"x".repeat(32));
+        let other = Owner {
+            advertise: "10.0.0.3:8080".into(),
+            key: b"x".repeat(32),
+        };
         assert_eq!(other.elsewhere(&id), None);
         assert_eq!(b.elsewhere("0123456789abcdef"), None);
     }

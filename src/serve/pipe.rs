@@ -21,44 +21,10 @@ const INPUT_QUEUE: usize = 256;
 /// Bytes of relay output buffered in memory before the relay's writer waits for the router.
 pub const OUTPUT_PIPE: usize = 256 * 1024;
 
-/// The sending end: one call per message.
-#[derive(Clone, Debug)]
-pub struct HostInput {
-    tx: mpsc::Sender<Bytes>,
-}
-
-impl HostInput {
-    /// Queues one message (without its newline: the reader adds it). Fails when the relay has
-    /// stopped reading (its session ended).
-    pub async fn send(&self, message: Bytes) -> Result<(), Closed> {
-        self.tx.send(message).await.map_err(|_| Closed)
-    }
-
-    /// A handle that does not keep the relay's input open.
-    pub fn downgrade(&self) -> WeakHostInput {
-        WeakHostInput {
-            tx: self.tx.downgrade(),
-        }
-    }
-
-    /// Queues one message without waiting; fails when the queue is full or closed.
-    pub fn try_send(&self, message: Bytes) -> Result<(), Closed> {
-        self.tx.try_send(message).map_err(|_| Closed)
-    }
-}
-
-/// A [`HostInput`] that does not keep the relay's input open.
-#[derive(Clone, Debug)]
-pub struct WeakHostInput {
-    tx: mpsc::WeakSender<Bytes>,
-}
-
-impl WeakHostInput {
-    /// The input, while some [`HostInput`] still holds it open.
-    pub fn upgrade(&self) -> Option<HostInput> {
-        self.tx.upgrade().map(|tx| HostInput { tx })
-    }
-}
+/// The sending end: one item per message, without its newline (the reader adds it). A send
+/// fails once the relay has stopped reading (its session ended); a weak sender does not keep
+/// the relay's input open.
+pub type HostInput = mpsc::Sender<Bytes>;
 
 /// The relay has stopped reading its host input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -79,7 +45,7 @@ pub struct HostReader {
 pub fn host_input() -> (HostInput, HostReader) {
     let (tx, rx) = mpsc::channel(INPUT_QUEUE);
     (
-        HostInput { tx },
+        tx,
         HostReader {
             rx,
             current: Bytes::new(),

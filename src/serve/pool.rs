@@ -82,11 +82,10 @@ pub struct SessionPool {
     ready: Mutex<VecDeque<Prestarted>>,
     wake: Notify,
     closed: AtomicBool,
-    /// When the latest take was, in ms since `epoch` (`u64::MAX`: none yet).
-    last_take: AtomicU64,
+    /// When the latest take was (`None`: none yet).
+    last_take: Mutex<Option<Instant>>,
     /// Session requests seen (a busy replica refills at the slower pace).
     requests: AtomicU64,
-    epoch: Instant,
     /// Started so far.
     pub started: AtomicU64,
     /// Handed to a session.
@@ -130,9 +129,8 @@ impl SessionPool {
             ready: Mutex::default(),
             wake: Notify::new(),
             closed: AtomicBool::new(false),
-            last_take: AtomicU64::new(u64::MAX),
+            last_take: Mutex::default(),
             requests: AtomicU64::new(0),
-            epoch: Instant::now(),
             started: AtomicU64::new(0),
             taken: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
@@ -155,10 +153,6 @@ impl SessionPool {
         if self.size > 0 {
             self.requests.fetch_add(1, Ordering::Relaxed);
         }
-    }
-
-    fn now_ms(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX - 1)
     }
 
     /// A pre-started session for the client whose `initialize` is `message`, made the
@@ -186,7 +180,7 @@ impl SessionPool {
         };
         // Refill (or replace what was discarded) off the request path, once the burst
         // this take belongs to is over.
-        self.last_take.store(self.now_ms(), Ordering::Relaxed);
+        *crate::relock(&self.last_take) = Some(Instant::now());
         self.wake.notify_one();
         let p = found?;
         self.taken.fetch_add(1, Ordering::Relaxed);
@@ -253,18 +247,14 @@ impl SessionPool {
 
     /// How long since the latest take (`None`: nothing taken yet).
     fn since_take(&self) -> Option<Duration> {
-        let last = self.last_take.load(Ordering::Relaxed);
-        (last != u64::MAX).then(|| Duration::from_millis(self.now_ms().saturating_sub(last)))
+        crate::relock(&self.last_take).map(|at| at.elapsed())
     }
 
     /// Discards the pooled servers that ended.
     fn drop_dead(&self) {
         let dead: VecDeque<Prestarted> = {
             let mut q = self.queue();
-            if q.iter().all(Prestarted::alive) {
-                return;
-            }
-            let (live, dead): (VecDeque<_>, VecDeque<_>) = q.drain(..).partition(|p| p.alive());
+            let (live, dead) = q.drain(..).partition(Prestarted::alive);
             *q = live;
             dead
         };

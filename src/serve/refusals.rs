@@ -32,13 +32,7 @@ impl Refusals {
         let mut log = self.lock();
         if log.is_none() {
             let mut start = audit::SessionStart::new(&setup.command, &setup.cwd);
-            start.mode = Some(
-                match setup.policy.mode() {
-                    crate::policy::Mode::Enforce => "enforce",
-                    crate::policy::Mode::Audit => "audit",
-                }
-                .to_owned(),
-            );
+            start.mode = Some(setup.policy.mode().as_str().to_owned());
             match AuditLog::open(setup.audit.clone(), start) {
                 Ok(l) => *log = Some(l),
                 Err(e) => {

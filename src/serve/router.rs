@@ -28,7 +28,7 @@ use serde_json::value::RawValue;
 use tokio::io::AsyncRead;
 use tokio::sync::mpsc;
 
-use super::pipe::{HostInput, WeakHostInput};
+use super::pipe::HostInput;
 use crate::jsonrpc::envelope::{Envelope, Kind, Scanned, scan, scan_message};
 use crate::jsonrpc::{Frame, IdKey, LineReader};
 use crate::mcp::methods as m;
@@ -95,7 +95,7 @@ pub struct Router {
     pub stall: Duration,
     /// Where answers of the router's own go (a request it could not deliver). Weak, so the
     /// router never keeps the relay's input open.
-    inject: Option<WeakHostInput>,
+    inject: Option<mpsc::WeakSender<Bytes>>,
     epoch: Instant,
     last_active: AtomicU64,
     /// Serving a pool shared by many clients (2026-07-28): only responses, routed by the ids
@@ -286,26 +286,14 @@ impl Router {
     async fn route(&self, line: Bytes) {
         let text = crate::jsonrpc::framing::line_str(&line);
         match scan(text) {
-            Ok(Scanned::Single(env)) => {
-                let target = self.target(&env, text);
-                self.deliver(target, line.clone(), &env).await;
-            }
+            Ok(Scanned::Single(env)) => self.deliver(&env, text, line.clone()).await,
             Ok(Scanned::Batch(elements)) => {
-                let base = text.as_ptr() as usize;
-                let parts: Vec<(usize, usize)> = elements
-                    .iter()
-                    .map(|e: &&RawValue| {
-                        let start = e.get().as_ptr() as usize - base;
-                        (start, start + e.get().len())
-                    })
-                    .collect();
-                for (start, end) in parts {
-                    let part = line.slice(start..end);
-                    let text = crate::jsonrpc::framing::line_str(&part);
-                    match scan_message(text) {
+                for e in elements {
+                    match scan_message(e.get()) {
+                        // The element's bytes are a slice of the line's, not a copy.
                         Ok(env) => {
-                            let target = self.target(&env, text);
-                            self.deliver(target, part.clone(), &env).await;
+                            let part = line.slice_ref(e.get().as_bytes());
+                            self.deliver(&env, e.get(), part).await;
                         }
                         Err(e) => tracing::warn!("dropped an unreadable batch element: {e}"),
                     }
@@ -353,7 +341,7 @@ impl Router {
             Kind::Notification => {
                 let method = env.method.as_deref().unwrap_or("");
                 if method == m::PROGRESS
-                    && let Some(key) = progress_token(text).and_then(|t| st.by_token.get(&t))
+                    && let Some(key) = progress_token(text, false).and_then(|t| st.by_token.get(&t))
                 {
                     return Target::Post(*key);
                 }
@@ -368,7 +356,8 @@ impl Router {
         }
     }
 
-    async fn deliver(&self, target: Target, line: Bytes, env: &Envelope<'_>) {
+    async fn deliver(&self, env: &Envelope<'_>, text: &str, line: Bytes) {
+        let target = self.target(env, text);
         let is_request = env.kind == Kind::Request;
         let id = env.id.as_ref();
         let answers = if env.kind.is_response() {
@@ -456,7 +445,7 @@ impl Router {
             "rootfence: the client has no open stream to receive this request; it was not delivered",
             None,
         );
-        if let Some(input) = self.inject.as_ref().and_then(WeakHostInput::upgrade)
+        if let Some(input) = self.inject.as_ref().and_then(mpsc::WeakSender::upgrade)
             && input.try_send(Bytes::from(answer)).is_err()
         {
             tracing::warn!("could not answer an undeliverable request");
@@ -499,22 +488,6 @@ fn push_backlog(st: &mut State, line: Bytes, is_request: bool) -> bool {
     true
 }
 
-/// The progress token of a `notifications/progress` message, as JSON text.
-fn progress_token(text: &str) -> Option<TokenKey> {
-    #[derive(serde::Deserialize)]
-    struct Note<'a> {
-        #[serde(borrow)]
-        params: Option<Params<'a>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params<'a> {
-        #[serde(rename = "progressToken", borrow)]
-        progress_token: Option<&'a RawValue>,
-    }
-    let note: Note<'_> = serde_json::from_str(text).ok()?;
-    Some(token_key(note.params?.progress_token?))
-}
-
 /// A progress token's key: its JSON text, with strings unescaped so `"a"` and `"\u0061"`
 /// are the same token.
 pub fn token_key(raw: &RawValue) -> TokenKey {
@@ -524,28 +497,32 @@ pub fn token_key(raw: &RawValue) -> TokenKey {
     }
 }
 
-/// The progress tokens named by a request's `params._meta.progressToken`, as keys.
-pub fn request_progress_token(text: &str) -> Option<TokenKey> {
-    if !text.contains("progressToken") {
+/// The progress token of a message, as a key: `params.progressToken` of a
+/// `notifications/progress`, or (`in_meta`) `params._meta.progressToken` of a request. Only
+/// the object on the token's path is read (`_meta` stays raw unless the token is in it).
+pub fn progress_token(text: &str, in_meta: bool) -> Option<TokenKey> {
+    // Most requests name no token: they are not parsed again.
+    if in_meta && !text.contains("progressToken") {
         return None;
     }
     #[derive(serde::Deserialize)]
-    struct Req<'a> {
+    struct Message<'a> {
         #[serde(borrow)]
         params: Option<Params<'a>>,
     }
     #[derive(serde::Deserialize)]
     struct Params<'a> {
-        #[serde(rename = "_meta", borrow)]
-        meta: Option<Meta<'a>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Meta<'a> {
         #[serde(rename = "progressToken", borrow)]
-        progress_token: Option<&'a RawValue>,
+        token: Option<&'a RawValue>,
+        #[serde(rename = "_meta", borrow)]
+        meta: Option<&'a RawValue>,
     }
-    let req: Req<'_> = serde_json::from_str(text).ok()?;
-    Some(token_key(req.params?.meta?.progress_token?))
+    let params = serde_json::from_str::<Message<'_>>(text).ok()?.params?;
+    let params = match in_meta {
+        true => serde_json::from_str::<Params<'_>>(params.meta?.get()).ok()?,
+        false => params,
+    };
+    Some(token_key(params.token?))
 }
 
 #[cfg(test)]

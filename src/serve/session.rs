@@ -108,11 +108,8 @@ impl HttpSession {
 
     /// Sends one message (without a newline) to the relay.
     pub async fn send(&self, message: Bytes) -> Result<(), Closed> {
-        let input = crate::relock(&self.input).clone();
-        match input {
-            Some(input) => input.send(message).await,
-            None => Err(Closed),
-        }
+        let input = crate::relock(&self.input).clone().ok_or(Closed)?;
+        input.send(message).await.map_err(|_| Closed)
     }
 
     /// Ends the session: the relay sees its host close the input.

@@ -61,6 +61,14 @@ impl<'a> Members<'a> {
         }
     }
 
+    /// Sets member `key` to the raw JSON `value`, or removes it (`None`).
+    pub fn put(&mut self, key: &str, value: Option<String>) {
+        match value {
+            Some(v) => self.set(key, v),
+            None => drop(self.remove(key)),
+        }
+    }
+
     /// Removes member `key`; its raw text, if it was there.
     pub fn remove(&mut self, key: &str) -> Option<Cow<'a, str>> {
         let at = self.0.iter().position(|(k, _)| k == key)?;

@@ -62,8 +62,7 @@ impl SseBody {
         waiting: HashSet<IdKey>,
         on_end: OnEnd,
     ) -> SseBody {
-        let mut body = SseBody::new(Some(stream), Some(waiting));
-        body.on_end = Some(on_end);
+        let mut body = SseBody::new(stream, Some(waiting), Some(on_end));
         for line in first {
             body.push(line);
         }
@@ -75,18 +74,18 @@ impl SseBody {
 
     /// The session's GET stream.
     pub fn get(stream: Stream) -> SseBody {
-        SseBody::new(Some(stream), None)
+        SseBody::new(stream, None, None)
     }
 
-    fn new(stream: Option<Stream>, waiting: Option<HashSet<IdKey>>) -> SseBody {
+    fn new(stream: Stream, waiting: Option<HashSet<IdKey>>, on_end: Option<OnEnd>) -> SseBody {
         let start = tokio::time::Instant::now() + KEEP_ALIVE;
         let mut keep_alive = tokio::time::interval_at(start, KEEP_ALIVE);
         keep_alive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         SseBody {
             frames: VecDeque::new(),
-            stream,
+            stream: Some(stream),
             waiting,
-            on_end: None,
+            on_end,
             keep_alive,
         }
     }

@@ -27,20 +27,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::capacity::Capacity;
-use super::http::{App, DRAINING, Incoming, json_response, rpc_error, unavailable};
+use super::http::{App, DRAINING, Incoming, json_response, refuse, rpc_error, unavailable};
 use super::session::HttpSession;
 use super::splice::Members;
 use super::state::{PREFIX, Signer};
 use crate::jsonrpc::IdKey;
 use crate::jsonrpc::envelope::Kind;
-use crate::jsonrpc::error::{INVALID_PARAMS, INVALID_REQUEST, SERVER_GONE};
+use crate::jsonrpc::error::{INVALID_PARAMS, SERVER_GONE};
 use crate::mcp::methods as m;
 
 /// The `inputRequests` key of the roots question this handler asks.
@@ -111,14 +110,11 @@ impl Stateless {
         &self,
         app: &Arc<App>,
         principal: Option<String>,
-        _parts: &Parts,
         incoming: Incoming,
     ) -> Response {
         if incoming.batch {
-            return rpc_error(
+            return refuse(
                 StatusCode::BAD_REQUEST,
-                None,
-                INVALID_REQUEST,
                 "2026-07-28 has no batches; send each request on its own",
             );
         }
@@ -146,7 +142,10 @@ impl Stateless {
         let Some(mut message) = Request::parse(text) else {
             return bad("the request could not be read".into());
         };
-        let has_roots_cap = message.has_roots_capability();
+        let has_roots_cap = incoming
+            .meta_capabilities
+            .as_deref()
+            .is_some_and(declares_roots);
 
         // What the client echoes: rootfence's state (verified, then replaced by the server's
         // own), and the answer to rootfence's roots question.
@@ -159,10 +158,7 @@ impl Stateless {
                 match self.signer.verify(&token, principal.as_deref()) {
                     Ok(state) => {
                         roots = state.r;
-                        match state.s {
-                            Some(inner) => params.set("requestState", inner.to_string()),
-                            None => drop(params.remove("requestState")),
-                        };
+                        params.put("requestState", state.s.map(|inner| inner.to_string()));
                     }
                     Err(e) => {
                         tracing::warn!(refused = %e, "a stateless request's requestState was refused");
@@ -181,22 +177,14 @@ impl Stateless {
                     return bad("inputResponses names a key rootfence did not ask for".into());
                 }
                 if let Some(answer) = responses.remove(ROOTS_KEY) {
-                    let answer: Option<Value> = serde_json::from_str(&answer).ok();
-                    match answer {
-                        Some(a) if a.get("roots").and_then(Value::as_array).is_some() => {
-                            roots = Some(a);
-                        }
-                        _ => {
-                            return bad(
-                                "the answer to rootfence's roots/list has no roots array".into()
-                            );
-                        }
-                    }
-                    if responses.is_empty() {
-                        params.remove("inputResponses");
-                    } else {
-                        params.set("inputResponses", responses.to_json());
-                    }
+                    let answer = serde_json::from_str::<Value>(&answer).ok();
+                    let Some(answer) = answer.filter(|a| a["roots"].is_array()) else {
+                        let why = "the answer to rootfence's roots/list has no roots array";
+                        return bad(why.into());
+                    };
+                    roots = Some(answer);
+                    let left = (!responses.is_empty()).then(|| responses.to_json());
+                    params.put("inputResponses", left);
                 }
             }
         }
@@ -255,22 +243,20 @@ impl Stateless {
             };
             // The pooled enforcer's own roots question: answered here from the roots held.
             let result = &mut answer["result"];
-            let ours: Vec<String> = result
-                .get("inputRequests")
-                .and_then(Value::as_object)
-                .map(|reqs| {
-                    reqs.iter()
-                        .filter(|(k, r)| {
-                            k.starts_with("io.rootfence/roots-")
-                                && r.get("method").and_then(Value::as_str) == Some(m::ROOTS_LIST)
-                        })
-                        .map(|(k, _)| k.clone())
-                        .collect()
+            let asked = result["inputRequests"].as_object();
+            let ours: Vec<String> = asked
+                .into_iter()
+                .flatten()
+                .filter(|(k, r)| {
+                    k.starts_with("io.rootfence/roots-") && r["method"] == m::ROOTS_LIST
                 })
-                .unwrap_or_default();
-            if let (false, Some(r)) = (ours.is_empty(), &roots)
+                .map(|(k, _)| k.clone())
+                .collect();
+            // Answered here only when every question is that one.
+            if let Some(r) = &roots
+                && !ours.is_empty()
                 && rounds < MAX_INNER_ROUNDS
-                && ours.len() == result["inputRequests"].as_object().map_or(0, |o| o.len())
+                && asked.is_some_and(|a| a.len() == ours.len())
             {
                 rounds += 1;
                 let params = message.params.get_or_insert_with(Members::default);
@@ -283,23 +269,20 @@ impl Stateless {
                     responses.set(&k, r.to_string());
                 }
                 params.set("inputResponses", responses.to_json());
-                match result.get("requestState") {
-                    Some(s) => params.set("requestState", s.to_string()),
-                    None => drop(params.remove("requestState")),
-                };
+                params.put(
+                    "requestState",
+                    result.get("requestState").map(Value::to_string),
+                );
                 continue;
             }
             // The server's (or the enforcer's) question goes to the client; what rootfence
             // needs on the retry rides in the signed state.
             let inner = result.get("requestState").cloned();
             if let Some(obj) = result.as_object_mut() {
-                obj.insert(
-                    "requestState".into(),
-                    Value::String(
-                        self.signer
-                            .sign(principal.as_deref(), roots.as_ref(), inner),
-                    ),
-                );
+                let state = self
+                    .signer
+                    .sign(principal.as_deref(), roots.as_ref(), inner);
+                obj.insert("requestState".into(), state.into());
             }
             return json_response(answer.to_string());
         }
@@ -354,28 +337,6 @@ impl<'a> Request<'a> {
         Some(Request { top, params })
     }
 
-    /// Whether `params._meta` declares the client's roots capability.
-    fn has_roots_capability(&self) -> bool {
-        #[derive(serde::Deserialize)]
-        struct Meta<'a> {
-            #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
-            caps: Option<&'a RawValue>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Caps<'a> {
-            #[serde(borrow, default)]
-            roots: Option<&'a RawValue>,
-        }
-        let Some(meta) = self.params.as_ref().and_then(|p| p.get("_meta")) else {
-            return false;
-        };
-        serde_json::from_str::<Meta<'_>>(meta)
-            .ok()
-            .and_then(|m| m.caps)
-            .and_then(|c| serde_json::from_str::<Caps<'_>>(c.get()).ok())
-            .is_some_and(|c| c.roots.is_some())
-    }
-
     fn to_json(&self) -> String {
         match &self.params {
             Some(p) => {
@@ -386,6 +347,16 @@ impl<'a> Request<'a> {
             None => self.top.to_json(),
         }
     }
+}
+
+/// Whether client capabilities (`params._meta`, as the envelope scan read them) declare roots.
+fn declares_roots(caps: &RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Caps<'a> {
+        #[serde(borrow, default)]
+        roots: Option<&'a RawValue>,
+    }
+    serde_json::from_str::<Caps<'_>>(caps.get()).is_ok_and(|c| c.roots.is_some())
 }
 
 /// Whether a result (raw) is `input_required`; only `resultType` is read.

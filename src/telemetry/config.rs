@@ -94,12 +94,11 @@ pub fn resolve(
         }
     }
     let on = |s: &str| var(&format!("OTEL_{s}_EXPORTER")).is_none_or(|v| v != "none");
-    let mut resource = match var("OTEL_RESOURCE_ATTRIBUTES") {
-        Some(list) => {
-            parse_attributes(&list).map_err(|why| format!("OTEL_RESOURCE_ATTRIBUTES: {why}"))?
-        }
-        None => Vec::new(),
-    };
+    let from_env = var("OTEL_RESOURCE_ATTRIBUTES").map(|list| parse_attributes(&list));
+    let mut resource = from_env
+        .transpose()
+        .map_err(|why| format!("OTEL_RESOURCE_ATTRIBUTES: {why}"))?
+        .unwrap_or_default();
     if let Some(list) = &policy.resource_attributes {
         // Validated with the policy; a clash goes to the policy.
         for (k, v) in parse_attributes(list).unwrap_or_default() {

@@ -151,13 +151,11 @@ impl Observer for Telemetry {
             None => self.shared.ids.new_trace_id(),
         };
         let rewrite = parent.as_ref().map(|p| context::format(p, span_id));
+        let (IdKey::Str(id_text) | IdKey::Int(id_text)) = id.key();
         self.send(worker::Msg::Start(Box::new(worker::Start {
             key: (self.session.n, id.key().clone()),
             session: Arc::clone(&self.session),
-            id: match id.key() {
-                IdKey::Str(s) => s.to_string(),
-                IdKey::Int(i) => i.to_string(),
-            },
+            id: id_text.to_string(),
             method: method.into(),
             target: probe.name,
             uri: probe.uri,

@@ -26,6 +26,7 @@ use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SdkTracerProvider
 
 use super::config::Config;
 use crate::jsonrpc::IdKey;
+use crate::mcp::methods as m;
 use crate::relay::{Answer, Gen, Side};
 
 /// Spans open at most (requests noted and not yet answered); past this a new request gets no
@@ -187,7 +188,7 @@ impl Probe {
             #[serde(rename = "_meta")]
             meta: Option<Meta>,
         }
-        #[derive(serde::Deserialize)]
+        #[derive(serde::Deserialize, Default)]
         struct Meta {
             traceparent: Option<serde_json::Value>,
             tracestate: Option<serde_json::Value>,
@@ -199,15 +200,12 @@ impl Probe {
         let Ok(Message { params: Some(p) }) = serde_json::from_str::<Message>(text) else {
             return Probe::default();
         };
-        let (traceparent, tracestate) = match p.meta {
-            Some(m) => (text_of(m.traceparent), text_of(m.tracestate)),
-            None => (None, None),
-        };
+        let meta = p.meta.unwrap_or_default();
         Probe {
             name: text_of(p.name),
             uri: text_of(p.uri),
-            traceparent,
-            tracestate,
+            traceparent: text_of(meta.traceparent),
+            tracestate: text_of(meta.tracestate),
         }
     }
 }
@@ -430,18 +428,10 @@ struct Open {
     start: Box<Start>,
     decisions: u64,
     denied: u64,
-    /// The first denial (reason, rule, URI), else the last allow.
-    verdict: Option<Verdict>,
+    /// The decision the span reports: the first denial, else the last allow.
+    verdict: Option<Box<Decision>>,
     /// When rootfence forwarded it to the server, if it did.
     forwarded: Option<Instant>,
-}
-
-/// The decision a span reports: the first denial, else the last allow.
-struct Verdict {
-    allow: bool,
-    reason: Box<str>,
-    rule: Option<Box<str>>,
-    uri: Box<str>,
 }
 
 /// The telemetry thread's loop: until the inbox is closed.
@@ -469,66 +459,6 @@ pub(super) fn run(sdk: Sdk, inbox: &Inbox, dropped: Arc<AtomicU64>) {
     w.sdk.shutdown();
 }
 
-impl Worker {
-    fn handle(&self, msg: Msg, open: &mut HashMap<Key, Open>) {
-        let w = self;
-        match msg {
-            Msg::Start(start) => {
-                if open.len() >= MAX_OPEN {
-                    w.dropped.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                let key = start.key.clone();
-                let fresh = Open {
-                    start,
-                    decisions: 0,
-                    denied: 0,
-                    verdict: None,
-                    forwarded: None,
-                };
-                // An id reused while its first request still had no answer noted (the
-                // answer's note was dropped): the old one ends here.
-                if let Some(old) = open.insert(key, fresh) {
-                    w.finish(old, Instant::now(), None);
-                }
-            }
-            Msg::Decision(d) => {
-                w.count_decision(&d);
-                if let Some(o) = d.key.as_ref().and_then(|k| open.get_mut(k)) {
-                    o.decisions += d.count;
-                    if !d.allow {
-                        o.denied += d.count;
-                    }
-                    let first_denial = !d.allow && o.verdict.as_ref().is_none_or(|v| v.allow);
-                    if first_denial || d.allow && o.denied == 0 {
-                        o.verdict = Some(Verdict {
-                            allow: d.allow,
-                            reason: d.reason,
-                            rule: d.rule,
-                            uri: d.uri,
-                        });
-                    }
-                }
-            }
-            Msg::Forwarded { key, at } => {
-                if let Some(o) = open.get_mut(&key) {
-                    o.forwarded = Some(at);
-                }
-            }
-            Msg::Answered { key, at, answer } => {
-                if let Some(o) = open.remove(&key) {
-                    w.finish(o, at, Some(answer));
-                }
-            }
-            Msg::Generation {
-                generation,
-                started,
-            } => w.generation(generation, started),
-            Msg::Audit(lines) => w.audit(&lines),
-        }
-    }
-}
-
 struct Worker {
     sdk: Sdk,
     dropped: Arc<AtomicU64>,
@@ -547,6 +477,58 @@ struct SessionFacts {
 const MAX_SESSIONS: usize = 65_536;
 
 impl Worker {
+    fn handle(&self, msg: Msg, open: &mut HashMap<Key, Open>) {
+        match msg {
+            Msg::Start(start) => {
+                if open.len() >= MAX_OPEN {
+                    self.dropped.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                let key = start.key.clone();
+                let fresh = Open {
+                    start,
+                    decisions: 0,
+                    denied: 0,
+                    verdict: None,
+                    forwarded: None,
+                };
+                // An id reused while its first request still had no answer noted (the
+                // answer's note was dropped): the old one ends here.
+                if let Some(old) = open.insert(key, fresh) {
+                    self.finish(old, Instant::now(), None);
+                }
+            }
+            Msg::Decision(d) => {
+                self.count_decision(&d);
+                if let Some(o) = d.key.as_ref().and_then(|k| open.get_mut(k)) {
+                    o.decisions += d.count;
+                    if !d.allow {
+                        o.denied += d.count;
+                    }
+                    let first_denial = !d.allow && o.verdict.as_ref().is_none_or(|v| v.allow);
+                    if first_denial || d.allow && o.denied == 0 {
+                        o.verdict = Some(d);
+                    }
+                }
+            }
+            Msg::Forwarded { key, at } => {
+                if let Some(o) = open.get_mut(&key) {
+                    o.forwarded = Some(at);
+                }
+            }
+            Msg::Answered { key, at, answer } => {
+                if let Some(o) = open.remove(&key) {
+                    self.finish(o, at, Some(answer));
+                }
+            }
+            Msg::Generation {
+                generation,
+                started,
+            } => self.generation(generation, started),
+            Msg::Audit(lines) => self.audit(&lines),
+        }
+    }
+
     fn count_decision(&self, d: &Decision) {
         if let Some((_, i)) = &self.sdk.meter {
             i.decisions.add(
@@ -605,10 +587,7 @@ impl Worker {
         if let Some(code) = error {
             common.push(KeyValue::new("error.type", code.to_string()));
         }
-        let tool = (&*s.method == crate::mcp::methods::TOOLS_CALL)
-            .then(|| s.target.clone())
-            .flatten();
-        if let Some(t) = &tool {
+        if let Some(t) = s.target.as_ref().filter(|_| &*s.method == m::TOOLS_CALL) {
             common.push(KeyValue::new("gen_ai.tool.name", t.clone()));
         }
 
@@ -645,11 +624,11 @@ impl Worker {
             attrs.push(KeyValue::new("mcp.session.id", session.clone()));
         }
         let name = match (&*s.method, &s.target) {
-            (crate::mcp::methods::TOOLS_CALL, Some(t)) => {
+            (m::TOOLS_CALL, Some(t)) => {
                 attrs.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
                 format!("{method} {t}")
             }
-            (crate::mcp::methods::PROMPTS_GET, Some(p)) => {
+            (m::PROMPTS_GET, Some(p)) => {
                 attrs.push(KeyValue::new("gen_ai.prompt.name", p.clone()));
                 format!("{method} {p}")
             }
@@ -661,23 +640,17 @@ impl Worker {
         if let Some(code) = error {
             attrs.push(KeyValue::new("rpc.response.status_code", code.to_string()));
         }
-        if let Some(Verdict {
-            allow,
-            reason,
-            rule,
-            uri,
-        }) = &o.verdict
-        {
-            attrs.push(verdict(*allow));
+        if let Some(d) = o.verdict.as_deref() {
+            attrs.push(verdict(d.allow));
             attrs.push(KeyValue::new(
                 "rootfence.decision.reason",
-                reason.to_string(),
+                d.reason.to_string(),
             ));
-            if let Some(rule) = rule {
+            if let Some(rule) = &d.rule {
                 attrs.push(KeyValue::new("rootfence.decision.rule", rule.to_string()));
             }
-            if !allow {
-                attrs.push(KeyValue::new("rootfence.decision.uri", uri.to_string()));
+            if !d.allow {
+                attrs.push(KeyValue::new("rootfence.decision.uri", d.uri.to_string()));
             }
             attrs.push(KeyValue::new("rootfence.decisions", o.decisions as i64));
             attrs.push(KeyValue::new("rootfence.decisions.denied", o.denied as i64));
@@ -697,16 +670,9 @@ impl Worker {
         PRESET.with(|p| p.set(Some((s.trace_id, s.span_id))));
         let mut span = tracer.build_with_context(builder, &parent);
         PRESET.with(|p| p.set(None));
-        match (error, &o.verdict) {
-            (
-                Some(code),
-                Some(Verdict {
-                    allow: false,
-                    reason,
-                    ..
-                }),
-            ) => {
-                span.set_status(Status::error(format!("denied: {reason} ({code})")));
+        match (error, o.verdict.as_deref()) {
+            (Some(code), Some(d)) if !d.allow => {
+                span.set_status(Status::error(format!("denied: {} ({code})", d.reason)));
             }
             (Some(code), _) => span.set_status(Status::error(format!("JSON-RPC error {code}"))),
             _ => {}
@@ -715,16 +681,29 @@ impl Worker {
     }
 
     /// Audit records, as the writer wrote them: one log record each, with the record's
-    /// fields as attributes under the same names.
+    /// fields as attributes under the same names; the sessions' `session_start`,
+    /// `initialized` and `session_end` records are followed too ([`Worker::track`]). A
+    /// record that neither needs is not parsed; one both need is parsed once.
     fn audit(&self, lines: &[u8]) {
-        self.track_sessions(lines);
-        let Some((_, logger)) = &self.sdk.logger else {
-            return;
-        };
+        let logger = self.sdk.logger.as_ref().map(|(_, l)| l);
         for line in lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-            let Ok(serde_json::Value::Object(record)) =
-                serde_json::from_slice::<serde_json::Value>(line)
-            else {
+            let tracked = [
+                b"\"event\":\"session_start\"".as_slice(),
+                b"\"event\":\"initialized\"",
+                b"\"event\":\"session_end\"",
+            ]
+            .iter()
+            .position(|event| memchr::memmem::find(line, event).is_some());
+            if tracked.is_none() && logger.is_none() {
+                continue;
+            }
+            let Ok(serde_json::Value::Object(record)) = serde_json::from_slice(line) else {
+                continue;
+            };
+            if let Some(kind) = tracked {
+                self.track(kind, &record);
+            }
+            let Some(logger) = logger else {
                 continue;
             };
             let mut log = logger.create_log_record();
@@ -740,11 +719,7 @@ impl Worker {
                 _ => Severity::Info,
             };
             log.set_severity_number(severity);
-            log.set_severity_text(if severity == Severity::Warn {
-                "WARN"
-            } else {
-                "INFO"
-            });
+            log.set_severity_text(severity.name());
             log.set_event_name("rootfence.audit");
             if let Some(ts) = record
                 .get("ts")
@@ -760,60 +735,43 @@ impl Worker {
             logger.emit(log);
         }
     }
-}
 
-impl Worker {
-    /// Follows the sessions' `session_start`, `initialized` and `session_end` records: the
-    /// protocol revision for the spans and metrics that follow, and the session's duration
-    /// when it ends. Only those records are parsed.
-    fn track_sessions(&self, lines: &[u8]) {
-        for line in lines.split(|b| *b == b'\n') {
-            let Some(kind) = [
-                b"\"event\":\"session_start\"".as_slice(),
-                b"\"event\":\"initialized\"",
-                b"\"event\":\"session_end\"",
-            ]
-            .iter()
-            .position(|event| memchr::memmem::find(line, event).is_some()) else {
-                continue;
-            };
-            let Ok(serde_json::Value::Object(r)) = serde_json::from_slice(line) else {
-                continue;
-            };
-            let str_of = |k: &str| r.get(k).and_then(serde_json::Value::as_str);
-            let Some(session) = str_of("session") else {
-                continue;
-            };
-            let ts = str_of("ts").and_then(parse_rfc3339);
-            let mut sessions = self.sessions.borrow_mut();
-            if !sessions.contains_key(session) && sessions.len() >= MAX_SESSIONS {
-                continue;
-            }
-            let facts = sessions.entry(session.to_owned()).or_default();
-            match kind {
-                0 => facts.started = ts,
-                1 => facts.protocol = str_of("protocol_version").map(str::to_owned),
-                _ => {
-                    let facts = sessions.remove(session).unwrap_or_default();
-                    let protocol = facts
-                        .protocol
-                        .or_else(|| str_of("protocol_version").map(str::to_owned));
-                    let (Some(start), Some(end), Some((_, i))) =
-                        (facts.started, ts, &self.sdk.meter)
-                    else {
-                        continue;
-                    };
-                    let secs = end.duration_since(start).unwrap_or_default().as_secs_f64();
-                    let mut attrs = vec![KeyValue::new("network.transport", "pipe")];
-                    if let Some(v) = protocol {
-                        attrs.push(KeyValue::new("mcp.protocol.version", v));
-                    }
-                    let cause = str_of("cause").unwrap_or("unknown");
-                    if !matches!(cause, "host_closed") {
-                        attrs.push(KeyValue::new("error.type", cause.to_owned()));
-                    }
-                    i.session_duration.record(secs, &attrs);
+    /// Follows a session's record (`kind`: 0 `session_start`, 1 `initialized`, 2
+    /// `session_end`): the protocol revision for the spans and metrics that follow, and the
+    /// session's duration when it ends.
+    fn track(&self, kind: usize, r: &serde_json::Map<String, serde_json::Value>) {
+        let str_of = |k: &str| r.get(k).and_then(serde_json::Value::as_str);
+        let Some(session) = str_of("session") else {
+            return;
+        };
+        let ts = str_of("ts").and_then(parse_rfc3339);
+        let mut sessions = self.sessions.borrow_mut();
+        if !sessions.contains_key(session) && sessions.len() >= MAX_SESSIONS {
+            return;
+        }
+        let facts = sessions.entry(session.to_owned()).or_default();
+        match kind {
+            0 => facts.started = ts,
+            1 => facts.protocol = str_of("protocol_version").map(str::to_owned),
+            _ => {
+                let facts = sessions.remove(session).unwrap_or_default();
+                let protocol = facts
+                    .protocol
+                    .or_else(|| str_of("protocol_version").map(str::to_owned));
+                let (Some(start), Some(end), Some((_, i))) = (facts.started, ts, &self.sdk.meter)
+                else {
+                    return;
+                };
+                let secs = end.duration_since(start).unwrap_or_default().as_secs_f64();
+                let mut attrs = vec![KeyValue::new("network.transport", "pipe")];
+                if let Some(v) = protocol {
+                    attrs.push(KeyValue::new("mcp.protocol.version", v));
                 }
+                let cause = str_of("cause").unwrap_or("unknown");
+                if !matches!(cause, "host_closed") {
+                    attrs.push(KeyValue::new("error.type", cause.to_owned()));
+                }
+                i.session_duration.record(secs, &attrs);
             }
         }
     }

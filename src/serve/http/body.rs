@@ -4,10 +4,14 @@
 
 #![allow(clippy::result_large_err)]
 
+use std::borrow::Cow;
+
+use serde_json::value::RawValue;
+
 use super::*;
 
 /// A POST body, scanned.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Incoming {
     /// The message as forwarded: the body, with raw newlines (whitespace in valid JSON)
     /// replaced by spaces so it is one line.
@@ -24,6 +28,8 @@ pub struct Incoming {
     pub kind: Option<Kind>,
     /// `params._meta` protocol version of the single message (2026-07-28 requests).
     pub meta_version: Option<String>,
+    /// `params._meta` client capabilities of the single message (2026-07-28 requests).
+    pub meta_capabilities: Option<Box<RawValue>>,
 }
 
 impl Incoming {
@@ -40,22 +46,14 @@ impl Incoming {
                 "the body is not UTF-8 text",
             )
         })?;
-        let mut incoming = Incoming {
-            line: Bytes::new(),
-            requests: Vec::new(),
-            tokens: Vec::new(),
-            batch: false,
-            method: None,
-            kind: None,
-            meta_version: None,
-        };
+        let mut incoming = Incoming::default();
         let mut note = |text: &str, env: &crate::jsonrpc::Envelope<'_>| {
             if env.kind == Kind::Request {
                 if let Some(id) = &env.id {
                     let method = env.method.as_deref().unwrap_or("").to_owned();
                     incoming.requests.push((id.clone(), method));
                 }
-                if let Some(t) = request_progress_token(text) {
+                if let Some(t) = progress_token(text, true) {
                     incoming.tokens.push(t);
                 }
             }
@@ -66,6 +64,7 @@ impl Incoming {
                 incoming.method = env.method.as_deref().map(str::to_owned);
                 incoming.kind = Some(env.kind);
                 incoming.meta_version = env.meta_protocol_version.as_deref().map(str::to_owned);
+                incoming.meta_capabilities = env.meta_client_capabilities.map(Cow::into_owned);
             }
             Scanned::Batch(elements) => {
                 incoming.batch = true;
@@ -191,10 +190,8 @@ pub async fn read_body(
         if let Err(e) = shape.feed(&data) {
             tracing::warn!(limit = ?e, "a body over the JSON shape limits was refused");
             return Err(match e {
-                Exceeded::Depth => rpc_error(
+                Exceeded::Depth => refuse(
                     StatusCode::BAD_REQUEST,
-                    None,
-                    INVALID_REQUEST,
                     &format!(
                         "the message nests deeper than {} levels; no MCP message needs that",
                         limits::MAX_DEPTH
