@@ -56,7 +56,7 @@ pub struct Target {
 
     /// Edit this host's configuration, found where the host keeps it on this OS.
     #[arg(long, value_enum, value_name = "HOST")]
-    pub host: Option<HostArg>,
+    pub host: Option<Host>,
 
     /// With --host: the project's file in DIR (`.mcp.json`, `.vscode/mcp.json`,
     /// `.cursor/mcp.json`) instead of the user-wide one.
@@ -79,30 +79,6 @@ pub struct Target {
     /// 0, nothing done). For scripts that go over every host on every machine.
     #[arg(long, requires = "host")]
     pub missing_ok: bool,
-}
-
-/// A host `--host` can find.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum HostArg {
-    /// Claude Desktop: claude_desktop_config.json.
-    ClaudeDesktop,
-    /// Claude Code: ~/.claude.json (user and local scopes), or DIR/.mcp.json with --project.
-    ClaudeCode,
-    /// VS Code: the user mcp.json, or DIR/.vscode/mcp.json with --project.
-    Vscode,
-    /// Cursor: ~/.cursor/mcp.json, or DIR/.cursor/mcp.json with --project.
-    Cursor,
-}
-
-impl From<HostArg> for Host {
-    fn from(h: HostArg) -> Host {
-        match h {
-            HostArg::ClaudeDesktop => Host::ClaudeDesktop,
-            HostArg::ClaudeCode => Host::ClaudeCode,
-            HostArg::Vscode => Host::VsCode,
-            HostArg::Cursor => Host::Cursor,
-        }
-    }
 }
 
 /// Rewrites a host configuration so each stdio server runs behind `rootfence run`.
@@ -491,7 +467,7 @@ fn config_path(target: &Target) -> anyhow::Result<PathBuf> {
     match (&target.config, target.host) {
         (Some(p), _) => Ok(p.clone()),
         (None, Some(h)) => Ok(wrap::config_path(
-            h.into(),
+            h,
             target.project.as_deref(),
             &HostEnv::current(),
         )?),
@@ -515,9 +491,9 @@ fn read_config(path: &Path, target: &Target) -> anyhow::Result<Option<String>> {
             return Err(match target.host {
                 Some(h) => anyhow::anyhow!(
                     "{} keeps its servers in {}, which does not exist: is {} installed, with at least one MCP server added? (nothing to do until then; give the file's path if it lives elsewhere)",
-                    Host::from(h).name(),
+                    h.name(),
                     path.display(),
-                    Host::from(h).name()
+                    h.name()
                 ),
                 None => anyhow::anyhow!(
                     "config file {} does not exist; check the path, or use --host claude-desktop|claude-code|vscode|cursor to find a host's file",
@@ -721,7 +697,6 @@ fn report_server(err: &mut impl std::io::Write, s: &wrap::ServerReport) {
             "rootfence: warning: `{name}` (line {}): {why}; entry unchanged",
             s.line
         ),
-        _ => writeln!(err, "rootfence: `{name}`: {}", s.action.kind()),
     };
 }
 

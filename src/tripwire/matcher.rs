@@ -224,12 +224,6 @@ impl Matcher {
     pub fn pattern_len(&self, i: usize) -> usize {
         self.patterns[i].len()
     }
-
-    /// Bytes held by the tables (for reports).
-    pub fn memory(&self) -> usize {
-        let tier = |t: &Tier| t.bitmap.len() * 8 + t.anchors.len() * (8 + 24 + 8);
-        self.patterns.iter().map(Vec::len).sum::<usize>() + tier(&self.short) + tier(&self.long)
-    }
 }
 
 #[cfg(test)]

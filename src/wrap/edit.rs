@@ -48,19 +48,22 @@ struct ServerMap<'n> {
     entries: &'n [Member],
 }
 
-/// Applies non-overlapping edits to `text`.
-pub(crate) fn apply(text: &str, edits: &[Edit]) -> String {
-    let mut sorted: Vec<&Edit> = edits.iter().collect();
-    sorted.sort_by_key(|e| (e.range.start, e.range.end));
-    let mut out = String::with_capacity(text.len() + 256);
-    let mut at = 0;
-    for e in sorted {
+/// Applies non-overlapping edits, sorted by position and all inside `within`, to that part
+/// of `text`.
+pub(crate) fn apply<'e>(
+    text: &str,
+    within: Range<usize>,
+    edits: impl IntoIterator<Item = &'e Edit>,
+) -> String {
+    let mut out = String::with_capacity(within.len() + 256);
+    let mut at = within.start;
+    for e in edits {
         debug_assert!(e.range.start >= at, "overlapping edits");
         out.push_str(&text[at..e.range.start]);
         out.push_str(&e.text);
         at = e.range.end;
     }
-    out.push_str(&text[at..]);
+    out.push_str(&text[at..within.end]);
     out
 }
 
@@ -541,8 +544,9 @@ pub fn plan_unwrap(text: &str, opts: &UnwrapOptions) -> Result<Outcome, WrapErro
     })
 }
 
-fn finish(text: &str, edits: Vec<Edit>, servers: Vec<ServerReport>) -> Outcome {
-    let new_text = apply(text, &edits);
+fn finish(text: &str, mut edits: Vec<Edit>, servers: Vec<ServerReport>) -> Outcome {
+    edits.sort_by_key(|e| (e.range.start, e.range.end));
+    let new_text = apply(text, 0..text.len(), &edits);
     Outcome {
         changed: new_text != text,
         text: new_text,
@@ -601,7 +605,6 @@ fn report(
     action: Action,
 ) -> ServerReport {
     let line = lines.line(m.key_span.start);
-    let field = |k: &str| entry.members.iter().find(|f| f.key == k);
     // The server's own command: after `--` when wrapped.
     let command = match entry.command.and_then(|c| c.value.as_str()) {
         Some(c) if is_rootfence(c) => entry
@@ -619,10 +622,6 @@ fn report(
         scope: map.scope.clone(),
         line,
         command,
-        env: field("env")
-            .and_then(|e| e.value.members())
-            .map(|ms| ms.iter().map(|m| m.key.clone()).collect())
-            .unwrap_or_default(),
         derived: Derived::default(),
         server_argv: Vec::new(),
         env_values: Vec::new(),
@@ -941,23 +940,23 @@ mod tests {
     #[test]
     fn refuses_what_it_cannot_read_safely() {
         let table: &[(&str, &str)] = &[
-            (r#"[1]"#, "not-recognised"),
-            (r#"{"other": {}}"#, "not-recognised"),
-            (r#"{"mcpServers": []}"#, "not-recognised"),
-            (r#"{"mcpServers": {}, "mcpServers": {}}"#, "duplicate-key"),
+            (r#"[1]"#, "NotRecognised"),
+            (r#"{"other": {}}"#, "NotRecognised"),
+            (r#"{"mcpServers": []}"#, "NotRecognised"),
+            (r#"{"mcpServers": {}, "mcpServers": {}}"#, "DuplicateKey"),
             (
                 r#"{"mcpServers": {"a": {"command": "x", "command": "y"}}}"#,
-                "duplicate-key",
+                "DuplicateKey",
             ),
             (
                 r#"{"mcpServers": {"a": {"command": "x"}, "a": {"command": "y"}}}"#,
-                "duplicate-key",
+                "DuplicateKey",
             ),
-            (r#"{"mcpServers": {"a": }}"#, "syntax"),
+            (r#"{"mcpServers": {"a": }}"#, "Syntax"),
         ];
         for (text, kind) in table {
             let e = plan_wrap(text, &opts(&["/p"])).expect_err(text);
-            assert_eq!(e.kind(), *kind, "{text}: {e}");
+            assert!(format!("{e:?}").starts_with(kind), "{text}: {e}");
         }
     }
 

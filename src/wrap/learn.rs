@@ -41,8 +41,6 @@ pub struct Trial {
     pub stderr_tail: Vec<String>,
     /// What the sandbox denied it.
     pub findings: Findings,
-    /// Whether the findings come from strace (else from its stderr).
-    pub traced: bool,
 }
 
 impl Trial {
@@ -165,21 +163,13 @@ pub fn trial(
     stop_group(&mut child, pgid);
     let _ = reader.join();
     let stderr_text = err_reader.join().unwrap_or_default();
-    t.stderr_tail = stderr_text
-        .lines()
-        .rev()
-        .take(TAIL_LINES)
-        .map(str::to_owned)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    if strace.is_some() {
-        t.findings = probe::read_strace_log(&log);
-        t.traced = true;
-    } else {
-        t.findings = probe::parse_stderr(&stderr_text);
-    }
+    let lines: Vec<&str> = stderr_text.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(TAIL_LINES)..];
+    t.stderr_tail = tail.iter().map(|l| (*l).to_owned()).collect();
+    t.findings = match strace {
+        Some(_) => probe::read_strace_log(&log),
+        None => probe::parse_stderr(&stderr_text),
+    };
     Ok(t)
 }
 
