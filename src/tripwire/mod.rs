@@ -21,7 +21,7 @@
 //!   short SHA-256 of the pattern.
 
 mod fingerprint;
-mod json;
+pub(crate) mod json;
 mod matcher;
 
 use std::path::{Path, PathBuf};
