@@ -617,38 +617,25 @@ fn check_run_args(run_args: &[String]) -> anyhow::Result<()> {
 /// The rootfence command hosts should start.
 fn rootfence_command(chosen: Option<&str>) -> anyhow::Result<String> {
     let cmd = match chosen {
-        Some(c) => {
-            let p = Path::new(c);
-            if c.contains(['/', '\\']) && !p.is_absolute() {
-                bail!(
-                    "--rootfence-path {c} is relative: hosts start servers from a directory of their choosing; give an absolute path, or `rootfence` to use the host's PATH"
-                );
-            }
-            check_rootfence_name(c)?;
-            if p.is_absolute() && !p.exists() {
-                rootfence::stderr_line!(
-                    "rootfence: warning: --rootfence-path {c} does not exist on this machine; hosts will fail to start the wrapped servers until it does"
-                );
-            }
-            c.to_string()
-        }
-        None => {
-            let cmd = this_rootfence()?;
-            check_rootfence_name(&cmd)?;
-            cmd
-        }
+        Some(c) if c.contains(['/', '\\']) && !Path::new(c).is_absolute() => bail!(
+            "--rootfence-path {c} is relative: hosts start servers from a directory of their choosing; give an absolute path, or `rootfence` to use the host's PATH"
+        ),
+        Some(c) => c.to_string(),
+        None => this_rootfence()?,
     };
-    Ok(cmd)
-}
-
-/// Wrapped entries are recognised by the command's file name, so it must be `rootfence`.
-fn check_rootfence_name(cmd: &str) -> anyhow::Result<()> {
-    if !wrap::is_rootfence_command(cmd) {
+    // Wrapped entries are recognised by the command's file name, so it must be `rootfence`.
+    if !wrap::is_rootfence_command(&cmd) {
         bail!(
             "the rootfence command must be a file named `rootfence` so that wrapped entries can be recognised (and not wrapped twice); got {cmd}: pass --rootfence-path with such a path"
         );
     }
-    Ok(())
+    let p = Path::new(&cmd);
+    if chosen.is_some() && p.is_absolute() && !p.exists() {
+        rootfence::stderr_line!(
+            "rootfence: warning: --rootfence-path {cmd} does not exist on this machine; hosts will fail to start the wrapped servers until it does"
+        );
+    }
+    Ok(cmd)
 }
 
 /// This binary's absolute path, preferring its location on PATH (a symlink such as

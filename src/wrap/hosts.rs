@@ -52,19 +52,6 @@ pub enum Os {
     Windows,
 }
 
-impl Os {
-    /// The OS this build runs on.
-    pub fn current() -> Os {
-        if cfg!(target_os = "macos") {
-            Os::MacOs
-        } else if cfg!(windows) {
-            Os::Windows
-        } else {
-            Os::Linux
-        }
-    }
-}
-
 /// The parts of the environment that decide where configs live.
 #[derive(Debug, Clone)]
 pub struct HostEnv {
@@ -83,7 +70,14 @@ pub struct HostEnv {
 impl HostEnv {
     /// Reads the current process environment.
     pub fn current() -> HostEnv {
-        let os = Os::current();
+        // The OS this build runs on.
+        let os = if cfg!(target_os = "macos") {
+            Os::MacOs
+        } else if cfg!(windows) {
+            Os::Windows
+        } else {
+            Os::Linux
+        };
         let var = |k: &str| {
             std::env::var_os(k)
                 .filter(|v| !v.is_empty())

@@ -243,7 +243,7 @@ pub enum WrapError {
     /// A `--server` name matches no entry.
     #[error(
         "no server named {} in this file; the servers are: {}",
-        quote_list(missing),
+        missing.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "),
         if available.is_empty() { "(none)".to_string() } else { available.join(", ") }
     )]
     ServerNotFound {
@@ -252,12 +252,4 @@ pub enum WrapError {
         /// Every server in the file.
         available: Vec<String>,
     },
-}
-
-fn quote_list(names: &[String]) -> String {
-    names
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
