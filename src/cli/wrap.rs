@@ -309,16 +309,15 @@ fn learn_grants(
         };
         (!v.contains("${")).then_some(v)
     };
-    let names: Vec<String> = first
+    for name in first
         .servers
         .iter()
         .filter(|s| s.action.is_wrapped())
-        .map(|s| s.name.clone())
-        .collect();
-    for name in names {
+        .map(|s| &s.name)
+    {
         for round in 1..=LEARN_ROUNDS {
             let outcome = wrap::wrap_config(original, opts)?;
-            let Some(s) = outcome.servers.iter().find(|s| s.name == name) else {
+            let Some(s) = outcome.servers.iter().find(|s| s.name == *name) else {
                 break;
             };
             let mut argv: Vec<OsString> = vec![exe.clone().into(), "run".into()];
@@ -408,7 +407,7 @@ fn learn_grants(
                     l.why
                 );
             }
-            match opts.learned.iter_mut().find(|(n, _)| *n == name) {
+            match opts.learned.iter_mut().find(|(n, _)| n == name) {
                 Some((_, list)) => list.extend(new),
                 None => opts.learned.push((name.clone(), new)),
             }

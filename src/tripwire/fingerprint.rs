@@ -391,14 +391,9 @@ pub fn identifier_like(b: &[u8]) -> bool {
 
 fn distinct(b: &[u8]) -> usize {
     let mut seen = [false; 256];
-    let mut n = 0;
-    for &x in b {
-        if !seen[x as usize] {
-            seen[x as usize] = true;
-            n += 1;
-        }
-    }
-    n
+    b.iter()
+        .filter(|&&x| !std::mem::replace(&mut seen[x as usize], true))
+        .count()
 }
 
 /// Whether a string looks like a secret rather than a word, a path or a URL.

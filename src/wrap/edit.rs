@@ -172,10 +172,7 @@ fn check_selection(selected: &[String], maps: &[ServerMap<'_>]) -> Result<(), Wr
     let mut available: Vec<String> = Vec::new();
     for m in maps {
         for e in m.entries {
-            let label = display_name(&e.key, &m.scope);
-            if !available.contains(&label) {
-                available.push(label);
-            }
+            derive::push_unique(&mut available, display_name(&e.key, &m.scope));
         }
     }
     Err(WrapError::ServerNotFound { missing, available })
@@ -323,7 +320,7 @@ fn item_separator(text: &str, open: usize, items: &[Node]) -> String {
 /// If the trailing whitespace of `gap` contains a line break, the text from that line
 /// break (`\n` or `\r\n`) to the end: the file's own newline and indentation.
 fn line_break_indent(gap: &str) -> Option<String> {
-    let ws = &gap[trailing_ws_start(gap)..];
+    let ws = &gap[gap.trim_end_matches([' ', '\t', '\r', '\n']).len()..];
     let nl = ws.rfind('\n')?;
     let from = if nl > 0 && ws.as_bytes()[nl - 1] == b'\r' {
         nl - 1
@@ -331,17 +328,6 @@ fn line_break_indent(gap: &str) -> Option<String> {
         nl
     };
     Some(ws[from..].to_string())
-}
-
-/// Where the trailing run of JSON whitespace of `s` starts. Whitespace is ASCII, so the
-/// result is always a character boundary.
-fn trailing_ws_start(s: &str) -> usize {
-    let b = s.as_bytes();
-    let mut i = b.len();
-    while i > 0 && matches!(b[i - 1], b' ' | b'\t' | b'\r' | b'\n') {
-        i -= 1;
-    }
-    i
 }
 
 /// The option items rootfence puts between `run` and `--`.
@@ -382,19 +368,17 @@ fn plan(
             let (entry, shape) = classify(text, &m.value)?;
             let (action, derivation) = act(m, &entry, shape, &mut edits);
             let mut r = report(&lines, map, m, &entry, action);
-            let Some((derived, view)) = derivation else {
-                servers.push(r);
-                continue;
-            };
-            r.derived = derived;
-            if !view.command.is_empty() {
-                r.server_argv = std::iter::once(view.command).chain(view.args).collect();
+            if let Some((derived, view)) = derivation {
+                r.derived = derived;
+                if !view.command.is_empty() {
+                    r.server_argv = std::iter::once(view.command).chain(view.args).collect();
+                }
+                r.env_values = view
+                    .env
+                    .into_iter()
+                    .filter_map(|(k, v)| Some((k, v?)))
+                    .collect();
             }
-            r.env_values = view
-                .env
-                .into_iter()
-                .filter_map(|(k, v)| Some((k, v?)))
-                .collect();
             servers.push(r);
         }
     }
@@ -594,8 +578,7 @@ fn wrap_entry(
             let Some(cmd_member) = entry.command else {
                 return;
             };
-            let before_key = &text[..cmd_member.key_span.start];
-            let sep = line_break_indent(&before_key[trailing_ws_start(before_key)..])
+            let sep = line_break_indent(&text[..cmd_member.key_span.start])
                 .unwrap_or_else(|| " ".to_string());
             let colon = &text[cmd_member.key_span.end..command.span.start];
             let colon = if colon.trim_matches([' ', '\t']) == ":" {

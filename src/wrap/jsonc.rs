@@ -229,37 +229,29 @@ impl Parser<'_> {
 
     fn value(&mut self) -> Result<Node, SyntaxError> {
         let start = self.pos;
-        match self.b.get(self.pos) {
-            Some(b'{') => self.nested(|p| p.object(start)),
-            Some(b'[') => self.nested(|p| p.array(start)),
-            Some(b'"') => {
-                let s = self.string()?;
-                Ok(Node {
-                    span: start..self.pos,
-                    kind: Kind::String(s),
-                })
+        let kind = match self.b.get(self.pos) {
+            Some(b'{') => self.nested(Self::object)?,
+            Some(b'[') => self.nested(Self::array)?,
+            Some(b'"') => Kind::String(self.string()?),
+            Some(b'-' | b'0'..=b'9') => self.number()?,
+            Some(b't') => self.literal("true")?,
+            Some(b'f') => self.literal("false")?,
+            Some(b'n') => self.literal("null")?,
+            _ => {
+                let found = self.describe_here();
+                return Err(self.error_at(start, format!("expected a JSON value, found {found}")));
             }
-            Some(b'-' | b'0'..=b'9') => {
-                self.number()?;
-                Ok(Node {
-                    span: start..self.pos,
-                    kind: Kind::Scalar,
-                })
-            }
-            Some(b't') => self.literal("true"),
-            Some(b'f') => self.literal("false"),
-            Some(b'n') => self.literal("null"),
-            _ => Err(self.error_at(
-                self.pos,
-                format!("expected a JSON value, found {}", self.describe_here()),
-            )),
-        }
+        };
+        Ok(Node {
+            span: start..self.pos,
+            kind,
+        })
     }
 
     fn nested(
         &mut self,
-        f: impl FnOnce(&mut Self) -> Result<Node, SyntaxError>,
-    ) -> Result<Node, SyntaxError> {
+        f: impl FnOnce(&mut Self) -> Result<Kind, SyntaxError>,
+    ) -> Result<Kind, SyntaxError> {
         if self.depth >= MAX_DEPTH {
             return Err(self.error_at(
                 self.pos,
@@ -272,15 +264,15 @@ impl Parser<'_> {
         node
     }
 
-    /// The members or items of the object or array at `start`, each read by `item`, up to
-    /// `close` (a trailing comma allowed).
+    /// The members or items of the object or array here, each read by `item`, up to `close`
+    /// (a trailing comma allowed).
     fn items(
         &mut self,
-        start: usize,
         close: u8,
         container: &str,
         mut item: impl FnMut(&mut Self) -> Result<(), SyntaxError>,
     ) -> Result<(), SyntaxError> {
+        let start = self.pos;
         let close_char = close as char;
         let unclosed = |p: &Self| {
             let what = format!("this {container} is never closed: a `{close_char}` is missing");
@@ -317,9 +309,9 @@ impl Parser<'_> {
         }
     }
 
-    fn object(&mut self, start: usize) -> Result<Node, SyntaxError> {
+    fn object(&mut self) -> Result<Kind, SyntaxError> {
         let mut members = Vec::new();
-        self.items(start, b'}', "object", |p| {
+        self.items(b'}', "object", |p| {
             if p.b.get(p.pos) != Some(&b'"') {
                 return Err(p.error_at(
                     p.pos,
@@ -352,19 +344,13 @@ impl Parser<'_> {
             });
             Ok(())
         })?;
-        Ok(Node {
-            span: start..self.pos,
-            kind: Kind::Object(members),
-        })
+        Ok(Kind::Object(members))
     }
 
-    fn array(&mut self, start: usize) -> Result<Node, SyntaxError> {
+    fn array(&mut self) -> Result<Kind, SyntaxError> {
         let mut items = Vec::new();
-        self.items(start, b']', "array", |p| p.value().map(|v| items.push(v)))?;
-        Ok(Node {
-            span: start..self.pos,
-            kind: Kind::Array(items),
-        })
+        self.items(b']', "array", |p| p.value().map(|v| items.push(v)))?;
+        Ok(Kind::Array(items))
     }
 
     /// Parses a string token at `pos` (which is `"`) and returns its decoded value.
@@ -419,7 +405,7 @@ impl Parser<'_> {
         }
     }
 
-    fn number(&mut self) -> Result<(), SyntaxError> {
+    fn number(&mut self) -> Result<Kind, SyntaxError> {
         let start = self.pos;
         let bad = |p: &Self| p.error_at(start, "invalid number");
         if self.b.get(self.pos) == Some(&b'-') {
@@ -454,7 +440,7 @@ impl Parser<'_> {
         {
             return Err(bad(self));
         }
-        Ok(())
+        Ok(Kind::Scalar)
     }
 
     fn digits(&mut self) {
@@ -463,7 +449,7 @@ impl Parser<'_> {
         }
     }
 
-    fn literal(&mut self, word: &'static str) -> Result<Node, SyntaxError> {
+    fn literal(&mut self, word: &'static str) -> Result<Kind, SyntaxError> {
         let start = self.pos;
         let end = start + word.len();
         let exact = self.b.get(start..end) == Some(word.as_bytes())
@@ -479,10 +465,7 @@ impl Parser<'_> {
             ));
         }
         self.pos = end;
-        Ok(Node {
-            span: start..end,
-            kind: Kind::Scalar,
-        })
+        Ok(Kind::Scalar)
     }
 }
 

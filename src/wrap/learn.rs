@@ -68,19 +68,12 @@ pub fn trial(
 ) -> std::io::Result<Trial> {
     let logdir = tempfile::tempdir()?;
     let log = logdir.path().join("strace.log");
-    let mut cmd = match strace {
-        Some(s) => {
-            let mut c = probe::strace_command(s, &log);
-            c.args(argv);
-            c
-        }
-        None => {
-            let mut c = Command::new(&argv[0]);
-            c.args(&argv[1..]);
-            c
-        }
+    let (mut cmd, args) = match strace {
+        Some(s) => (probe::strace_command(s, &log), argv),
+        None => (Command::new(&argv[0]), &argv[1..]),
     };
-    cmd.envs(env.iter().map(|(k, v)| (k, v)))
+    cmd.args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -198,14 +191,7 @@ fn stop_group(child: &mut std::process::Child, pgid: nix::unistd::Pid) {
 /// What the user's home holds that is too broad to grant: a server creating its state
 /// directly in one of these gets the new directory, never the place itself.
 fn broad_places(home: &Path) -> Vec<PathBuf> {
-    let inside = [
-        ".config",
-        ".local",
-        ".local/share",
-        ".local/state",
-        ".cache",
-    ];
-    let inside = inside.iter().map(|d| home.join(d));
+    let inside = super::derive::HOME_PLACES.iter().map(|d| home.join(d));
     std::iter::once(home.to_owned()).chain(inside).collect()
 }
 
