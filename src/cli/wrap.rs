@@ -727,18 +727,16 @@ fn derived_summary(d: &wrap::Derived) -> String {
             d.env.join(", ")
         ));
     }
-    let not_learned = |paths: &[String]| -> Vec<String> {
-        paths
-            .iter()
-            .filter(|p| !d.learned.iter().chain(&d.catalogue).any(|l| &l.path == *p))
-            .cloned()
-            .collect()
-    };
     for (paths, access, flag) in [
         (&d.write, "read-write", "--write"),
         (&d.read, "read-only", "--read"),
     ] {
-        let paths = not_learned(paths);
+        // The learned and the catalogue's are shown with their reasons below.
+        let paths: Vec<&str> = paths
+            .iter()
+            .filter(|p| !d.learned.iter().chain(&d.catalogue).any(|l| &l.path == *p))
+            .map(String::as_str)
+            .collect();
         if !paths.is_empty() {
             parts.push(format!(
                 "its own state (paths its env or arguments name), {access}: {} ({flag})",
