@@ -56,7 +56,7 @@ pub struct Target {
 
     /// Edit this host's configuration, found where the host keeps it on this OS.
     #[arg(long, value_enum, value_name = "HOST")]
-    pub host: Option<HostArg>,
+    pub host: Option<Host>,
 
     /// With --host: the project's file in DIR (`.mcp.json`, `.vscode/mcp.json`,
     /// `.cursor/mcp.json`) instead of the user-wide one.
@@ -79,30 +79,6 @@ pub struct Target {
     /// 0, nothing done). For scripts that go over every host on every machine.
     #[arg(long, requires = "host")]
     pub missing_ok: bool,
-}
-
-/// A host `--host` can find.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum HostArg {
-    /// Claude Desktop: claude_desktop_config.json.
-    ClaudeDesktop,
-    /// Claude Code: ~/.claude.json (user and local scopes), or DIR/.mcp.json with --project.
-    ClaudeCode,
-    /// VS Code: the user mcp.json, or DIR/.vscode/mcp.json with --project.
-    Vscode,
-    /// Cursor: ~/.cursor/mcp.json, or DIR/.cursor/mcp.json with --project.
-    Cursor,
-}
-
-impl From<HostArg> for Host {
-    fn from(h: HostArg) -> Host {
-        match h {
-            HostArg::ClaudeDesktop => Host::ClaudeDesktop,
-            HostArg::ClaudeCode => Host::ClaudeCode,
-            HostArg::Vscode => Host::VsCode,
-            HostArg::Cursor => Host::Cursor,
-        }
-    }
 }
 
 /// Rewrites a host configuration so each stdio server runs behind `rootfence run`.
@@ -333,16 +309,15 @@ fn learn_grants(
         };
         (!v.contains("${")).then_some(v)
     };
-    let names: Vec<String> = first
+    for name in first
         .servers
         .iter()
         .filter(|s| s.action.is_wrapped())
-        .map(|s| s.name.clone())
-        .collect();
-    for name in names {
+        .map(|s| &s.name)
+    {
         for round in 1..=LEARN_ROUNDS {
             let outcome = wrap::wrap_config(original, opts)?;
-            let Some(s) = outcome.servers.iter().find(|s| s.name == name) else {
+            let Some(s) = outcome.servers.iter().find(|s| s.name == *name) else {
                 break;
             };
             let mut argv: Vec<OsString> = vec![exe.clone().into(), "run".into()];
@@ -432,7 +407,7 @@ fn learn_grants(
                     l.why
                 );
             }
-            match opts.learned.iter_mut().find(|(n, _)| *n == name) {
+            match opts.learned.iter_mut().find(|(n, _)| n == name) {
                 Some((_, list)) => list.extend(new),
                 None => opts.learned.push((name.clone(), new)),
             }
@@ -491,7 +466,7 @@ fn config_path(target: &Target) -> anyhow::Result<PathBuf> {
     match (&target.config, target.host) {
         (Some(p), _) => Ok(p.clone()),
         (None, Some(h)) => Ok(wrap::config_path(
-            h.into(),
+            h,
             target.project.as_deref(),
             &HostEnv::current(),
         )?),
@@ -515,9 +490,9 @@ fn read_config(path: &Path, target: &Target) -> anyhow::Result<Option<String>> {
             return Err(match target.host {
                 Some(h) => anyhow::anyhow!(
                     "{} keeps its servers in {}, which does not exist: is {} installed, with at least one MCP server added? (nothing to do until then; give the file's path if it lives elsewhere)",
-                    Host::from(h).name(),
+                    h.name(),
                     path.display(),
-                    Host::from(h).name()
+                    h.name()
                 ),
                 None => anyhow::anyhow!(
                     "config file {} does not exist; check the path, or use --host claude-desktop|claude-code|vscode|cursor to find a host's file",
@@ -641,38 +616,25 @@ fn check_run_args(run_args: &[String]) -> anyhow::Result<()> {
 /// The rootfence command hosts should start.
 fn rootfence_command(chosen: Option<&str>) -> anyhow::Result<String> {
     let cmd = match chosen {
-        Some(c) => {
-            let p = Path::new(c);
-            if c.contains(['/', '\\']) && !p.is_absolute() {
-                bail!(
-                    "--rootfence-path {c} is relative: hosts start servers from a directory of their choosing; give an absolute path, or `rootfence` to use the host's PATH"
-                );
-            }
-            check_rootfence_name(c)?;
-            if p.is_absolute() && !p.exists() {
-                rootfence::stderr_line!(
-                    "rootfence: warning: --rootfence-path {c} does not exist on this machine; hosts will fail to start the wrapped servers until it does"
-                );
-            }
-            c.to_string()
-        }
-        None => {
-            let cmd = this_rootfence()?;
-            check_rootfence_name(&cmd)?;
-            cmd
-        }
+        Some(c) if c.contains(['/', '\\']) && !Path::new(c).is_absolute() => bail!(
+            "--rootfence-path {c} is relative: hosts start servers from a directory of their choosing; give an absolute path, or `rootfence` to use the host's PATH"
+        ),
+        Some(c) => c.to_string(),
+        None => this_rootfence()?,
     };
-    Ok(cmd)
-}
-
-/// Wrapped entries are recognised by the command's file name, so it must be `rootfence`.
-fn check_rootfence_name(cmd: &str) -> anyhow::Result<()> {
-    if !wrap::is_rootfence_command(cmd) {
+    // Wrapped entries are recognised by the command's file name, so it must be `rootfence`.
+    if !wrap::is_rootfence_command(&cmd) {
         bail!(
             "the rootfence command must be a file named `rootfence` so that wrapped entries can be recognised (and not wrapped twice); got {cmd}: pass --rootfence-path with such a path"
         );
     }
-    Ok(())
+    let p = Path::new(&cmd);
+    if chosen.is_some() && p.is_absolute() && !p.exists() {
+        rootfence::stderr_line!(
+            "rootfence: warning: --rootfence-path {cmd} does not exist on this machine; hosts will fail to start the wrapped servers until it does"
+        );
+    }
+    Ok(cmd)
 }
 
 /// This binary's absolute path, preferring its location on PATH (a symlink such as
@@ -721,7 +683,6 @@ fn report_server(err: &mut impl std::io::Write, s: &wrap::ServerReport) {
             "rootfence: warning: `{name}` (line {}): {why}; entry unchanged",
             s.line
         ),
-        _ => writeln!(err, "rootfence: `{name}`: {}", s.action.kind()),
     };
 }
 
@@ -766,18 +727,16 @@ fn derived_summary(d: &wrap::Derived) -> String {
             d.env.join(", ")
         ));
     }
-    let not_learned = |paths: &[String]| -> Vec<String> {
-        paths
-            .iter()
-            .filter(|p| !d.learned.iter().chain(&d.catalogue).any(|l| &l.path == *p))
-            .cloned()
-            .collect()
-    };
     for (paths, access, flag) in [
         (&d.write, "read-write", "--write"),
         (&d.read, "read-only", "--read"),
     ] {
-        let paths = not_learned(paths);
+        // The learned and the catalogue's are shown with their reasons below.
+        let paths: Vec<&str> = paths
+            .iter()
+            .filter(|p| !d.learned.iter().chain(&d.catalogue).any(|l| &l.path == *p))
+            .map(String::as_str)
+            .collect();
         if !paths.is_empty() {
             parts.push(format!(
                 "its own state (paths its env or arguments name), {access}: {} ({flag})",

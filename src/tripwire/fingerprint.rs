@@ -37,6 +37,8 @@
 
 use std::collections::HashSet;
 
+use base64::Engine as _;
+
 use crate::audit::chain::hex;
 
 /// Shortest candidate fingerprinted.
@@ -176,7 +178,7 @@ pub fn patterns(content: &[u8], source: Source, known: &dyn Fn(&[u8]) -> bool) -
             }
         }
         for align in 0..3 {
-            let b64 = base64_stable(&n, align, STD);
+            let b64 = base64_stable(&n, align);
             if b64.len() >= MIN_TOKEN {
                 if b64.iter().any(|b| matches!(b, b'+' | b'/')) {
                     let url = b64.iter().map(|b| match b {
@@ -389,14 +391,9 @@ pub fn identifier_like(b: &[u8]) -> bool {
 
 fn distinct(b: &[u8]) -> usize {
     let mut seen = [false; 256];
-    let mut n = 0;
-    for &x in b {
-        if !seen[x as usize] {
-            seen[x as usize] = true;
-            n += 1;
-        }
-    }
-    n
+    b.iter()
+        .filter(|&&x| !std::mem::replace(&mut seen[x as usize], true))
+        .count()
 }
 
 /// Whether a string looks like a secret rather than a word, a path or a URL.
@@ -433,31 +430,20 @@ fn windows(b: &[u8], step: usize) -> Vec<&[u8]> {
     out
 }
 
-const STD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// The base64 characters of `needle` that do not depend on its neighbours, when it starts
-/// `align` bytes into a 3-byte group.
-fn base64_stable(needle: &[u8], align: usize, alphabet: &[u8; 64]) -> Vec<u8> {
+/// The base64 characters (standard alphabet) of `needle` that do not depend on its
+/// neighbours, when it starts `align` bytes into a 3-byte group.
+fn base64_stable(needle: &[u8], align: usize) -> Vec<u8> {
     let mut bytes = vec![0u8; align];
     bytes.extend_from_slice(needle);
-    let bits = bytes.len() * 8;
-    let mut chars = Vec::with_capacity(bits.div_ceil(6));
-    for i in 0..bits.div_ceil(6) {
-        let mut v = 0u8;
-        for k in 0..6 {
-            let bit = i * 6 + k;
-            let set = bit < bits && bytes[bit / 8] & (0x80 >> (bit % 8)) != 0;
-            v = (v << 1) | u8::from(set);
-        }
-        chars.push(alphabet[v as usize]);
-    }
+    let chars = base64::engine::general_purpose::STANDARD_NO_PAD.encode(&bytes);
     // Character i covers bits [6i, 6i+6): keep those entirely inside the needle.
     let first = (8 * align).div_ceil(6);
-    let end = bits / 6;
-    if first >= end {
-        return Vec::new();
-    }
-    chars[first..end].to_vec()
+    let end = bytes.len() * 8 / 6;
+    chars
+        .as_bytes()
+        .get(first..end)
+        .unwrap_or_default()
+        .to_vec()
 }
 
 fn percent(b: &[u8]) -> Vec<u8> {
@@ -478,30 +464,13 @@ mod tests {
     use super::*;
 
     fn std_b64(b: &[u8]) -> String {
-        // A reference encoder with padding, for checking alignments.
-        let mut out = String::new();
-        for chunk in b.chunks(3) {
-            let v = [
-                chunk[0],
-                *chunk.get(1).unwrap_or(&0),
-                *chunk.get(2).unwrap_or(&0),
-            ];
-            let n = (u32::from(v[0]) << 16) | (u32::from(v[1]) << 8) | u32::from(v[2]);
-            for i in 0..4 {
-                if i <= chunk.len() {
-                    out.push(STD[((n >> (18 - 6 * i)) & 63) as usize] as char);
-                } else {
-                    out.push('=');
-                }
-            }
-        }
-        out
+        base64::engine::general_purpose::STANDARD.encode(b)
     }
 
     #[test]
     fn base64_patterns_match_at_every_alignment_and_any_neighbours() {
         let secret = b"sk-live-0123456789abcdefXYZ";
-        let pats: Vec<Vec<u8>> = (0..3).map(|a| base64_stable(secret, a, STD)).collect();
+        let pats: Vec<Vec<u8>> = (0..3).map(|a| base64_stable(secret, a)).collect();
         for prefix in 0..6 {
             for suffix in 0..4 {
                 let mut blob = vec![b'!'; prefix];

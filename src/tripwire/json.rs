@@ -68,7 +68,10 @@ pub fn views(line: &[u8], want_decoded: bool, want_joined: bool) -> (Vec<u8>, Ve
                 i += 1;
                 break;
             }
-            i += 1 + unescape(&line[i + 1..], &mut string);
+            // The relay validated the text: an escape that is not one never comes.
+            let (c, used) = unescape(&line[i + 1..]).unwrap_or(('\\', 0));
+            string.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+            i += 1 + used;
         }
         if want_decoded {
             decoded.extend_from_slice(&string);
@@ -85,50 +88,38 @@ pub fn views(line: &[u8], want_decoded: bool, want_joined: bool) -> (Vec<u8>, Ve
     (decoded, joined)
 }
 
-/// Decodes one escape whose body starts at `rest` (after the backslash) into `out`;
-/// returns the number of bytes of `rest` consumed.
-fn unescape(rest: &[u8], out: &mut Vec<u8>) -> usize {
-    let Some(&c) = rest.first() else { return 0 };
-    let simple = match c {
-        b'"' => Some(b'"'),
-        b'\\' => Some(b'\\'),
-        b'/' => Some(b'/'),
-        b'b' => Some(0x08),
-        b'f' => Some(0x0c),
-        b'n' => Some(b'\n'),
-        b'r' => Some(b'\r'),
-        b't' => Some(b'\t'),
-        _ => None,
-    };
-    if let Some(b) = simple {
-        out.push(b);
-        return 1;
-    }
-    // \uXXXX, possibly a surrogate pair \uD83D\uDE00.
-    let hex4 = |b: &[u8]| -> Option<u32> {
-        let s = std::str::from_utf8(b.get(..4)?).ok()?;
-        u32::from_str_radix(s, 16).ok()
-    };
-    let Some(hi) = hex4(&rest[1..]) else {
-        return 1;
-    };
-    let (code, used) = if (0xD800..0xDC00).contains(&hi)
-        && rest.get(5) == Some(&b'\\')
-        && rest.get(6) == Some(&b'u')
-    {
-        match hex4(&rest[7..]) {
-            Some(lo) if (0xDC00..0xE000).contains(&lo) => {
-                (0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), 11)
-            }
-            _ => (0xFFFD, 5),
+/// Decodes the JSON string escape whose body starts at `rest` (after the backslash): the
+/// character and the number of bytes of `rest` it takes, or `None` when it is not a valid
+/// escape. A lone surrogate decodes to U+FFFD. (`wrap`'s JSONC parser decodes with it too.)
+pub(crate) fn unescape(rest: &[u8]) -> Option<(char, usize)> {
+    let c = match *rest.first()? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            // \uXXXX, possibly a surrogate pair \uD83D\uDE00.
+            let hex4 = |b: &[u8]| -> Option<u32> {
+                let d = b.get(..4).filter(|d| d.iter().all(u8::is_ascii_hexdigit))?;
+                u32::from_str_radix(std::str::from_utf8(d).ok()?, 16).ok()
+            };
+            let hi = hex4(&rest[1..])?;
+            let pair = (0xD800..0xDC00).contains(&hi) && rest.get(5..7) == Some(b"\\u".as_slice());
+            return match hex4(rest.get(7..).unwrap_or_default()) {
+                Some(lo) if pair && (0xDC00..0xE000).contains(&lo) => {
+                    let code = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                    Some((char::from_u32(code)?, 11))
+                }
+                _ => Some((char::from_u32(hi).unwrap_or('\u{FFFD}'), 5)),
+            };
         }
-    } else {
-        (hi, 5)
+        _ => return None,
     };
-    let ch = char::from_u32(code).unwrap_or('\u{FFFD}');
-    let mut buf = [0u8; 4];
-    out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-    used
+    Some((c, 1))
 }
 
 #[cfg(test)]

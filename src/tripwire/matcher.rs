@@ -18,7 +18,6 @@
 //! (3-6 % of samples reach the anchor table), so a root's bitmaps stay in the L1/L2 cache.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// Shortest pattern searched.
 pub const MIN_LEN: usize = 10;
@@ -27,25 +26,9 @@ pub const LONG: usize = 24;
 
 const MUL: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// Hashes a folded anchor.
-#[derive(Default)]
-struct AnchorHasher(u64);
-
-impl Hasher for AnchorHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(MUL);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v.wrapping_mul(MUL);
-    }
-}
-
-type Anchors = HashMap<u64, Vec<(u32, u8)>, BuildHasherDefault<AnchorHasher>>;
+/// Folded anchors and the patterns (index, offset) they start at, hashed with foldhash
+/// (looked up only on a bitmap hit).
+type Anchors = HashMap<u64, Vec<(u32, u8)>, foldhash::fast::RandomState>;
 
 /// One tier: anchors of `q` bytes sampled every `step` bytes.
 #[derive(Debug)]
@@ -223,12 +206,6 @@ impl Matcher {
     /// The length of pattern `i`.
     pub fn pattern_len(&self, i: usize) -> usize {
         self.patterns[i].len()
-    }
-
-    /// Bytes held by the tables (for reports).
-    pub fn memory(&self) -> usize {
-        let tier = |t: &Tier| t.bitmap.len() * 8 + t.anchors.len() * (8 + 24 + 8);
-        self.patterns.iter().map(Vec::len).sum::<usize>() + tier(&self.short) + tier(&self.long)
     }
 }
 

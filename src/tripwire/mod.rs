@@ -21,7 +21,7 @@
 //!   short SHA-256 of the pattern.
 
 mod fingerprint;
-mod json;
+pub(crate) mod json;
 mod matcher;
 
 use std::path::{Path, PathBuf};
@@ -113,19 +113,9 @@ pub struct Fingerprints {
 
 impl Fingerprints {
     /// Builds the fingerprints of the deny-glob matches inside `roots` (each a directory
-    /// capability and its real path).
-    pub fn build(rules: &ScanRules, roots: &[(&Dir, &Path)]) -> Fingerprints {
-        let names: Vec<&Path> = roots.iter().map(|(_, p)| *p).collect();
-        Fingerprints::build_naming(rules, roots, &names)
-    }
-
-    /// [`Fingerprints::build`], where `named` are the paths the server legitimately names
+    /// capability and its real path); `named` are the paths the server legitimately names
     /// (every root, nested ones included): nothing that occurs in them is a fingerprint.
-    pub fn build_naming(
-        rules: &ScanRules,
-        roots: &[(&Dir, &Path)],
-        named: &[&Path],
-    ) -> Fingerprints {
+    pub fn build(rules: &ScanRules, roots: &[(&Dir, &Path)], named: &[&Path]) -> Fingerprints {
         let started = Instant::now();
         let named: Vec<Vec<u8>> = named
             .iter()
@@ -324,11 +314,6 @@ impl Fingerprints {
         }
     }
 
-    /// Bytes held by the search tables.
-    pub fn memory(&self) -> usize {
-        self.matcher.memory()
-    }
-
     fn hit(&self, pattern: usize, view: View, hay: &[u8], at: usize) -> Hit {
         let o = &self.origins[pattern];
         let len = self.matcher.pattern_len(pattern);
@@ -423,7 +408,7 @@ impl Tripwire {
             .copied()
             .collect();
         let named: Vec<&Path> = roots.iter().map(|(_, p)| *p).collect();
-        let f = Fingerprints::build_naming(rules, &outer, &named);
+        let f = Fingerprints::build(rules, &outer, &named);
         tracing::debug!(
             files = f.files(),
             patterns = f.patterns(),

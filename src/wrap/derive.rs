@@ -207,9 +207,7 @@ pub(crate) fn derive(entry: &EntryView, ctx: &DeriveContext) -> Derived {
                  server needs it"
             ));
         }
-        if !d.env.contains(&name) {
-            d.env.push(name);
-        }
+        push_unique(&mut d.env, name);
     }
 
     // Directories on the command line are roots.
@@ -272,14 +270,12 @@ pub fn command_roots(
     let entry = EntryView {
         command: program,
         args: args.collect(),
-        env: Vec::new(),
-        env_file: None,
         cwd: Some(cwd.display().to_string()),
+        ..EntryView::default()
     };
     let ctx = DeriveContext {
         home: home.map(Path::to_path_buf),
-        workspace: None,
-        assume: None,
+        ..DeriveContext::default()
     };
     derive(&entry, &ctx)
         .roots
@@ -333,9 +329,7 @@ fn derive_root(value: &str, ctx: &DeriveContext, cwd: Option<&Path>, d: &mut Der
              server may read and write everything in it that the policy does not deny"
         ));
     }
-    if !d.roots.contains(&shown) {
-        d.roots.push(shown);
-    }
+    push_unique(&mut d.roots, shown);
     true
 }
 
@@ -437,22 +431,21 @@ fn too_broad(p: &Path, ctx: &DeriveContext) -> bool {
     let Some(home) = ctx.home.as_deref() else {
         return false;
     };
-    home.starts_with(p)
-        || [
-            ".config",
-            ".local",
-            ".local/share",
-            ".local/state",
-            ".cache",
-            "Desktop",
-            "Documents",
-            "Downloads",
-        ]
-        .iter()
-        .any(|d| p == home.join(d))
+    let shared = ["Desktop", "Documents", "Downloads"];
+    home.starts_with(p) || HOME_PLACES.iter().chain(&shared).any(|d| p == home.join(d))
 }
 
-fn push_unique(v: &mut Vec<String>, s: String) {
+/// The places in the home where tools keep their state side by side (XDG's and `~/.local`):
+/// too broad to grant to one server.
+pub(crate) const HOME_PLACES: &[&str] = &[
+    ".config",
+    ".local",
+    ".local/share",
+    ".local/state",
+    ".cache",
+];
+
+pub(crate) fn push_unique(v: &mut Vec<String>, s: String) {
     if !v.contains(&s) {
         v.push(s);
     }

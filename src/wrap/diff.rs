@@ -14,33 +14,17 @@ use super::edit::Edit;
 const CONTEXT: usize = 3;
 
 /// A unified diff of `old` → `apply(old, edits)`, labelled with `path`; empty when the
-/// edits change nothing.
+/// edits change nothing. The edits are sorted by position (as [`super::Outcome`] keeps them).
 pub(crate) fn unified(path: &str, old: &str, edits: &[Edit]) -> String {
-    if old.is_empty() {
-        // Never a host configuration (it would not parse), but keep the function total.
-        let new = super::edit::apply(old, edits);
-        if new.is_empty() {
-            return String::new();
-        }
-        let lines = split_lines(&new);
-        let mut out = format!(
-            "--- {path}\n+++ {path}\n@@ -0,0 +{} @@\n",
-            range_label(0, lines.len())
-        );
-        for l in &lines {
-            push_line(&mut out, '+', l);
-        }
-        return out;
-    }
-    let mut sorted: Vec<&Edit> = edits.iter().collect();
-    sorted.sort_by_key(|e| (e.range.start, e.range.end));
     let index = super::jsonc::LineIndex::new(old);
     let old_lines = &index.starts;
+    let old_split = split_lines(old);
+    let n_old = old_split.len();
 
     // Group the edits into changes of whole lines: [first line, last line] of the old text,
     // merging edits that touch the same or adjacent lines.
     let mut changes: Vec<(Range<usize>, Vec<&Edit>)> = Vec::new();
-    for e in sorted {
+    for e in edits {
         let first = index.line(e.range.start) - 1;
         let last = index.line(e.range.end.max(e.range.start)) - 1;
         match changes.last_mut() {
@@ -61,19 +45,13 @@ pub(crate) fn unified(path: &str, old: &str, edits: &[Edit]) -> String {
     for (lines, group) in changes {
         let start = old_lines[lines.start];
         let end = old_lines.get(lines.end + 1).copied().unwrap_or(old.len());
-        let mut new_text = String::new();
-        let mut at = start;
-        for e in group {
-            new_text.push_str(&old[at..e.range.start]);
-            new_text.push_str(&e.text);
-            at = e.range.end;
-        }
-        new_text.push_str(&old[at..end]);
+        let new_text = super::edit::apply(old, start..end, group);
         if new_text == old[start..end] {
             continue;
         }
         out_changes.push(Change {
-            old: lines.start..lines.end + 1,
+            // An empty text has no line, though its index has one start.
+            old: lines.start..(lines.end + 1).min(n_old),
             new_lines: split_lines(&new_text),
         });
     }
@@ -81,8 +59,6 @@ pub(crate) fn unified(path: &str, old: &str, edits: &[Edit]) -> String {
         return String::new();
     }
 
-    let old_split = split_lines(old);
-    let n_old = old_split.len();
     let mut out = format!("--- {path}\n+++ {path}\n");
     // Merge changes into hunks whose context windows overlap.
     let mut i = 0;
@@ -98,28 +74,17 @@ pub(crate) fn unified(path: &str, old: &str, edits: &[Edit]) -> String {
         let ctx_start = out_changes[i].old.start.saturating_sub(CONTEXT);
         let ctx_end = (out_changes[j].old.end + CONTEXT).min(n_old);
         let mut body = String::new();
-        let (mut n_minus, mut n_plus) = (0usize, 0usize);
+        let old_len = ctx_end - ctx_start;
+        let mut new_len = old_len;
         let mut line = ctx_start;
         for c in &out_changes[i..=j] {
-            for l in &old_split[line..c.old.start] {
-                push_line(&mut body, ' ', l);
-            }
-            for l in &old_split[c.old.clone()] {
-                push_line(&mut body, '-', l);
-            }
-            for l in &c.new_lines {
-                push_line(&mut body, '+', l);
-            }
-            n_minus += c.old.len();
-            n_plus += c.new_lines.len();
+            push_lines(&mut body, ' ', &old_split[line..c.old.start]);
+            push_lines(&mut body, '-', &old_split[c.old.clone()]);
+            push_lines(&mut body, '+', &c.new_lines);
+            new_len = new_len + c.new_lines.len() - c.old.len();
             line = c.old.end;
         }
-        for l in &old_split[line..ctx_end] {
-            push_line(&mut body, ' ', l);
-        }
-        let ctx = ctx_end - ctx_start - n_minus;
-        let old_len = ctx + n_minus;
-        let new_len = ctx + n_plus;
+        push_lines(&mut body, ' ', &old_split[line..ctx_end]);
         let new_start = (ctx_start as isize + delta).max(0) as usize;
         let _ = writeln!(
             out,
@@ -128,9 +93,7 @@ pub(crate) fn unified(path: &str, old: &str, edits: &[Edit]) -> String {
             range_label(new_start, new_len)
         );
         out.push_str(&body);
-        for c in &out_changes[i..=j] {
-            delta += c.new_lines.len() as isize - c.old.len() as isize;
-        }
+        delta += new_len as isize - old_len as isize;
         i = j + 1;
     }
     out
@@ -148,18 +111,20 @@ fn range_label(start0: usize, len: usize) -> String {
     }
 }
 
-/// One diff line: the marker, the line without its `\n` (a CRLF file keeps its `\r`, as
+/// Diff lines: each the marker, the line without its `\n` (a CRLF file keeps its `\r`, as
 /// `diff -u` does, so the patch applies), and the no-newline note.
-fn push_line(out: &mut String, marker: char, line: &str) {
-    out.push(marker);
-    let (content, has_nl) = match line.strip_suffix('\n') {
-        Some(c) => (c, true),
-        None => (line, false),
-    };
-    out.push_str(content);
-    out.push('\n');
-    if !has_nl {
-        out.push_str("\\ No newline at end of file\n");
+fn push_lines(out: &mut String, marker: char, lines: &[String]) {
+    for line in lines {
+        out.push(marker);
+        let (content, has_nl) = match line.strip_suffix('\n') {
+            Some(c) => (c, true),
+            None => (line.as_str(), false),
+        };
+        out.push_str(content);
+        out.push('\n');
+        if !has_nl {
+            out.push_str("\\ No newline at end of file\n");
+        }
     }
 }
 
@@ -220,6 +185,19 @@ mod tests {
     }
 
     #[test]
+    fn empty_old_text() {
+        assert_eq!(
+            unified("x", "", &[edit(0..0, "a\nb")]),
+            "--- x\n+++ x\n@@ -0,0 +1,2 @@\n+a\n+b\n\\ No newline at end of file\n"
+        );
+        assert_eq!(
+            unified("x", "", &[edit(0..0, "a\n")]),
+            "--- x\n+++ x\n@@ -0,0 +1 @@\n+a\n"
+        );
+        assert_eq!(unified("x", "", &[edit(0..0, "")]), "");
+    }
+
+    #[test]
     fn no_change_no_diff() {
         assert_eq!(unified("x", "abc\n", &[edit(0..1, "a")]), "");
         assert_eq!(unified("x", "abc\n", &[]), "");
@@ -241,7 +219,7 @@ mod tests {
             ),
             edit(old.len()..old.len(), "tail"),
         ];
-        let new = super::super::edit::apply(&old, &edits);
+        let new = super::super::edit::apply(&old, 0..old.len(), &edits);
         let d = unified("x", &old, &edits);
         assert_eq!(apply_patch(&old, &d), new, "{d}");
     }

@@ -13,17 +13,19 @@
 
 use std::path::{Path, PathBuf};
 
-/// An MCP host whose configuration `wrap --host` can find.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An MCP host whose configuration `wrap --host` can find (the variants' docs are the
+/// `--host` values' help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 #[non_exhaustive]
 pub enum Host {
-    /// Claude Desktop (`claude_desktop_config.json`, `mcpServers`).
+    /// Claude Desktop: claude_desktop_config.json.
     ClaudeDesktop,
-    /// Claude Code (`~/.claude.json` or a project's `.mcp.json`, `mcpServers`).
+    /// Claude Code: ~/.claude.json (user and local scopes), or DIR/.mcp.json with --project.
     ClaudeCode,
-    /// Visual Studio Code (`mcp.json`, `servers`, JSONC).
+    /// VS Code: the user mcp.json, or DIR/.vscode/mcp.json with --project.
+    #[value(name = "vscode")]
     VsCode,
-    /// Cursor (`mcp.json`, `mcpServers`).
+    /// Cursor: ~/.cursor/mcp.json, or DIR/.cursor/mcp.json with --project.
     Cursor,
 }
 
@@ -50,19 +52,6 @@ pub enum Os {
     Windows,
 }
 
-impl Os {
-    /// The OS this build runs on.
-    pub fn current() -> Os {
-        if cfg!(target_os = "macos") {
-            Os::MacOs
-        } else if cfg!(windows) {
-            Os::Windows
-        } else {
-            Os::Linux
-        }
-    }
-}
-
 /// The parts of the environment that decide where configs live.
 #[derive(Debug, Clone)]
 pub struct HostEnv {
@@ -81,7 +70,14 @@ pub struct HostEnv {
 impl HostEnv {
     /// Reads the current process environment.
     pub fn current() -> HostEnv {
-        let os = Os::current();
+        // The OS this build runs on.
+        let os = if cfg!(target_os = "macos") {
+            Os::MacOs
+        } else if cfg!(windows) {
+            Os::Windows
+        } else {
+            Os::Linux
+        };
         let var = |k: &str| {
             std::env::var_os(k)
                 .filter(|v| !v.is_empty())

@@ -229,37 +229,29 @@ impl Parser<'_> {
 
     fn value(&mut self) -> Result<Node, SyntaxError> {
         let start = self.pos;
-        match self.b.get(self.pos) {
-            Some(b'{') => self.nested(|p| p.object(start)),
-            Some(b'[') => self.nested(|p| p.array(start)),
-            Some(b'"') => {
-                let s = self.string()?;
-                Ok(Node {
-                    span: start..self.pos,
-                    kind: Kind::String(s),
-                })
+        let kind = match self.b.get(self.pos) {
+            Some(b'{') => self.nested(Self::object)?,
+            Some(b'[') => self.nested(Self::array)?,
+            Some(b'"') => Kind::String(self.string()?),
+            Some(b'-' | b'0'..=b'9') => self.number()?,
+            Some(b't') => self.literal("true")?,
+            Some(b'f') => self.literal("false")?,
+            Some(b'n') => self.literal("null")?,
+            _ => {
+                let found = self.describe_here();
+                return Err(self.error_at(start, format!("expected a JSON value, found {found}")));
             }
-            Some(b'-' | b'0'..=b'9') => {
-                self.number()?;
-                Ok(Node {
-                    span: start..self.pos,
-                    kind: Kind::Scalar,
-                })
-            }
-            Some(b't') => self.literal("true"),
-            Some(b'f') => self.literal("false"),
-            Some(b'n') => self.literal("null"),
-            _ => Err(self.error_at(
-                self.pos,
-                format!("expected a JSON value, found {}", self.describe_here()),
-            )),
-        }
+        };
+        Ok(Node {
+            span: start..self.pos,
+            kind,
+        })
     }
 
     fn nested(
         &mut self,
-        f: impl FnOnce(&mut Self) -> Result<Node, SyntaxError>,
-    ) -> Result<Node, SyntaxError> {
+        f: impl FnOnce(&mut Self) -> Result<Kind, SyntaxError>,
+    ) -> Result<Kind, SyntaxError> {
         if self.depth >= MAX_DEPTH {
             return Err(self.error_at(
                 self.pos,
@@ -272,116 +264,93 @@ impl Parser<'_> {
         node
     }
 
-    fn object(&mut self, start: usize) -> Result<Node, SyntaxError> {
-        self.pos += 1; // `{`
-        let mut members = Vec::new();
+    /// The members or items of the object or array here, each read by `item`, up to `close`
+    /// (a trailing comma allowed).
+    fn items(
+        &mut self,
+        close: u8,
+        container: &str,
+        mut item: impl FnMut(&mut Self) -> Result<(), SyntaxError>,
+    ) -> Result<(), SyntaxError> {
+        let start = self.pos;
+        let close_char = close as char;
+        let unclosed = |p: &Self| {
+            let what = format!("this {container} is never closed: a `{close_char}` is missing");
+            p.error_at(start, what)
+        };
+        self.pos += 1; // `{` or `[`
         loop {
             self.skip_trivia()?;
             match self.b.get(self.pos) {
-                Some(b'}') => {
+                Some(&c) if c == close => {
                     self.pos += 1;
-                    return Ok(Node {
-                        span: start..self.pos,
-                        kind: Kind::Object(members),
-                    });
+                    return Ok(());
                 }
-                Some(b'"') => {}
-                None => {
-                    return Err(
-                        self.error_at(start, "this object is never closed: a `}` is missing")
-                    );
-                }
+                None => return Err(unclosed(self)),
+                _ => item(self)?,
+            }
+            self.skip_trivia()?;
+            match self.b.get(self.pos) {
+                Some(b',') => self.pos += 1,
+                Some(&c) if c == close => {}
+                None => return Err(unclosed(self)),
                 _ => {
                     return Err(self.error_at(
                         self.pos,
                         format!(
-                            "expected a key in double quotes or `}}`, found {}",
+                            "expected `,` or `{close_char}` after an {container} {}, found {} \
+                             (a comma may be missing)",
+                            if close == b'}' { "member" } else { "item" },
                             self.describe_here()
                         ),
                     ));
                 }
             }
-            let key_start = self.pos;
-            let key = self.string()?;
-            let key_span = key_start..self.pos;
-            self.skip_trivia()?;
-            if self.b.get(self.pos) != Some(&b':') {
-                return Err(self.error_at(
-                    self.pos,
+        }
+    }
+
+    fn object(&mut self) -> Result<Kind, SyntaxError> {
+        let mut members = Vec::new();
+        self.items(b'}', "object", |p| {
+            if p.b.get(p.pos) != Some(&b'"') {
+                return Err(p.error_at(
+                    p.pos,
                     format!(
-                        "expected `:` after the key \"{key}\", found {}",
-                        self.describe_here()
+                        "expected a key in double quotes or `}}`, found {}",
+                        p.describe_here()
                     ),
                 ));
             }
-            self.pos += 1;
-            self.skip_trivia()?;
-            let value = self.value()?;
+            let key_start = p.pos;
+            let key = p.string()?;
+            let key_span = key_start..p.pos;
+            p.skip_trivia()?;
+            if p.b.get(p.pos) != Some(&b':') {
+                return Err(p.error_at(
+                    p.pos,
+                    format!(
+                        "expected `:` after the key \"{key}\", found {}",
+                        p.describe_here()
+                    ),
+                ));
+            }
+            p.pos += 1;
+            p.skip_trivia()?;
+            let value = p.value()?;
             members.push(Member {
                 key,
                 key_span,
                 value,
             });
-            self.skip_trivia()?;
-            self.after_item(start, b'}', "object", "object member")?;
-        }
+            Ok(())
+        })?;
+        Ok(Kind::Object(members))
     }
 
-    /// After an object member or array item: a `,` (consumed), the closer (left for the
-    /// loop to see), or an error naming what is missing.
-    fn after_item(
-        &mut self,
-        start: usize,
-        close: u8,
-        container: &str,
-        item: &str,
-    ) -> Result<(), SyntaxError> {
-        let close_char = close as char;
-        match self.b.get(self.pos) {
-            Some(b',') => {
-                self.pos += 1;
-                Ok(())
-            }
-            Some(&c) if c == close => Ok(()),
-            None => Err(self.error_at(
-                start,
-                format!("this {container} is never closed: a `{close_char}` is missing"),
-            )),
-            _ => Err(self.error_at(
-                self.pos,
-                format!(
-                    "expected `,` or `{close_char}` after an {item}, found {} \
-                     (a comma may be missing)",
-                    self.describe_here()
-                ),
-            )),
-        }
-    }
-
-    fn array(&mut self, start: usize) -> Result<Node, SyntaxError> {
-        self.pos += 1; // `[`
+    fn array(&mut self) -> Result<Kind, SyntaxError> {
         let mut items = Vec::new();
-        loop {
-            self.skip_trivia()?;
-            match self.b.get(self.pos) {
-                Some(b']') => {
-                    self.pos += 1;
-                    return Ok(Node {
-                        span: start..self.pos,
-                        kind: Kind::Array(items),
-                    });
-                }
-                None => {
-                    return Err(
-                        self.error_at(start, "this array is never closed: a `]` is missing")
-                    );
-                }
-                _ => {}
-            }
-            items.push(self.value()?);
-            self.skip_trivia()?;
-            self.after_item(start, b']', "array", "array item")?;
-        }
+        self.items(b']', "array", |p| p.value().map(|v| items.push(v)))?;
+        Ok(Kind::Array(items))
     }
 
     /// Parses a string token at `pos` (which is `"`) and returns its decoded value.
@@ -409,34 +378,18 @@ impl Parser<'_> {
                 }
                 Some(b'\\') => {
                     let esc = self.pos;
-                    self.pos += 1;
-                    let c = match self.b.get(self.pos) {
-                        Some(b'"') => '"',
-                        Some(b'\\') => '\\',
-                        Some(b'/') => '/',
-                        Some(b'b') => '\u{8}',
-                        Some(b'f') => '\u{c}',
-                        Some(b'n') => '\n',
-                        Some(b'r') => '\r',
-                        Some(b't') => '\t',
-                        Some(b'u') => {
-                            self.pos += 1;
-                            let hi = self.hex4(esc)?;
-                            // hex4 leaves pos after the digits; the shared `pos += 1` below
-                            // must not skip a byte.
-                            self.pos -= 1;
-                            self.surrogate_pair(hi)
-                        }
-                        _ => {
-                            return Err(self.error_at(
-                                esc,
-                                "invalid escape in a string: use \\\", \\\\, \\/, \\b, \\f, \
-                                 \\n, \\r, \\t or \\uXXXX",
-                            ));
-                        }
+                    let Some((c, used)) = crate::tripwire::json::unescape(&self.b[esc + 1..])
+                    else {
+                        let what = if self.b.get(esc + 1) == Some(&b'u') {
+                            "invalid \\u escape: expected four hex digits"
+                        } else {
+                            "invalid escape in a string: use \\\", \\\\, \\/, \\b, \\f, \\n, \\r, \\t \
+                             or \\uXXXX"
+                        };
+                        return Err(self.error_at(esc, what));
                     };
-                    self.pos += 1;
                     out.push(c);
+                    self.pos = esc + 1 + used;
                 }
                 Some(&c) => {
                     let what = if c == b'\n' || c == b'\r' {
@@ -452,44 +405,7 @@ impl Parser<'_> {
         }
     }
 
-    /// Reads four hex digits at `pos`.
-    fn hex4(&mut self, esc: usize) -> Result<u32, SyntaxError> {
-        let digits = self
-            .text
-            .get(self.pos..self.pos + 4)
-            .filter(|d| d.bytes().all(|c| c.is_ascii_hexdigit()));
-        match digits.and_then(|d| u32::from_str_radix(d, 16).ok()) {
-            Some(v) => {
-                self.pos += 4;
-                Ok(v)
-            }
-            None => Err(self.error_at(esc, "invalid \\u escape: expected four hex digits")),
-        }
-    }
-
-    /// Completes a `\u` escape whose first unit is `hi`, reading a low surrogate that
-    /// follows if `hi` is a high one. Leaves `pos` on the last byte consumed.
-    fn surrogate_pair(&mut self, hi: u32) -> char {
-        if (0xD800..0xDC00).contains(&hi) {
-            let next = self.pos + 1;
-            if self.b.get(next) == Some(&b'\\') && self.b.get(next + 1) == Some(&b'u') {
-                let save = self.pos;
-                self.pos = next + 2;
-                if let Ok(lo) = self.hex4(next)
-                    && (0xDC00..0xE000).contains(&lo)
-                {
-                    self.pos -= 1;
-                    let c = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
-                    return char::from_u32(c).unwrap_or('\u{FFFD}');
-                }
-                self.pos = save;
-            }
-            return '\u{FFFD}';
-        }
-        char::from_u32(hi).unwrap_or('\u{FFFD}')
-    }
-
-    fn number(&mut self) -> Result<(), SyntaxError> {
+    fn number(&mut self) -> Result<Kind, SyntaxError> {
         let start = self.pos;
         let bad = |p: &Self| p.error_at(start, "invalid number");
         if self.b.get(self.pos) == Some(&b'-') {
@@ -524,7 +440,7 @@ impl Parser<'_> {
         {
             return Err(bad(self));
         }
-        Ok(())
+        Ok(Kind::Scalar)
     }
 
     fn digits(&mut self) {
@@ -533,7 +449,7 @@ impl Parser<'_> {
         }
     }
 
-    fn literal(&mut self, word: &'static str) -> Result<Node, SyntaxError> {
+    fn literal(&mut self, word: &'static str) -> Result<Kind, SyntaxError> {
         let start = self.pos;
         let end = start + word.len();
         let exact = self.b.get(start..end) == Some(word.as_bytes())
@@ -549,10 +465,7 @@ impl Parser<'_> {
             ));
         }
         self.pos = end;
-        Ok(Node {
-            span: start..end,
-            kind: Kind::Scalar,
-        })
+        Ok(Kind::Scalar)
     }
 }
 

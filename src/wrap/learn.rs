@@ -41,8 +41,6 @@ pub struct Trial {
     pub stderr_tail: Vec<String>,
     /// What the sandbox denied it.
     pub findings: Findings,
-    /// Whether the findings come from strace (else from its stderr).
-    pub traced: bool,
 }
 
 impl Trial {
@@ -70,19 +68,12 @@ pub fn trial(
 ) -> std::io::Result<Trial> {
     let logdir = tempfile::tempdir()?;
     let log = logdir.path().join("strace.log");
-    let mut cmd = match strace {
-        Some(s) => {
-            let mut c = probe::strace_command(s, &log);
-            c.args(argv);
-            c
-        }
-        None => {
-            let mut c = Command::new(&argv[0]);
-            c.args(&argv[1..]);
-            c
-        }
+    let (mut cmd, args) = match strace {
+        Some(s) => (probe::strace_command(s, &log), argv),
+        None => (Command::new(&argv[0]), &argv[1..]),
     };
-    cmd.envs(env.iter().map(|(k, v)| (k, v)))
+    cmd.args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -165,21 +156,13 @@ pub fn trial(
     stop_group(&mut child, pgid);
     let _ = reader.join();
     let stderr_text = err_reader.join().unwrap_or_default();
-    t.stderr_tail = stderr_text
-        .lines()
-        .rev()
-        .take(TAIL_LINES)
-        .map(str::to_owned)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    if strace.is_some() {
-        t.findings = probe::read_strace_log(&log);
-        t.traced = true;
-    } else {
-        t.findings = probe::parse_stderr(&stderr_text);
-    }
+    let lines: Vec<&str> = stderr_text.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(TAIL_LINES)..];
+    t.stderr_tail = tail.iter().map(|l| (*l).to_owned()).collect();
+    t.findings = match strace {
+        Some(_) => probe::read_strace_log(&log),
+        None => probe::parse_stderr(&stderr_text),
+    };
     Ok(t)
 }
 
@@ -208,14 +191,7 @@ fn stop_group(child: &mut std::process::Child, pgid: nix::unistd::Pid) {
 /// What the user's home holds that is too broad to grant: a server creating its state
 /// directly in one of these gets the new directory, never the place itself.
 fn broad_places(home: &Path) -> Vec<PathBuf> {
-    let inside = [
-        ".config",
-        ".local",
-        ".local/share",
-        ".local/state",
-        ".cache",
-    ];
-    let inside = inside.iter().map(|d| home.join(d));
+    let inside = super::derive::HOME_PLACES.iter().map(|d| home.join(d));
     std::iter::once(home.to_owned()).chain(inside).collect()
 }
 

@@ -135,8 +135,6 @@ pub struct ServerReport {
     pub line: usize,
     /// The server's own command (after `--` for a wrapped entry), when known.
     pub command: Option<String>,
-    /// The names in the entry's `env` object.
-    pub env: Vec<String>,
     /// The options derived from the entry (empty without [`WrapOptions::derive`]).
     pub derived: Derived,
     /// The server's own command line (after `--` for a wrapped entry), as the entry
@@ -157,7 +155,6 @@ impl ServerReport {
 
 /// What happened to one entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Action {
     /// Wrapped now.
     Wrapped,
@@ -246,7 +243,7 @@ pub enum WrapError {
     /// A `--server` name matches no entry.
     #[error(
         "no server named {} in this file; the servers are: {}",
-        quote_list(missing),
+        missing.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "),
         if available.is_empty() { "(none)".to_string() } else { available.join(", ") }
     )]
     ServerNotFound {
@@ -255,24 +252,4 @@ pub enum WrapError {
         /// Every server in the file.
         available: Vec<String>,
     },
-}
-
-impl WrapError {
-    /// A stable one-word name (for tests and scripts).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            WrapError::Syntax { .. } => "syntax",
-            WrapError::NotRecognised { .. } => "not-recognised",
-            WrapError::DuplicateKey { .. } => "duplicate-key",
-            WrapError::ServerNotFound { .. } => "server-not-found",
-        }
-    }
-}
-
-fn quote_list(names: &[String]) -> String {
-    names
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
