@@ -55,7 +55,7 @@ pub struct Conns {
 }
 
 /// One connection's state.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Conn {
     id: u64,
     in_flight: AtomicUsize,
@@ -177,11 +177,8 @@ impl Conns {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
             id,
-            in_flight: AtomicUsize::new(0),
-            started: AtomicBool::new(false),
-            evicted: AtomicBool::new(false),
             idle_since: AtomicU64::new(now),
-            close: Notify::new(),
+            ..Conn::default()
         });
         self.lock().insert(id, Arc::clone(&conn));
         ConnGuard {

@@ -100,13 +100,13 @@ pub fn check(headers: &HeaderMap, incoming: &Incoming, modern: bool) -> Result<(
     if name_h.is_none() && !required {
         return Ok(());
     }
-    let body = body_names(&incoming.line)
+    let (name, uri) = body_names(&incoming.line)
         .ok_or_else(|| Mismatch("Mcp-Name", "the body's params could not be read".into()))?;
     // For a method that names nothing, a name header still has to match something named.
     let body_value = match key {
-        Some("uri") => body.uri,
-        Some(_) => body.name,
-        None => body.name.or(body.uri),
+        Some("uri") => uri,
+        Some(_) => name,
+        None => name.or(uri),
     };
     let Some(h) = name_h else {
         return Err(Mismatch(
@@ -167,16 +167,10 @@ fn decode(value: &str) -> Result<Cow<'_, str>, Mismatch> {
         .map_err(|_| Mismatch("Mcp-Name", "Mcp-Name's base64 value is not UTF-8".into()))
 }
 
-/// `params.name` and `params.uri` of a body, when they are strings.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Names {
-    name: Option<String>,
-    uri: Option<String>,
-}
-
-/// Reads only `params.name` and `params.uri`: every other member is skipped by the parser
-/// without being built. `None` when the body cannot be read this way.
-fn body_names(line: &[u8]) -> Option<Names> {
+/// `params.name` and `params.uri` of a body, each when it is a string. Only they are read:
+/// every other member is skipped by the parser without being built. `None` when the body
+/// cannot be read this way.
+fn body_names(line: &[u8]) -> Option<(Option<String>, Option<String>)> {
     #[derive(Deserialize)]
     struct Body<'a> {
         #[serde(borrow, default)]
@@ -197,10 +191,7 @@ fn body_names(line: &[u8]) -> Option<Names> {
         .unwrap_or_default();
     let text =
         |raw: Option<&RawValue>| raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok());
-    Some(Names {
-        name: text(params.name),
-        uri: text(params.uri),
-    })
+    Some((text(params.name), text(params.uri)))
 }
 
 #[cfg(test)]

@@ -499,14 +499,12 @@ async fn forward(
         .register_post(incoming.ids(), incoming.tokens.clone())
     {
         Ok(s) => s,
-        Err(RegisterError::DuplicateId(id)) => {
+        Err(e @ RegisterError::DuplicateId(_)) => {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
                 incoming.requests.first().map(|(id, _)| id),
                 INVALID_REQUEST,
-                &format!(
-                    "a request with id {id} is already in flight in this session; use a new id"
-                ),
+                &e.to_string(),
             );
         }
         Err(RegisterError::Ended) => return session_ended(),
@@ -564,30 +562,23 @@ pub async fn answer(mut stream: Stream, incoming: &Incoming) -> (Response, bool)
     let mut responses: Vec<Bytes> = Vec::new();
     loop {
         match stream.rx.recv().await {
-            Some(Out {
-                line,
-                answers: Some(id),
-            }) => {
-                waiting.remove(&id);
+            Some(Out { line, answers }) => {
                 responses.push(line);
+                let Some(id) = answers else {
+                    // Something before the response: stream it all as SSE.
+                    let requests = incoming.requests.clone();
+                    let body = SseBody::post(
+                        responses,
+                        stream,
+                        waiting,
+                        Box::new(move |w| ended_answers(&requests, w)),
+                    );
+                    return (sse_response(body), false);
+                };
+                waiting.remove(&id);
                 if waiting.is_empty() {
                     return json_answer(responses, incoming);
                 }
-            }
-            Some(Out {
-                line,
-                answers: None,
-            }) => {
-                // Something before the response: stream it all as SSE.
-                responses.push(line);
-                let requests = incoming.requests.clone();
-                let body = SseBody::post(
-                    responses,
-                    stream,
-                    waiting,
-                    Box::new(move |w| ended_answers(&requests, w)),
-                );
-                return (sse_response(body), false);
             }
             None => {
                 responses.extend(ended_answers(&incoming.requests, &waiting));
@@ -643,10 +634,8 @@ async fn get_inner(app: Arc<App>, parts: Parts, _: Body) -> Result<Response, Res
         return Err(resp);
     }
     let session = find_session(&app, &parts.headers, &principal)?;
-    match session.router.open_get() {
-        Ok(stream) => Ok(sse_response(SseBody::get(stream))),
-        Err(_) => Err(session_ended()),
-    }
+    let stream = session.router.open_get().map_err(|_| session_ended())?;
+    Ok(sse_response(SseBody::get(stream)))
 }
 
 async fn delete_inner(app: Arc<App>, parts: Parts, _: Body) -> Result<Response, Response> {

@@ -26,7 +26,7 @@ pub enum Exceeded {
 }
 
 /// The streaming counter.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Shape {
     max_values: usize,
     depth: usize,
@@ -40,10 +40,7 @@ impl Shape {
     pub fn new(max_values: usize) -> Shape {
         Shape {
             max_values,
-            depth: 0,
-            values: 0,
-            in_string: false,
-            escaped: false,
+            ..Shape::default()
         }
     }
 

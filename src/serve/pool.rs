@@ -200,8 +200,7 @@ impl SessionPool {
     }
 
     fn keep_stopping(&self, ended: impl Future<Output = ()> + Send + 'static) {
-        let mut s = crate::relock(&self.stopping);
-        s.push(Box::pin(ended));
+        crate::relock(&self.stopping).push(Box::pin(ended));
     }
 
     /// The refill task: keeps [`SessionPool::size`] servers ready, paced as the module
@@ -229,7 +228,8 @@ impl SessionPool {
                 continue;
             }
             let short_for = short_since.get_or_insert_with(Instant::now).elapsed();
-            if let Some(wait) = hold_back(self.since_take(), short_for) {
+            let since_take = crate::relock(&self.last_take).map(|at| at.elapsed());
+            if let Some(wait) = hold_back(since_take, short_for) {
                 tokio::time::sleep(wait).await;
                 continue;
             }
@@ -243,11 +243,6 @@ impl SessionPool {
             seen = now;
             tokio::time::sleep(gap(busy)).await;
         }
-    }
-
-    /// How long since the latest take (`None`: nothing taken yet).
-    fn since_take(&self) -> Option<Duration> {
-        crate::relock(&self.last_take).map(|at| at.elapsed())
     }
 
     /// Discards the pooled servers that ended.

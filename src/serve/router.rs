@@ -112,26 +112,21 @@ pub struct Stream {
     pub rx: mpsc::Receiver<Out>,
     router: Arc<Router>,
     key: u64,
-    get: bool,
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        let mut st = self.router.lock();
-        if self.get {
-            if st.get.as_ref().is_some_and(|(k, _)| *k == self.key) {
-                st.get = None;
-            }
-        } else {
-            st.remove_post(self.key);
-        }
+        self.router.lock().close(self.key);
     }
 }
 
 impl State {
-    /// Forgets a POST stream and what routes to it.
-    fn remove_post(&mut self, key: u64) {
-        if let Some(slot) = self.posts.remove(&key) {
+    /// Forgets the stream under `key` (the GET stream's or a POST's: every stream has a key of
+    /// its own) and what routes to it.
+    fn close(&mut self, key: u64) {
+        if self.get.as_ref().is_some_and(|(k, _)| *k == key) {
+            self.get = None;
+        } else if let Some(slot) = self.posts.remove(&key) {
             for id in slot.ids {
                 self.by_id.remove(&id);
             }
@@ -197,7 +192,7 @@ impl Router {
         ids: Vec<IdKey>,
         tokens: Vec<Box<str>>,
     ) -> Result<Stream, RegisterError> {
-        self.open_stream(false, |st, key, tx| {
+        self.open_stream(|st, key, tx| {
             if let Some(dup) = ids.iter().find(|id| st.by_id.contains_key(*id)) {
                 return Err(RegisterError::DuplicateId(match dup {
                     IdKey::Str(s) => format!("{s:?}"),
@@ -221,7 +216,7 @@ impl Router {
     /// Opens the session's GET stream (replacing one still registered: a client that opens a
     /// new one has given the old one up). The backlog goes to it first.
     pub fn open_get(self: &Arc<Self>) -> Result<Stream, RegisterError> {
-        self.open_stream(true, |st, key, tx| {
+        self.open_stream(|st, key, tx| {
             take_backlog(st, &tx);
             st.get = Some((key, tx));
             Ok(())
@@ -232,7 +227,6 @@ impl Router {
     /// routed from; refused once the relay's output has ended.
     fn open_stream(
         self: &Arc<Self>,
-        get: bool,
         register: impl FnOnce(&mut State, u64, mpsc::Sender<Out>) -> Result<(), RegisterError>,
     ) -> Result<Stream, RegisterError> {
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
@@ -249,7 +243,6 @@ impl Router {
             rx,
             router: Arc::clone(self),
             key,
-            get,
         })
     }
 
@@ -360,16 +353,14 @@ impl Router {
         let target = self.target(env, text);
         let is_request = env.kind == Kind::Request;
         let id = env.id.as_ref();
-        let answers = if env.kind.is_response() {
-            id.map(|i| i.key().clone())
-        } else {
-            None
-        };
-        let tx = {
+        let answers = id
+            .filter(|_| env.kind.is_response())
+            .map(|i| i.key().clone());
+        let to = {
             let mut st = self.lock();
             match target {
-                Target::Post(k) => st.posts.get(&k).map(|s| s.tx.clone()),
-                Target::Get => st.get.as_ref().map(|(_, tx)| tx.clone()),
+                Target::Post(k) => st.posts.get(&k).map(|s| (k, s.tx.clone())),
+                Target::Get => st.get.clone(),
                 Target::Nowhere => {
                     tracing::debug!("a message for a stream that is gone was dropped");
                     None
@@ -388,7 +379,7 @@ impl Router {
                 }
             }
         };
-        let Some(tx) = tx else {
+        let Some((key, tx)) = to else {
             return;
         };
         self.touch();
@@ -409,28 +400,11 @@ impl Router {
                     "an HTTP stream was not read for {:?}; closed it",
                     self.stall
                 );
-                self.close_stream(&tx);
+                self.lock().close(key);
             }
             Err(mpsc::error::SendTimeoutError::Closed(_)) => {
                 tracing::debug!("a message for a closed stream was dropped");
             }
-        }
-    }
-
-    /// Closes the stream whose sender is `tx`.
-    fn close_stream(&self, tx: &mpsc::Sender<Out>) {
-        let mut st = self.lock();
-        if st.get.as_ref().is_some_and(|(_, g)| g.same_channel(tx)) {
-            st.get = None;
-            return;
-        }
-        let key = st
-            .posts
-            .iter()
-            .find(|(_, s)| s.tx.same_channel(tx))
-            .map(|(k, _)| *k);
-        if let Some(key) = key {
-            st.remove_post(key);
         }
     }
 
@@ -488,15 +462,6 @@ fn push_backlog(st: &mut State, line: Bytes, is_request: bool) -> bool {
     true
 }
 
-/// A progress token's key: its JSON text, with strings unescaped so `"a"` and `"\u0061"`
-/// are the same token.
-pub fn token_key(raw: &RawValue) -> TokenKey {
-    match serde_json::from_str::<String>(raw.get()) {
-        Ok(s) => format!("s:{s}").into(),
-        Err(_) => format!("n:{}", raw.get()).into(),
-    }
-}
-
 /// The progress token of a message, as a key: `params.progressToken` of a
 /// `notifications/progress`, or (`in_meta`) `params._meta.progressToken` of a request. Only
 /// the object on the token's path is read (`_meta` stays raw unless the token is in it).
@@ -522,7 +487,12 @@ pub fn progress_token(text: &str, in_meta: bool) -> Option<TokenKey> {
         true => serde_json::from_str::<Params<'_>>(params.meta?.get()).ok()?,
         false => params,
     };
-    Some(token_key(params.token?))
+    // Its key: its JSON text, with strings unescaped so `"a"` and `"\u0061"` are the same.
+    let raw = params.token?.get();
+    Some(match serde_json::from_str::<String>(raw) {
+        Ok(s) => format!("s:{s}").into(),
+        Err(_) => format!("n:{raw}").into(),
+    })
 }
 
 #[cfg(test)]

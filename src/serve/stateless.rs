@@ -303,18 +303,16 @@ impl Stateless {
             .router
             .register_post(ids, Vec::new())
             .map_err(|_| ended)?;
-        if relay.send(Bytes::from(message.to_json())).await.is_err() {
-            return Err(ended);
-        }
-        loop {
-            match stream.rx.recv().await {
-                Some(out) if out.answers.is_some() => return Ok(out.line),
-                Some(_) => continue,
-                None => {
-                    return Err("the pooled server ended before answering; send the request again");
-                }
+        relay
+            .send(Bytes::from(message.to_json()))
+            .await
+            .map_err(|_| ended)?;
+        while let Some(out) = stream.rx.recv().await {
+            if out.answers.is_some() {
+                return Ok(out.line);
             }
         }
+        Err("the pooled server ended before answering; send the request again")
     }
 }
 

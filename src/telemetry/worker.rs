@@ -324,15 +324,9 @@ impl Sdk {
     fn shutdown(self) {
         // Each flushes what it holds, bounded by the exporter's own timeout; the caller
         // waits for this at most `SHUTDOWN_WAIT`.
-        if let Some((p, _)) = self.tracer {
-            let _ = p.shutdown();
-        }
-        if let Some((p, _)) = self.logger {
-            let _ = p.shutdown();
-        }
-        if let Some((p, _)) = self.meter {
-            let _ = p.shutdown();
-        }
+        let _ = self.tracer.map(|(p, _)| p.shutdown());
+        let _ = self.logger.map(|(p, _)| p.shutdown());
+        let _ = self.meter.map(|(p, _)| p.shutdown());
     }
 }
 
