@@ -111,19 +111,19 @@ impl<K: Eq + Hash + Clone> Capacity<K> {
             Some(own.flatten().ok_or(Full::Share(self.per_principal))?)
         } else if used >= self.max {
             let fair = self.max / (held.len() + usize::from(mine == 0)).max(1);
-            if !self.recycle && mine >= fair {
-                return Err(Full::Table(self.max));
-            }
             let over =
                 |p: &Option<String>| p != principal && held.get(p).is_some_and(|n| *n > fair);
             let victim = if self.recycle {
                 longest_idle(&over).or_else(|| longest_idle(&|_| true))
-            } else {
+            } else if mine < fair {
                 // A session: the principal holding the most beyond its fair share gives way.
                 held.iter()
                     .filter(|(p, _)| over(p))
                     .max_by_key(|(_, n)| **n)
                     .and_then(|(h, _)| longest_idle(&|p| p == *h))
+            } else {
+                // A principal at its fair share of a full table ends one of its own.
+                None
             };
             Some(victim.ok_or(Full::Table(self.max))?)
         } else {

@@ -449,7 +449,7 @@ async fn post_inner(app: Arc<App>, parts: Parts, body: Body) -> Result<Response,
     }
     let session = find_session(app, headers, &principal)?;
     app.pool.saw_request();
-    Ok(forward(&session, incoming, None).await)
+    Ok(forward(&session, incoming).await)
 }
 
 /// Opens a session for an `initialize` and answers it.
@@ -478,16 +478,12 @@ async fn initialize(
         Err(full) => return unavailable(None, &full.to_string(), Some("5")),
     };
     tracing::info!(session = %session.id, principal = principal.as_deref().unwrap_or("-"), "session opened");
-    let id = session.id.clone();
-    forward(&session, incoming, Some(id)).await
+    forward(&session, incoming).await
 }
 
-/// Sends a message into a session and answers the POST.
-async fn forward(
-    session: &Arc<HttpSession>,
-    incoming: Incoming,
-    new_session: Option<String>,
-) -> Response {
+/// Sends a message into a session and answers the POST (an `initialize` is always the first
+/// message of the session it opened: its answer names the session).
+async fn forward(session: &Arc<HttpSession>, incoming: Incoming) -> Response {
     if incoming.requests.is_empty() {
         if session.send(incoming.line).await.is_err() {
             return session_ended();
@@ -513,16 +509,13 @@ async fn forward(
         return session_ended();
     }
     let (mut resp, refused) = answer(stream, &incoming).await;
-    if let Some(id) = new_session
-        && incoming.is_initialize()
-        && resp.status() == StatusCode::OK
-    {
+    if incoming.is_initialize() && resp.status() == StatusCode::OK {
         if refused {
             // A refused initialize opens nothing.
             session.close();
             return resp;
         }
-        if let Ok(v) = HeaderValue::from_str(&id) {
+        if let Ok(v) = HeaderValue::from_str(&session.id) {
             resp.headers_mut().insert(SESSION_HEADER, v);
         }
     }

@@ -123,21 +123,17 @@ pub async fn forward(owner: &str, request: Request) -> Response {
         .headers
         .insert(FORWARDED, HeaderValue::from_static("1"));
     // HTTP/1 to the owner whatever the client spoke: the path alone, plus Host.
-    let path = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str().to_owned())
-        .unwrap_or_else(|| "/mcp".into());
+    let path = parts.uri.path_and_query().map_or("/mcp", |p| p.as_str());
+    let Ok(path) = path.parse::<axum::http::Uri>() else {
+        return gone("the request's path".into());
+    };
     if let Some(authority) = parts.uri.authority().cloned()
         && !parts.headers.contains_key(axum::http::header::HOST)
         && let Ok(v) = HeaderValue::from_str(authority.as_str())
     {
         parts.headers.insert(axum::http::header::HOST, v);
     }
-    parts.uri = match path.parse() {
-        Ok(u) => u,
-        Err(_) => return gone("the request's path".into()),
-    };
+    parts.uri = path;
     parts.version = axum::http::Version::HTTP_11;
     let request = hyper::Request::from_parts(parts, body);
     match sender.send_request(request).await {

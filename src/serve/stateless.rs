@@ -219,27 +219,25 @@ impl Stateless {
             return unavailable(Some(&id), busy, Some("1"));
         };
 
+        let gone = |why: &str| rpc_error(StatusCode::OK, Some(&id), SERVER_GONE, why);
+        let unreadable = "the server's answer could not be read";
         let mut rounds = 0;
         loop {
             let answer = match self.exchange(&relay, &mut message).await {
                 Ok(a) => a,
-                Err(why) => return rpc_error(StatusCode::OK, Some(&id), SERVER_GONE, why),
+                Err(why) => return gone(why),
             };
             // The answer's id is put back; its result is only parsed when it asks for input.
             let answer_text = crate::jsonrpc::framing::line_str(&answer);
-            let unreadable = || {
-                let why = "the server's answer could not be read";
-                rpc_error(StatusCode::OK, Some(&id), SERVER_GONE, why)
-            };
             let Some(mut top) = Members::parse(answer_text) else {
-                return unreadable();
+                return gone(unreadable);
             };
             top.set("id", id.raw().to_owned());
             if !asks_for_input(top.get("result")) {
                 return json_response(top.to_json());
             }
             let Ok(mut answer) = serde_json::from_str::<Value>(&top.to_json()) else {
-                return unreadable();
+                return gone(unreadable);
             };
             // The pooled enforcer's own roots question: answered here from the roots held.
             let result = &mut answer["result"];
