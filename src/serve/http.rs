@@ -234,10 +234,7 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
 
 /// Host, Origin and authentication; the principal, or the refusal.
 fn admit(app: &App, parts: &Parts) -> Result<Option<String>, Response> {
-    if let Err(e) = app
-        .origin
-        .check(&parts.headers, parts.uri.authority().map(|a| a.as_str()))
-    {
+    if let Err(e) = app.origin.check(&parts.headers, &parts.uri) {
         tracing::warn!(refused = %e, "request refused");
         return Err(refuse(StatusCode::FORBIDDEN, &e.to_string()));
     }
@@ -275,10 +272,7 @@ fn cors_for(app: &App, origin: Option<&HeaderValue>, mut resp: Response) -> Resp
 }
 
 async fn options_mcp(State(app): State<Arc<App>>, parts: Parts) -> Response {
-    if let Err(e) = app
-        .origin
-        .check(&parts.headers, parts.uri.authority().map(|a| a.as_str()))
-    {
+    if let Err(e) = app.origin.check(&parts.headers, &parts.uri) {
         return refuse(StatusCode::FORBIDDEN, &e.to_string());
     }
     let mut resp = StatusCode::NO_CONTENT.into_response();

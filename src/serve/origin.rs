@@ -14,8 +14,8 @@
 
 use std::net::IpAddr;
 
-use axum::http::HeaderMap;
 use axum::http::header::{HOST, ORIGIN};
+use axum::http::{HeaderMap, Uri};
 
 /// The Host and Origin rules.
 #[derive(Clone, Debug)]
@@ -67,9 +67,9 @@ impl OriginRules {
         self.origins.contains(&origin)
     }
 
-    /// Checks a request's `Origin` and `Host` (`authority` is the URI's authority, which
-    /// HTTP/2 requests carry instead of a `Host` header).
-    pub fn check(&self, headers: &HeaderMap, authority: Option<&str>) -> Result<(), OriginError> {
+    /// Checks a request's `Origin` and `Host` (or the authority of its `uri`, which HTTP/2
+    /// requests carry instead of a `Host` header).
+    pub fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), OriginError> {
         if let Some(origin) = headers.get(ORIGIN) {
             let text = String::from_utf8_lossy(origin.as_bytes()).into_owned();
             if !self.origin_allowed(&text) {
@@ -81,7 +81,7 @@ impl OriginRules {
         }
         let host = match headers.get(HOST) {
             Some(h) => String::from_utf8_lossy(h.as_bytes()).into_owned(),
-            None => authority.ok_or(OriginError::NoHost)?.to_owned(),
+            None => uri.authority().ok_or(OriginError::NoHost)?.to_string(),
         };
         let lower = host.to_ascii_lowercase();
         let name = strip_port(&lower);
@@ -121,14 +121,24 @@ mod tests {
     fn loopback_accepts_its_own_names_and_refuses_a_rebound_one() {
         let r = OriginRules::new("127.0.0.1".parse().unwrap(), &[], &[]);
         for ok in ["127.0.0.1:8080", "localhost:1", "LOCALHOST", "[::1]:9"] {
-            assert_eq!(r.check(&headers(&[("host", ok)]), None), Ok(()), "{ok}");
+            assert_eq!(
+                r.check(&headers(&[("host", ok)]), &Uri::default()),
+                Ok(()),
+                "{ok}"
+            );
         }
         assert!(matches!(
-            r.check(&headers(&[("host", "attacker.example:8080")]), None),
+            r.check(
+                &headers(&[("host", "attacker.example:8080")]),
+                &Uri::default()
+            ),
             Err(OriginError::Host(_))
         ));
         assert!(matches!(
-            r.check(&headers(&[("host", "localhost.attacker.example")]), None),
+            r.check(
+                &headers(&[("host", "localhost.attacker.example")]),
+                &Uri::default()
+            ),
             Err(OriginError::Host(_))
         ));
     }
@@ -141,8 +151,14 @@ mod tests {
             &[],
         );
         let h = |o: &str| headers(&[("host", "localhost"), ("origin", o)]);
-        assert_eq!(r.check(&h("http://localhost:6274"), None), Ok(()));
-        assert_eq!(r.check(&h("HTTP://LOCALHOST:6274"), None), Ok(()));
+        assert_eq!(
+            r.check(&h("http://localhost:6274"), &Uri::default()),
+            Ok(())
+        );
+        assert_eq!(
+            r.check(&h("HTTP://LOCALHOST:6274"), &Uri::default()),
+            Ok(())
+        );
         for bad in [
             "http://evil.example",
             "null",
@@ -150,7 +166,10 @@ mod tests {
             "http://localhost",
         ] {
             assert!(
-                matches!(r.check(&h(bad), None), Err(OriginError::Origin(_))),
+                matches!(
+                    r.check(&h(bad), &Uri::default()),
+                    Err(OriginError::Origin(_))
+                ),
                 "{bad}"
             );
         }
@@ -164,21 +183,27 @@ mod tests {
             "the Host header is not checked at all"
         );
         assert_eq!(
-            any.check(&headers(&[("host", "mcp.example.com")]), None),
+            any.check(&headers(&[("host", "mcp.example.com")]), &Uri::default()),
             Ok(())
         );
         let named = OriginRules::new("0.0.0.0".parse().unwrap(), &[], &["mcp.example.com".into()]);
         assert_eq!(
-            named.check(&headers(&[("host", "mcp.example.com:443")]), None),
+            named.check(
+                &headers(&[("host", "mcp.example.com:443")]),
+                &Uri::default()
+            ),
             Ok(())
         );
         assert!(
             named
-                .check(&headers(&[("host", "other.example.com")]), None)
+                .check(&headers(&[("host", "other.example.com")]), &Uri::default())
                 .is_err()
         );
         assert_eq!(
-            named.check(&HeaderMap::new(), Some("mcp.example.com")),
+            named.check(
+                &HeaderMap::new(),
+                &Uri::from_static("https://mcp.example.com/")
+            ),
             Ok(())
         );
     }

@@ -327,15 +327,10 @@ pub fn declares_roots(message: &[u8]) -> bool {
     struct Params {
         capabilities: Option<std::collections::HashMap<String, serde::de::IgnoredAny>>,
     }
-    match serde_json::from_slice::<Init>(message) {
-        Ok(Init {
-            params: Some(Params {
-                capabilities: Some(caps),
-            }),
-        }) => caps.contains_key("roots"),
-        Ok(_) => false,
-        Err(_) => true,
-    }
+    serde_json::from_slice::<Init>(message).map_or(true, |init| {
+        let caps = init.params.and_then(|p| p.capabilities);
+        caps.is_some_and(|caps| caps.contains_key("roots"))
+    })
 }
 
 #[cfg(test)]

@@ -316,15 +316,13 @@ impl Router {
                 let Some(id) = &env.id else {
                     return Target::Nowhere;
                 };
-                match st.by_id.remove(id.key()) {
-                    Some(key) => {
-                        if let Some(slot) = st.posts.get_mut(&key) {
-                            slot.ids.retain(|i| i != id.key());
-                        }
-                        Target::Post(key)
-                    }
-                    None => Target::Nowhere,
+                let Some(key) = st.by_id.remove(id.key()) else {
+                    return Target::Nowhere;
+                };
+                if let Some(slot) = st.posts.get_mut(&key) {
+                    slot.ids.retain(|i| i != id.key());
                 }
+                Target::Post(key)
             }
             Kind::Request => match (newest_post, get) {
                 (Some(k), _) => Target::Post(k),
