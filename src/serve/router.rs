@@ -199,12 +199,8 @@ impl Router {
                     IdKey::Int(n) => n.to_string(),
                 }));
             }
-            for id in &ids {
-                st.by_id.insert(id.clone(), key);
-            }
-            for t in tokens {
-                st.by_token.insert(t, key);
-            }
+            st.by_id.extend(ids.iter().map(|id| (id.clone(), key)));
+            st.by_token.extend(tokens.into_iter().map(|t| (t, key)));
             if st.get.is_none() {
                 take_backlog(st, &tx);
             }

@@ -171,12 +171,7 @@ pub async fn read_body(
     while let Some(frame) = body.frame().await {
         let frame = match frame {
             Ok(f) => f,
-            Err(e)
-                if e.downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some() =>
-            {
-                return Err(too_large());
-            }
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
             Err(e) => {
                 return Err(refuse(
                     StatusCode::BAD_REQUEST,
