@@ -235,26 +235,26 @@ pub fn parse_stderr(text: &str) -> Findings {
             }
         }
         // C tools: `cat: /x: Permission denied`, `sh: 1: cannot create /x: Permission denied`
-        if let Some(head) = line.strip_suffix(": Permission denied") {
-            if !line.contains("[Errno") {
-                let candidate = quoted(head, '\'').or_else(|| {
-                    head.rsplit(": ")
-                        .next()
-                        .and_then(|s| s.split_whitespace().last())
-                        .map(str::to_owned)
+        if let Some(head) = line.strip_suffix(": Permission denied")
+            && !line.contains("[Errno")
+        {
+            let candidate = quoted(head, '\'').or_else(|| {
+                head.rsplit(": ")
+                    .next()
+                    .and_then(|s| s.split_whitespace().last())
+                    .map(str::to_owned)
+            });
+            if let Some(p) = candidate.filter(|p| p.starts_with('/')) {
+                let need = if head.contains("cannot create") || head.contains("cannot touch") {
+                    Need::Write
+                } else {
+                    Need::Read
+                };
+                f.push(Denial {
+                    path: PathBuf::from(p),
+                    need,
+                    op: "stderr".into(),
                 });
-                if let Some(p) = candidate.filter(|p| p.starts_with('/')) {
-                    let need = if head.contains("cannot create") || head.contains("cannot touch") {
-                        Need::Write
-                    } else {
-                        Need::Read
-                    };
-                    f.push(Denial {
-                        path: PathBuf::from(p),
-                        need,
-                        op: "stderr".into(),
-                    });
-                }
             }
         }
     }
@@ -307,23 +307,15 @@ pub fn suggest_in(findings: &Findings, spec: &SandboxSpec, ctx: &Context) -> Sug
             s.left_out.push((path, why));
             continue;
         }
-        let d = &Denial {
-            path,
-            need: d.need,
-            op: d.op.clone(),
-        };
-        if spec.deny.iter().any(|x| d.path.starts_with(x)) {
+        if spec.deny.iter().any(|x| path.starts_with(x)) {
             s.left_out
-                .push((d.path.clone(), "denied by the policy on purpose".into()));
+                .push((path, "denied by the policy on purpose".into()));
             continue;
         }
-        let (target, exists) = match existing_ancestor(&d.path) {
-            Some(a) => {
-                let exists = a == d.path;
-                (a, exists)
-            }
-            None => continue,
+        let Some(target) = existing_ancestor(&path) else {
+            continue;
         };
+        let exists = target == path;
         let mode = match d.need {
             Need::Write => nix::unistd::AccessFlags::W_OK,
             Need::Exec => nix::unistd::AccessFlags::X_OK,
@@ -335,7 +327,7 @@ pub fn suggest_in(findings: &Findings, spec: &SandboxSpec, ctx: &Context) -> Sug
         }
         if nix::unistd::access(&target, mode).is_err() {
             s.left_out.push((
-                d.path.clone(),
+                path,
                 "denied by file permissions too; the sandbox is not the cause".into(),
             ));
             continue;
@@ -360,8 +352,35 @@ pub fn suggest_in(findings: &Findings, spec: &SandboxSpec, ctx: &Context) -> Sug
 /// Paths a suggestion must never grant, whatever the command tried, with the reason and
 /// what to do instead.
 fn never_suggested(p: &Path, ctx: &Context) -> Option<String> {
-    if let Some(why) = never_suggested_fixed(p) {
-        return Some(why.to_owned());
+    let terminal =
+        p == Path::new("/dev/console") || p.starts_with("/dev/pts") || p.starts_with("/dev/tty");
+    if terminal {
+        return Some(
+            "a terminal: a server that can open it can inject keystrokes (TIOCSTI); \
+             not suggested"
+                .to_owned(),
+        );
+    }
+    if p == Path::new("/") || p == Path::new("/proc") || p == Path::new("/sys") {
+        return Some(
+            "too broad to grant (with /proc granted, a confined process can read the \
+             environment of every other process of its user); not suggested"
+                .to_owned(),
+        );
+    }
+    let mut parts = p.components().skip(1).map(|c| c.as_os_str().to_str());
+    if parts.next() == Some(Some("proc"))
+        && let Some(Some(second)) = parts.next()
+        && (second == "self"
+            || second == "thread-self"
+            || second.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Some(
+            "per-process /proc entry of a child process: Landlock binds a grant to \
+             the launcher's own pid, and granting /proc would expose other \
+             processes' environment; not suggested (runtimes cope without it)"
+                .to_owned(),
+        );
     }
     if ctx.cwd.as_deref() == Some(p) {
         return Some(format!(
@@ -393,41 +412,6 @@ fn never_suggested(p: &Path, ctx: &Context) -> Option<String> {
                  grant the entry the server needs inside it",
                 p.display()
             ));
-        }
-    }
-    None
-}
-
-fn never_suggested_fixed(p: &Path) -> Option<&'static str> {
-    let terminal = p == Path::new("/dev/tty")
-        || p == Path::new("/dev/console")
-        || p.starts_with("/dev/pts")
-        || p.starts_with("/dev/tty");
-    if terminal {
-        return Some(
-            "a terminal: a server that can open it can inject keystrokes (TIOCSTI); \
-             not suggested",
-        );
-    }
-    if p == Path::new("/") || p == Path::new("/proc") || p == Path::new("/sys") {
-        return Some(
-            "too broad to grant (with /proc granted, a confined process can read the \
-             environment of every other process of its user); not suggested",
-        );
-    }
-    let mut parts = p.components().skip(1);
-    if parts.next().map(|c| c.as_os_str()) == Some(std::ffi::OsStr::new("proc")) {
-        if let Some(second) = parts.next().and_then(|c| c.as_os_str().to_str()) {
-            if second == "self"
-                || second == "thread-self"
-                || second.bytes().all(|b| b.is_ascii_digit())
-            {
-                return Some(
-                    "per-process /proc entry of a child process: Landlock binds a grant to \
-                     the launcher's own pid, and granting /proc would expose other \
-                     processes' environment; not suggested (runtimes cope without it)",
-                );
-            }
         }
     }
     None
