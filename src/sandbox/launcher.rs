@@ -395,30 +395,19 @@ fn apply_rlimits(plan: &LaunchPlan) -> Vec<RlimitReport> {
 /// Replaces the process image; returns only on failure.
 fn exec(path: &std::path::Path, argv: &[OsString], env: &[(OsString, OsString)]) -> nix::Error {
     let cstr = |b: &[u8]| CString::new(b).map_err(|_| nix::Error::EINVAL);
-    let built = (|| {
-        let p = cstr(path.as_os_str().as_bytes())?;
+    let run = || {
         let a = argv
             .iter()
             .map(|a| cstr(a.as_bytes()))
             .collect::<Result<Vec<_>, _>>()?;
         let e = env
             .iter()
-            .map(|(k, v)| {
-                let mut kv = k.as_bytes().to_vec();
-                kv.push(b'=');
-                kv.extend_from_slice(v.as_bytes());
-                cstr(&kv)
-            })
+            .map(|(k, v)| cstr(&[k.as_bytes(), b"=", v.as_bytes()].concat()))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok::<_, nix::Error>((p, a, e))
-    })();
-    match built {
-        Ok((p, a, e)) => match nix::unistd::execve(&p, &a, &e) {
-            Ok(never) => match never {},
-            Err(err) => err,
-        },
-        Err(err) => err,
-    }
+        nix::unistd::execve(&cstr(path.as_os_str().as_bytes())?, &a, &e)
+    };
+    let Err(err) = run();
+    err
 }
 
 #[cfg(test)]
