@@ -340,10 +340,7 @@ impl SandboxSession {
 
     /// The raw numbers of the launcher's descriptors, for wrapping the command.
     pub(crate) fn child_fds(&self) -> [std::os::fd::RawFd; 2] {
-        [
-            self.child_ends.first().map_or(-1, |f| f.as_raw_fd()),
-            self.child_ends.get(1).map_or(-1, |f| f.as_raw_fd()),
-        ]
+        std::array::from_fn(|i| self.child_ends.get(i).map_or(-1, |f| f.as_raw_fd()))
     }
 }
 
