@@ -206,19 +206,16 @@ pub fn parse_stderr(text: &str) -> Findings {
                 f.push_quoted(rest, '\'', need, &format!("{op} (stderr)"));
             }
         }
-        for key in ["connect EACCES ", "bind EACCES "] {
+        for (key, ports) in [
+            ("connect EACCES ", &mut f.connect_ports),
+            ("bind EACCES ", &mut f.bind_ports),
+        ] {
             if let Some(i) = line.find(key) {
                 let addr = line[i + key.len()..]
                     .split_whitespace()
                     .next()
                     .unwrap_or("");
-                if let Some(port) = addr.rsplit(':').next().and_then(|p| p.parse().ok()) {
-                    if key.starts_with("connect") {
-                        f.connect_ports.insert(port);
-                    } else {
-                        f.bind_ports.insert(port);
-                    }
-                }
+                ports.extend(addr.rsplit(':').next().and_then(|p| p.parse::<u16>().ok()));
             }
         }
         // python: `PermissionError: [Errno 13] Permission denied: '/x'`; Rust tools (uv,
