@@ -393,11 +393,7 @@ pub fn prepare_with_launcher(
         });
     }
 
-    let private_tmp = if spec.private_tmp {
-        Some(private_tmp_dir()?)
-    } else {
-        None
-    };
+    let private_tmp = spec.private_tmp.then(private_tmp_dir).transpose()?;
     let env_now: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let plan = plan::build(spec, argv, private_tmp.as_ref().map(|t| t.path()), &env_now)?;
     let channel = fds::LauncherChannel::new(&plan)?;
