@@ -368,11 +368,7 @@ pub fn scan(
                 if let Some(rule) = ro {
                     record(&mut out.read_only, budget, &rel, is_dir, rule);
                 }
-                let nested = if is_git {
-                    name == "modules" || name == "worktrees"
-                } else {
-                    true
-                };
+                let nested = !is_git || name == "modules" || name == "worktrees";
                 if ft.is_dir() && nested && ro.is_none() {
                     subdirs.push(Pending {
                         rel,
