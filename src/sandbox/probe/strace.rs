@@ -16,10 +16,9 @@ pub fn parse_strace_log(text: &str) -> Findings {
             continue;
         } else if let Some(after) = rest.strip_prefix("<... ") {
             // `<... openat resumed>, O_RDONLY) = -1 EACCES (...)`
-            let Some(idx) = after.find(" resumed>") else {
+            let Some((_, tail)) = after.split_once(" resumed>") else {
                 continue;
             };
-            let tail = &after[idx + " resumed>".len()..];
             match pending.remove(pid) {
                 Some(head) => format!("{head}{tail}"),
                 None => continue,
