@@ -213,11 +213,10 @@ fn by_place(exe: &Path) -> Option<Package> {
         };
         return Some(Package::Npm(name));
     }
-    let n = parts.len();
-    (n >= 4 && parts[n - 4] == "venvs" && parts[n - 2] == "bin")
-        .then(|| pypi_name(parts[n - 3]))
-        .flatten()
-        .map(Package::PyPi)
+    let [.., "venvs", dist, "bin", _] = parts[..] else {
+        return None;
+    };
+    pypi_name(dist).map(Package::PyPi)
 }
 
 /// What the catalogue grants the server `argv` runs, in `home`.
