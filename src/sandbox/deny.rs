@@ -393,11 +393,9 @@ impl CarveReport {
                     .take(8)
                     .map(|d| d.display().to_string())
                     .collect();
-                let more = carved_dirs.len().saturating_sub(8);
-                let more = if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
+                let more = match carved_dirs.len().saturating_sub(8) {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
                 };
                 later.push(format!(
                     "names created after launch directly in {}{more} cannot be created, \
@@ -406,10 +404,9 @@ impl CarveReport {
                     shown.join(", ")
                 ));
             } else {
-                for p in &mut self.paths {
-                    if p.by == CarvedBy::Landlock {
-                        p.by = CarvedBy::None;
-                    }
+                let carved = self.paths.iter_mut().filter(|p| p.by == CarvedBy::Landlock);
+                for p in carved {
+                    p.by = CarvedBy::None;
                 }
             }
         }
