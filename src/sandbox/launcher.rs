@@ -93,7 +93,6 @@ pub fn launcher_main() -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(&mut send, "plan", e, EXIT_LAUNCHER_ERROR, None),
     };
-    let strict = plan.mode == SandboxMode::Strict;
     let mut missing = Vec::new();
     let inherited_fds = match fds::cloexec_all_above_stdio() {
         Ok(how) => format!("stdio only ({how})"),
@@ -214,7 +213,7 @@ pub fn launcher_main() -> ExitCode {
         withheld: plan.withheld.clone(),
     });
     report.env.unreachable = unreachable_env_paths(&env, &report);
-    if refused || (strict && !report.missing.is_empty()) {
+    if refused || (plan.mode == SandboxMode::Strict && !report.missing.is_empty()) {
         if !send(&Message::Refused { report }) {
             crate::stderr_line!("rootfence: strict sandbox refused to start the server");
         }
