@@ -340,9 +340,8 @@ pub fn suggest_in(findings: &Findings, spec: &SandboxSpec, ctx: &Context) -> Sug
         .filter(|r| !s.write.iter().any(|w| r.starts_with(w)))
         .collect();
     s.read = collapse(read);
-    let mut ports: BTreeSet<u16> = findings.connect_ports.clone();
-    ports.extend(&findings.bind_ports);
-    s.ports = ports.into_iter().collect();
+    let ports = findings.connect_ports.union(&findings.bind_ports);
+    s.ports = ports.copied().collect();
     s
 }
 
@@ -471,12 +470,9 @@ pub fn render_toml(s: &Suggestion, network_restricted: bool) -> String {
         if paths.is_empty() {
             return;
         }
-        out.push_str(key);
-        out.push_str(" = [\n");
+        out.push_str(&format!("{key} = [\n"));
         for p in paths {
-            out.push_str("    ");
-            out.push_str(&toml_string(&p.to_string_lossy()));
-            out.push(',');
+            out.push_str(&format!("    {},", toml_string(&p.to_string_lossy())));
             if holds_credentials(p) {
                 out.push_str("  # may hold credentials: grant only if the server needs it");
             }
