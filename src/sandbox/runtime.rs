@@ -245,8 +245,7 @@ impl Walker<'_, '_, '_> {
                 self.families.push(f);
             }
         }
-        let mut prefixes = Vec::new();
-        prefixes.extend(self.grant_install(&found, why));
+        let mut prefixes: Vec<PathBuf> = self.grant_install(&found, why).into_iter().collect();
         if real != found {
             let via = format!("{why}, resolved from {}", found.display());
             prefixes.extend(self.grant_install(&real, &via));
