@@ -20,7 +20,7 @@ use crate::audit::{
 };
 use crate::enforce::{Enforcer, StartHook, Started};
 use crate::launch::SandboxLauncher;
-use crate::policy::{Mode, Policy};
+use crate::policy::Policy;
 use crate::relay::{EndCause, Outcome, RelayConfig};
 use crate::roots::RootSpec;
 use crate::sandbox::{SandboxMode, ServerGrants};
@@ -154,13 +154,7 @@ impl Setup {
     fn session_start(&self, enforcer: &Enforcer) -> SessionStart {
         let mut ss = SessionStart::new(&self.command, &self.cwd);
         ss.policy_files = policy_files(&self.policy);
-        ss.mode = Some(
-            match self.policy.mode() {
-                Mode::Enforce => "enforce",
-                Mode::Audit => "audit",
-            }
-            .to_owned(),
-        );
+        ss.mode = Some(self.policy.mode().as_str().to_owned());
         ss.effective_roots = enforcer
             .operator_roots()
             .roots()

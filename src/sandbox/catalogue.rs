@@ -160,8 +160,8 @@ fn npm_name(spec: &str) -> Option<String> {
 pub fn identify(argv: &[String], path_var: Option<&std::ffi::OsStr>) -> Option<Package> {
     let (program, args) = argv.split_first()?;
     let base = Path::new(program).file_name()?.to_str()?;
-    let uv = |args: &[String]| {
-        launched(args, &["--from"], UV_VALUE_OPTIONS)
+    let pypi = |args: &[String], from: &str, value_opts: &[&str]| {
+        launched(args, &[from], value_opts)
             .as_deref()
             .and_then(pypi_name)
             .map(Package::PyPi)
@@ -174,14 +174,11 @@ pub fn identify(argv: &[String], path_var: Option<&std::ffi::OsStr>) -> Option<P
     };
     let sub = |name: &str| args.first().is_some_and(|a| a == name);
     match base {
-        "uvx" => return uv(args),
-        "uv" if sub("tool") && args.get(1).is_some_and(|a| a == "run") => return uv(&args[2..]),
-        "pipx" if sub("run") => {
-            return launched(&args[1..], &["--spec"], OTHER_VALUE_OPTIONS)
-                .as_deref()
-                .and_then(pypi_name)
-                .map(Package::PyPi);
+        "uvx" => return pypi(args, "--from", UV_VALUE_OPTIONS),
+        "uv" if sub("tool") && args.get(1).is_some_and(|a| a == "run") => {
+            return pypi(&args[2..], "--from", UV_VALUE_OPTIONS);
         }
+        "pipx" if sub("run") => return pypi(&args[1..], "--spec", OTHER_VALUE_OPTIONS),
         "npx" | "bunx" | "pnpx" => return npm(args),
         "pnpm" | "bun" if sub("dlx") || sub("x") => return npm(&args[1..]),
         _ => {}
@@ -216,11 +213,10 @@ fn by_place(exe: &Path) -> Option<Package> {
         };
         return Some(Package::Npm(name));
     }
-    let n = parts.len();
-    (n >= 4 && parts[n - 4] == "venvs" && parts[n - 2] == "bin")
-        .then(|| pypi_name(parts[n - 3]))
-        .flatten()
-        .map(Package::PyPi)
+    let [.., "venvs", dist, "bin", _] = parts[..] else {
+        return None;
+    };
+    pypi_name(dist).map(Package::PyPi)
 }
 
 /// What the catalogue grants the server `argv` runs, in `home`.

@@ -258,9 +258,8 @@ pub(crate) fn prepare(plan: &LaunchPlan) -> Prepared {
             }
         }
     }
-    for (n, (i, rel, kind, rule, dir)) in work.into_iter().enumerate() {
+    for ((i, rel, kind, rule, dir), (mut by, error)) in work.into_iter().zip(results) {
         let path = opened[i].1.join(&rel);
-        let (mut by, error) = results[n].clone();
         if kind == CarvedKind::LeftToGit {
             by = CarvedBy::None;
         } else if by == CarvedBy::Landlock {
@@ -320,18 +319,14 @@ fn cover_all(
         if *kind != CarvedKind::ReadOnly {
             continue;
         }
-        let mut p = rel.parent();
-        while let Some(dir) = p {
-            if dir.as_os_str().is_empty() {
-                break;
-            }
+        let above = rel.ancestors().skip(1);
+        for dir in above.take_while(|d| !d.as_os_str().is_empty()) {
             let covered = work
                 .iter()
                 .any(|(j, r, k, _, _)| j == i && r == dir && *k != CarvedKind::LeftToGit);
             if !covered && !pins.iter().any(|(j, r)| j == i && r == dir) {
                 pins.push((*i, dir.to_owned()));
             }
-            p = dir.parent();
         }
     }
     // Outermost first, so inner mounts land inside the outer ones.
@@ -355,23 +350,18 @@ fn cover_all(
             CarvedKind::Hidden | CarvedKind::Unscanned => Cover::Hide,
             CarvedKind::LeftToGit => continue,
         };
-        if rel.as_os_str().is_empty() {
-            results[n] = (
-                CarvedBy::Landlock,
-                Some("a whole root is carved by Landlock".into()),
-            );
-            continue;
-        }
-        // A read-only path whose pins failed could be renamed away and replaced: leave it
-        // to Landlock, which forbids that by construction.
-        if how == Cover::ReadOnly && pin_failed.iter().any(|(j, p)| j == i && rel.starts_with(p)) {
-            results[n] = (
-                CarvedBy::Landlock,
-                Some("a directory above it could not be pinned".into()),
-            );
-            continue;
-        }
-        results[n] = match mounts::apply(&roots[*i].0, rel, how, &mut empty_dir) {
+        let covered = if rel.as_os_str().is_empty() {
+            Err("a whole root is carved by Landlock".to_owned())
+        } else if how == Cover::ReadOnly
+            && pin_failed.iter().any(|(j, p)| j == i && rel.starts_with(p))
+        {
+            // A read-only path whose pins failed could be renamed away and replaced: leave
+            // it to Landlock, which forbids that by construction.
+            Err("a directory above it could not be pinned".to_owned())
+        } else {
+            mounts::apply(&roots[*i].0, rel, how, &mut empty_dir)
+        };
+        results[n] = match covered {
             Ok(()) => (CarvedBy::Mount, None),
             Err(e) => (CarvedBy::Landlock, Some(e)),
         };
@@ -403,11 +393,9 @@ impl CarveReport {
                     .take(8)
                     .map(|d| d.display().to_string())
                     .collect();
-                let more = carved_dirs.len().saturating_sub(8);
-                let more = if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
+                let more = match carved_dirs.len().saturating_sub(8) {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
                 };
                 later.push(format!(
                     "names created after launch directly in {}{more} cannot be created, \
@@ -416,10 +404,9 @@ impl CarveReport {
                     shown.join(", ")
                 ));
             } else {
-                for p in &mut self.paths {
-                    if p.by == CarvedBy::Landlock {
-                        p.by = CarvedBy::None;
-                    }
+                let carved = self.paths.iter_mut().filter(|p| p.by == CarvedBy::Landlock);
+                for p in carved {
+                    p.by = CarvedBy::None;
                 }
             }
         }

@@ -32,12 +32,6 @@ pub(crate) struct LauncherChannel {
 
 impl LauncherChannel {
     pub(crate) fn new(plan: &LaunchPlan) -> Result<LauncherChannel, SandboxError> {
-        let chan = |what| {
-            move |e: nix::Error| SandboxError::Channel {
-                what,
-                source: std::io::Error::from(e),
-            }
-        };
         let memfd = memfd_create(
             c"rootfence-sandbox-plan",
             MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
@@ -46,10 +40,7 @@ impl LauncherChannel {
         let mut file = std::fs::File::from(memfd);
         file.write_all(&plan.to_json())
             .and_then(|_| file.rewind())
-            .map_err(|source| SandboxError::Channel {
-                what: "memfd write",
-                source,
-            })?;
+            .map_err(chan("memfd write"))?;
         // Sealed: nothing, not even a compromised sibling holding the descriptor, can
         // change the plan between here and the launcher's read.
         fcntl(
@@ -82,10 +73,15 @@ fn above_stdio(fd: OwnedFd) -> Result<OwnedFd, SandboxError> {
         return Ok(fd);
     }
     // `try_clone` duplicates with F_DUPFD_CLOEXEC and a minimum of 3.
-    fd.try_clone().map_err(|source| SandboxError::Channel {
-        what: "dup",
-        source,
-    })
+    fd.try_clone().map_err(chan("dup"))
+}
+
+/// The error of one step of setting up the channel.
+fn chan<E: Into<std::io::Error>>(what: &'static str) -> impl FnOnce(E) -> SandboxError {
+    move |e| SandboxError::Channel {
+        what,
+        source: e.into(),
+    }
 }
 
 /// Makes `fds` survive the exec of the launcher, in the child only: the parent's copies

@@ -86,21 +86,6 @@ pub(crate) fn grants(root: &Path, access: Access) -> GitDirs {
         // checkout to a git directory the server made, with hooks of its own.
         out.read_only.push(real_root.join(".git"));
     }
-    let parts = |dir: &Path, whose: &str, out: &mut GitDirs| {
-        if !writable {
-            return;
-        }
-        for part in ["objects", "refs", "logs"] {
-            let p = dir.join(part);
-            if p.is_dir() {
-                let why = format!(
-                    "{whose} `{part}/`, written by a commit, a branch or a tag in {}",
-                    root.display()
-                );
-                out.grants.push(git_grant(&p, Rights::ReadWrite, &why));
-            }
-        }
-    };
     if common.is_some() && !gitdir.starts_with(&real_root) {
         let rights = if writable {
             Rights::ReadWrite
@@ -158,7 +143,17 @@ pub(crate) fn grants(root: &Path, access: Access) -> GitDirs {
         if files {
             protect(dir, own, &mut out.read_only);
         }
-        parts(dir, whose, &mut out);
+        // What a commit, a branch or a tag writes.
+        for part in ["objects", "refs", "logs"] {
+            let p = dir.join(part);
+            if writable && p.is_dir() {
+                let why = format!(
+                    "{whose} `{part}/`, written by a commit, a branch or a tag in {}",
+                    root.display()
+                );
+                out.grants.push(git_grant(&p, Rights::ReadWrite, &why));
+            }
+        }
     }
     out
 }

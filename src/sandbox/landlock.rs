@@ -137,7 +137,7 @@ pub(crate) fn restrict(plan: &LaunchPlan, targets: &[Target]) -> Result<Outcome,
     let Resolved {
         rules,
         grants,
-        deny,
+        mut deny,
         carved_dirs,
     } = resolve_paths(&plan.grants, &plan.deny, targets);
 
@@ -184,7 +184,6 @@ pub(crate) fn restrict(plan: &LaunchPlan, targets: &[Target]) -> Result<Outcome,
         abstract_unix_sockets_requested: abstract_unix_sockets,
         abstract_unix_sockets: abstract_unix_sockets && k >= 6,
     };
-    let mut deny = deny;
     if k == 0 {
         for d in &mut deny {
             if d.status == DenyStatus::CarvedOut {
@@ -334,88 +333,77 @@ fn resolve_paths(grants: &[Grant], denies: &[PathBuf], targets: &[Target]) -> Re
             why: g.why.clone(),
             status: GrantStatus::Granted,
         };
-        // One resolution: the O_PATH descriptor is both the rule's anchor and, through
-        // /proc/self/fd, the resolved path the report shows and denials are matched on.
-        let file = match open_path(&g.path) {
-            Ok(f) => f,
-            Err(e) => {
-                report.status = GrantStatus::NotFound {
-                    error: e.to_string(),
-                };
-                reports.push(report);
-                continue;
-            }
-        };
-        let resolved = fd_path(&file)
-            .or_else(|| std::fs::canonicalize(&g.path).ok())
-            .unwrap_or_else(|| g.path.clone());
-        if resolved != g.path {
-            report.resolved = Some(resolved.display().to_string());
-        }
-        if let Some(c) = carves
-            .iter()
-            .find(|c| c.hide && resolved.starts_with(&c.path))
-        {
-            report.status = GrantStatus::Denied {
-                deny: c.path.display().to_string(),
+        report.status = 'status: {
+            // One resolution: the O_PATH descriptor is both the rule's anchor and, through
+            // /proc/self/fd, the resolved path the report shows and denials are matched on.
+            let file = match open_path(&g.path) {
+                Ok(f) => f,
+                Err(e) => {
+                    let error = e.to_string();
+                    break 'status GrantStatus::NotFound { error };
+                }
             };
-            reports.push(report);
-            continue;
-        }
-        let mut access = access_of(g.rights);
-        // A read-only target at or above the grant caps the whole grant.
-        if carves
-            .iter()
-            .any(|c| !c.hide && resolved.starts_with(&c.path))
-        {
-            access &= read_only;
-        }
-        // Only a directory can hold a carved path (one "beneath" a file cannot exist), and
-        // a read-only target matters only where the grant gives more than read.
-        let is_dir = file.metadata().map(|m| m.is_dir()).unwrap_or(false);
-        let inside: Vec<(PathBuf, Option<BitFlags<AccessFs>>)> = carves
-            .iter()
-            .filter(|c| is_dir && c.path != resolved && c.path.starts_with(&resolved))
-            .filter(|c| c.hide || !read_only.contains(access))
-            .filter_map(|c| {
-                let rel = c.path.strip_prefix(&resolved).ok()?.to_owned();
-                Some((rel, (!c.hide).then_some(read_only)))
-            })
-            .collect();
-        for (i, (_, c)) in denies.iter().enumerate() {
-            if is_dir && c != &resolved && c.starts_with(&resolved) {
-                deny_hits[i].push(resolved.display().to_string());
+            let resolved = fd_path(&file)
+                .or_else(|| std::fs::canonicalize(&g.path).ok())
+                .unwrap_or_else(|| g.path.clone());
+            if resolved != g.path {
+                report.resolved = Some(resolved.display().to_string());
             }
-        }
-        if inside.is_empty() {
-            if let Some(r) = path_rule(file, access) {
-                rules.push(r);
+            if let Some(c) = carves
+                .iter()
+                .find(|c| c.hide && resolved.starts_with(&c.path))
+            {
+                let deny = c.path.display().to_string();
+                break 'status GrantStatus::Denied { deny };
             }
-            reports.push(report);
-            continue;
-        }
-        // The carve-out lists and opens everything relative to the grant's descriptor,
-        // never by path again: a directory swapped for a symbolic link meanwhile is
-        // refused instead of followed.
-        let dir = match Dir::from_std_file(file).open_dir(".") {
-            Ok(d) => d,
-            Err(_) => {
+            let mut access = access_of(g.rights);
+            // A read-only target at or above the grant caps the whole grant.
+            if carves
+                .iter()
+                .any(|c| !c.hide && resolved.starts_with(&c.path))
+            {
+                access &= read_only;
+            }
+            // Only a directory can hold a carved path (one "beneath" a file cannot exist),
+            // and a read-only target matters only where the grant gives more than read.
+            let is_dir = file.metadata().map(|m| m.is_dir()).unwrap_or(false);
+            let inside: Vec<(PathBuf, Option<BitFlags<AccessFs>>)> = carves
+                .iter()
+                .filter(|c| is_dir && c.path != resolved && c.path.starts_with(&resolved))
+                .filter(|c| c.hide || !read_only.contains(access))
+                .filter_map(|c| {
+                    let rel = c.path.strip_prefix(&resolved).ok()?.to_owned();
+                    Some((rel, (!c.hide).then_some(read_only)))
+                })
+                .collect();
+            for (i, (_, c)) in denies.iter().enumerate() {
+                if is_dir && c != &resolved && c.starts_with(&resolved) {
+                    deny_hits[i].push(resolved.display().to_string());
+                }
+            }
+            if inside.is_empty() {
+                rules.extend(path_rule(file, access));
+                break 'status GrantStatus::Granted;
+            }
+            // The carve-out lists and opens everything relative to the grant's descriptor,
+            // never by path again: a directory swapped for a symbolic link meanwhile is
+            // refused instead of followed.
+            let Ok(dir) = Dir::from_std_file(file).open_dir(".") else {
                 // Fail closed: a grant that cannot be listed grants nothing beneath it.
-                report.status = GrantStatus::Carved {
+                break 'status GrantStatus::Carved {
                     entries: 0,
                     directories: 0,
                 };
-                reports.push(report);
-                continue;
+            };
+            let mut stats = CarveStats::default();
+            carve(&dir, &resolved, access, &inside, &mut rules, &mut stats);
+            let directories = stats.dirs.len();
+            carved_dirs.extend(stats.dirs);
+            GrantStatus::Carved {
+                entries: stats.entries,
+                directories,
             }
         };
-        let mut stats = CarveStats::default();
-        carve(&dir, &resolved, access, &inside, &mut rules, &mut stats);
-        report.status = GrantStatus::Carved {
-            entries: stats.entries,
-            directories: stats.dirs.len(),
-        };
-        carved_dirs.extend(stats.dirs);
         reports.push(report);
     }
 

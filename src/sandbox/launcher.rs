@@ -93,7 +93,6 @@ pub fn launcher_main() -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(&mut send, "plan", e, EXIT_LAUNCHER_ERROR, None),
     };
-    let strict = plan.mode == SandboxMode::Strict;
     let mut missing = Vec::new();
     let inherited_fds = match fds::cloexec_all_above_stdio() {
         Ok(how) => format!("stdio only ({how})"),
@@ -214,7 +213,7 @@ pub fn launcher_main() -> ExitCode {
         withheld: plan.withheld.clone(),
     });
     report.env.unreachable = unreachable_env_paths(&env, &report);
-    if refused || (strict && !report.missing.is_empty()) {
+    if refused || (plan.mode == SandboxMode::Strict && !report.missing.is_empty()) {
         if !send(&Message::Refused { report }) {
             crate::stderr_line!("rootfence: strict sandbox refused to start the server");
         }
@@ -395,30 +394,19 @@ fn apply_rlimits(plan: &LaunchPlan) -> Vec<RlimitReport> {
 /// Replaces the process image; returns only on failure.
 fn exec(path: &std::path::Path, argv: &[OsString], env: &[(OsString, OsString)]) -> nix::Error {
     let cstr = |b: &[u8]| CString::new(b).map_err(|_| nix::Error::EINVAL);
-    let built = (|| {
-        let p = cstr(path.as_os_str().as_bytes())?;
+    let run = || {
         let a = argv
             .iter()
             .map(|a| cstr(a.as_bytes()))
             .collect::<Result<Vec<_>, _>>()?;
         let e = env
             .iter()
-            .map(|(k, v)| {
-                let mut kv = k.as_bytes().to_vec();
-                kv.push(b'=');
-                kv.extend_from_slice(v.as_bytes());
-                cstr(&kv)
-            })
+            .map(|(k, v)| cstr(&[k.as_bytes(), b"=", v.as_bytes()].concat()))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok::<_, nix::Error>((p, a, e))
-    })();
-    match built {
-        Ok((p, a, e)) => match nix::unistd::execve(&p, &a, &e) {
-            Ok(never) => match never {},
-            Err(err) => err,
-        },
-        Err(err) => err,
-    }
+        nix::unistd::execve(&cstr(path.as_os_str().as_bytes())?, &a, &e)
+    };
+    let Err(err) = run();
+    err
 }
 
 #[cfg(test)]

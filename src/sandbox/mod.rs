@@ -340,10 +340,7 @@ impl SandboxSession {
 
     /// The raw numbers of the launcher's descriptors, for wrapping the command.
     pub(crate) fn child_fds(&self) -> [std::os::fd::RawFd; 2] {
-        [
-            self.child_ends.first().map_or(-1, |f| f.as_raw_fd()),
-            self.child_ends.get(1).map_or(-1, |f| f.as_raw_fd()),
-        ]
+        std::array::from_fn(|i| self.child_ends.get(i).map_or(-1, |f| f.as_raw_fd()))
     }
 }
 
@@ -396,11 +393,7 @@ pub fn prepare_with_launcher(
         });
     }
 
-    let private_tmp = if spec.private_tmp {
-        Some(private_tmp_dir()?)
-    } else {
-        None
-    };
+    let private_tmp = spec.private_tmp.then(private_tmp_dir).transpose()?;
     let env_now: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let plan = plan::build(spec, argv, private_tmp.as_ref().map(|t| t.path()), &env_now)?;
     let channel = fds::LauncherChannel::new(&plan)?;

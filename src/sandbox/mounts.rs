@@ -185,21 +185,17 @@ fn remount(parent: &Dir, name: &OsStr, flags: MsFlags) -> Result<(), String> {
     let top = open_leaf(parent, name).map_err(|e| format!("cannot reopen: {e}"))?;
     let locked = fstatvfs(&top)
         .map(|s| {
-            let f = s.flags();
-            let mut m = MsFlags::empty();
-            for (fs, ms) in [
+            [
                 (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
                 (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
                 (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
                 (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
                 (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
                 (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
-            ] {
-                if f.contains(fs) {
-                    m |= ms;
-                }
-            }
-            m
+            ]
+            .into_iter()
+            .filter(|(fs, _)| s.flags().contains(*fs))
+            .fold(MsFlags::empty(), |m, (_, ms)| m | ms)
         })
         .unwrap_or(MsFlags::empty());
     mount(

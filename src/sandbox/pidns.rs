@@ -45,11 +45,6 @@ use nix::unistd::{ForkResult, Pid, fork};
 /// without user namespaces gets.
 pub const PIDNS_ENV: &str = "ROOTFENCE_SANDBOX_PIDNS";
 
-/// How the namespace was obtained, for the report.
-pub(crate) const AS_ROOT: &str = "PID namespace with a minimal init";
-/// In a user namespace.
-pub(crate) const IN_USERNS: &str = "PID namespace with a minimal init (in a user namespace)";
-
 /// Puts the rest of the launch in a PID namespace of its own. Returns in the server
 /// process only (with how the namespace was made); the keeper and the init never return.
 /// `Err(Uncontained::Without(why))` when no namespace could be made: nothing was changed
@@ -93,12 +88,12 @@ pub(crate) enum Uncontained {
     Broken(String),
 }
 
-/// Enters the namespace (for the process's future children).
+/// Enters the namespace (for the process's future children); returns how, for the report.
 fn enter() -> Result<&'static str, Uncontained> {
     let uid = nix::unistd::geteuid();
     let gid = nix::unistd::getegid();
     if uid.is_root() && unshare(CloneFlags::CLONE_NEWPID).is_ok() {
-        return Ok(AS_ROOT);
+        return Ok("PID namespace with a minimal init");
     }
     unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID).map_err(|e| {
         Uncontained::Without(format!(
@@ -106,7 +101,7 @@ fn enter() -> Result<&'static str, Uncontained> {
         ))
     })?;
     super::mounts::map_to_self(uid, gid).map_err(Uncontained::Broken)?;
-    Ok(IN_USERNS)
+    Ok("PID namespace with a minimal init (in a user namespace)")
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd), String> {

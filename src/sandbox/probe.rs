@@ -206,19 +206,16 @@ pub fn parse_stderr(text: &str) -> Findings {
                 f.push_quoted(rest, '\'', need, &format!("{op} (stderr)"));
             }
         }
-        for key in ["connect EACCES ", "bind EACCES "] {
+        for (key, ports) in [
+            ("connect EACCES ", &mut f.connect_ports),
+            ("bind EACCES ", &mut f.bind_ports),
+        ] {
             if let Some(i) = line.find(key) {
                 let addr = line[i + key.len()..]
                     .split_whitespace()
                     .next()
                     .unwrap_or("");
-                if let Some(port) = addr.rsplit(':').next().and_then(|p| p.parse().ok()) {
-                    if key.starts_with("connect") {
-                        f.connect_ports.insert(port);
-                    } else {
-                        f.bind_ports.insert(port);
-                    }
-                }
+                ports.extend(addr.rsplit(':').next().and_then(|p| p.parse::<u16>().ok()));
             }
         }
         // python: `PermissionError: [Errno 13] Permission denied: '/x'`; Rust tools (uv,
@@ -235,26 +232,26 @@ pub fn parse_stderr(text: &str) -> Findings {
             }
         }
         // C tools: `cat: /x: Permission denied`, `sh: 1: cannot create /x: Permission denied`
-        if let Some(head) = line.strip_suffix(": Permission denied") {
-            if !line.contains("[Errno") {
-                let candidate = quoted(head, '\'').or_else(|| {
-                    head.rsplit(": ")
-                        .next()
-                        .and_then(|s| s.split_whitespace().last())
-                        .map(str::to_owned)
+        if let Some(head) = line.strip_suffix(": Permission denied")
+            && !line.contains("[Errno")
+        {
+            let candidate = quoted(head, '\'').or_else(|| {
+                head.rsplit(": ")
+                    .next()
+                    .and_then(|s| s.split_whitespace().last())
+                    .map(str::to_owned)
+            });
+            if let Some(p) = candidate.filter(|p| p.starts_with('/')) {
+                let need = if head.contains("cannot create") || head.contains("cannot touch") {
+                    Need::Write
+                } else {
+                    Need::Read
+                };
+                f.push(Denial {
+                    path: PathBuf::from(p),
+                    need,
+                    op: "stderr".into(),
                 });
-                if let Some(p) = candidate.filter(|p| p.starts_with('/')) {
-                    let need = if head.contains("cannot create") || head.contains("cannot touch") {
-                        Need::Write
-                    } else {
-                        Need::Read
-                    };
-                    f.push(Denial {
-                        path: PathBuf::from(p),
-                        need,
-                        op: "stderr".into(),
-                    });
-                }
             }
         }
     }
@@ -307,23 +304,15 @@ pub fn suggest_in(findings: &Findings, spec: &SandboxSpec, ctx: &Context) -> Sug
             s.left_out.push((path, why));
             continue;
         }
-        let d = &Denial {
-            path,
-            need: d.need,
-            op: d.op.clone(),
-        };
-        if spec.deny.iter().any(|x| d.path.starts_with(x)) {
+        if spec.deny.iter().any(|x| path.starts_with(x)) {
             s.left_out
-                .push((d.path.clone(), "denied by the policy on purpose".into()));
+                .push((path, "denied by the policy on purpose".into()));
             continue;
         }
-        let (target, exists) = match existing_ancestor(&d.path) {
-            Some(a) => {
-                let exists = a == d.path;
-                (a, exists)
-            }
-            None => continue,
+        let Some(target) = existing_ancestor(&path) else {
+            continue;
         };
+        let exists = target == path;
         let mode = match d.need {
             Need::Write => nix::unistd::AccessFlags::W_OK,
             Need::Exec => nix::unistd::AccessFlags::X_OK,
@@ -335,7 +324,7 @@ pub fn suggest_in(findings: &Findings, spec: &SandboxSpec, ctx: &Context) -> Sug
         }
         if nix::unistd::access(&target, mode).is_err() {
             s.left_out.push((
-                d.path.clone(),
+                path,
                 "denied by file permissions too; the sandbox is not the cause".into(),
             ));
             continue;
@@ -351,17 +340,43 @@ pub fn suggest_in(findings: &Findings, spec: &SandboxSpec, ctx: &Context) -> Sug
         .filter(|r| !s.write.iter().any(|w| r.starts_with(w)))
         .collect();
     s.read = collapse(read);
-    let mut ports: BTreeSet<u16> = findings.connect_ports.clone();
-    ports.extend(&findings.bind_ports);
-    s.ports = ports.into_iter().collect();
+    let ports = findings.connect_ports.union(&findings.bind_ports);
+    s.ports = ports.copied().collect();
     s
 }
 
 /// Paths a suggestion must never grant, whatever the command tried, with the reason and
 /// what to do instead.
 fn never_suggested(p: &Path, ctx: &Context) -> Option<String> {
-    if let Some(why) = never_suggested_fixed(p) {
-        return Some(why.to_owned());
+    let terminal =
+        p == Path::new("/dev/console") || p.starts_with("/dev/pts") || p.starts_with("/dev/tty");
+    if terminal {
+        return Some(
+            "a terminal: a server that can open it can inject keystrokes (TIOCSTI); \
+             not suggested"
+                .to_owned(),
+        );
+    }
+    if p == Path::new("/") || p == Path::new("/proc") || p == Path::new("/sys") {
+        return Some(
+            "too broad to grant (with /proc granted, a confined process can read the \
+             environment of every other process of its user); not suggested"
+                .to_owned(),
+        );
+    }
+    let mut parts = p.components().skip(1).map(|c| c.as_os_str().to_str());
+    if parts.next() == Some(Some("proc"))
+        && let Some(Some(second)) = parts.next()
+        && (second == "self"
+            || second == "thread-self"
+            || second.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Some(
+            "per-process /proc entry of a child process: Landlock binds a grant to \
+             the launcher's own pid, and granting /proc would expose other \
+             processes' environment; not suggested (runtimes cope without it)"
+                .to_owned(),
+        );
     }
     if ctx.cwd.as_deref() == Some(p) {
         return Some(format!(
@@ -393,41 +408,6 @@ fn never_suggested(p: &Path, ctx: &Context) -> Option<String> {
                  grant the entry the server needs inside it",
                 p.display()
             ));
-        }
-    }
-    None
-}
-
-fn never_suggested_fixed(p: &Path) -> Option<&'static str> {
-    let terminal = p == Path::new("/dev/tty")
-        || p == Path::new("/dev/console")
-        || p.starts_with("/dev/pts")
-        || p.starts_with("/dev/tty");
-    if terminal {
-        return Some(
-            "a terminal: a server that can open it can inject keystrokes (TIOCSTI); \
-             not suggested",
-        );
-    }
-    if p == Path::new("/") || p == Path::new("/proc") || p == Path::new("/sys") {
-        return Some(
-            "too broad to grant (with /proc granted, a confined process can read the \
-             environment of every other process of its user); not suggested",
-        );
-    }
-    let mut parts = p.components().skip(1);
-    if parts.next().map(|c| c.as_os_str()) == Some(std::ffi::OsStr::new("proc")) {
-        if let Some(second) = parts.next().and_then(|c| c.as_os_str().to_str()) {
-            if second == "self"
-                || second == "thread-self"
-                || second.bytes().all(|b| b.is_ascii_digit())
-            {
-                return Some(
-                    "per-process /proc entry of a child process: Landlock binds a grant to \
-                     the launcher's own pid, and granting /proc would expose other \
-                     processes' environment; not suggested (runtimes cope without it)",
-                );
-            }
         }
     }
     None
@@ -490,12 +470,9 @@ pub fn render_toml(s: &Suggestion, network_restricted: bool) -> String {
         if paths.is_empty() {
             return;
         }
-        out.push_str(key);
-        out.push_str(" = [\n");
+        out.push_str(&format!("{key} = [\n"));
         for p in paths {
-            out.push_str("    ");
-            out.push_str(&toml_string(&p.to_string_lossy()));
-            out.push(',');
+            out.push_str(&format!("    {},", toml_string(&p.to_string_lossy())));
             if holds_credentials(p) {
                 out.push_str("  # may hold credentials: grant only if the server needs it");
             }

@@ -109,15 +109,10 @@ pub(crate) struct Env<'a> {
     pub getenv: &'a dyn Fn(&str) -> Option<&'a OsStr>,
 }
 
-/// Follows `argv` to its programs and installs, adds their grants to `profile`, and
-/// returns the runtime families in play.
-pub(crate) fn discover(
-    argv: &[OsString],
-    env: &Env<'_>,
-    profile: &mut DefaultProfile,
-) -> Vec<Family> {
+/// Follows `argv` to its programs and installs and adds their grants to `profile`.
+pub(crate) fn discover(argv: &[OsString], env: &Env<'_>, profile: &mut DefaultProfile) {
     let Some(program) = argv.first() else {
-        return Vec::new();
+        return;
     };
     let families = {
         let mut w = Walker {
@@ -141,17 +136,15 @@ pub(crate) fn discover(
         }
         // Launchers that pick a python themselves.
         if w.has(Family::Uv) || w.has(Family::Pipx) {
-            let mut wanted: Vec<OsString> = Vec::new();
-            if let Some(v) = (env.getenv)("UV_PYTHON") {
-                wanted.push(python_request(v));
-            }
-            for (flag, value) in arg_values(&argv[1..]) {
-                if matches!(flag, Some("--python" | "-p")) {
-                    wanted.push(python_request(value));
-                }
-            }
-            wanted.push("python3".into());
-            wanted.push("python".into());
+            let asked = arg_values(&argv[1..])
+                .into_iter()
+                .filter(|(flag, _)| matches!(flag, Some("--python" | "-p")))
+                .map(|(_, value)| value);
+            let wanted = (env.getenv)("UV_PYTHON")
+                .into_iter()
+                .chain(asked)
+                .map(python_request)
+                .chain(["python3".into(), "python".into()]);
             let launcher = if w.has(Family::Uv) { "uv" } else { "pipx" };
             for name in wanted {
                 let why = format!(
@@ -179,7 +172,6 @@ pub(crate) fn discover(
         super::profile::grant_project(profile, &script, env.home, families.contains(&Family::Node));
     }
     grant_family_dirs(profile, &families, env);
-    families
 }
 
 /// `3.12` asks for `python3.12`; a path or a name is taken as is.
@@ -247,14 +239,13 @@ impl Walker<'_, '_, '_> {
         }
         self.seen.insert(real.clone());
         for p in [&found, &real] {
-            if let Some(f) = family_of(p) {
-                if !self.families.contains(&f) {
-                    self.families.push(f);
-                }
+            if let Some(f) = family_of(p)
+                && !self.has(f)
+            {
+                self.families.push(f);
             }
         }
-        let mut prefixes = Vec::new();
-        prefixes.extend(self.grant_install(&found, why));
+        let mut prefixes: Vec<PathBuf> = self.grant_install(&found, why).into_iter().collect();
         if real != found {
             let via = format!("{why}, resolved from {}", found.display());
             prefixes.extend(self.grant_install(&real, &via));

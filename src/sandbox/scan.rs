@@ -325,22 +325,18 @@ pub fn scan(
             unscanned(&mut out, dir.rel, &why);
             continue;
         }
-        let handle = match open_rel(root, &dir.rel) {
-            Ok(h) => h,
-            Err(e) => {
-                unscanned(&mut out, dir.rel, &format!("cannot open: {e}"));
+        let listed = open_rel(root, &dir.rel)
+            .map_err(|e| format!("cannot open: {e}"))
+            .and_then(|h| Ok((h.entries().map_err(|e| format!("cannot list: {e}"))?, h)));
+        let (listing, handle) = match listed {
+            Ok(l) => l,
+            Err(why) => {
+                unscanned(&mut out, dir.rel, &why);
                 continue;
             }
         };
         let is_git = dir.rel.file_name() == Some(OsStr::new(GIT_DIR))
             || (dir.in_git && handle.symlink_metadata("HEAD").is_ok_and(|m| m.is_file()));
-        let listing = match handle.entries() {
-            Ok(l) => l,
-            Err(e) => {
-                unscanned(&mut out, dir.rel, &format!("cannot list: {e}"));
-                continue;
-            }
-        };
         let mut subdirs = Vec::new();
         let mut cut = None;
         for entry in listing {
@@ -368,11 +364,7 @@ pub fn scan(
                 if let Some(rule) = ro {
                     record(&mut out.read_only, budget, &rel, is_dir, rule);
                 }
-                let nested = if is_git {
-                    name == "modules" || name == "worktrees"
-                } else {
-                    true
-                };
+                let nested = !is_git || name == "modules" || name == "worktrees";
                 if ft.is_dir() && nested && ro.is_none() {
                     subdirs.push(Pending {
                         rel,

@@ -16,10 +16,9 @@ pub fn parse_strace_log(text: &str) -> Findings {
             continue;
         } else if let Some(after) = rest.strip_prefix("<... ") {
             // `<... openat resumed>, O_RDONLY) = -1 EACCES (...)`
-            let Some(idx) = after.find(" resumed>") else {
+            let Some((_, tail)) = after.split_once(" resumed>") else {
                 continue;
             };
-            let tail = &after[idx + " resumed>".len()..];
             match pending.remove(pid) {
                 Some(head) => format!("{head}{tail}"),
                 None => continue,
@@ -104,15 +103,8 @@ pub(super) fn parse_syscall(line: &str, findings: &mut Findings) {
             add(at(1), Need::Write);
         }
         "symlink" | "symlinkat" => add(at(1), Need::Write),
-        "connect" | "bind" => {
-            if let Some(port) = tcp_port(args) {
-                if name == "connect" {
-                    findings.connect_ports.insert(port);
-                } else {
-                    findings.bind_ports.insert(port);
-                }
-            }
-        }
+        "connect" => findings.connect_ports.extend(tcp_port(args)),
+        "bind" => findings.bind_ports.extend(tcp_port(args)),
         "kill" | "tkill" | "tgkill" => findings.signals += 1,
         // stat, access, chmod, chown, readlink, ...: not governed by Landlock.
         _ => {}
@@ -139,22 +131,17 @@ pub(super) fn scan_args(args: &str) -> (Vec<OsString>, Vec<Option<PathBuf>>) {
                     i += 1;
                 }
             }
-            b'<' => {
-                // `3</dir>` or `AT_FDCWD</dir>`: a path up to the matching `>`.
-                let end = bytes[i + 1..]
-                    .iter()
-                    .position(|b| *b == b'>')
-                    .map(|p| i + 1 + p);
-                if let Some(end) = end {
-                    let p = &args[i + 1..end];
+            // `3</dir>` or `AT_FDCWD</dir>`: a path up to the matching `>`.
+            b'<' => match args[i + 1..].find('>') {
+                Some(len) => {
+                    let p = &args[i + 1..i + 1 + len];
                     if p.starts_with('/') {
                         last_dir = Some(PathBuf::from(p));
                     }
-                    i = end + 1;
-                } else {
-                    i += 1;
+                    i += len + 2;
                 }
-            }
+                None => i += 1,
+            },
             _ => i += 1,
         }
     }
