@@ -103,7 +103,7 @@ pub enum Deciding<'a> {
 /// deciding member comes before what decides (a `result` before its `id`, as the TypeScript
 /// SDK writes it) is asked with what is known, and the relay guesses; a wrong `no` costs the
 /// value path the parse after the scan.
-pub type Build<'b> = &'b dyn Fn(Deciding<'_>) -> bool;
+pub type Build<'b> = &'b (dyn Fn(Deciding<'_>) -> bool + Sync);
 
 /// Whether a text holds serde_json's private marker keys written plainly (see the module
 /// docs): the relay forwards only the re-serialized value of such a text, and the scan builds
@@ -180,7 +180,11 @@ pub fn scan_with<'a>(
         let elements: Vec<&RawValue> =
             serde_json::from_str(text).map_err(|e| from_json_error(e, text))?;
         if elements.is_empty() {
-            return Err(invalid(None, "empty batch"));
+            return Err(ScanError::Invalid {
+                id: None,
+                has_method: false,
+                reason: "empty batch".into(),
+            });
         }
         return Ok(Scanned::Batch(elements));
     }
@@ -199,17 +203,15 @@ pub fn scan_message_with<'a>(
     rules: Option<&'static Rules>,
     build: Option<Build<'_>>,
 ) -> Result<Envelope<'a>, ScanError> {
-    if build.is_some() {
-        // A message refused while building, or one whose verdict only the scan without the
-        // build tells (`RawEnvelope::redo`), is scanned again without it: the same verdict
-        // and the same error, by construction. Only invalid messages pay twice.
-        if let Ok(raw) = scan_raw(text, rules, build) {
-            if !raw.redo {
-                if let Ok(env) = raw.classify() {
-                    return Ok(env);
-                }
-            }
-        }
+    // A message refused while building, or one whose verdict only the scan without the
+    // build tells (`RawEnvelope::redo`), is scanned again without it: the same verdict and
+    // the same error, by construction. Only invalid messages pay twice.
+    if build.is_some()
+        && let Ok(raw) = scan_raw(text, rules, build)
+        && !raw.redo
+        && let Ok(env) = raw.classify()
+    {
+        return Ok(env);
     }
     scan_raw(text, rules, None)?.classify()
 }
@@ -233,14 +235,6 @@ fn scan_raw<'a>(
         .and_then(|()| de.end())
         .map_err(|e| from_json_error(e, text))?;
     Ok(env)
-}
-
-fn invalid(id: Option<Id>, reason: impl Into<String>) -> ScanError {
-    ScanError::Invalid {
-        id,
-        has_method: false,
-        reason: reason.into(),
-    }
 }
 
 /// Maps a serde_json error to the JSON-RPC error class. Syntax and end-of-input errors mean
@@ -574,15 +568,16 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'_, '_, 'de> {
                     continue;
                 }
                 "params" => {
-                    env.params = Some(map.next_value_seed(ParamsSeed(keys.nested(), rules))?);
+                    let seed = ReadAny(ParamsSeed(keys.nested(), rules));
+                    env.params = Some(map.next_value_seed(seed)?);
                 }
                 "result" => {
                     match rules {
                         Some(rules) => {
-                            env.captured = map.next_value_seed(capture::ResultSeed {
+                            env.captured = map.next_value_seed(ReadAny(capture::ResultSeed {
                                 keys: keys.nested(),
                                 rules,
-                            })?;
+                            }))?;
                         }
                         None => map.next_value_seed(checked::check(keys.nested()))?,
                     }
@@ -719,16 +714,20 @@ impl Params<'_> {
     }
 }
 
+/// A visitor as a seed: the value read with `deserialize_any`, so whatever it is, the
+/// visitor sees it (and checks it, or refuses it with its `expecting`).
+struct ReadAny<V>(V);
+
+impl<'de, V: Visitor<'de>> DeserializeSeed<'de> for ReadAny<V> {
+    type Value = V::Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
+        d.deserialize_any(self.0)
+    }
+}
+
 /// `params`: an object or an array; `_meta` is read, everything is duplicate-checked; `uri`
 /// is captured when given the text paths' rules.
 struct ParamsSeed<'k, 'de>(&'k mut KeyBuf<'de>, Option<&'static Rules>);
-
-impl<'de> DeserializeSeed<'de> for ParamsSeed<'_, 'de> {
-    type Value = Params<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Params<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
 
 impl<'de> Visitor<'de> for ParamsSeed<'_, 'de> {
     type Value = Params<'de>;
@@ -744,7 +743,7 @@ impl<'de> Visitor<'de> for ParamsSeed<'_, 'de> {
         while let Some(Key(key)) = map.next_key()? {
             keys.insert(key.clone())?;
             if key == "_meta" {
-                let meta = map.next_value_seed(MetaSeed(keys.nested()))?;
+                let meta = map.next_value_seed(ReadAny(MetaSeed(keys.nested())))?;
                 (params.meta_version, params.meta_caps) = (meta.meta_version, meta.meta_caps);
                 params.uri = Some(None);
             } else if self.1.is_some() {
@@ -759,13 +758,6 @@ impl<'de> Visitor<'de> for ParamsSeed<'_, 'de> {
 
 /// `params._meta`: reads the 2026-07-28 protocol version and client capabilities.
 struct MetaSeed<'k, 'de>(&'k mut KeyBuf<'de>);
-
-impl<'de> DeserializeSeed<'de> for MetaSeed<'_, 'de> {
-    type Value = Params<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Params<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
 
 impl<'de> Visitor<'de> for MetaSeed<'_, 'de> {
     type Value = Params<'de>;

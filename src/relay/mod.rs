@@ -394,7 +394,7 @@ where
             Some(d) if &*pending.method == crate::mcp::methods::INITIALIZE => d.error(&pending.id),
             _ => pump::server_gone_error(&pending.id, &pending.method, &cause),
         };
-        session.send_detached(Side::Host, line);
+        session.send_detached(line);
     }
 
     // Everything for the host is queued; let the writer finish it.
@@ -730,7 +730,7 @@ fn answer_waiting(session: &Arc<Session>, cause: &str) {
 fn answer_gone(session: &Arc<Session>, pending: Vec<Pending>, cause: &str) {
     for p in pending {
         let line = pump::server_gone_error(&p.id, &p.method, cause);
-        session.send_detached(Side::Host, line);
+        session.send_detached(line);
     }
 }
 

@@ -145,7 +145,7 @@ impl<I: Interceptor> Router<'_, I> {
                 p.method
             );
             let line = error_response(Some(&p.id), rpc_error::BAD_SERVER_RESPONSE, &msg, None);
-            self.session.send_detached(Side::Host, line.into());
+            self.session.send_detached(line.into());
         }
     }
 
@@ -165,9 +165,10 @@ impl<I: Interceptor> Router<'_, I> {
             Step::Reply(reply) => Some(reply),
             _ => None,
         };
-        let action = match reply {
-            Some(_) => "answered_with_error",
-            None => "dropped",
+        let action = if reply.is_some() {
+            "answered_with_error"
+        } else {
+            "dropped"
         };
         let detail = "too many messages are waiting for a decision".into();
         self.report("too_many_held", detail, None, action, Offending::line(line));
