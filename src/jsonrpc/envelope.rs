@@ -356,12 +356,11 @@ impl<'a> RawEnvelope<'a> {
             }
             (true, false, Some(Ok(id))) => (Kind::Response, Some(id)),
             (true, false, None) => return Err(invalid(None, "a response needs an \"id\"")),
-            (true, false, Some(Err(e))) => return Err(invalid(None, &e.to_string())),
             // An error response may have a null or missing id when the request's id could not
             // be read (2025-11-25 made the missing form explicit).
             (false, true, Some(Ok(id))) => (Kind::ErrorResponse, Some(id)),
             (false, true, None | Some(Err(IdError::Null))) => (Kind::ErrorResponse, None),
-            (false, true, Some(Err(e))) => return Err(invalid(None, &e.to_string())),
+            (_, _, Some(Err(e))) => return Err(invalid(None, &e.to_string())),
         };
         let (page, item) = self.captured;
         Ok(Envelope {

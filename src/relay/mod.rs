@@ -496,13 +496,11 @@ impl Loop<'_> {
                 });
             })
         };
-        {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let status = server.child.wait().await;
-                let _ = tx.send(Event::Exited(generation, status)).await;
-            });
-        }
+        let exited = tx.clone();
+        tokio::spawn(async move {
+            let status = server.child.wait().await;
+            let _ = exited.send(Event::Exited(generation, status)).await;
+        });
         self.running.insert(
             generation,
             Running {
@@ -552,12 +550,9 @@ impl Loop<'_> {
     fn make_room(&mut self, newest: Gen) {
         let max = self.cfg.max_generations.max(2);
         while self.running.len() > max {
-            let Some(&oldest) = self.running.keys().next() else {
+            let Some(&oldest) = self.running.keys().next().filter(|&&g| g != newest) else {
                 return;
             };
-            if oldest == newest {
-                return;
-            }
             tracing::warn!(
                 "{} server generations alive (at most {max}): ending generation {oldest}",
                 self.running.len()
@@ -603,15 +598,10 @@ impl Loop<'_> {
                 if let Some(r) = running {
                     child::signal_group(r.pgid, Signal::SIGKILL);
                 }
-                let cause = format!(
-                    "a previous server generation ended ({})",
-                    child::describe_status(status)
-                );
-                answer_gone(
-                    &self.session,
-                    self.session.take_pending_of(generation),
-                    &cause,
-                );
+                let ended = child::describe_status(status);
+                let cause = format!("a previous server generation ended ({ended})");
+                let pending = self.session.take_pending_of(generation);
+                answer_gone(&self.session, pending, &cause);
                 if self.failed && self.running.is_empty() {
                     return Some(status);
                 }

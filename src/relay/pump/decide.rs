@@ -201,30 +201,26 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
             if let (Kind::Request, Some(id)) = (routed.kind, &routed.id) {
                 match from {
                     Side::Host => {
-                        match session.track_host_request(
+                        let Some(generation) = session.track_host_request(
                             id,
                             Arc::clone(&routed.method),
                             routed.request,
                             routed.answer_built,
-                        ) {
-                            Some(generation) => {
-                                if let Dest::Server { generation: g, .. } = &mut routed.to {
-                                    *g = generation;
-                                }
-                                if let Some(o) = session.observer() {
-                                    o.forwarded(id);
-                                }
+                        ) else {
+                            let cause = session.server_gone_cause().unwrap_or_default();
+                            if is_initialize {
+                                session.initialize_decided();
                             }
-                            None => {
-                                let cause = session.server_gone_cause().unwrap_or_default();
-                                if is_initialize {
-                                    session.initialize_decided();
-                                }
-                                if let Some(o) = session.observer() {
-                                    o.answered(id, super::super::Answer::ServerGone);
-                                }
-                                return Step::Reply(server_gone_error(id, &routed.method, &cause));
+                            if let Some(o) = session.observer() {
+                                o.answered(id, super::super::Answer::ServerGone);
                             }
+                            return Step::Reply(server_gone_error(id, &routed.method, &cause));
+                        };
+                        if let Dest::Server { generation: g, .. } = &mut routed.to {
+                            *g = generation;
+                        }
+                        if let Some(o) = session.observer() {
+                            o.forwarded(id);
                         }
                     }
                     Side::Server => {

@@ -184,26 +184,24 @@ impl<I: Interceptor> Router<'_, I> {
         if self.from == Side::Host && env.method.as_deref() == Some(methods::INITIALIZE) {
             self.session.initialize_decided();
         }
-        match (env.kind, env.id) {
-            (Kind::Request, Some(id)) => {
-                // Not tracked yet (that happens when it is forwarded): answered here instead.
-                if self.from == Side::Host {
-                    self.session.answered_locally(&id);
-                    if let Some(o) = self.session.observer() {
-                        o.answered(
-                            &id,
-                            super::super::Answer::Local {
-                                error: Some(rpc_error::SERVER_GONE),
-                                withheld: text.len() as u64,
-                            },
-                        );
-                    }
-                }
-                let msg = "rootfence: too many messages are waiting for a decision; send this request again shortly";
-                Step::Reply(error_response(Some(&id), rpc_error::SERVER_GONE, msg, None).into())
+        let (Kind::Request, Some(id)) = (env.kind, env.id) else {
+            return Step::Nothing;
+        };
+        // Not tracked yet (that happens when it is forwarded): answered here instead.
+        if self.from == Side::Host {
+            self.session.answered_locally(&id);
+            if let Some(o) = self.session.observer() {
+                o.answered(
+                    &id,
+                    super::super::Answer::Local {
+                        error: Some(rpc_error::SERVER_GONE),
+                        withheld: text.len() as u64,
+                    },
+                );
             }
-            _ => Step::Nothing,
         }
+        let msg = "rootfence: too many messages are waiting for a decision; send this request again shortly";
+        Step::Reply(error_response(Some(&id), rpc_error::SERVER_GONE, msg, None).into())
     }
 
     /// Reports a problem with a frame that is not even a message.
