@@ -308,11 +308,8 @@ impl<'a> RawEnvelope<'a> {
             Some(_) => return Err(invalid(known_id(), "\"jsonrpc\" must be \"2.0\"")),
             None => return Err(invalid(known_id(), "missing \"jsonrpc\": \"2.0\"")),
         }
-        let params = self.params.is_some();
-        let (meta_protocol_version, meta_client_capabilities, uri) = match self.params {
-            Some(p) => (p.meta_version, p.meta_caps, p.uri.flatten()),
-            None => (None, None, None),
-        };
+        let has_params = self.params.is_some();
+        let params = self.params.unwrap_or_default();
         if let Some(method) = self.method {
             if self.result || self.error {
                 return Err(invalid(
@@ -329,16 +326,16 @@ impl<'a> RawEnvelope<'a> {
                 kind,
                 id,
                 method: Some(method),
-                meta_protocol_version,
-                meta_client_capabilities,
+                meta_protocol_version: params.meta_version,
+                meta_client_capabilities: params.meta_caps,
                 capture: Capture {
-                    uri: uri.filter(|_| !self.other),
+                    uri: params.uri.flatten().filter(|_| !self.other),
                     ..Capture::default()
                 },
                 value: self.value,
             });
         }
-        if meta_protocol_version.is_some() || meta_client_capabilities.is_some() {
+        if params.meta_version.is_some() || params.meta_caps.is_some() {
             return Err(invalid(known_id(), "a response cannot carry \"params\""));
         }
         let (kind, id) = match (self.result, self.error, id) {
@@ -371,7 +368,7 @@ impl<'a> RawEnvelope<'a> {
             meta_client_capabilities: None,
             capture: Capture {
                 uri: None,
-                item: item.filter(|_| !self.other && !params),
+                item: item.filter(|_| !self.other && !has_params),
                 page,
             },
             value: self.value,

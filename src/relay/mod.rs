@@ -569,13 +569,10 @@ impl Loop<'_> {
         let newest = self.running.keys().next_back().copied();
         match event {
             Event::Exited(generation, status) => {
-                let status = match status {
-                    Ok(s) => s,
-                    Err(e) => {
-                        tracing::error!("waiting for server generation {generation} failed: {e}");
-                        ExitStatus::from_raw(1 << 8)
-                    }
-                };
+                let status = status.unwrap_or_else(|e| {
+                    tracing::error!("waiting for server generation {generation} failed: {e}");
+                    ExitStatus::from_raw(1 << 8)
+                });
                 let is_newest =
                     newest == Some(generation) && self.session.generation() == generation;
                 let running = self.running.remove(&generation);

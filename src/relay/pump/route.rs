@@ -173,12 +173,7 @@ impl<I: Interceptor> Router<'_, I> {
                 return None;
             }
             // The cancellation goes where the request went.
-            Some(Some(generation)) if self.from == Side::Host => {
-                *to = Dest::Server {
-                    generation,
-                    prio: false,
-                };
-            }
+            Some(Some(generation)) => *to = self.toward(generation, false),
             _ => {}
         }
         if self.from == Side::Server && self.origin.generation > 1 {
