@@ -282,10 +282,8 @@ capture_seed! {
             let mut keys = KeySet::new(self.keys);
             let (mut uri, mut plain) = (None, true);
             while let Some(Key(key)) = map.next_key()? {
-                if keys.is_empty() && matches!(key, Cow::Borrowed(NUMBER)) {
-                    // A number (see the module docs): not an entry.
-                    plain = false;
-                }
+                // A number (see the module docs): not an entry.
+                plain &= !(keys.is_empty() && matches!(key, Cow::Borrowed(NUMBER)));
                 keys.insert(key.clone())?;
                 match &*key {
                     "uri" => match member(&mut map, &mut keys, true)? {
@@ -317,9 +315,6 @@ capture_seed! {
     /// holds exactly one the read path takes.
     Contents -> (Seen<'de>, Option<Item<'de>>) {
         accept_non_strings!(Self::Value, (Seen::Scalar, None));
-        fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Self::Value, E> {
-            Ok((Seen::Str(None), None))
-        }
         fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
             Ok((Seen::Str(None), None))
         }
@@ -354,9 +349,7 @@ capture_seed! {
             let mut keys = KeySet::new(self.keys);
             let (mut item, mut plain) = (Item::default(), true);
             while let Some(Key(key)) = map.next_key()? {
-                if keys.is_empty() && matches!(key, Cow::Borrowed(NUMBER)) {
-                    plain = false;
-                }
+                plain &= !(keys.is_empty() && matches!(key, Cow::Borrowed(NUMBER)));
                 keys.insert(key.clone())?;
                 let slot = match &*key {
                     "uri" => &mut item.uri,
