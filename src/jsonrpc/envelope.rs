@@ -103,7 +103,7 @@ pub enum Deciding<'a> {
 /// deciding member comes before what decides (a `result` before its `id`, as the TypeScript
 /// SDK writes it) is asked with what is known, and the relay guesses; a wrong `no` costs the
 /// value path the parse after the scan.
-pub type Build<'b> = &'b dyn Fn(Deciding<'_>) -> bool;
+pub type Build<'b> = &'b (dyn Fn(Deciding<'_>) -> bool + Sync);
 
 /// Whether a text holds serde_json's private marker keys written plainly (see the module
 /// docs): the relay forwards only the re-serialized value of such a text, and the scan builds
@@ -180,7 +180,11 @@ pub fn scan_with<'a>(
         let elements: Vec<&RawValue> =
             serde_json::from_str(text).map_err(|e| from_json_error(e, text))?;
         if elements.is_empty() {
-            return Err(invalid(None, "empty batch"));
+            return Err(ScanError::Invalid {
+                id: None,
+                has_method: false,
+                reason: "empty batch".into(),
+            });
         }
         return Ok(Scanned::Batch(elements));
     }
@@ -199,17 +203,15 @@ pub fn scan_message_with<'a>(
     rules: Option<&'static Rules>,
     build: Option<Build<'_>>,
 ) -> Result<Envelope<'a>, ScanError> {
-    if build.is_some() {
-        // A message refused while building, or one whose verdict only the scan without the
-        // build tells (`RawEnvelope::redo`), is scanned again without it: the same verdict
-        // and the same error, by construction. Only invalid messages pay twice.
-        if let Ok(raw) = scan_raw(text, rules, build) {
-            if !raw.redo {
-                if let Ok(env) = raw.classify() {
-                    return Ok(env);
-                }
-            }
-        }
+    // A message refused while building, or one whose verdict only the scan without the
+    // build tells (`RawEnvelope::redo`), is scanned again without it: the same verdict and
+    // the same error, by construction. Only invalid messages pay twice.
+    if build.is_some()
+        && let Ok(raw) = scan_raw(text, rules, build)
+        && !raw.redo
+        && let Ok(env) = raw.classify()
+    {
+        return Ok(env);
     }
     scan_raw(text, rules, None)?.classify()
 }
@@ -233,14 +235,6 @@ fn scan_raw<'a>(
         .and_then(|()| de.end())
         .map_err(|e| from_json_error(e, text))?;
     Ok(env)
-}
-
-fn invalid(id: Option<Id>, reason: impl Into<String>) -> ScanError {
-    ScanError::Invalid {
-        id,
-        has_method: false,
-        reason: reason.into(),
-    }
 }
 
 /// Maps a serde_json error to the JSON-RPC error class. Syntax and end-of-input errors mean
@@ -314,11 +308,8 @@ impl<'a> RawEnvelope<'a> {
             Some(_) => return Err(invalid(known_id(), "\"jsonrpc\" must be \"2.0\"")),
             None => return Err(invalid(known_id(), "missing \"jsonrpc\": \"2.0\"")),
         }
-        let params = self.params.is_some();
-        let (meta_protocol_version, meta_client_capabilities, uri) = match self.params {
-            Some(p) => (p.meta_version, p.meta_caps, p.uri.flatten()),
-            None => (None, None, None),
-        };
+        let has_params = self.params.is_some();
+        let params = self.params.unwrap_or_default();
         if let Some(method) = self.method {
             if self.result || self.error {
                 return Err(invalid(
@@ -335,16 +326,16 @@ impl<'a> RawEnvelope<'a> {
                 kind,
                 id,
                 method: Some(method),
-                meta_protocol_version,
-                meta_client_capabilities,
+                meta_protocol_version: params.meta_version,
+                meta_client_capabilities: params.meta_caps,
                 capture: Capture {
-                    uri: uri.filter(|_| !self.other),
+                    uri: params.uri.flatten().filter(|_| !self.other),
                     ..Capture::default()
                 },
                 value: self.value,
             });
         }
-        if meta_protocol_version.is_some() || meta_client_capabilities.is_some() {
+        if params.meta_version.is_some() || params.meta_caps.is_some() {
             return Err(invalid(known_id(), "a response cannot carry \"params\""));
         }
         let (kind, id) = match (self.result, self.error, id) {
@@ -362,12 +353,11 @@ impl<'a> RawEnvelope<'a> {
             }
             (true, false, Some(Ok(id))) => (Kind::Response, Some(id)),
             (true, false, None) => return Err(invalid(None, "a response needs an \"id\"")),
-            (true, false, Some(Err(e))) => return Err(invalid(None, &e.to_string())),
             // An error response may have a null or missing id when the request's id could not
             // be read (2025-11-25 made the missing form explicit).
             (false, true, Some(Ok(id))) => (Kind::ErrorResponse, Some(id)),
             (false, true, None | Some(Err(IdError::Null))) => (Kind::ErrorResponse, None),
-            (false, true, Some(Err(e))) => return Err(invalid(None, &e.to_string())),
+            (_, _, Some(Err(e))) => return Err(invalid(None, &e.to_string())),
         };
         let (page, item) = self.captured;
         Ok(Envelope {
@@ -378,7 +368,7 @@ impl<'a> RawEnvelope<'a> {
             meta_client_capabilities: None,
             capture: Capture {
                 uri: None,
-                item: item.filter(|_| !self.other && !params),
+                item: item.filter(|_| !self.other && !has_params),
                 page,
             },
             value: self.value,
@@ -574,15 +564,16 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'_, '_, 'de> {
                     continue;
                 }
                 "params" => {
-                    env.params = Some(map.next_value_seed(ParamsSeed(keys.nested(), rules))?);
+                    let seed = ReadAny(ParamsSeed(keys.nested(), rules));
+                    env.params = Some(map.next_value_seed(seed)?);
                 }
                 "result" => {
                     match rules {
                         Some(rules) => {
-                            env.captured = map.next_value_seed(capture::ResultSeed {
+                            env.captured = map.next_value_seed(ReadAny(capture::ResultSeed {
                                 keys: keys.nested(),
                                 rules,
-                            })?;
+                            }))?;
                         }
                         None => map.next_value_seed(checked::check(keys.nested()))?,
                     }
@@ -719,16 +710,20 @@ impl Params<'_> {
     }
 }
 
+/// A visitor as a seed: the value read with `deserialize_any`, so whatever it is, the
+/// visitor sees it (and checks it, or refuses it with its `expecting`).
+struct ReadAny<V>(V);
+
+impl<'de, V: Visitor<'de>> DeserializeSeed<'de> for ReadAny<V> {
+    type Value = V::Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
+        d.deserialize_any(self.0)
+    }
+}
+
 /// `params`: an object or an array; `_meta` is read, everything is duplicate-checked; `uri`
 /// is captured when given the text paths' rules.
 struct ParamsSeed<'k, 'de>(&'k mut KeyBuf<'de>, Option<&'static Rules>);
-
-impl<'de> DeserializeSeed<'de> for ParamsSeed<'_, 'de> {
-    type Value = Params<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Params<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
 
 impl<'de> Visitor<'de> for ParamsSeed<'_, 'de> {
     type Value = Params<'de>;
@@ -744,7 +739,7 @@ impl<'de> Visitor<'de> for ParamsSeed<'_, 'de> {
         while let Some(Key(key)) = map.next_key()? {
             keys.insert(key.clone())?;
             if key == "_meta" {
-                let meta = map.next_value_seed(MetaSeed(keys.nested()))?;
+                let meta = map.next_value_seed(ReadAny(MetaSeed(keys.nested())))?;
                 (params.meta_version, params.meta_caps) = (meta.meta_version, meta.meta_caps);
                 params.uri = Some(None);
             } else if self.1.is_some() {
@@ -759,13 +754,6 @@ impl<'de> Visitor<'de> for ParamsSeed<'_, 'de> {
 
 /// `params._meta`: reads the 2026-07-28 protocol version and client capabilities.
 struct MetaSeed<'k, 'de>(&'k mut KeyBuf<'de>);
-
-impl<'de> DeserializeSeed<'de> for MetaSeed<'_, 'de> {
-    type Value = Params<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Params<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
 
 impl<'de> Visitor<'de> for MetaSeed<'_, 'de> {
     type Value = Params<'de>;

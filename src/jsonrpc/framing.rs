@@ -123,10 +123,9 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             let end = self.scanned + pos;
             self.scanned = 0;
             if let Some(dropped) = self.discarding.take() {
-                let cr = match end {
-                    0 => self.dropped_cr,
-                    _ => self.buf[end - 1] == b'\r',
-                };
+                let cr = end
+                    .checked_sub(1)
+                    .map_or(self.dropped_cr, |i| self.buf[i] == b'\r');
                 self.buf.advance(end + 1);
                 return Some(Frame::TooLong {
                     len: dropped + end as u64 - u64::from(cr),
@@ -147,10 +146,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     /// The frame for whatever is left at end of stream.
     fn finish(&mut self) -> Option<Frame> {
         if let Some(dropped) = self.discarding.take() {
-            let cr = match self.buf.last() {
-                Some(&b) => b == b'\r',
-                None => self.dropped_cr,
-            };
+            let cr = self.buf.last().map_or(self.dropped_cr, |&b| b == b'\r');
             let len = dropped + self.buf.len() as u64 - u64::from(cr);
             self.buf.clear();
             return Some(Frame::TooLong {

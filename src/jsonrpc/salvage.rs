@@ -74,9 +74,8 @@ pub fn salvage(bytes: &[u8]) -> Salvaged {
                 i += 1;
             }
             b',' => {
-                if depth == 1 {
-                    expect_key = true;
-                }
+                // A comma of the top-level object: a key comes next.
+                expect_key |= depth == 1;
                 i += 1;
             }
             _ => i += 1,

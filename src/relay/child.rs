@@ -353,16 +353,15 @@ fn pass_stderr(from: std::io::PipeReader, prefix: &str, tail: &StderrTail) {
                 break false;
             }
         };
-        if eof && line.is_empty() && cut == 0 {
-            tail.done.store(true, std::sync::atomic::Ordering::Release);
-            return;
+        // (Nothing after the last newline at the end of the stream: no line to show.)
+        if !(eof && line.is_empty() && cut == 0) {
+            let mut shown = clean_line(&line);
+            if cut > 0 {
+                shown.push_str(&format!(" [{cut} more bytes of this line not shown]"));
+            }
+            tail.push(&shown);
+            let _ = std::io::stderr().write_all(format!("{prefix}{shown}\n").as_bytes());
         }
-        let mut shown = clean_line(&line);
-        if cut > 0 {
-            shown.push_str(&format!(" [{cut} more bytes of this line not shown]"));
-        }
-        tail.push(&shown);
-        let _ = std::io::stderr().write_all(format!("{prefix}{shown}\n").as_bytes());
         if eof {
             tail.done.store(true, std::sync::atomic::Ordering::Release);
             return;

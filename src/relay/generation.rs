@@ -28,7 +28,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::session::{Gen, Session, Side};
+use super::session::{Gen, Session};
+use crate::jsonrpc::error::{SERVER_GONE, error_response};
 use crate::mcp::methods as m;
 
 /// A prepared server process for one generation.
@@ -184,7 +185,7 @@ pub(crate) fn notify_host_lists(session: &Arc<Session>, capabilities: Option<&Va
         if caps.pointer(&format!("/{key}/listChanged")) == Some(&Value::Bool(true)) {
             let line = serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": method}))
                 .expect("a JSON value always serializes");
-            session.send_detached(Side::Host, line.into());
+            session.send_detached(line.into());
         }
     }
 }
@@ -203,24 +204,15 @@ pub(crate) async fn retire(session: Arc<Session>, generation: Gen, grace: Durati
 /// send them again.
 pub(crate) fn restart_pending(session: &Arc<Session>, generation: Gen) {
     for p in session.take_pending_of(generation) {
-        session.send_detached(Side::Host, restarted_error(&p));
+        let msg = format!(
+            "rootfence: the server was restarted under new roots before answering `{}`; send \
+             the request again",
+            p.method
+        );
+        let data = json!({"method": &*p.method, "restarted": true});
+        let line = error_response(Some(&p.id), SERVER_GONE, &msg, Some(data));
+        session.send_detached(line.into());
     }
-}
-
-/// The answer to a host request an old generation will not answer: send it again.
-fn restarted_error(p: &super::Pending) -> bytes::Bytes {
-    let msg = format!(
-        "rootfence: the server was restarted under new roots before answering `{}`; send the \
-         request again",
-        p.method
-    );
-    crate::jsonrpc::error::error_response(
-        Some(&p.id),
-        crate::jsonrpc::error::SERVER_GONE,
-        &msg,
-        Some(json!({"method": &*p.method, "restarted": true})),
-    )
-    .into()
 }
 
 /// What differs between two `initialize` results in ways a host notices.

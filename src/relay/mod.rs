@@ -394,7 +394,7 @@ where
             Some(d) if &*pending.method == crate::mcp::methods::INITIALIZE => d.error(&pending.id),
             _ => pump::server_gone_error(&pending.id, &pending.method, &cause),
         };
-        session.send_detached(Side::Host, line);
+        session.send_detached(line);
     }
 
     // Everything for the host is queued; let the writer finish it.
@@ -496,13 +496,11 @@ impl Loop<'_> {
                 });
             })
         };
-        {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let status = server.child.wait().await;
-                let _ = tx.send(Event::Exited(generation, status)).await;
-            });
-        }
+        let exited = tx.clone();
+        tokio::spawn(async move {
+            let status = server.child.wait().await;
+            let _ = exited.send(Event::Exited(generation, status)).await;
+        });
         self.running.insert(
             generation,
             Running {
@@ -552,12 +550,9 @@ impl Loop<'_> {
     fn make_room(&mut self, newest: Gen) {
         let max = self.cfg.max_generations.max(2);
         while self.running.len() > max {
-            let Some(&oldest) = self.running.keys().next() else {
+            let Some(&oldest) = self.running.keys().next().filter(|&&g| g != newest) else {
                 return;
             };
-            if oldest == newest {
-                return;
-            }
             tracing::warn!(
                 "{} server generations alive (at most {max}): ending generation {oldest}",
                 self.running.len()
@@ -574,13 +569,10 @@ impl Loop<'_> {
         let newest = self.running.keys().next_back().copied();
         match event {
             Event::Exited(generation, status) => {
-                let status = match status {
-                    Ok(s) => s,
-                    Err(e) => {
-                        tracing::error!("waiting for server generation {generation} failed: {e}");
-                        ExitStatus::from_raw(1 << 8)
-                    }
-                };
+                let status = status.unwrap_or_else(|e| {
+                    tracing::error!("waiting for server generation {generation} failed: {e}");
+                    ExitStatus::from_raw(1 << 8)
+                });
                 let is_newest =
                     newest == Some(generation) && self.session.generation() == generation;
                 let running = self.running.remove(&generation);
@@ -603,15 +595,10 @@ impl Loop<'_> {
                 if let Some(r) = running {
                     child::signal_group(r.pgid, Signal::SIGKILL);
                 }
-                let cause = format!(
-                    "a previous server generation ended ({})",
-                    child::describe_status(status)
-                );
-                answer_gone(
-                    &self.session,
-                    self.session.take_pending_of(generation),
-                    &cause,
-                );
+                let ended = child::describe_status(status);
+                let cause = format!("a previous server generation ended ({ended})");
+                let pending = self.session.take_pending_of(generation);
+                answer_gone(&self.session, pending, &cause);
                 if self.failed && self.running.is_empty() {
                     return Some(status);
                 }
@@ -730,7 +717,7 @@ fn answer_waiting(session: &Arc<Session>, cause: &str) {
 fn answer_gone(session: &Arc<Session>, pending: Vec<Pending>, cause: &str) {
     for p in pending {
         let line = pump::server_gone_error(&p.id, &p.method, cause);
-        session.send_detached(Side::Host, line);
+        session.send_detached(line);
     }
 }
 

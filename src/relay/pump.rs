@@ -222,8 +222,7 @@ enum Step {
         to: Dest,
         bytes: Option<Bytes>,
         id: Option<Id>,
-        /// For host messages: what the relay records once it is forwarded.
-        note: Option<(Arc<str>, Option<Id>)>,
+        note: Note,
     },
     /// Answer the sender with these bytes.
     Reply(Bytes),
@@ -232,6 +231,9 @@ enum Step {
     /// Decided later; resolves to one of the other steps.
     Later(Pin<Box<dyn Future<Output = Step> + Send>>),
 }
+
+/// For host messages: what the relay records once one is forwarded (its method and id).
+type Note = Option<(Arc<str>, Option<Id>)>;
 
 /// The line a protocol error is about.
 struct Offending {
@@ -323,7 +325,7 @@ impl<I: Interceptor> Router<'_, I> {
                 }
                 step => self.commit(step, line).await,
             },
-            Ok(Scanned::Batch(elements)) => self.batch(&line, &elements, held).await,
+            Ok(Scanned::Batch(elements)) => self.batch(&line, &elements, build, held).await,
         }
     }
 
@@ -358,13 +360,16 @@ impl<I: Interceptor> Router<'_, I> {
     /// A batch (2025-03-26): each element is routed on its own. Forwarded elements go on as
     /// one batch, answers go back as one batch. When every element is forwarded unchanged the
     /// original line is forwarded as it is.
-    async fn batch(&self, line: &Bytes, elements: &[&RawValue], held: &mut Held) {
-        let builds = self
-            .icpt
-            .value_path()
-            .map(|vp| move |d: Deciding<'_>| self.builds(vp, d));
-        let build = builds.as_ref().map(|b| b as Build<'_>);
+    /// `build` is the line's (see [`Self::builds`]).
+    async fn batch(
+        &self,
+        line: &Bytes,
+        elements: &[&RawValue],
+        build: Option<Build<'_>>,
+        held: &mut Held,
+    ) {
         let mut steps = Vec::with_capacity(elements.len());
+        let mut originals = Vec::with_capacity(elements.len());
         for element in elements {
             let text = element.get();
             let bytes = line.slice_ref(text.as_bytes());
@@ -375,37 +380,26 @@ impl<I: Interceptor> Router<'_, I> {
                     .map_or(Step::Nothing, Step::Reply),
             };
             steps.push(step);
+            originals.push(bytes);
         }
-        let originals: Vec<Bytes> = elements
-            .iter()
-            .map(|e| line.slice_ref(e.get().as_bytes()))
-            .collect();
         if steps.iter().any(|s| matches!(s, Step::Later(_))) {
             if !held.has_room(line.len()) {
                 // Each held element is answered as refused; the rest go on.
-                let steps = steps
-                    .into_iter()
-                    .zip(&originals)
-                    .map(|(s, original)| match s {
-                        Step::Later(_) => self.held_refusal(framing::line_str(original)),
-                        other => other,
-                    })
-                    .collect();
+                for (step, original) in steps.iter_mut().zip(&originals) {
+                    if matches!(step, Step::Later(_)) {
+                        *step = self.held_refusal(framing::line_str(original));
+                    }
+                }
                 self.send_batch(steps, originals).await;
                 return;
             }
             held.push(line.len(), async move {
-                let mut resolved = Vec::with_capacity(steps.len());
-                for step in steps {
-                    resolved.push(match step {
-                        Step::Later(fut) => fut.await,
-                        other => other,
-                    });
+                for step in &mut steps {
+                    if let Step::Later(fut) = step {
+                        *step = fut.await;
+                    }
                 }
-                HeldDone::Batch {
-                    steps: resolved,
-                    originals,
-                }
+                HeldDone::Batch { steps, originals }
             });
             return;
         }
@@ -430,29 +424,25 @@ impl<I: Interceptor> Router<'_, I> {
             first.filter(|_| unchanged.all(|d| d == first)).cloned()
         };
         if let Some(to) = whole {
-            self.note_batch(&steps, &originals);
+            for (step, original) in steps.iter().zip(&originals) {
+                if let Step::Send {
+                    note: Some((method, id)),
+                    ..
+                } = step
+                {
+                    self.note(method, id.as_ref(), original);
+                }
+            }
             self.send_to(to, line.clone()).await;
             return;
         }
         self.send_batch(steps, originals).await;
     }
 
-    fn note_batch(&self, steps: &[Step], originals: &[Bytes]) {
-        for (step, original) in steps.iter().zip(originals) {
-            if let Step::Send {
-                note: Some((method, id)),
-                ..
-            } = step
-            {
-                self.note(method, id.as_ref(), original);
-            }
-        }
-    }
-
     /// Answers the side this pump reads from, never waiting.
     fn reply(&self, line: Bytes) {
         match self.from {
-            Side::Host => self.session.send_detached(Side::Host, line),
+            Side::Host => self.session.send_detached(line),
             Side::Server => self.session.send_prio_server(self.origin.generation, line),
         }
     }
@@ -490,17 +480,7 @@ impl<I: Interceptor> Router<'_, I> {
                 bytes,
                 id,
                 note,
-            } => {
-                let bytes = bytes.unwrap_or(line);
-                let bytes = match id {
-                    Some(id) => with_id(&bytes, &id),
-                    None => bytes,
-                };
-                if let Some((method, id)) = note {
-                    self.note(&method, id.as_ref(), &bytes);
-                }
-                self.send_to(to, bytes).await;
-            }
+            } => self.send_to(to, self.sent(bytes, line, id, note)).await,
             Step::Reply(bytes) => self.reply(bytes),
             Step::Nothing => {}
             // `finish` resolves every nested deferral; were one left, the message would be
@@ -509,11 +489,23 @@ impl<I: Interceptor> Router<'_, I> {
         }
     }
 
+    /// The bytes a [`Step::Send`] sends (`original` unless it has its own), under the id it
+    /// is forwarded with; what it notes is noted.
+    fn sent(&self, bytes: Option<Bytes>, original: Bytes, id: Option<Id>, note: Note) -> Bytes {
+        let bytes = bytes.unwrap_or(original);
+        let bytes = match id {
+            Some(id) => with_id(&bytes, &id),
+            None => bytes,
+        };
+        if let Some((method, id)) = note {
+            self.note(&method, id.as_ref(), &bytes);
+        }
+        bytes
+    }
+
     async fn send_to(&self, to: Dest, bytes: Bytes) {
         match to {
-            Dest::Host => {
-                self.session.send_host(bytes).await;
-            }
+            Dest::Host => self.session.send_host(bytes).await,
             Dest::Server {
                 generation,
                 prio: true,
@@ -521,9 +513,7 @@ impl<I: Interceptor> Router<'_, I> {
             Dest::Server {
                 generation,
                 prio: false,
-            } => {
-                let _ = self.session.send_server(Some(generation), bytes).await;
-            }
+            } => self.session.send_server(generation, bytes).await,
         }
     }
 
@@ -540,14 +530,7 @@ impl<I: Interceptor> Router<'_, I> {
                     id,
                     note,
                 } => {
-                    let bytes = bytes.unwrap_or(original);
-                    let bytes = match id {
-                        Some(id) => with_id(&bytes, &id),
-                        None => bytes,
-                    };
-                    if let Some((method, id)) = note {
-                        self.note(&method, id.as_ref(), &bytes);
-                    }
+                    let bytes = self.sent(bytes, original, id, note);
                     match forward.iter_mut().find(|(d, _)| *d == to) {
                         Some((_, parts)) => parts.push(bytes),
                         None => forward.push((to, vec![bytes])),

@@ -87,6 +87,26 @@ pub struct Pending {
     pub(crate) answer_built: bool,
 }
 
+impl Pending {
+    /// A request forwarded now.
+    fn new(
+        id: &Id,
+        method: Arc<str>,
+        generation: Gen,
+        request: Option<u64>,
+        answer_built: bool,
+    ) -> Self {
+        Pending {
+            id: id.clone(),
+            method,
+            started: Instant::now(),
+            generation,
+            request,
+            answer_built,
+        }
+    }
+}
+
 /// A server request as the host saw it: which generation sent it and under which id.
 #[derive(Clone, Debug)]
 struct ServerPending {
@@ -252,6 +272,27 @@ struct State {
     first: Option<GenQueues>,
     /// Why the server can no longer answer, once it cannot.
     server_gone: Option<String>,
+}
+
+impl State {
+    /// What a response arriving from `from` (for the server: from `generation`) may answer:
+    /// whether one of rootfence's own requests, and the request in flight from the other side.
+    fn answered(&self, from: Side, generation: Gen, key: &IdKey) -> (bool, Option<&Pending>) {
+        match from {
+            Side::Host => (
+                self.own_host.contains_key(key),
+                self.server_pending.get(key).map(|sp| &sp.pending),
+            ),
+            Side::Server => (
+                self.own_server
+                    .get(key)
+                    .is_some_and(|(g, _)| *g == generation),
+                self.host_pending
+                    .get(key)
+                    .filter(|p| p.generation == generation),
+            ),
+        }
+    }
 }
 
 /// A bounded set of ids: the oldest are forgotten first.

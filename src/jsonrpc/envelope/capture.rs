@@ -34,10 +34,10 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::{Key, KeyBuf, KeySet, checked};
+use super::{Key, KeyBuf, KeySet, ReadAny, checked};
 
 /// The enforcer's rules for the members a text path leaves unjudged, handed to the scan by
 /// the interceptor (`Interceptor::capture_rules`): the scan knows where the members are, the
@@ -111,13 +111,6 @@ struct Any<'k, 'de> {
     keep: bool,
 }
 
-impl<'de> DeserializeSeed<'de> for Any<'_, 'de> {
-    type Value = Seen<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Seen<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 impl<'de> Visitor<'de> for Any<'_, 'de> {
     type Value = Seen<'de>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -155,10 +148,10 @@ fn member<'de, A: MapAccess<'de>>(
     keys: &mut KeySet<'_, 'de>,
     keep: bool,
 ) -> Result<Seen<'de>, A::Error> {
-    map.next_value_seed(Any {
+    map.next_value_seed(ReadAny(Any {
         keys: keys.nested(),
         keep,
-    })
+    }))
 }
 
 /// A request's `params` object: its `uri`, when it is its only member and a string.
@@ -181,22 +174,16 @@ pub(super) fn params_uri<'de, A: MapAccess<'de>>(
     Ok(())
 }
 
-/// A capture's seed: the scan's key buffer and the rules, read with `deserialize_any` (so every
-/// value is checked as [`checked::check`] checks it: a shape not captured is still read whole) into
-/// `$value` by the visitor methods given; scalars and arrays into `$other`, when given.
+/// A capture's seed: the scan's key buffer and the rules, read with `deserialize_any` (through
+/// [`ReadAny`], so every value is checked as [`checked::check`] checks it: a shape not captured
+/// is still read whole) into `$value` by the visitor methods given; scalars and arrays into
+/// `$other`, when given.
 macro_rules! capture_seed {
     ($(#[$doc:meta])* $vis:vis $name:ident -> $value:ty $(, else $other:tt)? { $($body:tt)* }) => {
         $(#[$doc])*
         $vis struct $name<'k, 'de> {
             $vis keys: &'k mut KeyBuf<'de>,
             $vis rules: &'static Rules,
-        }
-
-        impl<'de> DeserializeSeed<'de> for $name<'_, 'de> {
-            type Value = $value;
-            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<$value, D::Error> {
-                d.deserialize_any(self)
-            }
         }
 
         impl<'de> Visitor<'de> for $name<'_, 'de> {
@@ -228,18 +215,18 @@ capture_seed! {
                 keys.insert(key.clone())?;
                 match &*key {
                     "resources" => {
-                        page = map.next_value_seed(Resources {
+                        page = map.next_value_seed(ReadAny(Resources {
                             keys: keys.nested(),
                             rules,
-                        })?;
+                        }))?;
                         page_ok &= page.is_some();
                         read_ok = false;
                     }
                     "contents" => {
-                        let (seen, one) = map.next_value_seed(Contents {
+                        let (seen, one) = map.next_value_seed(ReadAny(Contents {
                             keys: keys.nested(),
                             rules,
-                        })?;
+                        }))?;
                         page_ok &= inert(rules, &key, &seen);
                         read_ok &= one.is_some();
                         item = one;
@@ -272,10 +259,10 @@ capture_seed! {
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
             let mut uris = Some(Vec::with_capacity(seq.size_hint().unwrap_or(0)));
-            while let Some(uri) = seq.next_element_seed(Entry {
+            while let Some(uri) = seq.next_element_seed(ReadAny(Entry {
                 keys: &mut *self.keys,
                 rules: self.rules,
-            })? {
+            }))? {
                 match (&mut uris, uri) {
                     (Some(uris), Some(uri)) => uris.push(uri),
                     _ => uris = None,
@@ -295,10 +282,8 @@ capture_seed! {
             let mut keys = KeySet::new(self.keys);
             let (mut uri, mut plain) = (None, true);
             while let Some(Key(key)) = map.next_key()? {
-                if keys.is_empty() && matches!(key, Cow::Borrowed(NUMBER)) {
-                    // A number (see the module docs): not an entry.
-                    plain = false;
-                }
+                // A number (see the module docs): not an entry.
+                plain &= !(keys.is_empty() && matches!(key, Cow::Borrowed(NUMBER)));
                 keys.insert(key.clone())?;
                 match &*key {
                     "uri" => match member(&mut map, &mut keys, true)? {
@@ -330,9 +315,6 @@ capture_seed! {
     /// holds exactly one the read path takes.
     Contents -> (Seen<'de>, Option<Item<'de>>) {
         accept_non_strings!(Self::Value, (Seen::Scalar, None));
-        fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Self::Value, E> {
-            Ok((Seen::Str(None), None))
-        }
         fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
             Ok((Seen::Str(None), None))
         }
@@ -345,10 +327,10 @@ capture_seed! {
             Ok((seen, None))
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let first = seq.next_element_seed(ItemSeed {
+            let first = seq.next_element_seed(ReadAny(ItemSeed {
                 keys: &mut *self.keys,
                 rules: self.rules,
-            })?;
+            }))?;
             // None, or a second item: the value path judges each of several.
             let more = seq.next_element_seed(checked::check(&mut *self.keys))?.is_some();
             if more {
@@ -367,9 +349,7 @@ capture_seed! {
             let mut keys = KeySet::new(self.keys);
             let (mut item, mut plain) = (Item::default(), true);
             while let Some(Key(key)) = map.next_key()? {
-                if keys.is_empty() && matches!(key, Cow::Borrowed(NUMBER)) {
-                    plain = false;
-                }
+                plain &= !(keys.is_empty() && matches!(key, Cow::Borrowed(NUMBER)));
                 keys.insert(key.clone())?;
                 let slot = match &*key {
                     "uri" => &mut item.uri,

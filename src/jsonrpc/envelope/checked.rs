@@ -12,6 +12,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::de::{
     self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
@@ -54,10 +55,12 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for CheckedSeed<'_, 'de,
     }
 }
 
-/// Any value, checked, kept as a `Value`.
-pub(super) fn value<'k, 'de>(keys: &'k mut KeyBuf<'de>) -> CheckedSeed<'k, 'de, PhantomValue> {
+/// Any value, checked, kept as a `Value` (read by `Value`'s own `Deserialize`).
+pub(super) fn value<'k, 'de>(
+    keys: &'k mut KeyBuf<'de>,
+) -> CheckedSeed<'k, 'de, PhantomData<Value>> {
     CheckedSeed {
-        seed: PhantomValue,
+        seed: PhantomData,
         keys,
     }
 }
@@ -103,16 +106,6 @@ impl<'de> DeserializeSeed<'de> for Nothing {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
         IgnoredAny::deserialize(de).map(drop)
-    }
-}
-
-/// `Value`'s own `Deserialize`, as a seed.
-pub(super) struct PhantomValue;
-
-impl<'de> DeserializeSeed<'de> for PhantomValue {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Value, D::Error> {
-        Value::deserialize(de)
     }
 }
 

@@ -146,11 +146,7 @@ impl<I: Interceptor> Router<'_, I> {
         let action = match action {
             Action::Forward => Action::Replace(built),
             Action::Defer(fut) => Action::Defer(Box::pin(async move {
-                let mut action = fut.await;
-                while let Action::Defer(next) = action {
-                    action = next.await;
-                }
-                match action {
+                match settled(fut.await).await {
                     Action::Forward => Action::Replace(built),
                     other => other,
                 }
@@ -171,6 +167,14 @@ fn waiting_for(after: Option<Drain>, action: Action) -> Action {
             action
         })),
     }
+}
+
+/// `action`, once every deferral in it is resolved.
+async fn settled(mut action: Action) -> Action {
+    while let Action::Defer(next) = action {
+        action = next.await;
+    }
+    action
 }
 
 /// Turns a final (or deferred) action into a step, keeping the pending tables right: a request
@@ -197,30 +201,26 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
             if let (Kind::Request, Some(id)) = (routed.kind, &routed.id) {
                 match from {
                     Side::Host => {
-                        match session.track_host_request(
+                        let Some(generation) = session.track_host_request(
                             id,
                             Arc::clone(&routed.method),
                             routed.request,
                             routed.answer_built,
-                        ) {
-                            Some(generation) => {
-                                if let Dest::Server { generation: g, .. } = &mut routed.to {
-                                    *g = generation;
-                                }
-                                if let Some(o) = session.observer() {
-                                    o.forwarded(id);
-                                }
+                        ) else {
+                            let cause = session.server_gone_cause().unwrap_or_default();
+                            if is_initialize {
+                                session.initialize_decided();
                             }
-                            None => {
-                                let cause = session.server_gone_cause().unwrap_or_default();
-                                if is_initialize {
-                                    session.initialize_decided();
-                                }
-                                if let Some(o) = session.observer() {
-                                    o.answered(id, super::super::Answer::ServerGone);
-                                }
-                                return Step::Reply(server_gone_error(id, &routed.method, &cause));
+                            if let Some(o) = session.observer() {
+                                o.answered(id, super::super::Answer::ServerGone);
                             }
+                            return Step::Reply(server_gone_error(id, &routed.method, &cause));
+                        };
+                        if let Dest::Server { generation: g, .. } = &mut routed.to {
+                            *g = generation;
+                        }
+                        if let Some(o) = session.observer() {
+                            o.forwarded(id);
                         }
                     }
                     Side::Server => {
@@ -298,11 +298,7 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
         Action::Defer(fut) => {
             let session = Arc::clone(session);
             Step::Later(Box::pin(async move {
-                let mut action = fut.await;
-                while let Action::Defer(next) = action {
-                    action = next.await;
-                }
-                finish(routed, action, &session)
+                finish(routed, settled(fut.await).await, &session)
             }))
         }
     }

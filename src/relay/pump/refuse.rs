@@ -145,7 +145,7 @@ impl<I: Interceptor> Router<'_, I> {
                 p.method
             );
             let line = error_response(Some(&p.id), rpc_error::BAD_SERVER_RESPONSE, &msg, None);
-            self.session.send_detached(Side::Host, line.into());
+            self.session.send_detached(line.into());
         }
     }
 
@@ -165,9 +165,10 @@ impl<I: Interceptor> Router<'_, I> {
             Step::Reply(reply) => Some(reply),
             _ => None,
         };
-        let action = match reply {
-            Some(_) => "answered_with_error",
-            None => "dropped",
+        let action = if reply.is_some() {
+            "answered_with_error"
+        } else {
+            "dropped"
         };
         let detail = "too many messages are waiting for a decision".into();
         self.report("too_many_held", detail, None, action, Offending::line(line));
@@ -183,26 +184,24 @@ impl<I: Interceptor> Router<'_, I> {
         if self.from == Side::Host && env.method.as_deref() == Some(methods::INITIALIZE) {
             self.session.initialize_decided();
         }
-        match (env.kind, env.id) {
-            (Kind::Request, Some(id)) => {
-                // Not tracked yet (that happens when it is forwarded): answered here instead.
-                if self.from == Side::Host {
-                    self.session.answered_locally(&id);
-                    if let Some(o) = self.session.observer() {
-                        o.answered(
-                            &id,
-                            super::super::Answer::Local {
-                                error: Some(rpc_error::SERVER_GONE),
-                                withheld: text.len() as u64,
-                            },
-                        );
-                    }
-                }
-                let msg = "rootfence: too many messages are waiting for a decision; send this request again shortly";
-                Step::Reply(error_response(Some(&id), rpc_error::SERVER_GONE, msg, None).into())
+        let (Kind::Request, Some(id)) = (env.kind, env.id) else {
+            return Step::Nothing;
+        };
+        // Not tracked yet (that happens when it is forwarded): answered here instead.
+        if self.from == Side::Host {
+            self.session.answered_locally(&id);
+            if let Some(o) = self.session.observer() {
+                o.answered(
+                    &id,
+                    super::super::Answer::Local {
+                        error: Some(rpc_error::SERVER_GONE),
+                        withheld: text.len() as u64,
+                    },
+                );
             }
-            _ => Step::Nothing,
         }
+        let msg = "rootfence: too many messages are waiting for a decision; send this request again shortly";
+        Step::Reply(error_response(Some(&id), rpc_error::SERVER_GONE, msg, None).into())
     }
 
     /// Reports a problem with a frame that is not even a message.

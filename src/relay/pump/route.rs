@@ -11,7 +11,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::super::intercept::Interceptor;
-use super::super::session::{Matched, Pending, Side};
+use super::super::session::{Gen, Matched, Pending, Side};
 use super::{
     Dest, Internal, Observed, Offending, Routed, Router, Step, answer_built, server_gone_error,
 };
@@ -59,14 +59,8 @@ impl<I: Interceptor> Router<'_, I> {
             .icpt
             .value_path()
             .is_some_and(|vp| answer_built(vp, self.from.other(), &method));
-        let to = match self.from {
-            // The generation is decided when the request is forwarded.
-            Side::Host => Dest::Server {
-                generation: 0,
-                prio: is_initialize,
-            },
-            Side::Server => Dest::Host,
-        };
+        // (A host request's generation is decided when it is forwarded.)
+        let to = self.toward(0, is_initialize);
         let routed = Routed {
             request,
             observed,
@@ -134,17 +128,11 @@ impl<I: Interceptor> Router<'_, I> {
     /// under the id its receiver knows it by.
     fn notification(&self, env: Envelope<'_>, text: &str) -> Step {
         let method = method_name(env.method.as_deref().unwrap_or_default());
-        let mut to = match self.from {
-            Side::Host => {
-                self.session.host_message_seen(false);
-                self.note_unlaunched(&method);
-                Dest::Server {
-                    generation: 0,
-                    prio: false,
-                }
-            }
-            Side::Server => Dest::Host,
-        };
+        if self.from == Side::Host {
+            self.session.host_message_seen(false);
+            self.note_unlaunched(&method);
+        }
+        let mut to = self.toward(0, false);
         let mut bytes_override = None;
         if &*method == methods::CANCELLED {
             match self.follow_cancellation(text, &mut to) {
@@ -185,12 +173,7 @@ impl<I: Interceptor> Router<'_, I> {
                 return None;
             }
             // The cancellation goes where the request went.
-            Some(Some(generation)) if self.from == Side::Host => {
-                *to = Dest::Server {
-                    generation,
-                    prio: false,
-                };
-            }
+            Some(Some(generation)) => *to = self.toward(generation, false),
             _ => {}
         }
         if self.from == Side::Server && self.origin.generation > 1 {
@@ -273,13 +256,7 @@ impl<I: Interceptor> Router<'_, I> {
             self.session
                 .record_answered(&pending.method, &id, kind == Kind::Response);
         }
-        let to = match from {
-            Side::Host => Dest::Server {
-                generation: pending.generation,
-                prio: true,
-            },
-            Side::Server => Dest::Host,
-        };
+        let to = self.toward(pending.generation, true);
         let observed = (from == Side::Server && self.session.observer().is_some()).then(|| {
             Box::new(Observed {
                 len: text.len(),
@@ -296,6 +273,15 @@ impl<I: Interceptor> Router<'_, I> {
             ..self.routed(kind, Some(id), pending.method, to)
         };
         self.decide(routed, text, &env.capture, env.value, internal)
+    }
+
+    /// Where a message from this pump goes: to the host, or to server `generation` on the
+    /// lane `prio` says.
+    fn toward(&self, generation: Gen, prio: bool) -> Dest {
+        match self.from {
+            Side::Host => Dest::Server { generation, prio },
+            Side::Server => Dest::Host,
+        }
     }
 
     /// A message's routing identity, with nothing to note on the way.

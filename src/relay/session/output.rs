@@ -10,22 +10,17 @@ use super::*;
 
 impl Session {
     /// Forwards a message from the server to the host, waiting while the host's queue is full
-    /// (flow control). False when the host's writer has stopped.
-    pub(crate) async fn send_host(&self, line: Bytes) -> bool {
-        self.to_host.main.send(Outgoing::Line(line)).await.is_ok()
+    /// (flow control). (A message for a writer that stopped is dropped.)
+    pub(crate) async fn send_host(&self, line: Bytes) {
+        let _ = self.to_host.main.send(Outgoing::Line(line)).await;
     }
 
-    /// Forwards a message to one server generation (`None`: the current one), waiting while
-    /// its queue is full.
-    pub(crate) async fn send_server(&self, generation: Option<Gen>, line: Bytes) -> bool {
-        let lanes = {
-            let st = self.state();
-            let g = generation.unwrap_or(st.current);
-            st.gens.get(&g).map(|l| l.lanes.clone())
-        };
-        match lanes {
-            Some(lanes) => lanes.main.send(Outgoing::Line(line)).await.is_ok(),
-            None => false,
+    /// Forwards a message to one server generation, waiting while its queue is full. (A
+    /// message for a generation that is gone is dropped.)
+    pub(crate) async fn send_server(&self, generation: Gen, line: Bytes) {
+        let lanes = self.state().gens.get(&generation).map(|l| l.lanes.clone());
+        if let Some(lanes) = lanes {
+            let _ = lanes.main.send(Outgoing::Line(line)).await;
         }
     }
 
@@ -33,17 +28,9 @@ impl Session {
     /// used when a pump answers the side it reads from, which must not block on that side's
     /// input (a peer that is blocked writing its output does not read its input). Bounded: a
     /// host that lets the queue fill up does not read, and the session ends.
-    pub fn send_detached(self: &Arc<Self>, to: Side, line: Bytes) {
-        match to {
-            Side::Host => {
-                if self.to_host.try_prio(line).is_err() {
-                    self.stuck(Side::Host, 0);
-                }
-            }
-            Side::Server => {
-                let g = self.generation();
-                self.send_prio_server(g, line);
-            }
+    pub fn send_detached(self: &Arc<Self>, line: Bytes) {
+        if self.to_host.try_prio(line).is_err() {
+            self.stuck(Side::Host, 0);
         }
     }
 

@@ -24,7 +24,7 @@ impl Session {
     ) -> oneshot::Receiver<Value> {
         let (id, line, reply, rx) = self.own_request(method, params);
         self.state().own_host.insert(id.key().clone(), reply);
-        self.send_detached(Side::Host, line);
+        self.send_detached(line);
         rx
     }
 
@@ -107,14 +107,7 @@ impl Session {
         }
         let generation = st.current;
         st.cancelled_by_host.remove(id.key());
-        let pending = Pending {
-            id: id.clone(),
-            method,
-            started: Instant::now(),
-            generation,
-            request,
-            answer_built,
-        };
+        let pending = Pending::new(id, method, generation, request, answer_built);
         self.count_answer(Side::Server, Some(&pending), 1);
         let replaced = st.host_pending.insert(id.key().clone(), pending);
         self.count_answer(Side::Server, replaced.as_ref(), -1);
@@ -138,14 +131,7 @@ impl Session {
         };
         let mut st = self.state();
         st.cancelled_by_server.remove(host_id.key());
-        let pending = Pending {
-            id: id.clone(),
-            method,
-            started: Instant::now(),
-            generation,
-            request: None,
-            answer_built,
-        };
+        let pending = Pending::new(id, method, generation, None, answer_built);
         self.count_answer(Side::Host, Some(&pending), 1);
         let original = (generation > 1).then(|| id.clone());
         let replaced = st
@@ -181,23 +167,7 @@ impl Session {
     /// asks, to build the value of a response that takes the value path in its one pass):
     /// the method of the request in flight, `Some(None)` for one of rootfence's own.
     pub(crate) fn answers(&self, from: Side, generation: Gen, id: &Id) -> Option<Option<Arc<str>>> {
-        let st = self.state();
-        let key = id.key();
-        let (own, pending) = match from {
-            Side::Host => (
-                st.own_host.contains_key(key),
-                st.server_pending.get(key).map(|sp| &sp.pending),
-            ),
-            Side::Server => (
-                st.own_server
-                    .get(key)
-                    .is_some_and(|(g, _)| *g == generation),
-                st.host_pending
-                    .get(key)
-                    .filter(|p| p.generation == generation),
-            ),
-        };
-        match (own, pending) {
+        match self.state().answered(from, generation, id.key()) {
             (true, _) => Some(None),
             (false, pending) => pending.map(|p| Some(Arc::clone(&p.method))),
         }
@@ -243,49 +213,35 @@ impl Session {
     /// request it answers.
     pub(crate) fn match_response(&self, from: Side, generation: Gen, id: &Id) -> Matched {
         let mut st = self.state();
-        match from {
-            Side::Host => {
-                if let Some(own) = st.own_host.remove(id.key()) {
-                    return Matched::Own(own);
-                }
-                if let Some(sp) = st.server_pending.remove(id.key()) {
-                    self.count_answer(Side::Host, Some(&sp.pending), -1);
-                    return Matched::Pending {
-                        pending: sp.pending,
-                        restore: sp.original,
-                    };
-                }
-                if st.cancelled_by_server.remove(id.key()) {
-                    return Matched::Cancelled;
-                }
+        let key = id.key();
+        let (own, pending) = st.answered(from, generation, key);
+        let pending = pending.is_some();
+        let matched = match from {
+            Side::Host if own => st.own_host.remove(key).map(Matched::Own),
+            Side::Server if own => st.own_server.remove(key).map(|(_, own)| Matched::Own(own)),
+            Side::Host if pending => st.server_pending.remove(key).map(|sp| Matched::Pending {
+                pending: sp.pending,
+                restore: sp.original,
+            }),
+            Side::Server if pending => {
+                st.host_pending.remove(key).map(|pending| Matched::Pending {
+                    pending,
+                    restore: None,
+                })
             }
-            Side::Server => {
-                if st
-                    .own_server
-                    .get(id.key())
-                    .is_some_and(|(g, _)| *g == generation)
-                {
-                    let (_, own) = st.own_server.remove(id.key()).expect("just seen");
-                    return Matched::Own(own);
-                }
-                if st
-                    .host_pending
-                    .get(id.key())
-                    .is_some_and(|p| p.generation == generation)
-                {
-                    let pending = st.host_pending.remove(id.key()).expect("just seen");
-                    self.count_answer(Side::Server, Some(&pending), -1);
-                    return Matched::Pending {
-                        pending,
-                        restore: None,
-                    };
-                }
-                if st.cancelled_by_host.remove(id.key()) {
-                    return Matched::Cancelled;
-                }
-            }
+            Side::Host => st
+                .cancelled_by_server
+                .remove(key)
+                .then_some(Matched::Cancelled),
+            Side::Server => st
+                .cancelled_by_host
+                .remove(key)
+                .then_some(Matched::Cancelled),
+        };
+        if let Some(Matched::Pending { pending, .. }) = &matched {
+            self.count_answer(from, Some(pending), -1);
         }
-        Matched::Unmatched
+        matched.unwrap_or(Matched::Unmatched)
     }
 
     /// Handles `notifications/cancelled` from `from` for `request_id`. Returns `None` when the
