@@ -95,6 +95,7 @@ impl std::fmt::Debug for CheckpointKey {
 impl CheckpointKey {
     /// Reads a PKCS#8 PEM Ed25519 private key, refusing a file others may read or write.
     pub fn load(path: &Path) -> Result<CheckpointKey, KeyError> {
+        let unreadable = |e: io::Error| key_err(path, format!("cannot be read: {e}"));
         let mut f = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
@@ -109,9 +110,7 @@ impl CheckpointKey {
                     format!("cannot be read: {e}; make one with `rootfence audit keygen`"),
                 ),
             })?;
-        let m = f
-            .metadata()
-            .map_err(|e| key_err(path, format!("cannot be read: {e}")))?;
+        let m = f.metadata().map_err(unreadable)?;
         if !m.is_file() {
             return Err(key_err(path, "is not a regular file"));
         }
@@ -139,8 +138,7 @@ impl CheckpointKey {
             return Err(key_err(path, "is too large to be a PEM key"));
         }
         let mut text = String::new();
-        f.read_to_string(&mut text)
-            .map_err(|e| key_err(path, format!("cannot be read: {e}")))?;
+        f.read_to_string(&mut text).map_err(unreadable)?;
         let key = SigningKey::from_pkcs8_pem(&text).map_err(|e| {
             key_err(
                 path,
@@ -164,17 +162,12 @@ impl CheckpointKey {
 
 /// Reads an SPKI PEM Ed25519 public key (`rootfence audit keygen`'s `.pub` file).
 pub fn load_public_key(path: &Path) -> Result<VerifyingKey, KeyError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        KeyError(format!(
-            "public key {}: cannot be read: {e}",
-            path.display()
-        ))
-    })?;
+    let err = |what: String| KeyError(format!("public key {}: {what}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot be read: {e}")))?;
     VerifyingKey::from_public_key_pem(&text).map_err(|e| {
-        KeyError(format!(
-            "public key {}: not an SPKI PEM Ed25519 public key ({e}); give the .pub file \
-             `rootfence audit keygen` wrote (or `openssl pkey -pubout`)",
-            path.display()
+        err(format!(
+            "not an SPKI PEM Ed25519 public key ({e}); give the .pub file `rootfence audit \
+             keygen` wrote (or `openssl pkey -pubout`)"
         ))
     })
 }
@@ -452,8 +445,6 @@ pub struct Checkpoint {
     pub n: u64,
     /// When it was signed.
     pub ts: String,
-    /// The session that signed it.
-    pub session: String,
     /// The seq it covers.
     pub seq: u64,
     /// The hash of record `seq`.
@@ -579,12 +570,10 @@ fn check_line(
             f.n, f.seq, p.n, p.seq
         ));
     }
-    let _ = f.log;
     Ok(Checkpoint {
         line: no,
         n: f.n,
         ts: f.ts,
-        session: f.session,
         seq: f.seq,
         head,
     })

@@ -708,10 +708,7 @@ fn param_value(s: &str, out: &mut Vec<u8>) {
             c if super::event::is_unsafe_display_char(c) => {
                 let _ = write!(out, "\\\\u{:04X}", u32::from(c));
             }
-            c => {
-                let mut b = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
-            }
+            c => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
         }
     }
 }
