@@ -234,13 +234,7 @@ pub fn outside_reach(
 ) -> Result<(), String> {
     // The file itself may not exist yet (a checkpoint file): judge its directory.
     let mut at = std::fs::canonicalize(path).ok().or_else(|| {
-        let parent = path.parent()?;
-        let dir = std::fs::canonicalize(if parent.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            parent
-        })
-        .ok()?;
+        let dir = std::fs::canonicalize(super::dir_of(path)).ok()?;
         Some(dir.join(path.file_name()?))
     });
     while let Some(p) = at {
@@ -370,10 +364,11 @@ impl Checkpointer {
         // is written so far comes last.
         let _ = serde_json::to_writer(&mut line, &fields);
         line.pop();
-        let mut msg = Vec::with_capacity(SIG_CONTEXT.len() + line.len());
-        msg.extend_from_slice(SIG_CONTEXT);
-        msg.extend_from_slice(&line[start..]);
-        let sig = self.cfg.key.key.sign(&msg);
+        let sig = self
+            .cfg
+            .key
+            .key
+            .sign(&[SIG_CONTEXT, &line[start..]].concat());
         line.extend_from_slice(b",\"sig\":\"");
         line.extend_from_slice(hex(&sig.to_bytes()).as_bytes());
         line.extend_from_slice(b"\"}\n");
@@ -405,15 +400,8 @@ fn last_checkpoint(f: &File, size: u64) -> io::Result<(u64, Hash, bool)> {
     let mut buf = vec![0u8; window as usize];
     f.read_exact_at(&mut buf, size - window)?;
     let torn = buf.last() != Some(&b'\n');
-    let body = if torn {
-        &buf[..]
-    } else {
-        &buf[..buf.len() - 1]
-    };
-    let line = match memchr::memrchr(b'\n', body) {
-        Some(i) => &body[i + 1..],
-        None => body,
-    };
+    let body = buf.strip_suffix(b"\n").unwrap_or(&buf);
+    let line = memchr::memrchr(b'\n', body).map_or(body, |i| &body[i + 1..]);
     let n = serde_json::from_slice::<Fields>(line).map_or(0, |c| c.n);
     Ok((n, chain::sha256(line), torn))
 }
@@ -526,22 +514,23 @@ fn check_line(
             f.key
         ));
     }
-    let at = find_sig(line).ok_or("the signature is not the last field")?;
-    let sig_hex = &line[at + 8..line.len() - 2];
+    const SIG: &[u8] = b",\"sig\":\"";
+    let at = memchr::memmem::rfind(line, SIG)
+        .filter(|_| line.ends_with(b"\"}"))
+        .ok_or("the signature is not the last field")?;
+    let sig_hex = &line[at + SIG.len()..line.len() - 2];
     if sig_hex != f.sig.as_bytes() {
         return Err("the signature is not the last field".into());
     }
     let sig = parse_hex::<64>(sig_hex)
         .map(|b| Signature::from_bytes(&b))
         .ok_or("the signature is not 128 lowercase hex digits")?;
-    let mut msg = Vec::with_capacity(SIG_CONTEXT.len() + at);
-    msg.extend_from_slice(SIG_CONTEXT);
-    msg.extend_from_slice(&line[..at]);
-    key.verify(&msg, &sig).map_err(|_| {
-        "the signature does not verify: this checkpoint was forged or altered after it was \
+    key.verify(&[SIG_CONTEXT, &line[..at]].concat(), &sig)
+        .map_err(|_| {
+            "the signature does not verify: this checkpoint was forged or altered after it was \
          signed"
-            .to_owned()
-    })?;
+                .to_owned()
+        })?;
     let head = parse_hex::<32>(f.head.as_bytes()).ok_or("head is not 64 lowercase hex digits")?;
     let chained =
         parse_hex::<32>(f.prev.as_bytes()).ok_or("prev is not 64 lowercase hex digits")?;
@@ -577,14 +566,6 @@ fn check_line(
         seq: f.seq,
         head,
     })
-}
-
-fn find_sig(line: &[u8]) -> Option<usize> {
-    const SIG: &[u8] = b",\"sig\":\"";
-    if !line.ends_with(b"\"}") {
-        return None;
-    }
-    memchr::memmem::rfind(line, SIG)
 }
 
 #[cfg(test)]

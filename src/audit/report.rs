@@ -593,13 +593,12 @@ fn table(o: &mut String, p: &Page) {
     o.push_str("</tbody></table></section>");
 }
 
+/// `s` cut to `n` characters, with `…` when something was cut.
 fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_owned();
+    match s.char_indices().nth(n) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
     }
-    let mut t: String = s.chars().take(n).collect();
-    t.push('…');
-    t
 }
 
 #[cfg(test)]

@@ -191,10 +191,7 @@ fn follow_file(
 /// The file after the one with inode `ino` in the family of the active file `active`
 /// (`<log>.<N>` in rotation order, then `<log>`), or `None` when it is not found.
 fn next_in_family(active: &Path, ino: u64) -> Option<PathBuf> {
-    let dir = active
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = super::dir_of(active);
     let name = active.file_name()?.to_str()?;
     let mut members: Vec<PathBuf> = std::fs::read_dir(dir)
         .ok()?

@@ -98,10 +98,7 @@ impl Sink {
                 )
             })?
             .to_owned();
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let dir = super::dir_of(&path).to_path_buf();
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)

@@ -565,12 +565,11 @@ impl Formatter {
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty() && t.bytes().all(printusascii))
             .unwrap_or("-");
-        let msgid: String =
-            if !event.is_empty() && event.len() <= 32 && event.bytes().all(printusascii) {
-                event.to_owned()
-            } else {
-                "-".into()
-            };
+        let msgid = if !event.is_empty() && event.len() <= 32 && event.bytes().all(printusascii) {
+            event
+        } else {
+            "-"
+        };
         let mut head = Vec::with_capacity(128);
         let _ = write!(
             head,
