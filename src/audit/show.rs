@@ -73,7 +73,10 @@ pub fn show(
 ) -> std::io::Result<()> {
     let files = super::order_files(files);
     let mut io_err: Option<std::io::Error> = None;
-    let mut p = Printer::new(opts.format);
+    let mut p = Printer {
+        format: opts.format,
+        ..Printer::default()
+    };
     let (read_now, follow) = match (opts.follow, files.split_last()) {
         (true, Some((last, rest))) => (rest, Some(last.clone())),
         _ => (&files[..], None),
@@ -210,6 +213,7 @@ fn next_in_family(active: &Path, ino: u64) -> Option<PathBuf> {
 }
 
 /// Prints records in one format.
+#[derive(Default)]
 struct Printer {
     format: Format,
     ocsf: super::ocsf::Mapper,
@@ -218,15 +222,6 @@ struct Printer {
 }
 
 impl Printer {
-    fn new(format: Format) -> Printer {
-        Printer {
-            format,
-            ocsf: super::ocsf::Mapper::default(),
-            text: String::with_capacity(256),
-            json: Vec::with_capacity(1024),
-        }
-    }
-
     /// A record the filters left out: OCSF still needs its session's facts (the claimed
     /// names of `initialized`, the client address of `session_start`) for the decisions
     /// that are shown.

@@ -50,7 +50,6 @@ pub(super) type Item<'a> = (i64, &'a [u8], bool);
 struct Head {
     seq: u64,
     hash: Hash,
-    dev: u64,
     ino: u64,
     /// The file's size, including what this writer wrote.
     size: u64,
@@ -450,7 +449,6 @@ impl Sink {
         self.head = Some(Head {
             seq,
             hash,
-            dev: m.dev(),
             ino: m.ino(),
             size: m.len(),
         });
@@ -478,7 +476,6 @@ impl Sink {
         let file = self.open_active()?;
         let m = file.metadata().map_err(|e| self.open_err(e))?;
         if let Some(h) = self.head.as_mut() {
-            h.dev = m.dev();
             h.ino = m.ino();
             h.size = m.len();
         }

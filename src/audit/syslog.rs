@@ -230,7 +230,7 @@ struct Queue {
     closing: Option<Instant>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Shared {
     cap: usize,
     q: Mutex<Queue>,
@@ -297,10 +297,8 @@ impl Syslog {
     pub(super) fn start(cfg: SyslogConfig) -> io::Result<Syslog> {
         let shared = Arc::new(Shared {
             cap: cfg.queue.max(1),
-            q: Mutex::new(Queue::default()),
-            cv: Condvar::new(),
-            dropped: AtomicU64::new(0),
             last_error: Mutex::new("queue full".into()),
+            ..Shared::default()
         });
         let s2 = Arc::clone(&shared);
         let fmt = Formatter::new(&cfg);
