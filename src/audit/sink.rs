@@ -86,7 +86,6 @@ impl Sink {
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
-            .filter(|n| !n.is_empty())
             .ok_or_else(|| {
                 AuditError::open(
                     &path,
