@@ -458,14 +458,9 @@ fn run(cfg: &SyslogConfig, shared: &Shared, fmt: &Formatter) {
         }
         let r = match conn.as_mut() {
             Some(c) => send(c, &batch, shared),
-            None => match connect(&cfg.transport) {
-                Ok(mut c) => {
-                    let r = send(&mut c, &batch, shared);
-                    conn = Some(c);
-                    r
-                }
-                Err(e) => Err((0, e)),
-            },
+            None => connect(&cfg.transport)
+                .map_err(|e| (0, e))
+                .and_then(|c| send(conn.insert(c), &batch, shared)),
         };
         match r {
             Ok(()) => {
@@ -485,10 +480,9 @@ fn run(cfg: &SyslogConfig, shared: &Shared, fmt: &Formatter) {
                     return;
                 }
                 // Wait before trying again; a close wakes us.
-                let wait = match q.closing {
-                    Some(d) => backoff.min(d.saturating_duration_since(Instant::now())),
-                    None => backoff,
-                };
+                let wait = q.closing.map_or(backoff, |d| {
+                    backoff.min(d.saturating_duration_since(Instant::now()))
+                });
                 let _ = shared.cv.wait_timeout(q, wait);
                 backoff = (backoff * 2).min(Duration::from_secs(5));
             }
