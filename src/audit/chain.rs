@@ -105,10 +105,7 @@ pub(crate) struct Envelope<'a> {
 impl Envelope<'_> {
     /// The event part as its own JSON object.
     pub fn body(&self, line: &[u8]) -> Vec<u8> {
-        let mut b = Vec::with_capacity(line.len() - self.body_start + 1);
-        b.push(b'{');
-        b.extend_from_slice(&line[self.body_start..]);
-        b
+        [b"{", &line[self.body_start..]].concat()
     }
 }
 

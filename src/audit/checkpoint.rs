@@ -95,6 +95,7 @@ impl std::fmt::Debug for CheckpointKey {
 impl CheckpointKey {
     /// Reads a PKCS#8 PEM Ed25519 private key, refusing a file others may read or write.
     pub fn load(path: &Path) -> Result<CheckpointKey, KeyError> {
+        let unreadable = |e: io::Error| key_err(path, format!("cannot be read: {e}"));
         let mut f = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
@@ -109,9 +110,7 @@ impl CheckpointKey {
                     format!("cannot be read: {e}; make one with `rootfence audit keygen`"),
                 ),
             })?;
-        let m = f
-            .metadata()
-            .map_err(|e| key_err(path, format!("cannot be read: {e}")))?;
+        let m = f.metadata().map_err(unreadable)?;
         if !m.is_file() {
             return Err(key_err(path, "is not a regular file"));
         }
@@ -139,8 +138,7 @@ impl CheckpointKey {
             return Err(key_err(path, "is too large to be a PEM key"));
         }
         let mut text = String::new();
-        f.read_to_string(&mut text)
-            .map_err(|e| key_err(path, format!("cannot be read: {e}")))?;
+        f.read_to_string(&mut text).map_err(unreadable)?;
         let key = SigningKey::from_pkcs8_pem(&text).map_err(|e| {
             key_err(
                 path,
@@ -164,17 +162,12 @@ impl CheckpointKey {
 
 /// Reads an SPKI PEM Ed25519 public key (`rootfence audit keygen`'s `.pub` file).
 pub fn load_public_key(path: &Path) -> Result<VerifyingKey, KeyError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        KeyError(format!(
-            "public key {}: cannot be read: {e}",
-            path.display()
-        ))
-    })?;
+    let err = |what: String| KeyError(format!("public key {}: {what}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot be read: {e}")))?;
     VerifyingKey::from_public_key_pem(&text).map_err(|e| {
-        KeyError(format!(
-            "public key {}: not an SPKI PEM Ed25519 public key ({e}); give the .pub file \
-             `rootfence audit keygen` wrote (or `openssl pkey -pubout`)",
-            path.display()
+        err(format!(
+            "not an SPKI PEM Ed25519 public key ({e}); give the .pub file `rootfence audit \
+             keygen` wrote (or `openssl pkey -pubout`)"
         ))
     })
 }
@@ -241,13 +234,7 @@ pub fn outside_reach(
 ) -> Result<(), String> {
     // The file itself may not exist yet (a checkpoint file): judge its directory.
     let mut at = std::fs::canonicalize(path).ok().or_else(|| {
-        let parent = path.parent()?;
-        let dir = std::fs::canonicalize(if parent.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            parent
-        })
-        .ok()?;
+        let dir = std::fs::canonicalize(super::dir_of(path)).ok()?;
         Some(dir.join(path.file_name()?))
     });
     while let Some(p) = at {
@@ -377,10 +364,11 @@ impl Checkpointer {
         // is written so far comes last.
         let _ = serde_json::to_writer(&mut line, &fields);
         line.pop();
-        let mut msg = Vec::with_capacity(SIG_CONTEXT.len() + line.len());
-        msg.extend_from_slice(SIG_CONTEXT);
-        msg.extend_from_slice(&line[start..]);
-        let sig = self.cfg.key.key.sign(&msg);
+        let sig = self
+            .cfg
+            .key
+            .key
+            .sign(&[SIG_CONTEXT, &line[start..]].concat());
         line.extend_from_slice(b",\"sig\":\"");
         line.extend_from_slice(hex(&sig.to_bytes()).as_bytes());
         line.extend_from_slice(b"\"}\n");
@@ -412,15 +400,8 @@ fn last_checkpoint(f: &File, size: u64) -> io::Result<(u64, Hash, bool)> {
     let mut buf = vec![0u8; window as usize];
     f.read_exact_at(&mut buf, size - window)?;
     let torn = buf.last() != Some(&b'\n');
-    let body = if torn {
-        &buf[..]
-    } else {
-        &buf[..buf.len() - 1]
-    };
-    let line = match memchr::memrchr(b'\n', body) {
-        Some(i) => &body[i + 1..],
-        None => body,
-    };
+    let body = buf.strip_suffix(b"\n").unwrap_or(&buf);
+    let line = memchr::memrchr(b'\n', body).map_or(body, |i| &body[i + 1..]);
     let n = serde_json::from_slice::<Fields>(line).map_or(0, |c| c.n);
     Ok((n, chain::sha256(line), torn))
 }
@@ -452,8 +433,6 @@ pub struct Checkpoint {
     pub n: u64,
     /// When it was signed.
     pub ts: String,
-    /// The session that signed it.
-    pub session: String,
     /// The seq it covers.
     pub seq: u64,
     /// The hash of record `seq`.
@@ -535,22 +514,23 @@ fn check_line(
             f.key
         ));
     }
-    let at = find_sig(line).ok_or("the signature is not the last field")?;
-    let sig_hex = &line[at + 8..line.len() - 2];
+    const SIG: &[u8] = b",\"sig\":\"";
+    let at = memchr::memmem::rfind(line, SIG)
+        .filter(|_| line.ends_with(b"\"}"))
+        .ok_or("the signature is not the last field")?;
+    let sig_hex = &line[at + SIG.len()..line.len() - 2];
     if sig_hex != f.sig.as_bytes() {
         return Err("the signature is not the last field".into());
     }
     let sig = parse_hex::<64>(sig_hex)
         .map(|b| Signature::from_bytes(&b))
         .ok_or("the signature is not 128 lowercase hex digits")?;
-    let mut msg = Vec::with_capacity(SIG_CONTEXT.len() + at);
-    msg.extend_from_slice(SIG_CONTEXT);
-    msg.extend_from_slice(&line[..at]);
-    key.verify(&msg, &sig).map_err(|_| {
-        "the signature does not verify: this checkpoint was forged or altered after it was \
+    key.verify(&[SIG_CONTEXT, &line[..at]].concat(), &sig)
+        .map_err(|_| {
+            "the signature does not verify: this checkpoint was forged or altered after it was \
          signed"
-            .to_owned()
-    })?;
+                .to_owned()
+        })?;
     let head = parse_hex::<32>(f.head.as_bytes()).ok_or("head is not 64 lowercase hex digits")?;
     let chained =
         parse_hex::<32>(f.prev.as_bytes()).ok_or("prev is not 64 lowercase hex digits")?;
@@ -579,23 +559,13 @@ fn check_line(
             f.n, f.seq, p.n, p.seq
         ));
     }
-    let _ = f.log;
     Ok(Checkpoint {
         line: no,
         n: f.n,
         ts: f.ts,
-        session: f.session,
         seq: f.seq,
         head,
     })
-}
-
-fn find_sig(line: &[u8]) -> Option<usize> {
-    const SIG: &[u8] = b",\"sig\":\"";
-    if !line.ends_with(b"\"}") {
-        return None;
-    }
-    memchr::memmem::rfind(line, SIG)
 }
 
 #[cfg(test)]

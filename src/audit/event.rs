@@ -373,10 +373,8 @@ pub struct ProtocolError {
     /// The line's length in bytes.
     pub len: u64,
     /// SHA-256 of the line, lowercase hex.
-    #[serde(default)]
     pub sha256: Option<String>,
     /// The JSON-RPC id, when one could be read.
-    #[serde(default)]
     pub id: Option<RpcId>,
 }
 
@@ -486,7 +484,6 @@ pub struct DecisionSummary {
     #[serde(serialize_with = "ser_text")]
     pub method: String,
     /// The JSON-RPC id.
-    #[serde(default)]
     pub id: Option<RpcId>,
     /// The session-unique key of the request the page answers (as on `decision`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -277,6 +277,13 @@ impl AuditError {
     }
 }
 
+/// The directory `path` is in: its parent, or `.` for a bare file name.
+pub(crate) fn dir_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
 /// The default log file: `$XDG_STATE_HOME/rootfence/audit.jsonl`, or
 /// `$HOME/.local/state/rootfence/audit.jsonl` when `XDG_STATE_HOME` is unset or not absolute
 /// (as the XDG base directory spec says). The directory is created by [`AuditLog::open`].

@@ -94,14 +94,8 @@ pub fn report_html(
 ) -> std::io::Result<String> {
     let files = super::order_files(files);
     let verify = verify_files_with(&files, VerifyOptions::default(), None)?;
-    let mut lanes: Vec<Lane> = Vec::new();
+    let mut p = Page::default();
     let mut index: HashMap<String, usize> = HashMap::new();
-    // The decisions table's rows, as HTML, and how many.
-    let (mut rows, mut row_count) = (String::new(), 0usize);
-    let mut rows_omitted = 0u64;
-    let mut denied_paths: HashMap<String, u64> = HashMap::new();
-    let mut denied_tools: HashMap<String, u64> = HashMap::new();
-    let mut denied_rules: HashMap<String, u64> = HashMap::new();
     let warnings = for_each_record(
         &files,
         |rec, _| {
@@ -109,13 +103,13 @@ pub fn report_html(
                 return;
             }
             let i = *index.entry(rec.session.clone()).or_insert_with(|| {
-                lanes.push(Lane {
+                p.lanes.push(Lane {
                     session: rec.session.clone(),
                     ..Lane::default()
                 });
-                lanes.len() - 1
+                p.lanes.len() - 1
             });
-            let lane = &mut lanes[i];
+            let lane = &mut p.lanes[i];
             if let Some(ts) = rec.ts_micros {
                 lane.first = Some(lane.first.map_or(ts, |f| f.min(ts)));
                 lane.last = Some(lane.last.map_or(ts, |l| l.max(ts)));
@@ -180,16 +174,16 @@ pub fn report_html(
                     let uri = disp(d.uri.as_str());
                     let (drawn, max, kind) = if deny {
                         lane.denied += 1;
-                        *denied_paths.entry(uri.clone()).or_default() += 1;
+                        *p.denied_paths.entry(uri.clone()).or_default() += 1;
                         if !tool.is_empty() {
-                            *denied_tools.entry(tool.clone()).or_default() += 1;
+                            *p.denied_tools.entry(tool.clone()).or_default() += 1;
                         }
                         let r = if rule.is_empty() {
                             format!("(no rule: {})", disp(&d.reason))
                         } else {
                             rule.clone()
                         };
-                        *denied_rules.entry(r).or_default() += 1;
+                        *p.denied_rules.entry(r).or_default() += 1;
                         (&mut lane.deny_marks, MAX_DENY_MARKS, MarkKind::Deny)
                     } else {
                         lane.allowed += 1;
@@ -213,11 +207,11 @@ pub fn report_html(
                         let _ = write!(label, "\nseq {}", rec.seq);
                         mark(kind, label);
                     }
-                    if row_count < MAX_ROWS {
-                        row_count += 1;
+                    if p.row_count < MAX_ROWS {
+                        p.row_count += 1;
                         let v = if deny { "deny" } else { "allow" };
                         let _ = write!(
-                            rows,
+                            p.rows,
                             "<tr class=\"{v}\" data-v=\"{v}\" data-seq=\"{}\"><td class=\"t\">{}</td><td class=\"mono s\" title=\"{}\">{}</td>\
                              <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"mono\">{}</td>\
                              <td class=\"u\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -240,7 +234,7 @@ pub fn report_html(
                             h(&super::show::enum_word(&d.action))
                         );
                     } else {
-                        rows_omitted += 1;
+                        p.rows_omitted += 1;
                     }
                 }
                 _ => {}
@@ -248,40 +242,23 @@ pub fn report_html(
         },
         err,
     )?;
-    let mut page = String::with_capacity((64 << 10) + rows.len());
-    render(
-        &mut page,
-        &Page {
-            files: &files,
-            verify: &verify,
-            lanes: &lanes,
-            rows: &rows,
-            row_count,
-            rows_omitted,
-            denied_paths: top(&denied_paths, opts.top.max(1)),
-            denied_paths_total: denied_paths.len(),
-            denied_tools: top(&denied_tools, opts.top.max(1)),
-            denied_rules: top(&denied_rules, opts.top.max(1)),
-            warnings: warnings.len(),
-            filtered: opts.filter != Filter::default(),
-        },
-    );
+    let mut page = String::with_capacity((64 << 10) + p.rows.len());
+    render(&mut page, &files, &verify, &p, opts, warnings.len());
     Ok(page)
 }
 
-struct Page<'a> {
-    files: &'a [PathBuf],
-    verify: &'a super::VerifyReport,
-    lanes: &'a [Lane],
-    rows: &'a str,
+/// What the records of the log give the page: its lanes, the decisions table and the
+/// denial counts the top lists are drawn from.
+#[derive(Default)]
+struct Page {
+    lanes: Vec<Lane>,
+    /// The decisions table's rows, as HTML, how many, and how many were left out.
+    rows: String,
     row_count: usize,
     rows_omitted: u64,
-    denied_paths: Vec<(String, u64)>,
-    denied_paths_total: usize,
-    denied_tools: Vec<(String, u64)>,
-    denied_rules: Vec<(String, u64)>,
-    warnings: usize,
-    filtered: bool,
+    denied_paths: HashMap<String, u64>,
+    denied_tools: HashMap<String, u64>,
+    denied_rules: HashMap<String, u64>,
 }
 
 /// HTML-escapes text (already display-escaped) for element content and quoted attributes.
@@ -337,10 +314,17 @@ document.getElementById('table').scrollIntoView();});});
 apply();})();
 "#;
 
-fn render(o: &mut String, p: &Page<'_>) {
+fn render(
+    o: &mut String,
+    files: &[PathBuf],
+    verify: &super::VerifyReport,
+    p: &Page,
+    opts: &ReportOptions,
+    warnings: usize,
+) {
     let script_hash =
         base64::engine::general_purpose::STANDARD.encode(Sha256::digest(SCRIPT.as_bytes()));
-    let files: Vec<String> = p.files.iter().map(|f| super::show::disp_path(f)).collect();
+    let files: Vec<String> = files.iter().map(|f| super::show::disp_path(f)).collect();
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -353,15 +337,15 @@ fn render(o: &mut String, p: &Page<'_>) {
          {}</div></header><main>",
         h(&files.join(", ")),
         env!("CARGO_PKG_VERSION"),
-        if p.filtered {
+        if opts.filter != Filter::default() {
             " · filtered: the timeline, lists and table show the matching records only"
         } else {
             ""
         }
     );
-    verification(o, p.verify, p.warnings);
-    timeline(o, p.lanes);
-    tops(o, p);
+    verification(o, verify, warnings);
+    timeline(o, &p.lanes);
+    tops(o, p, opts.top.max(1));
     table(o, p);
     let _ = writeln!(o, "</main><script>{SCRIPT}</script></body></html>");
 }
@@ -536,7 +520,8 @@ fn timeline(o: &mut String, lanes: &[Lane]) {
     o.push_str("</section>");
 }
 
-fn tops(o: &mut String, p: &Page<'_>) {
+/// The top `n` denied paths, tools and rules.
+fn tops(o: &mut String, p: &Page, n: usize) {
     o.push_str("<section id=\"tops\"><div class=\"tops\">");
     let mut list = |title: &str, id: &str, items: &[(String, u64)], extra: &str| {
         let _ = write!(o, "<div id=\"{id}\"><h2>{}</h2>", h(title));
@@ -556,21 +541,32 @@ fn tops(o: &mut String, p: &Page<'_>) {
         o.push_str(extra);
         o.push_str("</div>");
     };
-    let more = if p.denied_paths_total > p.denied_paths.len() {
+    let paths = top(&p.denied_paths, n);
+    let more = if p.denied_paths.len() > paths.len() {
         format!(
             "<p class=\"n\">{} more denied paths: see the table.</p>",
-            p.denied_paths_total - p.denied_paths.len()
+            p.denied_paths.len() - paths.len()
         )
     } else {
         String::new()
     };
-    list("Top denied paths", "top-paths", &p.denied_paths, &more);
-    list("Top denied tools", "top-tools", &p.denied_tools, "");
-    list("Top denying rules", "top-rules", &p.denied_rules, "");
+    list("Top denied paths", "top-paths", &paths, &more);
+    list(
+        "Top denied tools",
+        "top-tools",
+        &top(&p.denied_tools, n),
+        "",
+    );
+    list(
+        "Top denying rules",
+        "top-rules",
+        &top(&p.denied_rules, n),
+        "",
+    );
     o.push_str("</div></section>");
 }
 
-fn table(o: &mut String, p: &Page<'_>) {
+fn table(o: &mut String, p: &Page) {
     let _ = write!(
         o,
         "<section id=\"table\"><h2>Decisions</h2><div class=\"controls\">\
@@ -593,17 +589,16 @@ fn table(o: &mut String, p: &Page<'_>) {
          <th>verdict</th><th>direction</th><th>method</th><th>tool</th><th>id</th><th>path / URI</th>\
          <th>reason</th><th>rule</th><th>action</th></tr></thead><tbody>",
     );
-    o.push_str(p.rows);
+    o.push_str(&p.rows);
     o.push_str("</tbody></table></section>");
 }
 
+/// `s` cut to `n` characters, with `…` when something was cut.
 fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_owned();
+    match s.char_indices().nth(n) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
     }
-    let mut t: String = s.chars().take(n).collect();
-    t.push('…');
-    t
 }
 
 #[cfg(test)]

@@ -73,7 +73,10 @@ pub fn show(
 ) -> std::io::Result<()> {
     let files = super::order_files(files);
     let mut io_err: Option<std::io::Error> = None;
-    let mut p = Printer::new(opts.format);
+    let mut p = Printer {
+        format: opts.format,
+        ..Printer::default()
+    };
     let (read_now, follow) = match (opts.follow, files.split_last()) {
         (true, Some((last, rest))) => (rest, Some(last.clone())),
         _ => (&files[..], None),
@@ -191,10 +194,7 @@ fn follow_file(
 /// The file after the one with inode `ino` in the family of the active file `active`
 /// (`<log>.<N>` in rotation order, then `<log>`), or `None` when it is not found.
 fn next_in_family(active: &Path, ino: u64) -> Option<PathBuf> {
-    let dir = active
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = super::dir_of(active);
     let name = active.file_name()?.to_str()?;
     let mut members: Vec<PathBuf> = std::fs::read_dir(dir)
         .ok()?
@@ -213,6 +213,7 @@ fn next_in_family(active: &Path, ino: u64) -> Option<PathBuf> {
 }
 
 /// Prints records in one format.
+#[derive(Default)]
 struct Printer {
     format: Format,
     ocsf: super::ocsf::Mapper,
@@ -221,15 +222,6 @@ struct Printer {
 }
 
 impl Printer {
-    fn new(format: Format) -> Printer {
-        Printer {
-            format,
-            ocsf: super::ocsf::Mapper::default(),
-            text: String::with_capacity(256),
-            json: Vec::with_capacity(1024),
-        }
-    }
-
     /// A record the filters left out: OCSF still needs its session's facts (the claimed
     /// names of `initialized`, the client address of `session_start`) for the decisions
     /// that are shown.
@@ -265,7 +257,7 @@ impl Printer {
             }
             text_format => {
                 self.text.clear();
-                format_record(rec, &mut self.text);
+                let _ = format_record(rec, &mut self.text);
                 match text_format {
                     Format::Cef => writeln!(out, "{}", cef_line(rec, &self.text)),
                     Format::Csv => writeln!(out, "{}", csv_line(rec, &self.text)),
@@ -274,6 +266,18 @@ impl Printer {
             }
         }
     }
+}
+
+/// `  sandbox: <mode> <enforcement>`, when there is a sandbox report.
+fn sandbox_field(o: &mut String, sb: Option<&super::SandboxReport>) -> std::fmt::Result {
+    sb.map_or(Ok(()), |sb| {
+        write!(o, "  sandbox: {} {}", disp(&sb.mode), disp(&sb.enforcement))
+    })
+}
+
+/// `  principal: <principal in one line>`, when there is a principal.
+fn principal_field(o: &mut String, p: Option<&super::Principal>) -> std::fmt::Result {
+    p.map_or(Ok(()), |p| write!(o, "  principal: {}", principal_text(p)))
 }
 
 /// A principal in one line: its subject, whether it was authenticated, where from.
@@ -432,15 +436,9 @@ fn cef_line(rec: &Record, text: &str) -> String {
             );
             let c = decision_cells(rec);
             ext.push(("act", c[7].clone()));
-            ext.push((
-                "deviceDirection",
-                if d.direction == Direction::HostToServer {
-                    "0"
-                } else {
-                    "1"
-                }
-                .into(),
-            ));
+            // CEF: 0 inbound (from the host), 1 outbound.
+            let outbound = d.direction == Direction::ServerToHost;
+            ext.push(("deviceDirection", u8::from(outbound).to_string()));
             ext.push(("request", c[5].clone()));
             if let Some(path) = d
                 .canonical
@@ -556,40 +554,35 @@ fn counts(
     write!(o, "  {title}: {}", items.join(", "))
 }
 
-fn format_record(r: &Record, o: &mut String) {
+fn format_record(r: &Record, o: &mut String) -> std::fmt::Result {
     let short = r.session.get(..8).unwrap_or(&r.session);
-    let _ = write!(o, "{} {} #{} ", r.ts, short, r.seq);
+    write!(o, "{} {} #{} ", r.ts, short, r.seq)?;
     let Some(ev) = &r.event else {
-        let _ = write!(
+        return write!(
             o,
             "{} (an event this rootfence does not know; use --json)",
             disp(&r.event_name)
         );
-        return;
     };
-    let _ = match ev {
-        Event::SessionStart(s) => write!(
-            o,
-            "session_start rootfence {} pid {} command: {}  cwd: {}  roots: {}  policies: {}",
-            disp(&s.rootfence_version),
-            s.pid,
-            disp_join(&s.command, " "),
-            disp(&s.cwd),
-            uris(&s.effective_roots),
-            s.policy_files
-                .iter()
-                .map(|p| format!("{} ({}…)", disp(&p.path), p.sha256.get(..12).unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-        .and_then(|()| match &s.sandbox {
-            Some(sb) => write!(o, "  sandbox: {} {}", disp(&sb.mode), disp(&sb.enforcement)),
-            None => Ok(()),
-        })
-        .and_then(|()| match &s.principal {
-            Some(p) => write!(o, "  principal: {}", principal_text(p)),
-            None => Ok(()),
-        }),
+    match ev {
+        Event::SessionStart(s) => {
+            write!(
+                o,
+                "session_start rootfence {} pid {} command: {}  cwd: {}  roots: {}  policies: {}",
+                disp(&s.rootfence_version),
+                s.pid,
+                disp_join(&s.command, " "),
+                disp(&s.cwd),
+                uris(&s.effective_roots),
+                s.policy_files
+                    .iter()
+                    .map(|p| format!("{} ({}…)", disp(&p.path), p.sha256.get(..12).unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )?;
+            sandbox_field(o, s.sandbox.as_ref())?;
+            principal_field(o, s.principal.as_ref())
+        }
         Event::Initialized(i) => {
             let peer = |p: &Option<super::PeerInfo>| match p {
                 Some(p) => format!("{} {}", disp(&p.name), disp(&p.version)),
@@ -601,11 +594,8 @@ fn format_record(r: &Record, o: &mut String) {
                 disp(&i.protocol_version),
                 peer(&i.host),
                 peer(&i.server)
-            )
-            .and_then(|()| match &i.principal {
-                Some(p) => write!(o, "  principal: {}", principal_text(p)),
-                None => Ok(()),
-            })
+            )?;
+            principal_field(o, i.principal.as_ref())
         }
         Event::RootsUpdate(u) => {
             let dropped: Vec<String> = u
@@ -628,64 +618,63 @@ fn format_record(r: &Record, o: &mut String) {
                 uris(&u.effective)
             )
         }
-        Event::ServerStart(s) => write!(
-            o,
-            "server_start generation {} ({})  roots: {}",
-            s.generation,
-            disp(&s.trigger),
-            uris(&s.roots)
-        )
-        .and_then(|()| match &s.sandbox {
-            Some(sb) => write!(o, "  sandbox: {} {}", disp(&sb.mode), disp(&sb.enforcement)),
-            None => Ok(()),
-        })
-        .and_then(|()| match s.differences.is_empty() {
-            true => Ok(()),
-            false => write!(o, "  differs: {}", disp_join(&s.differences, "; ")),
-        }),
+        Event::ServerStart(s) => {
+            write!(
+                o,
+                "server_start generation {} ({})  roots: {}",
+                s.generation,
+                disp(&s.trigger),
+                uris(&s.roots)
+            )?;
+            sandbox_field(o, s.sandbox.as_ref())?;
+            if !s.differences.is_empty() {
+                write!(o, "  differs: {}", disp_join(&s.differences, "; "))?;
+            }
+            Ok(())
+        }
         Event::Decision(d) => {
             let verdict = match d.decision {
                 Verdict::Allow => "allow",
                 Verdict::Deny => "DENY ",
             };
-            let _ = write!(o, "{verdict} {} {}", dir(d.direction), disp(&d.method));
+            write!(o, "{verdict} {} {}", dir(d.direction), disp(&d.method))?;
             let request = d.request.map(|k| format!("#{k}"));
             opt_field(o, " tool=", d.tool.as_deref());
             opt_field(o, " id=", d.id.as_ref().map(super::RpcId::as_json));
             opt_field(o, " request=", request.as_deref());
             opt_field(o, " by=", d.principal.as_deref());
             opt_field(o, " ", d.field.as_deref());
-            let _ = write!(o, " {}", disp(d.uri.as_str()));
+            write!(o, " {}", disp(d.uri.as_str()))?;
             if let Some(c) = &d.canonical
                 && c != &d.uri
             {
-                let _ = write!(o, " => {}", disp(c.as_str()));
+                write!(o, " => {}", disp(c.as_str()))?;
             }
-            let _ = write!(o, "  reason: {}", disp(&d.reason));
+            write!(o, "  reason: {}", disp(&d.reason))?;
             let rule = rule_text(d.layer.as_deref(), d.rule.as_deref());
             if !rule.is_empty() {
-                let _ = write!(o, "  rule: {rule}");
+                write!(o, "  rule: {rule}")?;
             }
             opt_field(o, "  root: ", d.root.as_ref().map(super::AuditUri::as_str));
             write!(o, "  action: {}", enum_word(&d.action))
         }
         Event::ProtocolError(p) => {
-            let _ = write!(
+            write!(
                 o,
                 "protocol_error {} {} ({} bytes)",
                 dir(p.direction),
                 enum_word(&p.kind),
                 p.len
-            );
+            )?;
             opt_field(o, " id=", p.id.as_ref().map(super::RpcId::as_json));
             write!(o, ": {}", disp(&p.detail))
         }
         Event::SessionEnd(e) => {
-            let _ = write!(o, "session_end {}", enum_word(&e.cause));
+            write!(o, "session_end {}", enum_word(&e.cause))?;
             opt_field(o, " exit ", e.exit_code.map(|c| c.to_string()).as_deref());
             opt_field(o, " signal ", e.signal.map(|s| s.to_string()).as_deref());
             if let Some(d) = &e.detail {
-                let _ = write!(o, " ({})", disp(d));
+                write!(o, " ({})", disp(d))?;
             }
             let c = &e.counts;
             write!(
@@ -712,32 +701,32 @@ fn format_record(r: &Record, o: &mut String) {
             disp(&l.sha256)
         ),
         Event::DecisionSummary(s) => {
-            let _ = write!(o, "allow {} {}", dir(s.direction), disp(&s.method));
+            write!(o, "allow {} {}", dir(s.direction), disp(&s.method))?;
             opt_field(o, " id=", s.id.as_ref().map(super::RpcId::as_json));
-            let _ = write!(
+            write!(
                 o,
                 " {}: {} entries allowed (summarized), {} denied (own records)",
                 disp(&s.field),
                 s.allowed,
                 s.denied
-            );
+            )?;
             if !s.dirs.is_empty() {
                 let dirs: Vec<String> = s
                     .dirs
                     .iter()
                     .map(|d| format!("{} ({})", disp(d.dir.as_str()), d.count))
                     .collect();
-                let _ = write!(o, "  dirs: {}", dirs.join(", "));
+                write!(o, "  dirs: {}", dirs.join(", "))?;
             }
             if s.dirs_omitted > 0 {
-                let _ = write!(o, " and {} more entries", s.dirs_omitted);
+                write!(o, " and {} more entries", s.dirs_omitted)?;
             }
-            let _ = counts(o, "other", &s.other);
-            let _ = counts(o, "reasons", &s.reasons);
+            counts(o, "other", &s.other)?;
+            counts(o, "reasons", &s.reasons)?;
             counts(o, "rules", &s.rules)
         }
         Event::ProtocolErrorRepeated(p) => {
-            let _ = write!(
+            write!(
                 o,
                 "protocol_error {} {} repeated {} times ({} bytes) since {}; the first: {} bytes",
                 dir(p.direction),
@@ -746,7 +735,7 @@ fn format_record(r: &Record, o: &mut String) {
                 p.bytes,
                 disp(&p.since),
                 p.first.len
-            );
+            )?;
             opt_field(o, " id=", p.first.id.as_ref().map(super::RpcId::as_json));
             opt_field(o, " sha256 ", p.first.sha256.as_deref());
             write!(o, ": {}", disp(&p.first.detail))
@@ -771,20 +760,20 @@ fn format_record(r: &Record, o: &mut String) {
             let files = disp_join(r.policy_files.iter().map(|f| &f.path), ", ");
             match &r.error {
                 None => {
-                    let _ = write!(o, "policy_reload applied {files}");
+                    write!(o, "policy_reload applied {files}")?;
                     if !r.deferred.is_empty() {
-                        let _ = write!(
+                        write!(
                             o,
                             "; at the next generation: {}",
                             disp_join(&r.deferred, "; ")
-                        );
+                        )?;
                     }
                     Ok(())
                 }
                 Some(e) => write!(o, "policy_reload REFUSED {files}: {}", disp(e)),
             }
         }
-    };
+    }
 }
 
 #[cfg(test)]

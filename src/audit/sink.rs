@@ -50,7 +50,6 @@ pub(super) type Item<'a> = (i64, &'a [u8], bool);
 struct Head {
     seq: u64,
     hash: Hash,
-    dev: u64,
     ino: u64,
     /// The file's size, including what this writer wrote.
     size: u64,
@@ -87,7 +86,6 @@ impl Sink {
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
-            .filter(|n| !n.is_empty())
             .ok_or_else(|| {
                 AuditError::open(
                     &path,
@@ -98,10 +96,7 @@ impl Sink {
                 )
             })?
             .to_owned();
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let dir = super::dir_of(&path).to_path_buf();
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -453,7 +448,6 @@ impl Sink {
         self.head = Some(Head {
             seq,
             hash,
-            dev: m.dev(),
             ino: m.ino(),
             size: m.len(),
         });
@@ -481,7 +475,6 @@ impl Sink {
         let file = self.open_active()?;
         let m = file.metadata().map_err(|e| self.open_err(e))?;
         if let Some(h) = self.head.as_mut() {
-            h.dev = m.dev();
             h.ino = m.ino();
             h.size = m.len();
         }

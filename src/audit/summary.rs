@@ -325,16 +325,12 @@ fn print_counts(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
             writeln!(out, "    ... and {} more tools", tools.len() - shown)?;
         }
     }
-    list(
-        out,
-        "top denied URIs",
-        s.top_denied_uris.iter().map(|(k, v)| (k, v)),
-    )?;
-    list(
-        out,
-        "top denying rules",
-        s.top_denied_rules.iter().map(|(k, v)| (k, v)),
-    )?;
+    for (title, top) in [
+        ("top denied URIs", &s.top_denied_uris),
+        ("top denying rules", &s.top_denied_rules),
+    ] {
+        list(out, title, top.iter().map(|(k, v)| (k, v)))?;
+    }
     writeln!(out)
 }
 

@@ -230,7 +230,7 @@ struct Queue {
     closing: Option<Instant>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Shared {
     cap: usize,
     q: Mutex<Queue>,
@@ -297,10 +297,8 @@ impl Syslog {
     pub(super) fn start(cfg: SyslogConfig) -> io::Result<Syslog> {
         let shared = Arc::new(Shared {
             cap: cfg.queue.max(1),
-            q: Mutex::new(Queue::default()),
-            cv: Condvar::new(),
-            dropped: AtomicU64::new(0),
             last_error: Mutex::new("queue full".into()),
+            ..Shared::default()
         });
         let s2 = Arc::clone(&shared);
         let fmt = Formatter::new(&cfg);
@@ -460,14 +458,9 @@ fn run(cfg: &SyslogConfig, shared: &Shared, fmt: &Formatter) {
         }
         let r = match conn.as_mut() {
             Some(c) => send(c, &batch, shared),
-            None => match connect(&cfg.transport) {
-                Ok(mut c) => {
-                    let r = send(&mut c, &batch, shared);
-                    conn = Some(c);
-                    r
-                }
-                Err(e) => Err((0, e)),
-            },
+            None => connect(&cfg.transport)
+                .map_err(|e| (0, e))
+                .and_then(|c| send(conn.insert(c), &batch, shared)),
         };
         match r {
             Ok(()) => {
@@ -487,10 +480,9 @@ fn run(cfg: &SyslogConfig, shared: &Shared, fmt: &Formatter) {
                     return;
                 }
                 // Wait before trying again; a close wakes us.
-                let wait = match q.closing {
-                    Some(d) => backoff.min(d.saturating_duration_since(Instant::now())),
-                    None => backoff,
-                };
+                let wait = q.closing.map_or(backoff, |d| {
+                    backoff.min(d.saturating_duration_since(Instant::now()))
+                });
                 let _ = shared.cv.wait_timeout(q, wait);
                 backoff = (backoff * 2).min(Duration::from_secs(5));
             }
@@ -565,12 +557,11 @@ impl Formatter {
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty() && t.bytes().all(printusascii))
             .unwrap_or("-");
-        let msgid: String =
-            if !event.is_empty() && event.len() <= 32 && event.bytes().all(printusascii) {
-                event.to_owned()
-            } else {
-                "-".into()
-            };
+        let msgid = if !event.is_empty() && event.len() <= 32 && event.bytes().all(printusascii) {
+            event
+        } else {
+            "-"
+        };
         let mut head = Vec::with_capacity(128);
         let _ = write!(
             head,
@@ -708,10 +699,7 @@ fn param_value(s: &str, out: &mut Vec<u8>) {
             c if super::event::is_unsafe_display_char(c) => {
                 let _ = write!(out, "\\\\u{:04X}", u32::from(c));
             }
-            c => {
-                let mut b = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
-            }
+            c => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
         }
     }
 }

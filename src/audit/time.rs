@@ -43,10 +43,7 @@ pub(crate) fn rfc3339(micros: i64) -> String {
 pub(crate) fn parse_rfc3339(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = b.get(r)?;
-        if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
+        let part = b.get(r).filter(|p| p.iter().all(u8::is_ascii_digit))?;
         std::str::from_utf8(part).ok()?.parse().ok()
     };
     if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
@@ -82,9 +79,8 @@ pub(crate) fn parse_rfc3339(s: &str) -> Option<i64> {
         if i == start {
             return None;
         }
-        for _ in (i - start)..6 {
-            frac *= 10;
-        }
+        // Scaled to microseconds when fewer than six digits were given.
+        frac *= 10_i64.pow(6usize.saturating_sub(i - start) as u32);
     }
     let offset_secs = match b.get(i..)? {
         [b'Z' | b'z'] => 0,

@@ -49,7 +49,6 @@ pub struct Decision {
     #[serde(serialize_with = "ser_text")]
     pub method: String,
     /// The JSON-RPC id, if the message had one.
-    #[serde(default)]
     pub id: Option<RpcId>,
     /// The session-unique key of the host request this decision belongs to (the request or
     /// its result): 1 for the session's first host request, then one more per request.
@@ -77,20 +76,16 @@ pub struct Decision {
     /// The URI as received.
     pub uri: AuditUri,
     /// Its canonical form, when it could be canonicalized.
-    #[serde(default)]
     pub canonical: Option<AuditUri>,
     /// Allowed or denied.
     pub decision: Verdict,
     /// Stable snake_case reason code, e.g. `inside_root`, `outside_roots`, `denied_by_rule`.
     pub reason: String,
     /// The policy layer that decided (its file), if a rule decided.
-    #[serde(default)]
     pub layer: Option<String>,
     /// The rule that decided (e.g. `deny[2] "**/.ssh/**"` or `file:line`).
-    #[serde(default)]
     pub rule: Option<String>,
     /// The root the URI was checked against (the one containing it, for an allow).
-    #[serde(default)]
     pub root: Option<AuditUri>,
     /// What was done.
     pub action: Action,

@@ -79,8 +79,7 @@ pub(crate) fn escape_json_display(buf: &mut Vec<u8>, start: usize) {
                 let _ = write!(buf, "\\u{u:04x}");
             }
         } else {
-            let mut b = [0u8; 4];
-            buf.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+            buf.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
         }
     }
 }

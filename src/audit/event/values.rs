@@ -118,10 +118,7 @@ pub(super) fn ser_text<S: Serializer>(v: &str, s: S) -> Result<S::Ok, S::Error> 
 }
 
 pub(super) fn ser_opt_text<S: Serializer>(v: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
-    match v {
-        Some(t) => s.serialize_str(&cut(t, MAX_TEXT_BYTES)),
-        None => s.serialize_none(),
-    }
+    v.as_deref().map(|t| cut(t, MAX_TEXT_BYTES)).serialize(s)
 }
 
 /// The longest prefix of `s` of at most `max` bytes that ends at a character boundary.
