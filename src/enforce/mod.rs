@@ -635,6 +635,7 @@ fn paths(set: &RootSet) -> Vec<String> {
 
 /// The routing facts of the message being handled, for the audit records, and whether the
 /// handler changed the message.
+#[derive(Clone)]
 struct Ctx<'a> {
     from: Side,
     kind: Kind,

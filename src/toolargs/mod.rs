@@ -107,10 +107,10 @@ pub fn infer_list(result: &Value) -> Vec<(String, ToolPlan)> {
 
 /// One argument string the enforcer must judge.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Candidate<'v> {
+pub struct Candidate {
     /// Where it is, as a JSON pointer into the arguments (`/paths/1`).
     pub pointer: String,
-    pub value: &'v str,
+    pub value: String,
     /// A relative value is judged too (a path argument); else only an absolute path, `~`,
     /// a URI, or `..` are.
     pub relative: bool,
@@ -122,12 +122,12 @@ pub struct Candidate<'v> {
 
 /// The strings of `arguments` to judge for a tool with `plan` (`None`: never listed), in
 /// document order. `skip` holds pointers the policy's own rules already judged.
-pub fn candidates<'v>(
+pub fn candidates(
     plan: Option<&ToolPlan>,
-    arguments: &'v Value,
+    arguments: &Value,
     mode: Infer,
     skip: &[String],
-) -> Vec<Candidate<'v>> {
+) -> Vec<Candidate> {
     let mut out = Vec::new();
     if mode == Infer::Off {
         return out;
@@ -159,15 +159,15 @@ pub fn candidates<'v>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn walk<'v>(
-    value: &'v Value,
+fn walk(
+    value: &Value,
     rules: &[&Rule],
     depth: usize,
     pointer: &mut String,
     mode: Infer,
     fallback: &str,
     skip: &[String],
-    out: &mut Vec<Candidate<'v>>,
+    out: &mut Vec<Candidate>,
 ) {
     match value {
         Value::String(s) => {
@@ -202,7 +202,7 @@ fn walk<'v>(
             if judge {
                 out.push(Candidate {
                     pointer: pointer.clone(),
-                    value: s,
+                    value: s.clone(),
                     relative,
                     rewrite,
                     why: why.to_owned(),
