@@ -54,12 +54,9 @@ impl Completions {
         let arg = message
             .pointer("/params/argument/name")
             .and_then(Value::as_str);
-        let (Some(template), Some(arg)) = (template, arg) else {
+        let (Some(template), Some(arg)) = (template.filter(|t| local_url(t)), arg) else {
             return;
         };
-        if !local_url(template) {
-            return;
-        }
         let mut kept = crate::relock(&self.pending);
         if kept.len() >= COMPLETIONS {
             kept.clear();

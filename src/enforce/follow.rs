@@ -200,10 +200,10 @@ impl Follower {
             return;
         }
         // A waiting generation is replaced: it keeps its number.
-        let generation = match &st.waiting {
-            Some(w) => w.generation,
-            None => st.generation + 1,
-        };
+        let generation = st
+            .waiting
+            .as_ref()
+            .map_or(st.generation + 1, |w| w.generation);
         let (launch, report) = match launcher.prepare(roots, generation) {
             Ok(prepared) => prepared,
             Err(e) => {

@@ -46,7 +46,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::audit::{self, AuditUri, Auditor, Direction, DroppedRoot, Event, RpcId};
-use crate::jsonrpc::error::{DENIED, INVALID_PARAMS};
+use crate::jsonrpc::error::DENIED;
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::{Revision, uris};
 use crate::policy::{Mode, Policy};
@@ -793,8 +793,4 @@ fn shorten(raw: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}…", &raw[..end])
-}
-
-fn invalid_params(id: &Id, what: &str) -> Value {
-    error_reply(id, INVALID_PARAMS, format!("rootfence: {what}"), None)
 }
