@@ -80,14 +80,6 @@ struct Start {
     record: audit::ServerStart,
 }
 
-impl std::fmt::Debug for Follower {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Follower")
-            .field("mode", &self.mode)
-            .finish_non_exhaustive()
-    }
-}
-
 impl Follower {
     pub(super) fn new(
         launcher: Option<Arc<dyn ServerLauncher>>,

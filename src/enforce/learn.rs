@@ -68,14 +68,6 @@ struct Asking {
     unless_answered: bool,
 }
 
-impl std::fmt::Debug for Learner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Learner")
-            .field("roots", &self.tracker.state())
-            .finish_non_exhaustive()
-    }
-}
-
 impl Learner {
     pub(super) fn new(
         policy: Arc<Policy>,
