@@ -22,30 +22,23 @@ use serde_json::Value;
 pub use schema::{Rule, Seg, ToolPlan};
 pub use words::{Role, Shape, shape};
 
-/// `tools.infer`: how far arguments are judged beyond those the policy names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Infer {
-    /// Every string that looks like a file reference is checked, whatever its schema says;
-    /// arguments named like `source` or `target` are checked as paths.
-    Strict,
-    /// Arguments the schema marks as paths or URIs are checked; strings of uncertain role
-    /// are checked when they look like a file reference; strings the schema says are not
-    /// paths (a URL, a regular expression, a REST endpoint, text) pass, unless they are a
-    /// whole `file:` URI.
-    Schema,
-    /// Only the arguments the policy names (`[[tools.paths]]`).
-    Off,
-}
-
-impl Infer {
-    /// The policy's word for it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Infer::Strict => "strict",
-            Infer::Schema => "schema",
-            Infer::Off => "off",
-        }
+crate::coded::coded! {
+    /// `tools.infer`: how far arguments are judged beyond those the policy names.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum Infer {
+        /// Every string that looks like a file reference is checked, whatever its schema
+        /// says; arguments named like `source` or `target` are checked as paths.
+        Strict => "strict",
+        /// Arguments the schema marks as paths or URIs are checked; strings of uncertain role
+        /// are checked when they look like a file reference; strings the schema says are not
+        /// paths (a URL, a regular expression, a REST endpoint, text) pass, unless they are a
+        /// whole `file:` URI.
+        Schema => "schema",
+        /// Only the arguments the policy names (`[[tools.paths]]`).
+        Off => "off",
     }
+    /// The policy's word for it.
+    pub fn as_str;
 }
 
 /// Tools remembered per server at most (more fall back to the value's shape).
