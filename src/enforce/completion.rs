@@ -33,14 +33,15 @@ impl Completions {
     pub(super) fn request(&self, core: &Inner, ctx: &Ctx<'_>, id: &Id, message: Value) -> Action {
         if message.pointer("/params/ref/type") == Some(&json!("ref/resource")) {
             let raw = super::text(&message["params"]["ref"]["uri"]);
-            let c = core.template_or_uri(ctx, &raw);
-            if core.refuses(
-                ctx,
-                "params.ref.uri",
-                &raw,
-                &c,
-                audit::Action::AnsweredError,
-            ) {
+            // A URI or a URI template (a reference may be either).
+            let live = core.live();
+            let c = if raw.contains('{') {
+                live.template(&raw, ctx.roots)
+            } else {
+                live.uri(&raw, ctx.roots)
+            };
+            let on_deny = audit::Action::AnsweredError;
+            if core.refuses(ctx, "params.ref.uri", &raw, &c, on_deny) {
                 return Action::Reply(denial(id, &raw, &c));
             }
             self.remember(id, &message);
@@ -54,12 +55,9 @@ impl Completions {
         let arg = message
             .pointer("/params/argument/name")
             .and_then(Value::as_str);
-        let (Some(template), Some(arg)) = (template, arg) else {
+        let (Some(template), Some(arg)) = (template.filter(|t| local_url(t)), arg) else {
             return;
         };
-        if !local_url(template) {
-            return;
-        }
         let mut kept = crate::relock(&self.pending);
         if kept.len() >= COMPLETIONS {
             kept.clear();
@@ -94,16 +92,5 @@ impl Completions {
             let c = core.live().uri(&uri, ctx.roots);
             core.keep_after(ctx, &field, &uri, &c)
         });
-    }
-}
-
-impl Inner {
-    /// A URI or a URI template (completion references may be either).
-    pub(super) fn template_or_uri(&self, ctx: &Ctx<'_>, raw: &str) -> Verdict {
-        if raw.contains('{') {
-            self.live().template(raw, ctx.roots)
-        } else {
-            self.live().uri(raw, ctx.roots)
-        }
     }
 }

@@ -211,9 +211,7 @@ impl Inner {
         let ctx = Ctx {
             roots: roots_now.as_deref(),
             roots_arc: roots_now.as_ref(),
-            changed: std::cell::Cell::new(ctx.changed.get()),
-            revision: ctx.revision.clone(),
-            ..*ctx
+            ..ctx.clone()
         };
         // 2026-07-28 host that has roots we do not know yet: ask it, MRTR style.
         if mrtr

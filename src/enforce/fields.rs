@@ -73,15 +73,13 @@ impl Inner {
             // `tools/call`, `prompts/get`, `tasks/result`: content blocks and messages.
             Shape::Content => {
                 self.input_required(ctx, result);
-                let content_ok = match result.get_mut("content") {
-                    // A result's content is a list of blocks; a single block is judged whole.
-                    Some(content) => self.filter_content(ctx, "result.content", content),
-                    None => true,
-                };
-                let messages_ok = match result.get_mut("messages") {
-                    Some(messages) => self.filter_messages(ctx, "result.messages", messages),
-                    None => true,
-                };
+                // A result's content is a list of blocks; a single block is judged whole.
+                let content_ok = result
+                    .get_mut("content")
+                    .is_none_or(|content| self.filter_content(ctx, "result.content", content));
+                let messages_ok = result
+                    .get_mut("messages")
+                    .is_none_or(|messages| self.filter_messages(ctx, "result.messages", messages));
                 content_ok && messages_ok
             }
             _ => true,
@@ -93,10 +91,9 @@ impl Inner {
     pub(super) fn refuse_result(&self, ctx: &Ctx<'_>, reason: &'static str) -> Action {
         let c = Verdict::deny(reason);
         self.audit_decision(ctx, "result", "", &c, audit::Action::AnsweredError);
-        match ctx.id {
-            Some(id) => Action::Replace(super::denial(id, "", &c)),
-            None => Action::Drop,
-        }
+        ctx.id.map_or(Action::Drop, |id| {
+            Action::Replace(super::denial(id, "", &c))
+        })
     }
 
     /// 2026-07-28 `input_required`: note the server's `roots/list` input requests (their
@@ -310,10 +307,9 @@ impl Inner {
             if local_url(url) {
                 let c = self.live().uri(url, ctx.roots);
                 if self.refuses(ctx, "params.url", url, &c, audit::Action::AnsweredError) {
-                    if let Some(id) = ctx.id {
-                        return Action::Reply(super::denial(id, url, &c));
-                    }
-                    return Action::Drop;
+                    return ctx
+                        .id
+                        .map_or(Action::Drop, |id| Action::Reply(super::denial(id, url, &c)));
                 }
             }
         }
@@ -326,13 +322,10 @@ impl Inner {
     /// A 2026-07-28 `input_required` elicitation request (`inputRequests[key]`): whether
     /// it may reach the host (its URL, if it names a local file, must be allowed).
     pub(super) fn input_elicitation_ok(&self, ctx: &Ctx<'_>, key: &str, request: &Value) -> bool {
-        match request.pointer("/params/url").and_then(Value::as_str) {
-            Some(url) => {
-                let field = format!("result.inputRequests.{key}.params.url");
-                self.url_ok(ctx, &field, url)
-            }
-            None => true,
-        }
+        let url = request.pointer("/params/url").and_then(Value::as_str);
+        url.is_none_or(|url| {
+            self.url_ok(ctx, &format!("result.inputRequests.{key}.params.url"), url)
+        })
     }
 }
 

@@ -80,14 +80,6 @@ struct Start {
     record: audit::ServerStart,
 }
 
-impl std::fmt::Debug for Follower {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Follower")
-            .field("mode", &self.mode)
-            .finish_non_exhaustive()
-    }
-}
-
 impl Follower {
     pub(super) fn new(
         launcher: Option<Arc<dyn ServerLauncher>>,
@@ -200,10 +192,10 @@ impl Follower {
             return;
         }
         // A waiting generation is replaced: it keeps its number.
-        let generation = match &st.waiting {
-            Some(w) => w.generation,
-            None => st.generation + 1,
-        };
+        let generation = st
+            .waiting
+            .as_ref()
+            .map_or(st.generation + 1, |w| w.generation);
         let (launch, report) = match launcher.prepare(roots, generation) {
             Ok(prepared) => prepared,
             Err(e) => {

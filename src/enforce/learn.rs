@@ -68,14 +68,6 @@ struct Asking {
     unless_answered: bool,
 }
 
-impl std::fmt::Debug for Learner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Learner")
-            .field("roots", &self.tracker.state())
-            .finish_non_exhaustive()
-    }
-}
-
 impl Learner {
     pub(super) fn new(
         policy: Arc<Policy>,
@@ -88,7 +80,7 @@ impl Learner {
             enforce: policy.mode() == crate::policy::Mode::Enforce,
             policy: arc_swap::ArcSwap::new(policy),
             operator,
-            tracker: Tracker::new(),
+            tracker: Tracker::default(),
             follow,
             audit,
             mrtr_key,
@@ -421,10 +413,8 @@ impl Learner {
                 json!({"jsonrpc": "2.0", "id": id.to_value(), "result": self.roots_result()}),
             );
         }
-        Action::Reply(json!({
-            "jsonrpc": "2.0", "id": id.to_value(),
-            "error": {"code": METHOD_NOT_FOUND, "message": "rootfence: the host does not provide roots"}
-        }))
+        let message = "rootfence: the host does not provide roots".into();
+        Action::Reply(super::error_reply(id, METHOD_NOT_FOUND, message, None))
     }
 
     /// The host answers the server's `roots/list`: learn from it; the server gets the
@@ -442,8 +432,7 @@ impl Learner {
     /// A 2026-07-28 host with roots whose roots are not known yet: the request is answered
     /// with rootfence's own MRTR roots question.
     pub(super) fn mrtr_question(&self, id: &Id) -> Action {
-        let mut requests = Map::new();
-        requests.insert(self.mrtr_key.clone(), json!({"method": m::ROOTS_LIST}));
+        let requests = json!({&self.mrtr_key: {"method": m::ROOTS_LIST}});
         Action::Reply(json!({
             "jsonrpc": "2.0", "id": id.to_value(),
             "result": {"resultType": "input_required", "inputRequests": requests}

@@ -46,7 +46,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::audit::{self, AuditUri, Auditor, Direction, DroppedRoot, Event, RpcId};
-use crate::jsonrpc::error::{DENIED, INVALID_PARAMS};
+use crate::jsonrpc::error::DENIED;
 use crate::jsonrpc::{Id, Kind};
 use crate::mcp::{Revision, uris};
 use crate::policy::{Mode, Policy};
@@ -187,20 +187,16 @@ impl Recorder {
 
     /// Writes one record (a failure is logged; decisions use their own path).
     pub(crate) fn record(&self, event: Event) {
-        if let Some(auditor) = self.0.get() {
-            if let Err(e) = auditor.record(event) {
-                tracing::error!("could not write an audit record: {e}");
-            }
+        if let Some(Err(e)) = self.0.get().map(|auditor| auditor.record(event)) {
+            tracing::error!("could not write an audit record: {e}");
         }
     }
 
     /// Writes one record and waits until it is on disk (synced when the policy says so).
     /// Blocks the thread: for synchronous callers only.
     fn record_blocking(&self, event: Event) {
-        if let Some(auditor) = self.0.get() {
-            if let Err(e) = auditor.record_blocking(event) {
-                tracing::error!("could not write an audit record: {e}");
-            }
+        if let Some(Err(e)) = self.0.get().map(|auditor| auditor.record_blocking(event)) {
+            tracing::error!("could not write an audit record: {e}");
         }
     }
 }
@@ -250,7 +246,6 @@ impl Enforcer {
                 crate::relay::session::random_u64()
             ),
         );
-        let policy_deny_globs = policy.resources().deny_globs.clone();
         let inner = Inner {
             live: arc_swap::ArcSwap::from_pointee(Live::new(
                 Arc::clone(&policy),
@@ -267,7 +262,7 @@ impl Enforcer {
             dropped_at_start: Mutex::new(dropped.clone()),
             tools: tools::Tools::default(),
             completions: completion::Completions::default(),
-            tripwire: Tripwire::new(&policy_deny_globs),
+            tripwire: Tripwire::new(&policy.resources().deny_globs),
             fingerprints: Mutex::new((None, Arc::new(Fingerprints::default()))),
             telemetry: OnceLock::new(),
             prestart: std::sync::atomic::AtomicBool::new(false),
@@ -635,6 +630,7 @@ fn paths(set: &RootSet) -> Vec<String> {
 
 /// The routing facts of the message being handled, for the audit records, and whether the
 /// handler changed the message.
+#[derive(Clone)]
 struct Ctx<'a> {
     from: Side,
     kind: Kind,
@@ -792,8 +788,4 @@ fn shorten(raw: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}…", &raw[..end])
-}
-
-fn invalid_params(id: &Id, what: &str) -> Value {
-    error_reply(id, INVALID_PARAMS, format!("rootfence: {what}"), None)
 }

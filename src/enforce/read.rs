@@ -5,6 +5,8 @@
 //! (`max_bytes`, MIME allow-list) on every content item.
 //! An item's every representation (`text`, `blob`, `data`) is checked, not just the first.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use super::decide::{ReadRefusal, Verdict, read_judged};
@@ -17,13 +19,6 @@ use crate::uri::FileUri;
 
 /// The most rootfence reads for one item when the policy sets no `max_bytes`.
 const DEFAULT_READ_LIMIT: u64 = 64 * 1024 * 1024;
-
-fn refusal(reason: &'static str, rule: Option<String>) -> Verdict {
-    Verdict {
-        rule: rule.map(Into::into),
-        ..Verdict::deny(reason)
-    }
-}
 
 /// One representation of a content item's bytes.
 enum Repr<'a> {
@@ -55,7 +50,7 @@ fn representations(item: &Value) -> Result<Vec<Repr<'_>>, &'static str> {
 pub(super) fn content_refusal(policy: &Policy, item: &Value) -> Option<Verdict> {
     let reprs = match representations(item) {
         Ok(r) => r,
-        Err(reason) => return Some(refusal(reason, None)),
+        Err(reason) => return Some(Verdict::deny(reason)),
     };
     limits(policy, item.get("mimeType").and_then(Value::as_str), &reprs)
 }
@@ -74,7 +69,7 @@ pub(super) fn item_refusal(
     }
     if let Some(b) = blob {
         if !is_base64(b) {
-            return Some(refusal("not_base64", None));
+            return Some(Verdict::deny("not_base64"));
         }
         reprs.push(Repr::Base64(b));
     }
@@ -113,7 +108,7 @@ pub(super) fn serve(
             match String::from_utf8(read.bytes) {
                 Ok(text) => item["text"] = json!(text),
                 Err(e) => {
-                    item["blob"] = json!(encode(e.as_bytes()));
+                    item["blob"] = json!(STANDARD.encode(e.as_bytes()));
                     item["mimeType"] = json!("application/octet-stream");
                 }
             }
@@ -130,7 +125,7 @@ pub(super) fn serve(
             let reply = super::error_reply(id, code, "Resource not found".into(), Some(data));
             return (reply, None);
         }
-        Err(ReadRefusal::Fs(e)) => refusal(e.reason().code(), None),
+        Err(ReadRefusal::Fs(e)) => Verdict::deny(e.reason().code()),
         Err(ReadRefusal::Refused(c)) => *c,
     };
     (
@@ -151,44 +146,21 @@ pub(super) fn verify(
     let limit = policy.resources().max_bytes.unwrap_or(DEFAULT_READ_LIMIT);
     let read = match read_judged(policy, opts, roots, allowed, limit) {
         Ok(r) => r,
-        Err(ReadRefusal::Fs(e)) => return Some(refusal(e.reason().code(), None)),
+        Err(ReadRefusal::Fs(e)) => return Some(Verdict::deny(e.reason().code())),
         Err(ReadRefusal::Refused(c)) => return Some(*c),
     };
     // Every representation must be the file's bytes: a `text` that matches must not carry
     // a `blob` (or `data`) with other bytes past the check.
     let reprs = match representations(item) {
         Ok(r) => r,
-        Err(reason) => return Some(refusal(reason, None)),
+        Err(reason) => return Some(Verdict::deny(reason)),
     };
     let same = !reprs.is_empty()
         && reprs.iter().all(|r| match r {
             Repr::Text(t) => t.as_bytes() == read.bytes.as_slice(),
             Repr::Base64(b) => decode(b).is_some_and(|d| d == read.bytes),
         });
-    (!same).then(|| refusal("content_mismatch", None))
-}
-
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Standard base64 with padding (RFC 4648 §4), as MCP `blob`s are.
-pub(super) fn encode(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> shift) as usize & 63] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    (!same).then(|| Verdict::deny("content_mismatch"))
 }
 
 /// Decodes standard base64 (padding optional, no whitespace); `None` if it is not base64.
@@ -233,6 +205,10 @@ fn decoded_len(text: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn encode(bytes: &[u8]) -> String {
+        STANDARD.encode(bytes)
+    }
 
     #[test]
     fn base64_round_trips_and_matches_rfc_4648_vectors() {

@@ -333,10 +333,8 @@ impl Inner {
         self.audit.get()?;
         let live = self.live();
         let settings = live.policy.audit();
-        if !settings.log_allowed || settings.allowed != AllowedRecords::Summary {
-            return None;
-        }
-        Some(PageAudit::new(field))
+        let summary = settings.log_allowed && settings.allowed == AllowedRecords::Summary;
+        summary.then(|| PageAudit::new(field))
     }
 
     /// Entries of a list page decided alike (`c`): `raws`, the first of which has the

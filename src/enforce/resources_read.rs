@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex, Weak};
 use serde_json::Value;
 
 use super::decide::Verdict;
-use super::{Ctx, Inner, denial, invalid_params, read, route};
+use super::{Ctx, Inner, denial, error_reply, read, route};
 use crate::audit;
 use crate::jsonrpc::Id;
+use crate::jsonrpc::error::INVALID_PARAMS;
 use crate::policy::ReadStance;
 use crate::relay::Action;
 use crate::roots::RootSet;
@@ -95,8 +96,8 @@ impl Inner {
         // `get` twice, not `pointer`: a JSON pointer is parsed (and allocates) on every call.
         let raw = message.get("params").and_then(|p| p.get("uri"));
         let Some(raw) = raw.and_then(Value::as_str) else {
-            let what = format!("`{}` needs a string `params.uri`", ctx.method);
-            return Err(Action::Reply(invalid_params(id, &what)));
+            let what = format!("rootfence: `{}` needs a string `params.uri`", ctx.method);
+            return Err(Action::Reply(error_reply(id, INVALID_PARAMS, what, None)));
         };
         let c = self.live().uri(raw, ctx.roots);
         let ok = self.audit_decision(ctx, "params.uri", raw, &c, audit::Action::AnsweredError);
@@ -200,10 +201,9 @@ impl ResourcesRead {
             let reused = prior
                 .as_ref()
                 .is_some_and(|p| p.canonical.as_ref().is_some_and(|u| u.as_str() == raw));
-            let mut c = match prior.take_if(|_| reused) {
-                Some(p) => p,
-                None => core.live().uri(&raw, ctx.roots),
-            };
+            let mut c = prior
+                .take_if(|_| reused)
+                .unwrap_or_else(|| core.live().uri(&raw, ctx.roots));
             if c.allow {
                 if let Some(refusal) = read::content_refusal(&core.live().policy, &item) {
                     c = refusal;

@@ -42,6 +42,16 @@ pub enum RootsState {
     Known(Arc<RootSet>),
 }
 
+impl RootsState {
+    /// The roots if known.
+    fn known(&self) -> Option<Arc<RootSet>> {
+        match self {
+            RootsState::Known(set) => Some(Arc::clone(set)),
+            RootsState::Unknown { .. } => None,
+        }
+    }
+}
+
 /// The operator's roots: opened once at start (so their real paths are known).
 #[derive(Debug)]
 pub struct OperatorRoots {
@@ -140,13 +150,14 @@ fn filter_by_policy(roots: Vec<Root>, policy: &Policy) -> (Vec<Root>, Vec<Droppe
 
 /// A duplicate of an operator root for an effective set (same directory, no lookup by path).
 fn dup(root: &Root) -> Option<Root> {
-    match root.try_clone() {
-        Ok(r) => Some(r),
-        Err(e) => {
-            tracing::warn!("cannot duplicate the root {}: {e}", root.uri());
-            None
-        }
-    }
+    root.try_clone()
+        .inspect_err(|e| tracing::warn!("cannot duplicate the root {}: {e}", root.uri()))
+        .ok()
+}
+
+/// Duplicates of every root of `set` that can be duplicated.
+fn dup_all(set: &RootSet) -> RootSet {
+    RootSet::from_roots(set.roots().iter().filter_map(dup).collect())
 }
 
 /// The effective roots of a session whose host declares no roots (it has no roots
@@ -156,18 +167,10 @@ pub fn effective_without_host(
     policy: &Policy,
     trigger: &str,
 ) -> (RootSet, RootsUpdate) {
-    let (set, mut update) = effective(&[], operator, policy, trigger);
+    let (mut set, mut update) = effective(&[], operator, policy, trigger);
     if operator.uses_command_roots() {
-        let set = RootSet::from_roots(
-            operator
-                .without_host()
-                .roots()
-                .iter()
-                .filter_map(dup)
-                .collect(),
-        );
+        set = dup_all(operator.without_host());
         update.effective = super::uris(&set);
-        return (set, update);
     }
     (set, update)
 }
@@ -256,7 +259,7 @@ pub fn effective(
     };
     if host.is_empty() {
         // A host that declares no roots leaves the operator's.
-        let set = RootSet::from_roots(operator.set().roots().iter().filter_map(dup).collect());
+        let set = dup_all(operator.set());
         update.effective = super::uris(&set);
         return (set, update);
     }
@@ -346,13 +349,6 @@ pub struct Tracker {
 }
 
 impl Tracker {
-    /// A tracker whose roots are not known yet.
-    pub fn new() -> Self {
-        Tracker {
-            tx: watch::Sender::new(RootsState::Unknown { asking: false }),
-        }
-    }
-
     /// The current state.
     pub fn state(&self) -> RootsState {
         self.tx.borrow().clone()
@@ -366,10 +362,7 @@ impl Tracker {
 
     /// The roots if known.
     pub fn known(&self) -> Option<Arc<RootSet>> {
-        match &*self.tx.borrow() {
-            RootsState::Known(set) => Some(Arc::clone(set)),
-            RootsState::Unknown { .. } => None,
-        }
+        self.tx.borrow().known()
     }
 
     /// Marks that rootfence asked the host and is waiting (decisions then wait too).
@@ -409,18 +402,18 @@ impl Tracker {
             RootsState::Unknown { asking } => !asking,
         });
         match tokio::time::timeout(limit, ready).await {
-            Ok(Ok(state)) => match &*state {
-                RootsState::Known(set) => Some(Arc::clone(set)),
-                RootsState::Unknown { .. } => None,
-            },
+            Ok(Ok(state)) => state.known(),
             _ => None,
         }
     }
 }
 
 impl Default for Tracker {
+    /// A tracker whose roots are not known yet.
     fn default() -> Self {
-        Tracker::new()
+        Tracker {
+            tx: watch::Sender::new(RootsState::Unknown { asking: false }),
+        }
     }
 }
 
@@ -544,7 +537,7 @@ mod tests {
 
     #[tokio::test]
     async fn decisions_wait_only_while_asking() {
-        let t = Tracker::new();
+        let t = Tracker::default();
         // Nobody asking: no wait at all.
         assert!(t.wait(Duration::from_secs(5)).await.is_none());
         t.asking();

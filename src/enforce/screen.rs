@@ -33,18 +33,12 @@ impl Inner {
                 return Arc::clone(&cached.1);
             }
         }
-        let reals: Vec<(&cap_std::fs::Dir, std::path::PathBuf)> = self
-            .operator
-            .set()
-            .roots()
+        let roots: Vec<(&cap_std::fs::Dir, &std::path::Path)> = (self.operator.set().roots())
             .iter()
             .chain(known.iter().flat_map(|k| k.roots()))
-            .map(|r| (r.dir(), std::path::PathBuf::from(r.real_uri().path())))
+            .map(|r| (r.dir(), std::path::Path::new(r.real_uri().path())))
             .collect();
-        let roots: Vec<(&cap_std::fs::Dir, &std::path::Path)> =
-            reals.iter().map(|(d, p)| (*d, p.as_path())).collect();
         let fresh = self.tripwire.for_roots(&roots, refresh);
-        drop(roots);
         *crate::relock(&self.fingerprints) = (Some(known.clone()), Arc::clone(&fresh));
         fresh
     }

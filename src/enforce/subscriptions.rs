@@ -61,13 +61,8 @@ impl Subscriptions {
     /// ones are remembered as subscribed.
     fn listen(&self, core: &Inner, ctx: &Ctx<'_>, mut message: Value) -> Action {
         if let Some(list) = message.pointer_mut("/params/notifications/resourceSubscriptions") {
-            let kept = core.filter_list(
-                ctx,
-                "params.notifications.resourceSubscriptions",
-                list,
-                |v| v.as_str().map(str::to_owned),
-            );
-            self.lock().extend(kept);
+            let field = "params.notifications.resourceSubscriptions";
+            self.lock().extend(core.filter_list(ctx, field, list));
         }
         core.done_ctx(ctx, message)
     }
@@ -86,11 +81,10 @@ impl Subscriptions {
             Ok(c) => c,
             Err(action) => return action,
         };
-        let raw = super::text(&message["params"]["uri"]);
-        let key = c
-            .canonical
-            .as_ref()
-            .map_or(raw.clone(), |u| u.as_str().to_owned());
+        let key = c.canonical.as_ref().map_or_else(
+            || super::text(&message["params"]["uri"]),
+            |u| u.as_str().to_owned(),
+        );
         if let Some(canonical) = &c.canonical {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
         }

@@ -64,9 +64,7 @@ impl Tools {
         // The same request, its decisions' records naming the tool (issue 29).
         let ctx = &Ctx {
             tool: Some(&name),
-            changed: std::cell::Cell::new(ctx.changed.get()),
-            revision: ctx.revision.clone(),
-            ..*ctx
+            ..ctx.clone()
         };
         let live = core.live();
         let d = live.policy.decide_tool(&name);
@@ -150,18 +148,16 @@ impl Tools {
         }
         let args = message.get("params")?.get("arguments")?;
         let plan = crate::relock(&self.plans).get(name);
-        let found: Vec<(String, String, bool, bool, String)> =
-            crate::toolargs::candidates(plan.as_deref(), args, mode, judged)
-                .into_iter()
-                .map(|c| (c.pointer, c.value.to_owned(), c.relative, c.rewrite, c.why))
-                .collect();
+        let found = crate::toolargs::candidates(plan.as_deref(), args, mode, judged);
         if found.is_empty() {
             return None;
         }
         let writes = live.policy.tool_writes(name);
         let word = mode.as_str();
-        for (pointer, raw, relative, rewrite, why) in found {
-            let Some((c, as_uri, resolved)) = self.judge_inferred(&live, &raw, relative, ctx)
+        for candidate in found {
+            let (pointer, raw, why) = (candidate.pointer, candidate.value, candidate.why);
+            let Some((c, as_uri, resolved)) =
+                self.judge_inferred(&live, &raw, candidate.relative, ctx)
             else {
                 continue;
             };
@@ -177,7 +173,7 @@ impl Tools {
             // A path or URI argument given absolutely goes on as exactly what was checked;
             // a relative one goes on as given (the tool may resolve it against a base of its
             // own, such as a repository).
-            if rewrite && !resolved {
+            if candidate.rewrite && !resolved {
                 if let Some(canonical) = &c.canonical {
                     let text = if as_uri {
                         canonical.as_str()

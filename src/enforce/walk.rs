@@ -27,11 +27,7 @@ fn whatwg_cleaned(raw: &str) -> String {
 /// denies the wrapping forms outright (`wrapped_file_uri`).
 pub(super) fn local_url(raw: &str) -> bool {
     let cleaned = whatwg_cleaned(raw);
-    match uri::scheme_of(&cleaned) {
-        Some(s) if s == "file" => true,
-        Some(s) => crate::uri::wraps_a_file(&cleaned, &s),
-        None => false,
-    }
+    uri::scheme_of(&cleaned).is_some_and(|s| s == "file" || crate::uri::wraps_a_file(&cleaned, &s))
 }
 
 /// Whether a URL is relative (no scheme): a host resolves it against its own page, which
@@ -117,29 +113,18 @@ impl Inner {
         true
     }
 
-    /// Filters a list of URI strings (e.g. `resourceSubscriptions`), rewriting allowed `file:`
+    /// Filters a list of URI strings (`resourceSubscriptions`), rewriting allowed `file:`
     /// URIs to their canonical form. Returns the kept URIs.
-    pub(super) fn filter_list(
-        &self,
-        ctx: &Ctx<'_>,
-        field: &str,
-        list: &mut Value,
-        as_uri: impl Fn(&Value) -> Option<String>,
-    ) -> Vec<String> {
+    pub(super) fn filter_list(&self, ctx: &Ctx<'_>, field: &str, list: &mut Value) -> Vec<String> {
         let mut kept = Vec::new();
         let Value::Array(items) = list else {
             return kept;
         };
         ctx.retain(items, |i, item| {
-            let raw = as_uri(item).unwrap_or_default();
+            let raw = super::text(item);
             let c = self.live().uri(&raw, ctx.roots);
-            let ok = self.audit_decision(
-                ctx,
-                &format!("{field}[{i}]"),
-                &raw,
-                &c,
-                audit::Action::Filtered,
-            );
+            let at = format!("{field}[{i}]");
+            let ok = self.audit_decision(ctx, &at, &raw, &c, audit::Action::Filtered);
             if c.allow && ok {
                 let key = c.canonical.as_ref().map_or(raw, |u| u.as_str().to_owned());
                 if self.live().enforce {
@@ -293,16 +278,14 @@ pub(super) fn template(
         return deny("query_or_fragment");
     }
     let partial = &prefix[slash + 1..];
-    if !partial.is_empty() {
-        if operator == Some('/') || brace == raw.len() {
-            // The partial name is a whole segment: judge the directory it names.
-            return template_dir(policy, prefix, roots, None);
-        }
-        // The name goes on: every expansion lies in the directory before it, in an entry
-        // whose name starts with `partial`.
-        return template_dir(policy, &prefix[..=slash], roots, Some(partial));
+    if !partial.is_empty() && (operator == Some('/') || brace == raw.len()) {
+        // The partial name is a whole segment: judge the directory it names.
+        return template_dir(policy, prefix, roots, None);
     }
-    template_dir(policy, &prefix[..=slash], roots, None)
+    // A partial name goes on: every expansion lies in the directory before it, in an entry
+    // whose name starts with `partial`.
+    let partial = (!partial.is_empty()).then_some(partial);
+    template_dir(policy, &prefix[..=slash], roots, partial)
 }
 
 /// Judges the directory a template's literal prefix names (`dir_text`); with `partial`, only
@@ -336,15 +319,12 @@ fn template_dir(
             };
         }
         let reachable = |f: &FileUri| {
+            // The root's own name right under `dir` must start with the partial name.
             f.starts_with(&dir)
-                && match partial {
-                    None => true,
-                    // The root's own name right under `dir` must start with the partial name.
-                    Some(p) => f
-                        .components()
-                        .nth(dir.depth())
-                        .is_some_and(|name| name.starts_with(p)),
-                }
+                && partial.is_none_or(|p| {
+                    let name = f.components().nth(dir.depth());
+                    name.is_some_and(|name| name.starts_with(p))
+                })
         };
         if forms.iter().any(|f| reachable(f)) {
             let mut c = deny("template_reaches_root");

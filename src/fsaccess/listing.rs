@@ -39,12 +39,8 @@ pub(crate) fn list_dir(
     buf: &mut Vec<MaybeUninit<u8>>,
     mut each: impl FnMut(&CStr, EntryKind) -> bool,
 ) -> Result<bool, Errno> {
-    let fd = openat(
-        dir,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-        NO_MODE,
-    )?;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    let fd = openat(dir, ".", flags, NO_MODE)?;
     if buf.len() < 32 * 1024 {
         buf.resize(32 * 1024, MaybeUninit::uninit());
     }

@@ -146,10 +146,7 @@ impl Stamp {
     /// The coarse real-time clock now (`CLOCK_REALTIME_COARSE`).
     pub fn now() -> Stamp {
         let t = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
-        Stamp {
-            secs: t.tv_sec,
-            nanos: t.tv_nsec,
-        }
+        Stamp::from_parts(t.tv_sec, t.tv_nsec)
     }
 
     /// A stamp from seconds and nanoseconds since the epoch.
@@ -159,10 +156,7 @@ impl Stamp {
 
     /// The start of this stamp's second.
     pub fn whole_second(self) -> Stamp {
-        Stamp {
-            secs: self.secs,
-            nanos: 0,
-        }
+        Stamp { nanos: 0, ..self }
     }
 }
 
@@ -237,10 +231,7 @@ impl Found {
             dev: st.st_dev as u64,
             ino: st.st_ino as u64,
             size: u64::try_from(st.st_size).unwrap_or(0),
-            changed: Stamp {
-                secs: st.st_ctime as i64,
-                nanos: st.st_ctime_nsec as i64,
-            },
+            changed: Stamp::from_parts(st.st_ctime as i64, st.st_ctime_nsec as i64),
         }
     }
 

@@ -111,13 +111,8 @@ pub(crate) fn resolve(
 pub(crate) fn open_plain(b: &Beneath<'_>, rel: &Path, flags: OFlags) -> Result<OwnedFd, Errno> {
     let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
     if !NO_OPENAT2.load(Ordering::Relaxed) {
-        match openat2(
-            b.dir,
-            or_dot(rel),
-            flags,
-            NO_MODE,
-            BENEATH | ResolveFlags::NO_SYMLINKS,
-        ) {
+        let how = BENEATH | ResolveFlags::NO_SYMLINKS;
+        match openat2(b.dir, or_dot(rel), flags, NO_MODE, how) {
             Err(Errno::NOSYS) => NO_OPENAT2.store(true, Ordering::Relaxed),
             other => return other,
         }

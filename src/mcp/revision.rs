@@ -31,14 +31,8 @@ impl Revision {
 
     /// Reads a revision string such as `"2025-06-18"`.
     pub fn parse(s: &str) -> Revision {
-        match s {
-            "2024-11-05" => Revision::V2024_11_05,
-            "2025-03-26" => Revision::V2025_03_26,
-            "2025-06-18" => Revision::V2025_06_18,
-            "2025-11-25" => Revision::V2025_11_25,
-            "2026-07-28" => Revision::V2026_07_28,
-            other => Revision::Other(other.into()),
-        }
+        let known = Revision::KNOWN.iter().find(|r| r.as_str() == s);
+        known.cloned().unwrap_or_else(|| Revision::Other(s.into()))
     }
 
     /// The revision string.

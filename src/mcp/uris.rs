@@ -207,17 +207,6 @@ pub struct Position {
     pub shape: Shape,
 }
 
-impl Position {
-    /// Whether the row names `method` (not as one of every method).
-    fn names(&self, method: &str) -> bool {
-        self.methods.contains(&method)
-    }
-
-    fn covers(&self, sender: Peer, part: Part) -> bool {
-        self.sender == sender && self.parts.contains(&part)
-    }
-}
-
 const REQ: &[Part] = &[Part::Request];
 const RES: &[Part] = &[Part::Result];
 const NOTE: &[Part] = &[Part::Notification];
@@ -750,11 +739,12 @@ fn compute(sender: Peer, part: Part, method: &str) -> Route {
         ..Route::default()
     };
     for p in POSITIONS {
-        let named = p.names(method);
+        // The row names the method (not as one of every method).
+        let named = p.methods.contains(&method);
         if named && !p.waits_for_roots {
             route.waits_for_roots = false;
         }
-        if !p.covers(sender, part) {
+        if p.sender != sender || !p.parts.contains(&part) {
             continue;
         }
         route.intercepted |= named || p.methods.is_empty();

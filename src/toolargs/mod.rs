@@ -22,30 +22,23 @@ use serde_json::Value;
 pub use schema::{Rule, Seg, ToolPlan};
 pub use words::{Role, Shape, shape};
 
-/// `tools.infer`: how far arguments are judged beyond those the policy names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Infer {
-    /// Every string that looks like a file reference is checked, whatever its schema says;
-    /// arguments named like `source` or `target` are checked as paths.
-    Strict,
-    /// Arguments the schema marks as paths or URIs are checked; strings of uncertain role
-    /// are checked when they look like a file reference; strings the schema says are not
-    /// paths (a URL, a regular expression, a REST endpoint, text) pass, unless they are a
-    /// whole `file:` URI.
-    Schema,
-    /// Only the arguments the policy names (`[[tools.paths]]`).
-    Off,
-}
-
-impl Infer {
-    /// The policy's word for it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Infer::Strict => "strict",
-            Infer::Schema => "schema",
-            Infer::Off => "off",
-        }
+crate::coded::coded! {
+    /// `tools.infer`: how far arguments are judged beyond those the policy names.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum Infer {
+        /// Every string that looks like a file reference is checked, whatever its schema
+        /// says; arguments named like `source` or `target` are checked as paths.
+        Strict => "strict",
+        /// Arguments the schema marks as paths or URIs are checked; strings of uncertain role
+        /// are checked when they look like a file reference; strings the schema says are not
+        /// paths (a URL, a regular expression, a REST endpoint, text) pass, unless they are a
+        /// whole `file:` URI.
+        Schema => "schema",
+        /// Only the arguments the policy names (`[[tools.paths]]`).
+        Off => "off",
     }
+    /// The policy's word for it.
+    pub fn as_str;
 }
 
 /// Tools remembered per server at most (more fall back to the value's shape).
@@ -107,10 +100,10 @@ pub fn infer_list(result: &Value) -> Vec<(String, ToolPlan)> {
 
 /// One argument string the enforcer must judge.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Candidate<'v> {
+pub struct Candidate {
     /// Where it is, as a JSON pointer into the arguments (`/paths/1`).
     pub pointer: String,
-    pub value: &'v str,
+    pub value: String,
     /// A relative value is judged too (a path argument); else only an absolute path, `~`,
     /// a URI, or `..` are.
     pub relative: bool,
@@ -122,12 +115,12 @@ pub struct Candidate<'v> {
 
 /// The strings of `arguments` to judge for a tool with `plan` (`None`: never listed), in
 /// document order. `skip` holds pointers the policy's own rules already judged.
-pub fn candidates<'v>(
+pub fn candidates(
     plan: Option<&ToolPlan>,
-    arguments: &'v Value,
+    arguments: &Value,
     mode: Infer,
     skip: &[String],
-) -> Vec<Candidate<'v>> {
+) -> Vec<Candidate> {
     let mut out = Vec::new();
     if mode == Infer::Off {
         return out;
@@ -159,15 +152,15 @@ pub fn candidates<'v>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn walk<'v>(
-    value: &'v Value,
+fn walk(
+    value: &Value,
     rules: &[&Rule],
     depth: usize,
     pointer: &mut String,
     mode: Infer,
     fallback: &str,
     skip: &[String],
-    out: &mut Vec<Candidate<'v>>,
+    out: &mut Vec<Candidate>,
 ) {
     match value {
         Value::String(s) => {
@@ -202,7 +195,7 @@ fn walk<'v>(
             if judge {
                 out.push(Candidate {
                     pointer: pointer.clone(),
-                    value: s,
+                    value: s.clone(),
                     relative,
                     rewrite,
                     why: why.to_owned(),

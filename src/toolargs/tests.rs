@@ -327,7 +327,7 @@ fn a_list_is_bounded_as_a_whole() {
     assert!(l.get("a").is_none());
 }
 
-fn pointers(c: &[Candidate<'_>]) -> Vec<String> {
+fn pointers(c: &[Candidate]) -> Vec<String> {
     c.iter().map(|c| c.pointer.clone()).collect()
 }
 

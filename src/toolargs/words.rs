@@ -2,37 +2,28 @@
 //! description, and a value's own shape at call time. Pure functions over text; the
 //! inference (`schema.rs`) and the call-time walk (`mod.rs`) combine them.
 
-/// What one signal says about the strings at one place of a tool's arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Role {
-    /// Not a path: a regular expression, a URL, a REST endpoint, a query, text. Passes
-    /// untouched under `tools.infer = "schema"`, except a whole `file:` URI (file access
-    /// whatever the argument is called).
-    NotPath,
-    /// Unknown: the value's own shape decides (an absolute path, `~/…`, a `file:` URI, a
-    /// relative path with `..`).
-    Uncertain,
-    /// A name that is often, not always, a path (`source`, `target`, `destination`): the
-    /// value's shape decides under `"schema"`, a path under `"strict"`.
-    Weak,
-    /// A URI (`format: "uri"`, named `uri`): a `file:` URI is checked, other schemes pass,
-    /// a value without a scheme is judged by its shape.
-    Uri,
-    /// A filesystem path (or a `file:` URI): checked, relative values included.
-    Path,
-}
-
-impl Role {
-    /// The word `policy explain` prints.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::NotPath => "not a path (a whole file: URI is)",
-            Role::Uncertain => "by value shape",
-            Role::Weak => "path if strict, else by value shape",
-            Role::Uri => "uri",
-            Role::Path => "path",
-        }
+crate::coded::coded! {
+    /// What one signal says about the strings at one place of a tool's arguments.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    pub enum Role {
+        /// Not a path: a regular expression, a URL, a REST endpoint, a query, text. Passes
+        /// untouched under `tools.infer = "schema"`, except a whole `file:` URI (file access
+        /// whatever the argument is called).
+        NotPath => "not a path (a whole file: URI is)",
+        /// Unknown: the value's own shape decides (an absolute path, `~/…`, a `file:` URI, a
+        /// relative path with `..`).
+        Uncertain => "by value shape",
+        /// A name that is often, not always, a path (`source`, `target`, `destination`): the
+        /// value's shape decides under `"schema"`, a path under `"strict"`.
+        Weak => "path if strict, else by value shape",
+        /// A URI (`format: "uri"`, named `uri`): a `file:` URI is checked, other schemes
+        /// pass, a value without a scheme is judged by its shape.
+        Uri => "uri",
+        /// A filesystem path (or a `file:` URI): checked, relative values included.
+        Path => "path",
     }
+    /// The word `policy explain` prints.
+    pub fn as_str;
 }
 
 /// The words of an identifier: `filePath`, `file_path`, `file-path` and `FILE_PATH` all give
