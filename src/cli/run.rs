@@ -159,7 +159,10 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
         bail!("no server command given; put it after `--`");
     }
     check_command(&command[0])?;
-    let policy = Arc::new(load_policy(&opts.policies)?);
+    let policy = Policy::load(&opts.policies)
+        .map_err(|e| anyhow!("invalid policy; the session was not started\n{e}"))?;
+    super::policy::warn_dropped(&policy);
+    let policy = Arc::new(policy);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
 
     // Operator roots: --root (must exist: a typo must not silently leave the server without
@@ -414,13 +417,6 @@ pub(crate) fn on_path(name: &Path) -> bool {
     std::env::var_os("PATH").is_some_and(|dirs| {
         std::env::split_paths(&dirs).any(|d| rootfence::sandbox::is_executable_file(&d.join(name)))
     })
-}
-
-fn load_policy(files: &[PathBuf]) -> anyhow::Result<Policy> {
-    let policy = Policy::load(files)
-        .map_err(|e| anyhow!("invalid policy; the session was not started\n{e}"))?;
-    super::policy::warn_dropped(&policy);
-    Ok(policy)
 }
 
 fn root_spec(root: &str, cwd: &Path) -> anyhow::Result<RootSpec> {

@@ -226,19 +226,16 @@ fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let reader = session
         .take_report_reader()
         .context("report reader already taken")?;
-    match reader.read_blocking() {
-        Ok(report) => {
-            if !args.quiet {
-                print_report(&report);
-            }
-        }
-        Err(e) => {
-            let status = child.wait()?;
-            rootfence::stderr_line!("rootfence: error: {e}");
-            return Ok(ExitCode::from(rootfence::relay::exit_code(status)));
-        }
+    let report = reader.read_blocking();
+    if let Ok(report) = &report
+        && !args.quiet
+    {
+        print_report(report);
     }
     let status = child.wait().context("cannot wait for the command")?;
+    if let Err(e) = report {
+        rootfence::stderr_line!("rootfence: error: {e}");
+    }
     drop(session);
     // The server's exit as `sandbox exec`'s own, by the shell's convention (`run`'s too).
     Ok(ExitCode::from(rootfence::relay::exit_code(status)))

@@ -644,9 +644,8 @@ fn this_rootfence() -> anyhow::Result<String> {
     let real = std::fs::canonicalize(&exe).unwrap_or_else(|_| exe.clone());
     let name = exe.file_name().map(OsString::from).unwrap_or_default();
     let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
+        .iter()
+        .flat_map(std::env::split_paths)
         .filter(|d| d.is_absolute())
         .map(|d| d.join(&name))
         .find(|c| std::fs::canonicalize(c).is_ok_and(|r| r == real));
@@ -756,11 +755,7 @@ fn derived_summary(d: &wrap::Derived) -> String {
             parts.push(format!("{what}: {}", each.join(", ")));
         }
     }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!("; {}", parts.join("; "))
-    }
+    parts.iter().map(|p| format!("; {p}")).collect()
 }
 
 /// What derivation needs: the home directory, and the workspace folder when the file is
