@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use rootfence::enforce::Checker;
 use rootfence::policy::{Decision, Mode, Policy, Provenance};
-use rootfence::roots::{CheckOptions, RootErrorKind, RootSet, RootSpec, Verdict};
+use rootfence::roots::{CheckOptions, RootErrorKind, RootSet, RootSpec, Stamp, Verdict};
 use rootfence::uri::{FileUri, Reason as UriReason, scheme_of};
 use serde_json::json;
 
@@ -281,12 +282,6 @@ fn provenance_json(p: Option<&Provenance>) -> serde_json::Value {
     })
 }
 
-/// The root-check options `run` derives from the policy's `[roots]` stances (the session
-/// starting now, for the hard-link stance).
-fn check_options(policy: &Policy) -> CheckOptions {
-    rootfence::enforce::Checker::options_for(policy, rootfence::roots::Stamp::now())
-}
-
 fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let policy = match load(&args.policies, 2) {
         Ok(p) => p,
@@ -325,7 +320,10 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                     if args.roots.is_empty() {
                         roots_unchecked = true;
                     } else {
-                        let opts = check_options(&policy);
+                        // The root-check options `run` derives from the policy's
+                        // `[roots]` stances (the session starting now, for the hard-link
+                        // stance).
+                        let opts = Checker::options_for(&policy, Stamp::now());
                         let (step, resolved) =
                             root_check(&policy, &args.roots, &uri, &opts, &mut dropped)?;
                         steps.push(step);

@@ -175,8 +175,7 @@ fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
         spec
     };
     for d in &a.deny {
-        let looks_glob = d.contains(['*', '?', '[', '{']);
-        if looks_glob {
+        if d.contains(['*', '?', '[', '{']) {
             spec.add_deny_pattern(d);
         } else {
             spec.add_deny_pattern(&abs(&PathBuf::from(d))?.to_string_lossy());
