@@ -1,5 +1,5 @@
-//! `rootfence sandbox probe` and `rootfence sandbox exec` (issue 7), and the hidden
-//! launcher entry point.
+//! `rootfence sandbox probe` and `rootfence sandbox exec` (issue 7). (The hidden
+//! launcher entry point is `rootfence::sandbox::launcher`, called from `main`.)
 //!
 //! `exec` runs a command confined, without the MCP relay, and prints the enforcement
 //! report on stderr: a quick way to see what a `[sandbox]` table does. `probe` does the
@@ -16,9 +16,6 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use rootfence::sandbox::{self, Access, Network, SandboxMode, SandboxRoot, SandboxSpec, probe};
-
-/// Re-exported for `main`.
-pub use rootfence::sandbox::LAUNCHER_ARG;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum SandboxCommand {
@@ -119,9 +116,6 @@ pub fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
         SandboxCommand::Exec(args) => run_exec(*args),
     }
 }
-
-/// Entry point of the sandbox launcher (see `rootfence::sandbox::launcher`).
-pub use rootfence::sandbox::launcher::launcher_main;
 
 fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
     let mode: SandboxMode = a.mode.parse().map_err(anyhow::Error::msg)?;

@@ -299,7 +299,6 @@ fn learn_grants(
         );
     }
     let ctx = opts.derive.clone().unwrap_or_default();
-    let home = ctx.home.clone();
     // Where hosts start servers: the workspace folder for a project's file, else `/`.
     let cwd = ctx.workspace.clone().unwrap_or_else(|| PathBuf::from("/"));
     let expand = |v: &str| -> Option<String> {
@@ -366,7 +365,7 @@ fn learn_grants(
                 );
                 break;
             }
-            let (mut new, notes) = learn::learn(&t.findings, policy, home.as_deref(), &cwd);
+            let (mut new, notes) = learn::learn(&t.findings, policy, ctx.home.as_deref(), &cwd);
             new.retain(|l| !s.derived.read.contains(&l.path) && !s.derived.write.contains(&l.path));
             for n in &notes {
                 rootfence::stderr_line!("rootfence: learn: `{name}`: {n}");
