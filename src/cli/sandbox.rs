@@ -247,11 +247,7 @@ const MAX_STDERR_KEPT: usize = 4 << 20;
 fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let spec = build_spec(&args.spec)?;
     let exe = std::env::current_exe().context("cannot find the rootfence executable")?;
-    let strace = if args.no_strace {
-        None
-    } else {
-        probe::find_strace()
-    };
+    let strace = (!args.no_strace).then(probe::find_strace).flatten();
     let logdir = tempfile::tempdir().context("cannot create a directory for the strace log")?;
     let log = logdir.path().join("strace.log");
     let prepared = match &strace {
