@@ -802,8 +802,7 @@ fn finish(
     target: &Target,
     verb: &str,
 ) -> anyhow::Result<ExitCode> {
-    let label = path.display().to_string();
-    let diff = outcome.diff(original, &label);
+    let diff = outcome.diff(original, &path.display().to_string());
     {
         let mut out = std::io::stdout().lock();
         out.write_all(diff.as_bytes())
