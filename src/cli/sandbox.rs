@@ -318,9 +318,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
                 "stopped after {} s (--timeout), with everything it started",
                 args.timeout
             ),
-            ProbeEnd::Signal(name) => {
-                format!("stopped on {name}, with everything it started")
-            }
+            ProbeEnd::Signal(name) => format!("stopped on {name}, with everything it started"),
         }
     );
 
