@@ -580,8 +580,7 @@ fn check_run_args(run_args: &[String]) -> anyhow::Result<()> {
     if run_args.is_empty() {
         return Ok(());
     }
-    let cmd = <super::run::RunArgs as clap::Args>::augment_args(clap::Command::new("run"))
-        .no_binary_name(false);
+    let cmd = <super::run::RunArgs as clap::Args>::augment_args(clap::Command::new("run"));
     let argv = std::iter::once("run")
         .chain(run_args.iter().map(String::as_str))
         .chain(["--", "server"]);
