@@ -299,17 +299,13 @@ fn checkpoint_config(
     let key = checkpoint::CheckpointKey::load(key_path)
         .map_err(|e| anyhow!("{e}; the session was not started"))?;
     let mut cfg = checkpoint::CheckpointConfig::new(key, log);
-    if let Some(p) = &a.checkpoint_path {
-        cfg.path = p.clone();
-    }
+    cfg.path = a.checkpoint_path.clone().unwrap_or(cfg.path);
     checkpoint::outside_reach("audit.checkpoint_path", &cfg.path, &reach)
         .map_err(|e| anyhow!("{e}; the session was not started"))?;
-    if let Some(n) = a.checkpoint_every_records {
-        cfg.every_records = n;
-    }
-    if let Some(ms) = a.checkpoint_every_ms {
-        cfg.every = Duration::from_millis(ms);
-    }
+    cfg.every_records = a.checkpoint_every_records.unwrap_or(cfg.every_records);
+    cfg.every = a
+        .checkpoint_every_ms
+        .map_or(cfg.every, Duration::from_millis);
     rootfence::stderr_line!("rootfence: audit checkpoints: {}", cfg.path.display());
     Ok(Some(cfg))
 }
