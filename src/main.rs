@@ -62,9 +62,9 @@ fn main() -> ExitCode {
     // itself and then exec the server, so confinement never happens in rootfence proper.
     // It is checked before clap so the launcher does no more work than it must.
     if std::env::args_os().nth(1).as_deref()
-        == Some(std::ffi::OsStr::new(cli::sandbox::LAUNCHER_ARG))
+        == Some(std::ffi::OsStr::new(rootfence::sandbox::LAUNCHER_ARG))
     {
-        return cli::sandbox::launcher_main();
+        return rootfence::sandbox::launcher::launcher_main();
     }
     let cli = Cli::parse();
     cli::init_diagnostics(&cli.log_level);

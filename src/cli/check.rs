@@ -107,7 +107,18 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         let c = checker.uri(&policy, raw, Some(set));
         any_denied |= !c.allow;
         let detail = detail(&c, raw, set, &checker);
-        let line = line(raw, &c, detail.as_deref());
+        let line = Line {
+            uri: raw,
+            decision: if c.allow { "allow" } else { "deny" },
+            reason: (!c.allow).then_some(&*c.reason),
+            canonical_uri: c.canonical.as_ref().map(|u| u.as_str()),
+            root: c.root.as_ref().map(|u| u.as_str()),
+            detail: detail.as_deref(),
+            kind: c.allowed.as_ref().map(|a| a.kind.as_str()),
+            nlink: c.allowed.as_ref().map(|a| a.nlink),
+            rule: c.rule.as_deref(),
+            layer: c.layer.as_deref(),
+        };
         let text = serde_json::to_string(&line).context("encoding a verdict")?;
         writeln!(out, "{text}")?;
     }
@@ -146,21 +157,6 @@ struct Line<'a> {
     nlink: Option<u64>,
     rule: Option<&'a str>,
     layer: Option<&'a str>,
-}
-
-fn line<'a>(raw: &'a str, c: &'a Verdict, detail: Option<&'a str>) -> Line<'a> {
-    Line {
-        uri: raw,
-        decision: if c.allow { "allow" } else { "deny" },
-        reason: (!c.allow).then_some(&*c.reason),
-        canonical_uri: c.canonical.as_ref().map(|u| u.as_str()),
-        root: c.root.as_ref().map(|u| u.as_str()),
-        detail,
-        kind: c.allowed.as_ref().map(|a| a.kind.as_str()),
-        nlink: c.allowed.as_ref().map(|a| a.nlink),
-        rule: c.rule.as_deref(),
-        layer: c.layer.as_deref(),
-    }
 }
 
 /// What people read about a denial: the root check's own explanation when it decided, the

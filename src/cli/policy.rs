@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use rootfence::enforce::Checker;
 use rootfence::policy::{Decision, Mode, Policy, Provenance};
-use rootfence::roots::{CheckOptions, RootErrorKind, RootSet, RootSpec, Verdict};
+use rootfence::roots::{CheckOptions, RootErrorKind, RootSet, RootSpec, Stamp, Verdict};
 use rootfence::uri::{FileUri, Reason as UriReason, scheme_of};
 use serde_json::json;
 
@@ -102,14 +103,13 @@ pub fn run(cmd: PolicyCommand) -> anyhow::Result<ExitCode> {
 
 /// The policy stack every command loads (`Policy::load`: the built-in default under the
 /// files given, unless the first says `base = "none"`), with the warnings of
-/// [`warn_dropped`] on stderr; or its errors on stderr and the exit code `failed`.
-fn load(policies: &[PathBuf], failed: u8) -> Result<Policy, ExitCode> {
-    let policy = Policy::load(policies).map_err(|errs| {
-        rootfence::stderr_line!("{errs}");
-        ExitCode::from(failed)
-    })?;
+/// [`warn_dropped`] on stderr; or its errors on stderr and `None`.
+fn load(policies: &[PathBuf]) -> Option<Policy> {
+    let policy = Policy::load(policies)
+        .inspect_err(|errs| rootfence::stderr_line!("{errs}"))
+        .ok()?;
     warn_dropped(&policy);
-    Ok(policy)
+    Some(policy)
 }
 
 /// Warns loudly (stderr) when a policy opted out of the built-in default and so lacks some
@@ -179,9 +179,8 @@ fn check(files: &[PathBuf], each: bool, tools_list: Option<&Path>) -> anyhow::Re
 }
 
 fn show(policies: &[PathBuf], as_json: bool) -> anyhow::Result<ExitCode> {
-    let policy = match load(policies, 1) {
-        Ok(p) => p,
-        Err(code) => return Ok(code),
+    let Some(policy) = load(policies) else {
+        return Ok(ExitCode::from(1));
     };
     let mut out = std::io::stdout().lock();
     if as_json {
@@ -281,16 +280,9 @@ fn provenance_json(p: Option<&Provenance>) -> serde_json::Value {
     })
 }
 
-/// The root-check options `run` derives from the policy's `[roots]` stances (the session
-/// starting now, for the hard-link stance).
-fn check_options(policy: &Policy) -> CheckOptions {
-    rootfence::enforce::Checker::options_for(policy, rootfence::roots::Stamp::now())
-}
-
 fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
-    let policy = match load(&args.policies, 2) {
-        Ok(p) => p,
-        Err(code) => return Ok(code),
+    let Some(policy) = load(&args.policies) else {
+        return Ok(ExitCode::from(2));
     };
     let mut steps = Vec::new();
     let mut dropped = Vec::new();
@@ -325,7 +317,10 @@ fn explain(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
                     if args.roots.is_empty() {
                         roots_unchecked = true;
                     } else {
-                        let opts = check_options(&policy);
+                        // The root-check options `run` derives from the policy's
+                        // `[roots]` stances (the session starting now, for the hard-link
+                        // stance).
+                        let opts = Checker::options_for(&policy, Stamp::now());
                         let (step, resolved) =
                             root_check(&policy, &args.roots, &uri, &opts, &mut dropped)?;
                         steps.push(step);

@@ -159,7 +159,10 @@ pub(crate) fn setup(opts: &ServerOptions, command: &[OsString]) -> anyhow::Resul
         bail!("no server command given; put it after `--`");
     }
     check_command(&command[0])?;
-    let policy = Arc::new(load_policy(&opts.policies)?);
+    let policy = Policy::load(&opts.policies)
+        .map_err(|e| anyhow!("invalid policy; the session was not started\n{e}"))?;
+    super::policy::warn_dropped(&policy);
+    let policy = Arc::new(policy);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
 
     // Operator roots: --root (must exist: a typo must not silently leave the server without
@@ -296,17 +299,13 @@ fn checkpoint_config(
     let key = checkpoint::CheckpointKey::load(key_path)
         .map_err(|e| anyhow!("{e}; the session was not started"))?;
     let mut cfg = checkpoint::CheckpointConfig::new(key, log);
-    if let Some(p) = &a.checkpoint_path {
-        cfg.path = p.clone();
-    }
+    cfg.path = a.checkpoint_path.clone().unwrap_or(cfg.path);
     checkpoint::outside_reach("audit.checkpoint_path", &cfg.path, &reach)
         .map_err(|e| anyhow!("{e}; the session was not started"))?;
-    if let Some(n) = a.checkpoint_every_records {
-        cfg.every_records = n;
-    }
-    if let Some(ms) = a.checkpoint_every_ms {
-        cfg.every = Duration::from_millis(ms);
-    }
+    cfg.every_records = a.checkpoint_every_records.unwrap_or(cfg.every_records);
+    cfg.every = a
+        .checkpoint_every_ms
+        .map_or(cfg.every, Duration::from_millis);
     rootfence::stderr_line!("rootfence: audit checkpoints: {}", cfg.path.display());
     Ok(Some(cfg))
 }
@@ -414,13 +413,6 @@ pub(crate) fn on_path(name: &Path) -> bool {
     std::env::var_os("PATH").is_some_and(|dirs| {
         std::env::split_paths(&dirs).any(|d| rootfence::sandbox::is_executable_file(&d.join(name)))
     })
-}
-
-fn load_policy(files: &[PathBuf]) -> anyhow::Result<Policy> {
-    let policy = Policy::load(files)
-        .map_err(|e| anyhow!("invalid policy; the session was not started\n{e}"))?;
-    super::policy::warn_dropped(&policy);
-    Ok(policy)
 }
 
 fn root_spec(root: &str, cwd: &Path) -> anyhow::Result<RootSpec> {

@@ -1,5 +1,5 @@
-//! `rootfence sandbox probe` and `rootfence sandbox exec` (issue 7), and the hidden
-//! launcher entry point.
+//! `rootfence sandbox probe` and `rootfence sandbox exec` (issue 7). (The hidden
+//! launcher entry point is `rootfence::sandbox::launcher`, called from `main`.)
 //!
 //! `exec` runs a command confined, without the MCP relay, and prints the enforcement
 //! report on stderr: a quick way to see what a `[sandbox]` table does. `probe` does the
@@ -16,9 +16,6 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use rootfence::sandbox::{self, Access, Network, SandboxMode, SandboxRoot, SandboxSpec, probe};
-
-/// Re-exported for `main`.
-pub use rootfence::sandbox::LAUNCHER_ARG;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum SandboxCommand {
@@ -120,9 +117,6 @@ pub fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Entry point of the sandbox launcher (see `rootfence::sandbox::launcher`).
-pub use rootfence::sandbox::launcher::launcher_main;
-
 fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
     let mode: SandboxMode = a.mode.parse().map_err(anyhow::Error::msg)?;
     let abs = |p: &PathBuf| {
@@ -175,8 +169,7 @@ fn build_spec(a: &SpecArgs) -> anyhow::Result<SandboxSpec> {
         spec
     };
     for d in &a.deny {
-        let looks_glob = d.contains(['*', '?', '[', '{']);
-        if looks_glob {
+        if d.contains(['*', '?', '[', '{']) {
             spec.add_deny_pattern(d);
         } else {
             spec.add_deny_pattern(&abs(&PathBuf::from(d))?.to_string_lossy());
@@ -226,19 +219,16 @@ fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let reader = session
         .take_report_reader()
         .context("report reader already taken")?;
-    match reader.read_blocking() {
-        Ok(report) => {
-            if !args.quiet {
-                print_report(&report);
-            }
-        }
-        Err(e) => {
-            let status = child.wait()?;
-            rootfence::stderr_line!("rootfence: error: {e}");
-            return Ok(ExitCode::from(rootfence::relay::exit_code(status)));
-        }
+    let report = reader.read_blocking();
+    if let Ok(report) = &report
+        && !args.quiet
+    {
+        print_report(report);
     }
     let status = child.wait().context("cannot wait for the command")?;
+    if let Err(e) = report {
+        rootfence::stderr_line!("rootfence: error: {e}");
+    }
     drop(session);
     // The server's exit as `sandbox exec`'s own, by the shell's convention (`run`'s too).
     Ok(ExitCode::from(rootfence::relay::exit_code(status)))
@@ -257,11 +247,7 @@ const MAX_STDERR_KEPT: usize = 4 << 20;
 fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let spec = build_spec(&args.spec)?;
     let exe = std::env::current_exe().context("cannot find the rootfence executable")?;
-    let strace = if args.no_strace {
-        None
-    } else {
-        probe::find_strace()
-    };
+    let strace = (!args.no_strace).then(probe::find_strace).flatten();
     let logdir = tempfile::tempdir().context("cannot create a directory for the strace log")?;
     let log = logdir.path().join("strace.log");
     let prepared = match &strace {
@@ -332,9 +318,7 @@ fn run_probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
                 "stopped after {} s (--timeout), with everything it started",
                 args.timeout
             ),
-            ProbeEnd::Signal(name) => {
-                format!("stopped on {name}, with everything it started")
-            }
+            ProbeEnd::Signal(name) => format!("stopped on {name}, with everything it started"),
         }
     );
 

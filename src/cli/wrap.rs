@@ -299,7 +299,6 @@ fn learn_grants(
         );
     }
     let ctx = opts.derive.clone().unwrap_or_default();
-    let home = ctx.home.clone();
     // Where hosts start servers: the workspace folder for a project's file, else `/`.
     let cwd = ctx.workspace.clone().unwrap_or_else(|| PathBuf::from("/"));
     let expand = |v: &str| -> Option<String> {
@@ -366,7 +365,7 @@ fn learn_grants(
                 );
                 break;
             }
-            let (mut new, notes) = learn::learn(&t.findings, policy, home.as_deref(), &cwd);
+            let (mut new, notes) = learn::learn(&t.findings, policy, ctx.home.as_deref(), &cwd);
             new.retain(|l| !s.derived.read.contains(&l.path) && !s.derived.write.contains(&l.path));
             for n in &notes {
                 rootfence::stderr_line!("rootfence: learn: `{name}`: {n}");
@@ -581,8 +580,7 @@ fn check_run_args(run_args: &[String]) -> anyhow::Result<()> {
     if run_args.is_empty() {
         return Ok(());
     }
-    let cmd = <super::run::RunArgs as clap::Args>::augment_args(clap::Command::new("run"))
-        .no_binary_name(false);
+    let cmd = <super::run::RunArgs as clap::Args>::augment_args(clap::Command::new("run"));
     let argv = std::iter::once("run")
         .chain(run_args.iter().map(String::as_str))
         .chain(["--", "server"]);
@@ -644,9 +642,8 @@ fn this_rootfence() -> anyhow::Result<String> {
     let real = std::fs::canonicalize(&exe).unwrap_or_else(|_| exe.clone());
     let name = exe.file_name().map(OsString::from).unwrap_or_default();
     let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
+        .iter()
+        .flat_map(std::env::split_paths)
         .filter(|d| d.is_absolute())
         .map(|d| d.join(&name))
         .find(|c| std::fs::canonicalize(c).is_ok_and(|r| r == real));
@@ -756,11 +753,7 @@ fn derived_summary(d: &wrap::Derived) -> String {
             parts.push(format!("{what}: {}", each.join(", ")));
         }
     }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!("; {}", parts.join("; "))
-    }
+    parts.iter().map(|p| format!("; {p}")).collect()
 }
 
 /// What derivation needs: the home directory, and the workspace folder when the file is
@@ -808,8 +801,7 @@ fn finish(
     target: &Target,
     verb: &str,
 ) -> anyhow::Result<ExitCode> {
-    let label = path.display().to_string();
-    let diff = outcome.diff(original, &label);
+    let diff = outcome.diff(original, &path.display().to_string());
     {
         let mut out = std::io::stdout().lock();
         out.write_all(diff.as_bytes())

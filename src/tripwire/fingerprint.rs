@@ -103,6 +103,14 @@ enum Basis {
     Shape,
 }
 
+impl Basis {
+    /// `Position` when where the candidate stands marks it (a secret's key, a token
+    /// prefix), else `Shape`.
+    fn position_if(yes: bool) -> Basis {
+        if yes { Basis::Position } else { Basis::Shape }
+    }
+}
+
 /// The patterns of one file's content. `known` says whether a candidate (its bytes, any
 /// case) occurs where the server legitimately names it (the roots' own paths): such a
 /// candidate is never a fingerprint.
@@ -301,24 +309,14 @@ fn candidates(line: &str) -> Vec<(&str, Basis)> {
             .and_then(|v| v.strip_suffix(['"', '\'', '`']))
             .unwrap_or(value);
         if !value.is_empty() {
-            let basis = if secret_key(&body[..pos]) {
-                Basis::Position
-            } else {
-                Basis::Shape
-            };
-            out.push((value, basis));
+            out.push((value, Basis::position_if(secret_key(&body[..pos]))));
         }
     }
     url_credentials(t, &mut out);
     // Words (split at spaces and quotes), then their parts (split at URL punctuation too).
     for w in t.split(word_sep).chain(t.split(part_sep)) {
         if !w.is_empty() {
-            let basis = if token_prefixed(w) {
-                Basis::Position
-            } else {
-                Basis::Shape
-            };
-            out.push((w, basis));
+            out.push((w, Basis::position_if(token_prefixed(w))));
         }
     }
     out

@@ -110,10 +110,8 @@ impl Tier {
                     .into_iter()
                     .enumerate()
                 {
-                    if b {
-                        if let Some(found) = self.verify(hay, p + k * step, a, patterns) {
-                            return Some(found);
-                        }
+                    if b && let Some(found) = self.verify(hay, p + k * step, a, patterns) {
+                        return Some(found);
                     }
                 }
             }
@@ -121,10 +119,8 @@ impl Tier {
         }
         while p <= last {
             let (a, b) = bit(p);
-            if b {
-                if let Some(found) = self.verify(hay, p, a, patterns) {
-                    return Some(found);
-                }
+            if b && let Some(found) = self.verify(hay, p, a, patterns) {
+                return Some(found);
             }
             p += step;
         }

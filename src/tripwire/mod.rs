@@ -167,12 +167,11 @@ impl Fingerprints {
                     Some((cap, dir))
                 });
             if let Some((cap, dir)) = &linked {
-                let path = dir.join("config");
                 out.add(
                     &mut patterns,
                     cap,
                     Path::new("config"),
-                    path,
+                    dir.join("config"),
                     Source::GitConfig,
                     &known,
                 );

@@ -41,6 +41,12 @@ pub(crate) struct Edit {
     pub(crate) text: String,
 }
 
+impl Edit {
+    fn new(range: Range<usize>, text: String) -> Edit {
+        Edit { range, text }
+    }
+}
+
 /// A map of server entries found in the file, with where it was found.
 struct ServerMap<'n> {
     /// Empty for a top-level map; `project /path` for a Claude Code local-scope map.
@@ -322,11 +328,7 @@ fn item_separator(text: &str, open: usize, items: &[Node]) -> String {
 fn line_break_indent(gap: &str) -> Option<String> {
     let ws = &gap[gap.trim_end_matches([' ', '\t', '\r', '\n']).len()..];
     let nl = ws.rfind('\n')?;
-    let from = if nl > 0 && ws.as_bytes()[nl - 1] == b'\r' {
-        nl - 1
-    } else {
-        nl
-    };
+    let from = if ws[..nl].ends_with('\r') { nl - 1 } else { nl };
     Some(ws[from..].to_string())
 }
 
@@ -409,9 +411,8 @@ pub fn plan_wrap(text: &str, opts: &WrapOptions) -> Result<Outcome, WrapError> {
             Shape::Problem(why) => (Action::Problem(why), None),
             Shape::Wrapped(w) => {
                 let (view, derived, wanted) = derive_for(&w.items[w.dashdash + 1..]);
-                let same = w.command.as_str() == Some(opts.rootfence.as_str())
-                    && w.options.len() == wanted.len()
-                    && w.options.iter().zip(&wanted).all(|(a, b)| a == b);
+                let same =
+                    w.command.as_str() == Some(opts.rootfence.as_str()) && w.options == wanted;
                 let action = if same {
                     Action::AlreadyWrapped
                 } else if opts.rewrap {
@@ -554,10 +555,7 @@ fn wrap_entry(
     edits: &mut Vec<Edit>,
 ) {
     let cmd_raw = &text[command.span.clone()];
-    edits.push(Edit {
-        range: command.span.clone(),
-        text: quote(&opts.rootfence),
-    });
+    edits.push(Edit::new(command.span.clone(), quote(&opts.rootfence)));
     let mut new: Vec<String> = std::iter::once("run")
         .chain(wanted.iter().map(String::as_str))
         .map(quote)
@@ -591,10 +589,7 @@ fn wrap_entry(
             (command.span.end, ins)
         }
     };
-    edits.push(Edit {
-        range: at..at,
-        text: ins,
-    });
+    edits.push(Edit::new(at..at, ins));
 }
 
 /// Edits that replace the rootfence command and options of a wrapped entry.
@@ -605,10 +600,7 @@ fn rewrap(
     wanted: &[String],
     edits: &mut Vec<Edit>,
 ) {
-    edits.push(Edit {
-        range: w.command.span.clone(),
-        text: quote(&opts.rootfence),
-    });
+    edits.push(Edit::new(w.command.span.clone(), quote(&opts.rootfence)));
     // Keep the separator the array already uses after `"run",`.
     let gap = &text[w.items[0].span.end..w.items[1].span.start];
     let sep = match gap.trim_start().strip_prefix(',') {
@@ -620,19 +612,19 @@ fn rewrap(
         .chain(w.marker.then_some(NO_ARGS_MARKER))
         .map(quote)
         .collect();
-    edits.push(Edit {
-        range: w.items[0].span.start..w.items[w.dashdash].span.start,
-        text: new.join(&sep) + &sep,
-    });
+    edits.push(Edit::new(
+        w.items[0].span.start..w.items[w.dashdash].span.start,
+        new.join(&sep) + &sep,
+    ));
 }
 
 /// Edits that restore a wrapped entry.
 fn unwrap_entry(text: &str, entry: &Entry<'_>, w: &Wrapped<'_>, edits: &mut Vec<Edit>) {
     let server_cmd = &w.items[w.dashdash + 1];
-    edits.push(Edit {
-        range: w.command.span.clone(),
-        text: text[server_cmd.span.clone()].to_string(),
-    });
+    edits.push(Edit::new(
+        w.command.span.clone(),
+        text[server_cmd.span.clone()].to_string(),
+    ));
     let Some(args_member) = entry.args else {
         return;
     };
@@ -653,20 +645,14 @@ fn unwrap_entry(text: &str, entry: &Entry<'_>, w: &Wrapped<'_>, edits: &mut Vec<
         };
         // The command edit must not overlap: when args directly follows command, the
         // removal starts where the command's value ends.
-        edits.push(Edit {
-            range,
-            text: String::new(),
-        });
+        edits.push(Edit::new(range, String::new()));
         return;
     }
     let end = match w.items.get(w.dashdash + 2) {
         Some(first_arg) => first_arg.span.start,
         None => server_cmd.span.end,
     };
-    edits.push(Edit {
-        range: w.items[0].span.start..end,
-        text: String::new(),
-    });
+    edits.push(Edit::new(w.items[0].span.start..end, String::new()));
 }
 
 #[cfg(test)]

@@ -131,10 +131,8 @@ impl LineIndex {
 
     /// 1-based line of a byte offset.
     pub(crate) fn line(&self, offset: usize) -> usize {
-        match self.starts.binary_search(&offset) {
-            Ok(i) => i + 1,
-            Err(i) => i,
-        }
+        // The lines that start at or before it (the first starts at 0).
+        self.starts.partition_point(|&start| start <= offset)
     }
 }
 

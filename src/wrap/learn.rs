@@ -92,10 +92,10 @@ pub fn trial(
         let Some(out) = stdout else { return };
         for line in BufReader::new(out).lines() {
             let Ok(line) = line else { break };
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
-                if tx.send(v).is_err() {
-                    break;
-                }
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
+                && tx.send(v).is_err()
+            {
+                break;
             }
         }
     });
@@ -289,17 +289,13 @@ pub fn learn(
 /// (a directory that does not exist cannot be granted). Returns what it created.
 pub fn create_state_dirs(learned: &[Learned]) -> Vec<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
-    let mut made = Vec::new();
-    for l in learned {
-        let p = Path::new(&l.path);
-        if l.flag == "--write"
-            && !p.exists()
-            && std::fs::DirBuilder::new().mode(0o700).create(p).is_ok()
-        {
-            made.push(p.to_owned());
-        }
-    }
-    made
+    learned
+        .iter()
+        .filter(|l| l.flag == "--write")
+        .map(|l| Path::new(&l.path))
+        .filter(|p| !p.exists() && std::fs::DirBuilder::new().mode(0o700).create(p).is_ok())
+        .map(Path::to_owned)
+        .collect()
 }
 
 enum NewState {

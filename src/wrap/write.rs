@@ -104,18 +104,9 @@ pub fn replace_file(
         return Err(WriteError::Changed { path: target });
     }
 
-    let backup_path = if backup {
-        Some(write_backup(
-            &dir,
-            &name,
-            expected_old,
-            mode,
-            &meta,
-            &mut warnings,
-        )?)
-    } else {
-        None
-    };
+    let backup_path = backup
+        .then(|| write_backup(&dir, &name, expected_old, mode, &meta, &mut warnings))
+        .transpose()?;
 
     let mut tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
@@ -138,11 +129,8 @@ pub fn replace_file(
     if current != expected_old {
         return Err(WriteError::Changed { path: target });
     }
-    tmp.persist(&target).map_err(|e| WriteError::Io {
-        what: "replace",
-        path: target.clone(),
-        source: e.error,
-    })?;
+    tmp.persist(&target)
+        .map_err(|e| io_err("replace", &target)(e.error))?;
     sync_dir(&dir);
     Ok(WriteReport {
         target,
