@@ -37,7 +37,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use globset::{Candidate, Glob, GlobSet, GlobSetBuilder};
+use globset::{Candidate, Glob, GlobSet};
 
 use super::decision::{ArgKind, Provenance, ToolPath};
 use super::error::{ErrorKind, PolicyError, PolicyErrors, Source};
