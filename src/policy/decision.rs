@@ -312,8 +312,9 @@ impl Policy {
 }
 
 /// Whether MIME pattern `pattern` (lowercase `type/subtype`, `type/*`, `*/*`) matches the
-/// MIME type `mime` (any case, parameters ignored). No allocation.
-fn mime_matches(pattern: &str, mime: &str) -> bool {
+/// MIME type `mime` (any case, parameters ignored). No allocation. Between two patterns
+/// (lowercase, as compiled), whether `pattern` covers every type the other one matches.
+pub(super) fn mime_matches(pattern: &str, mime: &str) -> bool {
     let essence = mime.split(';').next().unwrap_or("").trim();
     let Some((t, s)) = essence.split_once('/') else {
         return false;

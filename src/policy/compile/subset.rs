@@ -140,7 +140,7 @@ fn covers(kind: Kind, earlier: &str, later: &str) -> bool {
             matches!((g(earlier), g(later)), (Ok(e), Ok(l)) if e.covers(&l))
         }
         Kind::EnvNames => env_pattern_covers(earlier, later),
-        Kind::Mimes => mime_covers(earlier, later),
+        Kind::Mimes => super::super::decision::mime_matches(earlier, later),
         _ => earlier == later,
     }
 }
@@ -180,17 +180,6 @@ fn mime_token(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c))
 }
 
-/// Whether MIME pattern `outer` covers `inner` (a type or a pattern).
-fn mime_covers(outer: &str, inner: &str) -> bool {
-    if outer == "*/*" || outer == inner {
-        return true;
-    }
-    match (outer.split_once('/'), inner.split_once('/')) {
-        (Some((ot, "*")), Some((it, _))) => ot == it,
-        _ => false,
-    }
-}
-
 fn valid_env_pattern(s: &str) -> bool {
     let name = s.strip_suffix('*').unwrap_or(s);
     (name.is_empty() && s == "*")
@@ -207,6 +196,7 @@ mod tests {
 
     #[test]
     fn mime_cover() {
+        use crate::policy::decision::mime_matches as mime_covers;
         assert!(mime_covers("*/*", "text/plain"));
         assert!(mime_covers("text/*", "text/plain"));
         assert!(mime_covers("text/*", "text/*"));
