@@ -87,12 +87,11 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
         if let Some(g) = path_globs(cx, &e, Side::Deny) {
             // The first layer may replace the built-in list; a later layer only adds to
             // what the earlier ones left (adding is narrower).
-            let base = match acc.read_only_paths.take() {
+            let mut all = match acc.read_only_paths.take() {
                 Some(earlier) => earlier,
                 None if cx.layer == 0 => Vec::new(),
                 None => default_read_only_paths(),
             };
-            let mut all = base;
             all.extend(g);
             acc.read_only_paths = Some(all);
         }
