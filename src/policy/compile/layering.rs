@@ -147,10 +147,10 @@ pub(super) fn fixed<X, T: PartialEq + Clone + std::fmt::Debug>(
 }
 
 /// Each entry of a list through `f`; `None` if any entry is bad (each problem reported).
-fn each<T>(
+pub(super) fn each<'a, T>(
     cx: &mut Cx<'_, '_>,
-    e: &Entry<&[Sp<String>]>,
-    f: impl Fn(&Cx<'_, '_>, &Sp<String>) -> Result<T, Problem>,
+    e: &Entry<&'a [Sp<String>]>,
+    f: impl Fn(&Cx<'_, '_>, &'a Sp<String>) -> Result<T, Problem>,
 ) -> Option<Vec<T>> {
     let mut out = Vec::with_capacity(e.v.len());
     let mut ok = true;

@@ -17,23 +17,16 @@ pub(super) fn apply_subsets(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
         let new = match &e.v {
             Val::Word("allow", _) => None,
             Val::List(items) => {
-                let mut out: Vec<(String, &Sp<String>)> = Vec::new();
-                let mut ok = true;
-                for item in items {
-                    match entry(cx, spec.kind, &item.v) {
-                        // A scheme is a word: the same one twice is one.
-                        Ok(v)
-                            if matches!(spec.kind, Kind::Schemes)
-                                && out.iter().any(|(o, _)| *o == v) => {}
-                        Ok(v) => out.push((v, item)),
-                        Err(p) => {
-                            ok = false;
-                            cx.problem(&item.span, p);
-                        }
-                    }
-                }
-                if !ok {
+                let checked = each(cx, &e.with(&items[..]), |cx, item| {
+                    Ok((entry(cx, spec.kind, &item.v)?, item))
+                });
+                let Some(mut out) = checked else {
                     continue;
+                };
+                // A scheme is a word: the same one twice is one.
+                if matches!(spec.kind, Kind::Schemes) {
+                    let mut seen = BTreeSet::new();
+                    out.retain(|(v, _)| seen.insert(v.clone()));
                 }
                 Some(out)
             }
