@@ -331,15 +331,9 @@ fn decode_segment(raw: &str, seg: &str, buf: &mut Vec<u8>) -> Result<bool, UriEr
                 ));
             }
             0x00..=0x1f | 0x7f => {
-                return Err(err(
-                    Reason::ControlCharacter,
-                    format!(
-                        "{} decodes to control character %{:02X}{}",
-                        quote(raw),
-                        v,
-                        if v == 0 { " (NUL)" } else { "" }
-                    ),
-                ));
+                let nul = if v == 0 { " (NUL)" } else { "" };
+                let what = format!("decodes to control character %{v:02X}{nul}");
+                return Err(refused(Reason::ControlCharacter, raw, what));
             }
             _ => buf.push(v),
         }
@@ -386,9 +380,7 @@ impl Builder {
         };
         self.lexical.parents.push(self.path().to_owned());
         self.buf.truncate(PATH_AT + cut);
-        if last && !self.path().is_empty() {
-            self.lexical.trailing_dir = true;
-        }
+        self.skip(last);
         Ok(())
     }
 
