@@ -223,18 +223,11 @@ impl Root {
         let Some(rel) = other.real.relative_to(&self.real) else {
             return false;
         };
-        match fsaccess::resolve(
-            &self.beneath(),
-            Path::new(rel),
-            SymlinkStance::FollowWithinRoot,
-            true,
-        ) {
-            Ok(r) => {
-                r.found.kind == FileKind::Directory
-                    && (r.found.dev, r.found.ino) == (other.dev, other.ino)
-            }
-            Err(_) => false,
-        }
+        let stance = SymlinkStance::FollowWithinRoot;
+        let Ok(r) = fsaccess::resolve(&self.beneath(), Path::new(rel), stance, true) else {
+            return false;
+        };
+        r.found.kind == FileKind::Directory && (r.found.dev, r.found.ino) == (other.dev, other.ino)
     }
 }
 
