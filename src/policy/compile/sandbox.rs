@@ -120,8 +120,7 @@ pub(super) fn grant_path(
     }
     let grantable = acc.grantable();
     let rules = grant::PathRules {
-        read: &acc.grants.read,
-        write: &acc.grants.write,
+        grants: &acc.grants,
         grantable: &grantable,
         home: cx.home,
     };
