@@ -334,8 +334,7 @@ impl Cx<'_, '_> {
     }
 
     fn problem(&mut self, span: &Range<usize>, p: Problem) {
-        let err = self.src.error(span, p.kind, p.message).hint(p.hint);
-        self.errs.push(err);
+        self.error(span, p.kind, p.message, &p.hint);
     }
 
     fn error(&mut self, span: &Range<usize>, kind: ErrorKind, msg: String, hint: &str) {
