@@ -603,11 +603,7 @@ impl GlobTable {
     /// `is_match` first (used for deny sets, which rarely match).
     #[inline]
     pub(crate) fn find_rare(&self, cand: &Candidate<'_>) -> Option<(usize, &Provenance)> {
-        if self.is_match(cand) {
-            self.find(cand)
-        } else {
-            None
-        }
+        self.is_match(cand).then(|| self.find(cand)).flatten()
     }
 }
 
