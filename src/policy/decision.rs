@@ -286,10 +286,9 @@ impl Policy {
         if m.tool_paths.is_empty() {
             return Vec::new();
         }
-        let mut idx = m.tool_paths_set.matches(tool_name);
-        idx.sort_unstable();
-        idx.iter()
-            .map(|&i| &m.tool_paths[i])
+        // `matches` gives the entries' indices in ascending order.
+        (m.tool_paths_set.matches(tool_name).into_iter())
+            .map(|i| &m.tool_paths[i])
             .filter(|e| match (&e.server, server) {
                 (Some(glob), Some(name)) => glob.is_match(name),
                 _ => true,
