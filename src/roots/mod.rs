@@ -565,17 +565,16 @@ impl RootSet {
                     // The first missing name must not exist at all: a dangling symbolic
                     // link would lead wherever its target is created.
                     let first_missing = ancestor.join(names[k]);
-                    if let Ok(entry) = fsaccess::lstat_beneath(&b, &first_missing) {
-                        if entry.kind == FileKind::Symlink {
-                            return Err(deny(
-                                Reason::DanglingSymlink,
-                                format!(
-                                    "{uri}: `{}` is a dangling symbolic link; where it leads \
-                                     once its target exists cannot be decided",
-                                    first_missing.display()
-                                ),
-                            ));
-                        }
+                    let entry = fsaccess::lstat_beneath(&b, &first_missing);
+                    if entry.is_ok_and(|e| e.kind == FileKind::Symlink) {
+                        return Err(deny(
+                            Reason::DanglingSymlink,
+                            format!(
+                                "{uri}: `{}` is a dangling symbolic link; where it leads \
+                                 once its target exists cannot be decided",
+                                first_missing.display()
+                            ),
+                        ));
                     }
                     let rest: PathBuf = names[k..].iter().collect();
                     return Ok((r.path, rest));
