@@ -287,11 +287,7 @@ impl Walker<'_, '_> {
 
     /// The item of `table` for a dotted name (its last segment is the key).
     fn find<'t, 'i>(table: &'t DeTable<'i>, name: &str) -> Option<Item<'t, 'i>> {
-        let key = name.rsplit('.').next().unwrap_or(name);
-        table.iter().find(|(k, _)| {
-            let s: &str = k.get_ref();
-            s == key
-        })
+        table.get_key_value(name.rsplit('.').next().unwrap_or(name))
     }
 
     fn wrong_type(&mut self, span: &Range<usize>, key: &str, want: &str, got: &DeValue<'_>) {
