@@ -210,13 +210,10 @@ impl Policy {
                 Decision::allow(Reason::DefaultAllow, &m.scheme_prov)
             }
             SchemeStance::AllowAll => Decision::allow(Reason::PolicyAllow, &m.scheme_prov),
-            SchemeStance::Only(list) => {
-                if list.iter().any(|s| s.eq_ignore_ascii_case(scheme)) {
-                    Decision::allow(Reason::PolicyAllow, &m.scheme_prov)
-                } else {
-                    Decision::deny(Reason::SchemeDenied, &m.scheme_prov)
-                }
+            SchemeStance::Only(list) if list.iter().any(|s| s.eq_ignore_ascii_case(scheme)) => {
+                Decision::allow(Reason::PolicyAllow, &m.scheme_prov)
             }
+            SchemeStance::Only(_) => Decision::deny(Reason::SchemeDenied, &m.scheme_prov),
         }
     }
 
@@ -379,11 +376,8 @@ impl<'p> FileJudge<'p> {
             // name and extension are searched for at construction).
             return Decision::allow(Reason::DefaultAllow, &m.default);
         }
-        allow_lists(
-            &m.res_allow,
-            &Candidate::from_bytes(path.as_bytes()),
-            &m.default,
-        )
+        let c = Candidate::from_bytes(path.as_bytes());
+        allow_lists(&m.res_allow, &c, &m.default)
     }
 }
 
