@@ -405,8 +405,7 @@ pub(crate) fn compile(
         .map(|l| Source::new(l.name.clone(), &l.text))
         .collect();
     for (i, src) in sources.iter().enumerate() {
-        let raw = raw::parse_layer(src, &mut errs);
-        let Some(raw) = raw else {
+        let Some(raw) = raw::parse_layer(src, &mut errs) else {
             all_parsed = false;
             continue;
         };
