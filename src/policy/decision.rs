@@ -210,13 +210,10 @@ impl Policy {
                 Decision::allow(Reason::DefaultAllow, &m.scheme_prov)
             }
             SchemeStance::AllowAll => Decision::allow(Reason::PolicyAllow, &m.scheme_prov),
-            SchemeStance::Only(list) => {
-                if list.iter().any(|s| s.eq_ignore_ascii_case(scheme)) {
-                    Decision::allow(Reason::PolicyAllow, &m.scheme_prov)
-                } else {
-                    Decision::deny(Reason::SchemeDenied, &m.scheme_prov)
-                }
+            SchemeStance::Only(list) if list.iter().any(|s| s.eq_ignore_ascii_case(scheme)) => {
+                Decision::allow(Reason::PolicyAllow, &m.scheme_prov)
             }
+            SchemeStance::Only(_) => Decision::deny(Reason::SchemeDenied, &m.scheme_prov),
         }
     }
 
@@ -286,10 +283,9 @@ impl Policy {
         if m.tool_paths.is_empty() {
             return Vec::new();
         }
-        let mut idx = m.tool_paths_set.matches(tool_name);
-        idx.sort_unstable();
-        idx.iter()
-            .map(|&i| &m.tool_paths[i])
+        // `matches` gives the entries' indices in ascending order.
+        (m.tool_paths_set.matches(tool_name).into_iter())
+            .map(|i| &m.tool_paths[i])
             .filter(|e| match (&e.server, server) {
                 (Some(glob), Some(name)) => glob.is_match(name),
                 _ => true,
@@ -312,8 +308,9 @@ impl Policy {
 }
 
 /// Whether MIME pattern `pattern` (lowercase `type/subtype`, `type/*`, `*/*`) matches the
-/// MIME type `mime` (any case, parameters ignored). No allocation.
-fn mime_matches(pattern: &str, mime: &str) -> bool {
+/// MIME type `mime` (any case, parameters ignored). No allocation. Between two patterns
+/// (lowercase, as compiled), whether `pattern` covers every type the other one matches.
+pub(super) fn mime_matches(pattern: &str, mime: &str) -> bool {
     let essence = mime.split(';').next().unwrap_or("").trim();
     let Some((t, s)) = essence.split_once('/') else {
         return false;
@@ -379,11 +376,8 @@ impl<'p> FileJudge<'p> {
             // name and extension are searched for at construction).
             return Decision::allow(Reason::DefaultAllow, &m.default);
         }
-        allow_lists(
-            &m.res_allow,
-            &Candidate::from_bytes(path.as_bytes()),
-            &m.default,
-        )
+        let c = Candidate::from_bytes(path.as_bytes());
+        allow_lists(&m.res_allow, &c, &m.default)
     }
 }
 

@@ -227,15 +227,10 @@ impl<'s> Source<'s> {
             .get(span.start..end)
             .map_or(1, |s| s.chars().count())
             .max(1);
-        let value = if span.is_empty() {
-            None
-        } else {
-            Some(self.snippet(span))
-        };
         PolicyError {
             line: Some(line),
             column: Some(column),
-            value,
+            value: (!span.is_empty()).then(|| self.snippet(span)),
             excerpt: Some((text.replace('\t', " "), column as usize - 1, width)),
             ..PolicyError::unlocated(&self.name, kind, message.into())
         }

@@ -115,12 +115,11 @@ pub(crate) fn expand(raw: &str, home: Option<&str>, glob: bool) -> Result<String
             ));
         }
     };
-    let home = if glob {
+    let mut out = if glob {
         globset::escape(home)
     } else {
         home.to_string()
     };
-    let mut out = home;
     out.push_str(rest);
     if out.is_empty() {
         out.push('/');
@@ -449,33 +448,38 @@ impl<'t> Steps<'t> {
 
     /// [`GlobTable::is_match`] of `path`.
     pub(crate) fn is_match(&mut self, path: &str) -> bool {
-        match self.run(path) {
-            Some(hit) => hit,
-            None => self.table.is_match(&Candidate::from_bytes(path.as_bytes())),
-        }
+        self.run(path)
+            .unwrap_or_else(|| self.table.is_match(&Candidate::from_bytes(path.as_bytes())))
     }
 
     /// The automaton's answer, `None` when it has none.
     fn run(&mut self, path: &str) -> Option<bool> {
         use regex_automata::Anchored;
+        use regex_automata::hybrid::{LazyStateID, dfa::Cache};
         use regex_automata::util::start;
         let (a, cache) = self.dfa.as_mut()?;
         let dfa = &a.dfa;
-        let cut = crate::uri::last_slash(path).map_or(0, |i| i + 1);
-        let (dir, name) = path.split_at(cut);
-        if self.at.is_none() || self.dir != dir {
-            self.at = None;
-            let mut sid = dfa
-                .start_state(cache, &start::Config::new().anchored(Anchored::Yes))
-                .ok()?;
-            let mut hit = false;
-            for &b in dir.as_bytes() {
+        // Runs the automaton over `text` up to a dead or quit state, noting in `hit` whether
+        // a match was seen on the way; `None` when the cache gave up.
+        let step = |cache: &mut Cache, mut sid: LazyStateID, text: &str, hit: &mut bool| {
+            for &b in text.as_bytes() {
                 sid = dfa.next_state(cache, sid, b).ok()?;
-                hit |= sid.is_match();
+                *hit |= sid.is_match();
                 if sid.is_dead() || sid.is_quit() {
                     break;
                 }
             }
+            Some(sid)
+        };
+        let cut = crate::uri::last_slash(path).map_or(0, |i| i + 1);
+        let (dir, name) = path.split_at(cut);
+        if self.at.is_none() || self.dir != dir {
+            self.at = None;
+            let sid = dfa
+                .start_state(cache, &start::Config::new().anchored(Anchored::Yes))
+                .ok()?;
+            let mut hit = false;
+            let sid = step(cache, sid, dir, &mut hit)?;
             self.dir.clear();
             self.dir.push_str(dir);
             self.at = Some((sid, hit));
@@ -485,13 +489,7 @@ impl<'t> Steps<'t> {
             return None;
         }
         if !sid.is_dead() {
-            for &b in name.as_bytes() {
-                sid = dfa.next_state(cache, sid, b).ok()?;
-                hit |= sid.is_match();
-                if sid.is_dead() || sid.is_quit() {
-                    break;
-                }
-            }
+            sid = step(cache, sid, name, &mut hit)?;
             if sid.is_quit() {
                 return None;
             }
@@ -605,11 +603,7 @@ impl GlobTable {
     /// `is_match` first (used for deny sets, which rarely match).
     #[inline]
     pub(crate) fn find_rare(&self, cand: &Candidate<'_>) -> Option<(usize, &Provenance)> {
-        if self.is_match(cand) {
-            self.find(cand)
-        } else {
-            None
-        }
+        self.is_match(cand).then(|| self.find(cand)).flatten()
     }
 }
 

@@ -125,8 +125,7 @@ pub(crate) fn judge_env(
 
 /// What a path grant is judged against.
 pub(crate) struct PathRules<'a> {
-    pub(crate) read: &'a [(String, Provenance)],
-    pub(crate) write: &'a [(String, Provenance)],
+    pub(crate) grants: &'a Grants,
     pub(crate) grantable: &'a Grantable,
     pub(crate) home: Option<&'a str>,
 }
@@ -142,7 +141,7 @@ pub(crate) fn judge_path(
 ) -> Result<(), Refusal> {
     let inside =
         |list: &[(String, Provenance)]| list.iter().any(|(o, _)| glob::path_within(path, o));
-    if inside(rules.write) || (!write && inside(rules.read)) {
+    if inside(&rules.grants.write) || (!write && inside(&rules.grants.read)) {
         return Ok(());
     }
     let g = rules.grantable;
@@ -193,8 +192,7 @@ impl Policy {
                     p.display()
                 );
                 let rules = PathRules {
-                    read: &sb.grants.read,
-                    write: &sb.grants.write,
+                    grants: &sb.grants,
                     grantable: &sb.grantable,
                     home: self.home.as_deref(),
                 };

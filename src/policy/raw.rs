@@ -258,9 +258,7 @@ impl Walker<'_, '_> {
         };
         Some(e)
     }
-}
 
-impl Walker<'_, '_> {
     fn fail(&mut self, span: &Range<usize>, kind: ErrorKind, msg: String, hint: impl Into<String>) {
         self.errs.push(self.src.error(span, kind, msg).hint(hint));
     }
@@ -289,11 +287,7 @@ impl Walker<'_, '_> {
 
     /// The item of `table` for a dotted name (its last segment is the key).
     fn find<'t, 'i>(table: &'t DeTable<'i>, name: &str) -> Option<Item<'t, 'i>> {
-        let key = name.rsplit('.').next().unwrap_or(name);
-        table.iter().find(|(k, _)| {
-            let s: &str = k.get_ref();
-            s == key
-        })
+        table.get_key_value(name.rsplit('.').next().unwrap_or(name))
     }
 
     fn wrong_type(&mut self, span: &Range<usize>, key: &str, want: &str, got: &DeValue<'_>) {
@@ -302,45 +296,41 @@ impl Walker<'_, '_> {
         self.fail(span, ErrorKind::WrongType, msg, hint);
     }
 
-    fn entry<T>(
-        &self,
-        key: &'static str,
-        k: &Spanned<toml::de::DeString<'_>>,
-        v: T,
-        span: Range<usize>,
-    ) -> Entry<T> {
-        Entry {
-            key,
+    /// The value of `name` in `table` as `f` reads it, with its key and spans; a value `f`
+    /// does not read is reported as not `want`.
+    fn typed<'t, 'i, T>(
+        &mut self,
+        table: &'t DeTable<'i>,
+        name: &'static str,
+        want: &str,
+        f: impl FnOnce(&'t DeValue<'i>) -> Option<T>,
+    ) -> Option<Entry<T>> {
+        let (k, v) = Self::find(table, name)?;
+        let Some(t) = f(v.get_ref()) else {
+            self.wrong_type(&v.span(), name, want, v.get_ref());
+            return None;
+        };
+        Some(Entry {
+            key: name,
             key_span: k.span(),
-            v,
-            span,
-        }
+            v: t,
+            span: v.span(),
+        })
     }
 
     /// The sub-table `name` of `table`, its keys checked.
-    fn table<'t, 'i>(&mut self, table: &'t DeTable<'i>, name: &str) -> Option<&'t DeTable<'i>> {
-        let (_, v) = Self::find(table, name)?;
-        match v.get_ref() {
-            DeValue::Table(t) => {
-                self.check_keys(t, name);
-                Some(t)
-            }
-            other => {
-                self.wrong_type(&v.span(), name, "a table", other);
-                None
-            }
-        }
+    fn table<'t, 'i>(
+        &mut self,
+        table: &'t DeTable<'i>,
+        name: &'static str,
+    ) -> Option<&'t DeTable<'i>> {
+        let t = self.typed(table, name, "a table", DeValue::as_table)?.v;
+        self.check_keys(t, name);
+        Some(t)
     }
 
     fn string(&mut self, table: &DeTable<'_>, name: &'static str) -> Option<Entry<String>> {
-        let (k, v) = Self::find(table, name)?;
-        match v.get_ref() {
-            DeValue::String(s) => Some(self.entry(name, k, s.to_string(), v.span())),
-            other => {
-                self.wrong_type(&v.span(), name, "a string", other);
-                None
-            }
-        }
+        self.typed(table, name, "a string", |v| v.as_str().map(str::to_string))
     }
 
     fn strings(
@@ -348,14 +338,10 @@ impl Walker<'_, '_> {
         table: &DeTable<'_>,
         name: &'static str,
     ) -> Option<Entry<Vec<Sp<String>>>> {
-        let (k, v) = Self::find(table, name)?;
-        let DeValue::Array(items) = v.get_ref() else {
-            self.wrong_type(&v.span(), name, "an array of strings", v.get_ref());
-            return None;
-        };
-        let mut out = Vec::with_capacity(items.len());
+        let items = self.typed(table, name, "an array of strings", DeValue::as_array)?;
+        let mut out = Vec::with_capacity(items.v.len());
         let mut ok = true;
-        for item in items.iter() {
+        for item in items.v.iter() {
             match item.get_ref() {
                 DeValue::String(s) => out.push(Sp {
                     v: s.to_string(),
@@ -369,35 +355,20 @@ impl Walker<'_, '_> {
         }
         // A list with a bad element is dropped whole: a partial deny list must never be
         // compiled (and the layer fails anyway, because an error was pushed).
-        ok.then(|| self.entry(name, k, out, v.span()))
+        ok.then(|| items.with(out))
     }
 
     fn boolean(&mut self, table: &DeTable<'_>, name: &'static str) -> Option<Entry<bool>> {
-        let (k, v) = Self::find(table, name)?;
-        match v.get_ref() {
-            DeValue::Boolean(b) => Some(self.entry(name, k, *b, v.span())),
-            other => {
-                self.wrong_type(&v.span(), name, "a boolean (true or false)", other);
-                None
-            }
-        }
+        self.typed(table, name, "a boolean (true or false)", DeValue::as_bool)
     }
 
     fn int(&mut self, table: &DeTable<'_>, name: &'static str) -> Option<Entry<i64>> {
-        let (k, v) = Self::find(table, name)?;
-        match v.get_ref() {
-            DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {
-                Ok(n) => Some(self.entry(name, k, n, v.span())),
-                Err(_) => {
-                    self.bad_value(&v.span(), name, "is out of range", "use a smaller integer");
-                    None
-                }
-            },
-            other => {
-                self.wrong_type(&v.span(), name, "an integer", other);
-                None
-            }
-        }
+        let e = self.typed(table, name, "an integer", DeValue::as_integer)?;
+        let Ok(n) = i64::from_str_radix(e.v.as_str(), e.v.radix()) else {
+            self.bad_value(&e.span, name, "is out of range", "use a smaller integer");
+            return None;
+        };
+        Some(e.with(n))
     }
 
     fn bad_value(&mut self, span: &Range<usize>, key: &str, what: &str, hint: &str) {
@@ -428,21 +399,17 @@ impl Walker<'_, '_> {
 
     /// A byte size: an integer, or a string such as `"16 MiB"`.
     fn size(&mut self, table: &DeTable<'_>, name: &'static str) -> Option<Entry<u64>> {
-        let (k, v) = Self::find(table, name)?;
         let hint = "write a number of bytes, or a string such as \"16 MiB\" \
                     (units: B, KiB, MiB, GiB, TiB)";
-        let parsed = match v.get_ref() {
-            DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix()).ok(),
-            DeValue::String(s) => parse_size(s),
-            other => {
-                self.wrong_type(&v.span(), name, "a size (integer or string)", other);
-                return None;
-            }
-        };
-        match parsed {
-            Some(n) if n > 0 => Some(self.entry(name, k, n, v.span())),
+        let e = self.typed(table, name, "a size (integer or string)", |v| match v {
+            DeValue::Integer(i) => Some(u64::from_str_radix(i.as_str(), i.radix()).ok()),
+            DeValue::String(s) => Some(parse_size(s)),
+            _ => None,
+        })?;
+        match e.v {
+            Some(n) if n > 0 => Some(e.with(n)),
             _ => {
-                self.bad_value(&v.span(), name, "is not a valid positive size", hint);
+                self.bad_value(&e.span, name, "is not a valid positive size", hint);
                 None
             }
         }
@@ -475,18 +442,12 @@ impl Walker<'_, '_> {
         what: &str,
         list: impl FnOnce(&mut Self, Entry<&DeArray<'_>>) -> Option<Entry<Val>>,
     ) -> Option<Entry<Val>> {
-        let (k, v) = Self::find(table, name)?;
-        match v.get_ref() {
-            DeValue::String(_) => {
-                let e = self.word(table, name, ALLOW_DENY)?;
-                Some(e.map(|(w, n)| Val::Word(w, n)))
-            }
-            DeValue::Array(items) => list(self, self.entry(name, k, items, v.span())),
-            other => {
-                self.wrong_type(&v.span(), name, what, other);
-                None
-            }
+        if Self::find(table, name)?.1.get_ref().is_str() {
+            let e = self.word(table, name, ALLOW_DENY)?;
+            return Some(e.map(|(w, n)| Val::Word(w, n)));
         }
+        let items = self.typed(table, name, what, DeValue::as_array)?;
+        list(self, items)
     }
 
     fn network(&mut self, table: &DeTable<'_>) -> Option<Entry<Val>> {
@@ -535,16 +496,12 @@ impl Walker<'_, '_> {
         required: &[&str],
         hint: &str,
     ) -> Vec<RawLayer> {
-        let Some((_, v)) = Self::find(table, name) else {
-            return Vec::new();
-        };
         let what = format!("an array of tables ([[{name}]])");
-        let DeValue::Array(items) = v.get_ref() else {
-            self.wrong_type(&v.span(), name, &what, v.get_ref());
+        let Some(items) = self.typed(table, name, &what, DeValue::as_array) else {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for item in items.iter() {
+        for item in items.v.iter() {
             let DeValue::Table(t) = item.get_ref() else {
                 self.wrong_type(&item.span(), name, &what, item.get_ref());
                 continue;

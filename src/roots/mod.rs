@@ -223,18 +223,11 @@ impl Root {
         let Some(rel) = other.real.relative_to(&self.real) else {
             return false;
         };
-        match fsaccess::resolve(
-            &self.beneath(),
-            Path::new(rel),
-            SymlinkStance::FollowWithinRoot,
-            true,
-        ) {
-            Ok(r) => {
-                r.found.kind == FileKind::Directory
-                    && (r.found.dev, r.found.ino) == (other.dev, other.ino)
-            }
-            Err(_) => false,
-        }
+        let stance = SymlinkStance::FollowWithinRoot;
+        let Ok(r) = fsaccess::resolve(&self.beneath(), Path::new(rel), stance, true) else {
+            return false;
+        };
+        r.found.kind == FileKind::Directory && (r.found.dev, r.found.ino) == (other.dev, other.ino)
     }
 }
 
@@ -572,17 +565,16 @@ impl RootSet {
                     // The first missing name must not exist at all: a dangling symbolic
                     // link would lead wherever its target is created.
                     let first_missing = ancestor.join(names[k]);
-                    if let Ok(entry) = fsaccess::lstat_beneath(&b, &first_missing) {
-                        if entry.kind == FileKind::Symlink {
-                            return Err(deny(
-                                Reason::DanglingSymlink,
-                                format!(
-                                    "{uri}: `{}` is a dangling symbolic link; where it leads \
-                                     once its target exists cannot be decided",
-                                    first_missing.display()
-                                ),
-                            ));
-                        }
+                    let entry = fsaccess::lstat_beneath(&b, &first_missing);
+                    if entry.is_ok_and(|e| e.kind == FileKind::Symlink) {
+                        return Err(deny(
+                            Reason::DanglingSymlink,
+                            format!(
+                                "{uri}: `{}` is a dangling symbolic link; where it leads \
+                                 once its target exists cannot be decided",
+                                first_missing.display()
+                            ),
+                        ));
                     }
                     let rest: PathBuf = names[k..].iter().collect();
                     return Ok((r.path, rest));

@@ -8,13 +8,9 @@ use super::{FileUri, Lexical, MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_URI_BYTES, Rea
 // Where the path starts in [`Builder::buf`]: after `file://`, as in the canonical form.
 use super::SCHEME_AND_EMPTY_HOST as PATH_AT;
 
-fn err(reason: Reason, detail: impl Into<String>) -> UriError {
-    UriError::new(reason, detail)
-}
-
 /// A refusal of `raw` whose detail is `raw`, quoted, then `what`.
 fn refused(reason: Reason, raw: &str, what: impl std::fmt::Display) -> UriError {
-    err(reason, format!("{} {what}", quote(raw)))
+    UriError::new(reason, format!("{} {what}", quote(raw)))
 }
 
 /// Quotes untrusted text for an error message: escapes controls and keeps it short, so a
@@ -40,7 +36,7 @@ pub(crate) fn quote(raw: &str) -> String {
 
 pub(super) fn parse_uri(raw: &str) -> Result<FileUri, UriError> {
     if raw.len() > MAX_URI_BYTES {
-        return Err(err(
+        return Err(UriError::new(
             Reason::TooLong,
             format!(
                 "uri of {} bytes is longer than the {MAX_URI_BYTES}-byte limit",
@@ -194,13 +190,13 @@ pub(super) fn is_plain_sibling(sibling: &FileUri, raw: &str) -> bool {
 pub(super) fn from_path(path: &Path) -> Result<FileUri, UriError> {
     let shown = path.to_string_lossy();
     let Some(text) = path.to_str() else {
-        return Err(err(
+        return Err(UriError::new(
             Reason::BadEncoding,
             format!("path {} is not valid utf-8", quote(&shown)),
         ));
     };
     if !text.starts_with('/') {
-        return Err(err(
+        return Err(UriError::new(
             Reason::NotAFileUri,
             format!(
                 "path {} is not absolute; make it absolute against the working directory",
@@ -210,7 +206,7 @@ pub(super) fn from_path(path: &Path) -> Result<FileUri, UriError> {
     }
     if text.len() > MAX_PATH_BYTES * 2 {
         // Dot segments could shorten it, but nothing honest is this long.
-        return Err(err(
+        return Err(UriError::new(
             Reason::TooLong,
             format!("path of {} bytes is too long", text.len()),
         ));
@@ -331,15 +327,9 @@ fn decode_segment(raw: &str, seg: &str, buf: &mut Vec<u8>) -> Result<bool, UriEr
                 ));
             }
             0x00..=0x1f | 0x7f => {
-                return Err(err(
-                    Reason::ControlCharacter,
-                    format!(
-                        "{} decodes to control character %{:02X}{}",
-                        quote(raw),
-                        v,
-                        if v == 0 { " (NUL)" } else { "" }
-                    ),
-                ));
+                let nul = if v == 0 { " (NUL)" } else { "" };
+                let what = format!("decodes to control character %{v:02X}{nul}");
+                return Err(refused(Reason::ControlCharacter, raw, what));
             }
             _ => buf.push(v),
         }
@@ -386,9 +376,7 @@ impl Builder {
         };
         self.lexical.parents.push(self.path().to_owned());
         self.buf.truncate(PATH_AT + cut);
-        if last && !self.path().is_empty() {
-            self.lexical.trailing_dir = true;
-        }
+        self.skip(last);
         Ok(())
     }
 

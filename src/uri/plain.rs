@@ -85,9 +85,7 @@ impl<'a> PageUri<'a> {
             PageUri::Plain(p) => std::borrow::Cow::Owned(p.to_file_uri()),
         }
     }
-}
 
-impl PageUri<'_> {
     /// A page of parsed URIs as [`Checker::page`](crate::enforce::Checker::page) hands them
     /// to the root check: each plain sibling of the latest parsed one by its text, the
     /// others parsed (for tests and benchmarks of [`crate::roots::RootSet::check_page`]).

@@ -20,15 +20,6 @@ fn name_table(rules: &[(String, Glob, Provenance)]) -> Result<GlobTable, globset
     )
 }
 
-/// One set of the globs given.
-fn glob_set<'g>(globs: impl IntoIterator<Item = &'g Glob>) -> Result<GlobSet, globset::Error> {
-    let mut b = GlobSetBuilder::new();
-    for g in globs {
-        b.add(g.clone());
-    }
-    b.build()
-}
-
 pub(super) fn allow_tables(lists: &[AllowList]) -> Result<Vec<AllowTable>, globset::Error> {
     lists
         .iter()
@@ -90,9 +81,10 @@ pub(super) fn build(
         .collect();
     let tool_writing = name_table(&writing).map_err(set_err)?;
     let tool_writes = name_table(tools_writing).map_err(set_err)?;
-    let tool_paths_set = glob_set(acc.tool_paths.iter().map(|(_, g, _, _)| g)).map_err(set_err)?;
+    let tool_paths_set =
+        GlobSet::new(acc.tool_paths.iter().map(|(_, g, _, _)| g)).map_err(set_err)?;
     let globs_of =
-        |list: &[(PathGlob, Provenance)]| glob_set(list.iter().flat_map(|(g, _)| &g.globs));
+        |list: &[(PathGlob, Provenance)]| GlobSet::new(list.iter().flat_map(|(g, _)| &g.globs));
     let read_only_roots = acc.globs("sandbox.read_only_roots");
     let read_only_roots_set = globs_of(read_only_roots).map_err(set_err)?;
     let read_only_paths = acc

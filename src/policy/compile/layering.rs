@@ -147,10 +147,10 @@ pub(super) fn fixed<X, T: PartialEq + Clone + std::fmt::Debug>(
 }
 
 /// Each entry of a list through `f`; `None` if any entry is bad (each problem reported).
-fn each<T>(
+pub(super) fn each<'a, T>(
     cx: &mut Cx<'_, '_>,
-    e: &Entry<&[Sp<String>]>,
-    f: impl Fn(&Cx<'_, '_>, &Sp<String>) -> Result<T, Problem>,
+    e: &Entry<&'a [Sp<String>]>,
+    f: impl Fn(&Cx<'_, '_>, &'a Sp<String>) -> Result<T, Problem>,
 ) -> Option<Vec<T>> {
     let mut out = Vec::with_capacity(e.v.len());
     let mut ok = true;
@@ -226,20 +226,18 @@ pub(super) fn allow_list(
     };
     if cx.check {
         for ((g, _), item) in globs.iter().zip(e.v) {
-            for earlier in lists.iter() {
-                if !earlier.globs.iter().any(|(eg, _)| eg.covers(g)) {
-                    let what = format!(
-                        "`{}` entry \"{}\" is not inside the earlier `{}` list",
-                        e.key, item.v, e.key
-                    );
-                    let hint = "allow-lists of all layers must all match, so a wider entry \
-                                here would not do what it says: each entry must be a literal \
-                                path an earlier entry matches, or a glob under an earlier \
-                                `dir/**` entry (rootfence does not try to prove other glob \
-                                inclusions)";
-                    cx.widening(&item.span, what, &earlier.key_prov.clone(), hint);
-                    break;
-                }
+            let covered = |l: &&AllowList| l.globs.iter().any(|(eg, _)| eg.covers(g));
+            if let Some(earlier) = lists.iter().find(|l| !covered(l)) {
+                let what = format!(
+                    "`{}` entry \"{}\" is not inside the earlier `{}` list",
+                    e.key, item.v, e.key
+                );
+                let hint = "allow-lists of all layers must all match, so a wider entry \
+                            here would not do what it says: each entry must be a literal \
+                            path an earlier entry matches, or a glob under an earlier \
+                            `dir/**` entry (rootfence does not try to prove other glob \
+                            inclusions)";
+                cx.widening(&item.span, what, &earlier.key_prov.clone(), hint);
             }
         }
     }

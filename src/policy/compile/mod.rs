@@ -37,7 +37,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use globset::{Candidate, Glob, GlobSet, GlobSetBuilder};
+use globset::{Candidate, Glob, GlobSet};
 
 use super::decision::{ArgKind, Provenance, ToolPath};
 use super::error::{ErrorKind, PolicyError, PolicyErrors, Source};
@@ -334,8 +334,7 @@ impl Cx<'_, '_> {
     }
 
     fn problem(&mut self, span: &Range<usize>, p: Problem) {
-        let err = self.src.error(span, p.kind, p.message).hint(p.hint);
-        self.errs.push(err);
+        self.error(span, p.kind, p.message, &p.hint);
     }
 
     fn error(&mut self, span: &Range<usize>, kind: ErrorKind, msg: String, hint: &str) {
@@ -406,8 +405,7 @@ pub(crate) fn compile(
         .map(|l| Source::new(l.name.clone(), &l.text))
         .collect();
     for (i, src) in sources.iter().enumerate() {
-        let raw = raw::parse_layer(src, &mut errs);
-        let Some(raw) = raw else {
+        let Some(raw) = raw::parse_layer(src, &mut errs) else {
             all_parsed = false;
             continue;
         };

@@ -21,12 +21,6 @@ pub(super) fn network_word(n: &Network) -> String {
     }
 }
 
-/// Whether an entry of an `env` list is a variable name or prefix; reports it if not.
-fn env_name(cx: &mut Cx<'_, '_>, item: &Sp<String>) -> bool {
-    let checked = subset::entry(cx, Kind::EnvNames, &item.v);
-    checked.map_err(|p| cx.problem(&item.span, p)).is_ok()
-}
-
 pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) {
     // Grants are judged against what earlier layers made grantable, so a layer's own
     // `[sandbox.grantable]` only binds the layers after it.
@@ -77,7 +71,10 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
     }
     if let Some(e) = raw.read("sandbox.env", Val::list) {
         for item in e.v {
-            if env_name(cx, item) && grant_env(cx, acc, &item.v, &item.span) {
+            // A variable name or prefix (reported if not), and grantable here.
+            let name = subset::entry(cx, Kind::EnvNames, &item.v);
+            let name = name.map_err(|p| cx.problem(&item.span, p));
+            if name.is_ok() && grant_env(cx, acc, &item.v, &item.span) {
                 let prov = cx.prov_item(e.key, &item.span);
                 acc.grants.env.push((item.v.clone(), prov));
             }
@@ -87,12 +84,11 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
         if let Some(g) = path_globs(cx, &e, Side::Deny) {
             // The first layer may replace the built-in list; a later layer only adds to
             // what the earlier ones left (adding is narrower).
-            let base = match acc.read_only_paths.take() {
+            let mut all = match acc.read_only_paths.take() {
                 Some(earlier) => earlier,
                 None if cx.layer == 0 => Vec::new(),
                 None => default_read_only_paths(),
             };
-            let mut all = base;
             all.extend(g);
             acc.read_only_paths = Some(all);
         }
@@ -124,8 +120,7 @@ pub(super) fn grant_path(
     }
     let grantable = acc.grantable();
     let rules = grant::PathRules {
-        read: &acc.grants.read,
-        write: &acc.grants.write,
+        grants: &acc.grants,
         grantable: &grantable,
         home: cx.home,
     };

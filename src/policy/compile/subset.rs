@@ -17,23 +17,16 @@ pub(super) fn apply_subsets(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
         let new = match &e.v {
             Val::Word("allow", _) => None,
             Val::List(items) => {
-                let mut out: Vec<(String, &Sp<String>)> = Vec::new();
-                let mut ok = true;
-                for item in items {
-                    match entry(cx, spec.kind, &item.v) {
-                        // A scheme is a word: the same one twice is one.
-                        Ok(v)
-                            if matches!(spec.kind, Kind::Schemes)
-                                && out.iter().any(|(o, _)| *o == v) => {}
-                        Ok(v) => out.push((v, item)),
-                        Err(p) => {
-                            ok = false;
-                            cx.problem(&item.span, p);
-                        }
-                    }
-                }
-                if !ok {
+                let checked = each(cx, &e.with(&items[..]), |cx, item| {
+                    Ok((entry(cx, spec.kind, &item.v)?, item))
+                });
+                let Some(mut out) = checked else {
                     continue;
+                };
+                // A scheme is a word: the same one twice is one.
+                if matches!(spec.kind, Kind::Schemes) {
+                    let mut seen = BTreeSet::new();
+                    out.retain(|(v, _)| seen.insert(v.clone()));
                 }
                 Some(out)
             }
@@ -140,7 +133,7 @@ fn covers(kind: Kind, earlier: &str, later: &str) -> bool {
             matches!((g(earlier), g(later)), (Ok(e), Ok(l)) if e.covers(&l))
         }
         Kind::EnvNames => env_pattern_covers(earlier, later),
-        Kind::Mimes => mime_covers(earlier, later),
+        Kind::Mimes => super::super::decision::mime_matches(earlier, later),
         _ => earlier == later,
     }
 }
@@ -180,17 +173,6 @@ fn mime_token(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c))
 }
 
-/// Whether MIME pattern `outer` covers `inner` (a type or a pattern).
-fn mime_covers(outer: &str, inner: &str) -> bool {
-    if outer == "*/*" || outer == inner {
-        return true;
-    }
-    match (outer.split_once('/'), inner.split_once('/')) {
-        (Some((ot, "*")), Some((it, _))) => ot == it,
-        _ => false,
-    }
-}
-
 fn valid_env_pattern(s: &str) -> bool {
     let name = s.strip_suffix('*').unwrap_or(s);
     (name.is_empty() && s == "*")
@@ -207,6 +189,7 @@ mod tests {
 
     #[test]
     fn mime_cover() {
+        use crate::policy::decision::mime_matches as mime_covers;
         assert!(mime_covers("*/*", "text/plain"));
         assert!(mime_covers("text/*", "text/plain"));
         assert!(mime_covers("text/*", "text/*"));
