@@ -204,12 +204,10 @@ fn start(name: &'static str, mut cmd: Command) -> Result<Target, String> {
             .lines()
             .map_while(Result::ok)
         {
-            if !sent {
-                if let Some(i) = line.find("http://") {
-                    let addr = line[i + 7..].trim_end_matches("/mcp").to_owned();
-                    let _ = tx.send(addr);
-                    sent = true;
-                }
+            if !sent && let Some(i) = line.find("http://") {
+                let addr = line[i + 7..].trim_end_matches("/mcp").to_owned();
+                let _ = tx.send(addr);
+                sent = true;
             }
         }
     });
@@ -770,11 +768,10 @@ fn tree(pid: u32) -> Vec<u32> {
             };
             if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
                 // The parent pid is the second field after the parenthesised name.
-                if let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) {
-                    if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|s| s.parse().ok())
-                    {
-                        children.entry(ppid).or_default().push(p);
-                    }
+                if let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r)
+                    && let Some(ppid) = rest.split_whitespace().nth(1).and_then(|s| s.parse().ok())
+                {
+                    children.entry(ppid).or_default().push(p);
                 }
             }
         }
@@ -982,10 +979,10 @@ async fn direct_conn(
             if l.is_empty() {
                 break;
             }
-            if let Some((k, v)) = l.split_once(':') {
-                if k.eq_ignore_ascii_case("content-length") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
+            if let Some((k, v)) = l.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                length = v.trim().parse().unwrap_or(0);
             }
         }
         let mut body = vec![0; length];

@@ -142,10 +142,10 @@ fn sink(conn: std::net::TcpStream) {
             if h.is_empty() {
                 break;
             }
-            if let Some((k, v)) = h.split_once(':') {
-                if k.eq_ignore_ascii_case("content-length") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
+            if let Some((k, v)) = h.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                len = v.trim().parse().unwrap_or(0);
             }
         }
         let mut body = vec![0; len];

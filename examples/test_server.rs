@@ -188,10 +188,10 @@ fn handle(line: &str, asked: &Asked, next_ask: &mut u64, caps_pid: bool) {
             .unwrap_or(Value::Null);
         let (Some(id), Some(method)) = (msg.id, msg.method.as_deref()) else {
             // A response from the host, to one of our ask_host requests?
-            if let (Some(id), None) = (msg.id, msg.method.as_deref()) {
-                if let Some(original) = asked.lock().unwrap().remove(id.get()) {
-                    respond(&original, &format!(r#"{{"host_response":{line}}}"#));
-                }
+            if let (Some(id), None) = (msg.id, msg.method.as_deref())
+                && let Some(original) = asked.lock().unwrap().remove(id.get())
+            {
+                respond(&original, &format!(r#"{{"host_response":{line}}}"#));
             }
             return;
         };

@@ -67,10 +67,9 @@ fn same_both_ways(client: Client, args: &[String], server: &[String], via: &Via)
         && !direct["server_requests"]
             .as_array()
             .is_some_and(|r| r.contains(&json!("roots/list")))
+        && let Some(list) = wrapped["server_requests"].as_array_mut()
     {
-        if let Some(list) = wrapped["server_requests"].as_array_mut() {
-            list.retain(|r| r != "roots/list");
-        }
+        list.retain(|r| r != "roots/list");
     }
     if let Some((path, d, w)) = first_difference(&direct, &wrapped, "$".into()) {
         panic!(

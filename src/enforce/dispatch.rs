@@ -202,10 +202,10 @@ impl Inner {
                 roots_now = self.learner.tracker.known();
                 ctx.mark();
             }
-            if responses.is_empty() {
-                if let Some(p) = message.get_mut("params").and_then(Value::as_object_mut) {
-                    p.remove("inputResponses");
-                }
+            if responses.is_empty()
+                && let Some(p) = message.get_mut("params").and_then(Value::as_object_mut)
+            {
+                p.remove("inputResponses");
             }
         }
         let ctx = Ctx {

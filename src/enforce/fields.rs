@@ -109,14 +109,13 @@ impl Inner {
         {
             for (key, request) in requests.iter_mut() {
                 if request.get("method").and_then(Value::as_str) == Some(m::SAMPLING_CREATE_MESSAGE)
+                    && let Some(messages) = request.pointer_mut("/params/messages")
                 {
-                    if let Some(messages) = request.pointer_mut("/params/messages") {
-                        self.filter_messages(
-                            ctx,
-                            &format!("result.inputRequests.{key}.params.messages"),
-                            messages,
-                        );
-                    }
+                    self.filter_messages(
+                        ctx,
+                        &format!("result.inputRequests.{key}.params.messages"),
+                        messages,
+                    );
                 }
                 if request.get("method").and_then(Value::as_str) == Some(m::ELICITATION_CREATE)
                     && !self.input_elicitation_ok(ctx, key, request)
@@ -195,18 +194,19 @@ impl Inner {
                 true
             }
             Value::Object(obj) => {
-                if let Some(raw) = obj.get("uri").and_then(Value::as_str) {
-                    if local_url(raw) && !self.judge(ctx, &format!("{field}.uri"), raw) {
-                        return false;
-                    }
+                if let Some(raw) = obj.get("uri").and_then(Value::as_str)
+                    && local_url(raw)
+                    && !self.judge(ctx, &format!("{field}.uri"), raw)
+                {
+                    return false;
                 }
-                if let Some(raw) = obj.get("uriTemplate").and_then(Value::as_str) {
-                    if local_url(raw) {
-                        let c = self.live().template(raw, ctx.roots);
-                        let f = format!("{field}.uriTemplate");
-                        if !self.keep_after(ctx, &f, raw, &c) {
-                            return false;
-                        }
+                if let Some(raw) = obj.get("uriTemplate").and_then(Value::as_str)
+                    && local_url(raw)
+                {
+                    let c = self.live().template(raw, ctx.roots);
+                    let f = format!("{field}.uriTemplate");
+                    if !self.keep_after(ctx, &f, raw, &c) {
+                        return false;
                     }
                 }
                 // `resource` (and every other nested value) is walked: a refused
@@ -303,14 +303,14 @@ impl Inner {
     /// policy allows is refused to the server with the denial error; the rest of the
     /// request is walked.
     pub(super) fn elicitation(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
-        if let Some(url) = message.pointer("/params/url").and_then(Value::as_str) {
-            if local_url(url) {
-                let c = self.live().uri(url, ctx.roots);
-                if self.refuses(ctx, "params.url", url, &c, audit::Action::AnsweredError) {
-                    return ctx
-                        .id
-                        .map_or(Action::Drop, |id| Action::Reply(super::denial(id, url, &c)));
-                }
+        if let Some(url) = message.pointer("/params/url").and_then(Value::as_str)
+            && local_url(url)
+        {
+            let c = self.live().uri(url, ctx.roots);
+            if self.refuses(ctx, "params.url", url, &c, audit::Action::AnsweredError) {
+                return ctx
+                    .id
+                    .map_or(Action::Drop, |id| Action::Reply(super::denial(id, url, &c)));
             }
         }
         if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {

@@ -204,10 +204,10 @@ impl Learner {
     /// Learns whether a 2026-07-28 host supports roots (from the latest `_meta`), and gives
     /// the operator roots when it does not. Returns whether the roots became known.
     pub(super) fn learn_stateless_host(&self, session: &Arc<Session>) -> bool {
-        if self.host_has_roots().is_none() {
-            if let Some(caps) = session.peers().client_capabilities {
-                self.set_host_has_roots(caps.get("roots").is_some());
-            }
+        if self.host_has_roots().is_none()
+            && let Some(caps) = session.peers().client_capabilities
+        {
+            self.set_host_has_roots(caps.get("roots").is_some());
         }
         if self.tracker.known().is_none() && self.host_has_roots() == Some(false) {
             let (set, update) = self.operator_set_without_host("host_without_roots");
@@ -530,10 +530,10 @@ impl Learner {
         for key in &ours {
             requests.remove(key);
         }
-        if requests.is_empty() {
-            if let Some(r) = result.as_object_mut() {
-                r.remove("inputRequests");
-            }
+        if requests.is_empty()
+            && let Some(r) = result.as_object_mut()
+        {
+            r.remove("inputRequests");
         }
         // The retry is recognised by its requestState; without one, rootfence adds a marker
         // of its own (a result needs inputRequests or requestState).
@@ -550,10 +550,10 @@ impl Learner {
         let (map, order) = &mut *inj;
         if map.insert(state.clone(), (ours, own)).is_none() {
             order.push_back(state);
-            if order.len() > INJECTIONS {
-                if let Some(old) = order.pop_front() {
-                    map.remove(&old);
-                }
+            if order.len() > INJECTIONS
+                && let Some(old) = order.pop_front()
+            {
+                map.remove(&old);
             }
         }
         true

@@ -425,17 +425,17 @@ impl Interceptor for Enforcer {
     fn intercept(&self, session: &Arc<Session>, msg: Intercepted) -> Action {
         let inner = Arc::clone(&self.inner);
         let route = route(msg.from, msg.kind, &msg.method);
-        if route.waits_for_roots {
-            if let RootsState::Unknown { asking: true } = inner.learner.tracker.state() {
-                let session = Arc::clone(session);
-                return Action::Defer(Box::pin(async move {
-                    let limit = inner.live().policy.roots().list_timeout;
-                    let roots = inner.learner.tracker.wait(limit).await;
-                    let from = msg.from;
-                    let outcome = inner.handle(&session, msg, route, roots);
-                    evidence::resolve(inner.backlog.hold(inner.audit.get(), from, outcome)).await
-                }));
-            }
+        if route.waits_for_roots
+            && let RootsState::Unknown { asking: true } = inner.learner.tracker.state()
+        {
+            let session = Arc::clone(session);
+            return Action::Defer(Box::pin(async move {
+                let limit = inner.live().policy.roots().list_timeout;
+                let roots = inner.learner.tracker.wait(limit).await;
+                let from = msg.from;
+                let outcome = inner.handle(&session, msg, route, roots);
+                evidence::resolve(inner.backlog.hold(inner.audit.get(), from, outcome)).await
+            }));
         }
         let roots = inner.learner.tracker.known();
         let from = msg.from;

@@ -136,30 +136,31 @@ impl ResourcesRead {
         if let Some(canonical) = &c.canonical {
             ctx.set_uri(&mut message["params"]["uri"], canonical.as_str());
             let live = core.live();
-            if live.policy.resources().read == ReadStance::Serve && live.enforce {
-                if let (Some(roots), Some(allowed)) = (ctx.roots, c.allowed.as_deref()) {
-                    let (reply, refused) = read::serve(
-                        &live.policy,
-                        live.checker.options(),
-                        roots,
-                        allowed,
-                        canonical,
-                        id,
-                        ctx.revision(),
+            if live.policy.resources().read == ReadStance::Serve
+                && live.enforce
+                && let (Some(roots), Some(allowed)) = (ctx.roots, c.allowed.as_deref())
+            {
+                let (reply, refused) = read::serve(
+                    &live.policy,
+                    live.checker.options(),
+                    roots,
+                    allowed,
+                    canonical,
+                    id,
+                    ctx.revision(),
+                );
+                if let Some(refused) = refused {
+                    // The file opened was refused when judged again: say so in the log.
+                    let raw = canonical.as_str();
+                    core.audit_decision(
+                        ctx,
+                        "params.uri",
+                        raw,
+                        &refused,
+                        audit::Action::AnsweredError,
                     );
-                    if let Some(refused) = refused {
-                        // The file opened was refused when judged again: say so in the log.
-                        let raw = canonical.as_str();
-                        core.audit_decision(
-                            ctx,
-                            "params.uri",
-                            raw,
-                            &refused,
-                            audit::Action::AnsweredError,
-                        );
-                    }
-                    return Action::Reply(reply);
                 }
+                return Action::Reply(reply);
             }
         }
         self.verdicts.keep(id, c, ctx.roots_arc);
@@ -204,18 +205,19 @@ impl ResourcesRead {
             let mut c = prior
                 .take_if(|_| reused)
                 .unwrap_or_else(|| core.live().uri(&raw, ctx.roots));
-            if c.allow {
-                if let Some(refusal) = read::content_refusal(&core.live().policy, &item) {
-                    c = refusal;
-                }
+            if c.allow
+                && let Some(refusal) = read::content_refusal(&core.live().policy, &item)
+            {
+                c = refusal;
             }
-            if c.allow && core.live().policy.resources().read == ReadStance::Verify {
-                if let (Some(roots), Some(allowed)) = (ctx.roots, c.allowed.as_deref()) {
-                    let live = core.live();
-                    let opts = live.checker.options();
-                    if let Some(refusal) = read::verify(&live.policy, opts, roots, allowed, &item) {
-                        c = refusal;
-                    }
+            if c.allow
+                && core.live().policy.resources().read == ReadStance::Verify
+                && let (Some(roots), Some(allowed)) = (ctx.roots, c.allowed.as_deref())
+            {
+                let live = core.live();
+                let opts = live.checker.options();
+                if let Some(refusal) = read::verify(&live.policy, opts, roots, allowed, &item) {
+                    c = refusal;
                 }
             }
             // A reused verdict that still allows is already on record; anything that turned
@@ -247,10 +249,10 @@ impl ResourcesRead {
             }
         }
         *contents = kept;
-        if contents.is_empty() {
-            if let (Some(id), Some((raw, c))) = (ctx.id, last_denied) {
-                return Action::Replace(denial(id, &raw, &c));
-            }
+        if contents.is_empty()
+            && let (Some(id), Some((raw, c))) = (ctx.id, last_denied)
+        {
+            return Action::Replace(denial(id, &raw, &c));
         }
         if let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) {
             let handled = route(ctx.from, ctx.kind, ctx.method);

@@ -11,10 +11,11 @@ impl Inner {
     /// The host's answer to the server's `sampling/createMessage`: its `content` blocks are
     /// judged; a single block refused answers the server with the denial error.
     pub(super) fn sampling_result(&self, ctx: &Ctx<'_>, mut message: Value) -> Action {
-        if let Some(content) = message.get_mut("result").and_then(|r| r.get_mut("content")) {
-            if !self.filter_content(ctx, "result.content", content) && content.is_object() {
-                return self.deny_reply(ctx, "content_removed");
-            }
+        if let Some(content) = message.get_mut("result").and_then(|r| r.get_mut("content"))
+            && !self.filter_content(ctx, "result.content", content)
+            && content.is_object()
+        {
+            return self.deny_reply(ctx, "content_removed");
         }
         self.done_ctx(ctx, message)
     }

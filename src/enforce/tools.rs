@@ -173,19 +173,19 @@ impl Tools {
             // A path or URI argument given absolutely goes on as exactly what was checked;
             // a relative one goes on as given (the tool may resolve it against a base of its
             // own, such as a repository).
-            if candidate.rewrite && !resolved {
-                if let Some(canonical) = &c.canonical {
-                    let text = if as_uri {
-                        canonical.as_str()
-                    } else {
-                        canonical.path()
-                    };
-                    // The pointer names the string just judged (only strings are rewritten,
-                    // so the arguments keep their shape).
-                    if let Some(slot) = message.pointer_mut(&format!("/params/arguments{pointer}"))
-                    {
-                        ctx.set_uri(slot, text);
-                    }
+            if candidate.rewrite
+                && !resolved
+                && let Some(canonical) = &c.canonical
+            {
+                let text = if as_uri {
+                    canonical.as_str()
+                } else {
+                    canonical.path()
+                };
+                // The pointer names the string just judged (only strings are rewritten,
+                // so the arguments keep their shape).
+                if let Some(slot) = message.pointer_mut(&format!("/params/arguments{pointer}")) {
+                    ctx.set_uri(slot, text);
                 }
             }
         }

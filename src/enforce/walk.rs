@@ -94,10 +94,10 @@ impl Inner {
                     if self.live().enforce {
                         return false;
                     }
-                } else if uri_key == "uri" {
-                    if let Some(canonical) = &c.canonical {
-                        ctx.set_uri(&mut item["uri"], canonical.as_str());
-                    }
+                } else if uri_key == "uri"
+                    && let Some(canonical) = &c.canonical
+                {
+                    ctx.set_uri(&mut item["uri"], canonical.as_str());
                 }
             }
             self.filter_icons(ctx, &format!("{field}[{i}].icons"), item.get_mut("icons"));
@@ -226,19 +226,19 @@ impl Inner {
                 return false;
             }
             // Kept while refused only in audit mode, which rewrites nothing.
-            if let (Some(canonical), true) = (&c.canonical, self.live().enforce) {
-                if let Some(slot) = block.pointer_mut(pointer) {
-                    ctx.set_uri(slot, canonical.as_str());
-                }
+            if let (Some(canonical), true) = (&c.canonical, self.live().enforce)
+                && let Some(slot) = block.pointer_mut(pointer)
+            {
+                ctx.set_uri(slot, canonical.as_str());
             }
         }
         let Some(obj) = block.as_object_mut() else {
             return true;
         };
-        if let Some(inner) = obj.get_mut("content") {
-            if !self.filter_content(ctx, &format!("{field}.content"), inner) {
-                return !self.live().enforce;
-            }
+        if let Some(inner) = obj.get_mut("content")
+            && !self.filter_content(ctx, &format!("{field}.content"), inner)
+        {
+            return !self.live().enforce;
         }
         if let Some(resource) = obj.get_mut("resource").and_then(Value::as_object_mut) {
             self.walk_rest(ctx, &format!("{field}.resource"), resource, &["uri"]);

@@ -232,10 +232,10 @@ impl Policy {
         if let Some((_, p)) = m.tool_deny.find_rare(&c) {
             return Decision::deny(Reason::ToolDenied, p);
         }
-        if m.read_only {
-            if let Some((_, p)) = m.tool_writing.find_rare(&c) {
-                return Decision::deny(Reason::ReadOnly, p);
-            }
+        if m.read_only
+            && let Some((_, p)) = m.tool_writing.find_rare(&c)
+        {
+            return Decision::deny(Reason::ReadOnly, p);
         }
         Decision::allow(Reason::DefaultAllow, &m.default)
     }

@@ -313,10 +313,10 @@ pub(crate) fn keys_of(table: &str) -> Vec<&'static str> {
         } else {
             s.key.strip_prefix(table).and_then(|r| r.strip_prefix('.'))
         };
-        if let Some(name) = rest.map(|r| r.split('.').next().unwrap_or(r)) {
-            if !out.contains(&name) {
-                out.push(name);
-            }
+        if let Some(name) = rest.map(|r| r.split('.').next().unwrap_or(r))
+            && !out.contains(&name)
+        {
+            out.push(name);
         }
     }
     out
@@ -326,10 +326,10 @@ pub(crate) fn keys_of(table: &str) -> Vec<&'static str> {
 pub(crate) fn tables() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = vec![""];
     for s in SETTINGS {
-        if let Some((t, _)) = s.key.rsplit_once('.') {
-            if !out.contains(&t) {
-                out.push(t);
-            }
+        if let Some((t, _)) = s.key.rsplit_once('.')
+            && !out.contains(&t)
+        {
+            out.push(t);
         }
     }
     out
@@ -679,11 +679,11 @@ mod tests {
                 continue;
             }
             let Some(sec) = &section else { continue };
-            if let Some(t) = line.strip_prefix('`').and_then(|l| l.split('`').next()) {
-                if let Some(t) = t.trim_start_matches('[').strip_suffix(']') {
-                    section = Some(t.trim_end_matches(']').to_owned());
-                    continue;
-                }
+            if let Some(t) = line.strip_prefix('`').and_then(|l| l.split('`').next())
+                && let Some(t) = t.trim_start_matches('[').strip_suffix(']')
+            {
+                section = Some(t.trim_end_matches(']').to_owned());
+                continue;
             }
             if line.starts_with("| `") {
                 let cells: Vec<&str> = line.split(" | ").map(str::trim).collect();

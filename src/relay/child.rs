@@ -242,14 +242,13 @@ pub fn server_name(argv: &[String]) -> String {
     };
     let mut name = base(first);
     let runner = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-    if RUNNERS.contains(&name.as_str()) || RUNNERS.contains(&runner) {
-        if let Some(what) = argv[1..]
+    if (RUNNERS.contains(&name.as_str()) || RUNNERS.contains(&runner))
+        && let Some(what) = argv[1..]
             .iter()
             .find(|a| !a.starts_with('-') && !RUNNER_VERBS.contains(&a.as_str()))
             .filter(|a| !a.contains(char::is_whitespace))
-        {
-            name = format!("{name} {}", base(what));
-        }
+    {
+        name = format!("{name} {}", base(what));
     }
     let out: String = clean_line(name.as_bytes()).chars().take(64).collect();
     if out.is_empty() { "server".into() } else { out }

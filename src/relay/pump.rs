@@ -170,10 +170,10 @@ where
                 router.line(line.freeze(), &mut held).await;
                 // A message held back may have reached the interceptor's bound on what
                 // waits: it then says what to wait for before reading on.
-                if held.items.len() > before {
-                    if let Some(drain) = icpt.backlog(origin.side) {
-                        drain.await;
-                    }
+                if held.items.len() > before
+                    && let Some(drain) = icpt.backlog(origin.side)
+                {
+                    drain.await;
                 }
             }
             Frame::TooLong { len, head } => router.unreadable(

@@ -306,10 +306,10 @@ impl Remembered {
     fn insert(&mut self, key: IdKey) {
         if self.set.insert(key.clone()) {
             self.order.push_back(key);
-            if self.order.len() > REMEMBERED_IDS {
-                if let Some(old) = self.order.pop_front() {
-                    self.set.remove(&old);
-                }
+            if self.order.len() > REMEMBERED_IDS
+                && let Some(old) = self.order.pop_front()
+            {
+                self.set.remove(&old);
             }
         }
     }

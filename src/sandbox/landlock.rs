@@ -459,13 +459,13 @@ fn carve(
     stats: &mut CarveStats,
 ) {
     stats.dirs.push(dir_path.to_owned());
-    if access.contains(AccessFs::ReadDir) {
-        if let Ok(file) = dir.try_clone() {
-            rules.push(PathRule {
-                file: file.into_std_file(),
-                access: AccessFs::ReadDir.into(),
-            });
-        }
+    if access.contains(AccessFs::ReadDir)
+        && let Ok(file) = dir.try_clone()
+    {
+        rules.push(PathRule {
+            file: file.into_std_file(),
+            access: AccessFs::ReadDir.into(),
+        });
     }
     // Fail closed: a directory that cannot be listed grants nothing beneath it.
     let Ok(entries) = dir.entries() else {
@@ -726,11 +726,10 @@ mod tests {
                 for f in &files {
                     let p = root.join(f);
                     // A path that is already a directory (or under a file) is skipped.
-                    if let Some(parent) = p.parent() {
-                        if std::fs::create_dir_all(parent).is_err() {
+                    if let Some(parent) = p.parent()
+                        && std::fs::create_dir_all(parent).is_err() {
                             continue;
                         }
-                    }
                     let _ = std::fs::write(&p, "x");
                 }
                 let denies: Vec<PathBuf> = denies.iter().map(|d| root.join(d)).collect();

@@ -134,10 +134,11 @@ impl Globs {
         for (i, text) in texts.iter().enumerate() {
             let mut patterns = vec![text.as_str()];
             // `X/**` also matches `X`, as in the policy.
-            if let Some(parent) = text.strip_suffix("/**") {
-                if !parent.is_empty() && parent != "**" {
-                    patterns.push(parent);
-                }
+            if let Some(parent) = text.strip_suffix("/**")
+                && !parent.is_empty()
+                && parent != "**"
+            {
+                patterns.push(parent);
             }
             for p in patterns {
                 let glob = GlobBuilder::new(p)
@@ -378,10 +379,11 @@ pub fn scan(
                 if !is_git {
                     continue;
                 }
-                if !is_dir && ft.is_file() {
-                    if let Some(rule) = rules.deny.first(&candidate, &mut buf) {
-                        record(&mut out.git_denied, budget, &rel, false, rule);
-                    }
+                if !is_dir
+                    && ft.is_file()
+                    && let Some(rule) = rules.deny.first(&candidate, &mut buf)
+                {
+                    record(&mut out.git_denied, budget, &rel, false, rule);
                 }
                 continue;
             }
@@ -407,13 +409,13 @@ pub fn scan(
                 }
                 continue;
             }
-            if let Some(rule) = ro {
-                if !ft.is_symlink() {
-                    record(&mut out.read_only, budget, &rel, is_dir, rule);
-                }
-                // A read-only directory is still entered: a denied file inside it must be
-                // hidden all the same.
+            if let Some(rule) = ro
+                && !ft.is_symlink()
+            {
+                record(&mut out.read_only, budget, &rel, is_dir, rule);
             }
+            // A read-only directory is still entered: a denied file inside it must be
+            // hidden all the same.
             if is_dir {
                 let is_bulky = dir.bulky || name.to_str().is_some_and(|n| BULKY.contains(&n));
                 subdirs.push(Pending {
@@ -508,10 +510,11 @@ fn files_beneath(root: &Dir, rel: &Path, budget: &mut Budget, out: &mut Vec<Hit>
 fn alias_hard_links(root: &Dir, out: &mut Scan, budget: &mut Budget) {
     let mut wanted: HashSet<(u64, u64)> = HashSet::new();
     for hit in out.hidden.iter().filter(|h| !h.dir) {
-        if let Ok(m) = root.symlink_metadata(&hit.rel) {
-            if m.is_file() && m.nlink() > 1 {
-                wanted.insert((m.dev(), m.ino()));
-            }
+        if let Ok(m) = root.symlink_metadata(&hit.rel)
+            && m.is_file()
+            && m.nlink() > 1
+        {
+            wanted.insert((m.dev(), m.ino()));
         }
     }
     if wanted.is_empty() {
@@ -537,12 +540,13 @@ fn alias_hard_links(root: &Dir, out: &mut Scan, budget: &mut Budget) {
             let child = dir_rel.join(entry.file_name());
             if ft.is_dir() {
                 stack.push((child, depth + 1));
-            } else if ft.is_file() && !known.contains(&child) {
-                if let Ok(m) = entry.metadata() {
-                    if m.nlink() > 1 && wanted.contains(&(m.dev(), m.ino())) {
-                        found.push(child);
-                    }
-                }
+            } else if ft.is_file()
+                && !known.contains(&child)
+                && let Ok(m) = entry.metadata()
+                && m.nlink() > 1
+                && wanted.contains(&(m.dev(), m.ino()))
+            {
+                found.push(child);
             }
         }
     }

@@ -142,10 +142,10 @@ impl<'s> Walker<'s> {
             return; // `true`, `false`, or not a schema: nothing to learn here
         };
         self.follow_refs(obj, pattern, name, depth);
-        if may_be_string(obj) {
-            if let Some((role, why)) = role_of(obj, name) {
-                self.rule(pattern, role, why);
-            }
+        if may_be_string(obj)
+            && let Some((role, why)) = role_of(obj, name)
+        {
+            self.rule(pattern, role, why);
         }
         if let Some(Value::Object(props)) = obj.get("properties") {
             for (k, v) in props {

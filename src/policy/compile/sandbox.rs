@@ -80,18 +80,18 @@ pub(super) fn apply_sandbox(acc: &mut Acc, raw: &RawLayer, cx: &mut Cx<'_, '_>) 
             }
         }
     }
-    if let Some(e) = raw.read("sandbox.read_only_paths", Val::list) {
-        if let Some(g) = path_globs(cx, &e, Side::Deny) {
-            // The first layer may replace the built-in list; a later layer only adds to
-            // what the earlier ones left (adding is narrower).
-            let mut all = match acc.read_only_paths.take() {
-                Some(earlier) => earlier,
-                None if cx.layer == 0 => Vec::new(),
-                None => default_read_only_paths(),
-            };
-            all.extend(g);
-            acc.read_only_paths = Some(all);
-        }
+    if let Some(e) = raw.read("sandbox.read_only_paths", Val::list)
+        && let Some(g) = path_globs(cx, &e, Side::Deny)
+    {
+        // The first layer may replace the built-in list; a later layer only adds to
+        // what the earlier ones left (adding is narrower).
+        let mut all = match acc.read_only_paths.take() {
+            Some(earlier) => earlier,
+            None if cx.layer == 0 => Vec::new(),
+            None => default_read_only_paths(),
+        };
+        all.extend(g);
+        acc.read_only_paths = Some(all);
     }
 }
 

@@ -191,10 +191,10 @@ fn finish(mut routed: Routed, action: Action, session: &Arc<Session>) -> Step {
     // was withheld is measured on them); every other final action, here.
     let replaced_answer = from == Side::Server && matches!(action, Action::Replace(_));
     if let (Some(observed), Some(id), Some(o)) = (&routed.observed, &routed.id, session.observer())
+        && !matches!(action, Action::Defer(_))
+        && !replaced_answer
     {
-        if !matches!(action, Action::Defer(_)) && !replaced_answer {
-            observe(o, from, id, observed, &action);
-        }
+        observe(o, from, id, observed, &action);
     }
     match action {
         Action::Forward | Action::Replace(_) => {

@@ -32,11 +32,11 @@ impl Session {
             m::INITIALIZED => st.handshake.initialized = true,
             m::LOGGING_SET_LEVEL => st.handshake.log_level = params(),
             m::RESOURCES_SUBSCRIBE => {
-                if let (Some(id), Some(p)) = (id, params()) {
-                    if let Some(uri) = p.get("uri").and_then(Value::as_str) {
-                        let uri = uri.to_owned();
-                        st.subscribing.insert(id.key().clone(), (uri, p));
-                    }
+                if let (Some(id), Some(p)) = (id, params())
+                    && let Some(uri) = p.get("uri").and_then(Value::as_str)
+                {
+                    let uri = uri.to_owned();
+                    st.subscribing.insert(id.key().clone(), (uri, p));
                 }
             }
             m::RESOURCES_UNSUBSCRIBE => {
@@ -61,10 +61,10 @@ impl Session {
         let mut st = self.state();
         match method {
             m::RESOURCES_SUBSCRIBE => {
-                if let Some((uri, params)) = st.subscribing.remove(id.key()) {
-                    if ok {
-                        st.handshake.subscriptions.insert(uri, params);
-                    }
+                if let Some((uri, params)) = st.subscribing.remove(id.key())
+                    && ok
+                {
+                    st.handshake.subscriptions.insert(uri, params);
                 }
             }
             m::SUBSCRIPTIONS_LISTEN => st.handshake.listens.retain(|(i, _)| i != id),
