@@ -226,7 +226,7 @@ crate::coded::coded! {
     /// Families whose state and install directories the profile grants (`places.toml`):
     /// the runtimes discovery finds by following the command (`runtime.rs`), then the tool
     /// families, servers that cannot run without some state of their own outside the
-    /// roots, recognised from the command line by [`tool_families`].
+    /// roots, recognised from the command line by `tool_families`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
     #[non_exhaustive]
     pub enum Family {
