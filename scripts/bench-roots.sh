@@ -8,5 +8,9 @@ cd "$(dirname "$0")/.."
 # PROFILE=profiling builds with line tables for `perf` (docs/benchmarks.md, "Profiling");
 # the figures are from the release build users install.
 profile="${PROFILE:-release}"
-cargo build --profile "$profile" --locked --quiet --bin rootfence --example test_server --example bench_roots
+# The binary in a build of its own: built in one command with the examples it would take
+# the dev-dependencies' features (regex-syntax's Unicode tables, through criterion's regex)
+# and be larger (~450 KB) than the one users install.
+cargo build --profile "$profile" --locked --quiet --bin rootfence
+cargo build --profile "$profile" --locked --quiet --example test_server --example bench_roots
 exec target/"$profile"/examples/bench_roots "$@"
